@@ -1,0 +1,150 @@
+/*
+ * kerntune.c - the kerntune command: a thin program over the public API (include/kerntune.h).
+ *
+ * Each subcommand is a function taking its own argv; each accepts --help. Exit status: 0 on
+ * success, 1 when the work failed, 2 on a usage error.
+ */
+#include <kerntune.h>
+
+#include <stdio.h>
+#include <string.h>
+
+typedef struct command {
+    const char *name;
+    const char *summary;
+    int (*run)(int argc, char **argv);
+    void (*help)(FILE *out);
+} command;
+
+static void usage_main(FILE *out);
+
+static void help_devices(FILE *out) {
+    fprintf(out,
+            "usage: kerntune devices [-v|--verbose]\n"
+            "\n"
+            "Lists the backends kerntune found and their devices. The C backend (the host CPU)\n"
+            "is always present.\n"
+            "\n"
+            "options:\n"
+            "  -v, --verbose   also print each device's fingerprint, the string that keys\n"
+            "                  recorded decisions to the device\n"
+            "  -h, --help      print this help\n");
+}
+
+static int run_devices(int argc, char **argv) {
+    int verbose = 0;
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "-v") == 0 || strcmp(argv[i], "--verbose") == 0) {
+            verbose = 1;
+        } else {
+            fprintf(stderr, "kerntune devices: unknown argument '%s'\n", argv[i]);
+            help_devices(stderr);
+            return 2;
+        }
+    }
+    kt_context *ctx;
+    kt_status st = kt_context_create(&ctx);
+    if (st != KT_OK) {
+        fprintf(stderr, "kerntune devices: %s: %s\n", kt_status_name(st), kt_last_error());
+        return 1;
+    }
+    printf("%-8s %-6s %s\n", "BACKEND", "DEVICE", "NAME");
+    size_t n = kt_context_device_count(ctx);
+    for (size_t i = 0; i < n; i++) {
+        const kt_device *d = kt_context_device(ctx, i);
+        printf("%-8s %-6zu %s\n", kt_device_backend(d), i, kt_device_name(d));
+        if (verbose) printf("%-8s %-6s fingerprint: %s\n", "", "", kt_device_fingerprint(d));
+    }
+    kt_context_destroy(ctx);
+    return 0;
+}
+
+static void help_version(FILE *out) {
+    fprintf(out, "usage: kerntune version\n\nPrints the version of the kerntune library in use.\n");
+}
+
+static int run_version(int argc, char **argv) {
+    if (argc > 1) {
+        fprintf(stderr, "kerntune version: unexpected argument '%s'\n", argv[1]);
+        return 2;
+    }
+    printf("kerntune %s\n", kt_version_string());
+    return 0;
+}
+
+static void help_help(FILE *out) {
+    fprintf(out, "usage: kerntune help [COMMAND]\n\nPrints the help of kerntune or of one command.\n");
+}
+
+static int run_help(int argc, char **argv);
+
+static const command commands[] = {
+    {"devices", "list backends and devices", run_devices, help_devices},
+    {"version", "print the version", run_version, help_version},
+    {"help", "print help on a command", run_help, help_help},
+};
+#define NCOMMANDS (sizeof commands / sizeof commands[0])
+
+static const command *find_command(const char *name) {
+    for (size_t i = 0; i < NCOMMANDS; i++)
+        if (strcmp(commands[i].name, name) == 0) return &commands[i];
+    return NULL;
+}
+
+static int run_help(int argc, char **argv) {
+    if (argc < 2) {
+        usage_main(stdout);
+        return 0;
+    }
+    const command *c = find_command(argv[1]);
+    if (c == NULL) {
+        fprintf(stderr, "kerntune help: unknown command '%s'\n", argv[1]);
+        return 2;
+    }
+    c->help(stdout);
+    return 0;
+}
+
+static void usage_main(FILE *out) {
+    fprintf(out,
+            "usage: kerntune [--help] [--version] COMMAND [ARGS]\n"
+            "\n"
+            "kerntune measures which implementation of a kernel is fastest for each problem and\n"
+            "device, and remembers the pick.\n"
+            "\n"
+            "commands:\n");
+    for (size_t i = 0; i < NCOMMANDS; i++) fprintf(out, "  %-10s %s\n", commands[i].name, commands[i].summary);
+    fprintf(out,
+            "\n"
+            "Run 'kerntune COMMAND --help' for a command's options.\n"
+            "\n"
+            "environment:\n"
+            "  KERNTUNE_MODE   tune | cache-only | off\n"
+            "  KERNTUNE_FORCE  op=candidate[,op=candidate...]\n"
+            "  KERNTUNE_LOG    error | warn | info | debug (to stderr)\n");
+}
+
+int main(int argc, char **argv) {
+    if (argc < 2) {
+        usage_main(stderr);
+        return 2;
+    }
+    const char *cmd = argv[1];
+    if (strcmp(cmd, "-h") == 0 || strcmp(cmd, "--help") == 0) {
+        usage_main(stdout);
+        return 0;
+    }
+    if (strcmp(cmd, "--version") == 0 || strcmp(cmd, "-V") == 0) return run_version(1, argv + 1);
+    const command *c = find_command(cmd);
+    if (c == NULL) {
+        fprintf(stderr, "kerntune: unknown command '%s'; run 'kerntune --help' for the list\n", cmd);
+        return 2;
+    }
+    for (int i = 2; i < argc; i++) {
+        if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
+            c->help(stdout);
+            return 0;
+        }
+    }
+    return c->run(argc - 1, argv + 1);
+}

@@ -1,0 +1,455 @@
+/*
+ * kerntune.h - the stable public API of kerntune.
+ *
+ * kerntune picks, by measurement, the fastest correct implementation of an operation for each
+ * problem key and device, and remembers the pick. The unit of work is an *op*: a named operation
+ * with a typed argument signature, a tuning key computed from its arguments, and a set of
+ * *candidates* (implementations). The first call of an op for a new key measures every candidate
+ * that accepts the arguments and records the winner; every later call for that key dispatches to
+ * the winner directly.
+ *
+ * Conventions
+ *  - Every fallible function returns a kt_status; KT_OK is zero. On failure, kt_last_error()
+ *    returns a message for the calling thread that says what failed and where.
+ *  - Constructors hand the new handle through an out-pointer; destroy functions accept NULL.
+ *  - Strings passed in are copied; the caller keeps ownership of what it passes.
+ *  - Strings returned by accessors are owned by the handle they came from and live as long as it.
+ *  - The library never aborts, exits or prints, unless logging is switched on (KERNTUNE_LOG or
+ *    kt_context_set_log_level), in which case it writes to stderr or to the caller's log function.
+ */
+#ifndef KERNTUNE_H
+#define KERNTUNE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(KT_BUILDING_SHARED) && defined(__GNUC__)
+#define KT_API __attribute__((visibility("default")))
+#else
+#define KT_API
+#endif
+
+/* ---------------------------------------------------------------------------------------------
+ * Version
+ * ------------------------------------------------------------------------------------------- */
+
+#define KT_VERSION_MAJOR 0
+#define KT_VERSION_MINOR 1
+#define KT_VERSION_PATCH 0
+/** The version as one comparable number: major * 10000 + minor * 100 + patch. */
+#define KT_VERSION_NUMBER (KT_VERSION_MAJOR * 10000 + KT_VERSION_MINOR * 100 + KT_VERSION_PATCH)
+
+/** Returns the version of the library actually linked, as KT_VERSION_NUMBER computes it. */
+KT_API unsigned kt_version_number(void);
+
+/** Returns the version of the library actually linked as "MAJOR.MINOR.PATCH"; static storage. */
+KT_API const char *kt_version_string(void);
+
+/* ---------------------------------------------------------------------------------------------
+ * Status codes
+ *
+ * One list generates the enum, kt_status_name() and kt_strerror(). Codes are stable: new codes
+ * are only appended.
+ * ------------------------------------------------------------------------------------------- */
+
+#define KT_STATUS_LIST(X)                                                                          \
+    X(OK, 0, "success")                                                                            \
+    X(ERR_NULL, 1, "a required handle or pointer argument is NULL")                                \
+    X(ERR_INVALID_ARGUMENT, 2, "an argument has a value outside what the function accepts")        \
+    X(ERR_NO_MEMORY, 3, "out of memory")                                                           \
+    X(ERR_STATE, 4, "the handle is not in a state that allows this call")                          \
+    X(ERR_ARG_COUNT, 5, "the call passed a different number of arguments than the op declares")    \
+    X(ERR_ARG_TYPE, 6, "an argument's type differs from the op's declared signature")              \
+    X(ERR_UNKNOWN_CANDIDATE, 7, "no candidate of the op has that name")                            \
+    X(ERR_NO_CANDIDATES, 8, "the op has no candidates")                                            \
+    X(ERR_NO_VALID_CANDIDATE, 9, "no candidate of the op accepts these arguments")                 \
+    X(ERR_CANDIDATE_FAILED, 10, "the candidate returned a failure")                                \
+    X(ERR_ALL_FAILED, 11, "every candidate that accepts these arguments failed during tuning")     \
+    X(ERR_ENV, 12, "an environment variable has a value kerntune does not understand")             \
+    X(ERR_NOT_FOUND, 13, "nothing is recorded for that request")                                   \
+    X(ERR_LIMIT, 14, "a fixed limit of the library was exceeded")                                  \
+    X(ERR_DUPLICATE, 15, "the name is already in use")                                             \
+    X(ERR_SYSTEM, 16, "an operating-system call failed")                                           \
+    X(ERR_BACKEND, 17, "a backend failed or does not support the request")
+
+/** Status codes returned by every fallible call. */
+typedef enum kt_status {
+#define KT__STATUS_ENUM(name, value, msg) KT_##name = value,
+    KT_STATUS_LIST(KT__STATUS_ENUM)
+#undef KT__STATUS_ENUM
+} kt_status;
+
+/** Returns the generic message of a status code (static storage); unknown codes get a message
+ *  saying so, never NULL. */
+KT_API const char *kt_strerror(kt_status status);
+
+/** Returns the name of a status code without the KT_ prefix, e.g. "ERR_ARG_TYPE" (static
+ *  storage); unknown codes return "UNKNOWN". */
+KT_API const char *kt_status_name(kt_status status);
+
+/** Returns the detail message of the last failing kerntune call made by the calling thread, e.g.
+ *  "kt_op_call(op 'matmul'): argument 2 is f32, the op declares i64". Calls that succeed do not
+ *  clear it. The string is owned by the thread and valid until its next kerntune call. Never
+ *  NULL; "" when no call has failed on this thread. */
+KT_API const char *kt_last_error(void);
+
+/* ---------------------------------------------------------------------------------------------
+ * Types and arguments
+ * ------------------------------------------------------------------------------------------- */
+
+/** Element types of buffers and types of scalar arguments. F16 and BF16 are buffer element types
+ *  only. KT_TYPE_BUFFER marks an argument value that is a buffer. */
+typedef enum kt_type {
+    KT_TYPE_I8 = 1,
+    KT_TYPE_I16,
+    KT_TYPE_I32,
+    KT_TYPE_I64,
+    KT_TYPE_U8,
+    KT_TYPE_U16,
+    KT_TYPE_U32,
+    KT_TYPE_U64,
+    KT_TYPE_F32,
+    KT_TYPE_F64,
+    KT_TYPE_F16,
+    KT_TYPE_BF16,
+    KT_TYPE_BUFFER = 64
+} kt_type;
+
+/** Returns the size in bytes of one element of the type (0 for KT_TYPE_BUFFER or an unknown
+ *  type). */
+KT_API size_t kt_type_size(kt_type type);
+
+/** Returns the lower-case name of the type ("i32", "f64", "buffer"); "?" for unknown types. */
+KT_API const char *kt_type_name(kt_type type);
+
+/** How a candidate uses a buffer argument. ReadWrite buffers are read and written in place. */
+typedef enum kt_access {
+    KT_READ_ONLY = 1,
+    KT_WRITE_ONLY = 2,
+    KT_READ_WRITE = 3
+} kt_access;
+
+/**
+ * One argument value of a call. This small value type is part of the stable ABI (as a buffer
+ * descriptor is in other C libraries); build it with the kt_arg_* helpers below.
+ *  - buffers: type is KT_TYPE_BUFFER, ptr the data, bytes its size in bytes;
+ *  - signed integer scalars: i holds the value sign-extended; unsigned: u;
+ *  - f32 scalars: f32; f64 scalars: f64.
+ */
+typedef struct kt_arg {
+    kt_type type;
+    union {
+        void *ptr;
+        int64_t i;
+        uint64_t u;
+        float f32;
+        double f64;
+    };
+    size_t bytes;
+} kt_arg;
+
+/** A buffer argument: the caller keeps ownership of the memory. */
+static inline kt_arg kt_arg_buf(void *ptr, size_t bytes) {
+    kt_arg a = {KT_TYPE_BUFFER, {.ptr = ptr}, bytes};
+    return a;
+}
+static inline kt_arg kt_arg_i8(int8_t v) { kt_arg a = {KT_TYPE_I8, {.i = v}, 0}; return a; }
+static inline kt_arg kt_arg_i16(int16_t v) { kt_arg a = {KT_TYPE_I16, {.i = v}, 0}; return a; }
+static inline kt_arg kt_arg_i32(int32_t v) { kt_arg a = {KT_TYPE_I32, {.i = v}, 0}; return a; }
+static inline kt_arg kt_arg_i64(int64_t v) { kt_arg a = {KT_TYPE_I64, {.i = v}, 0}; return a; }
+static inline kt_arg kt_arg_u8(uint8_t v) { kt_arg a = {KT_TYPE_U8, {.u = v}, 0}; return a; }
+static inline kt_arg kt_arg_u16(uint16_t v) { kt_arg a = {KT_TYPE_U16, {.u = v}, 0}; return a; }
+static inline kt_arg kt_arg_u32(uint32_t v) { kt_arg a = {KT_TYPE_U32, {.u = v}, 0}; return a; }
+static inline kt_arg kt_arg_u64(uint64_t v) { kt_arg a = {KT_TYPE_U64, {.u = v}, 0}; return a; }
+static inline kt_arg kt_arg_f32(float v) { kt_arg a = {KT_TYPE_F32, {.f32 = v}, 0}; return a; }
+static inline kt_arg kt_arg_f64(double v) { kt_arg a = {KT_TYPE_F64, {.f64 = v}, 0}; return a; }
+
+/* ---------------------------------------------------------------------------------------------
+ * Context
+ * ------------------------------------------------------------------------------------------- */
+
+/** A context owns ops, backends and settings. Ops of one context may be called from many threads
+ *  at once; the context's own setters are not thread-safe against each other. */
+typedef struct kt_context kt_context;
+
+/** How much work a miss may cost (in the spirit of FFTW's planner flags).
+ *  - MEASURE: a key seen for the first time is tuned by measuring every valid candidate.
+ *  - CACHE_ONLY: decisions already recorded are used; a miss dispatches the op's default
+ *    candidate and never measures.
+ *  - OFF: tuning is off: every call dispatches the default candidate; recorded decisions are
+ *    ignored.
+ *  - FORCED: every call dispatches the op's forced candidate (kt_op_force or KERNTUNE_FORCE),
+ *    or its default where none is named; nothing is measured.
+ * The default candidate is the one named with kt_op_set_default, else the first added; when it
+ * does not accept the arguments, the first candidate in order that does is used.
+ * KT_EFFORT_INHERIT (ops only) takes the context's level. */
+typedef enum kt_effort {
+    KT_EFFORT_INHERIT = 0,
+    KT_EFFORT_MEASURE = 1,
+    KT_EFFORT_CACHE_ONLY = 2,
+    KT_EFFORT_OFF = 3,
+    KT_EFFORT_FORCED = 4
+} kt_effort;
+
+/** Log levels; messages at or above the level set are emitted. */
+typedef enum kt_log_level {
+    KT_LOG_NONE = 0,
+    KT_LOG_ERROR = 1,
+    KT_LOG_WARN = 2,
+    KT_LOG_INFO = 3,
+    KT_LOG_DEBUG = 4
+} kt_log_level;
+
+/** Receives one log line (no trailing newline). May be called from any thread that calls into
+ *  the context, so it must be thread-safe. */
+typedef void (*kt_log_fn)(kt_log_level level, const char *message, void *user);
+
+/**
+ * Creates a context and stores it in *out (NULL on failure). Reads the environment once, here:
+ *  - KERNTUNE_MODE = tune | cache-only | off   overrides every op's effort level;
+ *  - KERNTUNE_FORCE = op=candidate[,op=candidate...]   forces candidates by op name;
+ *  - KERNTUNE_LOG = error | warn | info | debug   switches logging to stderr on.
+ * An unrecognised value fails with KT_ERR_ENV and a message naming the variable. The built-in
+ * backends are registered. Release with kt_context_destroy.
+ */
+KT_API kt_status kt_context_create(kt_context **out);
+
+/** Destroys a context and every op it owns. NULL is harmless. No call on the context or its ops
+ *  may be in progress. */
+KT_API void kt_context_destroy(kt_context *ctx);
+
+/** Sets the context's effort level (KT_EFFORT_INHERIT is rejected). An op takes its level when
+ *  it is first called; ops already called keep theirs. KERNTUNE_MODE, when set, wins. */
+KT_API kt_status kt_context_set_effort(kt_context *ctx, kt_effort effort);
+
+/** Returns the effort level ops inherit: KERNTUNE_MODE's when set, else the one set. */
+KT_API kt_effort kt_context_effort(const kt_context *ctx);
+
+/** Sets the log level (KT_LOG_NONE switches logging off). KERNTUNE_LOG sets the initial one. */
+KT_API kt_status kt_context_set_log_level(kt_context *ctx, kt_log_level level);
+
+/** Routes log lines to fn instead of stderr; fn NULL restores stderr. */
+KT_API kt_status kt_context_set_log_fn(kt_context *ctx, kt_log_fn fn, void *user);
+
+/**
+ * Sets how the CPU measurement engine measures one candidate: warmup_runs unmeasured runs, then
+ * measured runs until at least min_runs have run and min_time_s seconds were measured, or
+ * max_runs have run; the estimate is the median. Defaults: 1 warm-up, 3 to 1000 runs, 2 ms.
+ * Requires min_runs >= 1, max_runs >= min_runs, min_time_s >= 0.
+ */
+KT_API kt_status kt_context_set_measure(kt_context *ctx, unsigned warmup_runs, unsigned min_runs,
+                                        unsigned max_runs, double min_time_s);
+
+/* ---------------------------------------------------------------------------------------------
+ * Devices
+ * ------------------------------------------------------------------------------------------- */
+
+/** A device found by a backend; owned by its context. */
+typedef struct kt_device kt_device;
+
+/** Returns the number of devices that the context's backends found (the host CPU is always one). */
+KT_API size_t kt_context_device_count(const kt_context *ctx);
+
+/** Returns device number index, or NULL when index is out of range. */
+KT_API const kt_device *kt_context_device(const kt_context *ctx, size_t index);
+
+/** Returns the name of the backend that found the device ("c" for the host CPU). */
+KT_API const char *kt_device_backend(const kt_device *dev);
+
+/** Returns a human-readable device name, e.g. the CPU model. */
+KT_API const char *kt_device_name(const kt_device *dev);
+
+/** Returns the device fingerprint: a string that changes whenever the device, its driver or
+ *  anything else that can change a tuning decision changes. */
+KT_API const char *kt_device_fingerprint(const kt_device *dev);
+
+/* ---------------------------------------------------------------------------------------------
+ * Ops
+ *
+ * An op is built (arguments, key, candidates, requirements) and then called. Its first call
+ * freezes it: building calls after that fail with KT_ERR_STATE.
+ * ------------------------------------------------------------------------------------------- */
+
+typedef struct kt_op kt_op;
+
+/** A native candidate: runs the operation on args (nargs of them, in the op's declared order
+ *  and types). Returns 0 on success; any other value is a failure, which disqualifies the
+ *  candidate during tuning and is reported as KT_ERR_CANDIDATE_FAILED on a dispatched call. */
+typedef int (*kt_native_fn)(const kt_arg *args, size_t nargs, void *user);
+
+/** A validity predicate: returns nonzero when the candidate accepts these arguments. A
+ *  candidate is never launched on arguments its predicate rejects. Must be pure and thread-safe. */
+typedef int (*kt_accept_fn)(const kt_arg *args, size_t nargs, void *user);
+
+/** A user bucketing function: maps a key value to its bucket. Must be pure and thread-safe. */
+typedef int64_t (*kt_bucket_fn)(int64_t value, void *user);
+
+/** A derived key value computed from all arguments. Must be pure and thread-safe. */
+typedef int64_t (*kt_key_fn)(const kt_arg *args, size_t nargs, void *user);
+
+/** How a key value is bucketed.
+ *  - EXACT: the value itself (floats by their bit pattern).
+ *  - POW2: the smallest power of two >= the value, for values >= 1 (1->1, 3->4, 1000->1024,
+ *    1025->2048); values <= 0 map to themselves. Integer scalars and buffer sizes only. */
+typedef enum kt_bucket {
+    KT_BUCKET_EXACT = 0,
+    KT_BUCKET_POW2 = 1
+} kt_bucket;
+
+/** Creates an op named name (1 to 127 characters) in ctx and stores it in *out. The op is
+ *  owned by the context and destroyed with it, or earlier by kt_op_destroy. */
+KT_API kt_status kt_op_create(kt_context *ctx, const char *name, kt_op **out);
+
+/** Destroys an op. NULL is harmless. No call on the op may be in progress. */
+KT_API void kt_op_destroy(kt_op *op);
+
+/** Returns the op's name. */
+KT_API const char *kt_op_name(const kt_op *op);
+
+/** Appends a buffer argument with element type elem (not KT_TYPE_BUFFER) and access mode. At a
+ *  call its kt_arg must be a buffer whose byte size is a multiple of the element size. */
+KT_API kt_status kt_op_add_buffer(kt_op *op, const char *name, kt_type elem, kt_access access);
+
+/** Appends a scalar argument of type type (an integer type, F32 or F64). */
+KT_API kt_status kt_op_add_scalar(kt_op *op, const char *name, kt_type type);
+
+/** Returns the number of declared arguments. */
+KT_API size_t kt_op_arg_count(const kt_op *op);
+
+/** Adds a key component: the value of scalar argument arg, or the byte size of buffer argument
+ *  arg, bucketed as bucket. At most 8 key components per op. */
+KT_API kt_status kt_op_key_arg(kt_op *op, size_t arg, kt_bucket bucket);
+
+/** Adds a key component: the value of integer scalar argument arg (or byte size of buffer arg)
+ *  mapped through fn. */
+KT_API kt_status kt_op_key_arg_fn(kt_op *op, size_t arg, kt_bucket_fn fn, void *user);
+
+/** Adds a key component: the alignment of buffer argument arg's pointer, i.e. the largest power
+ *  of two dividing the address, capped at max_align (a power of two; NULL counts as aligned). */
+KT_API kt_status kt_op_key_align(kt_op *op, size_t arg, size_t max_align);
+
+/** Adds a key component computed by fn from all arguments. */
+KT_API kt_status kt_op_key_fn(kt_op *op, kt_key_fn fn, void *user);
+
+/** Adds a native candidate named name (unique within the op) that calls fn(args, nargs, user).
+ *  At most 4096 candidates per op. */
+KT_API kt_status kt_op_add_native(kt_op *op, const char *name, kt_native_fn fn, void *user);
+
+/** Declares that candidate name accepts only calls where buffer argument arg's pointer is a
+ *  multiple of align (a power of two). */
+KT_API kt_status kt_op_require_align(kt_op *op, const char *name, size_t arg, size_t align);
+
+/** Declares that candidate name accepts only calls where integer scalar argument arg is a
+ *  multiple of k (k >= 1); for a buffer argument, its element count must be. */
+KT_API kt_status kt_op_require_multiple(kt_op *op, const char *name, size_t arg, int64_t k);
+
+/** Declares that candidate name accepts only calls where fn returns nonzero. One predicate per
+ *  candidate; a second call replaces the first. At most 512 candidates may have requirements. */
+KT_API kt_status kt_op_require_fn(kt_op *op, const char *name, kt_accept_fn fn, void *user);
+
+/** Names the default candidate (see kt_effort). */
+KT_API kt_status kt_op_set_default(kt_op *op, const char *name);
+
+/** Names a fallback candidate: a call that finds its key being tuned by another thread runs the
+ *  fallback (when it accepts the arguments) instead of waiting for the decision. NULL clears it:
+ *  such calls wait, which is the default. */
+KT_API kt_status kt_op_set_fallback(kt_op *op, const char *name);
+
+/** Forces candidate name and sets the op's effort to KT_EFFORT_FORCED; NULL clears the forced
+ *  candidate and sets the effort back to KT_EFFORT_INHERIT. KERNTUNE_FORCE wins over this. */
+KT_API kt_status kt_op_force(kt_op *op, const char *name);
+
+/** Sets the op's effort level (KT_EFFORT_INHERIT: the context's). */
+KT_API kt_status kt_op_set_effort(kt_op *op, kt_effort effort);
+
+/** Returns the number of declared candidates. */
+KT_API size_t kt_op_candidate_count(const kt_op *op);
+
+/** Returns the name of candidate index, or NULL when out of range. */
+KT_API const char *kt_op_candidate_name(const kt_op *op, size_t index);
+
+/**
+ * Calls the op. Checks nargs and every argument's type against the signature, computes the
+ * key, and dispatches the recorded winner for it. On a miss it decides first (by the op's
+ * effort level): under MEASURE it measures every candidate that accepts the arguments on these
+ * arguments, records the winner, and then runs the winner once more on them.
+ * Concurrent first calls for one key tune once; the other callers wait for the decision, or run
+ * the fallback candidate (kt_op_set_fallback).
+ * A call that finds its decision allocates nothing, makes no system call and takes no lock.
+ * Returns KT_OK, or KT_ERR_ARG_COUNT, KT_ERR_ARG_TYPE, KT_ERR_NO_CANDIDATES,
+ * KT_ERR_NO_VALID_CANDIDATE, KT_ERR_ALL_FAILED, KT_ERR_CANDIDATE_FAILED, KT_ERR_NO_MEMORY, ...
+ */
+KT_API kt_status kt_op_call(kt_op *op, const kt_arg *args, size_t nargs);
+
+/** Returns how many times the op has tuned a key (measured its candidates). */
+KT_API uint64_t kt_op_tune_count(const kt_op *op);
+
+/** Returns how many measured runs (warm-ups excluded) the op has made in all its tunings. */
+KT_API uint64_t kt_op_measured_runs(const kt_op *op);
+
+/* ---------------------------------------------------------------------------------------------
+ * Decisions
+ * ------------------------------------------------------------------------------------------- */
+
+/** A recorded decision; owned by its op and valid as long as the op. Read-only. */
+typedef struct kt_decision kt_decision;
+
+/** How a decision was made. */
+typedef enum kt_decision_source {
+    KT_SOURCE_MEASURED = 1, /* measured at first call */
+    KT_SOURCE_DEFAULT = 2,  /* default candidate, by effort OFF or CACHE_ONLY */
+    KT_SOURCE_FORCED = 3    /* forced candidate */
+} kt_decision_source;
+
+/** Finds the decision for the key of these arguments without tuning or calling anything.
+ *  Returns KT_ERR_NOT_FOUND when the key has no finished decision. */
+KT_API kt_status kt_op_decision(const kt_op *op, const kt_arg *args, size_t nargs,
+                                const kt_decision **out);
+
+/** Returns the number of finished decisions of the op (a snapshot; more may follow). */
+KT_API size_t kt_op_decision_count(const kt_op *op);
+
+/** Returns finished decision number index (in the order they were made), or NULL. */
+KT_API const kt_decision *kt_op_decision_at(const kt_op *op, size_t index);
+
+/** Returns the index of the winning candidate. */
+KT_API size_t kt_decision_winner(const kt_decision *d);
+
+/** Returns how the decision was made. */
+KT_API kt_decision_source kt_decision_source_of(const kt_decision *d);
+
+/** Returns the number of key components, and component index (0 when out of range). Key
+ *  components are the op's key values in declaration order. */
+KT_API size_t kt_decision_key_len(const kt_decision *d);
+KT_API int64_t kt_decision_key(const kt_decision *d, size_t index);
+
+/** Candidate outcome within a decision. */
+typedef enum kt_outcome {
+    KT_OUTCOME_NOT_RUN = 0,  /* not measured (decision not measured) */
+    KT_OUTCOME_MEASURED = 1, /* measured; time and runs are set */
+    KT_OUTCOME_REJECTED = 2, /* its requirements rejected the arguments: never launched */
+    KT_OUTCOME_FAILED = 3    /* returned a failure while being measured */
+} kt_outcome;
+
+/** Returns candidate index's outcome in the decision. */
+KT_API kt_outcome kt_decision_outcome(const kt_decision *d, size_t candidate);
+
+/** Returns candidate index's median time in nanoseconds, or a negative value when it was not
+ *  measured. */
+KT_API double kt_decision_time_ns(const kt_decision *d, size_t candidate);
+
+/** Returns the number of measured runs of candidate index (warm-ups excluded). */
+KT_API unsigned kt_decision_runs(const kt_decision *d, size_t candidate);
+
+/** Returns the failure code a candidate returned while measured (0 when it did not fail). */
+KT_API int kt_decision_fail_code(const kt_decision *d, size_t candidate);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* KERNTUNE_H */

@@ -1,0 +1,243 @@
+/*
+ * context.c - the context: settings, the environment, backends and the devices they found.
+ *
+ * The environment is read once, when the context is created, so that a running program sees
+ * one consistent configuration; a value kerntune does not understand fails creation loudly
+ * rather than being ignored.
+ */
+#include "internal.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static kt_status parse_mode(const char *v, kt_effort *out) {
+    if (strcmp(v, "tune") == 0) *out = KT_EFFORT_MEASURE;
+    else if (strcmp(v, "cache-only") == 0) *out = KT_EFFORT_CACHE_ONLY;
+    else if (strcmp(v, "off") == 0) *out = KT_EFFORT_OFF;
+    else
+        return kt__err(KT_ERR_ENV, "kt_context_create: KERNTUNE_MODE='%.64s' is not one of tune, cache-only, off", v);
+    return KT_OK;
+}
+
+static kt_status parse_log(const char *v, int *out) {
+    static const char *const names[] = {"none", "error", "warn", "info", "debug"};
+    for (int i = 0; i < 5; i++) {
+        if (strcmp(v, names[i]) == 0) {
+            *out = i;
+            return KT_OK;
+        }
+    }
+    if (strcmp(v, "off") == 0) {
+        *out = KT_LOG_NONE;
+        return KT_OK;
+    }
+    return kt__err(KT_ERR_ENV, "kt_context_create: KERNTUNE_LOG='%.64s' is not one of error, warn, info, debug, none", v);
+}
+
+/* Parses "op=cand[,op=cand...]" into ctx->forces. */
+static kt_status parse_force(kt_context *ctx, const char *v) {
+    size_t n = 1;
+    for (const char *p = v; *p; p++) n += *p == ',';
+    ctx->forces = calloc(n, sizeof *ctx->forces);
+    if (ctx->forces == NULL) return kt__err(KT_ERR_NO_MEMORY, "kt_context_create: out of memory");
+    const char *p = v;
+    for (size_t i = 0; i < n; i++) {
+        const char *end = strchr(p, ',');
+        size_t len = end ? (size_t)(end - p) : strlen(p);
+        const char *eq = memchr(p, '=', len);
+        if (eq == NULL || eq == p || eq == p + len - 1)
+            return kt__err(KT_ERR_ENV, "kt_context_create: KERNTUNE_FORCE entry %zu '%.*s' is not op=candidate",
+                           i + 1, (int)(len > 64 ? 64 : len), p);
+        size_t oplen = (size_t)(eq - p), clen = len - oplen - 1;
+        char *op = strndup(p, oplen), *cand = strndup(eq + 1, clen);
+        ctx->forces[ctx->nforces].op = op;
+        ctx->forces[ctx->nforces].candidate = cand;
+        ctx->nforces++;
+        if (op == NULL || cand == NULL) return kt__err(KT_ERR_NO_MEMORY, "kt_context_create: out of memory");
+        p = end ? end + 1 : p + len;
+    }
+    return KT_OK;
+}
+
+static kt_status read_env(kt_context *ctx) {
+    const char *v = getenv("KERNTUNE_MODE");
+    kt_status st;
+    if (v && *v && (st = parse_mode(v, &ctx->env_mode)) != KT_OK) return st;
+    v = getenv("KERNTUNE_LOG");
+    int level;
+    if (v && *v) {
+        if ((st = parse_log(v, &level)) != KT_OK) return st;
+        atomic_store(&ctx->log_level, level);
+    }
+    v = getenv("KERNTUNE_FORCE");
+    if (v && *v && (st = parse_force(ctx, v)) != KT_OK) return st;
+    return KT_OK;
+}
+
+kt_status kt_context_create(kt_context **out) {
+    if (out == NULL) return kt__err(KT_ERR_NULL, "kt_context_create: out is NULL");
+    *out = NULL;
+    kt_context *ctx = calloc(1, sizeof *ctx);
+    if (ctx == NULL) return kt__err(KT_ERR_NO_MEMORY, "kt_context_create: out of memory");
+    ctx->effort = KT_EFFORT_MEASURE;
+    ctx->env_mode = KT_EFFORT_INHERIT;
+    atomic_init(&ctx->log_level, KT_LOG_NONE);
+    ctx->measure = (kt__measure_cfg){.warmup_runs = 1, .min_runs = 3, .max_runs = 1000, .min_time_s = 0.002};
+    if (pthread_mutex_init(&ctx->lock, NULL) != 0) {
+        free(ctx);
+        return kt__err(KT_ERR_SYSTEM, "kt_context_create: pthread_mutex_init failed");
+    }
+    kt_status st = read_env(ctx);
+    if (st == KT_OK) st = kt_context_add_backend(ctx, kt_backend_c());
+    if (st != KT_OK) {
+        char saved[KT__ERRBUF];
+        strcpy(saved, kt_last_error());
+        kt_context_destroy(ctx);
+        return kt__err(st, "%s", saved);
+    }
+    kt__log(ctx, KT_LOG_DEBUG, "context created (kerntune %s)", kt_version_string());
+    *out = ctx;
+    return KT_OK;
+}
+
+void kt_context_destroy(kt_context *ctx) {
+    if (ctx == NULL) return;
+    while (ctx->ops != NULL) kt_op_destroy(ctx->ops);
+    for (size_t i = 0; i < ctx->nforces; i++) {
+        free(ctx->forces[i].op);
+        free(ctx->forces[i].candidate);
+    }
+    free(ctx->forces);
+    for (size_t i = 0; i < ctx->nbackends; i++)
+        if (ctx->backends[i].backend->fini) ctx->backends[i].backend->fini(ctx->backends[i].state);
+    free(ctx->backends);
+    for (size_t i = 0; i < ctx->ndevices; i++) {
+        free(ctx->devices[i].backend);
+        free(ctx->devices[i].name);
+        free(ctx->devices[i].fingerprint);
+    }
+    free(ctx->devices);
+    pthread_mutex_destroy(&ctx->lock);
+    free(ctx);
+}
+
+const char *kt__context_forced(const kt_context *ctx, const char *op_name) {
+    for (size_t i = 0; i < ctx->nforces; i++)
+        if (strcmp(ctx->forces[i].op, op_name) == 0) return ctx->forces[i].candidate;
+    return NULL;
+}
+
+void kt__context_unlink(kt_context *ctx, kt_op *op) {
+    pthread_mutex_lock(&ctx->lock);
+    for (kt_op **pp = &ctx->ops; *pp; pp = &(*pp)->next) {
+        if (*pp == op) {
+            *pp = op->next;
+            break;
+        }
+    }
+    pthread_mutex_unlock(&ctx->lock);
+}
+
+kt_status kt_context_set_effort(kt_context *ctx, kt_effort effort) {
+    if (ctx == NULL) return kt__err(KT_ERR_NULL, "kt_context_set_effort: ctx is NULL");
+    if (effort < KT_EFFORT_MEASURE || effort > KT_EFFORT_FORCED)
+        return kt__err(KT_ERR_INVALID_ARGUMENT, "kt_context_set_effort: effort %d is not a level (1..4)", (int)effort);
+    ctx->effort = effort;
+    return KT_OK;
+}
+
+kt_effort kt_context_effort(const kt_context *ctx) {
+    if (ctx == NULL) return KT_EFFORT_INHERIT;
+    return ctx->env_mode != KT_EFFORT_INHERIT ? ctx->env_mode : ctx->effort;
+}
+
+kt_status kt_context_set_log_level(kt_context *ctx, kt_log_level level) {
+    if (ctx == NULL) return kt__err(KT_ERR_NULL, "kt_context_set_log_level: ctx is NULL");
+    if ((int)level < KT_LOG_NONE || level > KT_LOG_DEBUG)
+        return kt__err(KT_ERR_INVALID_ARGUMENT, "kt_context_set_log_level: level %d is not 0..4", (int)level);
+    atomic_store(&ctx->log_level, (int)level);
+    return KT_OK;
+}
+
+kt_status kt_context_set_log_fn(kt_context *ctx, kt_log_fn fn, void *user) {
+    if (ctx == NULL) return kt__err(KT_ERR_NULL, "kt_context_set_log_fn: ctx is NULL");
+    ctx->log_fn = fn;
+    ctx->log_user = user;
+    return KT_OK;
+}
+
+kt_status kt_context_set_measure(kt_context *ctx, unsigned warmup_runs, unsigned min_runs,
+                                 unsigned max_runs, double min_time_s) {
+    if (ctx == NULL) return kt__err(KT_ERR_NULL, "kt_context_set_measure: ctx is NULL");
+    if (min_runs < 1 || max_runs < min_runs || !(min_time_s >= 0) || max_runs > 10000000)
+        return kt__err(KT_ERR_INVALID_ARGUMENT,
+                       "kt_context_set_measure: need 1 <= min_runs (%u) <= max_runs (%u) <= 10000000 and min_time_s (%g) >= 0",
+                       min_runs, max_runs, min_time_s);
+    ctx->measure = (kt__measure_cfg){warmup_runs, min_runs, max_runs, min_time_s};
+    return KT_OK;
+}
+
+kt_status kt_context_add_backend(kt_context *ctx, const kt_backend *b) {
+    if (ctx == NULL || b == NULL) return kt__err(KT_ERR_NULL, "kt_context_add_backend: %s is NULL", ctx ? "backend" : "ctx");
+    if (b->abi_version < 1 || b->name == NULL || b->device_count == NULL || b->device_describe == NULL)
+        return kt__err(KT_ERR_INVALID_ARGUMENT,
+                       "kt_context_add_backend: backend table is incomplete (abi_version %d, needs name, device_count, device_describe)",
+                       b->abi_version);
+    for (size_t i = 0; i < ctx->nbackends; i++)
+        if (strcmp(ctx->backends[i].backend->name, b->name) == 0)
+            return kt__err(KT_ERR_DUPLICATE, "kt_context_add_backend: backend '%s' is already registered", b->name);
+    char err[512] = "";
+    void *state = NULL;
+    if (b->init) {
+        kt_status st = b->init(b, &state, err, sizeof err);
+        if (st != KT_OK) return kt__err(st, "kt_context_add_backend(%s): %s", b->name, err);
+    }
+    size_t n = b->device_count(state);
+    kt__backend_slot *bs = realloc(ctx->backends, (ctx->nbackends + 1) * sizeof *bs);
+    kt_device *ds = bs ? realloc(ctx->devices, (ctx->ndevices + n) * sizeof *ds) : NULL;
+    if (bs) ctx->backends = bs;
+    if (ds) ctx->devices = ds;
+    kt_status st = (bs && ds) ? KT_OK : kt__err(KT_ERR_NO_MEMORY, "kt_context_add_backend(%s): out of memory", b->name);
+    size_t added = 0;
+    for (; st == KT_OK && added < n; added++) {
+        char name[KT_DEVICE_NAME_MAX] = "", fp[KT_DEVICE_FINGERPRINT_MAX] = "";
+        st = b->device_describe(state, added, name, fp, err, sizeof err);
+        if (st != KT_OK) {
+            kt__err(st, "kt_context_add_backend(%s): device %zu: %s", b->name, added, err);
+            break;
+        }
+        kt_device *d = &ctx->devices[ctx->ndevices + added];
+        d->backend = strdup(b->name);
+        d->name = strdup(name);
+        d->fingerprint = strdup(fp);
+        if (!d->backend || !d->name || !d->fingerprint) {
+            added++; /* so that the cleanup below frees this one too */
+            st = kt__err(KT_ERR_NO_MEMORY, "kt_context_add_backend(%s): out of memory", b->name);
+            break;
+        }
+    }
+    if (st != KT_OK) {
+        for (size_t i = 0; i < added; i++) {
+            kt_device *d = &ctx->devices[ctx->ndevices + i];
+            free(d->backend);
+            free(d->name);
+            free(d->fingerprint);
+        }
+        if (b->fini) b->fini(state);
+        return st;
+    }
+    ctx->backends[ctx->nbackends++] = (kt__backend_slot){b, state};
+    ctx->ndevices += n;
+    kt__log(ctx, KT_LOG_DEBUG, "backend '%s' registered with %zu device(s)", b->name, n);
+    return KT_OK;
+}
+
+size_t kt_context_device_count(const kt_context *ctx) { return ctx ? ctx->ndevices : 0; }
+
+const kt_device *kt_context_device(const kt_context *ctx, size_t index) {
+    return (ctx && index < ctx->ndevices) ? &ctx->devices[index] : NULL;
+}
+
+const char *kt_device_backend(const kt_device *dev) { return dev ? dev->backend : NULL; }
+const char *kt_device_name(const kt_device *dev) { return dev ? dev->name : NULL; }
+const char *kt_device_fingerprint(const kt_device *dev) { return dev ? dev->fingerprint : NULL; }

@@ -1,0 +1,249 @@
+/*
+ * internal.h - definitions shared by the library's source files; not installed.
+ *
+ * Internal names carry a kt__ prefix (public ones kt_). Every struct behind a public opaque handle
+ * is defined here so that the files of one concern can see the others' state without accessors.
+ */
+#ifndef KT_INTERNAL_H
+#define KT_INTERNAL_H
+
+#include <kerntune.h>
+#include <kerntune/backend.h>
+
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+
+#define KT__NAME_MAX 127             /* longest op, argument or candidate name */
+#define KT__KEY_USER_MAX 8           /* key components an op may declare */
+#define KT__MASK_WORDS_MAX 8         /* 64-bit words of validity mask: 512 candidates */
+#define KT__KEY_WORDS_MAX (KT__KEY_USER_MAX + KT__MASK_WORDS_MAX)
+#define KT__CAND_MAX 4096            /* candidates per op */
+#define KT__ERRBUF 1024              /* bytes of the per-thread detail message */
+
+#if defined(__GNUC__)
+#define KT__LIKELY(x) __builtin_expect(!!(x), 1)
+#define KT__UNLIKELY(x) __builtin_expect(!!(x), 0)
+#define KT__PRINTF(f, a) __attribute__((format(printf, f, a)))
+#else
+#define KT__LIKELY(x) (x)
+#define KT__UNLIKELY(x) (x)
+#define KT__PRINTF(f, a)
+#endif
+
+/* ---- status.c: the per-thread detail message, logging -------------------------------------- */
+
+/* Formats the calling thread's detail message and returns status, so that a failing path reads
+ * `return kt__err(KT_ERR_X, "kt_fn(...): what", ...);`. */
+kt_status kt__err(kt_status status, const char *fmt, ...) KT__PRINTF(2, 3);
+
+/* Emits one log line through ctx when level is at or below the context's level. */
+void kt__log(const kt_context *ctx, kt_log_level level, const char *fmt, ...) KT__PRINTF(3, 4);
+
+/* Duplicates a name after checking it is 1..KT__NAME_MAX characters; reports as `where`. */
+kt_status kt__dup_name(const char *name, const char *where, char **out);
+
+/* ---- context.c ----------------------------------------------------------------------------- */
+
+struct kt_device {
+    char *backend;
+    char *name;
+    char *fingerprint;
+};
+
+typedef struct kt__backend_slot {
+    const kt_backend *backend;
+    void *state;
+} kt__backend_slot;
+
+typedef struct kt__force {
+    char *op;
+    char *candidate;
+} kt__force;
+
+typedef struct kt__measure_cfg {
+    unsigned warmup_runs;
+    unsigned min_runs;
+    unsigned max_runs;
+    double min_time_s;
+} kt__measure_cfg;
+
+struct kt_context {
+    kt_effort effort;     /* set by kt_context_set_effort */
+    kt_effort env_mode;   /* from KERNTUNE_MODE; KT_EFFORT_INHERIT when unset */
+    kt__force *forces;    /* from KERNTUNE_FORCE */
+    size_t nforces;
+    _Atomic int log_level;
+    kt_log_fn log_fn;
+    void *log_user;
+    kt__measure_cfg measure;
+    kt__backend_slot *backends;
+    size_t nbackends;
+    kt_device *devices;
+    size_t ndevices;
+    pthread_mutex_t lock; /* guards the op list */
+    kt_op *ops;
+};
+
+/* Returns the candidate forced for op name by KERNTUNE_FORCE, or NULL. */
+const char *kt__context_forced(const kt_context *ctx, const char *op_name);
+
+/* Unlinks op from its context's list (called by kt_op_destroy). */
+void kt__context_unlink(kt_context *ctx, kt_op *op);
+
+/* ---- op.c: declarations -------------------------------------------------------------------- */
+
+typedef struct kt__argdecl {
+    char *name;
+    kt_type type;     /* KT_TYPE_BUFFER or the scalar type */
+    kt_type elem;     /* element type of a buffer */
+    kt_access access; /* buffers only */
+    size_t esize;     /* element size of a buffer; size of a scalar */
+} kt__argdecl;
+
+typedef enum kt__key_kind { KT__KEY_ARG, KT__KEY_ARG_FN, KT__KEY_ALIGN, KT__KEY_FN } kt__key_kind;
+
+typedef struct kt__keycomp {
+    kt__key_kind kind;
+    size_t arg;
+    kt_bucket bucket;
+    kt_bucket_fn bucket_fn;
+    kt_key_fn key_fn;
+    void *user;
+    uint64_t max_align;
+} kt__keycomp;
+
+typedef enum kt__req_kind { KT__REQ_ALIGN, KT__REQ_MULTIPLE } kt__req_kind;
+
+typedef struct kt__req {
+    kt__req_kind kind;
+    size_t arg;
+    int64_t value;
+} kt__req;
+
+typedef struct kt__cand {
+    char *name;
+    kt_native_fn fn;
+    void *user;
+    kt__req *reqs;
+    size_t nreqs;
+    kt_accept_fn accept;
+    void *accept_user;
+    int mask_bit; /* bit in the key's validity mask; -1 when the candidate accepts everything */
+} kt__cand;
+
+/* Result of one candidate within a decision. */
+typedef struct kt__cand_result {
+    kt_outcome outcome;
+    double time_ns;
+    unsigned runs;
+    int fail_code;
+} kt__cand_result;
+
+enum { KT__TUNING = 0, KT__DONE = 1, KT__FAILED = 2 };
+
+struct kt_decision {
+    uint64_t hash;
+    size_t keylen;                   /* words of key: user components, then mask words */
+    size_t nuser;                    /* user components */
+    int64_t key[KT__KEY_WORDS_MAX];
+    _Atomic int state;               /* KT__TUNING, KT__DONE or KT__FAILED */
+    kt_native_fn fn;                 /* the winner, copied for the hit path */
+    void *user;
+    size_t winner;
+    kt_decision_source source;
+    kt_status fail_status;
+    char *fail_msg;
+    size_t ncand;
+    kt__cand_result *results;        /* one per candidate */
+};
+
+/* Open-addressed table of decisions. Readers probe it without a lock; writers hold op->lock,
+ * publish an entry with a release store, and replace a full table by a copy twice the size. */
+typedef struct kt__table {
+    size_t mask;
+    struct kt__table *retired_next; /* older tables, freed with the op */
+    _Atomic(kt_decision *) slot[];
+} kt__table;
+
+struct kt_op {
+    kt_context *ctx;
+    kt_op *next;                   /* context's list */
+    char *name;
+    kt__argdecl *args;
+    size_t nargs;
+    kt__keycomp keys[KT__KEY_USER_MAX];
+    size_t nkeys;
+    kt__cand *cands;
+    size_t ncands;
+    size_t nmask_words;            /* set at freeze */
+    size_t npredicated;            /* candidates with requirements */
+    long default_idx, fallback_idx, forced_idx;  /* -1 when not set */
+    kt_effort effort;              /* as set on the op */
+    kt_effort effective;           /* resolved at freeze */
+    _Atomic int frozen;
+    pthread_mutex_t lock;          /* guards insertion, the done list, freezing */
+    pthread_cond_t cond;           /* signalled when a decision finishes */
+    _Atomic(kt__table *) table;
+    size_t count;                  /* decisions in the table */
+    kt_decision **done;            /* finished decisions, in order */
+    size_t ndone, done_cap;
+    _Atomic uint64_t tune_count;
+    _Atomic uint64_t measured_runs;
+};
+
+/* Checks the op is still being built; reports as `where`. */
+kt_status kt__op_building(const kt_op *op, const char *where);
+
+/* Freezes the op on its first call: checks it, resolves effort and forced candidate, assigns
+ * mask bits. Idempotent and thread-safe. */
+kt_status kt__op_freeze(kt_op *op);
+
+/* ---- key.c --------------------------------------------------------------------------------- */
+
+/* Checks nargs and types against the signature. */
+kt_status kt__check_args(const kt_op *op, const kt_arg *args, size_t nargs, const char *where);
+
+/* Computes the full key (user components, then validity mask words) into key; returns its
+ * length in words. Arguments must have been checked. */
+size_t kt__key_compute(const kt_op *op, const kt_arg *args, int64_t *key);
+
+/* Hashes a key. */
+uint64_t kt__key_hash(const int64_t *key, size_t len);
+
+/* Whether candidate idx accepts the arguments whose full key is key. */
+bool kt__key_accepts(const kt_op *op, const int64_t *key, size_t idx);
+
+/* Maps value by bucket (see kt_bucket). */
+int64_t kt__bucket(int64_t value, kt_bucket bucket);
+
+/* ---- table.c ------------------------------------------------------------------------------- */
+
+kt_decision *kt__table_find(const kt__table *t, const int64_t *key, size_t len, uint64_t hash);
+
+/* Inserts d (op->lock held); grows the table when it is half full. */
+kt_status kt__table_insert(kt_op *op, kt_decision *d);
+
+/* Frees every table and decision of the op. */
+void kt__table_free(kt_op *op);
+
+/* ---- bench.c: the CPU measurement engine --------------------------------------------------- */
+
+/* Measures fn on args: cfg->warmup_runs unmeasured runs, then runs until cfg's limits; times
+ * each run with the monotonic clock. scratch holds cfg->max_runs doubles. A run returning
+ * nonzero stops measurement and sets res->outcome = KT_OUTCOME_FAILED. */
+void kt__measure_native(const kt__measure_cfg *cfg, kt_native_fn fn, void *user,
+                        const kt_arg *args, size_t nargs, double *scratch, kt__cand_result *res);
+
+/* ---- tuner.c ------------------------------------------------------------------------------- */
+
+/* Frees a decision. */
+void kt__decision_free(kt_decision *d);
+
+/* ---- backend_c.c --------------------------------------------------------------------------- */
+
+/* Writes a 64-bit FNV-1a hash of the bytes. */
+uint64_t kt__fnv1a(const void *data, size_t len, uint64_t seed);
+
+#endif /* KT_INTERNAL_H */

@@ -1,0 +1,115 @@
+/*
+ * status.c - status codes, the per-thread detail message, logging and small shared helpers.
+ *
+ * The status list in kerntune.h is expanded here into kt_strerror() and kt_status_name(). A
+ * failing call formats what failed and where into a thread-local buffer (kt__err), which the
+ * caller reads with kt_last_error(); nothing is printed unless logging is switched on.
+ */
+#include "internal.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static _Thread_local char kt__errbuf[KT__ERRBUF];
+
+const char *kt_strerror(kt_status status) {
+    switch (status) {
+#define KT__STATUS_MSG(name, value, msg) \
+    case KT_##name:                      \
+        return msg;
+        KT_STATUS_LIST(KT__STATUS_MSG)
+#undef KT__STATUS_MSG
+    }
+    return "unknown status code";
+}
+
+const char *kt_status_name(kt_status status) {
+    switch (status) {
+#define KT__STATUS_NAME(name, value, msg) \
+    case KT_##name:                       \
+        return #name;
+        KT_STATUS_LIST(KT__STATUS_NAME)
+#undef KT__STATUS_NAME
+    }
+    return "UNKNOWN";
+}
+
+const char *kt_last_error(void) { return kt__errbuf; }
+
+kt_status kt__err(kt_status status, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(kt__errbuf, sizeof kt__errbuf, fmt, ap);
+    va_end(ap);
+    return status;
+}
+
+void kt__log(const kt_context *ctx, kt_log_level level, const char *fmt, ...) {
+    if (ctx == NULL || (int)level > atomic_load_explicit(&ctx->log_level, memory_order_relaxed))
+        return;
+    char line[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(line, sizeof line, fmt, ap);
+    va_end(ap);
+    if (ctx->log_fn != NULL) {
+        ctx->log_fn(level, line, ctx->log_user);
+        return;
+    }
+    static const char *const names[] = {"none", "error", "warn", "info", "debug"};
+    fprintf(stderr, "kerntune: %s: %s\n", names[level], line);
+}
+
+kt_status kt__dup_name(const char *name, const char *where, char **out) {
+    if (name == NULL)
+        return kt__err(KT_ERR_NULL, "%s: name is NULL", where);
+    size_t n = strlen(name);
+    if (n == 0 || n > KT__NAME_MAX)
+        return kt__err(KT_ERR_INVALID_ARGUMENT, "%s: name '%.40s%s' has %zu characters; 1 to %d allowed",
+                       where, name, n > 40 ? "..." : "", n, KT__NAME_MAX);
+    char *p = malloc(n + 1);
+    if (p == NULL)
+        return kt__err(KT_ERR_NO_MEMORY, "%s: out of memory copying name", where);
+    memcpy(p, name, n + 1);
+    *out = p;
+    return KT_OK;
+}
+
+size_t kt_type_size(kt_type type) {
+    switch (type) {
+    case KT_TYPE_I8: case KT_TYPE_U8: return 1;
+    case KT_TYPE_I16: case KT_TYPE_U16: case KT_TYPE_F16: case KT_TYPE_BF16: return 2;
+    case KT_TYPE_I32: case KT_TYPE_U32: case KT_TYPE_F32: return 4;
+    case KT_TYPE_I64: case KT_TYPE_U64: case KT_TYPE_F64: return 8;
+    case KT_TYPE_BUFFER: return 0;
+    }
+    return 0;
+}
+
+const char *kt_type_name(kt_type type) {
+    switch (type) {
+    case KT_TYPE_I8: return "i8";
+    case KT_TYPE_I16: return "i16";
+    case KT_TYPE_I32: return "i32";
+    case KT_TYPE_I64: return "i64";
+    case KT_TYPE_U8: return "u8";
+    case KT_TYPE_U16: return "u16";
+    case KT_TYPE_U32: return "u32";
+    case KT_TYPE_U64: return "u64";
+    case KT_TYPE_F32: return "f32";
+    case KT_TYPE_F64: return "f64";
+    case KT_TYPE_F16: return "f16";
+    case KT_TYPE_BF16: return "bf16";
+    case KT_TYPE_BUFFER: return "buffer";
+    }
+    return "?";
+}
+
+unsigned kt_version_number(void) { return KT_VERSION_NUMBER; }
+
+#define KT__STR2(x) #x
+#define KT__STR(x) KT__STR2(x)
+const char *kt_version_string(void) {
+    return KT__STR(KT_VERSION_MAJOR) "." KT__STR(KT_VERSION_MINOR) "." KT__STR(KT_VERSION_PATCH);
+}
