@@ -1,0 +1,82 @@
+/*
+ * helpers.h - shared pieces of the cmocka tests: candidates whose cost is set by design (a
+ * fixed amount of work, so a 10x slower candidate is 10x slower whatever the machine), call
+ * counters, and assertion helpers that print kerntune's detail message on failure.
+ */
+#ifndef KT_TEST_HELPERS_H
+#define KT_TEST_HELPERS_H
+
+#include <kerntune.h>
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+/* Fails the test with kerntune's message when st is not the expected status. */
+#define expect_status(expected, call)                                                            \
+    do {                                                                                         \
+        kt_status st_ = (call);                                                                  \
+        if (st_ != (expected))                                                                   \
+            fail_msg("%s returned %s, expected %s; last error: %s", #call, kt_status_name(st_), \
+                     kt_status_name(expected), kt_last_error());                                 \
+    } while (0)
+#define ok(call) expect_status(KT_OK, call)
+
+/* A candidate's identity and behaviour. work: units of fixed work per call; fail: a nonzero
+ * value to return; fail_after: succeed that many calls, then return fail. */
+typedef struct cand {
+    int32_t id;
+    unsigned work;
+    int fail;
+    int fail_after;
+    atomic_int calls;
+} cand;
+
+/* One unit of work: a dependent chain of integer operations the compiler cannot remove. */
+static inline void do_work(unsigned units) {
+    volatile uint64_t x = 1;
+    for (unsigned u = 0; u < units; u++)
+        for (int i = 0; i < 4000; i++) x = x * 6364136223846793005ull + 1442695040888963407ull;
+}
+
+/* The standard test candidate: counts its call, works, and writes its id into element 0 of
+ * argument 0 (an i32 buffer) so tests can see who ran last. */
+static inline int cand_fn(const kt_arg *args, size_t nargs, void *user) {
+    cand *c = user;
+    int n = atomic_fetch_add(&c->calls, 1);
+    if (c->fail && n >= c->fail_after) return c->fail;
+    do_work(c->work);
+    if (nargs > 0 && args[0].type == KT_TYPE_BUFFER && args[0].bytes >= sizeof(int32_t))
+        memcpy(args[0].ptr, &c->id, sizeof(int32_t)); /* the buffer may be unaligned */
+    return 0;
+}
+
+static inline int calls(cand *c) { return atomic_load(&c->calls); }
+
+/* Creates a context with a fixed, small measurement: 1 warm-up and exactly `runs` measured
+ * runs per candidate, so counts of calls are exact. */
+static inline kt_context *test_context(unsigned runs) {
+    kt_context *ctx = NULL;
+    ok(kt_context_create(&ctx));
+    ok(kt_context_set_measure(ctx, 1, runs, runs, 0.0));
+    return ctx;
+}
+
+/* Creates op `name` with signature (out: i32 buffer, n: i64) and key n (exact). */
+static inline kt_op *test_op(kt_context *ctx, const char *name) {
+    kt_op *op = NULL;
+    ok(kt_op_create(ctx, name, &op));
+    ok(kt_op_add_buffer(op, "out", KT_TYPE_I32, KT_WRITE_ONLY));
+    ok(kt_op_add_scalar(op, "n", KT_TYPE_I64));
+    ok(kt_op_key_arg(op, 1, KT_BUCKET_EXACT));
+    return op;
+}
+
+#endif
