@@ -74,7 +74,8 @@ KT_API const char *kt_version_string(void);
     X(ERR_LIMIT, 14, "a fixed limit of the library was exceeded")                                  \
     X(ERR_DUPLICATE, 15, "the name is already in use")                                             \
     X(ERR_SYSTEM, 16, "an operating-system call failed")                                           \
-    X(ERR_BACKEND, 17, "a backend failed or does not support the request")
+    X(ERR_BACKEND, 17, "a backend failed or does not support the request")                       \
+    X(ERR_HOOK, 18, "a benchmark hook or input generator returned a failure")
 
 /** Status codes returned by every fallible call. */
 typedef enum kt_status {
@@ -168,12 +169,31 @@ static inline kt_arg kt_arg_u64(uint64_t v) { kt_arg a = {KT_TYPE_U64, {.u = v},
 static inline kt_arg kt_arg_f32(float v) { kt_arg a = {KT_TYPE_F32, {.f32 = v}, 0}; return a; }
 static inline kt_arg kt_arg_f64(double v) { kt_arg a = {KT_TYPE_F64, {.f64 = v}, 0}; return a; }
 
+/** Releases memory a candidate returned; receives the pointer and the release user data. */
+typedef void (*kt_release_fn)(void *ptr, void *user);
+
+/**
+ * A result that a candidate allocates and returns (an op declared with kt_op_set_result). Like
+ * kt_arg, a small value type that is part of the stable ABI. The owner of a filled kt_result
+ * releases it with kt_result_release, which calls release(ptr, release_user) when release is set.
+ */
+typedef struct kt_result {
+    void *ptr;
+    size_t bytes;
+    kt_release_fn release;
+    void *release_user;
+} kt_result;
+
+/** Releases a result (calls its release function, if any) and clears it. NULL is harmless. */
+KT_API void kt_result_release(kt_result *result);
+
 /* ---------------------------------------------------------------------------------------------
  * Context
  * ------------------------------------------------------------------------------------------- */
 
 /** A context owns ops, backends and settings. Ops of one context may be called from many threads
- *  at once; the context's own setters are not thread-safe against each other. */
+ *  at once. The context's setters are not thread-safe: configure the context before its ops are
+ *  first called. */
 typedef struct kt_context kt_context;
 
 /** How much work a miss may cost (in the spirit of FFTW's planner flags).
@@ -212,9 +232,11 @@ typedef void (*kt_log_fn)(kt_log_level level, const char *message, void *user);
  * Creates a context and stores it in *out (NULL on failure). Reads the environment once, here:
  *  - KERNTUNE_MODE = tune | cache-only | off   overrides every op's effort level;
  *  - KERNTUNE_FORCE = op=candidate[,op=candidate...]   forces candidates by op name;
- *  - KERNTUNE_LOG = error | warn | info | debug   switches logging to stderr on.
- * An unrecognised value fails with KT_ERR_ENV and a message naming the variable. The built-in
- * backends are registered. Release with kt_context_destroy.
+ *  - KERNTUNE_LOG = error | warn | info | debug (none or off: no logging)   logs to stderr.
+ * An unrecognised value fails with KT_ERR_ENV and a message naming the variable. (A
+ * KERNTUNE_FORCE entry naming a candidate that its op lacks is found at that op's first call,
+ * which fails with KT_ERR_UNKNOWN_CANDIDATE.) The built-in backends are registered. Release with
+ * kt_context_destroy.
  */
 KT_API kt_status kt_context_create(kt_context **out);
 
@@ -239,7 +261,8 @@ KT_API kt_status kt_context_set_log_fn(kt_context *ctx, kt_log_fn fn, void *user
  * Sets how the CPU measurement engine measures one candidate: warmup_runs unmeasured runs, then
  * measured runs until at least min_runs have run and min_time_s seconds were measured, or
  * max_runs have run; the estimate is the median. Defaults: 1 warm-up, 3 to 1000 runs, 2 ms.
- * Requires min_runs >= 1, max_runs >= min_runs, min_time_s >= 0.
+ * Requires 1 <= min_runs <= max_runs <= 10000000 and min_time_s >= 0. With validation on, a
+ * candidate's validation run counts as its first warm-up.
  */
 KT_API kt_status kt_context_set_measure(kt_context *ctx, unsigned warmup_runs, unsigned min_runs,
                                         unsigned max_runs, double min_time_s);
@@ -294,7 +317,8 @@ typedef int64_t (*kt_key_fn)(const kt_arg *args, size_t nargs, void *user);
 /** How a key value is bucketed.
  *  - EXACT: the value itself (floats by their bit pattern).
  *  - POW2: the smallest power of two >= the value, for values >= 1 (1->1, 3->4, 1000->1024,
- *    1025->2048); values <= 0 map to themselves. Integer scalars and buffer sizes only. */
+ *    1025->2048); values <= 0, and values above 2^62 (u64 values and sizes above INT64_MAX
+ *    count as negative), map to themselves. Integer scalars and buffer sizes only. */
 typedef enum kt_bucket {
     KT_BUCKET_EXACT = 0,
     KT_BUCKET_POW2 = 1
@@ -372,18 +396,148 @@ KT_API size_t kt_op_candidate_count(const kt_op *op);
 /** Returns the name of candidate index, or NULL when out of range. */
 KT_API const char *kt_op_candidate_name(const kt_op *op, size_t index);
 
+/* ---- Arguments during tuning ---------------------------------------------------------------
+ *
+ * Tuning runs candidates many times; none of that may show in the caller's data. After the
+ * first (tuning) call every argument holds exactly what one launch of the winner produces from
+ * the caller's original data: bit-exact for ReadWrite and WriteOnly buffers, and ReadOnly buffers
+ * untouched (by candidates that respect their declared access).
+ * ------------------------------------------------------------------------------------------- */
+
+/** Where tuning runs take their inputs from.
+ *  - PROTECT (default): the caller's buffers. ReadWrite buffers are snapshot once per tuning and
+ *    restored before every run, outside the timed region; before the final launch they are
+ *    restored once more. Extra memory: the ReadWrite buffers' total size.
+ *  - CLONE: private copies of every buffer; the caller's buffers are not read after the copy
+ *    and not written until the single final launch. Extra memory: every buffer's size plus the
+ *    ReadWrite buffers' again (a pristine copy to restore from).
+ *  - GENERATED: buffers allocated at the call's sizes and filled by each buffer's generator
+ *    (kt_op_set_generator); the caller's buffers are not touched at all until the final launch. */
+typedef enum kt_inputs {
+    KT_INPUTS_PROTECT = 0,
+    KT_INPUTS_CLONE = 1,
+    KT_INPUTS_GENERATED = 2
+} kt_inputs;
+
+/** Sets where tuning runs take their inputs from (default KT_INPUTS_PROTECT). */
+KT_API kt_status kt_op_set_inputs(kt_op *op, kt_inputs inputs);
+
+/** Declares that candidates accumulate into WriteOnly buffer arg (out += ...): during tuning it
+ *  is filled with value (converted to its element type) before every run and before the final
+ *  launch. The caller is expected to pass it filled with that value, as for any launch; if its
+ *  prior contents matter, declare it KT_READ_WRITE instead. Ordinary (tuned) calls never fill it. */
+KT_API kt_status kt_op_set_accumulate(kt_op *op, size_t arg, double value);
+
+/** How GENERATED mode fills a buffer: RANDOM (default): floats uniform in [-1, 1), integers
+ *  uniform in [0, 16), from the op's seed and the argument index; CONSTANT: every element equal
+ *  to value. */
+typedef enum kt_gen {
+    KT_GEN_RANDOM = 0,
+    KT_GEN_CONSTANT = 1
+} kt_gen;
+
+/** Sets buffer argument arg's generator for GENERATED mode; value is used by KT_GEN_CONSTANT. */
+KT_API kt_status kt_op_set_generator(kt_op *op, size_t arg, kt_gen gen, double value);
+
+/** Fills ptr (bytes bytes of elements of type elem) for buffer argument arg; receives the call's
+ *  arguments (for sizes and scalars; their buffer pointers are the caller's and must not be
+ *  read). Returns 0 on success. */
+typedef int (*kt_generate_fn)(void *ptr, size_t bytes, kt_type elem, const kt_arg *args, size_t nargs,
+                              void *user);
+
+/** Sets a user generator for buffer argument arg in GENERATED mode. */
+KT_API kt_status kt_op_set_generator_fn(kt_op *op, size_t arg, kt_generate_fn fn, void *user);
+
+/** Sets the seed of KT_GEN_RANDOM (default 0x6b65726e74756e65). */
+KT_API kt_status kt_op_set_seed(kt_op *op, uint64_t seed);
+
+/** A benchmark hook. It receives the arguments a tuning run is about to use (or has used), as
+ *  a mutable array: a pre-hook may substitute arguments (e.g. point a buffer at a scratch copy)
+ *  for that run only. Returns 0 on success; nonzero fails the tuning with KT_ERR_CANDIDATE_FAILED. */
+typedef int (*kt_hook_fn)(kt_arg *args, size_t nargs, void *user);
+
+/** Sets hooks run before and after every run made while tuning (validation, warm-up and
+ *  measured runs, and the reference run), outside the timed region; never around the final
+ *  launch or a dispatched call. Either may be NULL. */
+KT_API kt_status kt_op_set_bench_hooks(kt_op *op, kt_hook_fn pre, kt_hook_fn post, void *user);
+
+/* ---- Candidates that return their output --------------------------------------------------- */
+
+/** A candidate that allocates its output and hands it back in *result (ptr, bytes, and how to
+ *  release it). Returns 0 on success; on failure it must leave nothing allocated. */
+typedef int (*kt_result_fn)(const kt_arg *args, size_t nargs, void *user, kt_result *result);
+
+/** Declares that the op returns an output with elements of type elem: its candidates are added
+ *  with kt_op_add_native_result and it is called with kt_op_call_result. */
+KT_API kt_status kt_op_set_result(kt_op *op, kt_type elem);
+
+/** Adds a candidate that returns its output (the op must have kt_op_set_result). */
+KT_API kt_status kt_op_add_native_result(kt_op *op, const char *name, kt_result_fn fn, void *user);
+
+/* ---- Validation ---------------------------------------------------------------------------
+ *
+ * While tuning, each candidate's first run is a validation run: ReadWrite inputs restored,
+ * WriteOnly outputs poisoned (filled with a pattern: a NaN with a payload for floats, 0xA5 bytes
+ * for integers) unless declared accumulating, and afterwards every WriteOnly and ReadWrite
+ * buffer and the returned output are compared with the reference's: integers exactly, floats
+ * within |actual - expected| <= atol + rtol * |expected|; NaN matches only NaN; an element still
+ * holding the poison pattern was left unwritten and fails. A candidate that also changed a
+ * ReadOnly buffer fails. A failing candidate is disqualified (KT_OUTCOME_INVALID) with a
+ * diagnostic naming the output, the element, the expected and the actual value.
+ * The reference is, in order: the function set by kt_op_set_reference_fn, the candidate named by
+ * kt_op_set_reference, the op's default candidate. If the reference does not accept the
+ * arguments or fails, the key is tuned without validation (logged; kt_decision_validated says so).
+ * Validation adds the reference's outputs to a tuning's extra memory.
+ * ------------------------------------------------------------------------------------------- */
+
+/** Names the reference candidate. */
+KT_API kt_status kt_op_set_reference(kt_op *op, const char *name);
+
+/** A reference implementation: computes the expected outputs from args in place (as a candidate
+ *  would), and for an op with a result fills *result (NULL otherwise). Returns 0 on success. */
+typedef int (*kt_reference_fn)(const kt_arg *args, size_t nargs, void *user, kt_result *result);
+
+/** Sets a reference function; it takes precedence over any reference candidate. */
+KT_API kt_status kt_op_set_reference_fn(kt_op *op, kt_reference_fn fn, void *user);
+
+/** Switches validation on (default) or off for the op. */
+KT_API kt_status kt_op_set_validation(kt_op *op, int on);
+
+/** Sets the tolerances for every floating-point output of the op (both >= 0). Defaults, by
+ *  element type: f64 atol 1e-12 rtol 1e-9; f32 atol 1e-6 rtol 1e-4; f16 and bf16 atol 1e-3
+ *  rtol 1e-2. Integers always compare exactly. */
+KT_API kt_status kt_op_set_tolerance(kt_op *op, double atol, double rtol);
+
 /**
  * Calls the op. Checks nargs and every argument's type against the signature, computes the
  * key, and dispatches the recorded winner for it. On a miss it decides first (by the op's
- * effort level): under MEASURE it measures every candidate that accepts the arguments on these
- * arguments, records the winner, and then runs the winner once more on them.
+ * effort level): under MEASURE it validates and measures every candidate that accepts the
+ * arguments, on the inputs kt_op_set_inputs chose, records the winner, restores the caller's
+ * buffers, and runs the winner once on them: afterwards the arguments hold exactly what one
+ * launch of the winner produces from the caller's original data.
  * Concurrent first calls for one key tune once; the other callers wait for the decision, or run
- * the fallback candidate (kt_op_set_fallback).
+ * the fallback candidate (kt_op_set_fallback). A candidate must not call its own op with the
+ * same key while that key is being tuned (it would wait for itself), unless a fallback is set.
  * A call that finds its decision allocates nothing, makes no system call and takes no lock.
- * Returns KT_OK, or KT_ERR_ARG_COUNT, KT_ERR_ARG_TYPE, KT_ERR_NO_CANDIDATES,
- * KT_ERR_NO_VALID_CANDIDATE, KT_ERR_ALL_FAILED, KT_ERR_CANDIDATE_FAILED, KT_ERR_NO_MEMORY, ...
+ * Returns KT_OK, or KT_ERR_ARG_COUNT, KT_ERR_ARG_TYPE, KT_ERR_STATE (the op returns a result),
+ * KT_ERR_NO_CANDIDATES, KT_ERR_NO_VALID_CANDIDATE, KT_ERR_ALL_FAILED (recorded: later calls for
+ * the key return it without measuring), KT_ERR_CANDIDATE_FAILED, KT_ERR_HOOK, KT_ERR_NO_MEMORY
+ * (after these two, nothing is recorded and the next call tunes again), ...
  */
 KT_API kt_status kt_op_call(kt_op *op, const kt_arg *args, size_t nargs);
+
+/** Calls an op that returns a result (kt_op_set_result), as kt_op_call does, and stores the
+ *  winner's output in *result; the caller owns it and releases it with kt_result_release. The
+ *  outputs of every other run made while tuning are released by kerntune. On failure *result is
+ *  empty. */
+KT_API kt_status kt_op_call_result(kt_op *op, const kt_arg *args, size_t nargs, kt_result *result);
+
+/** Decides the key of these arguments without running anything on them: tunes it (by the op's
+ *  effort level) if it has no decision yet, and returns. With KT_INPUTS_GENERATED the buffers
+ *  may be NULL: only their sizes are used, so a key can be tuned ahead of time from sizes alone.
+ *  Waits when another thread is tuning the key (the fallback is not used). Returns as
+ *  kt_op_call does, less KT_ERR_CANDIDATE_FAILED. */
+KT_API kt_status kt_op_tune(kt_op *op, const kt_arg *args, size_t nargs);
 
 /** Returns how many times the op has tuned a key (measured its candidates). */
 KT_API uint64_t kt_op_tune_count(const kt_op *op);
@@ -432,7 +586,8 @@ typedef enum kt_outcome {
     KT_OUTCOME_NOT_RUN = 0,  /* not measured (decision not measured) */
     KT_OUTCOME_MEASURED = 1, /* measured; time and runs are set */
     KT_OUTCOME_REJECTED = 2, /* its requirements rejected the arguments: never launched */
-    KT_OUTCOME_FAILED = 3    /* returned a failure while being measured */
+    KT_OUTCOME_FAILED = 3,   /* returned a failure while being measured */
+    KT_OUTCOME_INVALID = 4   /* produced a wrong answer in its validation run */
 } kt_outcome;
 
 /** Returns candidate index's outcome in the decision. */
@@ -447,6 +602,17 @@ KT_API unsigned kt_decision_runs(const kt_decision *d, size_t candidate);
 
 /** Returns the failure code a candidate returned while measured (0 when it did not fail). */
 KT_API int kt_decision_fail_code(const kt_decision *d, size_t candidate);
+
+/** Returns the diagnostic of a candidate that failed or was invalid in the decision (e.g.
+ *  "output 'y' element 17: expected 3.5, got 3.25"), or NULL. */
+KT_API const char *kt_decision_message(const kt_decision *d, size_t candidate);
+
+/** Returns whether the decision's candidates were validated against a reference. */
+KT_API int kt_decision_validated(const kt_decision *d);
+
+/** Returns the most memory, in bytes, that the tuning behind the decision allocated at once
+ *  beyond the caller's own buffers (snapshots, clones, generated inputs, reference outputs). */
+KT_API size_t kt_decision_peak_extra_bytes(const kt_decision *d);
 
 #ifdef __cplusplus
 }

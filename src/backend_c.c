@@ -8,6 +8,7 @@
 #include "internal.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/utsname.h>
 #include <unistd.h>
@@ -71,10 +72,56 @@ static kt_status c_device_describe(void *state, size_t index, char *name, char *
     l2 = cache_size(_SC_LEVEL2_CACHE_SIZE);
     l3 = cache_size(_SC_LEVEL3_CACHE_SIZE);
 #endif
-    snprintf(name, KT_DEVICE_NAME_MAX, "%s (%ld threads)", model, threads);
-    snprintf(fp, KT_DEVICE_FINGERPRINT_MAX, "cpu:%s|arch=%s|threads=%ld|l1d=%ld|l2=%ld|l3=%ld|flags=%016llx",
+    snprintf(name, KT_DEVICE_NAME_MAX, "%.200s (%ld threads)", model, threads);
+    snprintf(fp, KT_DEVICE_FINGERPRINT_MAX, "cpu:%.200s|arch=%.64s|threads=%ld|l1d=%ld|l2=%ld|l3=%ld|flags=%016llx",
              model, u.machine, threads, l1, l2, l3,
              (unsigned long long)kt__fnv1a(flags, strlen(flags), 0));
+    return KT_OK;
+}
+
+/* Host memory: the C backend's buffers are plain malloc'd memory, its "device" is the host. */
+static kt_status c_buffer_alloc(void *state, size_t device, size_t bytes, void **out, char *err, size_t errlen) {
+    (void)state, (void)device;
+    *out = malloc(bytes ? bytes : 1);
+    if (*out == NULL) {
+        snprintf(err, errlen, "out of memory allocating %zu bytes", bytes);
+        return KT_ERR_NO_MEMORY;
+    }
+    return KT_OK;
+}
+
+static void c_buffer_free(void *state, size_t device, void *buffer) {
+    (void)state, (void)device;
+    free(buffer);
+}
+
+static kt_status c_buffer_copy(void *state, size_t device, void *dst, const void *src, size_t bytes,
+                               kt_copy_dir dir, char *err, size_t errlen) {
+    (void)state, (void)device, (void)dir, (void)err, (void)errlen;
+    if (bytes) memmove(dst, src, bytes);
+    return KT_OK;
+}
+
+static kt_status c_buffer_fill(void *state, size_t device, void *buffer, size_t bytes, const void *pattern,
+                               size_t pattern_bytes, char *err, size_t errlen) {
+    (void)state, (void)device;
+    if (pattern_bytes == 0 || bytes % pattern_bytes != 0) {
+        snprintf(err, errlen, "fill of %zu bytes with a %zu-byte pattern", bytes, pattern_bytes);
+        return KT_ERR_INVALID_ARGUMENT;
+    }
+    unsigned char *p = buffer;
+    if (pattern_bytes == 1) {
+        memset(p, *(const unsigned char *)pattern, bytes);
+        return KT_OK;
+    }
+    /* Write the pattern once, then double the filled prefix until the buffer is full. */
+    size_t done = pattern_bytes < bytes ? pattern_bytes : bytes;
+    memcpy(p, pattern, done);
+    while (done < bytes) {
+        size_t n = done < bytes - done ? done : bytes - done;
+        memcpy(p + done, p, n);
+        done += n;
+    }
     return KT_OK;
 }
 
@@ -85,6 +132,10 @@ static const kt_backend kt__backend_c = {
     .fini = NULL,
     .device_count = c_device_count,
     .device_describe = c_device_describe,
+    .buffer_alloc = c_buffer_alloc,
+    .buffer_free = c_buffer_free,
+    .buffer_copy = c_buffer_copy,
+    .buffer_fill = c_buffer_fill,
 };
 
 const kt_backend *kt_backend_c(void) { return &kt__backend_c; }

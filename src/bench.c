@@ -1,10 +1,12 @@
 /*
- * bench.c - the CPU measurement engine for native candidates.
+ * bench.c - the CPU measurement engine.
  *
- * A deliberately simple engine: a fixed number of unmeasured warm-up runs, then measured runs
- * timed one by one with the monotonic clock until both a minimum number of runs and a minimum
- * measured time are reached (or a maximum number of runs), and the median as the estimate. Only
- * the candidate call sits between the two clock reads. Issue [5] replaces it with racing.
+ * A deliberately simple engine: unmeasured warm-up runs, then measured runs timed one by one
+ * with the monotonic clock until both a minimum number of runs and a minimum measured time are
+ * reached (or a maximum number of runs), and the median as the estimate. Only the candidate
+ * call sits between the two clock reads: restoring inputs, filling outputs, hooks and releasing
+ * returned outputs happen in the trial's before() and after(), outside. Issue [5] replaces the
+ * policy with racing.
  */
 #include "internal.h"
 
@@ -22,31 +24,45 @@ static int cmp_double(const void *a, const void *b) {
     return (x > y) - (x < y);
 }
 
-void kt__measure_native(const kt__measure_cfg *cfg, kt_native_fn fn, void *user, const kt_arg *args,
-                        size_t nargs, double *scratch, kt__cand_result *res) {
+/* One run: prepare, call, clean up. Stores the candidate's code in *rc and, when dt is set,
+ * the time of the call alone. */
+static kt_status one_run(const kt__trial *t, int *rc, double *dt) {
+    const kt_arg *args = NULL;
+    kt_status st = t->before(t->ctx, &args);
+    if (st != KT_OK) return st;
+    double t0 = dt ? now_ns() : 0;
+    *rc = t->run(t->ctx, args);
+    if (dt) *dt = now_ns() - t0;
+    return t->after(t->ctx);
+}
+
+kt_status kt__measure(const kt__measure_cfg *cfg, unsigned warmup_runs, const kt__trial *t, double *scratch,
+                      kt__cand_result *res) {
     res->outcome = KT_OUTCOME_MEASURED;
     res->runs = 0;
     res->fail_code = 0;
     res->time_ns = -1;
-    for (unsigned i = 0; i < cfg->warmup_runs; i++) {
-        int rc = fn(args, nargs, user);
+    int rc = 0;
+    for (unsigned i = 0; i < warmup_runs; i++) {
+        kt_status st = one_run(t, &rc, NULL);
+        if (st != KT_OK) return st;
         if (rc != 0) {
             res->outcome = KT_OUTCOME_FAILED;
             res->fail_code = rc;
-            return;
+            return KT_OK;
         }
     }
     double total = 0, min_ns = cfg->min_time_s * 1e9;
     unsigned n = 0;
     while (n < cfg->max_runs && (n < cfg->min_runs || total < min_ns)) {
-        double t0 = now_ns();
-        int rc = fn(args, nargs, user);
-        double dt = now_ns() - t0;
+        double dt = 0;
+        kt_status st = one_run(t, &rc, &dt);
+        if (st != KT_OK) return st;
         if (rc != 0) {
             res->outcome = KT_OUTCOME_FAILED;
             res->fail_code = rc;
             res->runs = n;
-            return;
+            return KT_OK;
         }
         scratch[n++] = dt;
         total += dt;
@@ -54,4 +70,5 @@ void kt__measure_native(const kt__measure_cfg *cfg, kt_native_fn fn, void *user,
     qsort(scratch, n, sizeof *scratch, cmp_double);
     res->time_ns = (n % 2) ? scratch[n / 2] : 0.5 * (scratch[n / 2 - 1] + scratch[n / 2]);
     res->runs = n;
+    return KT_OK;
 }

@@ -100,6 +100,12 @@ typedef struct kt__argdecl {
     kt_type elem;     /* element type of a buffer */
     kt_access access; /* buffers only */
     size_t esize;     /* element size of a buffer; size of a scalar */
+    bool accumulate;  /* WriteOnly buffer filled with acc_value before every tuning run */
+    double acc_value;
+    kt_gen gen;       /* GENERATED mode: how to fill it */
+    double gen_value;
+    kt_generate_fn gen_fn;
+    void *gen_user;
 } kt__argdecl;
 
 typedef enum kt__key_kind { KT__KEY_ARG, KT__KEY_ARG_FN, KT__KEY_ALIGN, KT__KEY_FN } kt__key_kind;
@@ -124,7 +130,8 @@ typedef struct kt__req {
 
 typedef struct kt__cand {
     char *name;
-    kt_native_fn fn;
+    kt_native_fn fn;     /* exactly one of fn and rfn is set */
+    kt_result_fn rfn;
     void *user;
     kt__req *reqs;
     size_t nreqs;
@@ -139,9 +146,12 @@ typedef struct kt__cand_result {
     double time_ns;
     unsigned runs;
     int fail_code;
+    char *message;  /* diagnostic of a failed or invalid candidate */
 } kt__cand_result;
 
-enum { KT__TUNING = 0, KT__DONE = 1, KT__FAILED = 2 };
+/* Entry states. FAILED is final (every candidate failed); ABANDONED means the tuning stopped on
+ * an error that is not the candidates' (out of memory, a hook): the next call tunes again. */
+enum { KT__TUNING = 0, KT__DONE = 1, KT__FAILED = 2, KT__ABANDONED = 3 };
 
 struct kt_decision {
     uint64_t hash;
@@ -150,8 +160,11 @@ struct kt_decision {
     int64_t key[KT__KEY_WORDS_MAX];
     _Atomic int state;               /* KT__TUNING, KT__DONE or KT__FAILED */
     kt_native_fn fn;                 /* the winner, copied for the hit path */
+    kt_result_fn rfn;
     void *user;
     size_t winner;
+    bool validated;
+    size_t peak_extra;
     kt_decision_source source;
     kt_status fail_status;
     char *fail_msg;
@@ -180,6 +193,18 @@ struct kt_op {
     size_t nmask_words;            /* set at freeze */
     size_t npredicated;            /* candidates with requirements */
     long default_idx, fallback_idx, forced_idx;  /* -1 when not set */
+    kt_inputs inputs;              /* where tuning runs take inputs from */
+    uint64_t seed;
+    kt_hook_fn pre_hook, post_hook;
+    void *hook_user;
+    bool has_result;               /* candidates return their output */
+    kt_type result_elem;
+    long reference_idx;            /* -1 when not set */
+    kt_reference_fn reference_fn;
+    void *reference_user;
+    bool validate;
+    bool tol_set;
+    double atol, rtol;
     kt_effort effort;              /* as set on the op */
     kt_effort effective;           /* resolved at freeze */
     _Atomic int frozen;
@@ -228,13 +253,93 @@ kt_status kt__table_insert(kt_op *op, kt_decision *d);
 /* Frees every table and decision of the op. */
 void kt__table_free(kt_op *op);
 
+/* ---- args.c: the arguments tuning runs use ------------------------------------------------- */
+
+/* Host memory through the C backend's buffer methods (the buffer interface of backend.h), with
+ * the extra bytes a tuning holds counted. */
+typedef struct kt__workset {
+    const kt_op *op;
+    kt_arg *args;      /* the arguments tuning runs start from (caller's, clones or generated) */
+    kt_arg *run_args;  /* one run's copy, which a pre-hook may change */
+    void **pristine;   /* per argument: the bytes to restore a ReadWrite buffer from, or NULL */
+    void **owned;      /* per argument: a work buffer allocated for CLONE or GENERATED, or NULL */
+    uint64_t *ro_hash; /* per argument: hash of a ReadOnly buffer's contents at the start */
+    bool hooked;       /* a pre-hook ran and its post-hook is due */
+    size_t cur, peak;  /* extra bytes held now, and at most */
+} kt__workset;
+
+/* Sets up the work arguments for a tuning from the caller's arguments, by op->inputs. */
+kt_status kt__workset_init(kt__workset *ws, const kt_op *op, const kt_arg *caller);
+
+/* Prepares one tuning run, outside any timed region: restores ReadWrite buffers, fills
+ * accumulating outputs, poisons the other WriteOnly outputs when poison is set, copies the
+ * arguments and runs the pre-hook. *run_args receives the arguments to run on. */
+kt_status kt__workset_before(kt__workset *ws, bool poison, const kt_arg **run_args);
+
+/* Runs the post-hook after one tuning run, if a pre-hook ran. */
+kt_status kt__workset_after(kt__workset *ws);
+
+/* Whether a ReadOnly buffer of the work arguments changed since the start; names it in msg. */
+bool kt__workset_ro_changed(const kt__workset *ws, char *msg, size_t len);
+
+/* After the last tuning run: restores the caller's ReadWrite buffers and fills its accumulating
+ * outputs (PROTECT mode), so the final launch sees the caller's original data. */
+kt_status kt__workset_finish(kt__workset *ws, const kt_arg *caller);
+
+void kt__workset_free(kt__workset *ws);
+
+/* Allocates/frees extra host memory counted in ws. */
+kt_status kt__extra_alloc(kt__workset *ws, size_t bytes, void **out);
+void kt__extra_free(kt__workset *ws, void *p, size_t bytes);
+
+/* Writes value converted to type t into out (kt_type_size(t) bytes). */
+void kt__encode(kt_type t, double value, void *out);
+
+/* Reads element i of a buffer of type t as a double. */
+double kt__decode(kt_type t, const void *base, size_t i);
+
+/* The poison pattern of type t (kt_type_size(t) bytes). */
+const void *kt__poison(kt_type t);
+
+/* ---- validate.c: the reference and comparisons --------------------------------------------- */
+
+typedef struct kt__reference {
+    bool active;       /* a reference ran: candidates are compared with it */
+    long cand;         /* the reference candidate, or -1 for a reference function */
+    void **outputs;    /* per argument: the reference's WriteOnly/ReadWrite output, or NULL */
+    size_t *out_bytes; /* per argument: its size */
+    kt_result result;  /* the reference's returned output */
+} kt__reference;
+
+/* Runs the reference on the work arguments (a validation run: poisoned outputs) and keeps its
+ * outputs. Leaves ref->active false, and says why in the log, when there is no usable reference. */
+kt_status kt__reference_capture(kt__reference *ref, kt__workset *ws, const int64_t *key);
+
+/* Compares one validation run's outputs (run_args, result) with the reference's. Returns true
+ * when they match; otherwise writes the diagnostic into msg. */
+bool kt__validate(const kt__reference *ref, const kt__workset *ws, const kt_arg *run_args,
+                  const kt_result *result, char *msg, size_t len);
+
+void kt__reference_free(kt__reference *ref, kt__workset *ws);
+
 /* ---- bench.c: the CPU measurement engine --------------------------------------------------- */
 
-/* Measures fn on args: cfg->warmup_runs unmeasured runs, then runs until cfg's limits; times
- * each run with the monotonic clock. scratch holds cfg->max_runs doubles. A run returning
- * nonzero stops measurement and sets res->outcome = KT_OUTCOME_FAILED. */
-void kt__measure_native(const kt__measure_cfg *cfg, kt_native_fn fn, void *user,
-                        const kt_arg *args, size_t nargs, double *scratch, kt__cand_result *res);
+/* One candidate as the engine sees it: before() prepares a run outside the timed region and
+ * hands back the arguments; run() is the timed call (returns the candidate's code); after()
+ * cleans up outside the timed region. */
+typedef struct kt__trial {
+    kt_status (*before)(void *ctx, const kt_arg **args);
+    int (*run)(void *ctx, const kt_arg *args);
+    kt_status (*after)(void *ctx);
+    void *ctx;
+} kt__trial;
+
+/* Measures a trial: warmup_runs unmeasured runs, then runs until cfg's limits, each timed with
+ * the monotonic clock around run() only. scratch holds cfg->max_runs doubles. A run returning
+ * nonzero stops measurement and sets res->outcome = KT_OUTCOME_FAILED; a before/after failure
+ * is returned. */
+kt_status kt__measure(const kt__measure_cfg *cfg, unsigned warmup_runs, const kt__trial *t,
+                      double *scratch, kt__cand_result *res);
 
 /* ---- tuner.c ------------------------------------------------------------------------------- */
 

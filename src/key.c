@@ -68,7 +68,7 @@ static int64_t arg_value(const kt__argdecl *d, const kt_arg *a) {
 static bool req_ok(const kt_op *op, const kt__req *r, const kt_arg *args) {
     const kt_arg *a = &args[r->arg];
     const kt__argdecl *d = &op->args[r->arg];
-    if (r->kind == KT__REQ_ALIGN) return ((uintptr_t)a->ptr & (uintptr_t)(r->value - 1)) == 0;
+    if (r->kind == KT__REQ_ALIGN) return ((uintptr_t)a->ptr & (uintptr_t)((uint64_t)r->value - 1)) == 0;
     if (d->type == KT_TYPE_BUFFER) return (a->bytes / d->esize) % (uint64_t)r->value == 0;
     if (d->type >= KT_TYPE_U8 && d->type <= KT_TYPE_U64) return a->u % (uint64_t)r->value == 0;
     return a->i % r->value == 0;

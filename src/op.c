@@ -50,8 +50,11 @@ kt_status kt_op_create(kt_context *ctx, const char *name, kt_op **out) {
     t->mask = 15;
     atomic_init(&op->table, t);
     op->ctx = ctx;
-    op->default_idx = op->fallback_idx = op->forced_idx = -1;
+    op->default_idx = op->fallback_idx = op->forced_idx = op->reference_idx = -1;
     op->effort = KT_EFFORT_INHERIT;
+    op->inputs = KT_INPUTS_PROTECT;
+    op->seed = 0x6b65726e74756e65ull;
+    op->validate = true;
 
     pthread_mutex_lock(&ctx->lock);
     for (kt_op *o = ctx->ops; o; o = o->next) {
@@ -204,27 +207,45 @@ static kt_status find_cand(const kt_op *op, const char *name, const char *where,
                    name, op->ncands);
 }
 
-kt_status kt_op_add_native(kt_op *op, const char *name, kt_native_fn fn, void *user) {
-    CHECK_OP(op, "kt_op_add_native");
-    if (fn == NULL) return kt__err(KT_ERR_NULL, "kt_op_add_native(op '%s'): fn is NULL", op->name);
-    kt_status st = kt__op_building(op, "kt_op_add_native");
+/* Adds a candidate calling fn or rfn (exactly one set); `where` names the public function. */
+static kt_status add_candidate(kt_op *op, const char *name, kt_native_fn fn, kt_result_fn rfn, void *user,
+                               const char *where) {
+    CHECK_OP(op, where);
+    if (fn == NULL && rfn == NULL) return kt__err(KT_ERR_NULL, "%s(op '%s'): fn is NULL", where, op->name);
+    kt_status st = kt__op_building(op, where);
     if (st != KT_OK) return st;
-    size_t dummy;
-    if (name && find_cand(op, name, "kt_op_add_native", &dummy) == KT_OK)
-        return kt__err(KT_ERR_DUPLICATE, "kt_op_add_native(op '%s'): candidate '%s' already exists", op->name, name);
+    if (op->has_result != (rfn != NULL))
+        return kt__err(KT_ERR_STATE, op->has_result
+                                         ? "%s(op '%s'): the op returns a result (kt_op_set_result); add candidates with kt_op_add_native_result"
+                                         : "%s(op '%s'): the op returns no result; declare one with kt_op_set_result first",
+                       where, op->name);
+    for (size_t i = 0; name && i < op->ncands; i++)
+        if (strcmp(op->cands[i].name, name) == 0)
+            return kt__err(KT_ERR_DUPLICATE, "%s(op '%s'): candidate '%s' already exists", where, op->name, name);
     if (op->ncands >= KT__CAND_MAX)
-        return kt__err(KT_ERR_LIMIT, "kt_op_add_native(op '%s'): at most %d candidates", op->name, KT__CAND_MAX);
+        return kt__err(KT_ERR_LIMIT, "%s(op '%s'): at most %d candidates", where, op->name, KT__CAND_MAX);
     kt__cand *c = realloc(op->cands, (op->ncands + 1) * sizeof *c);
-    if (c == NULL) return kt__err(KT_ERR_NO_MEMORY, "kt_op_add_native: out of memory");
+    if (c == NULL) return kt__err(KT_ERR_NO_MEMORY, "%s: out of memory", where);
     op->cands = c;
     kt__cand *cand = &op->cands[op->ncands];
     memset(cand, 0, sizeof *cand);
-    if ((st = kt__dup_name(name, "kt_op_add_native", &cand->name)) != KT_OK) return st;
+    if ((st = kt__dup_name(name, where, &cand->name)) != KT_OK) return st;
     cand->fn = fn;
+    cand->rfn = rfn;
     cand->user = user;
     cand->mask_bit = -1;
     op->ncands++;
     return KT_OK;
+}
+
+kt_status kt_op_add_native(kt_op *op, const char *name, kt_native_fn fn, void *user) {
+    if (op && fn == NULL) return kt__err(KT_ERR_NULL, "kt_op_add_native(op '%s'): fn is NULL", op->name);
+    return add_candidate(op, name, fn, NULL, user, "kt_op_add_native");
+}
+
+kt_status kt_op_add_native_result(kt_op *op, const char *name, kt_result_fn fn, void *user) {
+    if (op && fn == NULL) return kt__err(KT_ERR_NULL, "kt_op_add_native_result(op '%s'): fn is NULL", op->name);
+    return add_candidate(op, name, NULL, fn, user, "kt_op_add_native_result");
 }
 
 /* Looks up a candidate for a requirement and checks the argument index and building state. */
@@ -322,6 +343,124 @@ kt_status kt_op_set_effort(kt_op *op, kt_effort effort) {
         return kt__err(KT_ERR_INVALID_ARGUMENT, "kt_op_set_effort(op '%s'): effort %d is not a level (0..4)", op->name,
                        (int)effort);
     op->effort = effort;
+    return KT_OK;
+}
+
+kt_status kt_op_set_inputs(kt_op *op, kt_inputs inputs) {
+    CHECK_OP(op, "kt_op_set_inputs");
+    kt_status st = kt__op_building(op, "kt_op_set_inputs");
+    if (st != KT_OK) return st;
+    if (inputs != KT_INPUTS_PROTECT && inputs != KT_INPUTS_CLONE && inputs != KT_INPUTS_GENERATED)
+        return kt__err(KT_ERR_INVALID_ARGUMENT, "kt_op_set_inputs(op '%s'): inputs %d is not PROTECT, CLONE or GENERATED",
+                       op->name, (int)inputs);
+    op->inputs = inputs;
+    return KT_OK;
+}
+
+/* Checks that arg is a buffer argument of a building op; reports as `where`. */
+static kt_status buffer_arg(kt_op *op, size_t arg, const char *where) {
+    CHECK_OP(op, where);
+    kt_status st = kt__op_building(op, where);
+    if (st == KT_OK) st = check_arg_index(op, arg, where);
+    if (st == KT_OK && op->args[arg].type != KT_TYPE_BUFFER)
+        st = kt__err(KT_ERR_INVALID_ARGUMENT, "%s(op '%s'): argument '%s' is not a buffer", where, op->name, op->args[arg].name);
+    return st;
+}
+
+kt_status kt_op_set_accumulate(kt_op *op, size_t arg, double value) {
+    kt_status st = buffer_arg(op, arg, "kt_op_set_accumulate");
+    if (st != KT_OK) return st;
+    if (op->args[arg].access != KT_WRITE_ONLY)
+        return kt__err(KT_ERR_INVALID_ARGUMENT, "kt_op_set_accumulate(op '%s'): argument '%s' is not WRITE_ONLY", op->name,
+                       op->args[arg].name);
+    op->args[arg].accumulate = true;
+    op->args[arg].acc_value = value;
+    return KT_OK;
+}
+
+kt_status kt_op_set_generator(kt_op *op, size_t arg, kt_gen gen, double value) {
+    kt_status st = buffer_arg(op, arg, "kt_op_set_generator");
+    if (st != KT_OK) return st;
+    if (gen != KT_GEN_RANDOM && gen != KT_GEN_CONSTANT)
+        return kt__err(KT_ERR_INVALID_ARGUMENT, "kt_op_set_generator(op '%s'): generator %d is not RANDOM or CONSTANT",
+                       op->name, (int)gen);
+    op->args[arg].gen = gen;
+    op->args[arg].gen_value = value;
+    op->args[arg].gen_fn = NULL;
+    return KT_OK;
+}
+
+kt_status kt_op_set_generator_fn(kt_op *op, size_t arg, kt_generate_fn fn, void *user) {
+    kt_status st = buffer_arg(op, arg, "kt_op_set_generator_fn");
+    if (st != KT_OK) return st;
+    if (fn == NULL) return kt__err(KT_ERR_NULL, "kt_op_set_generator_fn(op '%s'): fn is NULL", op->name);
+    op->args[arg].gen_fn = fn;
+    op->args[arg].gen_user = user;
+    return KT_OK;
+}
+
+kt_status kt_op_set_seed(kt_op *op, uint64_t seed) {
+    CHECK_OP(op, "kt_op_set_seed");
+    kt_status st = kt__op_building(op, "kt_op_set_seed");
+    if (st == KT_OK) op->seed = seed;
+    return st;
+}
+
+kt_status kt_op_set_bench_hooks(kt_op *op, kt_hook_fn pre, kt_hook_fn post, void *user) {
+    CHECK_OP(op, "kt_op_set_bench_hooks");
+    kt_status st = kt__op_building(op, "kt_op_set_bench_hooks");
+    if (st != KT_OK) return st;
+    op->pre_hook = pre;
+    op->post_hook = post;
+    op->hook_user = user;
+    return KT_OK;
+}
+
+kt_status kt_op_set_result(kt_op *op, kt_type elem) {
+    CHECK_OP(op, "kt_op_set_result");
+    kt_status st = kt__op_building(op, "kt_op_set_result");
+    if (st != KT_OK) return st;
+    if (kt_type_size(elem) == 0)
+        return kt__err(KT_ERR_INVALID_ARGUMENT, "kt_op_set_result(op '%s'): element type %d is not an element type", op->name,
+                       (int)elem);
+    if (op->ncands > 0 && !op->has_result)
+        return kt__err(KT_ERR_STATE, "kt_op_set_result(op '%s'): the op already has candidates that return no result",
+                       op->name);
+    op->has_result = true;
+    op->result_elem = elem;
+    return KT_OK;
+}
+
+kt_status kt_op_set_reference(kt_op *op, const char *name) {
+    return set_named(op, name, false, "kt_op_set_reference", op ? &op->reference_idx : NULL);
+}
+
+kt_status kt_op_set_reference_fn(kt_op *op, kt_reference_fn fn, void *user) {
+    CHECK_OP(op, "kt_op_set_reference_fn");
+    kt_status st = kt__op_building(op, "kt_op_set_reference_fn");
+    if (st != KT_OK) return st;
+    op->reference_fn = fn;
+    op->reference_user = user;
+    return KT_OK;
+}
+
+kt_status kt_op_set_validation(kt_op *op, int on) {
+    CHECK_OP(op, "kt_op_set_validation");
+    kt_status st = kt__op_building(op, "kt_op_set_validation");
+    if (st == KT_OK) op->validate = on != 0;
+    return st;
+}
+
+kt_status kt_op_set_tolerance(kt_op *op, double atol, double rtol) {
+    CHECK_OP(op, "kt_op_set_tolerance");
+    kt_status st = kt__op_building(op, "kt_op_set_tolerance");
+    if (st != KT_OK) return st;
+    if (!(atol >= 0) || !(rtol >= 0))
+        return kt__err(KT_ERR_INVALID_ARGUMENT, "kt_op_set_tolerance(op '%s'): atol %g and rtol %g must be >= 0", op->name,
+                       atol, rtol);
+    op->tol_set = true;
+    op->atol = atol;
+    op->rtol = rtol;
     return KT_OK;
 }
 

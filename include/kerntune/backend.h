@@ -7,9 +7,10 @@
  * devices (and, as the interface grows, how to compile, allocate, copy, launch and time); it
  * knows nothing about tuning.
  *
- * Version 1 covers device discovery. Later versions append compilation, buffers, launch and
- * timing; a backend declares the version it was written against in abi_version and the core
- * never reads a field beyond it.
+ * Version 1 covers device discovery; version 2 appends buffers (allocate, free, copy, fill).
+ * Later versions append compilation, launch and timing. A backend declares the version it was
+ * written against in abi_version and the core never reads a field beyond it. Comparing outputs
+ * is the core's work, on host memory: a backend with device memory copies to the host first.
  */
 #ifndef KERNTUNE_BACKEND_H
 #define KERNTUNE_BACKEND_H
@@ -20,13 +21,20 @@
 extern "C" {
 #endif
 
-#define KT_BACKEND_ABI_VERSION 1
+#define KT_BACKEND_ABI_VERSION 2
 
 /** Longest device name and fingerprint, terminating NUL included. */
 #define KT_DEVICE_NAME_MAX 256
 #define KT_DEVICE_FINGERPRINT_MAX 1024
 
 typedef struct kt_backend kt_backend;
+
+/** Directions of kt_backend.buffer_copy. */
+typedef enum kt_copy_dir {
+    KT_COPY_HOST_TO_DEVICE = 1,
+    KT_COPY_DEVICE_TO_HOST = 2,
+    KT_COPY_DEVICE_TO_DEVICE = 3
+} kt_copy_dir;
 
 struct kt_backend {
     /** KT_BACKEND_ABI_VERSION the backend was written against. */
@@ -44,6 +52,18 @@ struct kt_backend {
      *  fingerprint into fp (KT_DEVICE_FINGERPRINT_MAX bytes). Required. */
     kt_status (*device_describe)(void *state, size_t index, char *name, char *fp, char *err,
                                  size_t errlen);
+
+    /* ---- version 2: buffers. A buffer is an opaque handle (a host pointer for the C backend). */
+    /** Allocates bytes bytes on device device; stores the handle in *out. */
+    kt_status (*buffer_alloc)(void *state, size_t device, size_t bytes, void **out, char *err, size_t errlen);
+    /** Frees a buffer from buffer_alloc; NULL is harmless. */
+    void (*buffer_free)(void *state, size_t device, void *buffer);
+    /** Copies bytes bytes from src to dst in direction dir (host pointers on the host side). */
+    kt_status (*buffer_copy)(void *state, size_t device, void *dst, const void *src, size_t bytes,
+                             kt_copy_dir dir, char *err, size_t errlen);
+    /** Fills bytes bytes of buffer with pattern (pattern_bytes long, a divisor of bytes). */
+    kt_status (*buffer_fill)(void *state, size_t device, void *buffer, size_t bytes, const void *pattern,
+                             size_t pattern_bytes, char *err, size_t errlen);
 };
 
 /** Registers a backend with the context and enumerates its devices. The table must outlive the

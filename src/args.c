@@ -1,0 +1,322 @@
+/*
+ * args.c - the arguments that tuning runs use, and keeping the caller's data safe from them.
+ *
+ * Tuning runs every candidate many times. In PROTECT mode they run on the caller's buffers:
+ * each ReadWrite buffer is copied once (the snapshot) and restored before every run, outside
+ * the timed region, and once more before the final launch. In CLONE mode they run on private
+ * copies; in GENERATED mode on buffers filled by generators, so the caller's data is never read.
+ * Accumulating outputs are filled with their declared value before every run; other WriteOnly
+ * outputs are poisoned before validation runs so that an element a candidate leaves unwritten
+ * shows. Extra memory goes through the C backend's buffer methods (the buffer interface that
+ * device backends implement too) and is counted, so a tuning can report its peak.
+ */
+#include "internal.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- element encoding ---------------------------------------------------------------------- */
+
+static uint16_t f32_to_f16(float f) {
+    uint32_t x;
+    memcpy(&x, &f, 4);
+    uint32_t sign = (x >> 16) & 0x8000u, exp = (x >> 23) & 0xffu, mant = x & 0x7fffffu;
+    if (exp == 0xff) return (uint16_t)(sign | 0x7c00u | (mant ? 0x200u | (mant >> 13) : 0));
+    int e = (int)exp - 127 + 15;
+    if (e >= 31) return (uint16_t)(sign | 0x7c00u);
+    if (e <= 0) { /* subnormal half, or zero */
+        if (e < -10) return (uint16_t)sign;
+        mant |= 0x800000u;
+        unsigned shift = (unsigned)(14 - e);
+        uint32_t h = mant >> shift, rem = mant & ((1u << shift) - 1), halfway = 1u << (shift - 1);
+        if (rem > halfway || (rem == halfway && (h & 1))) h++;
+        return (uint16_t)(sign | h);
+    }
+    uint32_t h = sign | ((uint32_t)e << 10) | (mant >> 13), rem = mant & 0x1fffu;
+    if (rem > 0x1000u || (rem == 0x1000u && (h & 1))) h++; /* a carry into the exponent is right */
+    return (uint16_t)h;
+}
+
+static float f16_to_f32(uint16_t h) {
+    uint32_t sign = (uint32_t)(h & 0x8000u) << 16, exp = (h >> 10) & 0x1fu, mant = h & 0x3ffu;
+    if (exp == 0) {
+        float f = (float)mant * (1.0f / 16777216.0f);
+        return sign ? -f : f;
+    }
+    uint32_t bits = exp == 31 ? sign | 0x7f800000u | (mant << 13) : sign | ((exp + 112) << 23) | (mant << 13);
+    float f;
+    memcpy(&f, &bits, 4);
+    return f;
+}
+
+static uint16_t f32_to_bf16(float f) {
+    uint32_t x;
+    memcpy(&x, &f, 4);
+    if ((x & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((x >> 16) | 0x40u); /* NaN stays NaN */
+    x += 0x7fffu + ((x >> 16) & 1u);
+    return (uint16_t)(x >> 16);
+}
+
+static float bf16_to_f32(uint16_t h) {
+    uint32_t bits = (uint32_t)h << 16;
+    float f;
+    memcpy(&f, &bits, 4);
+    return f;
+}
+
+/* Converts v to an integer in [lo, hi] (NaN to 0), avoiding the undefined out-of-range cast. */
+static int64_t clamp_int(double v, double lo, double hi) {
+    if (isnan(v)) return 0;
+    if (v <= lo) return (int64_t)lo;
+    if (v >= hi) return v >= 9.2e18 ? INT64_MAX : (int64_t)hi;
+    return (int64_t)v;
+}
+
+void kt__encode(kt_type t, double v, void *out) {
+    switch (t) {
+    case KT_TYPE_I8: { int8_t x = (int8_t)clamp_int(v, -128, 127); memcpy(out, &x, 1); break; }
+    case KT_TYPE_I16: { int16_t x = (int16_t)clamp_int(v, -32768, 32767); memcpy(out, &x, 2); break; }
+    case KT_TYPE_I32: { int32_t x = (int32_t)clamp_int(v, -2147483648.0, 2147483647.0); memcpy(out, &x, 4); break; }
+    case KT_TYPE_I64: { int64_t x = clamp_int(v, -9.2e18, 9.2e18); memcpy(out, &x, 8); break; }
+    case KT_TYPE_U8: { uint8_t x = (uint8_t)clamp_int(v, 0, 255); memcpy(out, &x, 1); break; }
+    case KT_TYPE_U16: { uint16_t x = (uint16_t)clamp_int(v, 0, 65535); memcpy(out, &x, 2); break; }
+    case KT_TYPE_U32: { uint32_t x = (uint32_t)clamp_int(v, 0, 4294967295.0); memcpy(out, &x, 4); break; }
+    case KT_TYPE_U64: { uint64_t x = (uint64_t)clamp_int(v, 0, 9.2e18); memcpy(out, &x, 8); break; }
+    case KT_TYPE_F32: { float x = (float)v; memcpy(out, &x, 4); break; }
+    case KT_TYPE_F64: memcpy(out, &v, 8); break;
+    case KT_TYPE_F16: { uint16_t x = f32_to_f16((float)v); memcpy(out, &x, 2); break; }
+    case KT_TYPE_BF16: { uint16_t x = f32_to_bf16((float)v); memcpy(out, &x, 2); break; }
+    case KT_TYPE_BUFFER: break;
+    }
+}
+
+double kt__decode(kt_type t, const void *base, size_t i) {
+    const unsigned char *p = (const unsigned char *)base + i * kt_type_size(t);
+    switch (t) {
+    case KT_TYPE_I8: { int8_t x; memcpy(&x, p, 1); return x; }
+    case KT_TYPE_I16: { int16_t x; memcpy(&x, p, 2); return x; }
+    case KT_TYPE_I32: { int32_t x; memcpy(&x, p, 4); return x; }
+    case KT_TYPE_I64: { int64_t x; memcpy(&x, p, 8); return (double)x; }
+    case KT_TYPE_U8: return *p;
+    case KT_TYPE_U16: { uint16_t x; memcpy(&x, p, 2); return x; }
+    case KT_TYPE_U32: { uint32_t x; memcpy(&x, p, 4); return x; }
+    case KT_TYPE_U64: { uint64_t x; memcpy(&x, p, 8); return (double)x; }
+    case KT_TYPE_F32: { float x; memcpy(&x, p, 4); return x; }
+    case KT_TYPE_F64: { double x; memcpy(&x, p, 8); return x; }
+    case KT_TYPE_F16: { uint16_t x; memcpy(&x, p, 2); return f16_to_f32(x); }
+    case KT_TYPE_BF16: { uint16_t x; memcpy(&x, p, 2); return bf16_to_f32(x); }
+    case KT_TYPE_BUFFER: break;
+    }
+    return 0;
+}
+
+/* Poison: a NaN with a recognisable payload for floats, 0xA5 bytes for integers. */
+const void *kt__poison(kt_type t) {
+    static const uint64_t f64 = 0x7ff8a5a5a5a5a5a5ull, ints = 0xa5a5a5a5a5a5a5a5ull;
+    static const uint32_t f32 = 0x7fc5a5a5u;
+    static const uint16_t f16 = 0x7e5au, bf16 = 0x7fc5u;
+    switch (t) {
+    case KT_TYPE_F64: return &f64;
+    case KT_TYPE_F32: return &f32;
+    case KT_TYPE_F16: return &f16;
+    case KT_TYPE_BF16: return &bf16;
+    default: return &ints;
+    }
+}
+
+/* ---- extra memory, through the C backend's buffer methods ---------------------------------- */
+
+kt_status kt__extra_alloc(kt__workset *ws, size_t bytes, void **out) {
+    char err[256] = "";
+    kt_status st = kt_backend_c()->buffer_alloc(NULL, 0, bytes, out, err, sizeof err);
+    if (st != KT_OK) return kt__err(st, "kt_op_call(op '%s'): tuning: %s", ws->op->name, err);
+    ws->cur += bytes;
+    if (ws->cur > ws->peak) ws->peak = ws->cur;
+    return KT_OK;
+}
+
+void kt__extra_free(kt__workset *ws, void *p, size_t bytes) {
+    if (p == NULL) return;
+    kt_backend_c()->buffer_free(NULL, 0, p);
+    ws->cur -= bytes;
+}
+
+static void host_copy(void *dst, const void *src, size_t bytes) {
+    char err[8];
+    kt_backend_c()->buffer_copy(NULL, 0, dst, src, bytes, KT_COPY_DEVICE_TO_DEVICE, err, sizeof err);
+}
+
+static void host_fill(void *dst, size_t bytes, const void *pattern, size_t pattern_bytes) {
+    char err[8];
+    kt_backend_c()->buffer_fill(NULL, 0, dst, bytes, pattern, pattern_bytes, err, sizeof err);
+}
+
+/* A hash of a buffer's contents, eight bytes at a time, to notice writes to ReadOnly buffers. */
+static uint64_t content_hash(const void *p, size_t bytes) {
+    const unsigned char *b = p;
+    uint64_t h = 0x243f6a8885a308d3ull ^ bytes;
+    size_t i = 0;
+    for (; i + 8 <= bytes; i += 8) {
+        uint64_t w;
+        memcpy(&w, b + i, 8);
+        h = (h ^ w) * 0xff51afd7ed558ccdull;
+        h ^= h >> 32;
+    }
+    return kt__fnv1a(b + i, bytes - i, h);
+}
+
+/* ---- generated inputs ---------------------------------------------------------------------- */
+
+static uint64_t splitmix(uint64_t *s) {
+    uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+static kt_status generate(const kt_op *op, size_t arg, void *dst, size_t bytes, const kt_arg *caller) {
+    const kt__argdecl *d = &op->args[arg];
+    if (d->gen_fn != NULL) {
+        int rc = d->gen_fn(dst, bytes, d->elem, caller, op->nargs, d->gen_user);
+        if (rc != 0)
+            return kt__err(KT_ERR_HOOK, "kt_op_call(op '%s'): the generator of argument '%s' returned %d", op->name,
+                           d->name, rc);
+        return KT_OK;
+    }
+    size_t es = d->esize, n = bytes / es;
+    if (d->gen == KT_GEN_CONSTANT) {
+        unsigned char v[8];
+        kt__encode(d->elem, d->gen_value, v);
+        host_fill(dst, bytes, v, es);
+        return KT_OK;
+    }
+    uint64_t state = op->seed ^ (0x9e3779b97f4a7c15ull * (arg + 1));
+    bool is_float = d->elem == KT_TYPE_F32 || d->elem == KT_TYPE_F64 || d->elem == KT_TYPE_F16 || d->elem == KT_TYPE_BF16;
+    for (size_t i = 0; i < n; i++) {
+        uint64_t r = splitmix(&state);
+        double v = is_float ? (double)(r >> 11) * 0x1p-52 - 1.0 : (double)(r >> 60);
+        kt__encode(d->elem, v, (unsigned char *)dst + i * es);
+    }
+    return KT_OK;
+}
+
+/* ---- the workset ---------------------------------------------------------------------------- */
+
+kt_status kt__workset_init(kt__workset *ws, const kt_op *op, const kt_arg *caller) {
+    memset(ws, 0, sizeof *ws);
+    ws->op = op;
+    size_t n = op->nargs ? op->nargs : 1;
+    ws->args = calloc(n, sizeof *ws->args);
+    ws->run_args = calloc(n, sizeof *ws->run_args);
+    ws->pristine = calloc(n, sizeof *ws->pristine);
+    ws->owned = calloc(n, sizeof *ws->owned);
+    ws->ro_hash = calloc(n, sizeof *ws->ro_hash);
+    if (!ws->args || !ws->run_args || !ws->pristine || !ws->owned || !ws->ro_hash)
+        return kt__err(KT_ERR_NO_MEMORY, "kt_op_call(op '%s'): out of memory", op->name);
+    memcpy(ws->args, caller, op->nargs * sizeof *caller);
+    for (size_t i = 0; i < op->nargs; i++) {
+        const kt__argdecl *d = &op->args[i];
+        if (d->type != KT_TYPE_BUFFER) continue;
+        size_t bytes = caller[i].bytes;
+        bool reads = d->access != KT_WRITE_ONLY;
+        if (op->inputs != KT_INPUTS_GENERATED && reads && bytes > 0 && caller[i].ptr == NULL)
+            return kt__err(KT_ERR_INVALID_ARGUMENT, "kt_op_call(op '%s'): buffer argument %zu ('%s') is NULL with %zu bytes",
+                           op->name, i, d->name, bytes);
+        kt_status st;
+        if (op->inputs != KT_INPUTS_PROTECT) {
+            if ((st = kt__extra_alloc(ws, bytes, &ws->owned[i])) != KT_OK) return st;
+            ws->args[i].ptr = ws->owned[i];
+            if (op->inputs == KT_INPUTS_CLONE && reads) host_copy(ws->owned[i], caller[i].ptr, bytes);
+            else if (op->inputs == KT_INPUTS_GENERATED && reads && (st = generate(op, i, ws->owned[i], bytes, caller)) != KT_OK)
+                return st;
+        }
+        if (d->access == KT_READ_WRITE) {
+            if ((st = kt__extra_alloc(ws, bytes, &ws->pristine[i])) != KT_OK) return st;
+            host_copy(ws->pristine[i], ws->args[i].ptr, bytes);
+        }
+        if (d->access == KT_READ_ONLY) ws->ro_hash[i] = content_hash(ws->args[i].ptr, bytes);
+    }
+    return KT_OK;
+}
+
+kt_status kt__workset_before(kt__workset *ws, bool poison, const kt_arg **run_args) {
+    const kt_op *op = ws->op;
+    for (size_t i = 0; i < op->nargs; i++) {
+        const kt__argdecl *d = &op->args[i];
+        if (d->type != KT_TYPE_BUFFER) continue;
+        size_t bytes = ws->args[i].bytes;
+        if (ws->pristine[i] != NULL) {
+            host_copy(ws->args[i].ptr, ws->pristine[i], bytes);
+        } else if (d->access == KT_WRITE_ONLY && d->accumulate) {
+            unsigned char v[8];
+            kt__encode(d->elem, d->acc_value, v);
+            host_fill(ws->args[i].ptr, bytes, v, d->esize);
+        } else if (d->access == KT_WRITE_ONLY && poison) {
+            host_fill(ws->args[i].ptr, bytes, kt__poison(d->elem), d->esize);
+        }
+    }
+    memcpy(ws->run_args, ws->args, op->nargs * sizeof *ws->args);
+    *run_args = ws->run_args;
+    if (op->pre_hook != NULL) {
+        int rc = op->pre_hook(ws->run_args, op->nargs, op->hook_user);
+        if (rc != 0) return kt__err(KT_ERR_HOOK, "kt_op_call(op '%s'): the pre-benchmark hook returned %d", op->name, rc);
+    }
+    return KT_OK;
+}
+
+kt_status kt__workset_after(kt__workset *ws) {
+    const kt_op *op = ws->op;
+    if (op->post_hook != NULL) {
+        int rc = op->post_hook(ws->run_args, op->nargs, op->hook_user);
+        if (rc != 0)
+            return kt__err(KT_ERR_HOOK, "kt_op_call(op '%s'): the post-benchmark hook returned %d", op->name, rc);
+    }
+    return KT_OK;
+}
+
+bool kt__workset_ro_changed(const kt__workset *ws, char *msg, size_t len) {
+    const kt_op *op = ws->op;
+    for (size_t i = 0; i < op->nargs; i++) {
+        if (op->args[i].type != KT_TYPE_BUFFER || op->args[i].access != KT_READ_ONLY) continue;
+        if (content_hash(ws->args[i].ptr, ws->args[i].bytes) != ws->ro_hash[i]) {
+            snprintf(msg, len, "wrote into read-only argument '%s'", op->args[i].name);
+            return true;
+        }
+    }
+    return false;
+}
+
+kt_status kt__workset_finish(kt__workset *ws, const kt_arg *caller) {
+    const kt_op *op = ws->op;
+    if (op->inputs != KT_INPUTS_PROTECT) return KT_OK;
+    for (size_t i = 0; i < op->nargs; i++) {
+        const kt__argdecl *d = &op->args[i];
+        if (d->type != KT_TYPE_BUFFER) continue;
+        if (ws->pristine[i] != NULL) {
+            host_copy(caller[i].ptr, ws->pristine[i], caller[i].bytes);
+        } else if (d->access == KT_WRITE_ONLY && d->accumulate) {
+            unsigned char v[8];
+            kt__encode(d->elem, d->acc_value, v);
+            host_fill(caller[i].ptr, caller[i].bytes, v, d->esize);
+        }
+    }
+    return KT_OK;
+}
+
+void kt__workset_free(kt__workset *ws) {
+    if (ws->op == NULL) return;
+    for (size_t i = 0; ws->args && i < ws->op->nargs; i++) {
+        if (ws->pristine && ws->pristine[i]) kt__extra_free(ws, ws->pristine[i], ws->args[i].bytes);
+        if (ws->owned && ws->owned[i]) kt__extra_free(ws, ws->owned[i], ws->args[i].bytes);
+    }
+    free(ws->args);
+    free(ws->run_args);
+    free(ws->pristine);
+    free(ws->owned);
+    free(ws->ro_hash);
+    ws->args = ws->run_args = NULL;
+    ws->pristine = ws->owned = NULL;
+    ws->ro_hash = NULL;
+}

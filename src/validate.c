@@ -1,0 +1,200 @@
+/*
+ * validate.c - checking candidates' answers against a reference.
+ *
+ * The reference (a user function, a named candidate, or the op's default candidate) runs once
+ * per tuning on poisoned outputs, and its WriteOnly and ReadWrite buffers and returned output
+ * are kept. Every other candidate's first run is a validation run on the same inputs whose
+ * outputs are compared with those: integers bit for bit, floats within tolerances, NaN only
+ * with NaN, and an element still holding the poison pattern as unwritten. Elements that the
+ * reference itself left unwritten are not checked.
+ */
+#include "internal.h"
+
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static bool is_float(kt_type t) {
+    return t == KT_TYPE_F32 || t == KT_TYPE_F64 || t == KT_TYPE_F16 || t == KT_TYPE_BF16;
+}
+
+static void tolerances(const kt_op *op, kt_type t, double *atol, double *rtol) {
+    if (op->tol_set) {
+        *atol = op->atol;
+        *rtol = op->rtol;
+    } else if (t == KT_TYPE_F64) {
+        *atol = 1e-12, *rtol = 1e-9;
+    } else if (t == KT_TYPE_F32) {
+        *atol = 1e-6, *rtol = 1e-4;
+    } else {
+        *atol = 1e-3, *rtol = 1e-2;
+    }
+}
+
+/* Formats element i of a buffer of type t for a diagnostic. */
+static void show(kt_type t, const void *base, size_t i, char *out, size_t len) {
+    const unsigned char *p = (const unsigned char *)base + i * kt_type_size(t);
+    if (memcmp(p, kt__poison(t), kt_type_size(t)) == 0) {
+        snprintf(out, len, "poison (left unwritten)");
+    } else if (t == KT_TYPE_I64) {
+        int64_t v;
+        memcpy(&v, p, 8);
+        snprintf(out, len, "%" PRId64, v);
+    } else if (t == KT_TYPE_U64) {
+        uint64_t v;
+        memcpy(&v, p, 8);
+        snprintf(out, len, "%" PRIu64, v);
+    } else {
+        snprintf(out, len, "%.9g", kt__decode(t, base, i));
+    }
+}
+
+/* Compares count elements of type t; on the first mismatch writes "<what> element i: expected
+ * E, got A" into msg and returns false. */
+static bool compare(const kt_op *op, kt_type t, const void *actual, const void *expected, size_t count,
+                    const char *what, char *msg, size_t len) {
+    size_t es = kt_type_size(t);
+    const void *poison = kt__poison(t);
+    double atol = 0, rtol = 0;
+    if (is_float(t)) tolerances(op, t, &atol, &rtol);
+    for (size_t i = 0; i < count; i++) {
+        const unsigned char *a = (const unsigned char *)actual + i * es, *e = (const unsigned char *)expected + i * es;
+        if (memcmp(e, poison, es) == 0) continue; /* the reference left it unwritten */
+        bool ok, unwritten = memcmp(a, poison, es) == 0;
+        if (unwritten) {
+            ok = false;
+        } else if (!is_float(t)) {
+            ok = memcmp(a, e, es) == 0;
+        } else {
+            double x = kt__decode(t, actual, i), y = kt__decode(t, expected, i);
+            if (isnan(y) || isnan(x)) ok = isnan(x) && isnan(y);
+            else if (isinf(y)) ok = x == y;
+            else ok = fabs(x - y) <= atol + rtol * fabs(y);
+        }
+        if (!ok) {
+            char want[64], got[64];
+            show(t, expected, i, want, sizeof want);
+            show(t, actual, i, got, sizeof got);
+            if (is_float(t) && !unwritten)
+                snprintf(msg, len, "%s element %zu: expected %s, got %s (atol %g, rtol %g)", what, i, want, got, atol, rtol);
+            else
+                snprintf(msg, len, "%s element %zu: expected %s, got %s", what, i, want, got);
+            return false;
+        }
+    }
+    return true;
+}
+
+static bool is_output(const kt__argdecl *d) {
+    return d->type == KT_TYPE_BUFFER && d->access != KT_READ_ONLY;
+}
+
+/* Picks the reference candidate: named, else the default, else the first added. */
+static long reference_candidate(const kt_op *op) {
+    if (op->reference_idx >= 0) return op->reference_idx;
+    return op->default_idx >= 0 ? op->default_idx : 0;
+}
+
+kt_status kt__reference_capture(kt__reference *ref, kt__workset *ws, const int64_t *key) {
+    const kt_op *op = ws->op;
+    memset(ref, 0, sizeof *ref);
+    ref->cand = -1;
+    if (!op->validate) return KT_OK;
+    if (op->reference_fn == NULL) {
+        ref->cand = reference_candidate(op);
+        if (!kt__key_accepts(op, key, (size_t)ref->cand)) {
+            kt__log(op->ctx, KT_LOG_INFO, "op '%s': reference candidate '%s' rejects these arguments; tuning this key without validation",
+                    op->name, op->cands[ref->cand].name);
+            ref->cand = -1;
+            return KT_OK;
+        }
+    }
+    ref->outputs = calloc(op->nargs ? op->nargs : 1, sizeof *ref->outputs);
+    ref->out_bytes = calloc(op->nargs ? op->nargs : 1, sizeof *ref->out_bytes);
+    if (ref->outputs == NULL || ref->out_bytes == NULL) return kt__err(KT_ERR_NO_MEMORY, "kt_op_call(op '%s'): out of memory", op->name);
+
+    const kt_arg *args = NULL;
+    kt_status st = kt__workset_before(ws, true, &args);
+    if (st != KT_OK) return st;
+    kt_result *res = op->has_result ? &ref->result : NULL;
+    int rc;
+    if (ref->cand < 0) {
+        rc = op->reference_fn(args, op->nargs, op->reference_user, res);
+    } else {
+        const kt__cand *c = &op->cands[ref->cand];
+        rc = res ? c->rfn(args, op->nargs, c->user, res) : c->fn(args, op->nargs, c->user);
+    }
+    /* Keep the outputs before the post-hook runs: it may release substituted buffers. */
+    for (size_t i = 0; rc == 0 && st == KT_OK && i < op->nargs; i++) {
+        if (!is_output(&op->args[i])) continue;
+        st = kt__extra_alloc(ws, args[i].bytes, &ref->outputs[i]);
+        if (st != KT_OK) break;
+        ref->out_bytes[i] = args[i].bytes;
+        memcpy(ref->outputs[i], args[i].ptr, args[i].bytes);
+    }
+    kt_status after = kt__workset_after(ws);
+    if (st == KT_OK) st = after;
+    if (res) {
+        ws->cur += res->bytes; /* held until the tuning ends */
+        if (ws->cur > ws->peak) ws->peak = ws->cur;
+    }
+    if (st != KT_OK) return st;
+    if (rc != 0) {
+        kt__log(op->ctx, KT_LOG_WARN, "op '%s': the reference %s%s%s returned %d; tuning this key without validation",
+                op->name, ref->cand < 0 ? "function" : "candidate '", ref->cand < 0 ? "" : op->cands[ref->cand].name,
+                ref->cand < 0 ? "" : "'", rc);
+        return KT_OK;
+    }
+    if (res && res->bytes > 0 && res->ptr == NULL) {
+        kt__log(op->ctx, KT_LOG_WARN, "op '%s': the reference returned no output; tuning this key without validation", op->name);
+        return KT_OK;
+    }
+    ref->active = true;
+    return KT_OK;
+}
+
+bool kt__validate(const kt__reference *ref, const kt__workset *ws, const kt_arg *args, const kt_result *result,
+                  char *msg, size_t len) {
+    const kt_op *op = ws->op;
+    if (kt__workset_ro_changed(ws, msg, len)) return false;
+    if (!ref->active) return true;
+    for (size_t i = 0; i < op->nargs; i++) {
+        const kt__argdecl *d = &op->args[i];
+        if (!is_output(d)) continue;
+        if (args[i].bytes != ref->out_bytes[i]) {
+            snprintf(msg, len, "output '%s' has %zu bytes, the reference's %zu", d->name, args[i].bytes, ref->out_bytes[i]);
+            return false;
+        }
+        char what[KT__NAME_MAX + 16];
+        snprintf(what, sizeof what, "output '%s'", d->name);
+        if (!compare(op, d->elem, args[i].ptr, ref->outputs[i], args[i].bytes / d->esize, what, msg, len)) return false;
+    }
+    if (op->has_result) {
+        if (result->bytes != ref->result.bytes) {
+            snprintf(msg, len, "returned %zu bytes, the reference %zu", result->bytes, ref->result.bytes);
+            return false;
+        }
+        if (result->bytes > 0 && result->ptr == NULL) {
+            snprintf(msg, len, "returned no output");
+            return false;
+        }
+        size_t es = kt_type_size(op->result_elem);
+        if (!compare(op, op->result_elem, result->ptr, ref->result.ptr, result->bytes / es, "returned output", msg, len))
+            return false;
+    }
+    return true;
+}
+
+void kt__reference_free(kt__reference *ref, kt__workset *ws) {
+    const kt_op *op = ws->op;
+    for (size_t i = 0; ref->outputs && i < op->nargs; i++)
+        if (ref->outputs[i]) kt__extra_free(ws, ref->outputs[i], ref->out_bytes[i]);
+    free(ref->outputs);
+    free(ref->out_bytes);
+    ref->outputs = NULL;
+    ref->out_bytes = NULL;
+    ws->cur -= ref->result.bytes;
+    kt_result_release(&ref->result);
+}
