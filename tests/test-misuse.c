@@ -138,6 +138,24 @@ static void test_unknown_candidate(void **state) {
     kt_context_destroy(ctx);
 }
 
+/* A successful call leaves the last error as it was (review finding: a successful add used to
+ * overwrite it), and the largest alignment requirement is checked without overflow. */
+static void test_success_keeps_error_and_huge_align(void **state) {
+    (void)state;
+    kt_context *ctx = test_context(1);
+    kt_op *op = test_op(ctx, "keeps");
+    expect_status(KT_ERR_UNKNOWN_CANDIDATE, kt_op_set_default(op, "zz"));
+    char before[512];
+    snprintf(before, sizeof before, "%s", kt_last_error());
+    ok(kt_op_add_native(op, "a", cand_fn, &c1));
+    ok(kt_op_add_native(op, "b", cand_fn, &c2));
+    assert_string_equal(kt_last_error(), before);
+    ok(kt_op_require_align(op, "a", 0, (size_t)1 << 63));
+    ok(kt_op_call(op, (kt_arg[]){kt_arg_buf(buf, sizeof buf), kt_arg_i64(1)}, 2));
+    assert_int_equal(buf[0], c2.id); /* a rejects any real address */
+    kt_context_destroy(ctx);
+}
+
 static void test_empty_and_frozen(void **state) {
     (void)state;
     kt_context *ctx = test_context(1);
@@ -268,6 +286,7 @@ int main(void) {
         cmocka_unit_test(test_status_names),     cmocka_unit_test(test_null_handles),
         cmocka_unit_test(test_wrong_arguments),  cmocka_unit_test(test_unknown_candidate),
         cmocka_unit_test(test_empty_and_frozen), cmocka_unit_test(test_bad_declarations),
+        cmocka_unit_test(test_success_keeps_error_and_huge_align),
         cmocka_unit_test(test_bad_environment),  cmocka_unit_test(test_backends),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -89,6 +89,7 @@ static void test_requirement_without_key(void **state) {
     kt_context *ctx = test_context(3);
     kt_op *op = NULL;
     ok(kt_op_create(ctx, "nokey", &op));
+    ok(kt_op_set_validation(op, 0));
     ok(kt_op_add_buffer(op, "out", KT_TYPE_I32, KT_WRITE_ONLY));
     ok(kt_op_add_scalar(op, "n", KT_TYPE_I64));
     cand quick = {.id = 1, .work = 1}, slow = {.id = 2, .work = 10};
