@@ -99,7 +99,7 @@ static double now_s(void) {
 }
 
 static void print_decision(const kt_op *op, const kt_decision *d) {
-    static const char *const outcome[] = {"not run", "measured", "rejected (requirements)", "failed"};
+    static const char *const outcome[] = {"not run", "measured", "rejected (requirements)", "failed", "wrong answer"};
     size_t w = kt_decision_winner(d);
     for (size_t c = 0; c < kt_op_candidate_count(op); c++) {
         kt_outcome o = kt_decision_outcome(d, c);
@@ -107,8 +107,11 @@ static void print_decision(const kt_op *op, const kt_decision *d) {
             printf("    %-9s %10.3f ms  (median of %u runs)%s\n", kt_op_candidate_name(op, c),
                    kt_decision_time_ns(d, c) / 1e6, kt_decision_runs(d, c), c == w ? "  <- winner" : "");
         else
-            printf("    %-9s %13s  %s%s\n", kt_op_candidate_name(op, c), "-", outcome[o], c == w ? "  <- winner" : "");
+            printf("    %-9s %13s  %s%s%s\n", kt_op_candidate_name(op, c), "-", outcome[o],
+                   kt_decision_message(d, c) ? ": " : "", kt_decision_message(d, c) ? kt_decision_message(d, c) : "");
     }
+    printf("    outputs validated against the reference (blocked): %s; extra memory while tuning: %zu bytes\n",
+           kt_decision_validated(d) ? "yes" : "no", kt_decision_peak_extra_bytes(d));
 }
 
 int main(int argc, char **argv) {

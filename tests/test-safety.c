@@ -8,6 +8,7 @@
 #include "helpers.h"
 
 #include <math.h>
+#include <time.h>
 
 #define N 64
 
@@ -633,6 +634,41 @@ static void test_bench_hooks(void **state) {
     kt_context_destroy(ctx);
 }
 
+/* Nothing but the candidate call is timed: a pre-hook that sleeps 10 ms and a 4 MB restore
+ * before every run of a candidate that does almost nothing must not show in its time. */
+static int sleepy_pre(kt_arg *args, size_t nargs, void *user) {
+    (void)args, (void)nargs, (void)user;
+    struct timespec ts = {0, 10 * 1000 * 1000};
+    nanosleep(&ts, NULL);
+    return 0;
+}
+
+static int touch_one(const kt_arg *args, size_t nargs, void *user) {
+    (void)nargs, (void)user;
+    ((unsigned char *)args[0].ptr)[0] ^= 1;
+    return 0;
+}
+
+static void test_only_the_call_is_timed(void **state) {
+    (void)state;
+    kt_context *ctx = ctx_measure();
+    kt_op *op = NULL;
+    ok(kt_op_create(ctx, "untimed", &op));
+    ok(kt_op_add_buffer(op, "big", KT_TYPE_U8, KT_READ_WRITE));
+    ok(kt_op_add_native(op, "touch", touch_one, NULL));
+    ok(kt_op_set_bench_hooks(op, sleepy_pre, NULL, NULL));
+    size_t bytes = 4u << 20;
+    unsigned char *big = calloc(bytes, 1);
+    kt_arg args[] = {kt_arg_buf(big, bytes)};
+    ok(kt_op_call(op, args, 1));
+    const kt_decision *d = decided(op, args);
+    assert_int_equal(kt_decision_runs(d, 0), 3);
+    assert_true(kt_decision_time_ns(d, 0) < 1e6); /* far below the 10 ms the hook sleeps */
+    assert_int_equal(big[0], 1);                  /* and the caller saw one launch */
+    free(big);
+    kt_context_destroy(ctx);
+}
+
 static void test_safety_misuse(void **state) {
     (void)state;
     kt_context *ctx = ctx_measure();
@@ -669,6 +705,7 @@ int main(void) {
         cmocka_unit_test(test_clone_and_generated_untouched),
         cmocka_unit_test(test_generated_values),
         cmocka_unit_test(test_bench_hooks),
+        cmocka_unit_test(test_only_the_call_is_timed),
         cmocka_unit_test(test_safety_misuse),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
