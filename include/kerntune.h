@@ -400,8 +400,14 @@ KT_API const char *kt_op_candidate_name(const kt_op *op, size_t index);
  *
  * Tuning runs candidates many times; none of that may show in the caller's data. After the
  * first (tuning) call every argument holds exactly what one launch of the winner produces from
- * the caller's original data: bit-exact for ReadWrite and WriteOnly buffers, and ReadOnly buffers
- * untouched (by candidates that respect their declared access).
+ * the caller's original data: bit-exact for ReadWrite buffers and for every WriteOnly element
+ * the winner writes, and ReadOnly buffers untouched (by candidates that respect their declared
+ * access; CLONE mode protects the caller even from those that do not). WriteOnly elements that
+ * the winner does not write are unspecified after a tuning call: declare such a buffer
+ * KT_READ_WRITE if it must keep them. When a tuning call fails, ReadWrite buffers hold the
+ * caller's data again and WriteOnly contents are unspecified.
+ * Copies and generated buffers keep the caller's pointer's alignment, and a candidate whose
+ * requirements reject the copies it would run on is not run (KT_OUTCOME_REJECTED).
  * ------------------------------------------------------------------------------------------- */
 
 /** Where tuning runs take their inputs from.
@@ -409,8 +415,8 @@ KT_API const char *kt_op_candidate_name(const kt_op *op, size_t index);
  *    restored before every run, outside the timed region; before the final launch they are
  *    restored once more. Extra memory: the ReadWrite buffers' total size.
  *  - CLONE: private copies of every buffer; the caller's buffers are not read after the copy
- *    and not written until the single final launch. Extra memory: every buffer's size plus the
- *    ReadWrite buffers' again (a pristine copy to restore from).
+ *    and not written until the single final launch. Extra memory: every buffer's size (plus up
+ *    to its alignment window) and the ReadWrite buffers' again (a pristine copy to restore from).
  *  - GENERATED: buffers allocated at the call's sizes and filled by each buffer's generator
  *    (kt_op_set_generator); the caller's buffers are not touched at all until the final launch. */
 typedef enum kt_inputs {
@@ -423,9 +429,10 @@ typedef enum kt_inputs {
 KT_API kt_status kt_op_set_inputs(kt_op *op, kt_inputs inputs);
 
 /** Declares that candidates accumulate into WriteOnly buffer arg (out += ...): during tuning it
- *  is filled with value (converted to its element type) before every run and before the final
- *  launch. The caller is expected to pass it filled with that value, as for any launch; if its
- *  prior contents matter, declare it KT_READ_WRITE instead. Ordinary (tuned) calls never fill it. */
+ *  is filled with value (converted to its element type) before every run, and in PROTECT mode,
+ *  where the runs used the caller's buffer, once more before the final launch. The caller is
+ *  expected to pass it filled with that value, as for any launch; if its prior contents matter,
+ *  declare it KT_READ_WRITE instead. Ordinary (tuned) calls never fill it. */
 KT_API kt_status kt_op_set_accumulate(kt_op *op, size_t arg, double value);
 
 /** How GENERATED mode fills a buffer: RANDOM (default): floats uniform in [-1, 1), integers
@@ -453,7 +460,9 @@ KT_API kt_status kt_op_set_seed(kt_op *op, uint64_t seed);
 
 /** A benchmark hook. It receives the arguments a tuning run is about to use (or has used), as
  *  a mutable array: a pre-hook may substitute arguments (e.g. point a buffer at a scratch copy)
- *  for that run only. Returns 0 on success; nonzero fails the tuning with KT_ERR_CANDIDATE_FAILED. */
+ *  for that run only; substitutes must meet the candidates' requirements. Returns 0 on success;
+ *  nonzero stops the tuning with KT_ERR_HOOK (nothing is recorded; the next call tunes again).
+ *  After a failing pre-hook the post-hook is not run: a pre-hook cleans up its own failure. */
 typedef int (*kt_hook_fn)(kt_arg *args, size_t nargs, void *user);
 
 /** Sets hooks run before and after every run made while tuning (validation, warm-up and
@@ -464,7 +473,9 @@ KT_API kt_status kt_op_set_bench_hooks(kt_op *op, kt_hook_fn pre, kt_hook_fn pos
 /* ---- Candidates that return their output --------------------------------------------------- */
 
 /** A candidate that allocates its output and hands it back in *result (ptr, bytes, and how to
- *  release it). Returns 0 on success; on failure it must leave nothing allocated. */
+ *  release it). Returns 0 on success. Whatever *result holds when it returns, success or not,
+ *  belongs to kerntune, which releases it (so a failing candidate either leaves *result empty
+ *  or leaves in it what it allocated; it must not release that itself). */
 typedef int (*kt_result_fn)(const kt_arg *args, size_t nargs, void *user, kt_result *result);
 
 /** Declares that the op returns an output with elements of type elem: its candidates are added
@@ -481,8 +492,9 @@ KT_API kt_status kt_op_add_native_result(kt_op *op, const char *name, kt_result_
  * for integers) unless declared accumulating, and afterwards every WriteOnly and ReadWrite
  * buffer and the returned output are compared with the reference's: integers exactly, floats
  * within |actual - expected| <= atol + rtol * |expected|; NaN matches only NaN; an element still
- * holding the poison pattern was left unwritten and fails. A candidate that also changed a
- * ReadOnly buffer fails. A failing candidate is disqualified (KT_OUTCOME_INVALID) with a
+ * holding the poison pattern was left unwritten and fails (for 8-bit outputs the pattern 0xA5
+ * is also an ordinary value, so an unwritten element whose true value is 0xA5 goes unnoticed).
+ * A candidate that changed a ReadOnly buffer fails; a reference that did is not used. A failing candidate is disqualified (KT_OUTCOME_INVALID) with a
  * diagnostic naming the output, the element, the expected and the actual value.
  * The reference is, in order: the function set by kt_op_set_reference_fn, the candidate named by
  * kt_op_set_reference, the op's default candidate. If the reference does not accept the
@@ -533,8 +545,9 @@ KT_API kt_status kt_op_call(kt_op *op, const kt_arg *args, size_t nargs);
 KT_API kt_status kt_op_call_result(kt_op *op, const kt_arg *args, size_t nargs, kt_result *result);
 
 /** Decides the key of these arguments without running anything on them: tunes it (by the op's
- *  effort level) if it has no decision yet, and returns. With KT_INPUTS_GENERATED the buffers
- *  may be NULL: only their sizes are used, so a key can be tuned ahead of time from sizes alone.
+ *  effort level) if it has no decision yet, and returns. The caller's buffers are never written
+ *  (PROTECT mode tunes on private copies here, as CLONE does). With KT_INPUTS_GENERATED they may
+ *  be NULL: only their sizes are used, so a key can be tuned ahead of time from sizes alone.
  *  Waits when another thread is tuning the key (the fallback is not used). Returns as
  *  kt_op_call does, less KT_ERR_CANDIDATE_FAILED. */
 KT_API kt_status kt_op_tune(kt_op *op, const kt_arg *args, size_t nargs);

@@ -204,16 +204,59 @@ static kt_status generate(const kt_op *op, size_t arg, void *dst, size_t bytes, 
 
 /* ---- the workset ---------------------------------------------------------------------------- */
 
-kt_status kt__workset_init(kt__workset *ws, const kt_op *op, const kt_arg *caller) {
+/* The alignment window of buffer argument arg: the largest alignment that a requirement or a
+ * key component of the op looks at (at least 64, at most 16 MiB). A copy placed at the same
+ * offset within such a window as the caller's pointer passes every alignment test the caller's
+ * pointer passes. */
+static size_t align_window(const kt_op *op, size_t arg) {
+    uint64_t w = 64;
+    for (size_t k = 0; k < op->nkeys; k++)
+        if (op->keys[k].kind == KT__KEY_ALIGN && op->keys[k].arg == arg && op->keys[k].max_align > w) w = op->keys[k].max_align;
+    for (size_t c = 0; c < op->ncands; c++)
+        for (size_t r = 0; r < op->cands[c].nreqs; r++)
+            if (op->cands[c].reqs[r].kind == KT__REQ_ALIGN && op->cands[c].reqs[r].arg == arg &&
+                (uint64_t)op->cands[c].reqs[r].value > w)
+                w = (uint64_t)op->cands[c].reqs[r].value;
+    return w > ((uint64_t)1 << 24) ? (size_t)1 << 24 : (size_t)w;
+}
+
+/* Allocates a work buffer for argument i that mirrors the caller's pointer's alignment. */
+static kt_status alloc_mirror(kt__workset *ws, size_t i, size_t bytes) {
+    size_t window = align_window(ws->op, i);
+    size_t total = bytes + window;
+    kt_status st = kt__extra_alloc(ws, total, &ws->owned[i]);
+    if (st != KT_OK) return st;
+    ws->owned_bytes[i] = total;
+    /* The first address at or after the allocation that is congruent to the caller's pointer
+     * modulo the window: at most window - 1 bytes in, so bytes + window always suffice. */
+    uintptr_t start = (uintptr_t)ws->owned[i], want = (uintptr_t)ws->caller[i].ptr;
+    ws->args[i].ptr = (void *)(start + ((want - start) & (window - 1)));
+    return KT_OK;
+}
+
+/* Fills a copied or generated buffer from its source: the caller's data (CLONE) or the
+ * generator (GENERATED). */
+static kt_status fill_input(kt__workset *ws, size_t i) {
+    if (ws->inputs == KT_INPUTS_CLONE) {
+        host_copy(ws->args[i].ptr, ws->caller[i].ptr, ws->args[i].bytes);
+        return KT_OK;
+    }
+    return generate(ws->op, i, ws->args[i].ptr, ws->args[i].bytes, ws->caller);
+}
+
+kt_status kt__workset_init(kt__workset *ws, const kt_op *op, kt_inputs inputs, const kt_arg *caller, bool launching) {
     memset(ws, 0, sizeof *ws);
     ws->op = op;
+    ws->inputs = inputs;
+    ws->caller = caller;
     size_t n = op->nargs ? op->nargs : 1;
     ws->args = calloc(n, sizeof *ws->args);
     ws->run_args = calloc(n, sizeof *ws->run_args);
     ws->pristine = calloc(n, sizeof *ws->pristine);
     ws->owned = calloc(n, sizeof *ws->owned);
+    ws->owned_bytes = calloc(n, sizeof *ws->owned_bytes);
     ws->ro_hash = calloc(n, sizeof *ws->ro_hash);
-    if (!ws->args || !ws->run_args || !ws->pristine || !ws->owned || !ws->ro_hash)
+    if (!ws->args || !ws->run_args || !ws->pristine || !ws->owned || !ws->owned_bytes || !ws->ro_hash)
         return kt__err(KT_ERR_NO_MEMORY, "kt_op_call(op '%s'): out of memory", op->name);
     memcpy(ws->args, caller, op->nargs * sizeof *caller);
     for (size_t i = 0; i < op->nargs; i++) {
@@ -221,16 +264,13 @@ kt_status kt__workset_init(kt__workset *ws, const kt_op *op, const kt_arg *calle
         if (d->type != KT_TYPE_BUFFER) continue;
         size_t bytes = caller[i].bytes;
         bool reads = d->access != KT_WRITE_ONLY;
-        if (op->inputs != KT_INPUTS_GENERATED && reads && bytes > 0 && caller[i].ptr == NULL)
-            return kt__err(KT_ERR_INVALID_ARGUMENT, "kt_op_call(op '%s'): buffer argument %zu ('%s') is NULL with %zu bytes",
-                           op->name, i, d->name, bytes);
+        if (bytes > 0 && caller[i].ptr == NULL && (launching || (inputs != KT_INPUTS_GENERATED && reads)))
+            return kt__err(KT_ERR_INVALID_ARGUMENT, "kt_op_call(op '%s'): buffer argument %zu ('%s') is NULL with %zu bytes%s",
+                           op->name, i, d->name, bytes, launching ? "" : " (only GENERATED inputs may be NULL)");
         kt_status st;
-        if (op->inputs != KT_INPUTS_PROTECT) {
-            if ((st = kt__extra_alloc(ws, bytes, &ws->owned[i])) != KT_OK) return st;
-            ws->args[i].ptr = ws->owned[i];
-            if (op->inputs == KT_INPUTS_CLONE && reads) host_copy(ws->owned[i], caller[i].ptr, bytes);
-            else if (op->inputs == KT_INPUTS_GENERATED && reads && (st = generate(op, i, ws->owned[i], bytes, caller)) != KT_OK)
-                return st;
+        if (inputs != KT_INPUTS_PROTECT) {
+            if ((st = alloc_mirror(ws, i, bytes)) != KT_OK) return st;
+            if (reads && (st = fill_input(ws, i)) != KT_OK) return st;
         }
         if (d->access == KT_READ_WRITE) {
             if ((st = kt__extra_alloc(ws, bytes, &ws->pristine[i])) != KT_OK) return st;
@@ -276,27 +316,29 @@ kt_status kt__workset_after(kt__workset *ws) {
     return KT_OK;
 }
 
-bool kt__workset_ro_changed(const kt__workset *ws, char *msg, size_t len) {
+bool kt__workset_ro_changed(kt__workset *ws, char *msg, size_t len) {
     const kt_op *op = ws->op;
+    bool changed = false;
     for (size_t i = 0; i < op->nargs; i++) {
         if (op->args[i].type != KT_TYPE_BUFFER || op->args[i].access != KT_READ_ONLY) continue;
-        if (content_hash(ws->args[i].ptr, ws->args[i].bytes) != ws->ro_hash[i]) {
-            snprintf(msg, len, "wrote into read-only argument '%s'", op->args[i].name);
-            return true;
-        }
+        if (content_hash(ws->args[i].ptr, ws->args[i].bytes) == ws->ro_hash[i]) continue;
+        if (!changed) snprintf(msg, len, "wrote into read-only argument '%s'", op->args[i].name);
+        changed = true;
+        if (ws->inputs != KT_INPUTS_PROTECT) fill_input(ws, i); /* put the input back */
+        else ws->ro_hash[i] = content_hash(ws->args[i].ptr, ws->args[i].bytes);
     }
-    return false;
+    return changed;
 }
 
 kt_status kt__workset_finish(kt__workset *ws, const kt_arg *caller) {
     const kt_op *op = ws->op;
-    if (op->inputs != KT_INPUTS_PROTECT) return KT_OK;
+    if (ws->inputs != KT_INPUTS_PROTECT || ws->args == NULL) return KT_OK;
     for (size_t i = 0; i < op->nargs; i++) {
         const kt__argdecl *d = &op->args[i];
         if (d->type != KT_TYPE_BUFFER) continue;
         if (ws->pristine[i] != NULL) {
             host_copy(caller[i].ptr, ws->pristine[i], caller[i].bytes);
-        } else if (d->access == KT_WRITE_ONLY && d->accumulate) {
+        } else if (d->access == KT_WRITE_ONLY && d->accumulate && caller[i].ptr != NULL) {
             unsigned char v[8];
             kt__encode(d->elem, d->acc_value, v);
             host_fill(caller[i].ptr, caller[i].bytes, v, d->esize);
@@ -309,14 +351,16 @@ void kt__workset_free(kt__workset *ws) {
     if (ws->op == NULL) return;
     for (size_t i = 0; ws->args && i < ws->op->nargs; i++) {
         if (ws->pristine && ws->pristine[i]) kt__extra_free(ws, ws->pristine[i], ws->args[i].bytes);
-        if (ws->owned && ws->owned[i]) kt__extra_free(ws, ws->owned[i], ws->args[i].bytes);
+        if (ws->owned && ws->owned[i]) kt__extra_free(ws, ws->owned[i], ws->owned_bytes[i]);
     }
     free(ws->args);
     free(ws->run_args);
     free(ws->pristine);
     free(ws->owned);
+    free(ws->owned_bytes);
     free(ws->ro_hash);
     ws->args = ws->run_args = NULL;
     ws->pristine = ws->owned = NULL;
+    ws->owned_bytes = NULL;
     ws->ro_hash = NULL;
 }

@@ -259,17 +259,22 @@ void kt__table_free(kt_op *op);
  * the extra bytes a tuning holds counted. */
 typedef struct kt__workset {
     const kt_op *op;
+    kt_inputs inputs;  /* the op's mode, or CLONE for kt_op_tune in PROTECT mode */
+    const kt_arg *caller;
     kt_arg *args;      /* the arguments tuning runs start from (caller's, clones or generated) */
     kt_arg *run_args;  /* one run's copy, which a pre-hook may change */
     void **pristine;   /* per argument: the bytes to restore a ReadWrite buffer from, or NULL */
-    void **owned;      /* per argument: a work buffer allocated for CLONE or GENERATED, or NULL */
+    void **owned;      /* per argument: the allocation behind a CLONE or GENERATED buffer, or NULL */
+    size_t *owned_bytes;
     uint64_t *ro_hash; /* per argument: hash of a ReadOnly buffer's contents at the start */
-    bool hooked;       /* a pre-hook ran and its post-hook is due */
     size_t cur, peak;  /* extra bytes held now, and at most */
 } kt__workset;
 
-/* Sets up the work arguments for a tuning from the caller's arguments, by op->inputs. */
-kt_status kt__workset_init(kt__workset *ws, const kt_op *op, const kt_arg *caller);
+/* Sets up the work arguments for a tuning from the caller's arguments, by inputs. A copied or
+ * generated buffer keeps the caller's pointer's alignment (modulo the largest alignment any
+ * requirement or key of the op looks at). launching: the caller's buffers will be launched on,
+ * so they must not be NULL. */
+kt_status kt__workset_init(kt__workset *ws, const kt_op *op, kt_inputs inputs, const kt_arg *caller, bool launching);
 
 /* Prepares one tuning run, outside any timed region: restores ReadWrite buffers, fills
  * accumulating outputs, poisons the other WriteOnly outputs when poison is set, copies the
@@ -279,11 +284,14 @@ kt_status kt__workset_before(kt__workset *ws, bool poison, const kt_arg **run_ar
 /* Runs the post-hook after one tuning run, if a pre-hook ran. */
 kt_status kt__workset_after(kt__workset *ws);
 
-/* Whether a ReadOnly buffer of the work arguments changed since the start; names it in msg. */
-bool kt__workset_ro_changed(const kt__workset *ws, char *msg, size_t len);
+/* Whether a ReadOnly buffer of the work arguments changed since the start; names it in msg.
+ * A changed buffer is put back (copied from the caller again in CLONE, regenerated in
+ * GENERATED) or, in PROTECT where no copy exists, taken as the new baseline, so that the next
+ * candidate is judged on its own writes only. */
+bool kt__workset_ro_changed(kt__workset *ws, char *msg, size_t len);
 
-/* After the last tuning run: restores the caller's ReadWrite buffers and fills its accumulating
- * outputs (PROTECT mode), so the final launch sees the caller's original data. */
+/* After the last tuning run, on success or not: restores the caller's ReadWrite buffers and
+ * fills its accumulating outputs (PROTECT mode), so the final launch sees the caller's data. */
 kt_status kt__workset_finish(kt__workset *ws, const kt_arg *caller);
 
 void kt__workset_free(kt__workset *ws);
@@ -305,6 +313,8 @@ const void *kt__poison(kt_type t);
 
 typedef struct kt__reference {
     bool active;       /* a reference ran: candidates are compared with it */
+    bool wrote_input;  /* the reference candidate wrote into a ReadOnly buffer */
+    char message[256];
     long cand;         /* the reference candidate, or -1 for a reference function */
     void **outputs;    /* per argument: the reference's WriteOnly/ReadWrite output, or NULL */
     size_t *out_bytes; /* per argument: its size */
@@ -313,11 +323,11 @@ typedef struct kt__reference {
 
 /* Runs the reference on the work arguments (a validation run: poisoned outputs) and keeps its
  * outputs. Leaves ref->active false, and says why in the log, when there is no usable reference. */
-kt_status kt__reference_capture(kt__reference *ref, kt__workset *ws, const int64_t *key);
+kt_status kt__reference_capture(kt__reference *ref, kt__workset *ws, const bool *accepts);
 
 /* Compares one validation run's outputs (run_args, result) with the reference's. Returns true
  * when they match; otherwise writes the diagnostic into msg. */
-bool kt__validate(const kt__reference *ref, const kt__workset *ws, const kt_arg *run_args,
+bool kt__validate(const kt__reference *ref, kt__workset *ws, const kt_arg *run_args,
                   const kt_result *result, char *msg, size_t len);
 
 void kt__reference_free(kt__reference *ref, kt__workset *ws);

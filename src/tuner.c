@@ -132,32 +132,54 @@ static kt_status all_failed(const kt_op *op, kt_decision *d) {
     return kt__err(KT_ERR_ALL_FAILED, "%s", msg);
 }
 
+/* Which candidates may run while tuning: those that accept the caller's arguments (the key)
+ * and also the work arguments they will actually run on (copies keep the caller's alignment,
+ * and this makes sure of it, predicate functions included). */
+static bool *accepting(const kt_op *op, const kt_decision *d, const kt__workset *ws) {
+    bool *acc = calloc(op->ncands, sizeof *acc);
+    if (acc == NULL) return NULL;
+    int64_t wkey[KT__KEY_WORDS_MAX];
+    kt__key_compute(op, ws->args, wkey);
+    for (size_t i = 0; i < op->ncands; i++) acc[i] = kt__key_accepts(op, d->key, i) && kt__key_accepts(op, wkey, i);
+    return acc;
+}
+
 /* Validates and measures every accepting candidate on a workset built from the caller's
- * arguments, picks the fastest, and restores the caller's buffers for the final launch.
- * Returns KT_ERR_ALL_FAILED when no candidate passed; any other error is not the candidates'
- * (the key will be tuned again). */
-static kt_status measure_all(kt_op *op, kt_decision *d, const kt_arg *caller) {
+ * arguments, picks the fastest, and restores the caller's buffers for the final launch (on
+ * every path, errors included). Returns KT_ERR_ALL_FAILED when no candidate passed; any other
+ * error is not the candidates' (the key will be tuned again). launching: the caller's buffers
+ * get the final launch (kt_op_call); otherwise (kt_op_tune) they are not written at all. */
+static kt_status measure_all(kt_op *op, kt_decision *d, const kt_arg *caller, bool launching) {
     const kt__measure_cfg cfg = op->ctx->measure;
+    kt_inputs inputs = (!launching && op->inputs == KT_INPUTS_PROTECT) ? KT_INPUTS_CLONE : op->inputs;
     kt__workset ws;
     kt__reference ref = {0};
+    bool *acc = NULL;
     double *scratch = malloc((size_t)cfg.max_runs * sizeof *scratch);
-    kt_status st = kt__workset_init(&ws, op, caller);
-    if (st == KT_OK && scratch == NULL)
-        st = kt__err(KT_ERR_NO_MEMORY, "kt_op_call(op '%s'): out of memory for timings", op->name);
-    if (st == KT_OK) st = kt__reference_capture(&ref, &ws, d->key);
+    kt_status st = kt__workset_init(&ws, op, inputs, caller, launching);
+    if (st == KT_OK && (scratch == NULL || (acc = accepting(op, d, &ws)) == NULL))
+        st = kt__err(KT_ERR_NO_MEMORY, "kt_op_call(op '%s'): out of memory", op->name);
+    if (st == KT_OK) st = kt__reference_capture(&ref, &ws, acc);
     d->validated = ref.active;
     long best = -1;
     uint64_t runs = 0;
     for (size_t i = 0; st == KT_OK && i < op->ncands; i++) {
         kt__cand_result *r = &d->results[i];
-        if (!kt__key_accepts(op, d->key, i)) {
+        if (!acc[i]) {
             r->outcome = KT_OUTCOME_REJECTED;
+            if (kt__key_accepts(op, d->key, i))
+                set_message(r, "%sits requirements reject the copies of the arguments that tuning runs on", NULL, 0);
             continue;
         }
         trial_ctx t = {op, &ws, &op->cands[i], {0}};
         unsigned warmups = cfg.warmup_runs;
         r->outcome = KT_OUTCOME_MEASURED;
-        if (op->validate && (long)i != ref.cand) st = validation_run(&t, &ref, r);
+        if ((long)i == ref.cand && ref.wrote_input) {
+            r->outcome = KT_OUTCOME_INVALID;
+            set_message(r, "%s", ref.message, 0);
+        } else if (op->validate && (long)i != ref.cand) {
+            st = validation_run(&t, &ref, r);
+        }
         if (op->validate && warmups > 0) warmups--; /* the validation (or reference) run warmed it up */
         if (st != KT_OK) break;
         if (r->outcome == KT_OUTCOME_MEASURED) {
@@ -176,11 +198,12 @@ static kt_status measure_all(kt_op *op, kt_decision *d, const kt_arg *caller) {
                 r->time_ns, r->runs);
         if (best < 0 || r->time_ns < d->results[best].time_ns) best = (long)i;
     }
-    if (st == KT_OK) st = kt__workset_finish(&ws, caller);
+    if (launching) kt__workset_finish(&ws, caller);
     kt__reference_free(&ref, &ws);
     d->peak_extra = ws.peak;
     kt__workset_free(&ws);
     free(scratch);
+    free(acc);
     atomic_fetch_add(&op->measured_runs, runs);
     if (st != KT_OK) return st;
     atomic_fetch_add(&op->tune_count, 1);
@@ -194,8 +217,8 @@ static kt_status measure_all(kt_op *op, kt_decision *d, const kt_arg *caller) {
 }
 
 /* Decides an entry by the op's effort level. */
-static kt_status decide(kt_op *op, kt_decision *d, const kt_arg *args) {
-    if (op->effective == KT_EFFORT_MEASURE) return measure_all(op, d, args);
+static kt_status decide(kt_op *op, kt_decision *d, const kt_arg *args, bool launching) {
+    if (op->effective == KT_EFFORT_MEASURE) return measure_all(op, d, args, launching);
     long idx = -1;
     if (op->effective == KT_EFFORT_FORCED && op->forced_idx >= 0) {
         if (kt__key_accepts(op, d->key, (size_t)op->forced_idx)) {
@@ -263,7 +286,7 @@ typedef enum { LAUNCH, DECIDE_ONLY } finish;
  * and makes the final launch on the caller's arguments. */
 static kt_status tune_and_run(kt_op *op, kt_decision *d, const kt_arg *args, size_t nargs, kt_result *result,
                               finish how) {
-    kt_status st = decide(op, d, args);
+    kt_status st = decide(op, d, args, how == LAUNCH);
     pthread_mutex_lock(&op->lock);
     int state = KT__DONE;
     if (st == KT_OK) {

@@ -97,14 +97,14 @@ static long reference_candidate(const kt_op *op) {
     return op->default_idx >= 0 ? op->default_idx : 0;
 }
 
-kt_status kt__reference_capture(kt__reference *ref, kt__workset *ws, const int64_t *key) {
+kt_status kt__reference_capture(kt__reference *ref, kt__workset *ws, const bool *accepts) {
     const kt_op *op = ws->op;
     memset(ref, 0, sizeof *ref);
     ref->cand = -1;
     if (!op->validate) return KT_OK;
     if (op->reference_fn == NULL) {
         ref->cand = reference_candidate(op);
-        if (!kt__key_accepts(op, key, (size_t)ref->cand)) {
+        if (!accepts[ref->cand]) {
             kt__log(op->ctx, KT_LOG_INFO, "op '%s': reference candidate '%s' rejects these arguments; tuning this key without validation",
                     op->name, op->cands[ref->cand].name);
             ref->cand = -1;
@@ -134,6 +134,8 @@ kt_status kt__reference_capture(kt__reference *ref, kt__workset *ws, const int64
         ref->out_bytes[i] = args[i].bytes;
         memcpy(ref->outputs[i], args[i].ptr, args[i].bytes);
     }
+    /* A reference that wrote into its inputs cannot be trusted as a reference. */
+    if (rc == 0 && st == KT_OK && kt__workset_ro_changed(ws, ref->message, sizeof ref->message)) ref->wrote_input = true;
     kt_status after = kt__workset_after(ws);
     if (st == KT_OK) st = after;
     if (res) {
@@ -141,6 +143,11 @@ kt_status kt__reference_capture(kt__reference *ref, kt__workset *ws, const int64
         if (ws->cur > ws->peak) ws->peak = ws->cur;
     }
     if (st != KT_OK) return st;
+    if (ref->wrote_input) {
+        kt__log(op->ctx, KT_LOG_WARN, "op '%s': the reference %s; tuning this key without validation", op->name,
+                ref->message);
+        return KT_OK;
+    }
     if (rc != 0) {
         kt__log(op->ctx, KT_LOG_WARN, "op '%s': the reference %s%s%s returned %d; tuning this key without validation",
                 op->name, ref->cand < 0 ? "function" : "candidate '", ref->cand < 0 ? "" : op->cands[ref->cand].name,
@@ -155,7 +162,7 @@ kt_status kt__reference_capture(kt__reference *ref, kt__workset *ws, const int64
     return KT_OK;
 }
 
-bool kt__validate(const kt__reference *ref, const kt__workset *ws, const kt_arg *args, const kt_result *result,
+bool kt__validate(const kt__reference *ref, kt__workset *ws, const kt_arg *args, const kt_result *result,
                   char *msg, size_t len) {
     const kt_op *op = ws->op;
     if (kt__workset_ro_changed(ws, msg, len)) return false;

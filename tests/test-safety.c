@@ -497,8 +497,9 @@ static void run_watched(kt_inputs inputs, watcher *w, float *v) {
     kt_arg args[] = {kt_arg_buf(v, N * sizeof *v), kt_arg_f32(2.0f)};
     ok(kt_op_call(op, args, 2));
     const kt_decision *d = decided(op, args);
-    /* CLONE: a copy of v plus its pristine copy, plus the reference output. GENERATED: same. */
-    assert_int_equal(kt_decision_peak_extra_bytes(d), 3 * N * sizeof *v);
+    /* CLONE: a copy of v (in a 64-byte alignment window) plus its pristine copy, plus the
+     * reference output. GENERATED: same. */
+    assert_int_equal(kt_decision_peak_extra_bytes(d), 3 * N * sizeof *v + 64);
     kt_context_destroy(ctx);
 }
 
@@ -669,6 +670,140 @@ static void test_only_the_call_is_timed(void **state) {
     kt_context_destroy(ctx);
 }
 
+/* ---- regressions from review ------------------------------------------------------------- */
+
+static int fail_post(kt_arg *args, size_t nargs, void *user) {
+    (void)args, (void)nargs;
+    return ++*(int *)user == 3 ? 9 : 0;
+}
+
+/* A tuning that stops on an error mid-way leaves the caller's ReadWrite data as it was. */
+static void test_error_restores_readwrite(void **state) {
+    (void)state;
+    kt_context *ctx = ctx_measure();
+    kt_op *op = scale_op(ctx, "restore");
+    int posts = 0;
+    ok(kt_op_set_bench_hooks(op, NULL, fail_post, &posts));
+    float v[N], v0[N];
+    for (int i = 0; i < N; i++) v[i] = v0[i] = (float)i + 1;
+    kt_arg args[] = {kt_arg_buf(v, sizeof v), kt_arg_f32(2.0f)};
+    expect_status(KT_ERR_HOOK, kt_op_call(op, args, 2));
+    assert_memory_equal(v, v0, sizeof v);
+    ok(kt_op_call(op, args, 2)); /* tuned again from the right data */
+    for (int i = 0; i < N; i++) assert_true(v[i] == v0[i] * 2.0f);
+    kt_context_destroy(ctx);
+}
+
+static atomic_int bad_align_launches;
+
+static int needs_4096(const kt_arg *args, size_t nargs, void *user) {
+    if (((uintptr_t)args[0].ptr & 4095) != 0) atomic_fetch_add(&bad_align_launches, 1);
+    return scale(args, nargs, user);
+}
+
+/* Copies keep the caller's alignment, so an alignment requirement holds on them too. */
+static void test_copies_keep_alignment(void **state) {
+    (void)state;
+    float *mem = aligned_alloc(4096, 2 * 4096);
+    for (int mode = 0; mode < 2; mode++) {
+        for (int shift = 0; shift < 2; shift++) {
+            kt_context *ctx = ctx_measure();
+            kt_op *op = NULL;
+            ok(kt_op_create(ctx, "aligned", &op));
+            ok(kt_op_add_buffer(op, "v", KT_TYPE_F32, KT_READ_WRITE));
+            ok(kt_op_add_scalar(op, "s", KT_TYPE_F32));
+            ok(kt_op_add_native(op, "any", scale, (void *)3));
+            ok(kt_op_add_native(op, "paged", needs_4096, (void *)1));
+            ok(kt_op_require_align(op, "paged", 0, 4096));
+            ok(kt_op_set_inputs(op, mode ? KT_INPUTS_GENERATED : KT_INPUTS_CLONE));
+            float *v = mem + shift; /* 4096-aligned, or 4 bytes past */
+            for (int i = 0; i < N; i++) v[i] = 1;
+            kt_arg args[] = {kt_arg_buf(v, N * sizeof *v), kt_arg_f32(2.0f)};
+            ok(kt_op_call(op, args, 2));
+            const kt_decision *d = decided(op, args);
+            assert_int_equal(kt_decision_outcome(d, 1), shift ? KT_OUTCOME_REJECTED : KT_OUTCOME_MEASURED);
+            kt_context_destroy(ctx);
+        }
+    }
+    assert_int_equal(atomic_load(&bad_align_launches), 0);
+    free(mem);
+}
+
+/* A reference that writes its input is not used as the reference; in CLONE a candidate that
+ * writes its input does not spoil the input for the candidates after it. */
+static void test_input_writers_do_not_spoil_others(void **state) {
+    (void)state;
+    static partial full = {0, 4, 10, 0, 0, 0}, fast = {0, 4, 1, 0, 0, 0};
+    kt_arg *args = range_args();
+    for (int mode = 0; mode < 2; mode++) {
+        kt_context *ctx = ctx_measure();
+        kt_op *op = range_op(ctx, "writers");
+        if (mode == 0) { /* the reference itself writes its input */
+            ok(kt_op_add_native(op, "cheater", writes_input, &full));
+            ok(kt_op_add_native(op, "honest", write_range, &fast));
+            ok(kt_op_set_inputs(op, KT_INPUTS_CLONE));
+        } else { /* a cheater runs before two honest candidates */
+            ok(kt_op_add_native(op, "full", write_range, &full));
+            ok(kt_op_add_native(op, "cheater", writes_input, &fast));
+            ok(kt_op_add_native(op, "honest", write_range, &fast));
+            ok(kt_op_set_inputs(op, KT_INPUTS_CLONE));
+        }
+        ok(kt_op_call(op, args, 2));
+        const kt_decision *d = decided(op, args);
+        size_t cheater = mode == 0 ? 0 : 1, honest = mode == 0 ? 1 : 2;
+        assert_int_equal(kt_decision_outcome(d, cheater), KT_OUTCOME_INVALID);
+        assert_string_equal(kt_decision_message(d, cheater), "wrote into read-only argument 'in'");
+        assert_int_equal(kt_decision_outcome(d, honest), KT_OUTCOME_MEASURED);
+        assert_int_equal(kt_decision_validated(d), mode == 1);
+        assert_string_equal(kt_op_candidate_name(op, kt_decision_winner(d)), "honest");
+        assert_true(in_data[3] == 3.0f);
+        kt_context_destroy(ctx);
+    }
+}
+
+/* kt_op_tune never writes the caller's buffers, PROTECT mode included. */
+static void test_tune_leaves_buffers_alone(void **state) {
+    (void)state;
+    kt_context *ctx = ctx_measure();
+    kt_op *op = scale_op(ctx, "tuneonly");
+    float v[N], v0[N];
+    for (int i = 0; i < N; i++) v[i] = v0[i] = (float)i;
+    kt_arg args[] = {kt_arg_buf(v, sizeof v), kt_arg_f32(3.0f)};
+    ok(kt_op_tune(op, args, 2));
+    assert_memory_equal(v, v0, sizeof v);
+    assert_int_equal(kt_op_tune_count(op), 1);
+    ok(kt_op_call(op, args, 2)); /* a hit: one plain launch */
+    for (int i = 0; i < N; i++) assert_true(v[i] == v0[i] * 3.0f);
+    assert_int_equal(kt_op_tune_count(op), 1);
+    kt_context_destroy(ctx);
+}
+
+/* A failing result candidate may leave what it allocated in *result: kerntune releases it,
+ * once. */
+static int fail_after_alloc(const kt_arg *args, size_t nargs, void *user, kt_result *result) {
+    make_squares(args, nargs, user, result);
+    return 3;
+}
+
+static void test_failing_result_released_once(void **state) {
+    (void)state;
+    kt_context *ctx = ctx_measure();
+    kt_op *op = NULL;
+    ok(kt_op_create(ctx, "failres", &op));
+    ok(kt_op_add_scalar(op, "n", KT_TYPE_I64));
+    ok(kt_op_set_result(op, KT_TYPE_F64));
+    ok(kt_op_add_native_result(op, "good", make_squares, (void *)5));
+    ok(kt_op_add_native_result(op, "bad", fail_after_alloc, (void *)0));
+    kt_arg args[] = {kt_arg_i64(8)};
+    kt_result r;
+    ok(kt_op_call_result(op, args, 1, &r));
+    assert_int_equal(atomic_load(&live_results), 1);
+    assert_int_equal(kt_decision_outcome(decided(op, args), 1), KT_OUTCOME_FAILED);
+    kt_result_release(&r);
+    assert_int_equal(atomic_load(&live_results), 0);
+    kt_context_destroy(ctx);
+}
+
 static void test_safety_misuse(void **state) {
     (void)state;
     kt_context *ctx = ctx_measure();
@@ -706,6 +841,11 @@ int main(void) {
         cmocka_unit_test(test_generated_values),
         cmocka_unit_test(test_bench_hooks),
         cmocka_unit_test(test_only_the_call_is_timed),
+        cmocka_unit_test(test_error_restores_readwrite),
+        cmocka_unit_test(test_copies_keep_alignment),
+        cmocka_unit_test(test_input_writers_do_not_spoil_others),
+        cmocka_unit_test(test_tune_leaves_buffers_alone),
+        cmocka_unit_test(test_failing_result_released_once),
         cmocka_unit_test(test_safety_misuse),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
