@@ -1,0 +1,81 @@
+/*
+ * expr.h - the expression language: the Python subset that T1 files use for parameter values,
+ * constraints, derived values, sizes and launch geometry. Internal to the library.
+ *
+ * An expression is parsed once into a flat array of nodes (constants folded, names resolved to
+ * slot numbers by the caller's resolver) and then evaluated many times against an array of slot
+ * values. Evaluation allocates only for values that need it (lists, new strings), from a caller's
+ * arena that is reset between evaluations.
+ */
+#ifndef KT_EXPR_H
+#define KT_EXPR_H
+
+#include <kerntune.h>
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+typedef enum kt__vtype { KT_V_NONE, KT_V_BOOL, KT_V_INT, KT_V_FLOAT, KT_V_STR, KT_V_LIST } kt__vtype;
+
+typedef struct kt__value {
+    kt__vtype t;
+    union {
+        bool b;
+        int64_t i;
+        double f;
+        struct {
+            const char *s;
+            size_t len;
+        } str;
+        struct {
+            const struct kt__value *items;
+            size_t n;
+        } list;
+    };
+} kt__value;
+
+/* A bump allocator for values made while evaluating; kt__arena_reset keeps its memory. */
+typedef struct kt__arena {
+    char *mem;
+    size_t used, cap;
+    struct kt__arena_block *blocks; /* overflow blocks, freed on reset */
+} kt__arena;
+
+void kt__arena_reset(kt__arena *a);
+void kt__arena_free(kt__arena *a);
+
+/* Resolves a name to a slot number, or returns -1 when the name is unknown. */
+typedef int (*kt__resolve_fn)(const char *name, size_t len, void *user);
+
+typedef struct kt__expr kt__expr;
+
+/* Parses text. Names are resolved with resolve (which may be NULL: no names). On error returns
+ * KT_ERR_INVALID_ARGUMENT with "<where>: expression '<text>': column N: <what>" as the detail. */
+kt_status kt__expr_parse(const char *text, kt__resolve_fn resolve, void *user, const char *where, kt__expr **out);
+
+void kt__expr_free(kt__expr *e);
+
+/* The source text. */
+const char *kt__expr_text(const kt__expr *e);
+
+/* Whether the expression is a constant (folded at parse time; slots unused). */
+bool kt__expr_is_const(const kt__expr *e);
+
+/* Evaluates against slots (one value per resolved slot). Errors (division by zero, a type
+ * error, an index out of range) return KT_ERR_INVALID_ARGUMENT with a message naming the
+ * expression and the column of the failing operation. */
+kt_status kt__expr_eval(const kt__expr *e, const kt__value *slots, kt__arena *arena, const char *where,
+                        kt__value *out);
+
+/* Python truthiness of a value. */
+bool kt__value_truthy(const kt__value *v);
+
+/* Formats a value as Python's repr would (lists as [a, b], strings quoted with '). */
+void kt__value_format(const kt__value *v, char *buf, size_t len);
+
+/* Numeric conversions; false when the value is not a number (bools count as 0 and 1). */
+bool kt__value_to_int(const kt__value *v, int64_t *out);
+bool kt__value_to_double(const kt__value *v, double *out);
+
+#endif
