@@ -981,8 +981,37 @@ static const char *op_token(int op) {
     return op <= OP_SHR ? t[op] : "?";
 }
 
+/* seq * n: a string or list repeated n times (n <= 0 gives an empty one). */
+static kt_status repeat(const evalctx *x, const kt__value *seq, int64_t n, int col, kt__value *out) {
+    size_t len = seq->t == KT_V_STR ? seq->str.len : seq->list.n, times = n > 0 ? (size_t)n : 0;
+    if (times != 0 && len > ((size_t)1 << 26) / times) return EERR(x, col, "repeated sequence is too long");
+    size_t total = len * times;
+    if (seq->t == KT_V_STR) {
+        char *s = arena_alloc(x->arena, total + 1);
+        if (s == NULL) return EERR(x, col, "out of memory");
+        for (size_t i = 0; i < times; i++) memcpy(s + i * len, seq->str.s, len);
+        *out = (kt__value){.t = KT_V_STR, .str = {s, total}};
+    } else {
+        kt__value *items = arena_alloc(x->arena, (total ? total : 1) * sizeof *items);
+        if (items == NULL) return EERR(x, col, "out of memory");
+        for (size_t i = 0; i < times; i++) memcpy(items + i * len, seq->list.items, len * sizeof *items);
+        *out = (kt__value){.t = KT_V_LIST, .list = {items, total}};
+    }
+    return KT_OK;
+}
+
 static kt_status binary(const evalctx *x, int op, const kt__value *a, const kt__value *b, int col, kt__value *out) {
     if (op == OP_ADD && a->t == b->t && (a->t == KT_V_STR || a->t == KT_V_LIST)) return concat(x, a, b, col, out);
+    if (op == OP_MUL && (a->t == KT_V_STR || a->t == KT_V_LIST) && (b->t == KT_V_INT || b->t == KT_V_BOOL)) {
+        int64_t n = 0;
+        kt__value_to_int(b, &n);
+        return repeat(x, a, n, col, out);
+    }
+    if (op == OP_MUL && (b->t == KT_V_STR || b->t == KT_V_LIST) && (a->t == KT_V_INT || a->t == KT_V_BOOL)) {
+        int64_t n = 0;
+        kt__value_to_int(a, &n);
+        return repeat(x, b, n, col, out);
+    }
     if (!is_num(a) || !is_num(b))
         return EERR(x, col, "unsupported operand types for %s: '%s' and '%s'", op_token(op), type_name(a), type_name(b));
     bool floats = a->t == KT_V_FLOAT || b->t == KT_V_FLOAT;
@@ -1145,10 +1174,32 @@ static kt_status call_builtin(const evalctx *x, int b, const kt__value *args, in
     if (b == B_ROUND && n == 2) {
         double f;
         int64_t digits;
-        if (!kt__value_to_double(&args[0], &f) || !kt__value_to_int(&args[1], &digits))
+        if (!kt__value_to_double(&args[0], &f) || !kt__value_to_int(&args[1], &digits) || args[1].t == KT_V_FLOAT)
             return EERR(x, col, "round() takes a number and an integer");
-        double scale = pow(10.0, (double)digits);
-        *out = args[0].t == KT_V_FLOAT ? vfloat(round_even(f * scale) / scale) : args[0];
+        if (args[0].t != KT_V_FLOAT) {
+            int64_t i = 0, p = 1;
+            kt__value_to_int(&args[0], &i);
+            for (int64_t d = digits; d < 0 && p <= INT64_MAX / 10; d++) p *= 10;
+            if (digits >= 0 || p == 1) {
+                *out = vint(i);
+            } else { /* to a multiple of p, ties to even */
+                int64_t q = i / p, r = i % p;
+                if (r < 0) r += p, q--;
+                if (2 * r > p || (2 * r == p && (q & 1))) q++;
+                *out = vint(q * p);
+            }
+            return KT_OK;
+        }
+        if (!isfinite(f) || digits > 300) {
+            *out = args[0];
+        } else if (digits >= 0) { /* printf rounds the exact binary value correctly, as Python does */
+            char buf[512];
+            snprintf(buf, sizeof buf, "%.*f", (int)digits, f);
+            *out = vfloat(strtod(buf, NULL));
+        } else {
+            double scale = pow(10.0, (double)-digits);
+            *out = vfloat(round_even(f / scale) * scale);
+        }
         return KT_OK;
     }
     if (n != 1) return EERR(x, col, "%s() takes exactly one argument (%d given)", name, n);

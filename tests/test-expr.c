@@ -1,0 +1,165 @@
+/*
+ * test-expr.c - the expression language against Python: every line of tests/data/expr_cases.tsv
+ * (written by scripts/gen-expr-cases.py from Python's own eval: a hand-written table and every
+ * Values, Expression, Size and geometry string of ../shared/benchmark_hub) must give the value
+ * Python gave, formatted as Python's repr, or an error where Python raised. Also: syntax and
+ * name errors name the expression and the column.
+ */
+#include "helpers.h"
+
+#include "../src/expr.h"
+
+#ifndef KT_EXPR_CASES
+#error "KT_EXPR_CASES must name tests/data/expr_cases.tsv"
+#endif
+
+#define MAX_NAMES 32
+
+typedef struct env {
+    char names[MAX_NAMES][64];
+    kt__value values[MAX_NAMES];
+    kt__expr *owners[MAX_NAMES];
+    int n;
+} env;
+
+static int resolve(const char *name, size_t len, void *user) {
+    env *e = user;
+    for (int i = 0; i < e->n; i++)
+        if (strlen(e->names[i]) == len && strncmp(e->names[i], name, len) == 0) return i;
+    return -1;
+}
+
+/* Parses "a=1;b=[1, 2]" with the language itself (each value is a constant literal). */
+static void parse_bindings(env *e, char *text, kt__arena *arena) {
+    e->n = 0;
+    for (char *tok = strtok(text, ";"); tok; tok = strtok(NULL, ";")) {
+        char *eq = strchr(tok, '=');
+        assert_non_null(eq);
+        *eq = '\0';
+        snprintf(e->names[e->n], sizeof e->names[e->n], "%s", tok);
+        kt__expr *x = NULL;
+        ok(kt__expr_parse(eq + 1, NULL, NULL, "binding", &x));
+        assert_true(kt__expr_is_const(x));
+        ok(kt__expr_eval(x, NULL, arena, "binding", &e->values[e->n]));
+        e->owners[e->n++] = x;
+    }
+}
+
+static void test_against_python(void **state) {
+    (void)state;
+    FILE *f = fopen(KT_EXPR_CASES, "r");
+    assert_non_null(f);
+    char line[4096];
+    int cases = 0, errors = 0, failures = 0;
+    kt__arena arena = {0}, bind_arena = {0};
+    while (fgets(line, sizeof line, f)) {
+        line[strcspn(line, "\n")] = '\0';
+        char *expr = line, *tab1 = strchr(line, '\t');
+        assert_non_null(tab1);
+        *tab1 = '\0';
+        char *bindings = tab1 + 1, *tab2 = strchr(bindings, '\t');
+        assert_non_null(tab2);
+        *tab2 = '\0';
+        const char *expected = tab2 + 1;
+        env e;
+        kt__arena_reset(&bind_arena);
+        parse_bindings(&e, bindings, &bind_arena);
+        kt__expr *x = NULL;
+        kt__value v;
+        kt_status st = kt__expr_parse(expr, resolve, &e, "test", &x);
+        if (st == KT_OK) {
+            kt__arena_reset(&arena);
+            st = kt__expr_eval(x, e.values, &arena, "test", &v);
+        }
+        char got[1024];
+        if (st == KT_OK) kt__value_format(&v, got, sizeof got);
+        else snprintf(got, sizeof got, "!error");
+        if (strcmp(got, expected) != 0) {
+            fprintf(stderr, "MISMATCH: %s  [%s]  python %s, kerntune %s%s%s\n", expr, bindings, expected, got,
+                    st != KT_OK ? ": " : "", st != KT_OK ? kt_last_error() : "");
+            failures++;
+        }
+        if (st != KT_OK) {
+            errors++;
+            /* every error message names the expression */
+            assert_non_null(strstr(kt_last_error(), "expression '"));
+        }
+        cases++;
+        kt__expr_free(x);
+        for (int i = 0; i < e.n; i++) kt__expr_free(e.owners[i]);
+    }
+    fclose(f);
+    kt__arena_free(&arena);
+    kt__arena_free(&bind_arena);
+    fprintf(stderr, "%d cases, %d expected errors, %d mismatches\n", cases, errors, failures);
+    assert_true(cases > 300);
+    assert_int_equal(failures, 0);
+}
+
+/* Syntax and name errors: the message names the expression and the 1-based column. */
+static void test_error_columns(void **state) {
+    (void)state;
+    static const struct {
+        const char *text;
+        const char *message;
+    } cases[] = {
+        {"a +* b", "expression 'a +* b': column 4: expected a value, found '*'"},
+        {"block_size_x * bogus", "column 16: name 'bogus' is not defined"},
+        {"(1 + 2", "column 7: expected ')', found the end"},
+        {"1 + 2)", "column 6: expected the end of the expression, found ')'"},
+        {"", "column 1: expected an expression, found the end"},
+        {"x if y", "column 7: expected 'else', found the end"},
+        {"foo(1)", "column 1: unknown function 'foo'"},
+        {"1 not 2", "column 7: expected 'in' after 'not'"},
+        {"'abc", "column 1: unterminated string"},
+        {"3 $ 4", "column 3: unexpected character '$'"},
+        {"12abc", "column 1: invalid number"},
+        {"[1, 2", "column 6: expected ',' or ']', found the end"},
+    };
+    env e = {.n = 5};
+    static const char *const names[] = {"block_size_x", "a", "b", "x", "y"};
+    for (int i = 0; i < 5; i++) snprintf(e.names[i], sizeof e.names[i], "%s", names[i]);
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        kt__expr *x = (kt__expr *)&e;
+        expect_status(KT_ERR_INVALID_ARGUMENT, kt__expr_parse(cases[i].text, resolve, &e, "where", &x));
+        assert_null(x);
+        if (strstr(kt_last_error(), cases[i].message) == NULL)
+            fail_msg("'%s': got '%s', want '%s'", cases[i].text, kt_last_error(), cases[i].message);
+        assert_memory_equal(kt_last_error(), "where: ", 7);
+    }
+    /* A runtime error names the column of the operation. */
+    kt__expr *x = NULL;
+    kt__value v, slot = {.t = KT_V_INT, .i = 0};
+    kt__arena arena = {0};
+    ok(kt__expr_parse("10 + 7 // block_size_x", resolve, &e, "where", &x));
+    assert_false(kt__expr_is_const(x));
+    expect_status(KT_ERR_INVALID_ARGUMENT, kt__expr_eval(x, &slot, &arena, "where", &v));
+    assert_non_null(strstr(kt_last_error(), "column 8: integer division or modulo by zero"));
+    kt__expr_free(x);
+    /* Constants fold at parse time; a folding error is left for evaluation. */
+    ok(kt__expr_parse("[16, 32, 64][1] * 2 ** 3", NULL, NULL, "where", &x));
+    assert_true(kt__expr_is_const(x));
+    ok(kt__expr_eval(x, NULL, &arena, "where", &v));
+    assert_int_equal(v.i, 256);
+    kt__expr_free(x);
+    ok(kt__expr_parse("1 // 0", NULL, NULL, "where", &x));
+    expect_status(KT_ERR_INVALID_ARGUMENT, kt__expr_eval(x, NULL, &arena, "where", &v));
+    kt__expr_free(x);
+    /* Deep nesting is refused, not a stack overflow. */
+    char deep[2100];
+    memset(deep, '(', 1000);
+    deep[1000] = '1';
+    memset(deep + 1001, ')', 1000);
+    deep[2001] = '\0';
+    expect_status(KT_ERR_INVALID_ARGUMENT, kt__expr_parse(deep, NULL, NULL, "where", &x));
+    assert_non_null(strstr(kt_last_error(), "nested too deeply"));
+    kt__arena_free(&arena);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_against_python),
+        cmocka_unit_test(test_error_columns),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
