@@ -291,6 +291,102 @@ KT_API const char *kt_device_name(const kt_device *dev);
 KT_API const char *kt_device_fingerprint(const kt_device *dev);
 
 /* ---------------------------------------------------------------------------------------------
+ * Spaces
+ *
+ * A space is the set of variants of one kernel source: named parameters with value lists, the
+ * constraints that valid combinations meet, values derived from them, and the launch geometry
+ * they imply. Values, constraints, derived values and geometry are expression strings in the
+ * Python subset that T1 files use: literals (int, float, bool, string), lists and range(),
+ * + - * / // % ** (Python semantics: floor division and modulo toward negative infinity),
+ * chained comparisons, and / or / not, x if c else y, min max abs int float len round sum,
+ * indexing (ProblemSize[0]). A name in an expression is a parameter, a derived value or an
+ * input; an unknown name is an error naming the expression and the column.
+ * Inputs are values the space does not choose: problem sizes and key values, bound before
+ * enumerating (kt_space_bind_*). In sizes and geometry evaluated for the whole space (not one
+ * configuration), a parameter's name stands for its list of values: max(filter_width).
+ * ------------------------------------------------------------------------------------------- */
+
+typedef struct kt_space kt_space;
+
+/** A configuration being checked by a constraint callback; read it with kt_config_*. */
+typedef struct kt_config kt_config;
+
+/** Creates an empty space; release with kt_space_destroy. */
+KT_API kt_status kt_space_create(kt_space **out);
+
+/** Releases the caller's reference to a space (ops it was added to keep theirs). NULL is
+ *  harmless. */
+KT_API void kt_space_destroy(kt_space *sp);
+
+/** Adds a parameter whose values are the list that expression values gives ("[16, 32, 64]",
+ *  "range(1, 9)", "['float', 'double']"); values must be ints, floats, bools or strings, and
+ *  the list must not be empty. Parameters vary in declaration order, the last fastest. */
+KT_API kt_status kt_space_add_param(kt_space *sp, const char *name, const char *values);
+
+/** Adds an integer parameter with n values. */
+KT_API kt_status kt_space_add_param_ints(kt_space *sp, const char *name, const int64_t *values, size_t n);
+
+/** Declares an input: a value bound before enumeration, by name (a problem size, a key value:
+ *  "K", "ProblemSize"). Expressions may use it once declared. */
+KT_API kt_status kt_space_add_input(kt_space *sp, const char *name);
+
+/** Binds an input to an integer, or to a list of integers. */
+KT_API kt_status kt_space_bind_int(kt_space *sp, const char *name, int64_t value);
+KT_API kt_status kt_space_bind_ints(kt_space *sp, const char *name, const int64_t *values, size_t n);
+
+/** Adds a constraint: a configuration is valid only when expression is true. */
+KT_API kt_status kt_space_add_constraint(kt_space *sp, const char *expression);
+
+/** A constraint callback: returns nonzero when the configuration is valid. */
+typedef int (*kt_constraint_fn)(const kt_config *cfg, void *user);
+
+/** Adds a constraint callback, evaluated once every parameter has its value. */
+KT_API kt_status kt_space_add_constraint_fn(kt_space *sp, kt_constraint_fn fn, void *user);
+
+/** Adds a derived value computed from parameters, inputs and earlier derived values (e.g.
+ *  "EVEN_K", "K % TK == 0"); it reaches the kernel as a define like a parameter. */
+KT_API kt_status kt_space_add_derived(kt_space *sp, const char *name, const char *expression);
+
+/** How the global geometry is given: as a grid of blocks (CUDA's grid; T1 "GlobalSizeType":
+ *  "CUDA") or as a total number of work-items (OpenCL's global size). */
+typedef enum kt_geometry {
+    KT_GEOMETRY_GRID = 0,
+    KT_GEOMETRY_GLOBAL = 1
+} kt_geometry;
+
+/** Sets the launch geometry: global sizes (grid or total, per kind), local sizes (block) and
+ *  dynamic shared memory in bytes, as expressions per dimension; NULL means 1 (0 for shared
+ *  memory). */
+KT_API kt_status kt_space_set_geometry(kt_space *sp, kt_geometry kind, const char *const global[3],
+                                       const char *const local[3], const char *shared_memory);
+
+/** Enumerates the valid configurations for the inputs bound now; *count receives how many.
+ *  Fails when an input is unbound or an expression fails to evaluate, naming it. */
+KT_API kt_status kt_space_enumerate(kt_space *sp, size_t *count);
+
+/** Returns the number of parameters, and parameter index's name (NULL when out of range). */
+KT_API size_t kt_space_param_count(const kt_space *sp);
+KT_API const char *kt_space_param_name(const kt_space *sp, size_t index);
+
+/** Returns the number of configurations of the last enumeration. */
+KT_API size_t kt_space_config_count(const kt_space *sp);
+
+/** Formats configuration index of the last enumeration as "name=value,name=value" (parameters
+ *  then derived values, values as Python writes them) into buf; returns KT_ERR_INVALID_ARGUMENT
+ *  when index is out of range, KT_ERR_LIMIT when buf is too small. */
+KT_API kt_status kt_space_config_format(const kt_space *sp, size_t index, char *buf, size_t len);
+
+/** Reads parameter param of configuration index as an integer (bools count; floats and
+ *  strings fail with KT_ERR_ARG_TYPE). */
+KT_API kt_status kt_space_config_int(const kt_space *sp, size_t index, size_t param, int64_t *out);
+
+/** Within a constraint callback: parameter param's value as an integer (0 when it is not one),
+ *  a double, or a string (NULL when it is not one). */
+KT_API int64_t kt_config_int(const kt_config *cfg, size_t param);
+KT_API double kt_config_double(const kt_config *cfg, size_t param);
+KT_API const char *kt_config_string(const kt_config *cfg, size_t param);
+
+/* ---------------------------------------------------------------------------------------------
  * Ops
  *
  * An op is built (arguments, key, candidates, requirements) and then called. Its first call

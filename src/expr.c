@@ -49,6 +49,26 @@ static void *arena_alloc(kt__arena *a, size_t n) {
     return b->data; /* a block serves one allocation: simple, and lists are rare */
 }
 
+void *kt__arena_alloc(kt__arena *a, size_t n) { return arena_alloc(a, n); }
+
+bool kt__value_copy(const kt__value *src, kt__arena *arena, kt__value *out) {
+    *out = *src;
+    if (src->t == KT_V_STR) {
+        char *s = arena_alloc(arena, src->str.len + 1);
+        if (s == NULL) return false;
+        memcpy(s, src->str.s, src->str.len);
+        s[src->str.len] = '\0';
+        out->str.s = s;
+    } else if (src->t == KT_V_LIST) {
+        kt__value *items = arena_alloc(arena, (src->list.n ? src->list.n : 1) * sizeof *items);
+        if (items == NULL) return false;
+        for (size_t i = 0; i < src->list.n; i++)
+            if (!kt__value_copy(&src->list.items[i], arena, &items[i])) return false;
+        out->list.items = items;
+    }
+    return true;
+}
+
 void kt__arena_reset(kt__arena *a) {
     while (a->blocks) {
         struct kt__arena_block *n = a->blocks->next;

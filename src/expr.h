@@ -42,8 +42,13 @@ typedef struct kt__arena {
     struct kt__arena_block *blocks; /* overflow blocks, freed on reset */
 } kt__arena;
 
+/* Allocates n bytes (16-byte aligned) from the arena; NULL when out of memory. */
+void *kt__arena_alloc(kt__arena *a, size_t n);
 void kt__arena_reset(kt__arena *a);
 void kt__arena_free(kt__arena *a);
+
+/* Deep-copies src (list items, string bytes) into arena; false when out of memory. */
+bool kt__value_copy(const kt__value *src, kt__arena *arena, kt__value *out);
 
 /* Resolves a name to a slot number, or returns -1 when the name is unknown. */
 typedef int (*kt__resolve_fn)(const char *name, size_t len, void *user);
