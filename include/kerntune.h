@@ -267,6 +267,24 @@ KT_API kt_status kt_context_set_log_fn(kt_context *ctx, kt_log_fn fn, void *user
 KT_API kt_status kt_context_set_measure(kt_context *ctx, unsigned warmup_runs, unsigned min_runs,
                                         unsigned max_runs, double min_time_s);
 
+/** Sets the directory of compiled artifacts (created when needed). Default: KERNTUNE_ARTIFACTS,
+ *  else $XDG_CACHE_HOME/kerntune/artifacts, else ~/.cache/kerntune/artifacts. An artifact is
+ *  keyed by a hash of backend, compiler identity and default options, device, kernel name,
+ *  source, defines, options and the op's signature, so a second process with the same inputs
+ *  compiles nothing. */
+KT_API kt_status kt_context_set_artifact_dir(kt_context *ctx, const char *path);
+
+/** Returns the artifact directory in use. */
+KT_API const char *kt_context_artifact_dir(const kt_context *ctx);
+
+/** Sets how many variants build at once (0, the default: one per core; at most 64). */
+KT_API kt_status kt_context_set_compile_threads(kt_context *ctx, size_t threads);
+
+/** Returns how many variants the context has compiled (artifact cache misses), and how many
+ *  it found compiled already (hits). */
+KT_API uint64_t kt_context_compile_count(const kt_context *ctx);
+KT_API uint64_t kt_context_artifact_hits(const kt_context *ctx);
+
 /* ---------------------------------------------------------------------------------------------
  * Devices
  * ------------------------------------------------------------------------------------------- */
@@ -581,6 +599,28 @@ KT_API kt_status kt_op_set_result(kt_op *op, kt_type elem);
 /** Adds a candidate that returns its output (the op must have kt_op_set_result). */
 KT_API kt_status kt_op_add_native_result(kt_op *op, const char *name, kt_result_fn fn, void *user);
 
+/* ---- Runtime-compiled variants ------------------------------------------------------------- */
+
+/** Runs the op's compiled variants on device index of the context (kt_context_device); the
+ *  op's buffer arguments are then that device's buffers. Default: device 0, the host CPU (the
+ *  C backend). */
+KT_API kt_status kt_op_set_device(kt_op *op, size_t device);
+
+/**
+ * Adds a group of candidates named name: one variant of source per configuration of space,
+ * compiled by the op's device's backend with the configuration's parameters and derived values
+ * as defines (NAME=VALUE), plus options. kernel_name is the function (C: `void NAME(...)`
+ * taking the op's arguments in order, a buffer as a pointer to its element type and a scalar
+ * by value) or the kernel (OpenCL, CUDA) to call. A space input whose name is an op argument
+ * takes that argument's value (a scalar's, or a buffer's element count) at each tuning; other
+ * inputs must be bound in the space. The op keeps a reference to the space; source and
+ * options are copied. Variants are compiled in parallel on first use, into the context's
+ * artifact directory; a variant that fails to compile or load is disqualified with the first
+ * lines of its log (KT_OUTCOME_BUILD_FAILED), and tuning goes on.
+ */
+KT_API kt_status kt_op_add_variants(kt_op *op, const char *name, kt_space *space, const char *source,
+                                    const char *kernel_name, const char *const *options, size_t noptions);
+
 /* ---- Validation ---------------------------------------------------------------------------
  *
  * While tuning, each candidate's first run is a validation run: ReadWrite inputs restored,
@@ -696,7 +736,8 @@ typedef enum kt_outcome {
     KT_OUTCOME_MEASURED = 1, /* measured; time and runs are set */
     KT_OUTCOME_REJECTED = 2, /* its requirements rejected the arguments: never launched */
     KT_OUTCOME_FAILED = 3,   /* returned a failure while being measured */
-    KT_OUTCOME_INVALID = 4   /* produced a wrong answer in its validation run */
+    KT_OUTCOME_INVALID = 4,  /* produced a wrong answer in its validation run */
+    KT_OUTCOME_BUILD_FAILED = 5 /* a variant that failed to compile or load */
 } kt_outcome;
 
 /** Returns candidate index's outcome in the decision. */
@@ -711,6 +752,29 @@ KT_API unsigned kt_decision_runs(const kt_decision *d, size_t candidate);
 
 /** Returns the failure code a candidate returned while measured (0 when it did not fail). */
 KT_API int kt_decision_fail_code(const kt_decision *d, size_t candidate);
+
+/** Returns the number of units the decision considered: one per native candidate and one per
+ *  configuration of each variant group, in candidate order. Unit accessors below take a unit
+ *  index; the candidate accessors above report, for a variant group, its winning or fastest
+ *  configuration. */
+KT_API size_t kt_decision_unit_count(const kt_decision *d);
+
+/** Returns the unit that won. */
+KT_API size_t kt_decision_winner_unit(const kt_decision *d);
+
+/** Returns the candidate index of unit u. */
+KT_API size_t kt_decision_unit_candidate(const kt_decision *d, size_t u);
+
+/** Returns unit u's configuration as "NAME=value,..." (parameters, then derived values), or
+ *  NULL for a native candidate. */
+KT_API const char *kt_decision_unit_config(const kt_decision *d, size_t u);
+
+/** Unit u's outcome, median time in ns (negative when not measured), measured runs, and
+ *  diagnostic (NULL when none). */
+KT_API kt_outcome kt_decision_unit_outcome(const kt_decision *d, size_t u);
+KT_API double kt_decision_unit_time_ns(const kt_decision *d, size_t u);
+KT_API unsigned kt_decision_unit_runs(const kt_decision *d, size_t u);
+KT_API const char *kt_decision_unit_message(const kt_decision *d, size_t u);
 
 /** Returns the diagnostic of a candidate that failed or was invalid in the decision (e.g.
  *  "output 'y' element 17: expected 3.5, got 3.25"), or NULL. */

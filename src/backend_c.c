@@ -7,11 +7,18 @@
  */
 #include "internal.h"
 
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/utsname.h>
+#include <sys/wait.h>
 #include <unistd.h>
+
+extern char **environ;
 
 /* Reads the value of the first "key<spaces>: value" line of /proc/cpuinfo into out; returns
  * whether it was found. */
@@ -125,17 +132,264 @@ static kt_status c_buffer_fill(void *state, size_t device, void *buffer, size_t 
     return KT_OK;
 }
 
+/* ---- building and loading variants --------------------------------------------------------- */
+
+/* The compiler and its default flags, read from the environment once when the backend starts:
+ * KERNTUNE_CC (default cc) and KERNTUNE_CFLAGS (default -O3 -march=native -fPIC -shared). */
+typedef struct c_state {
+    char cc[256];
+    char cflags[1024];
+    pthread_mutex_t lock;
+    char id[512]; /* "cc (Debian 12.2.0-14) 12.2.0 | -O3 ...", computed on first use */
+} c_state;
+
+static kt_status c_init(const kt_backend *self, void **state, char *err, size_t errlen) {
+    (void)self;
+    c_state *st = calloc(1, sizeof *st);
+    if (st == NULL) {
+        snprintf(err, errlen, "out of memory");
+        return KT_ERR_NO_MEMORY;
+    }
+    const char *cc = getenv("KERNTUNE_CC"), *flags = getenv("KERNTUNE_CFLAGS");
+    snprintf(st->cc, sizeof st->cc, "%s", cc && *cc ? cc : "cc");
+    snprintf(st->cflags, sizeof st->cflags, "%s", flags && *flags ? flags : "-O3 -march=native -fPIC -shared");
+    pthread_mutex_init(&st->lock, NULL);
+    *state = st;
+    return KT_OK;
+}
+
+static void c_fini(void *state) {
+    c_state *st = state;
+    if (st == NULL) return;
+    pthread_mutex_destroy(&st->lock);
+    free(st);
+}
+
+/* Splits text at spaces into argv (at most max entries, pointers into buf). */
+static size_t split_args(char *buf, char **argv, size_t max) {
+    size_t n = 0;
+    for (char *tok = strtok(buf, " \t"); tok && n < max; tok = strtok(NULL, " \t")) argv[n++] = tok;
+    return n;
+}
+
+/* Runs argv with stdout and stderr into log_path; returns the exit status, or -1 when it could
+ * not be started (errno-like reason in err). */
+static int run_logged(char *const argv[], const char *log_path, char *err, size_t errlen) {
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_addopen(&fa, 1, log_path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    posix_spawn_file_actions_adddup2(&fa, 1, 2);
+    pid_t pid;
+    int rc = posix_spawnp(&pid, argv[0], &fa, NULL, argv, environ);
+    posix_spawn_file_actions_destroy(&fa);
+    if (rc != 0) {
+        snprintf(err, errlen, "cannot run '%s': %s", argv[0], strerror(rc));
+        return -1;
+    }
+    int status = 0;
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {}
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+}
+
+/* Reads up to len - 1 bytes of a file into out ("" when it cannot be read). */
+static void read_head(const char *path, char *out, size_t len) {
+    out[0] = '\0';
+    FILE *f = fopen(path, "r");
+    if (f == NULL) return;
+    size_t n = fread(out, 1, len - 1, f);
+    out[n] = '\0';
+    fclose(f);
+}
+
+static kt_status c_compiler_id(void *state, size_t device, char *out, size_t len, char *err, size_t errlen) {
+    (void)device;
+    c_state *st = state;
+    pthread_mutex_lock(&st->lock);
+    kt_status status = KT_OK;
+    if (st->id[0] == '\0') {
+        char log[] = "/tmp/kerntune-ccid-XXXXXX";
+        int fd = mkstemp(log);
+        if (fd < 0) {
+            snprintf(err, errlen, "cannot create a temporary file: %s", strerror(errno));
+            status = KT_ERR_SYSTEM;
+        } else {
+            close(fd);
+            char *argv[] = {st->cc, "--version", NULL};
+            char first[256];
+            int rc = run_logged(argv, log, err, errlen);
+            read_head(log, first, sizeof first);
+            unlink(log);
+            first[strcspn(first, "\n")] = '\0';
+            if (rc != 0) {
+                if (rc > 0) snprintf(err, errlen, "'%s --version' failed (exit %d): %s", st->cc, rc, first);
+                status = KT_ERR_BACKEND;
+            } else {
+                snprintf(st->id, sizeof st->id, "%.250s | %.250s", first, st->cflags);
+            }
+        }
+    }
+    if (status == KT_OK) snprintf(out, len, "%s", st->id);
+    pthread_mutex_unlock(&st->lock);
+    return status;
+}
+
+/* The C type of an argument as the entry wrapper passes it. */
+static const char *c_type(kt_type t) {
+    switch (t) {
+    case KT_TYPE_I8: return "signed char";
+    case KT_TYPE_I16: return "short";
+    case KT_TYPE_I32: return "int";
+    case KT_TYPE_I64: return "long long";
+    case KT_TYPE_U8: return "unsigned char";
+    case KT_TYPE_U16: case KT_TYPE_F16: case KT_TYPE_BF16: return "unsigned short";
+    case KT_TYPE_U32: return "unsigned int";
+    case KT_TYPE_U64: return "unsigned long long";
+    case KT_TYPE_F32: return "float";
+    case KT_TYPE_F64: return "double";
+    case KT_TYPE_BUFFER: break;
+    }
+    return "void";
+}
+
+/* Writes the variant's source: its defines, the kernel, and an entry point with kerntune's
+ * candidate signature that unpacks the arguments and calls the kernel (the convention: a
+ * Vector as a pointer to its element type, a Scalar by value, in order). */
+static bool write_source(FILE *f, const kt_build_request *req) {
+    fprintf(f, "/* generated by kerntune: one variant of '%s' */\n", req->kernel_name);
+    for (size_t i = 0; i < req->ndefines; i++) {
+        const char *eq = strchr(req->defines[i], '=');
+        if (eq) fprintf(f, "#define %.*s %s\n", (int)(eq - req->defines[i]), req->defines[i], eq + 1);
+        else fprintf(f, "#define %s\n", req->defines[i]);
+    }
+    fprintf(f, "#line 1 \"kernel\"\n%s\n", req->source);
+    fprintf(f, "#line 1 \"kerntune-entry\"\n"
+               "typedef struct { int type; union { void *ptr; long long i; unsigned long long u; float f32; double f64; } v;"
+               " __SIZE_TYPE__ bytes; } kt__arg_t;\n"
+               "__attribute__((visibility(\"default\"))) int kt__entry(const kt__arg_t *a, __SIZE_TYPE__ n, void *u) {\n"
+               "    (void)n; (void)u;\n    %s(", req->kernel_name);
+    for (size_t i = 0; i < req->nargs; i++) {
+        kt_type t = req->arg_types[i];
+        if (t == KT_TYPE_BUFFER) fprintf(f, "%s(%s *)a[%zu].v.ptr", i ? ", " : "", c_type(req->arg_elems[i]), i);
+        else if (t == KT_TYPE_F32) fprintf(f, "%sa[%zu].v.f32", i ? ", " : "", i);
+        else if (t == KT_TYPE_F64) fprintf(f, "%sa[%zu].v.f64", i ? ", " : "", i);
+        else if (t >= KT_TYPE_U8 && t <= KT_TYPE_U64) fprintf(f, "%s(%s)a[%zu].v.u", i ? ", " : "", c_type(t), i);
+        else fprintf(f, "%s(%s)a[%zu].v.i", i ? ", " : "", c_type(t), i);
+    }
+    fprintf(f, ");\n    return 0;\n}\n");
+    return !ferror(f);
+}
+
+static kt_status c_build(void *state, size_t device, const kt_build_request *req, char *log, size_t loglen) {
+    (void)device;
+    c_state *st = state;
+    size_t plen = strlen(req->out_path) + 8;
+    char *src = malloc(plen), *logp = malloc(plen);
+    if (src == NULL || logp == NULL) {
+        free(src), free(logp);
+        snprintf(log, loglen, "out of memory");
+        return KT_ERR_NO_MEMORY;
+    }
+    snprintf(src, plen, "%s.c", req->out_path);
+    snprintf(logp, plen, "%s.log", req->out_path);
+    kt_status status = KT_OK;
+    FILE *f = fopen(src, "w");
+    if (f == NULL || !write_source(f, req)) {
+        snprintf(log, loglen, "cannot write %s: %s", src, strerror(errno));
+        status = KT_ERR_SYSTEM;
+    }
+    if (f != NULL && fclose(f) != 0 && status == KT_OK) {
+        snprintf(log, loglen, "cannot write %s: %s", src, strerror(errno));
+        status = KT_ERR_SYSTEM;
+    }
+    if (status == KT_OK) {
+        char flags[1024];
+        snprintf(flags, sizeof flags, "%s", st->cflags);
+        char *argv[256];
+        size_t n = 0;
+        argv[n++] = st->cc;
+        n += split_args(flags, argv + n, 100);
+        for (size_t i = 0; i < req->noptions && n < 240; i++) argv[n++] = (char *)req->options[i];
+        argv[n++] = "-o";
+        argv[n++] = (char *)req->out_path;
+        argv[n++] = src;
+        argv[n] = NULL;
+        int rc = run_logged(argv, logp, log, loglen);
+        if (rc != 0) {
+            if (rc > 0) {
+                char head[2048];
+                read_head(logp, head, sizeof head);
+                snprintf(log, loglen, "%s exited with %d: %s", st->cc, rc, head);
+            }
+            status = KT_ERR_BACKEND;
+        }
+    }
+    unlink(src);
+    unlink(logp);
+    free(src);
+    free(logp);
+    return status;
+}
+
+typedef struct c_module {
+    void *handle;
+    kt_native_fn fn;
+} c_module;
+
+static kt_status c_load(void *state, size_t device, const char *path, const char *kernel_name, void **module, char *err,
+                        size_t errlen) {
+    (void)state, (void)device;
+    void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    if (h == NULL) {
+        const char *why = dlerror();
+        snprintf(err, errlen, "cannot load the variant of '%s': %s", kernel_name, why ? why : "dlopen failed");
+        return KT_ERR_BACKEND;
+    }
+    c_module *m = calloc(1, sizeof *m);
+    void *sym = dlsym(h, "kt__entry");
+    if (m == NULL || sym == NULL) {
+        snprintf(err, errlen, m ? "entry point kt__entry missing from %s" : "out of memory", path);
+        free(m);
+        dlclose(h);
+        return KT_ERR_BACKEND;
+    }
+    m->handle = h;
+    memcpy(&m->fn, &sym, sizeof m->fn); /* POSIX guarantees function pointers from dlsym */
+    *module = m;
+    return KT_OK;
+}
+
+static void c_unload(void *state, size_t device, void *module) {
+    (void)state, (void)device;
+    c_module *m = module;
+    if (m == NULL) return;
+    dlclose(m->handle);
+    free(m);
+}
+
+static kt_native_fn c_entry(void *state, void *module) {
+    (void)state;
+    return ((c_module *)module)->fn;
+}
+
 static const kt_backend kt__backend_c = {
     .abi_version = KT_BACKEND_ABI_VERSION,
     .name = "c",
-    .init = NULL,
-    .fini = NULL,
+    .init = c_init,
+    .fini = c_fini,
     .device_count = c_device_count,
     .device_describe = c_device_describe,
     .buffer_alloc = c_buffer_alloc,
     .buffer_free = c_buffer_free,
     .buffer_copy = c_buffer_copy,
     .buffer_fill = c_buffer_fill,
+    .artifact_ext = ".so",
+    .compiler_id = c_compiler_id,
+    .build = c_build,
+    .load = c_load,
+    .unload = c_unload,
+    .entry = c_entry,
+    .launch = NULL,
+    .limits = NULL,
 };
 
 const kt_backend *kt_backend_c(void) { return &kt__backend_c; }

@@ -32,7 +32,11 @@ static kt_status one_run(const kt__trial *t, int *rc, double *dt) {
     if (st != KT_OK) return st;
     double t0 = dt ? now_ns() : 0;
     *rc = t->run(t->ctx, args);
-    if (dt) *dt = now_ns() - t0;
+    if (dt) {
+        *dt = now_ns() - t0;
+        double dev = t->device_ns ? t->device_ns(t->ctx) : -1;
+        if (dev >= 0) *dt = dev;
+    }
     return t->after(t->ctx);
 }
 

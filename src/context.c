@@ -5,8 +5,9 @@
  * one consistent configuration; a value kerntune does not understand fails creation loudly
  * rather than being ignored.
  */
-#include "internal.h"
+#include "compile.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -87,6 +88,7 @@ kt_status kt_context_create(kt_context **out) {
         free(ctx);
         return kt__err(KT_ERR_SYSTEM, "kt_context_create: pthread_mutex_init failed");
     }
+    kt__default_artifact_dir(ctx->artifact_dir, sizeof ctx->artifact_dir);
     kt_status st = read_env(ctx);
     if (st == KT_OK) st = kt_context_add_backend(ctx, kt_backend_c());
     if (st != KT_OK) {
@@ -207,6 +209,8 @@ kt_status kt_context_add_backend(kt_context *ctx, const kt_backend *b) {
             break;
         }
         kt_device *d = &ctx->devices[ctx->ndevices + added];
+        d->slot = ctx->nbackends;
+        d->local = added;
         d->backend = strdup(b->name);
         d->name = strdup(name);
         d->fingerprint = strdup(fp);
@@ -231,6 +235,27 @@ kt_status kt_context_add_backend(kt_context *ctx, const kt_backend *b) {
     kt__log(ctx, KT_LOG_DEBUG, "backend '%s' registered with %zu device(s)", b->name, n);
     return KT_OK;
 }
+
+kt_status kt_context_set_artifact_dir(kt_context *ctx, const char *path) {
+    if (ctx == NULL || path == NULL) return kt__err(KT_ERR_NULL, "kt_context_set_artifact_dir: %s is NULL", ctx ? "path" : "ctx");
+    if (*path == '\0' || strlen(path) >= sizeof ctx->artifact_dir - 64)
+        return kt__err(KT_ERR_INVALID_ARGUMENT, "kt_context_set_artifact_dir: path must have 1 to %zu characters",
+                       sizeof ctx->artifact_dir - 65);
+    snprintf(ctx->artifact_dir, sizeof ctx->artifact_dir, "%s", path);
+    return KT_OK;
+}
+
+const char *kt_context_artifact_dir(const kt_context *ctx) { return ctx ? ctx->artifact_dir : NULL; }
+
+kt_status kt_context_set_compile_threads(kt_context *ctx, size_t threads) {
+    if (ctx == NULL) return kt__err(KT_ERR_NULL, "kt_context_set_compile_threads: ctx is NULL");
+    if (threads > 64) return kt__err(KT_ERR_INVALID_ARGUMENT, "kt_context_set_compile_threads: %zu threads; at most 64", threads);
+    ctx->compile_threads = threads;
+    return KT_OK;
+}
+
+uint64_t kt_context_compile_count(const kt_context *ctx) { return ctx ? atomic_load(&ctx->compiles) : 0; }
+uint64_t kt_context_artifact_hits(const kt_context *ctx) { return ctx ? atomic_load(&ctx->artifact_hits) : 0; }
 
 size_t kt_context_device_count(const kt_context *ctx) { return ctx ? ctx->ndevices : 0; }
 

@@ -50,6 +50,8 @@ struct kt_device {
     char *backend;
     char *name;
     char *fingerprint;
+    size_t slot;   /* the backend's index in ctx->backends */
+    size_t local;  /* the device's index within its backend */
 };
 
 typedef struct kt__backend_slot {
@@ -84,6 +86,10 @@ struct kt_context {
     size_t ndevices;
     pthread_mutex_t lock; /* guards the op list */
     kt_op *ops;
+    char artifact_dir[4096];
+    size_t compile_threads;     /* 0: one per core */
+    _Atomic uint64_t compiles;  /* builds run (artifact cache misses) */
+    _Atomic uint64_t artifact_hits;
 };
 
 /* Returns the candidate forced for op name by KERNTUNE_FORCE, or NULL. */
@@ -130,9 +136,15 @@ typedef struct kt__req {
 
 typedef struct kt__cand {
     char *name;
-    kt_native_fn fn;     /* exactly one of fn and rfn is set */
+    kt_native_fn fn;     /* natives: exactly one of fn and rfn is set; variant groups: neither */
     kt_result_fn rfn;
     void *user;
+    kt_space *space;     /* variant groups: the space, the source, the kernel, the options */
+    char *source;
+    char *kernel;
+    char **options;
+    size_t noptions;
+    long *input_arg;     /* per space input: the op argument that binds it, or -1 */
     kt__req *reqs;
     size_t nreqs;
     kt_accept_fn accept;
@@ -140,7 +152,7 @@ typedef struct kt__cand {
     int mask_bit; /* bit in the key's validity mask; -1 when the candidate accepts everything */
 } kt__cand;
 
-/* Result of one candidate within a decision. */
+/* Result of one unit within a decision. */
 typedef struct kt__cand_result {
     kt_outcome outcome;
     double time_ns;
@@ -148,6 +160,30 @@ typedef struct kt__cand_result {
     int fail_code;
     char *message;  /* diagnostic of a failed or invalid candidate */
 } kt__cand_result;
+
+/* How a device variant is launched: the user data of kt__launch_fn. */
+typedef struct kt__launch {
+    const kt_backend *backend;
+    void *bstate;
+    size_t device;
+    void *module;
+    kt_launch_geometry geometry;
+} kt__launch;
+
+/* A native candidate calling a device variant through its backend (no timing). */
+int kt__launch_fn(const kt_arg *args, size_t nargs, void *user);
+
+/* One thing a decision considers: a native candidate, or one configuration of a variant group. */
+typedef struct kt__unit {
+    size_t cand;
+    size_t config;
+    char *text;            /* the configuration, "NAME=value,..."; NULL for natives */
+    kt__cand_result r;
+    kt_native_fn fn;       /* how to run it (set once it is built) */
+    kt_result_fn rfn;
+    void *user;
+    kt__launch launch;     /* device variants: fn is kt__launch_fn and user points here */
+} kt__unit;
 
 /* Entry states. FAILED is final (every candidate failed); ABANDONED means the tuning stopped on
  * an error that is not the candidates' (out of memory, a hook): the next call tunes again. */
@@ -162,15 +198,23 @@ struct kt_decision {
     kt_native_fn fn;                 /* the winner, copied for the hit path */
     kt_result_fn rfn;
     void *user;
-    size_t winner;
+    size_t winner;                   /* its candidate */
+    size_t winner_unit;
+    kt__unit *units;                 /* set when decided */
+    size_t nunits;
     bool validated;
     size_t peak_extra;
     kt_decision_source source;
     kt_status fail_status;
     char *fail_msg;
     size_t ncand;
-    kt__cand_result *results;        /* one per candidate */
 };
+
+/* A module the op loaded, shared by every decision that uses it. */
+typedef struct kt__module {
+    char key[33];
+    void *module;
+} kt__module;
 
 /* Open-addressed table of decisions. Readers probe it without a lock; writers hold op->lock,
  * publish an entry with a release store, and replace a full table by a copy twice the size. */
@@ -193,6 +237,9 @@ struct kt_op {
     size_t nmask_words;            /* set at freeze */
     size_t npredicated;            /* candidates with requirements */
     long default_idx, fallback_idx, forced_idx;  /* -1 when not set */
+    size_t device;                 /* index in ctx->devices where variants run */
+    kt__module *modules;           /* loaded variant modules (op->lock) */
+    size_t nmodules;
     kt_inputs inputs;              /* where tuning runs take inputs from */
     uint64_t seed;
     kt_hook_fn pre_hook, post_hook;
@@ -296,6 +343,9 @@ kt_status kt__workset_finish(kt__workset *ws, const kt_arg *caller);
 
 void kt__workset_free(kt__workset *ws);
 
+/* Copies bytes of an argument buffer (the op's device's memory) into host memory dst. */
+kt_status kt__to_host(kt__workset *ws, void *dst, const void *src, size_t bytes);
+
 /* Allocates/frees extra host memory counted in ws. */
 kt_status kt__extra_alloc(kt__workset *ws, size_t bytes, void **out);
 void kt__extra_free(kt__workset *ws, void *p, size_t bytes);
@@ -312,10 +362,10 @@ const void *kt__poison(kt_type t);
 /* ---- validate.c: the reference and comparisons --------------------------------------------- */
 
 typedef struct kt__reference {
+    long unit;         /* the reference unit, or -1 for a reference function or none */
     bool active;       /* a reference ran: candidates are compared with it */
     bool wrote_input;  /* the reference candidate wrote into a ReadOnly buffer */
     char message[256];
-    long cand;         /* the reference candidate, or -1 for a reference function */
     void **outputs;    /* per argument: the reference's WriteOnly/ReadWrite output, or NULL */
     size_t *out_bytes; /* per argument: its size */
     kt_result result;  /* the reference's returned output */
@@ -323,7 +373,8 @@ typedef struct kt__reference {
 
 /* Runs the reference on the work arguments (a validation run: poisoned outputs) and keeps its
  * outputs. Leaves ref->active false, and says why in the log, when there is no usable reference. */
-kt_status kt__reference_capture(kt__reference *ref, kt__workset *ws, const bool *accepts);
+kt_status kt__reference_capture(kt__reference *ref, kt__workset *ws, const kt__unit *units, size_t nunits,
+                                const bool *accepts);
 
 /* Compares one validation run's outputs (run_args, result) with the reference's. Returns true
  * when they match; otherwise writes the diagnostic into msg. */
@@ -341,6 +392,9 @@ typedef struct kt__trial {
     kt_status (*before)(void *ctx, const kt_arg **args);
     int (*run)(void *ctx, const kt_arg *args);
     kt_status (*after)(void *ctx);
+    /* optional: the device time of the last run in ns (timing events), used instead of the
+     * CPU clock; negative when there is none */
+    double (*device_ns)(void *ctx);
     void *ctx;
 } kt__trial;
 

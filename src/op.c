@@ -5,7 +5,7 @@
  * An op is mutable until its first call and immutable afterwards, so the call path reads its
  * declarations without locks. Every building call checks that and names itself in errors.
  */
-#include "internal.h"
+#include "space.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -73,17 +73,32 @@ kt_status kt_op_create(kt_context *ctx, const char *name, kt_op **out) {
     return KT_OK;
 }
 
+/* Frees what a candidate owns. */
+static void free_candidate(kt__cand *c) {
+    free(c->name);
+    free(c->reqs);
+    kt_space_destroy(c->space);
+    free(c->source);
+    free(c->kernel);
+    for (size_t k = 0; k < c->noptions; k++) free(c->options[k]);
+    free(c->options);
+    free(c->input_arg);
+}
+
 void kt_op_destroy(kt_op *op) {
     if (op == NULL) return;
     if (op->ctx) kt__context_unlink(op->ctx, op);
     kt__table_free(op);
     free(op->done);
+    if (op->nmodules > 0) {
+        const kt_device *dev = &op->ctx->devices[op->device];
+        const kt__backend_slot *bs = &op->ctx->backends[dev->slot];
+        for (size_t i = 0; i < op->nmodules; i++) bs->backend->unload(bs->state, dev->local, op->modules[i].module);
+    }
+    free(op->modules);
     for (size_t i = 0; i < op->nargs; i++) free(op->args[i].name);
     free(op->args);
-    for (size_t i = 0; i < op->ncands; i++) {
-        free(op->cands[i].name);
-        free(op->cands[i].reqs);
-    }
+    for (size_t i = 0; i < op->ncands; i++) free_candidate(&op->cands[i]);
     free(op->cands);
     pthread_cond_destroy(&op->cond);
     pthread_mutex_destroy(&op->lock);
@@ -211,10 +226,9 @@ static kt_status find_cand(const kt_op *op, const char *name, const char *where,
 static kt_status add_candidate(kt_op *op, const char *name, kt_native_fn fn, kt_result_fn rfn, void *user,
                                const char *where) {
     CHECK_OP(op, where);
-    if (fn == NULL && rfn == NULL) return kt__err(KT_ERR_NULL, "%s(op '%s'): fn is NULL", where, op->name);
     kt_status st = kt__op_building(op, where);
     if (st != KT_OK) return st;
-    if (op->has_result != (rfn != NULL))
+    if ((fn != NULL || rfn != NULL) && op->has_result != (rfn != NULL))
         return kt__err(KT_ERR_STATE, op->has_result
                                          ? "%s(op '%s'): the op returns a result (kt_op_set_result); add candidates with kt_op_add_native_result"
                                          : "%s(op '%s'): the op returns no result; declare one with kt_op_set_result first",
@@ -246,6 +260,52 @@ kt_status kt_op_add_native(kt_op *op, const char *name, kt_native_fn fn, void *u
 kt_status kt_op_add_native_result(kt_op *op, const char *name, kt_result_fn fn, void *user) {
     if (op && fn == NULL) return kt__err(KT_ERR_NULL, "kt_op_add_native_result(op '%s'): fn is NULL", op->name);
     return add_candidate(op, name, NULL, fn, user, "kt_op_add_native_result");
+}
+
+kt_status kt_op_set_device(kt_op *op, size_t device) {
+    CHECK_OP(op, "kt_op_set_device");
+    kt_status st = kt__op_building(op, "kt_op_set_device");
+    if (st != KT_OK) return st;
+    if (device >= op->ctx->ndevices)
+        return kt__err(KT_ERR_INVALID_ARGUMENT, "kt_op_set_device(op '%s'): device %zu does not exist (the context has %zu)",
+                       op->name, device, op->ctx->ndevices);
+    op->device = device;
+    return KT_OK;
+}
+
+kt_status kt_op_add_variants(kt_op *op, const char *name, kt_space *space, const char *source, const char *kernel_name,
+                             const char *const *options, size_t noptions) {
+    const char *where = "kt_op_add_variants";
+    CHECK_OP(op, where);
+    if (space == NULL || source == NULL || kernel_name == NULL)
+        return kt__err(KT_ERR_NULL, "%s(op '%s'): %s is NULL", where, op->name,
+                       space == NULL ? "space" : source == NULL ? "source" : "kernel_name");
+    if (options == NULL && noptions > 0) return kt__err(KT_ERR_NULL, "%s(op '%s'): options is NULL", where, op->name);
+    if (op->has_result)
+        return kt__err(KT_ERR_STATE, "%s(op '%s'): the op returns a result; compiled variants write their outputs into buffers",
+                       where, op->name);
+    for (const char *k = kernel_name; *k; k++)
+        if (!(*k == '_' || (*k >= '0' && *k <= '9') || (*k >= 'a' && *k <= 'z') || (*k >= 'A' && *k <= 'Z')))
+            return kt__err(KT_ERR_INVALID_ARGUMENT, "%s(op '%s'): kernel name '%s' is not an identifier", where, op->name, kernel_name);
+    /* A native placeholder first (so the shared checks run), then the group's own fields. */
+    kt_status st = add_candidate(op, name, NULL, NULL, NULL, where);
+    if (st != KT_OK) return st;
+    kt__cand *c = &op->cands[op->ncands - 1];
+    size_t ninputs = kt__space_input_count(space);
+    c->source = strdup(source);
+    c->kernel = strdup(kernel_name);
+    c->options = calloc(noptions ? noptions : 1, sizeof *c->options);
+    c->input_arg = calloc(ninputs ? ninputs : 1, sizeof *c->input_arg);
+    bool ok = c->source && c->kernel && c->options && c->input_arg;
+    for (size_t i = 0; ok && i < noptions; i++) ok = (c->options[c->noptions++] = strdup(options[i])) != NULL;
+    if (!ok) {
+        free_candidate(c);
+        op->ncands--;
+        return kt__err(KT_ERR_NO_MEMORY, "%s: out of memory", where);
+    }
+    kt__space_retain(space);
+    c->space = space;
+    return KT_OK;
 }
 
 /* Looks up a candidate for a requirement and checks the argument index and building state. */
@@ -423,7 +483,9 @@ kt_status kt_op_set_result(kt_op *op, kt_type elem) {
     if (kt_type_size(elem) == 0)
         return kt__err(KT_ERR_INVALID_ARGUMENT, "kt_op_set_result(op '%s'): element type %d is not an element type", op->name,
                        (int)elem);
-    if (op->ncands > 0 && !op->has_result)
+    bool plain = false;
+    for (size_t i = 0; i < op->ncands; i++) plain = plain || op->cands[i].rfn == NULL;
+    if (plain && !op->has_result)
         return kt__err(KT_ERR_STATE, "kt_op_set_result(op '%s'): the op already has candidates that return no result",
                        op->name);
     op->has_result = true;
@@ -502,6 +564,14 @@ kt_status kt__op_freeze(kt_op *op) {
         goto out;
     }
     if ((st = resolve_effort(op)) != KT_OK) goto out;
+    for (size_t i = 0; i < op->ncands; i++) { /* space inputs named like an argument take its value */
+        kt__cand *c = &op->cands[i];
+        for (size_t k = 0; c->space && k < kt__space_input_count(c->space); k++) {
+            c->input_arg[k] = -1;
+            for (size_t a = 0; a < op->nargs; a++)
+                if (strcmp(op->args[a].name, kt__space_input_name(c->space, k)) == 0) c->input_arg[k] = (long)a;
+        }
+    }
     int bit = 0;
     for (size_t i = 0; i < op->ncands; i++)
         op->cands[i].mask_bit = (op->cands[i].nreqs > 0 || op->cands[i].accept != NULL) ? bit++ : -1;

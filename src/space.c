@@ -62,8 +62,7 @@ struct kt_space {
     kt_geometry kind;
     kt__expr *global[3], *local[3], *shmem;
     kt__arena store;      /* parameter values and bound inputs */
-    uint16_t *configs;    /* nconfigs x nparams value indices */
-    size_t nconfigs, cap;
+    kt__configs last;     /* the last kt_space_enumerate */
 };
 
 struct kt_config {
@@ -99,7 +98,7 @@ void kt_space_destroy(kt_space *sp) {
     free(sp->inputs);
     free(sp->derived);
     free(sp->cons);
-    free(sp->configs);
+    kt__configs_free(&sp->last);
     free(sp);
 }
 
@@ -374,7 +373,8 @@ kt_status kt_space_set_geometry(kt_space *sp, kt_geometry kind, const char *cons
 /* ---- enumeration -------------------------------------------------------------------------- */
 
 typedef struct walk {
-    kt_space *sp;
+    const kt_space *sp;
+    kt__configs *out;
     kt__value *slots;
     uint16_t *cur;
     kt__arena arena;
@@ -407,7 +407,7 @@ static kt_status check_level(walk *w, size_t level, bool reset, bool *ok) {
 }
 
 /* Evaluates the derived values of the configuration in w->slots, in declaration order. */
-static kt_status eval_derived(kt_space *sp, kt__value *slots, kt__arena *arena) {
+static kt_status eval_derived(const kt_space *sp, kt__value *slots, kt__arena *arena) {
     for (size_t i = 0; i < sp->nderived; i++) {
         kt_status st = kt__expr_eval(sp->derived[i].e, slots, arena, "kt_space_enumerate: derived value",
                                      &slots[sp->derived[i].slot]);
@@ -416,21 +416,26 @@ static kt_status eval_derived(kt_space *sp, kt__value *slots, kt__arena *arena) 
     return KT_OK;
 }
 
-static kt_status record(kt_space *sp, const uint16_t *cur) {
-    if (sp->nconfigs == sp->cap) {
-        size_t cap = sp->cap ? 2 * sp->cap : 1024;
-        uint16_t *c = realloc(sp->configs, cap * (sp->nparams ? sp->nparams : 1) * sizeof *c);
-        if (c == NULL) return kt__err(KT_ERR_NO_MEMORY, "kt_space_enumerate: out of memory at %zu configurations", sp->nconfigs);
-        sp->configs = c;
-        sp->cap = cap;
+static kt_status record(const kt_space *sp, kt__configs *out, const uint16_t *cur) {
+    if (out->n == out->cap) {
+        size_t cap = out->cap ? 2 * out->cap : 1024;
+        uint16_t *c = realloc(out->idx, cap * (sp->nparams ? sp->nparams : 1) * sizeof *c);
+        if (c == NULL) return kt__err(KT_ERR_NO_MEMORY, "kt_space_enumerate: out of memory at %zu configurations", out->n);
+        out->idx = c;
+        out->cap = cap;
     }
-    memcpy(sp->configs + sp->nconfigs * sp->nparams, cur, sp->nparams * sizeof *cur);
-    sp->nconfigs++;
+    memcpy(out->idx + out->n * sp->nparams, cur, sp->nparams * sizeof *cur);
+    out->n++;
     return KT_OK;
 }
 
+void kt__configs_free(kt__configs *c) {
+    free(c->idx);
+    memset(c, 0, sizeof *c);
+}
+
 static kt_status dfs(walk *w, size_t depth) {
-    kt_space *sp = w->sp;
+    const kt_space *sp = w->sp;
     bool ok;
     kt_status st;
     if (depth == sp->nparams) {
@@ -438,7 +443,7 @@ static kt_status dfs(walk *w, size_t depth) {
         kt__arena_reset(&w->arena);
         if ((st = eval_derived(sp, w->slots, &w->arena)) != KT_OK) return st;
         if ((st = check_level(w, sp->nparams + 1, false, &ok)) != KT_OK) return st;
-        return ok ? record(sp, w->cur) : KT_OK;
+        return ok ? record(sp, w->out, w->cur) : KT_OK;
     }
     const param *p = &sp->params[depth];
     for (size_t v = 0; v < p->n; v++) {
@@ -450,8 +455,14 @@ static kt_status dfs(walk *w, size_t depth) {
     return KT_OK;
 }
 
-kt_status kt__space_bind_slots(const kt_space *sp, kt__value *slots) {
+/* Puts the inputs into slots: from inputs when given, else the bound values (failing on an
+ * unbound input). */
+static kt_status bind_slots(const kt_space *sp, const kt__value *inputs, kt__value *slots) {
     for (size_t i = 0; i < sp->ninputs; i++) {
+        if (inputs != NULL) {
+            slots[sp->inputs[i].slot] = inputs[i];
+            continue;
+        }
         if (!sp->inputs[i].bound)
             return kt__err(KT_ERR_STATE, "kt_space_enumerate: input '%s' is not bound (kt_space_bind_int or _ints)",
                            sp->slots[sp->inputs[i].slot].name);
@@ -460,18 +471,16 @@ kt_status kt__space_bind_slots(const kt_space *sp, kt__value *slots) {
     return KT_OK;
 }
 
-kt_status kt_space_enumerate(kt_space *sp, size_t *count) {
-    if (sp == NULL || count == NULL) return kt__err(KT_ERR_NULL, "kt_space_enumerate: %s is NULL", sp ? "count" : "sp");
-    *count = 0;
-    sp->nconfigs = 0;
-    walk w = {.sp = sp};
+kt_status kt__space_enum(const kt_space *sp, const kt__value *inputs, kt__configs *out) {
+    out->n = 0;
+    walk w = {.sp = sp, .out = out};
     size_t levels = sp->nparams + 3; /* level -1 (inputs only), 0..nparams-1, leaves */
     w.slots = calloc(sp->nslots ? sp->nslots : 1, sizeof *w.slots);
     w.cur = calloc(sp->nparams ? sp->nparams : 1, sizeof *w.cur);
     w.by_level = calloc(sp->ncons ? sp->ncons : 1, sizeof *w.by_level);
     w.level_start = calloc(levels, sizeof *w.level_start);
     kt_status st = (w.slots && w.cur && w.by_level && w.level_start)
-                       ? kt__space_bind_slots(sp, w.slots)
+                       ? bind_slots(sp, inputs, w.slots)
                        : kt__err(KT_ERR_NO_MEMORY, "kt_space_enumerate: out of memory");
     if (st == KT_OK) {
         /* Group constraints by level: index 0 holds level -1, index k+1 level k (the
@@ -495,12 +504,24 @@ kt_status kt_space_enumerate(kt_space *sp, size_t *count) {
     free(w.cur);
     free(w.by_level);
     free(w.level_start);
-    if (st != KT_OK) {
-        sp->nconfigs = 0;
-        return st;
-    }
-    *count = sp->nconfigs;
-    return KT_OK;
+    if (st != KT_OK) out->n = 0;
+    return st;
+}
+
+kt_status kt_space_enumerate(kt_space *sp, size_t *count) {
+    if (sp == NULL || count == NULL) return kt__err(KT_ERR_NULL, "kt_space_enumerate: %s is NULL", sp ? "count" : "sp");
+    kt_status st = kt__space_enum(sp, NULL, &sp->last);
+    *count = sp->last.n;
+    return st;
+}
+
+size_t kt__space_input_count(const kt_space *sp) { return sp->ninputs; }
+const char *kt__space_input_name(const kt_space *sp, size_t index) { return sp->slots[sp->inputs[index].slot].name; }
+
+bool kt__space_input_value(const kt_space *sp, size_t index, kt__value *out) {
+    if (!sp->inputs[index].bound) return false;
+    *out = sp->inputs[index].value;
+    return true;
 }
 
 /* ---- reading configurations ---------------------------------------------------------------- */
@@ -511,19 +532,25 @@ const char *kt_space_param_name(const kt_space *sp, size_t index) {
     return (sp && index < sp->nparams) ? sp->slots[sp->params[index].slot].name : NULL;
 }
 
-size_t kt_space_config_count(const kt_space *sp) { return sp ? sp->nconfigs : 0; }
+size_t kt_space_config_count(const kt_space *sp) { return sp ? sp->last.n : 0; }
+
+kt_status kt__space_slots(const kt_space *sp, const kt__configs *c, size_t index, const kt__value *inputs,
+                          kt__value *slots, kt__arena *arena) {
+    if (index >= c->n)
+        return kt__err(KT_ERR_INVALID_ARGUMENT, "configuration %zu is out of range (the space has %zu)", index, c->n);
+    kt_status st = bind_slots(sp, inputs, slots);
+    if (st != KT_OK) return st;
+    const uint16_t *cur = c->idx + index * sp->nparams;
+    for (size_t p = 0; p < sp->nparams; p++) slots[sp->params[p].slot] = sp->params[p].values[cur[p]];
+    return eval_derived(sp, slots, arena);
+}
 
 kt_status kt__space_config_slots(const kt_space *sp, size_t index, kt__value *slots, kt__arena *arena) {
-    if (index >= sp->nconfigs)
-        return kt__err(KT_ERR_INVALID_ARGUMENT, "configuration %zu is out of range (the space has %zu)", index, sp->nconfigs);
-    kt_status st = kt__space_bind_slots(sp, slots);
-    if (st != KT_OK) return st;
-    const uint16_t *cur = sp->configs + index * sp->nparams;
-    for (size_t p = 0; p < sp->nparams; p++) slots[sp->params[p].slot] = sp->params[p].values[cur[p]];
-    return eval_derived((kt_space *)sp, slots, arena);
+    return kt__space_slots(sp, &sp->last, index, NULL, slots, arena);
 }
 
 size_t kt__space_slot_count(const kt_space *sp) { return sp->nslots; }
+size_t kt__space_param_count_all(const kt_space *sp) { return sp->nparams + sp->nderived; }
 
 /* Formats the parameters and derived values of slots as name=value pairs joined by sep. */
 kt_status kt__space_format_slots(const kt_space *sp, const kt__value *slots, const char *prefix, const char *sep,
@@ -558,9 +585,9 @@ kt_status kt_space_config_format(const kt_space *sp, size_t index, char *buf, si
 
 kt_status kt_space_config_int(const kt_space *sp, size_t index, size_t param, int64_t *out) {
     if (sp == NULL || out == NULL) return kt__err(KT_ERR_NULL, "kt_space_config_int: %s is NULL", sp ? "out" : "sp");
-    if (index >= sp->nconfigs || param >= sp->nparams)
+    if (index >= sp->last.n || param >= sp->nparams)
         return kt__err(KT_ERR_INVALID_ARGUMENT, "kt_space_config_int: configuration %zu / parameter %zu out of range", index, param);
-    const kt__value *v = &sp->params[param].values[sp->configs[index * sp->nparams + param]];
+    const kt__value *v = &sp->params[param].values[sp->last.idx[index * sp->nparams + param]];
     if (!kt__value_to_int(v, out))
         return kt__err(KT_ERR_ARG_TYPE, "kt_space_config_int: parameter '%s' is not an integer",
                        sp->slots[sp->params[param].slot].name);
@@ -639,7 +666,7 @@ static int resolve_lists(const char *name, size_t len, void *user) {
 kt_status kt__space_eval_whole(const kt_space *sp, const char *text, const char *where, kt__arena *arena, kt__value *out) {
     kt__value *slots = calloc(sp->nslots ? sp->nslots : 1, sizeof *slots);
     if (slots == NULL) return kt__err(KT_ERR_NO_MEMORY, "%s: out of memory", where);
-    kt_status st = kt__space_bind_slots(sp, slots);
+    kt_status st = bind_slots(sp, NULL, slots);
     for (size_t p = 0; p < sp->nparams; p++)
         slots[sp->params[p].slot] = (kt__value){.t = KT_V_LIST, .list = {sp->params[p].values, sp->params[p].n}};
     list_env le = {sp, slots};

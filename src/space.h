@@ -9,25 +9,41 @@
 
 #include <limits.h>
 
-/* The launch geometry of one configuration. */
-typedef struct kt__geometry {
-    kt_geometry kind;
-    int64_t global[3];
-    int64_t local[3];
-    int64_t shared_memory;
-} kt__geometry;
+/* The launch geometry of one configuration (the backend interface's type). */
+typedef kt_launch_geometry kt__geometry;
+
+/* The valid configurations of one enumeration: nconfigs x nparams value indices. */
+typedef struct kt__configs {
+    uint16_t *idx;
+    size_t n, cap;
+} kt__configs;
+
+/* Enumerates into out (which the caller frees with kt__configs_free) with the inputs in
+ * inputs (one value per input, in declaration order), or the bound ones when inputs is NULL.
+ * Does not change the space, so several threads may enumerate one space at once. */
+kt_status kt__space_enum(const kt_space *sp, const kt__value *inputs, kt__configs *out);
+void kt__configs_free(kt__configs *c);
+
+/* Number of inputs, input index's name, and its bound value (false when unbound). */
+size_t kt__space_input_count(const kt_space *sp);
+const char *kt__space_input_name(const kt_space *sp, size_t index);
+bool kt__space_input_value(const kt_space *sp, size_t index, kt__value *out);
+
+/* Fills slots with configuration index of c: inputs (from inputs, or the bound ones when
+ * NULL), parameters, then derived values (evaluated into arena). */
+kt_status kt__space_slots(const kt_space *sp, const kt__configs *c, size_t index, const kt__value *inputs,
+                          kt__value *slots, kt__arena *arena);
 
 /* Takes one more reference to a space (an op holding it). */
 void kt__space_retain(kt_space *sp);
 
+/* Number of parameters plus derived values: the defines of a configuration. */
+size_t kt__space_param_count_all(const kt_space *sp);
+
 /* Number of slots (parameters, inputs, derived values) a configuration's values fill. */
 size_t kt__space_slot_count(const kt_space *sp);
 
-/* Puts the bound inputs into slots; fails naming an unbound input. */
-kt_status kt__space_bind_slots(const kt_space *sp, kt__value *slots);
-
-/* Fills slots with configuration index of the last enumeration: inputs, parameters, then
- * derived values (evaluated into arena). */
+/* Fills slots with configuration index of the last public enumeration. */
 kt_status kt__space_config_slots(const kt_space *sp, size_t index, kt__value *slots, kt__arena *arena);
 
 /* Formats the parameters and derived values in slots as prefix+name=value joined by sep

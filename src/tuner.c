@@ -13,7 +13,8 @@
  * engine (bench.c) measures it. After the decision the caller's buffers are restored once more
  * and the winner runs once on them: the caller sees exactly one launch of the winner.
  */
-#include "internal.h"
+#include "compile.h"
+#include "space.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,11 +26,18 @@ void kt_result_release(kt_result *r) {
     memset(r, 0, sizeof *r);
 }
 
-static void reset_results(kt_decision *d) {
-    for (size_t i = 0; i < d->ncand; i++) {
-        free(d->results[i].message);
-        d->results[i] = (kt__cand_result){.outcome = KT_OUTCOME_NOT_RUN, .time_ns = -1};
+static void free_units(kt_decision *d) {
+    for (size_t i = 0; i < d->nunits; i++) {
+        free(d->units[i].text);
+        free(d->units[i].r.message);
     }
+    free(d->units);
+    d->units = NULL;
+    d->nunits = 0;
+}
+
+static void reset_results(kt_decision *d) {
+    free_units(d);
     free(d->fail_msg);
     d->fail_msg = NULL;
     d->validated = false;
@@ -39,18 +47,31 @@ static void reset_results(kt_decision *d) {
 void kt__decision_free(kt_decision *d) {
     if (d == NULL) return;
     reset_results(d);
-    free(d->results);
     free(d);
 }
 
-/* Runs candidate idx on the caller's arguments as a dispatched call (result: NULL unless the op
+int kt__launch_fn(const kt_arg *args, size_t nargs, void *user) {
+    kt__launch *l = user;
+    char err[256];
+    kt_status st = l->backend->launch(l->bstate, l->device, l->module, &l->geometry, args, nargs, NULL, err, sizeof err);
+    return st == KT_OK ? 0 : (int)st;
+}
+
+/* Runs unit u on the caller's arguments as a dispatched call (result: NULL unless the op
  * returns one). */
-static kt_status run_candidate(const kt_op *op, size_t idx, const kt_arg *args, size_t nargs, kt_result *result) {
-    const kt__cand *c = &op->cands[idx];
-    int rc = result ? c->rfn(args, nargs, c->user, result) : c->fn(args, nargs, c->user);
+static kt_status run_unit(const kt_op *op, const kt__unit *u, const kt_arg *args, size_t nargs, kt_result *result) {
+    int rc = result ? u->rfn(args, nargs, u->user, result) : u->fn(args, nargs, u->user);
     if (rc == 0) return KT_OK;
     if (result) kt_result_release(result);
-    return kt__err(KT_ERR_CANDIDATE_FAILED, "kt_op_call(op '%s'): candidate '%s' returned %d", op->name, c->name, rc);
+    return kt__err(KT_ERR_CANDIDATE_FAILED, "kt_op_call(op '%s'): candidate '%s'%s%s returned %d", op->name,
+                   op->cands[u->cand].name, u->text ? " " : "", u->text ? u->text : "", rc);
+}
+
+/* Runs native candidate idx (the fallback) on the caller's arguments. */
+static kt_status run_native(const kt_op *op, size_t idx, const kt_arg *args, size_t nargs, kt_result *result) {
+    const kt__cand *c = &op->cands[idx];
+    kt__unit u = {.cand = idx, .fn = c->fn, .rfn = c->rfn, .user = c->user};
+    return run_unit(op, &u, args, nargs, result);
 }
 
 /* The candidate used without measuring: the declared default when it accepts the arguments,
@@ -62,13 +83,295 @@ static long default_candidate(const kt_op *op, const int64_t *key) {
     return -1;
 }
 
-/* ---- measuring one candidate ---------------------------------------------------------------- */
+static void set_message(kt__cand_result *r, const char *fmt, const char *detail, int code) {
+    char msg[KT__ERRBUF];
+    snprintf(msg, sizeof msg, fmt, detail ? detail : "", code);
+    free(r->message);
+    r->message = strdup(msg);
+}
+
+/* ---- units: natives and the configurations of variant groups -------------------------------- */
+
+/* The op's device: its backend and the device's index within it. */
+static void op_backend(const kt_op *op, const kt_backend **b, void **state, size_t *local, const char **fp) {
+    const kt_device *dev = &op->ctx->devices[op->device];
+    *b = op->ctx->backends[dev->slot].backend;
+    *state = op->ctx->backends[dev->slot].state;
+    *local = dev->local;
+    *fp = dev->fingerprint;
+}
+
+/* The inputs of a variant group's space for a call: op arguments where they bind one (a
+ * scalar's value, a buffer's element count), the space's bound values otherwise. */
+static kt_status group_inputs(const kt_op *op, const kt__cand *c, const kt_arg *args, kt__value *inputs) {
+    for (size_t i = 0; i < kt__space_input_count(c->space); i++) {
+        long a = c->input_arg[i];
+        if (a < 0) {
+            if (!kt__space_input_value(c->space, i, &inputs[i]))
+                return kt__err(KT_ERR_STATE, "kt_op_call(op '%s'): candidate '%s': space input '%s' is neither an argument of the op nor bound",
+                               op->name, c->name, kt__space_input_name(c->space, i));
+            continue;
+        }
+        const kt__argdecl *d = &op->args[a];
+        if (d->type == KT_TYPE_BUFFER) inputs[i] = (kt__value){.t = KT_V_INT, .i = (int64_t)(args[a].bytes / d->esize)};
+        else if (d->type == KT_TYPE_F32) inputs[i] = (kt__value){.t = KT_V_FLOAT, .f = args[a].f32};
+        else if (d->type == KT_TYPE_F64) inputs[i] = (kt__value){.t = KT_V_FLOAT, .f = args[a].f64};
+        else if (d->type >= KT_TYPE_U8 && d->type <= KT_TYPE_U64) inputs[i] = (kt__value){.t = KT_V_INT, .i = (int64_t)args[a].u};
+        else inputs[i] = (kt__value){.t = KT_V_INT, .i = args[a].i};
+    }
+    return KT_OK;
+}
+
+/* Everything one variant unit needs before it is built. */
+typedef struct unit_plan {
+    char *defines_buf;   /* NAME=VALUE\x1f... */
+    const char **defines;
+    size_t ndefines;
+} unit_plan;
+
+/* Splits text at \x1f into strings (in place). */
+static size_t split_defines(char *text, const char **out, size_t max) {
+    size_t n = 0;
+    if (*text == '\0') return 0;
+    for (char *p = text; p && n < max;) {
+        out[n++] = p;
+        p = strchr(p, '\x1f');
+        if (p) *p++ = '\0';
+    }
+    return n;
+}
+
+/* Fills unit u of variant group c (configuration idx of cfgs) and its plan: configuration text,
+ * defines, geometry; rejects it when the geometry breaks the device's limits. */
+static kt_status plan_unit(const kt_op *op, const kt__cand *c, const kt__configs *cfgs, size_t idx, const kt__value *inputs,
+                           const kt_device_limits *lim, kt__unit *u, unit_plan *plan) {
+    size_t nslots = kt__space_slot_count(c->space);
+    kt__value *slots = calloc(nslots ? nslots : 1, sizeof *slots);
+    kt__arena arena = {0};
+    char text[4096];
+    kt_status st = slots ? kt__space_slots(c->space, cfgs, idx, inputs, slots, &arena)
+                         : kt__err(KT_ERR_NO_MEMORY, "kt_op_call(op '%s'): out of memory", op->name);
+    if (st == KT_OK) st = kt__space_format_slots(c->space, slots, "", ",", text, sizeof text);
+    if (st == KT_OK && (u->text = strdup(text)) == NULL) st = kt__err(KT_ERR_NO_MEMORY, "kt_op_call: out of memory");
+    if (st == KT_OK) st = kt__space_format_slots(c->space, slots, "", "\x1f", text, sizeof text);
+    if (st == KT_OK) {
+        plan->defines_buf = strdup(text);
+        plan->defines = calloc(kt__space_param_count_all(c->space) + 1, sizeof *plan->defines);
+        if (!plan->defines_buf || !plan->defines) st = kt__err(KT_ERR_NO_MEMORY, "kt_op_call: out of memory");
+        else plan->ndefines = split_defines(plan->defines_buf, plan->defines, kt__space_param_count_all(c->space) + 1);
+    }
+    if (st == KT_OK) st = kt__space_geometry(c->space, slots, &arena, &u->launch.geometry);
+    if (st == KT_OK && lim != NULL) {
+        const kt_launch_geometry *g = &u->launch.geometry;
+        int64_t threads = g->local[0] * g->local[1] * g->local[2];
+        char why[256] = "";
+        if (lim->max_threads_per_block > 0 && threads > lim->max_threads_per_block)
+            snprintf(why, sizeof why, "needs %lld threads per block; the device allows %lld", (long long)threads,
+                     (long long)lim->max_threads_per_block);
+        for (int dd = 0; dd < 3 && !why[0]; dd++)
+            if (lim->max_block[dd] > 0 && g->local[dd] > lim->max_block[dd])
+                snprintf(why, sizeof why, "block dimension %d is %lld; the device allows %lld", dd, (long long)g->local[dd],
+                         (long long)lim->max_block[dd]);
+        if (!why[0] && lim->max_shared_memory > 0 && g->shared_memory > lim->max_shared_memory)
+            snprintf(why, sizeof why, "needs %lld bytes of shared memory; the device allows %lld",
+                     (long long)g->shared_memory, (long long)lim->max_shared_memory);
+        if (why[0]) {
+            u->r.outcome = KT_OUTCOME_REJECTED;
+            set_message(&u->r, "%s", why, 0);
+        }
+    }
+    kt__arena_free(&arena);
+    free(slots);
+    return st;
+}
+
+/* Adopts loaded modules into the op's table (op->lock held): a key already loaded keeps the
+ * first module, and a second load of it is unloaded. */
+static void adopt_modules(kt_op *op, kt__build *builds, size_t n, const kt_backend *b) {
+    for (size_t i = 0; i < n; i++) {
+        kt__build *bd = &builds[i];
+        if (bd->dup_of >= 0 || bd->status != KT_OK || bd->module == NULL) continue;
+        size_t m = 0;
+        while (m < op->nmodules && strcmp(op->modules[m].key, bd->key) != 0) m++;
+        if (m < op->nmodules) {
+            if (op->modules[m].module != bd->module) b->unload(bd->bstate, bd->device, bd->module);
+            bd->module = op->modules[m].module;
+            continue;
+        }
+        kt__module *mods = realloc(op->modules, (op->nmodules + 1) * sizeof *mods);
+        if (mods == NULL) { /* keep it loaded anyway: leaking a module beats a dangling one */
+            continue;
+        }
+        op->modules = mods;
+        snprintf(op->modules[op->nmodules].key, sizeof op->modules[op->nmodules].key, "%s", bd->key);
+        op->modules[op->nmodules++].module = bd->module;
+    }
+    for (size_t i = 0; i < n; i++)
+        if (builds[i].dup_of >= 0) builds[i].module = builds[builds[i].dup_of].module;
+}
+
+/* Builds the variant units that are still to be built (those with a plan), in parallel, and
+ * makes them runnable, or BUILD_FAILED with the first lines of their log. */
+static kt_status build_units(kt_op *op, kt_decision *d, unit_plan *plans) {
+    const kt_backend *b;
+    void *bstate;
+    size_t local;
+    const char *fp;
+    op_backend(op, &b, &bstate, &local, &fp);
+    size_t n = 0;
+    for (size_t i = 0; i < d->nunits; i++) n += plans[i].defines_buf != NULL && d->units[i].r.outcome == KT_OUTCOME_NOT_RUN;
+    if (n == 0) return KT_OK;
+    if (b->abi_version < 3 || b->build == NULL || b->load == NULL || (b->entry == NULL && b->launch == NULL))
+        return kt__err(KT_ERR_BACKEND, "kt_op_call(op '%s'): backend '%s' cannot build variants", op->name, b->name);
+    kt__build *builds = calloc(n, sizeof *builds);
+    size_t *unit_of = calloc(n, sizeof *unit_of);
+    kt_type *types = calloc(op->nargs ? op->nargs : 1, sizeof *types), *elems = calloc(op->nargs ? op->nargs : 1, sizeof *elems);
+    if (!builds || !unit_of || !types || !elems) {
+        free(builds), free(unit_of), free(types), free(elems);
+        return kt__err(KT_ERR_NO_MEMORY, "kt_op_call(op '%s'): out of memory", op->name);
+    }
+    for (size_t a = 0; a < op->nargs; a++) types[a] = op->args[a].type, elems[a] = op->args[a].elem;
+    size_t k = 0;
+    for (size_t i = 0; i < d->nunits; i++) {
+        if (plans[i].defines_buf == NULL || d->units[i].r.outcome != KT_OUTCOME_NOT_RUN) continue;
+        const kt__cand *c = &op->cands[d->units[i].cand];
+        builds[k] = (kt__build){.backend = b, .bstate = bstate, .device = local, .device_fp = fp,
+                                .req = {.source = c->source, .kernel_name = c->kernel, .defines = plans[i].defines,
+                                        .ndefines = plans[i].ndefines, .options = (const char *const *)c->options,
+                                        .noptions = c->noptions, .arg_types = types, .arg_elems = elems, .nargs = op->nargs}};
+        unit_of[k++] = i;
+    }
+    kt_status st = kt__build_prepare(op->ctx, builds, n);
+    if (st == KT_OK) {
+        pthread_mutex_lock(&op->lock); /* modules another tuning loaded already */
+        for (size_t i = 0; i < n; i++)
+            for (size_t m = 0; m < op->nmodules && builds[i].dup_of < 0; m++)
+                if (strcmp(op->modules[m].key, builds[i].key) == 0) builds[i].module = op->modules[m].module;
+        pthread_mutex_unlock(&op->lock);
+        st = kt__build_run(op->ctx, builds, n);
+    }
+    if (st == KT_OK) {
+        pthread_mutex_lock(&op->lock);
+        adopt_modules(op, builds, n, b);
+        pthread_mutex_unlock(&op->lock);
+        for (size_t i = 0; i < n; i++) {
+            kt__unit *u = &d->units[unit_of[i]];
+            if (builds[i].status != KT_OK) {
+                u->r.outcome = KT_OUTCOME_BUILD_FAILED;
+                char head[1024];
+                snprintf(head, sizeof head, "%s", builds[i].log);
+                for (int lines = 0, j = 0; head[j]; j++) /* keep the first lines */
+                    if (head[j] == '\n' && ++lines == 8) head[j] = '\0';
+                set_message(&u->r, "%s", head, 0);
+                kt__log(op->ctx, KT_LOG_WARN, "op '%s': variant %s of '%s' failed to build: %s", op->name, u->text,
+                        op->cands[u->cand].name, head);
+                continue;
+            }
+            u->launch = (kt__launch){b, bstate, local, builds[i].module, u->launch.geometry};
+            if (b->entry != NULL) {
+                u->fn = b->entry(bstate, builds[i].module);
+            } else {
+                u->fn = kt__launch_fn;
+                u->user = &u->launch;
+            }
+        }
+    }
+    free(builds);
+    free(unit_of);
+    free(types);
+    free(elems);
+    return st;
+}
+
+/* Makes the decision's units: all candidates (only < 0) or only candidate `only`'s first
+ * configuration; natives are runnable at once, variant units are planned and built. */
+static kt_status make_units(kt_op *op, kt_decision *d, const kt_arg *args, long only) {
+    size_t total = 0;
+    kt__configs *cfgs = calloc(op->ncands, sizeof *cfgs);
+    kt__value **inputs = calloc(op->ncands, sizeof *inputs);
+    kt_status st = (cfgs && inputs) ? KT_OK : kt__err(KT_ERR_NO_MEMORY, "kt_op_call(op '%s'): out of memory", op->name);
+    for (size_t i = 0; st == KT_OK && i < op->ncands; i++) {
+        const kt__cand *c = &op->cands[i];
+        if (only >= 0 && (long)i != only) continue;
+        if (c->space == NULL || !kt__key_accepts(op, d->key, i)) {
+            total++;
+            continue;
+        }
+        size_t ni = kt__space_input_count(c->space);
+        inputs[i] = calloc(ni ? ni : 1, sizeof **inputs);
+        if (inputs[i] == NULL) st = kt__err(KT_ERR_NO_MEMORY, "kt_op_call(op '%s'): out of memory", op->name);
+        if (st == KT_OK) st = group_inputs(op, c, args, inputs[i]);
+        if (st == KT_OK) st = kt__space_enum(c->space, inputs[i], &cfgs[i]);
+        if (st == KT_OK && only >= 0 && cfgs[i].n > 1) cfgs[i].n = 1;
+        total += cfgs[i].n ? cfgs[i].n : 1; /* an empty space still gets a unit, to say so */
+    }
+    unit_plan *plans = NULL;
+    if (st == KT_OK) {
+        d->units = calloc(total ? total : 1, sizeof *d->units);
+        plans = calloc(total ? total : 1, sizeof *plans);
+        if (!d->units || !plans) st = kt__err(KT_ERR_NO_MEMORY, "kt_op_call(op '%s'): out of memory", op->name);
+    }
+    kt_device_limits lim = {0};
+    bool have_lim = false;
+    if (st == KT_OK) {
+        const kt_backend *b;
+        void *bstate;
+        size_t local;
+        const char *fp;
+        op_backend(op, &b, &bstate, &local, &fp);
+        char err[256];
+        have_lim = b->abi_version >= 3 && b->limits && b->limits(bstate, local, &lim, err, sizeof err) == KT_OK;
+    }
+    for (size_t i = 0; st == KT_OK && i < op->ncands; i++) {
+        const kt__cand *c = &op->cands[i];
+        if (only >= 0 && (long)i != only) continue;
+        bool accepted = kt__key_accepts(op, d->key, i);
+        if (c->space == NULL || !accepted) {
+            kt__unit *u = &d->units[d->nunits++];
+            *u = (kt__unit){.cand = i, .fn = c->fn, .rfn = c->rfn, .user = c->user, .r = {.time_ns = -1}};
+            if (!accepted) u->r.outcome = KT_OUTCOME_REJECTED;
+            continue;
+        }
+        if (cfgs[i].n == 0) {
+            kt__unit *u = &d->units[d->nunits++];
+            *u = (kt__unit){.cand = i, .r = {.outcome = KT_OUTCOME_REJECTED, .time_ns = -1}};
+            set_message(&u->r, "%sits space has no valid configuration for these arguments", NULL, 0);
+            continue;
+        }
+        for (size_t k = 0; st == KT_OK && k < cfgs[i].n; k++) {
+            size_t ui = d->nunits++;
+            kt__unit *u = &d->units[ui];
+            *u = (kt__unit){.cand = i, .config = k, .r = {.time_ns = -1}};
+            st = plan_unit(op, c, &cfgs[i], k, inputs[i], have_lim ? &lim : NULL, u, &plans[ui]);
+        }
+    }
+    if (st == KT_OK) st = build_units(op, d, plans);
+    for (size_t i = 0; plans && i < d->nunits; i++) {
+        free(plans[i].defines_buf);
+        free(plans[i].defines);
+    }
+    free(plans);
+    for (size_t i = 0; cfgs && inputs && i < op->ncands; i++) {
+        kt__configs_free(&cfgs[i]);
+        free(inputs[i]);
+    }
+    free(cfgs);
+    free(inputs);
+    return st;
+}
+
+static bool runnable(const kt__unit *u) {
+    return (u->fn != NULL || u->rfn != NULL) && u->r.outcome == KT_OUTCOME_NOT_RUN;
+}
+
+/* ---- measuring one unit ---------------------------------------------------------------------- */
 
 typedef struct trial_ctx {
     const kt_op *op;
     kt__workset *ws;
-    const kt__cand *cand;
+    const kt__unit *unit;
     kt_result result;
+    double device_ns;
 } trial_ctx;
 
 static kt_status trial_before(void *p, const kt_arg **args) {
@@ -78,9 +381,20 @@ static kt_status trial_before(void *p, const kt_arg **args) {
 
 static int trial_run(void *p, const kt_arg *args) {
     trial_ctx *t = p;
-    if (t->cand->rfn) return t->cand->rfn(args, t->op->nargs, t->cand->user, &t->result);
-    return t->cand->fn(args, t->op->nargs, t->cand->user);
+    const kt__unit *u = t->unit;
+    t->device_ns = -1;
+    if (u->fn == kt__launch_fn) { /* a device variant: timed by the device's events */
+        char err[256];
+        const kt__launch *l = &u->launch;
+        kt_status st = l->backend->launch(l->bstate, l->device, l->module, &l->geometry, args, t->op->nargs, &t->device_ns,
+                                          err, sizeof err);
+        return st == KT_OK ? 0 : (int)st;
+    }
+    if (u->rfn) return u->rfn(args, t->op->nargs, u->user, &t->result);
+    return u->fn(args, t->op->nargs, u->user);
 }
+
+static double trial_device_ns(void *p) { return ((trial_ctx *)p)->device_ns; }
 
 static kt_status trial_after(void *p) {
     trial_ctx *t = p;
@@ -88,15 +402,8 @@ static kt_status trial_after(void *p) {
     return kt__workset_after(t->ws);
 }
 
-static void set_message(kt__cand_result *r, const char *fmt, const char *detail, int code) {
-    char msg[KT__ERRBUF];
-    snprintf(msg, sizeof msg, fmt, detail ? detail : "", code);
-    free(r->message);
-    r->message = strdup(msg);
-}
-
-/* The validation run of candidate i: poisoned outputs, then a comparison with the reference
- * before the post-hook. Sets the outcome to FAILED or INVALID when it does not pass. */
+/* The validation run of a unit: poisoned outputs, then a comparison with the reference before
+ * the post-hook. Sets the outcome to FAILED or INVALID when it does not pass. */
 static kt_status validation_run(trial_ctx *t, const kt__reference *ref, kt__cand_result *r) {
     const kt_arg *args = NULL;
     kt_status st = kt__workset_before(t->ws, true, &args);
@@ -117,102 +424,116 @@ static kt_status validation_run(trial_ctx *t, const kt__reference *ref, kt__cand
     return st;
 }
 
-/* Builds the ALL_FAILED message from the candidates' diagnostics. */
+/* Builds the ALL_FAILED message from the units' diagnostics. */
 static kt_status all_failed(const kt_op *op, kt_decision *d) {
     char msg[KT__ERRBUF];
     int len = snprintf(msg, sizeof msg, "kt_op_call(op '%s'): every candidate that accepts the arguments failed:", op->name);
-    for (size_t i = 0; i < op->ncands && len > 0 && (size_t)len < sizeof msg; i++) {
-        const kt__cand_result *r = &d->results[i];
+    for (size_t i = 0; i < d->nunits && len > 0 && (size_t)len < sizeof msg; i++) {
+        const kt__unit *u = &d->units[i];
+        const kt__cand_result *r = &u->r;
+        const char *name = op->cands[u->cand].name;
         if (r->outcome == KT_OUTCOME_FAILED && r->message == NULL)
-            len += snprintf(msg + len, sizeof msg - (size_t)len, " '%s' returned %d;", op->cands[i].name, r->fail_code);
-        else if (r->outcome == KT_OUTCOME_FAILED || r->outcome == KT_OUTCOME_INVALID)
-            len += snprintf(msg + len, sizeof msg - (size_t)len, " '%s' %s;", op->cands[i].name, r->message);
+            len += snprintf(msg + len, sizeof msg - (size_t)len, " '%s' returned %d;", name, r->fail_code);
+        else if (r->outcome == KT_OUTCOME_FAILED || r->outcome == KT_OUTCOME_INVALID || r->outcome == KT_OUTCOME_BUILD_FAILED)
+            len += snprintf(msg + len, sizeof msg - (size_t)len, " '%s'%s%s %s;", name, u->text ? " " : "",
+                            u->text ? u->text : "", r->message);
     }
     d->fail_msg = strdup(msg);
     return kt__err(KT_ERR_ALL_FAILED, "%s", msg);
 }
 
-/* Which candidates may run while tuning: those that accept the caller's arguments (the key)
- * and also the work arguments they will actually run on (copies keep the caller's alignment,
+/* Which units may run while tuning: built, and accepting both the caller's arguments (the
+ * key) and the work arguments they will actually run on (copies keep the caller's alignment,
  * and this makes sure of it, predicate functions included). */
 static bool *accepting(const kt_op *op, const kt_decision *d, const kt__workset *ws) {
-    bool *acc = calloc(op->ncands, sizeof *acc);
+    bool *acc = calloc(d->nunits ? d->nunits : 1, sizeof *acc);
     if (acc == NULL) return NULL;
     int64_t wkey[KT__KEY_WORDS_MAX];
     kt__key_compute(op, ws->args, wkey);
-    for (size_t i = 0; i < op->ncands; i++) acc[i] = kt__key_accepts(op, d->key, i) && kt__key_accepts(op, wkey, i);
+    for (size_t i = 0; i < d->nunits; i++) {
+        size_t c = d->units[i].cand;
+        acc[i] = runnable(&d->units[i]) && kt__key_accepts(op, d->key, c) && kt__key_accepts(op, wkey, c);
+    }
     return acc;
 }
 
-/* Validates and measures every accepting candidate on a workset built from the caller's
- * arguments, picks the fastest, and restores the caller's buffers for the final launch (on
- * every path, errors included). Returns KT_ERR_ALL_FAILED when no candidate passed; any other
- * error is not the candidates' (the key will be tuned again). launching: the caller's buffers
- * get the final launch (kt_op_call); otherwise (kt_op_tune) they are not written at all. */
+/* Validates and measures every runnable unit on a workset built from the caller's arguments,
+ * picks the fastest, and restores the caller's buffers for the final launch (on every path,
+ * errors included). Returns KT_ERR_ALL_FAILED when no unit passed; any other error is not the
+ * candidates' (the key will be tuned again). launching: the caller's buffers get the final
+ * launch (kt_op_call); otherwise (kt_op_tune) they are not written at all. */
 static kt_status measure_all(kt_op *op, kt_decision *d, const kt_arg *caller, bool launching) {
     const kt__measure_cfg cfg = op->ctx->measure;
     kt_inputs inputs = (!launching && op->inputs == KT_INPUTS_PROTECT) ? KT_INPUTS_CLONE : op->inputs;
     kt__workset ws;
-    kt__reference ref = {0};
+    kt__reference ref = {.unit = -1};
     bool *acc = NULL;
     double *scratch = malloc((size_t)cfg.max_runs * sizeof *scratch);
-    kt_status st = kt__workset_init(&ws, op, inputs, caller, launching);
+    kt_status st = make_units(op, d, caller, -1);
+    if (st == KT_OK) st = kt__workset_init(&ws, op, inputs, caller, launching);
+    else memset(&ws, 0, sizeof ws);
     if (st == KT_OK && (scratch == NULL || (acc = accepting(op, d, &ws)) == NULL))
         st = kt__err(KT_ERR_NO_MEMORY, "kt_op_call(op '%s'): out of memory", op->name);
-    if (st == KT_OK) st = kt__reference_capture(&ref, &ws, acc);
+    if (st == KT_OK) st = kt__reference_capture(&ref, &ws, d->units, d->nunits, acc);
     d->validated = ref.active;
     long best = -1;
     uint64_t runs = 0;
-    for (size_t i = 0; st == KT_OK && i < op->ncands; i++) {
-        kt__cand_result *r = &d->results[i];
+    for (size_t i = 0; st == KT_OK && i < d->nunits; i++) {
+        kt__unit *u = &d->units[i];
+        kt__cand_result *r = &u->r;
         if (!acc[i]) {
-            r->outcome = KT_OUTCOME_REJECTED;
-            if (kt__key_accepts(op, d->key, i))
-                set_message(r, "%sits requirements reject the copies of the arguments that tuning runs on", NULL, 0);
+            if (r->outcome == KT_OUTCOME_NOT_RUN) {
+                r->outcome = KT_OUTCOME_REJECTED;
+                if (kt__key_accepts(op, d->key, u->cand))
+                    set_message(r, "%sits requirements reject the copies of the arguments that tuning runs on", NULL, 0);
+            }
             continue;
         }
-        trial_ctx t = {op, &ws, &op->cands[i], {0}};
+        trial_ctx t = {op, &ws, u, {0}, -1};
         unsigned warmups = cfg.warmup_runs;
         r->outcome = KT_OUTCOME_MEASURED;
-        if ((long)i == ref.cand && ref.wrote_input) {
+        if ((long)i == ref.unit && ref.wrote_input) {
             r->outcome = KT_OUTCOME_INVALID;
             set_message(r, "%s", ref.message, 0);
-        } else if (op->validate && (long)i != ref.cand) {
+        } else if (op->validate && (long)i != ref.unit) {
             st = validation_run(&t, &ref, r);
         }
         if (op->validate && warmups > 0) warmups--; /* the validation (or reference) run warmed it up */
         if (st != KT_OK) break;
         if (r->outcome == KT_OUTCOME_MEASURED) {
-            kt__trial trial = {trial_before, trial_run, trial_after, &t};
+            kt__trial trial = {trial_before, trial_run, trial_after, trial_device_ns, &t};
             st = kt__measure(&cfg, warmups, &trial, scratch, r);
             if (st != KT_OK) break;
             if (r->outcome == KT_OUTCOME_FAILED) set_message(r, "%sreturned %d while measured", NULL, r->fail_code);
         }
         runs += r->runs;
         if (r->outcome != KT_OUTCOME_MEASURED) {
-            kt__log(op->ctx, KT_LOG_WARN, "op '%s': candidate '%s' disqualified: %s", op->name, op->cands[i].name,
-                    r->message ? r->message : "");
+            kt__log(op->ctx, KT_LOG_WARN, "op '%s': candidate '%s'%s%s disqualified: %s", op->name, op->cands[u->cand].name,
+                    u->text ? " " : "", u->text ? u->text : "", r->message ? r->message : "");
             continue;
         }
-        kt__log(op->ctx, KT_LOG_DEBUG, "op '%s': candidate '%s' %.0f ns (median of %u)", op->name, op->cands[i].name,
-                r->time_ns, r->runs);
-        if (best < 0 || r->time_ns < d->results[best].time_ns) best = (long)i;
+        kt__log(op->ctx, KT_LOG_DEBUG, "op '%s': candidate '%s'%s%s %.0f ns (median of %u)", op->name,
+                op->cands[u->cand].name, u->text ? " " : "", u->text ? u->text : "", r->time_ns, r->runs);
+        if (best < 0 || r->time_ns < d->units[best].r.time_ns) best = (long)i;
     }
-    if (launching) kt__workset_finish(&ws, caller);
-    kt__reference_free(&ref, &ws);
-    d->peak_extra = ws.peak;
-    kt__workset_free(&ws);
+    if (launching && ws.op != NULL) kt__workset_finish(&ws, caller);
+    if (ws.op != NULL) {
+        kt__reference_free(&ref, &ws);
+        d->peak_extra = ws.peak;
+        kt__workset_free(&ws);
+    }
     free(scratch);
     free(acc);
     atomic_fetch_add(&op->measured_runs, runs);
     if (st != KT_OK) return st;
     atomic_fetch_add(&op->tune_count, 1);
     if (best < 0) return all_failed(op, d);
-    d->winner = (size_t)best;
+    d->winner_unit = (size_t)best;
+    d->winner = d->units[best].cand;
     d->source = KT_SOURCE_MEASURED;
-    kt__log(op->ctx, KT_LOG_INFO, "op '%s': tuned a new key in %llu measured runs; winner '%s' (%.0f ns)%s", op->name,
-            (unsigned long long)runs, op->cands[best].name, d->results[best].time_ns,
-            d->validated ? "" : ", not validated");
+    kt__log(op->ctx, KT_LOG_INFO, "op '%s': tuned a new key in %llu measured runs; winner '%s'%s%s (%.0f ns)%s", op->name,
+            (unsigned long long)runs, op->cands[d->winner].name, d->units[best].text ? " " : "",
+            d->units[best].text ? d->units[best].text : "", d->units[best].r.time_ns, d->validated ? "" : ", not validated");
     return KT_OK;
 }
 
@@ -230,11 +551,16 @@ static kt_status decide(kt_op *op, kt_decision *d, const kt_arg *args, bool laun
         }
     }
     if (idx < 0) {
-        idx = default_candidate(op, d->key);
+        idx = default_candidate(op, d->key); /* the caller checked that some candidate accepts the key */
         d->source = KT_SOURCE_DEFAULT;
     }
-    /* The caller checked that some candidate accepts the key. */
     d->winner = (size_t)idx;
+    kt_status st = make_units(op, d, args, idx); /* a variant group: build its first configuration */
+    if (st != KT_OK) return st;
+    if (d->nunits != 1 || !runnable(&d->units[0]))
+        return kt__err(KT_ERR_BACKEND, "kt_op_call(op '%s'): candidate '%s' cannot run: %s", op->name, op->cands[idx].name,
+                       d->nunits && d->units[0].r.message ? d->units[0].r.message : "no runnable configuration");
+    d->winner_unit = 0;
     return KT_OK;
 }
 
@@ -243,13 +569,7 @@ static kt_status decide(kt_op *op, kt_decision *d, const kt_arg *args, bool laun
 static kt_decision *new_entry(const kt_op *op, const int64_t *key, size_t len, uint64_t hash) {
     kt_decision *d = calloc(1, sizeof *d);
     if (d == NULL) return NULL;
-    d->results = calloc(op->ncands, sizeof *d->results);
-    if (d->results == NULL) {
-        free(d);
-        return NULL;
-    }
     d->ncand = op->ncands;
-    reset_results(d);
     d->hash = hash;
     d->keylen = len;
     d->nuser = op->nkeys;
@@ -290,9 +610,10 @@ static kt_status tune_and_run(kt_op *op, kt_decision *d, const kt_arg *args, siz
     pthread_mutex_lock(&op->lock);
     int state = KT__DONE;
     if (st == KT_OK) {
-        d->fn = op->cands[d->winner].fn;
-        d->rfn = op->cands[d->winner].rfn;
-        d->user = op->cands[d->winner].user;
+        const kt__unit *w = &d->units[d->winner_unit];
+        d->fn = w->fn;
+        d->rfn = w->rfn;
+        d->user = w->user;
         op->done[op->ndone++] = d; /* reserve_done made room */
     } else if (st == KT_ERR_ALL_FAILED) {
         d->fail_status = st;
@@ -304,7 +625,7 @@ static kt_status tune_and_run(kt_op *op, kt_decision *d, const kt_arg *args, siz
     pthread_cond_broadcast(&op->cond);
     pthread_mutex_unlock(&op->lock);
     if (st != KT_OK || how == DECIDE_ONLY) return st;
-    return run_candidate(op, d->winner, args, nargs, result);
+    return run_unit(op, &d->units[d->winner_unit], args, nargs, result);
 }
 
 static kt_status miss(kt_op *op, const kt_arg *args, size_t nargs, const int64_t *key, size_t len, uint64_t hash,
@@ -324,15 +645,16 @@ static kt_status miss(kt_op *op, const kt_arg *args, size_t nargs, const int64_t
                 return tune_and_run(op, d, args, nargs, result, how);
             }
             if (state != KT__TUNING) break;
-            if (how == LAUNCH && op->fallback_idx >= 0 && kt__key_accepts(op, key, (size_t)op->fallback_idx)) {
+            if (how == LAUNCH && op->fallback_idx >= 0 && op->cands[op->fallback_idx].space == NULL &&
+                kt__key_accepts(op, key, (size_t)op->fallback_idx)) {
                 pthread_mutex_unlock(&op->lock);
-                return run_candidate(op, (size_t)op->fallback_idx, args, nargs, result);
+                return run_native(op, (size_t)op->fallback_idx, args, nargs, result);
             }
             pthread_cond_wait(&op->cond, &op->lock);
         }
         pthread_mutex_unlock(&op->lock);
         if (atomic_load_explicit(&d->state, memory_order_acquire) == KT__DONE)
-            return how == LAUNCH ? run_candidate(op, d->winner, args, nargs, result) : KT_OK;
+            return how == LAUNCH ? run_unit(op, &d->units[d->winner_unit], args, nargs, result) : KT_OK;
         return kt__err(d->fail_status, "%s", d->fail_msg ? d->fail_msg : "kt_op_call: tuning failed");
     }
     d = new_entry(op, key, len, hash);
@@ -450,12 +772,66 @@ int64_t kt_decision_key(const kt_decision *d, size_t index) { return (d && index
 int kt_decision_validated(const kt_decision *d) { return d ? d->validated : 0; }
 size_t kt_decision_peak_extra_bytes(const kt_decision *d) { return d ? d->peak_extra : 0; }
 
-kt_outcome kt_decision_outcome(const kt_decision *d, size_t c) {
-    return (d && c < d->ncand) ? d->results[c].outcome : KT_OUTCOME_NOT_RUN;
+/* The unit that speaks for candidate c: the winner when c won, else c's fastest measured
+ * unit, else its first; NULL when the decision did not consider c. */
+static const kt__unit *cand_unit(const kt_decision *d, size_t c) {
+    if (d == NULL || c >= d->ncand || d->units == NULL) return NULL;
+    if (d->winner == c && d->winner_unit < d->nunits && d->units[d->winner_unit].cand == c) return &d->units[d->winner_unit];
+    const kt__unit *first = NULL, *best = NULL;
+    for (size_t i = 0; i < d->nunits; i++) {
+        const kt__unit *u = &d->units[i];
+        if (u->cand != c) continue;
+        if (first == NULL) first = u;
+        if (u->r.outcome == KT_OUTCOME_MEASURED && (best == NULL || u->r.time_ns < best->r.time_ns)) best = u;
+    }
+    return best ? best : first;
 }
-double kt_decision_time_ns(const kt_decision *d, size_t c) { return (d && c < d->ncand) ? d->results[c].time_ns : -1; }
-unsigned kt_decision_runs(const kt_decision *d, size_t c) { return (d && c < d->ncand) ? d->results[c].runs : 0; }
-int kt_decision_fail_code(const kt_decision *d, size_t c) { return (d && c < d->ncand) ? d->results[c].fail_code : 0; }
+
+kt_outcome kt_decision_outcome(const kt_decision *d, size_t c) {
+    const kt__unit *u = cand_unit(d, c);
+    return u ? u->r.outcome : KT_OUTCOME_NOT_RUN;
+}
+double kt_decision_time_ns(const kt_decision *d, size_t c) {
+    const kt__unit *u = cand_unit(d, c);
+    return u ? u->r.time_ns : -1;
+}
+unsigned kt_decision_runs(const kt_decision *d, size_t c) {
+    const kt__unit *u = cand_unit(d, c);
+    return u ? u->r.runs : 0;
+}
+int kt_decision_fail_code(const kt_decision *d, size_t c) {
+    const kt__unit *u = cand_unit(d, c);
+    return u ? u->r.fail_code : 0;
+}
 const char *kt_decision_message(const kt_decision *d, size_t c) {
-    return (d && c < d->ncand) ? d->results[c].message : NULL;
+    const kt__unit *u = cand_unit(d, c);
+    return u ? u->r.message : NULL;
+}
+
+size_t kt_decision_unit_count(const kt_decision *d) { return d ? d->nunits : 0; }
+size_t kt_decision_winner_unit(const kt_decision *d) { return d ? d->winner_unit : 0; }
+static const kt__unit *unit_at(const kt_decision *d, size_t u) { return (d && u < d->nunits) ? &d->units[u] : NULL; }
+size_t kt_decision_unit_candidate(const kt_decision *d, size_t u) {
+    const kt__unit *x = unit_at(d, u);
+    return x ? x->cand : 0;
+}
+const char *kt_decision_unit_config(const kt_decision *d, size_t u) {
+    const kt__unit *x = unit_at(d, u);
+    return x ? x->text : NULL;
+}
+kt_outcome kt_decision_unit_outcome(const kt_decision *d, size_t u) {
+    const kt__unit *x = unit_at(d, u);
+    return x ? x->r.outcome : KT_OUTCOME_NOT_RUN;
+}
+double kt_decision_unit_time_ns(const kt_decision *d, size_t u) {
+    const kt__unit *x = unit_at(d, u);
+    return x ? x->r.time_ns : -1;
+}
+unsigned kt_decision_unit_runs(const kt_decision *d, size_t u) {
+    const kt__unit *x = unit_at(d, u);
+    return x ? x->r.runs : 0;
+}
+const char *kt_decision_unit_message(const kt_decision *d, size_t u) {
+    const kt__unit *x = unit_at(d, u);
+    return x ? x->r.message : NULL;
 }

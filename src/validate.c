@@ -97,19 +97,23 @@ static long reference_candidate(const kt_op *op) {
     return op->default_idx >= 0 ? op->default_idx : 0;
 }
 
-kt_status kt__reference_capture(kt__reference *ref, kt__workset *ws, const bool *accepts) {
+kt_status kt__reference_capture(kt__reference *ref, kt__workset *ws, const kt__unit *units, size_t nunits,
+                                const bool *accepts) {
     const kt_op *op = ws->op;
     memset(ref, 0, sizeof *ref);
-    ref->cand = -1;
+    ref->unit = -1;
     if (!op->validate) return KT_OK;
+    const kt__unit *u = NULL;
     if (op->reference_fn == NULL) {
-        ref->cand = reference_candidate(op);
-        if (!accepts[ref->cand]) {
-            kt__log(op->ctx, KT_LOG_INFO, "op '%s': reference candidate '%s' rejects these arguments; tuning this key without validation",
-                    op->name, op->cands[ref->cand].name);
-            ref->cand = -1;
+        long cand = reference_candidate(op);
+        for (size_t i = 0; i < nunits && u == NULL; i++)
+            if (units[i].cand == (size_t)cand && accepts[i]) u = &units[i];
+        if (u == NULL) {
+            kt__log(op->ctx, KT_LOG_INFO, "op '%s': reference candidate '%s' cannot run on these arguments; tuning this key without validation",
+                    op->name, op->cands[cand].name);
             return KT_OK;
         }
+        ref->unit = u - units;
     }
     ref->outputs = calloc(op->nargs ? op->nargs : 1, sizeof *ref->outputs);
     ref->out_bytes = calloc(op->nargs ? op->nargs : 1, sizeof *ref->out_bytes);
@@ -120,19 +124,15 @@ kt_status kt__reference_capture(kt__reference *ref, kt__workset *ws, const bool 
     if (st != KT_OK) return st;
     kt_result *res = op->has_result ? &ref->result : NULL;
     int rc;
-    if (ref->cand < 0) {
-        rc = op->reference_fn(args, op->nargs, op->reference_user, res);
-    } else {
-        const kt__cand *c = &op->cands[ref->cand];
-        rc = res ? c->rfn(args, op->nargs, c->user, res) : c->fn(args, op->nargs, c->user);
-    }
+    if (u == NULL) rc = op->reference_fn(args, op->nargs, op->reference_user, res);
+    else rc = res ? u->rfn(args, op->nargs, u->user, res) : u->fn(args, op->nargs, u->user);
     /* Keep the outputs before the post-hook runs: it may release substituted buffers. */
     for (size_t i = 0; rc == 0 && st == KT_OK && i < op->nargs; i++) {
         if (!is_output(&op->args[i])) continue;
         st = kt__extra_alloc(ws, args[i].bytes, &ref->outputs[i]);
         if (st != KT_OK) break;
         ref->out_bytes[i] = args[i].bytes;
-        memcpy(ref->outputs[i], args[i].ptr, args[i].bytes);
+        st = kt__to_host(ws, ref->outputs[i], args[i].ptr, args[i].bytes);
     }
     /* A reference that wrote into its inputs cannot be trusted as a reference. */
     if (rc == 0 && st == KT_OK && kt__workset_ro_changed(ws, ref->message, sizeof ref->message)) ref->wrote_input = true;
@@ -150,8 +150,8 @@ kt_status kt__reference_capture(kt__reference *ref, kt__workset *ws, const bool 
     }
     if (rc != 0) {
         kt__log(op->ctx, KT_LOG_WARN, "op '%s': the reference %s%s%s returned %d; tuning this key without validation",
-                op->name, ref->cand < 0 ? "function" : "candidate '", ref->cand < 0 ? "" : op->cands[ref->cand].name,
-                ref->cand < 0 ? "" : "'", rc);
+                op->name, u == NULL ? "function" : "candidate '", u == NULL ? "" : op->cands[u->cand].name,
+                u == NULL ? "" : "'", rc);
         return KT_OK;
     }
     if (res && res->bytes > 0 && res->ptr == NULL) {

@@ -7,10 +7,13 @@
  * devices (and, as the interface grows, how to compile, allocate, copy, launch and time); it
  * knows nothing about tuning.
  *
- * Version 1 covers device discovery; version 2 appends buffers (allocate, free, copy, fill).
- * Later versions append compilation, launch and timing. A backend declares the version it was
- * written against in abi_version and the core never reads a field beyond it. Comparing outputs
- * is the core's work, on host memory: a backend with device memory copies to the host first.
+ * Version 1 covers device discovery; version 2 appends buffers (allocate, free, copy, fill);
+ * version 3 appends building variants into artifact files, loading them, launching and timing
+ * them, and resource limits. A backend declares the version it was written against in
+ * abi_version and the core never reads a field beyond it. Comparing outputs is the core's
+ * work, on host memory: a backend with device memory copies to the host first. Caching
+ * artifacts on disk, building in parallel and building identical code once are the core's
+ * work too: a backend builds one artifact file when asked.
  */
 #ifndef KERNTUNE_BACKEND_H
 #define KERNTUNE_BACKEND_H
@@ -21,13 +24,42 @@
 extern "C" {
 #endif
 
-#define KT_BACKEND_ABI_VERSION 2
+#define KT_BACKEND_ABI_VERSION 3
 
 /** Longest device name and fingerprint, terminating NUL included. */
 #define KT_DEVICE_NAME_MAX 256
 #define KT_DEVICE_FINGERPRINT_MAX 1024
 
 typedef struct kt_backend kt_backend;
+
+/** What one variant is built from (version 3). */
+typedef struct kt_build_request {
+    const char *source;          /* the kernel source */
+    const char *kernel_name;     /* the function or kernel to call */
+    const char *const *defines;  /* "NAME=VALUE", one per parameter and derived value */
+    size_t ndefines;
+    const char *const *options;  /* further compiler options */
+    size_t noptions;
+    const kt_type *arg_types;    /* the op's signature: KT_TYPE_BUFFER or a scalar type, */
+    const kt_type *arg_elems;    /* and for buffers the element type */
+    size_t nargs;
+    const char *out_path;        /* where to write the artifact (the core renames it into place) */
+} kt_build_request;
+
+/** The launch geometry of one variant (version 3). */
+typedef struct kt_launch_geometry {
+    kt_geometry kind;            /* GRID: global counts blocks; GLOBAL: global counts work-items */
+    int64_t global[3];
+    int64_t local[3];
+    int64_t shared_memory;       /* dynamic shared memory in bytes */
+} kt_launch_geometry;
+
+/** A device's resource limits (version 3); 0 means no limit known. */
+typedef struct kt_device_limits {
+    int64_t max_threads_per_block;
+    int64_t max_block[3];
+    int64_t max_shared_memory;   /* per block, bytes */
+} kt_device_limits;
 
 /** Directions of kt_backend.buffer_copy. */
 typedef enum kt_copy_dir {
@@ -64,6 +96,32 @@ struct kt_backend {
     /** Fills bytes bytes of buffer with pattern (pattern_bytes long, a divisor of bytes). */
     kt_status (*buffer_fill)(void *state, size_t device, void *buffer, size_t bytes, const void *pattern,
                              size_t pattern_bytes, char *err, size_t errlen);
+
+    /* ---- version 3: variants. A module is an opaque loaded artifact. */
+    /** File extension of artifacts (".so", ".clbin", ".cubin"). */
+    const char *artifact_ext;
+    /** Writes the identity of the compiler and its default options for device (name and
+     *  version): part of the artifact cache key. */
+    kt_status (*compiler_id)(void *state, size_t device, char *out, size_t len, char *err, size_t errlen);
+    /** Builds one artifact file at req->out_path. On failure writes the compiler's log (its
+     *  first lines at least) into log and returns KT_ERR_BACKEND. Must be thread-safe. */
+    kt_status (*build)(void *state, size_t device, const kt_build_request *req, char *log, size_t loglen);
+    /** Loads an artifact and finds its kernel: a missing entry point fails with KT_ERR_BACKEND. */
+    kt_status (*load)(void *state, size_t device, const char *path, const char *kernel_name, void **module,
+                      char *err, size_t errlen);
+    /** Unloads a module. */
+    void (*unload)(void *state, size_t device, void *module);
+    /** For host backends: the module's entry point as a native candidate, called with the op's
+     *  arguments (the core then calls it directly, timing it on the CPU). NULL otherwise. */
+    kt_native_fn (*entry)(void *state, void *module);
+    /** Launches the module's kernel with geometry g on args and waits for it; when ns is not
+     *  NULL stores the kernel's device time in nanoseconds (timing events around the launch).
+     *  Optional for host backends that provide entry. */
+    kt_status (*launch)(void *state, size_t device, void *module, const kt_launch_geometry *g, const kt_arg *args,
+                        size_t nargs, double *ns, char *err, size_t errlen);
+    /** Reads the device's resource limits, used to reject a configuration before it is built.
+     *  Optional. */
+    kt_status (*limits)(void *state, size_t device, kt_device_limits *out, char *err, size_t errlen);
 };
 
 /** Registers a backend with the context and enumerates its devices. The table must outlive the

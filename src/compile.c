@@ -1,0 +1,196 @@
+/*
+ * compile.c - building variants: the on-disk artifact cache and the parallel build pool.
+ *
+ * Every variant to build is keyed by a 128-bit hash of everything that can change its artifact:
+ * the backend, the compiler's identity and default options, the device's fingerprint (its
+ * architecture), the kernel name, the source, the defines, the options and the op's signature.
+ * The artifact lives at <artifact dir>/<key><ext>. A file already there is used as it is (a hit:
+ * a second process compiles nothing); otherwise the backend builds it under a temporary name
+ * in the same directory and the core renames it into place, so a reader never sees half a
+ * file and two processes racing to build one key both end with a whole one.
+ * Builds run on a pool of threads (the C backend's threads each drive a compiler process);
+ * variants with the same key are built once; the loaded module of a key is shared.
+ */
+#include "compile.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* ---- the artifact directory ----------------------------------------------------------------- */
+
+static kt_status mkdirs(const char *path) {
+    char buf[4096];
+    if (snprintf(buf, sizeof buf, "%s", path) >= (int)sizeof buf)
+        return kt__err(KT_ERR_LIMIT, "artifact directory path is too long: %.100s...", path);
+    for (char *p = buf + 1; *p; p++) {
+        if (*p != '/') continue;
+        *p = '\0';
+        if (mkdir(buf, 0700) != 0 && errno != EEXIST)
+            return kt__err(KT_ERR_SYSTEM, "cannot create directory %s: %s", buf, strerror(errno));
+        *p = '/';
+    }
+    if (mkdir(buf, 0700) != 0 && errno != EEXIST)
+        return kt__err(KT_ERR_SYSTEM, "cannot create directory %s: %s", buf, strerror(errno));
+    return KT_OK;
+}
+
+/* The default: KERNTUNE_ARTIFACTS, else $XDG_CACHE_HOME/kerntune/artifacts, else
+ * ~/.cache/kerntune/artifacts, else /tmp/kerntune-<uid>/artifacts. */
+void kt__default_artifact_dir(char *out, size_t len) {
+    const char *v = getenv("KERNTUNE_ARTIFACTS");
+    if (v && *v) {
+        snprintf(out, len, "%s", v);
+        return;
+    }
+    v = getenv("XDG_CACHE_HOME");
+    if (v && *v) {
+        snprintf(out, len, "%s/kerntune/artifacts", v);
+        return;
+    }
+    v = getenv("HOME");
+    if (v && *v) snprintf(out, len, "%s/.cache/kerntune/artifacts", v);
+    else snprintf(out, len, "/tmp/kerntune-%u/artifacts", (unsigned)getuid());
+}
+
+/* ---- keys ----------------------------------------------------------------------------------- */
+
+typedef struct hasher {
+    uint64_t a, b;
+} hasher;
+
+static void hash_bytes(hasher *h, const void *p, size_t n) {
+    /* a length prefix keeps ("ab","c") and ("a","bc") apart */
+    uint64_t len = n;
+    h->a = kt__fnv1a(&len, sizeof len, h->a);
+    h->b = kt__fnv1a(&len, sizeof len, h->b ^ 0x5bd1e995u);
+    h->a = kt__fnv1a(p, n, h->a);
+    h->b = kt__fnv1a(p, n, h->b * 0x9e3779b97f4a7c15ull);
+}
+
+static void hash_str(hasher *h, const char *s) { hash_bytes(h, s ? s : "", s ? strlen(s) : 0); }
+
+static void build_key(const kt__build *bd, const char *compiler_id, char out[33]) {
+    hasher h = {0x6b65726e74756e65ull, 0x61727469666163ull};
+    const kt_build_request *r = &bd->req;
+    hash_str(&h, bd->backend->name);
+    hash_str(&h, compiler_id);
+    hash_str(&h, bd->device_fp);
+    hash_str(&h, r->kernel_name);
+    hash_str(&h, r->source);
+    for (size_t i = 0; i < r->ndefines; i++) hash_str(&h, r->defines[i]);
+    hash_str(&h, "|options|");
+    for (size_t i = 0; i < r->noptions; i++) hash_str(&h, r->options[i]);
+    hash_bytes(&h, r->arg_types, r->nargs * sizeof *r->arg_types);
+    hash_bytes(&h, r->arg_elems, r->nargs * sizeof *r->arg_elems);
+    snprintf(out, 33, "%016llx%016llx", (unsigned long long)h.a, (unsigned long long)h.b);
+}
+
+/* ---- the pool ------------------------------------------------------------------------------- */
+
+typedef struct pool {
+    kt_context *ctx;
+    kt__build *builds;
+    size_t n;
+    size_t *unique;        /* indices of the first build of each key */
+    size_t nunique;
+    _Atomic size_t next;
+    const char *dir;
+} pool;
+
+/* Builds (or finds) and loads one artifact. */
+static void run_one(pool *p, kt__build *bd) {
+    const kt_backend *b = bd->backend;
+    struct stat stt;
+    if (stat(bd->path, &stt) == 0 && S_ISREG(stt.st_mode) && stt.st_size > 0) {
+        bd->cached = true;
+        atomic_fetch_add(&p->ctx->artifact_hits, 1);
+    } else {
+        char tmp[4200];
+        static _Atomic unsigned seq;
+        snprintf(tmp, sizeof tmp, "%.4000s.tmp.%ld.%u", bd->path, (long)getpid(), atomic_fetch_add(&seq, 1));
+        bd->req.out_path = tmp;
+        bd->log[0] = '\0';
+        bd->status = b->build(bd->bstate, bd->device, &bd->req, bd->log, sizeof bd->log);
+        atomic_fetch_add(&p->ctx->compiles, 1);
+        bd->req.out_path = NULL;
+        if (bd->status == KT_OK && rename(tmp, bd->path) != 0) {
+            snprintf(bd->log, sizeof bd->log, "cannot move the artifact to %.1900s: %s", bd->path, strerror(errno));
+            bd->status = KT_ERR_SYSTEM;
+        }
+        if (bd->status != KT_OK) {
+            unlink(tmp);
+            return;
+        }
+    }
+    char err[1024] = "";
+    bd->status = b->load(bd->bstate, bd->device, bd->path, bd->req.kernel_name, &bd->module, err, sizeof err);
+    if (bd->status != KT_OK) snprintf(bd->log, sizeof bd->log, "%s", err);
+}
+
+static void *worker(void *arg) {
+    pool *p = arg;
+    for (;;) {
+        size_t i = atomic_fetch_add(&p->next, 1);
+        if (i >= p->nunique) return NULL;
+        run_one(p, &p->builds[p->unique[i]]);
+    }
+}
+
+kt_status kt__build_prepare(kt_context *ctx, kt__build *builds, size_t n) {
+    if (n == 0) return KT_OK;
+    const kt_backend *b = builds[0].backend;
+    char compiler[1024] = "", err[1024] = "";
+    kt_status st = b->compiler_id(builds[0].bstate, builds[0].device, compiler, sizeof compiler, err, sizeof err);
+    if (st != KT_OK) return kt__err(st, "building variants: the %s backend's compiler: %s", b->name, err);
+    if ((st = mkdirs(ctx->artifact_dir)) != KT_OK) return st;
+    for (size_t i = 0; i < n; i++) {
+        kt__build *bd = &builds[i];
+        build_key(bd, compiler, bd->key);
+        snprintf(bd->path, sizeof bd->path, "%.3950s/%s%.16s", ctx->artifact_dir, bd->key, b->artifact_ext ? b->artifact_ext : "");
+        bd->dup_of = -1;
+        for (size_t j = 0; j < i && bd->dup_of < 0; j++) /* the same code twice: build it once */
+            if (builds[j].dup_of < 0 && strcmp(builds[j].key, bd->key) == 0) bd->dup_of = (long)j;
+    }
+    return KT_OK;
+}
+
+kt_status kt__build_run(kt_context *ctx, kt__build *builds, size_t n) {
+    if (n == 0) return KT_OK;
+    pool p = {.ctx = ctx, .builds = builds, .n = n, .dir = ctx->artifact_dir};
+    p.unique = malloc(n * sizeof *p.unique);
+    if (p.unique == NULL) return kt__err(KT_ERR_NO_MEMORY, "building variants: out of memory");
+    for (size_t i = 0; i < n; i++) {
+        if (builds[i].dup_of >= 0) continue;
+        if (builds[i].module != NULL) { /* already loaded */
+            builds[i].status = KT_OK;
+            builds[i].cached = true;
+            continue;
+        }
+        p.unique[p.nunique++] = i;
+    }
+    size_t threads = ctx->compile_threads ? ctx->compile_threads : (size_t)sysconf(_SC_NPROCESSORS_ONLN);
+    if (threads < 1) threads = 1;
+    if (threads > p.nunique) threads = p.nunique;
+    if (threads > 64) threads = 64;
+    pthread_t th[64];
+    size_t started = 0;
+    for (; started + 1 < threads; started++)
+        if (pthread_create(&th[started], NULL, worker, &p) != 0) break;
+    worker(&p); /* this thread works too */
+    for (size_t i = 0; i < started; i++) pthread_join(th[i], NULL);
+    for (size_t i = 0; i < n; i++) {
+        kt__build *bd = &builds[i];
+        if (bd->dup_of < 0) continue;
+        const kt__build *orig = &builds[bd->dup_of];
+        bd->status = orig->status;
+        bd->module = orig->module; /* shared: only the original is owned */
+        bd->cached = orig->cached;
+        snprintf(bd->log, sizeof bd->log, "%s", orig->log);
+    }
+    free(p.unique);
+    return KT_OK;
+}

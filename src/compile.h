@@ -1,0 +1,37 @@
+/*
+ * compile.h - building variants into cached artifacts, in parallel (compile.c). Internal.
+ */
+#ifndef KT_COMPILE_H
+#define KT_COMPILE_H
+
+#include "internal.h"
+
+/* One variant to build. The caller fills backend..req (req.out_path is the pool's); prepare
+ * fills key and path; run fills status, log, cached and module. A build whose module is
+ * already set when run starts (found loaded elsewhere) is skipped. */
+typedef struct kt__build {
+    const kt_backend *backend;
+    void *bstate;
+    size_t device;
+    const char *device_fp;
+    kt_build_request req;
+    char key[33];
+    char path[4096];
+    long dup_of;        /* index of the build with the same key that really builds, or -1 */
+    kt_status status;
+    char log[2048];     /* the compiler's log or the loader's error when status is not KT_OK */
+    bool cached;        /* the artifact was on disk already */
+    void *module;
+} kt__build;
+
+/* Computes every build's key and artifact path; finds duplicates. */
+kt_status kt__build_prepare(kt_context *ctx, kt__build *builds, size_t n);
+
+/* Builds what is not on disk and loads every artifact, on ctx's pool of threads. Failures are
+ * per build (status, log); the call itself fails only when nothing can be tried. */
+kt_status kt__build_run(kt_context *ctx, kt__build *builds, size_t n);
+
+/* The default artifact directory (see kt_context_set_artifact_dir). */
+void kt__default_artifact_dir(char *out, size_t len);
+
+#endif

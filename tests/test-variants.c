@@ -1,0 +1,273 @@
+/*
+ * test-variants.c - runtime-compiled variants on the C backend (the system compiler, dlopen):
+ * a tiled matrix multiply tuned over tile and unroll defines, with a deliberately wrong variant
+ * that validation disqualifies; a variant with a syntax error; a missing entry point; identical
+ * code compiled once; space inputs bound from the op's arguments; and a second process that
+ * finds every artifact compiled (zero compiles).
+ */
+#define _GNU_SOURCE /* mkdtemp */
+#include "helpers.h"
+
+#include <math.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+static char artifacts[256];
+static const char *self_path;
+
+/* Tiles over i and k; UNROLL > 1 unrolls the j loop; WRONG drops the last k of each tile, a
+ * bug validation must catch. */
+static const char *matmul_src =
+    "void matmul(const float *a, const float *b, float *c, long n) {\n"
+    "    for (long i = 0; i < n * n; i++) c[i] = 0;\n"
+    "    for (long i0 = 0; i0 < n; i0 += TI)\n"
+    "        for (long k0 = 0; k0 < n; k0 += TK)\n"
+    "            for (long i = i0; i < i0 + TI && i < n; i++)\n"
+    "                for (long k = k0; k < k0 + TK - WRONG && k < n; k++) {\n"
+    "                    float aik = a[i * n + k];\n"
+    "                    long j = 0;\n"
+    "#if UNROLL > 1\n"
+    "                    for (; j + UNROLL <= n; j += UNROLL)\n"
+    "                        for (int u = 0; u < UNROLL; u++) c[i * n + j + u] += aik * b[k * n + j + u];\n"
+    "#endif\n"
+    "                    for (; j < n; j++) c[i * n + j] += aik * b[k * n + j];\n"
+    "                }\n"
+    "}\n";
+
+static int naive(const kt_arg *args, size_t nargs, void *user) {
+    (void)nargs, (void)user;
+    const float *a = args[0].ptr, *b = args[1].ptr;
+    float *c = args[2].ptr;
+    long n = (long)args[3].i;
+    for (long i = 0; i < n; i++)
+        for (long j = 0; j < n; j++) {
+            float s = 0;
+            for (long k = 0; k < n; k++) s += a[i * n + k] * b[k * n + j];
+            c[i * n + j] = s;
+        }
+    return 0;
+}
+
+static kt_context *variant_context(void) {
+    kt_context *ctx = test_context(3);
+    ok(kt_context_set_artifact_dir(ctx, artifacts));
+    return ctx;
+}
+
+static kt_op *matmul_op(kt_context *ctx, kt_space *sp, const char *src, const char *kernel) {
+    kt_op *op = NULL;
+    ok(kt_op_create(ctx, "matmul", &op));
+    ok(kt_op_add_buffer(op, "a", KT_TYPE_F32, KT_READ_ONLY));
+    ok(kt_op_add_buffer(op, "b", KT_TYPE_F32, KT_READ_ONLY));
+    ok(kt_op_add_buffer(op, "c", KT_TYPE_F32, KT_WRITE_ONLY));
+    ok(kt_op_add_scalar(op, "n", KT_TYPE_I64));
+    ok(kt_op_key_arg(op, 3, KT_BUCKET_EXACT));
+    ok(kt_op_add_native(op, "naive", naive, NULL)); /* the default: the reference */
+    ok(kt_op_add_variants(op, "tiled", sp, src, kernel, (const char *const[]){"-DWRONG_DEFAULT=0"}, 1));
+    return op;
+}
+
+static kt_space *matmul_space(void) {
+    kt_space *sp = NULL;
+    ok(kt_space_create(&sp));
+    ok(kt_space_add_input(sp, "n"));
+    ok(kt_space_add_param(sp, "TI", "[8, 32]"));
+    ok(kt_space_add_param(sp, "TK", "[16, 64]"));
+    ok(kt_space_add_param(sp, "UNROLL", "[1, 4]"));
+    ok(kt_space_add_derived(sp, "WRONG", "1 if UNROLL == 4 and TI == 8 else 0"));
+    ok(kt_space_add_constraint(sp, "n % TI == 0"));
+    return sp;
+}
+
+#define N 64
+
+static float A[N * N], B[N * N], C[N * N], R[N * N];
+
+static void fill(void) {
+    for (int i = 0; i < N * N; i++) A[i] = (float)((i * 7) % 13) - 6, B[i] = (float)((i * 5) % 11) - 5;
+    naive((kt_arg[]){kt_arg_buf(A, sizeof A), kt_arg_buf(B, sizeof B), kt_arg_buf(R, sizeof R), kt_arg_i64(N)}, 4, NULL);
+}
+
+static kt_arg *mm_args(long n) {
+    static kt_arg a[4];
+    a[0] = kt_arg_buf(A, (size_t)(n * n) * sizeof(float));
+    a[1] = kt_arg_buf(B, (size_t)(n * n) * sizeof(float));
+    a[2] = kt_arg_buf(C, (size_t)(n * n) * sizeof(float));
+    a[3] = kt_arg_i64(n);
+    return a;
+}
+
+/* Tunes the tiled matmul; returns the number of compiles. */
+static void test_tiled_matmul(void **state) {
+    (void)state;
+    fill();
+    kt_context *ctx = variant_context();
+    kt_space *sp = matmul_space();
+    kt_op *op = matmul_op(ctx, sp, matmul_src, "matmul");
+    kt_space_destroy(sp); /* the op keeps its own reference */
+    uint64_t before = kt_context_compile_count(ctx) + kt_context_artifact_hits(ctx);
+    ok(kt_op_call(op, mm_args(N), 4));
+    assert_memory_equal(C, R, sizeof C); /* small integers: every order of summation is exact */
+    const kt_decision *d = NULL;
+    ok(kt_op_decision(op, mm_args(N), 4, &d));
+    assert_true(kt_decision_validated(d));
+    assert_int_equal(kt_decision_unit_count(d), 1 + 8);
+    /* 8 variants compiled (or found) */
+    assert_int_equal(kt_context_compile_count(ctx) + kt_context_artifact_hits(ctx) - before, 8);
+    int invalid = 0, measured = 0;
+    for (size_t u = 1; u < kt_decision_unit_count(d); u++) {
+        const char *cfg = kt_decision_unit_config(d, u);
+        assert_non_null(cfg);
+        assert_int_equal(kt_decision_unit_candidate(d, u), 1);
+        if (strstr(cfg, "WRONG=1")) {
+            assert_int_equal(kt_decision_unit_outcome(d, u), KT_OUTCOME_INVALID);
+            assert_non_null(strstr(kt_decision_unit_message(d, u), "output 'c' element"));
+            invalid++;
+        } else {
+            assert_int_equal(kt_decision_unit_outcome(d, u), KT_OUTCOME_MEASURED);
+            measured++;
+        }
+    }
+    assert_int_equal(invalid, 2);
+    assert_int_equal(measured, 6);
+    size_t w = kt_decision_winner_unit(d);
+    assert_int_equal(kt_decision_unit_outcome(d, w), KT_OUTCOME_MEASURED);
+    /* the op's scalar n bound the space's input: n = 40 drops TI = 32 (40 % 32 != 0) */
+    ok(kt_op_call(op, mm_args(40), 4));
+    ok(kt_op_decision(op, mm_args(40), 4, &d));
+    assert_int_equal(kt_decision_unit_count(d), 1 + 4);
+    for (size_t u = 1; u < kt_decision_unit_count(d); u++) assert_non_null(strstr(kt_decision_unit_config(d, u), "TI=8,"));
+    /* a hit dispatches the compiled winner directly */
+    memset(C, 0, sizeof C);
+    uint64_t tunes = kt_op_tune_count(op);
+    ok(kt_op_call(op, mm_args(N), 4));
+    assert_memory_equal(C, R, sizeof C);
+    assert_int_equal(kt_op_tune_count(op), tunes);
+    kt_context_destroy(ctx);
+}
+
+/* A variant with a syntax error fails to build, is recorded with its log, and the others run. */
+static void test_syntax_error_variant(void **state) {
+    (void)state;
+    fill();
+    static char src[4096];
+    snprintf(src, sizeof src, "#if TI == 32\nthis is not C;\n#endif\n%s", matmul_src);
+    kt_context *ctx = variant_context();
+    kt_space *sp = matmul_space();
+    kt_op *op = matmul_op(ctx, sp, src, "matmul");
+    ok(kt_op_call(op, mm_args(N), 4));
+    assert_memory_equal(C, R, sizeof C);
+    const kt_decision *d = NULL;
+    ok(kt_op_decision(op, mm_args(N), 4, &d));
+    int failed = 0;
+    for (size_t u = 1; u < kt_decision_unit_count(d); u++) {
+        if (!strstr(kt_decision_unit_config(d, u), "TI=32,")) continue;
+        assert_int_equal(kt_decision_unit_outcome(d, u), KT_OUTCOME_BUILD_FAILED);
+        assert_non_null(strstr(kt_decision_unit_message(d, u), "error"));
+        failed++;
+    }
+    assert_int_equal(failed, 4);
+    assert_false(strstr(kt_decision_unit_config(d, kt_decision_winner_unit(d)) ?: "", "TI=32,"));
+    kt_space_destroy(sp);
+    kt_context_destroy(ctx);
+}
+
+/* A kernel name the source does not define: every variant fails to load; the native runs. */
+static void test_missing_entry_point(void **state) {
+    (void)state;
+    fill();
+    kt_context *ctx = variant_context();
+    kt_space *sp = matmul_space();
+    kt_op *op = matmul_op(ctx, sp, matmul_src, "matmul_typo");
+    ok(kt_op_call(op, mm_args(N), 4));
+    assert_memory_equal(C, R, sizeof C);
+    const kt_decision *d = NULL;
+    ok(kt_op_decision(op, mm_args(N), 4, &d));
+    assert_int_equal(kt_decision_winner(d), 0);
+    for (size_t u = 1; u < kt_decision_unit_count(d); u++) {
+        assert_int_equal(kt_decision_unit_outcome(d, u), KT_OUTCOME_BUILD_FAILED);
+        assert_non_null(strstr(kt_decision_unit_message(d, u), "matmul_typo"));
+    }
+    kt_space_destroy(sp);
+    kt_context_destroy(ctx);
+}
+
+/* Two groups with the same source and space: the same code is compiled once. */
+static void test_identical_code_compiled_once(void **state) {
+    (void)state;
+    fill();
+    static char src[4096];
+    snprintf(src, sizeof src, "/* once %d */\n%s", (int)getpid(), matmul_src); /* new to the cache */
+    kt_context *ctx = variant_context();
+    kt_space *sp = matmul_space();
+    kt_op *op = matmul_op(ctx, sp, src, "matmul");
+    ok(kt_op_add_variants(op, "tiled_again", sp, src, "matmul", (const char *const[]){"-DWRONG_DEFAULT=0"}, 1));
+    ok(kt_op_call(op, mm_args(N), 4));
+    assert_memory_equal(C, R, sizeof C);
+    assert_int_equal(kt_context_compile_count(ctx), 8);
+    kt_space_destroy(sp);
+    kt_context_destroy(ctx);
+}
+
+/* The child half of test_second_process_compiles_nothing: tunes the same op and prints its
+ * counts. */
+static int child_main(void) {
+    fill();
+    kt_context *ctx = NULL;
+    if (kt_context_create(&ctx) != KT_OK || kt_context_set_measure(ctx, 1, 3, 3, 0) != KT_OK ||
+        kt_context_set_artifact_dir(ctx, artifacts) != KT_OK)
+        return 2;
+    kt_space *sp = matmul_space();
+    kt_op *op = matmul_op(ctx, sp, matmul_src, "matmul");
+    if (kt_op_call(op, mm_args(N), 4) != KT_OK || memcmp(C, R, sizeof C) != 0) return 3;
+    printf("compiles=%llu hits=%llu\n", (unsigned long long)kt_context_compile_count(ctx),
+           (unsigned long long)kt_context_artifact_hits(ctx));
+    kt_space_destroy(sp);
+    kt_context_destroy(ctx);
+    return 0;
+}
+
+static void test_second_process_compiles_nothing(void **state) {
+    (void)state;
+    char cmd[1024];
+    snprintf(cmd, sizeof cmd, "'%s' --child '%s'", self_path, artifacts);
+    /* The first child may compile (or find the artifacts of the tests above); the second must
+     * find everything. */
+    for (int round = 0; round < 2; round++) {
+        FILE *p = popen(cmd, "r");
+        assert_non_null(p);
+        char line[256] = "";
+        char *got = fgets(line, sizeof line, p);
+        int status = pclose(p);
+        assert_non_null(got);
+        assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+        unsigned long long compiles = 99, hits = 0;
+        assert_int_equal(sscanf(line, "compiles=%llu hits=%llu", &compiles, &hits), 2);
+        if (round == 1) {
+            assert_int_equal(compiles, 0);
+            assert_int_equal(hits, 8);
+        }
+    }
+}
+
+int main(int argc, char **argv) {
+    self_path = argv[0];
+    if (argc == 3 && strcmp(argv[1], "--child") == 0) {
+        snprintf(artifacts, sizeof artifacts, "%s", argv[2]);
+        return child_main();
+    }
+    snprintf(artifacts, sizeof artifacts, "/tmp/kt-variants-XXXXXX");
+    if (mkdtemp(artifacts) == NULL) return 1;
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_tiled_matmul),
+        cmocka_unit_test(test_syntax_error_variant),
+        cmocka_unit_test(test_missing_entry_point),
+        cmocka_unit_test(test_identical_code_compiled_once),
+        cmocka_unit_test(test_second_process_compiles_nothing),
+    };
+    int rc = cmocka_run_group_tests(tests, NULL, NULL);
+    char rm[300];
+    snprintf(rm, sizeof rm, "rm -rf '%s'", artifacts);
+    if (system(rm) != 0) rc = rc ? rc : 1;
+    return rc;
+}
