@@ -22,8 +22,8 @@ static void help_devices(FILE *out) {
     fprintf(out,
             "usage: kerntune devices [-v|--verbose]\n"
             "\n"
-            "Lists the backends kerntune found and their devices. The C backend (the host CPU)\n"
-            "is always present.\n"
+            "Lists the backends kerntune found and their devices, then each built-in backend\n"
+            "that could not start and why. The C backend (the host CPU) is always present.\n"
             "\n"
             "options:\n"
             "  -v, --verbose   also print each device's fingerprint, the string that keys\n"
@@ -55,6 +55,7 @@ static int run_devices(int argc, char **argv) {
         printf("%-8s %-6zu %s\n", kt_device_backend(d), i, kt_device_name(d));
         if (verbose) printf("%-8s %-6s fingerprint: %s\n", "", "", kt_device_fingerprint(d));
     }
+    for (size_t i = 0; i < kt_context_unavailable_count(ctx); i++) printf("unavailable: %s\n", kt_context_unavailable(ctx, i));
     kt_context_destroy(ctx);
     return 0;
 }

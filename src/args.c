@@ -143,24 +143,64 @@ void kt__extra_free(kt__workset *ws, void *p, size_t bytes) {
     ws->cur -= bytes;
 }
 
-static void host_copy(void *dst, const void *src, size_t bytes) {
-    char err[8];
-    kt_backend_c()->buffer_copy(NULL, 0, dst, src, bytes, KT_COPY_DEVICE_TO_DEVICE, err, sizeof err);
-}
+/* ---- the op's device memory ------------------------------------------------------------ */
 
-static void host_fill(void *dst, size_t bytes, const void *pattern, size_t pattern_bytes) {
-    char err[8];
-    kt_backend_c()->buffer_fill(NULL, 0, dst, bytes, pattern, pattern_bytes, err, sizeof err);
-}
-
-kt_status kt__to_host(kt__workset *ws, void *dst, const void *src, size_t bytes) {
-    (void)ws;
-    host_copy(dst, src, bytes);
+static kt_status dcopy(kt__workset *ws, void *dst, const void *src, size_t bytes, kt_copy_dir dir) {
+    char err[256] = "";
+    kt_status st = ws->b->buffer_copy(ws->bstate, ws->dev, dst, src, bytes, dir, err, sizeof err);
+    if (st != KT_OK) return kt__err(st, "kt_op_call(op '%s'): tuning: %s", ws->op->name, err);
     return KT_OK;
 }
 
-/* A hash of a buffer's contents, eight bytes at a time, to notice writes to ReadOnly buffers. */
-static uint64_t content_hash(const void *p, size_t bytes) {
+static kt_status dfill(kt__workset *ws, void *dst, size_t bytes, const void *pattern, size_t pattern_bytes) {
+    char err[256] = "";
+    kt_status st = ws->b->buffer_fill(ws->bstate, ws->dev, dst, bytes, pattern, pattern_bytes, err, sizeof err);
+    if (st != KT_OK) return kt__err(st, "kt_op_call(op '%s'): tuning: %s", ws->op->name, err);
+    return KT_OK;
+}
+
+static kt_status dalloc(kt__workset *ws, size_t bytes, void **out) {
+    char err[256] = "";
+    kt_status st = ws->b->buffer_alloc(ws->bstate, ws->dev, bytes, out, err, sizeof err);
+    if (st != KT_OK) return kt__err(st, "kt_op_call(op '%s'): tuning: %s", ws->op->name, err);
+    ws->cur += bytes;
+    if (ws->cur > ws->peak) ws->peak = ws->cur;
+    return KT_OK;
+}
+
+static void dfree(kt__workset *ws, void *p, size_t bytes) {
+    if (p == NULL) return;
+    ws->b->buffer_free(ws->bstate, ws->dev, p);
+    ws->cur -= bytes;
+}
+
+/* Grows the host scratch to bytes. */
+static kt_status scratch(kt__workset *ws, size_t bytes) {
+    if (bytes <= ws->scratch_bytes) return KT_OK;
+    kt__extra_free(ws, ws->scratch, ws->scratch_bytes);
+    ws->scratch = NULL;
+    ws->scratch_bytes = 0;
+    kt_status st = kt__extra_alloc(ws, bytes, &ws->scratch);
+    if (st == KT_OK) ws->scratch_bytes = bytes;
+    return st;
+}
+
+kt_status kt__to_host(kt__workset *ws, void *dst, const void *src, size_t bytes) {
+    if (ws->host) {
+        if (bytes) memcpy(dst, src, bytes);
+        return KT_OK;
+    }
+    return dcopy(ws, dst, src, bytes, KT_COPY_DEVICE_TO_HOST);
+}
+
+const void *kt__output_host(kt__workset *ws, const void *buf, size_t bytes) {
+    if (ws->host) return buf;
+    if (scratch(ws, bytes) != KT_OK || kt__to_host(ws, ws->scratch, buf, bytes) != KT_OK) return NULL;
+    return ws->scratch;
+}
+
+/* A hash of host bytes, eight at a time, to notice writes to ReadOnly buffers. */
+static uint64_t bytes_hash(const void *p, size_t bytes) {
     const unsigned char *b = p;
     uint64_t h = 0x243f6a8885a308d3ull ^ bytes;
     size_t i = 0;
@@ -173,6 +213,14 @@ static uint64_t content_hash(const void *p, size_t bytes) {
     return kt__fnv1a(b + i, bytes - i, h);
 }
 
+/* The hash of an argument buffer's contents (read back from the device when needed); 0 with
+ * *ok false when it cannot be read. */
+static uint64_t content_hash(kt__workset *ws, const void *buf, size_t bytes, bool *ok) {
+    const void *host = kt__output_host(ws, buf, bytes);
+    *ok = host != NULL || bytes == 0;
+    return host ? bytes_hash(host, bytes) : 0;
+}
+
 /* ---- generated inputs ---------------------------------------------------------------------- */
 
 static uint64_t splitmix(uint64_t *s) {
@@ -182,7 +230,7 @@ static uint64_t splitmix(uint64_t *s) {
     return z ^ (z >> 31);
 }
 
-static kt_status generate(const kt_op *op, size_t arg, void *dst, size_t bytes, const kt_arg *caller) {
+static kt_status generate_host(const kt_op *op, size_t arg, void *dst, size_t bytes, const kt_arg *caller) {
     const kt__argdecl *d = &op->args[arg];
     if (d->gen_fn != NULL) {
         int rc = d->gen_fn(dst, bytes, d->elem, caller, op->nargs, d->gen_user);
@@ -195,7 +243,7 @@ static kt_status generate(const kt_op *op, size_t arg, void *dst, size_t bytes, 
     if (d->gen == KT_GEN_CONSTANT) {
         unsigned char v[8];
         kt__encode(d->elem, d->gen_value, v);
-        host_fill(dst, bytes, v, es);
+        for (size_t i = 0; i < n; i++) memcpy((unsigned char *)dst + i * es, v, es);
         return KT_OK;
     }
     uint64_t state = op->seed ^ (0x9e3779b97f4a7c15ull * (arg + 1));
@@ -206,6 +254,17 @@ static kt_status generate(const kt_op *op, size_t arg, void *dst, size_t bytes, 
         kt__encode(d->elem, v, (unsigned char *)dst + i * es);
     }
     return KT_OK;
+}
+
+/* Fills device buffer dst with argument arg's generated values. */
+static kt_status generate(kt__workset *ws, size_t arg, void *dst, size_t bytes) {
+    if (ws->host) return generate_host(ws->op, arg, dst, bytes, ws->caller);
+    void *tmp = NULL;
+    kt_status st = kt__extra_alloc(ws, bytes, &tmp);
+    if (st == KT_OK) st = generate_host(ws->op, arg, tmp, bytes, ws->caller);
+    if (st == KT_OK) st = dcopy(ws, dst, tmp, bytes, KT_COPY_HOST_TO_DEVICE);
+    kt__extra_free(ws, tmp, bytes);
+    return st;
 }
 
 /* ---- the workset ---------------------------------------------------------------------------- */
@@ -226,13 +285,18 @@ static size_t align_window(const kt_op *op, size_t arg) {
     return w > ((uint64_t)1 << 24) ? (size_t)1 << 24 : (size_t)w;
 }
 
-/* Allocates a work buffer for argument i that mirrors the caller's pointer's alignment. */
+/* Allocates a work buffer for argument i; on the host it mirrors the caller's pointer's
+ * alignment (device buffers are handles, aligned by their allocator). */
 static kt_status alloc_mirror(kt__workset *ws, size_t i, size_t bytes) {
-    size_t window = align_window(ws->op, i);
+    size_t window = ws->host ? align_window(ws->op, i) : 0;
     size_t total = bytes + window;
-    kt_status st = kt__extra_alloc(ws, total, &ws->owned[i]);
+    kt_status st = dalloc(ws, total, &ws->owned[i]);
     if (st != KT_OK) return st;
     ws->owned_bytes[i] = total;
+    if (!ws->host) {
+        ws->args[i].ptr = ws->owned[i];
+        return KT_OK;
+    }
     /* The first address at or after the allocation that is congruent to the caller's pointer
      * modulo the window: at most window - 1 bytes in, so bytes + window always suffice. */
     uintptr_t start = (uintptr_t)ws->owned[i], want = (uintptr_t)ws->caller[i].ptr;
@@ -243,16 +307,17 @@ static kt_status alloc_mirror(kt__workset *ws, size_t i, size_t bytes) {
 /* Fills a copied or generated buffer from its source: the caller's data (CLONE) or the
  * generator (GENERATED). */
 static kt_status fill_input(kt__workset *ws, size_t i) {
-    if (ws->inputs == KT_INPUTS_CLONE) {
-        host_copy(ws->args[i].ptr, ws->caller[i].ptr, ws->args[i].bytes);
-        return KT_OK;
-    }
-    return generate(ws->op, i, ws->args[i].ptr, ws->args[i].bytes, ws->caller);
+    if (ws->inputs == KT_INPUTS_CLONE) return dcopy(ws, ws->args[i].ptr, ws->caller[i].ptr, ws->args[i].bytes, KT_COPY_DEVICE_TO_DEVICE);
+    return generate(ws, i, ws->args[i].ptr, ws->args[i].bytes);
 }
 
 kt_status kt__workset_init(kt__workset *ws, const kt_op *op, kt_inputs inputs, const kt_arg *caller, bool launching) {
     memset(ws, 0, sizeof *ws);
     ws->op = op;
+    size_t local = 0;
+    kt__op_backend(op, &ws->b, &ws->bstate, &local, NULL);
+    ws->dev = local;
+    ws->host = ws->b == kt_backend_c();
     ws->inputs = inputs;
     ws->caller = caller;
     size_t n = op->nargs ? op->nargs : 1;
@@ -279,10 +344,14 @@ kt_status kt__workset_init(kt__workset *ws, const kt_op *op, kt_inputs inputs, c
             if (reads && (st = fill_input(ws, i)) != KT_OK) return st;
         }
         if (d->access == KT_READ_WRITE) {
-            if ((st = kt__extra_alloc(ws, bytes, &ws->pristine[i])) != KT_OK) return st;
-            host_copy(ws->pristine[i], ws->args[i].ptr, bytes);
+            if ((st = dalloc(ws, bytes, &ws->pristine[i])) != KT_OK) return st;
+            if ((st = dcopy(ws, ws->pristine[i], ws->args[i].ptr, bytes, KT_COPY_DEVICE_TO_DEVICE)) != KT_OK) return st;
         }
-        if (d->access == KT_READ_ONLY) ws->ro_hash[i] = content_hash(ws->args[i].ptr, bytes);
+        if (d->access == KT_READ_ONLY) {
+            bool ok;
+            ws->ro_hash[i] = content_hash(ws, ws->args[i].ptr, bytes, &ok);
+            if (!ok) return KT_ERR_BACKEND;
+        }
     }
     return KT_OK;
 }
@@ -293,15 +362,17 @@ kt_status kt__workset_before(kt__workset *ws, bool poison, const kt_arg **run_ar
         const kt__argdecl *d = &op->args[i];
         if (d->type != KT_TYPE_BUFFER) continue;
         size_t bytes = ws->args[i].bytes;
+        kt_status st = KT_OK;
         if (ws->pristine[i] != NULL) {
-            host_copy(ws->args[i].ptr, ws->pristine[i], bytes);
+            st = dcopy(ws, ws->args[i].ptr, ws->pristine[i], bytes, KT_COPY_DEVICE_TO_DEVICE);
         } else if (d->access == KT_WRITE_ONLY && d->accumulate) {
             unsigned char v[8];
             kt__encode(d->elem, d->acc_value, v);
-            host_fill(ws->args[i].ptr, bytes, v, d->esize);
+            st = dfill(ws, ws->args[i].ptr, bytes, v, d->esize);
         } else if (d->access == KT_WRITE_ONLY && poison) {
-            host_fill(ws->args[i].ptr, bytes, kt__poison(d->elem), d->esize);
+            st = dfill(ws, ws->args[i].ptr, bytes, kt__poison(d->elem), d->esize);
         }
+        if (st != KT_OK) return st;
     }
     memcpy(ws->run_args, ws->args, op->nargs * sizeof *ws->args);
     *run_args = ws->run_args;
@@ -327,11 +398,12 @@ bool kt__workset_ro_changed(kt__workset *ws, char *msg, size_t len) {
     bool changed = false;
     for (size_t i = 0; i < op->nargs; i++) {
         if (op->args[i].type != KT_TYPE_BUFFER || op->args[i].access != KT_READ_ONLY) continue;
-        if (content_hash(ws->args[i].ptr, ws->args[i].bytes) == ws->ro_hash[i]) continue;
+        bool ok;
+        if (content_hash(ws, ws->args[i].ptr, ws->args[i].bytes, &ok) == ws->ro_hash[i] || !ok) continue;
         if (!changed) snprintf(msg, len, "wrote into read-only argument '%s'", op->args[i].name);
         changed = true;
         if (ws->inputs != KT_INPUTS_PROTECT) fill_input(ws, i); /* put the input back */
-        else ws->ro_hash[i] = content_hash(ws->args[i].ptr, ws->args[i].bytes);
+        else ws->ro_hash[i] = content_hash(ws, ws->args[i].ptr, ws->args[i].bytes, &ok);
     }
     return changed;
 }
@@ -343,11 +415,11 @@ kt_status kt__workset_finish(kt__workset *ws, const kt_arg *caller) {
         const kt__argdecl *d = &op->args[i];
         if (d->type != KT_TYPE_BUFFER) continue;
         if (ws->pristine[i] != NULL) {
-            host_copy(caller[i].ptr, ws->pristine[i], caller[i].bytes);
+            dcopy(ws, caller[i].ptr, ws->pristine[i], caller[i].bytes, KT_COPY_DEVICE_TO_DEVICE);
         } else if (d->access == KT_WRITE_ONLY && d->accumulate && caller[i].ptr != NULL) {
             unsigned char v[8];
             kt__encode(d->elem, d->acc_value, v);
-            host_fill(caller[i].ptr, caller[i].bytes, v, d->esize);
+            dfill(ws, caller[i].ptr, caller[i].bytes, v, d->esize);
         }
     }
     return KT_OK;
@@ -356,9 +428,12 @@ kt_status kt__workset_finish(kt__workset *ws, const kt_arg *caller) {
 void kt__workset_free(kt__workset *ws) {
     if (ws->op == NULL) return;
     for (size_t i = 0; ws->args && i < ws->op->nargs; i++) {
-        if (ws->pristine && ws->pristine[i]) kt__extra_free(ws, ws->pristine[i], ws->args[i].bytes);
-        if (ws->owned && ws->owned[i]) kt__extra_free(ws, ws->owned[i], ws->owned_bytes[i]);
+        if (ws->pristine && ws->pristine[i]) dfree(ws, ws->pristine[i], ws->args[i].bytes);
+        if (ws->owned && ws->owned[i]) dfree(ws, ws->owned[i], ws->owned_bytes[i]);
     }
+    kt__extra_free(ws, ws->scratch, ws->scratch_bytes);
+    ws->scratch = NULL;
+    ws->scratch_bytes = 0;
     free(ws->args);
     free(ws->run_args);
     free(ws->pristine);

@@ -11,6 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+static kt_status add_backend(kt_context *ctx, const kt_backend *b);
+
 static kt_status parse_mode(const char *v, kt_effort *out) {
     if (strcmp(v, "tune") == 0) *out = KT_EFFORT_MEASURE;
     else if (strcmp(v, "cache-only") == 0) *out = KT_EFFORT_CACHE_ONLY;
@@ -83,6 +85,7 @@ kt_status kt_context_create(kt_context **out) {
     ctx->effort = KT_EFFORT_MEASURE;
     ctx->env_mode = KT_EFFORT_INHERIT;
     atomic_init(&ctx->log_level, KT_LOG_NONE);
+    atomic_init(&ctx->ndevices, 0);
     ctx->measure = (kt__measure_cfg){.warmup_runs = 1, .min_runs = 3, .max_runs = 1000, .min_time_s = 0.002};
     if (pthread_mutex_init(&ctx->lock, NULL) != 0) {
         free(ctx);
@@ -90,7 +93,7 @@ kt_status kt_context_create(kt_context **out) {
     }
     kt__default_artifact_dir(ctx->artifact_dir, sizeof ctx->artifact_dir);
     kt_status st = read_env(ctx);
-    if (st == KT_OK) st = kt_context_add_backend(ctx, kt_backend_c());
+    if (st == KT_OK) st = add_backend(ctx, kt_backend_c());
     if (st != KT_OK) {
         char saved[KT__ERRBUF];
         strcpy(saved, kt_last_error());
@@ -112,13 +115,12 @@ void kt_context_destroy(kt_context *ctx) {
     free(ctx->forces);
     for (size_t i = 0; i < ctx->nbackends; i++)
         if (ctx->backends[i].backend->fini) ctx->backends[i].backend->fini(ctx->backends[i].state);
-    free(ctx->backends);
-    for (size_t i = 0; i < ctx->ndevices; i++) {
+    for (size_t i = 0; i < atomic_load(&ctx->ndevices); i++) {
         free(ctx->devices[i].backend);
         free(ctx->devices[i].name);
         free(ctx->devices[i].fingerprint);
     }
-    free(ctx->devices);
+    for (size_t i = 0; i < ctx->nunavailable; i++) free(ctx->unavailable[i]);
     pthread_mutex_destroy(&ctx->lock);
     free(ctx);
 }
@@ -179,8 +181,8 @@ kt_status kt_context_set_measure(kt_context *ctx, unsigned warmup_runs, unsigned
     return KT_OK;
 }
 
-kt_status kt_context_add_backend(kt_context *ctx, const kt_backend *b) {
-    if (ctx == NULL || b == NULL) return kt__err(KT_ERR_NULL, "kt_context_add_backend: %s is NULL", ctx ? "backend" : "ctx");
+/* Registers a backend and its devices (ctx->lock held). */
+static kt_status add_backend(kt_context *ctx, const kt_backend *b) {
     if (b->abi_version < 1 || b->name == NULL || b->device_count == NULL || b->device_describe == NULL)
         return kt__err(KT_ERR_INVALID_ARGUMENT,
                        "kt_context_add_backend: backend table is incomplete (abi_version %d, needs name, device_count, device_describe)",
@@ -188,18 +190,18 @@ kt_status kt_context_add_backend(kt_context *ctx, const kt_backend *b) {
     for (size_t i = 0; i < ctx->nbackends; i++)
         if (strcmp(ctx->backends[i].backend->name, b->name) == 0)
             return kt__err(KT_ERR_DUPLICATE, "kt_context_add_backend: backend '%s' is already registered", b->name);
+    if (ctx->nbackends == KT__MAX_BACKENDS)
+        return kt__err(KT_ERR_LIMIT, "kt_context_add_backend(%s): at most %d backends", b->name, KT__MAX_BACKENDS);
     char err[512] = "";
     void *state = NULL;
     if (b->init) {
         kt_status st = b->init(b, &state, err, sizeof err);
         if (st != KT_OK) return kt__err(st, "kt_context_add_backend(%s): %s", b->name, err);
     }
-    size_t n = b->device_count(state);
-    kt__backend_slot *bs = realloc(ctx->backends, (ctx->nbackends + 1) * sizeof *bs);
-    kt_device *ds = bs ? realloc(ctx->devices, (ctx->ndevices + n) * sizeof *ds) : NULL;
-    if (bs) ctx->backends = bs;
-    if (ds) ctx->devices = ds;
-    kt_status st = (bs && ds) ? KT_OK : kt__err(KT_ERR_NO_MEMORY, "kt_context_add_backend(%s): out of memory", b->name);
+    size_t n = b->device_count(state), base = atomic_load(&ctx->ndevices);
+    kt_status st = base + n > KT__MAX_DEVICES
+                       ? kt__err(KT_ERR_LIMIT, "kt_context_add_backend(%s): more than %d devices in all", b->name, KT__MAX_DEVICES)
+                       : KT_OK;
     size_t added = 0;
     for (; st == KT_OK && added < n; added++) {
         char name[KT_DEVICE_NAME_MAX] = "", fp[KT_DEVICE_FINGERPRINT_MAX] = "";
@@ -208,7 +210,7 @@ kt_status kt_context_add_backend(kt_context *ctx, const kt_backend *b) {
             kt__err(st, "kt_context_add_backend(%s): device %zu: %s", b->name, added, err);
             break;
         }
-        kt_device *d = &ctx->devices[ctx->ndevices + added];
+        kt_device *d = &ctx->devices[base + added];
         d->slot = ctx->nbackends;
         d->local = added;
         d->backend = strdup(b->name);
@@ -222,18 +224,60 @@ kt_status kt_context_add_backend(kt_context *ctx, const kt_backend *b) {
     }
     if (st != KT_OK) {
         for (size_t i = 0; i < added; i++) {
-            kt_device *d = &ctx->devices[ctx->ndevices + i];
+            kt_device *d = &ctx->devices[base + i];
             free(d->backend);
             free(d->name);
             free(d->fingerprint);
+            memset(d, 0, sizeof *d);
         }
         if (b->fini) b->fini(state);
         return st;
     }
     ctx->backends[ctx->nbackends++] = (kt__backend_slot){b, state};
-    ctx->ndevices += n;
+    atomic_store_explicit(&ctx->ndevices, base + n, memory_order_release); /* publish the entries */
     kt__log(ctx, KT_LOG_DEBUG, "backend '%s' registered with %zu device(s)", b->name, n);
     return KT_OK;
+}
+
+kt_status kt_context_add_backend(kt_context *ctx, const kt_backend *b) {
+    if (ctx == NULL || b == NULL) return kt__err(KT_ERR_NULL, "kt_context_add_backend: %s is NULL", ctx ? "backend" : "ctx");
+    pthread_mutex_lock(&ctx->lock);
+    kt_status st = add_backend(ctx, b);
+    pthread_mutex_unlock(&ctx->lock);
+    return st;
+}
+
+void kt__context_discover(kt_context *ctx) {
+    pthread_mutex_lock(&ctx->lock);
+    if (!ctx->discovered) {
+        ctx->discovered = true;
+        const kt_backend *optional[] = {kt_backend_opencl(), kt_backend_cuda()};
+        char saved[KT__ERRBUF];
+        snprintf(saved, sizeof saved, "%s", kt_last_error());
+        for (size_t i = 0; i < sizeof optional / sizeof optional[0]; i++) {
+            if (add_backend(ctx, optional[i]) == KT_OK || ctx->nunavailable == KT__MAX_BACKENDS) continue;
+            char note[600];
+            const char *why = strstr(kt_last_error(), "): ");
+            snprintf(note, sizeof note, "%s: %s", optional[i]->name, why ? why + 3 : kt_last_error());
+            ctx->unavailable[ctx->nunavailable] = strdup(note);
+            if (ctx->unavailable[ctx->nunavailable]) ctx->nunavailable++;
+            kt__log(ctx, KT_LOG_INFO, "backend %s", note);
+        }
+        kt__err(KT_OK, "%s", saved); /* a missing optional backend is not an error of the caller */
+    }
+    pthread_mutex_unlock(&ctx->lock);
+}
+
+size_t kt_context_unavailable_count(kt_context *ctx) {
+    if (ctx == NULL) return 0;
+    kt__context_discover(ctx);
+    return ctx->nunavailable;
+}
+
+const char *kt_context_unavailable(kt_context *ctx, size_t index) {
+    if (ctx == NULL) return NULL;
+    kt__context_discover(ctx);
+    return index < ctx->nunavailable ? ctx->unavailable[index] : NULL;
 }
 
 kt_status kt_context_set_artifact_dir(kt_context *ctx, const char *path) {
@@ -257,10 +301,70 @@ kt_status kt_context_set_compile_threads(kt_context *ctx, size_t threads) {
 uint64_t kt_context_compile_count(const kt_context *ctx) { return ctx ? atomic_load(&ctx->compiles) : 0; }
 uint64_t kt_context_artifact_hits(const kt_context *ctx) { return ctx ? atomic_load(&ctx->artifact_hits) : 0; }
 
-size_t kt_context_device_count(const kt_context *ctx) { return ctx ? ctx->ndevices : 0; }
+/* Finds device index's backend for a buffer call; reports as `where`. */
+static kt_status device_slot(kt_context *ctx, size_t device, const char *where, const kt__backend_slot **bs, size_t *local) {
+    if (ctx == NULL) return kt__err(KT_ERR_NULL, "%s: ctx is NULL", where);
+    const kt_device *d = kt_context_device(ctx, device);
+    if (d == NULL) return kt__err(KT_ERR_INVALID_ARGUMENT, "%s: device %zu does not exist", where, device);
+    *bs = &ctx->backends[d->slot];
+    *local = d->local;
+    if ((*bs)->backend->abi_version < 2 || (*bs)->backend->buffer_alloc == NULL)
+        return kt__err(KT_ERR_BACKEND, "%s: backend '%s' has no buffers", where, (*bs)->backend->name);
+    return KT_OK;
+}
 
-const kt_device *kt_context_device(const kt_context *ctx, size_t index) {
-    return (ctx && index < ctx->ndevices) ? &ctx->devices[index] : NULL;
+kt_status kt_device_alloc(kt_context *ctx, size_t device, size_t bytes, void **out) {
+    const kt__backend_slot *bs = NULL;
+    size_t local = 0;
+    if (out == NULL) return kt__err(KT_ERR_NULL, "kt_device_alloc: out is NULL");
+    *out = NULL;
+    kt_status st = device_slot(ctx, device, "kt_device_alloc", &bs, &local);
+    if (st != KT_OK) return st;
+    char err[256] = "";
+    st = bs->backend->buffer_alloc(bs->state, local, bytes, out, err, sizeof err);
+    return st == KT_OK ? KT_OK : kt__err(st, "kt_device_alloc(device %zu, %zu bytes): %s", device, bytes, err);
+}
+
+void kt_device_free(kt_context *ctx, size_t device, void *buffer) {
+    const kt__backend_slot *bs = NULL;
+    size_t local = 0;
+    if (buffer == NULL) return;
+    char saved[KT__ERRBUF];
+    snprintf(saved, sizeof saved, "%s", kt_last_error());
+    if (device_slot(ctx, device, "kt_device_free", &bs, &local) == KT_OK) bs->backend->buffer_free(bs->state, local, buffer);
+    kt__err(KT_OK, "%s", saved);
+}
+
+static kt_status device_copy(kt_context *ctx, size_t device, void *dst, const void *src, size_t bytes, kt_copy_dir dir,
+                             const char *where) {
+    const kt__backend_slot *bs = NULL;
+    size_t local = 0;
+    kt_status st = device_slot(ctx, device, where, &bs, &local);
+    if (st != KT_OK) return st;
+    if ((dst == NULL || src == NULL) && bytes > 0) return kt__err(KT_ERR_NULL, "%s: %s is NULL", where, dst ? "src" : "dst");
+    char err[256] = "";
+    st = bs->backend->buffer_copy(bs->state, local, dst, src, bytes, dir, err, sizeof err);
+    return st == KT_OK ? KT_OK : kt__err(st, "%s(device %zu, %zu bytes): %s", where, device, bytes, err);
+}
+
+kt_status kt_device_write(kt_context *ctx, size_t device, void *dst, const void *src, size_t bytes) {
+    return device_copy(ctx, device, dst, src, bytes, KT_COPY_HOST_TO_DEVICE, "kt_device_write");
+}
+
+kt_status kt_device_read(kt_context *ctx, size_t device, void *dst, const void *src, size_t bytes) {
+    return device_copy(ctx, device, dst, src, bytes, KT_COPY_DEVICE_TO_HOST, "kt_device_read");
+}
+
+size_t kt_context_device_count(kt_context *ctx) {
+    if (ctx == NULL) return 0;
+    kt__context_discover(ctx);
+    return atomic_load_explicit(&ctx->ndevices, memory_order_acquire);
+}
+
+const kt_device *kt_context_device(kt_context *ctx, size_t index) {
+    if (ctx == NULL) return NULL;
+    if (index > 0) kt__context_discover(ctx); /* device 0, the host, is always there */
+    return index < atomic_load_explicit(&ctx->ndevices, memory_order_acquire) ? &ctx->devices[index] : NULL;
 }
 
 const char *kt_device_backend(const kt_device *dev) { return dev ? dev->backend : NULL; }

@@ -71,6 +71,9 @@ typedef struct kt__measure_cfg {
     double min_time_s;
 } kt__measure_cfg;
 
+#define KT__MAX_BACKENDS 16
+#define KT__MAX_DEVICES 64
+
 struct kt_context {
     kt_effort effort;     /* set by kt_context_set_effort */
     kt_effort env_mode;   /* from KERNTUNE_MODE; KT_EFFORT_INHERIT when unset */
@@ -80,10 +83,13 @@ struct kt_context {
     kt_log_fn log_fn;
     void *log_user;
     kt__measure_cfg measure;
-    kt__backend_slot *backends;
-    size_t nbackends;
-    kt_device *devices;
-    size_t ndevices;
+    kt__backend_slot backends[KT__MAX_BACKENDS]; /* fixed arrays: entries never move, so */
+    size_t nbackends;                            /* readers need no lock once they see */
+    kt_device devices[KT__MAX_DEVICES];          /* a count that covers them */
+    _Atomic size_t ndevices;
+    bool discovered;                             /* the optional backends were tried */
+    char *unavailable[KT__MAX_BACKENDS];         /* "name: why", for each that is not there */
+    size_t nunavailable;
     pthread_mutex_t lock; /* guards the op list */
     kt_op *ops;
     char artifact_dir[4096];
@@ -94,6 +100,10 @@ struct kt_context {
 
 /* Returns the candidate forced for op name by KERNTUNE_FORCE, or NULL. */
 const char *kt__context_forced(const kt_context *ctx, const char *op_name);
+
+/* Registers the optional built-in backends (OpenCL, CUDA) the first time devices are asked
+ * for; thread-safe. */
+void kt__context_discover(kt_context *ctx);
 
 /* Unlinks op from its context's list (called by kt_op_destroy). */
 void kt__context_unlink(kt_context *ctx, kt_op *op);
@@ -306,6 +316,12 @@ void kt__table_free(kt_op *op);
  * the extra bytes a tuning holds counted. */
 typedef struct kt__workset {
     const kt_op *op;
+    const kt_backend *b; /* the op's device: its backend, state and local index; host: */
+    void *bstate;        /* the C backend, whose buffers are host memory */
+    size_t dev;
+    bool host;
+    void *scratch;       /* host memory for reading device buffers back */
+    size_t scratch_bytes;
     kt_inputs inputs;  /* the op's mode, or CLONE for kt_op_tune in PROTECT mode */
     const kt_arg *caller;
     kt_arg *args;      /* the arguments tuning runs start from (caller's, clones or generated) */
@@ -345,6 +361,13 @@ void kt__workset_free(kt__workset *ws);
 
 /* Copies bytes of an argument buffer (the op's device's memory) into host memory dst. */
 kt_status kt__to_host(kt__workset *ws, void *dst, const void *src, size_t bytes);
+
+/* Returns host memory holding an argument buffer's bytes: the buffer itself on the host, a
+ * copy in the workset's scratch memory otherwise (valid until the next call). NULL on error. */
+const void *kt__output_host(kt__workset *ws, const void *buf, size_t bytes);
+
+/* The op's device: its backend, backend state, local index and fingerprint. */
+void kt__op_backend(const kt_op *op, const kt_backend **b, void **state, size_t *local, const char **fp);
 
 /* Allocates/frees extra host memory counted in ws. */
 kt_status kt__extra_alloc(kt__workset *ws, size_t bytes, void **out);

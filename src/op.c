@@ -262,13 +262,22 @@ kt_status kt_op_add_native_result(kt_op *op, const char *name, kt_result_fn fn, 
     return add_candidate(op, name, NULL, fn, user, "kt_op_add_native_result");
 }
 
+void kt__op_backend(const kt_op *op, const kt_backend **b, void **state, size_t *local, const char **fp) {
+    const kt_device *dev = &op->ctx->devices[op->device];
+    *b = op->ctx->backends[dev->slot].backend;
+    *state = op->ctx->backends[dev->slot].state;
+    *local = dev->local;
+    if (fp) *fp = dev->fingerprint;
+}
+
 kt_status kt_op_set_device(kt_op *op, size_t device) {
     CHECK_OP(op, "kt_op_set_device");
     kt_status st = kt__op_building(op, "kt_op_set_device");
     if (st != KT_OK) return st;
-    if (device >= op->ctx->ndevices)
+    size_t n = kt_context_device_count(op->ctx);
+    if (device >= n)
         return kt__err(KT_ERR_INVALID_ARGUMENT, "kt_op_set_device(op '%s'): device %zu does not exist (the context has %zu)",
-                       op->name, device, op->ctx->ndevices);
+                       op->name, device, n);
     op->device = device;
     return KT_OK;
 }

@@ -92,13 +92,8 @@ static void set_message(kt__cand_result *r, const char *fmt, const char *detail,
 
 /* ---- units: natives and the configurations of variant groups -------------------------------- */
 
-/* The op's device: its backend and the device's index within it. */
 static void op_backend(const kt_op *op, const kt_backend **b, void **state, size_t *local, const char **fp) {
-    const kt_device *dev = &op->ctx->devices[op->device];
-    *b = op->ctx->backends[dev->slot].backend;
-    *state = op->ctx->backends[dev->slot].state;
-    *local = dev->local;
-    *fp = dev->fingerprint;
+    kt__op_backend(op, b, state, local, fp);
 }
 
 /* The inputs of a variant group's space for a call: op arguments where they bind one (a

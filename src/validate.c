@@ -176,7 +176,12 @@ bool kt__validate(const kt__reference *ref, kt__workset *ws, const kt_arg *args,
         }
         char what[KT__NAME_MAX + 16];
         snprintf(what, sizeof what, "output '%s'", d->name);
-        if (!compare(op, d->elem, args[i].ptr, ref->outputs[i], args[i].bytes / d->esize, what, msg, len)) return false;
+        const void *actual = kt__output_host(ws, args[i].ptr, args[i].bytes);
+        if (actual == NULL && args[i].bytes > 0) {
+            snprintf(msg, len, "output '%s' could not be read back: %s", d->name, kt_last_error());
+            return false;
+        }
+        if (!compare(op, d->elem, actual, ref->outputs[i], args[i].bytes / d->esize, what, msg, len)) return false;
     }
     if (op->has_result) {
         if (result->bytes != ref->result.bytes) {

@@ -129,8 +129,12 @@ struct kt_backend {
  *  start fails with its status and the context is unchanged. */
 KT_API kt_status kt_context_add_backend(kt_context *ctx, const kt_backend *backend);
 
-/** Returns the built-in C backend (host CPU). */
+/** Returns the built-in backends: C (the host CPU, always registered), OpenCL (through the ICD
+ *  loader, libOpenCL.so.1, opened at run time) and CUDA (libcuda.so.1 and NVRTC opened at run
+ *  time), both registered when devices are first asked for. */
 KT_API const kt_backend *kt_backend_c(void);
+KT_API const kt_backend *kt_backend_opencl(void);
+KT_API const kt_backend *kt_backend_cuda(void);
 
 #ifdef __cplusplus
 }

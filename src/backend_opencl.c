@@ -1,0 +1,505 @@
+/*
+ * backend_opencl.c - the OpenCL backend, through the ICD loader opened at run time.
+ *
+ * libOpenCL.so.1 is loaded with dlopen when the backend starts, so the library builds with
+ * only the OpenCL headers and runs where OpenCL is absent (the backend then reports why and
+ * is skipped). Every device of every platform becomes a kerntune device with its own context
+ * and a profiling command queue. Buffers are cl_mem handles. A variant is built from source
+ * with its defines as -D options, and its program binary is the artifact; loading rebuilds the
+ * program from that binary and creates the kernel. Launches are timed with profiling events.
+ * clSetKernelArg is not thread-safe on one kernel object, so each module serialises its
+ * set-and-enqueue.
+ */
+#define CL_TARGET_OPENCL_VERSION 120
+#include "internal.h"
+
+#include <CL/cl.h>
+#include <dlfcn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* The entry points used, resolved from the loader. */
+typedef struct cl_api {
+    cl_int (*GetPlatformIDs)(cl_uint, cl_platform_id *, cl_uint *);
+    cl_int (*GetPlatformInfo)(cl_platform_id, cl_platform_info, size_t, void *, size_t *);
+    cl_int (*GetDeviceIDs)(cl_platform_id, cl_device_type, cl_uint, cl_device_id *, cl_uint *);
+    cl_int (*GetDeviceInfo)(cl_device_id, cl_device_info, size_t, void *, size_t *);
+    cl_context (*CreateContext)(const cl_context_properties *, cl_uint, const cl_device_id *,
+                                void(CL_CALLBACK *)(const char *, const void *, size_t, void *), void *, cl_int *);
+    cl_command_queue (*CreateCommandQueue)(cl_context, cl_device_id, cl_command_queue_properties, cl_int *);
+    cl_mem (*CreateBuffer)(cl_context, cl_mem_flags, size_t, void *, cl_int *);
+    cl_int (*ReleaseMemObject)(cl_mem);
+    cl_int (*EnqueueWriteBuffer)(cl_command_queue, cl_mem, cl_bool, size_t, size_t, const void *, cl_uint,
+                                 const cl_event *, cl_event *);
+    cl_int (*EnqueueReadBuffer)(cl_command_queue, cl_mem, cl_bool, size_t, size_t, void *, cl_uint, const cl_event *,
+                                cl_event *);
+    cl_int (*EnqueueCopyBuffer)(cl_command_queue, cl_mem, cl_mem, size_t, size_t, size_t, cl_uint, const cl_event *,
+                                cl_event *);
+    cl_int (*EnqueueFillBuffer)(cl_command_queue, cl_mem, const void *, size_t, size_t, size_t, cl_uint,
+                                const cl_event *, cl_event *);
+    cl_program (*CreateProgramWithSource)(cl_context, cl_uint, const char **, const size_t *, cl_int *);
+    cl_program (*CreateProgramWithBinary)(cl_context, cl_uint, const cl_device_id *, const size_t *,
+                                          const unsigned char **, cl_int *, cl_int *);
+    cl_int (*BuildProgram)(cl_program, cl_uint, const cl_device_id *, const char *,
+                           void(CL_CALLBACK *)(cl_program, void *), void *);
+    cl_int (*GetProgramBuildInfo)(cl_program, cl_device_id, cl_program_build_info, size_t, void *, size_t *);
+    cl_int (*GetProgramInfo)(cl_program, cl_program_info, size_t, void *, size_t *);
+    cl_kernel (*CreateKernel)(cl_program, const char *, cl_int *);
+    cl_int (*SetKernelArg)(cl_kernel, cl_uint, size_t, const void *);
+    cl_int (*EnqueueNDRangeKernel)(cl_command_queue, cl_kernel, cl_uint, const size_t *, const size_t *,
+                                   const size_t *, cl_uint, const cl_event *, cl_event *);
+    cl_int (*Finish)(cl_command_queue);
+    cl_int (*WaitForEvents)(cl_uint, const cl_event *);
+    cl_int (*GetEventProfilingInfo)(cl_event, cl_profiling_info, size_t, void *, size_t *);
+    cl_int (*ReleaseEvent)(cl_event);
+    cl_int (*ReleaseKernel)(cl_kernel);
+    cl_int (*ReleaseProgram)(cl_program);
+    cl_int (*ReleaseCommandQueue)(cl_command_queue);
+    cl_int (*ReleaseContext)(cl_context);
+} cl_api;
+
+typedef struct cl_dev {
+    cl_platform_id platform;
+    cl_device_id id;
+    cl_context ctx;
+    cl_command_queue queue;
+    char name[KT_DEVICE_NAME_MAX];
+    char fingerprint[KT_DEVICE_FINGERPRINT_MAX];
+    char compiler[512];
+} cl_dev;
+
+typedef struct cl_state {
+    void *lib;
+    cl_api api;
+    cl_dev *devs;
+    size_t ndevs;
+} cl_state;
+
+typedef struct cl_module {
+    cl_program program;
+    cl_kernel kernel;
+    pthread_mutex_t lock;
+} cl_module;
+
+static void cl_fini(void *state);
+
+/* Resolves every entry point; false (with the missing name in err) when one is absent. */
+static bool resolve(cl_state *s, char *err, size_t errlen) {
+#define KT__CL(name)                                                        \
+    do {                                                                    \
+        void *p_ = dlsym(s->lib, "cl" #name);                               \
+        if (p_ == NULL) {                                                   \
+            snprintf(err, errlen, "the OpenCL loader lacks cl%s", #name);   \
+            return false;                                                   \
+        }                                                                   \
+        memcpy(&s->api.name, &p_, sizeof p_);                               \
+    } while (0)
+    KT__CL(GetPlatformIDs);
+    KT__CL(GetPlatformInfo);
+    KT__CL(GetDeviceIDs);
+    KT__CL(GetDeviceInfo);
+    KT__CL(CreateContext);
+    KT__CL(CreateCommandQueue);
+    KT__CL(CreateBuffer);
+    KT__CL(ReleaseMemObject);
+    KT__CL(EnqueueWriteBuffer);
+    KT__CL(EnqueueReadBuffer);
+    KT__CL(EnqueueCopyBuffer);
+    KT__CL(EnqueueFillBuffer);
+    KT__CL(CreateProgramWithSource);
+    KT__CL(CreateProgramWithBinary);
+    KT__CL(BuildProgram);
+    KT__CL(GetProgramBuildInfo);
+    KT__CL(GetProgramInfo);
+    KT__CL(CreateKernel);
+    KT__CL(SetKernelArg);
+    KT__CL(EnqueueNDRangeKernel);
+    KT__CL(Finish);
+    KT__CL(WaitForEvents);
+    KT__CL(GetEventProfilingInfo);
+    KT__CL(ReleaseEvent);
+    KT__CL(ReleaseKernel);
+    KT__CL(ReleaseProgram);
+    KT__CL(ReleaseCommandQueue);
+    KT__CL(ReleaseContext);
+#undef KT__CL
+    return true;
+}
+
+static void dev_string(cl_state *s, cl_device_id d, cl_device_info what, char *out, size_t len) {
+    out[0] = '\0';
+    if (s->api.GetDeviceInfo(d, what, len, out, NULL) != CL_SUCCESS) out[0] = '\0';
+    out[len - 1] = '\0';
+}
+
+static kt_status cl_init(const kt_backend *self, void **state, char *err, size_t errlen) {
+    (void)self;
+    const char *lib = getenv("KERNTUNE_OPENCL_LIBRARY");
+    void *h = dlopen(lib && *lib ? lib : "libOpenCL.so.1", RTLD_NOW | RTLD_LOCAL);
+    if (h == NULL) {
+        snprintf(err, errlen, "the OpenCL ICD loader (libOpenCL.so.1) is not installed");
+        return KT_ERR_BACKEND;
+    }
+    cl_state *s = calloc(1, sizeof *s);
+    if (s == NULL) {
+        dlclose(h);
+        snprintf(err, errlen, "out of memory");
+        return KT_ERR_NO_MEMORY;
+    }
+    s->lib = h;
+    if (!resolve(s, err, errlen)) {
+        cl_fini(s);
+        return KT_ERR_BACKEND;
+    }
+    cl_uint np = 0;
+    cl_platform_id plats[16];
+    if (s->api.GetPlatformIDs(16, plats, &np) != CL_SUCCESS || np == 0) {
+        snprintf(err, errlen, "no OpenCL platform is installed (no ICD in /etc/OpenCL/vendors)");
+        cl_fini(s);
+        return KT_ERR_BACKEND;
+    }
+    for (cl_uint p = 0; p < np && p < 16; p++) {
+        cl_uint nd = 0;
+        cl_device_id ids[32];
+        if (s->api.GetDeviceIDs(plats[p], CL_DEVICE_TYPE_ALL, 32, ids, &nd) != CL_SUCCESS) continue;
+        char pname[256] = "", pver[256] = "";
+        s->api.GetPlatformInfo(plats[p], CL_PLATFORM_NAME, sizeof pname, pname, NULL);
+        s->api.GetPlatformInfo(plats[p], CL_PLATFORM_VERSION, sizeof pver, pver, NULL);
+        for (cl_uint d = 0; d < nd && d < 32; d++) {
+            cl_dev *nds = realloc(s->devs, (s->ndevs + 1) * sizeof *nds);
+            if (nds == NULL) break;
+            s->devs = nds;
+            cl_dev *dv = &s->devs[s->ndevs];
+            memset(dv, 0, sizeof *dv);
+            dv->platform = plats[p];
+            dv->id = ids[d];
+            cl_int e1 = CL_SUCCESS, e2 = CL_SUCCESS;
+            dv->ctx = s->api.CreateContext(NULL, 1, &dv->id, NULL, NULL, &e1);
+            if (dv->ctx) dv->queue = s->api.CreateCommandQueue(dv->ctx, dv->id, CL_QUEUE_PROFILING_ENABLE, &e2);
+            if (dv->ctx == NULL || dv->queue == NULL) {
+                if (dv->ctx) s->api.ReleaseContext(dv->ctx);
+                continue;
+            }
+            char dname[256], dver[256], drv[256];
+            dev_string(s, dv->id, CL_DEVICE_NAME, dname, sizeof dname);
+            dev_string(s, dv->id, CL_DEVICE_VERSION, dver, sizeof dver);
+            dev_string(s, dv->id, CL_DRIVER_VERSION, drv, sizeof drv);
+            cl_uint cus = 0;
+            cl_ulong mem = 0, cache = 0;
+            s->api.GetDeviceInfo(dv->id, CL_DEVICE_MAX_COMPUTE_UNITS, sizeof cus, &cus, NULL);
+            s->api.GetDeviceInfo(dv->id, CL_DEVICE_GLOBAL_MEM_SIZE, sizeof mem, &mem, NULL);
+            s->api.GetDeviceInfo(dv->id, CL_DEVICE_GLOBAL_MEM_CACHE_SIZE, sizeof cache, &cache, NULL);
+            snprintf(dv->name, sizeof dv->name, "%.120s (%.100s)", dname, pname);
+            snprintf(dv->fingerprint, sizeof dv->fingerprint,
+                     "opencl:%.200s|platform=%.100s %.100s|device=%.100s|driver=%.100s|cu=%u|mem=%llu|cache=%llu", dname,
+                     pname, pver, dver, drv, cus, (unsigned long long)mem, (unsigned long long)cache);
+            snprintf(dv->compiler, sizeof dv->compiler, "%.150s %.150s | %.150s", pname, pver, drv);
+            s->ndevs++;
+        }
+    }
+    *state = s;
+    return KT_OK;
+}
+
+static void cl_fini(void *state) {
+    cl_state *s = state;
+    if (s == NULL) return;
+    for (size_t i = 0; i < s->ndevs; i++) {
+        s->api.ReleaseCommandQueue(s->devs[i].queue);
+        s->api.ReleaseContext(s->devs[i].ctx);
+    }
+    free(s->devs);
+    /* The loader stays loaded: ICDs such as PoCL keep threads and atexit handlers that would
+     * run code from an unloaded library. */
+    free(s);
+}
+
+static size_t cl_device_count(void *state) { return ((cl_state *)state)->ndevs; }
+
+static kt_status cl_device_describe(void *state, size_t index, char *name, char *fp, char *err, size_t errlen) {
+    cl_state *s = state;
+    if (index >= s->ndevs) {
+        snprintf(err, errlen, "device %zu does not exist", index);
+        return KT_ERR_INVALID_ARGUMENT;
+    }
+    snprintf(name, KT_DEVICE_NAME_MAX, "%s", s->devs[index].name);
+    snprintf(fp, KT_DEVICE_FINGERPRINT_MAX, "%s", s->devs[index].fingerprint);
+    return KT_OK;
+}
+
+static kt_status cl_fail(cl_int rc, const char *what, char *err, size_t errlen) {
+    snprintf(err, errlen, "%s failed with OpenCL error %d", what, (int)rc);
+    return rc == CL_OUT_OF_RESOURCES || rc == CL_OUT_OF_HOST_MEMORY || rc == CL_MEM_OBJECT_ALLOCATION_FAILURE
+               ? KT_ERR_NO_MEMORY
+               : KT_ERR_BACKEND;
+}
+
+/* ---- buffers -------------------------------------------------------------------------------- */
+
+static kt_status cl_buffer_alloc(void *state, size_t device, size_t bytes, void **out, char *err, size_t errlen) {
+    cl_state *s = state;
+    cl_int rc = CL_SUCCESS;
+    cl_mem m = s->api.CreateBuffer(s->devs[device].ctx, CL_MEM_READ_WRITE, bytes ? bytes : 1, NULL, &rc);
+    if (m == NULL) return cl_fail(rc, "clCreateBuffer", err, errlen);
+    *out = m;
+    return KT_OK;
+}
+
+static void cl_buffer_free(void *state, size_t device, void *buffer) {
+    (void)device;
+    if (buffer) ((cl_state *)state)->api.ReleaseMemObject((cl_mem)buffer);
+}
+
+static kt_status cl_buffer_copy(void *state, size_t device, void *dst, const void *src, size_t bytes, kt_copy_dir dir,
+                                char *err, size_t errlen) {
+    cl_state *s = state;
+    cl_command_queue q = s->devs[device].queue;
+    if (bytes == 0) return KT_OK;
+    cl_int rc;
+    if (dir == KT_COPY_HOST_TO_DEVICE) rc = s->api.EnqueueWriteBuffer(q, (cl_mem)dst, CL_TRUE, 0, bytes, src, 0, NULL, NULL);
+    else if (dir == KT_COPY_DEVICE_TO_HOST) rc = s->api.EnqueueReadBuffer(q, (cl_mem)src, CL_TRUE, 0, bytes, dst, 0, NULL, NULL);
+    else {
+        rc = s->api.EnqueueCopyBuffer(q, (cl_mem)src, (cl_mem)dst, 0, 0, bytes, 0, NULL, NULL);
+        if (rc == CL_SUCCESS) rc = s->api.Finish(q);
+    }
+    return rc == CL_SUCCESS ? KT_OK : cl_fail(rc, "a buffer copy", err, errlen);
+}
+
+static kt_status cl_buffer_fill(void *state, size_t device, void *buffer, size_t bytes, const void *pattern,
+                                size_t pattern_bytes, char *err, size_t errlen) {
+    cl_state *s = state;
+    if (bytes == 0) return KT_OK;
+    cl_command_queue q = s->devs[device].queue;
+    cl_int rc = s->api.EnqueueFillBuffer(q, (cl_mem)buffer, pattern, pattern_bytes, 0, bytes, 0, NULL, NULL);
+    if (rc == CL_SUCCESS) rc = s->api.Finish(q);
+    return rc == CL_SUCCESS ? KT_OK : cl_fail(rc, "clEnqueueFillBuffer", err, errlen);
+}
+
+/* ---- variants ------------------------------------------------------------------------------- */
+
+static kt_status cl_compiler_id(void *state, size_t device, char *out, size_t len, char *err, size_t errlen) {
+    (void)err, (void)errlen;
+    snprintf(out, len, "%s", ((cl_state *)state)->devs[device].compiler);
+    return KT_OK;
+}
+
+/* Joins defines (as -D) and options into one build options string. */
+static char *options_string(const kt_build_request *req) {
+    size_t len = 1;
+    for (size_t i = 0; i < req->ndefines; i++) len += strlen(req->defines[i]) + 4;
+    for (size_t i = 0; i < req->noptions; i++) len += strlen(req->options[i]) + 2;
+    char *s = malloc(len);
+    if (s == NULL) return NULL;
+    size_t k = 0;
+    s[0] = '\0';
+    for (size_t i = 0; i < req->ndefines; i++) k += (size_t)snprintf(s + k, len - k, "%s-D%s", k ? " " : "", req->defines[i]);
+    for (size_t i = 0; i < req->noptions; i++) k += (size_t)snprintf(s + k, len - k, "%s%s", k ? " " : "", req->options[i]);
+    return s;
+}
+
+static void build_log(cl_state *s, cl_program prog, cl_device_id dev, char *log, size_t loglen, const char *prefix) {
+    size_t k = (size_t)snprintf(log, loglen, "%s", prefix);
+    if (k < loglen) {
+        size_t got = 0;
+        if (s->api.GetProgramBuildInfo(prog, dev, CL_PROGRAM_BUILD_LOG, loglen - k, log + k, &got) != CL_SUCCESS)
+            log[k] = '\0';
+        log[loglen - 1] = '\0';
+    }
+}
+
+static kt_status cl_build(void *state, size_t device, const kt_build_request *req, char *log, size_t loglen) {
+    cl_state *s = state;
+    cl_dev *dv = &s->devs[device];
+    char *opts = options_string(req);
+    if (opts == NULL) {
+        snprintf(log, loglen, "out of memory");
+        return KT_ERR_NO_MEMORY;
+    }
+    cl_int rc = CL_SUCCESS;
+    const char *src = req->source;
+    cl_program prog = s->api.CreateProgramWithSource(dv->ctx, 1, &src, NULL, &rc);
+    kt_status st = KT_OK;
+    if (prog == NULL) {
+        st = cl_fail(rc, "clCreateProgramWithSource", log, loglen);
+    } else if ((rc = s->api.BuildProgram(prog, 1, &dv->id, opts, NULL, NULL)) != CL_SUCCESS) {
+        build_log(s, prog, dv->id, log, loglen, "OpenCL build failed: ");
+        st = KT_ERR_BACKEND;
+    } else {
+        size_t size = 0;
+        unsigned char *bin = NULL;
+        if (s->api.GetProgramInfo(prog, CL_PROGRAM_BINARY_SIZES, sizeof size, &size, NULL) != CL_SUCCESS || size == 0 ||
+            (bin = malloc(size)) == NULL ||
+            s->api.GetProgramInfo(prog, CL_PROGRAM_BINARIES, sizeof bin, &bin, NULL) != CL_SUCCESS) {
+            snprintf(log, loglen, "the OpenCL platform gave no program binary");
+            st = KT_ERR_BACKEND;
+        } else {
+            FILE *f = fopen(req->out_path, "wb");
+            if (f == NULL || fwrite(bin, 1, size, f) != size) {
+                snprintf(log, loglen, "cannot write %s", req->out_path);
+                st = KT_ERR_SYSTEM;
+            }
+            if (f && fclose(f) != 0 && st == KT_OK) {
+                snprintf(log, loglen, "cannot write %s", req->out_path);
+                st = KT_ERR_SYSTEM;
+            }
+        }
+        free(bin);
+    }
+    if (prog) s->api.ReleaseProgram(prog);
+    free(opts);
+    return st;
+}
+
+static kt_status cl_load(void *state, size_t device, const char *path, const char *kernel_name, void **module,
+                         char *err, size_t errlen) {
+    cl_state *s = state;
+    cl_dev *dv = &s->devs[device];
+    FILE *f = fopen(path, "rb");
+    if (f == NULL) {
+        snprintf(err, errlen, "cannot open %s", path);
+        return KT_ERR_SYSTEM;
+    }
+    fseek(f, 0, SEEK_END);
+    long size = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    unsigned char *bin = size > 0 ? malloc((size_t)size) : NULL;
+    bool read_ok = bin && fread(bin, 1, (size_t)size, f) == (size_t)size;
+    fclose(f);
+    if (!read_ok) {
+        free(bin);
+        snprintf(err, errlen, "cannot read %s", path);
+        return KT_ERR_SYSTEM;
+    }
+    size_t len = (size_t)size;
+    const unsigned char *cbin = bin;
+    cl_int rc = CL_SUCCESS, brc = CL_SUCCESS;
+    cl_program prog = s->api.CreateProgramWithBinary(dv->ctx, 1, &dv->id, &len, &cbin, &brc, &rc);
+    free(bin);
+    if (prog == NULL || rc != CL_SUCCESS) {
+        if (prog) s->api.ReleaseProgram(prog);
+        return cl_fail(rc != CL_SUCCESS ? rc : brc, "loading a program binary", err, errlen);
+    }
+    if ((rc = s->api.BuildProgram(prog, 1, &dv->id, "", NULL, NULL)) != CL_SUCCESS) {
+        build_log(s, prog, dv->id, err, errlen, "building a program binary failed: ");
+        s->api.ReleaseProgram(prog);
+        return KT_ERR_BACKEND;
+    }
+    cl_kernel k = s->api.CreateKernel(prog, kernel_name, &rc);
+    if (k == NULL) {
+        snprintf(err, errlen, "kernel '%s' not found in the program (OpenCL error %d)", kernel_name, (int)rc);
+        s->api.ReleaseProgram(prog);
+        return KT_ERR_BACKEND;
+    }
+    cl_module *m = calloc(1, sizeof *m);
+    if (m == NULL) {
+        s->api.ReleaseKernel(k);
+        s->api.ReleaseProgram(prog);
+        snprintf(err, errlen, "out of memory");
+        return KT_ERR_NO_MEMORY;
+    }
+    m->program = prog;
+    m->kernel = k;
+    pthread_mutex_init(&m->lock, NULL);
+    *module = m;
+    return KT_OK;
+}
+
+static void cl_unload(void *state, size_t device, void *module) {
+    (void)device;
+    cl_state *s = state;
+    cl_module *m = module;
+    if (m == NULL) return;
+    s->api.ReleaseKernel(m->kernel);
+    s->api.ReleaseProgram(m->program);
+    pthread_mutex_destroy(&m->lock);
+    free(m);
+}
+
+static kt_status cl_launch(void *state, size_t device, void *module, const kt_launch_geometry *g, const kt_arg *args,
+                           size_t nargs, double *ns, char *err, size_t errlen) {
+    cl_state *s = state;
+    cl_module *m = module;
+    cl_command_queue q = s->devs[device].queue;
+    if (g->shared_memory > 0) {
+        snprintf(err, errlen, "dynamic local memory is not supported by the OpenCL backend");
+        return KT_ERR_BACKEND;
+    }
+    size_t global[3], local[3];
+    cl_uint dims = 1;
+    for (int d = 0; d < 3; d++) {
+        local[d] = (size_t)(g->local[d] > 0 ? g->local[d] : 1);
+        global[d] = (size_t)(g->kind == KT_GEOMETRY_GRID ? g->global[d] * (int64_t)local[d] : g->global[d]);
+        if (global[d] == 0) return KT_OK; /* nothing to run */
+        if (d > 0 && (global[d] > 1 || local[d] > 1)) dims = (cl_uint)d + 1;
+    }
+    pthread_mutex_lock(&m->lock);
+    cl_int rc = CL_SUCCESS;
+    for (size_t i = 0; rc == CL_SUCCESS && i < nargs; i++) {
+        const kt_arg *a = &args[i];
+        switch (a->type) {
+        case KT_TYPE_BUFFER: {
+            cl_mem mem = (cl_mem)a->ptr;
+            rc = s->api.SetKernelArg(m->kernel, (cl_uint)i, sizeof mem, &mem);
+            break;
+        }
+        case KT_TYPE_F32: rc = s->api.SetKernelArg(m->kernel, (cl_uint)i, sizeof a->f32, &a->f32); break;
+        case KT_TYPE_F64: rc = s->api.SetKernelArg(m->kernel, (cl_uint)i, sizeof a->f64, &a->f64); break;
+        default: { /* integers: pass the declared width, little-endian low bytes of the 64-bit value */
+            size_t w = kt_type_size(a->type);
+            rc = s->api.SetKernelArg(m->kernel, (cl_uint)i, w, &a->u);
+            break;
+        }
+        }
+    }
+    cl_event ev = NULL;
+    if (rc == CL_SUCCESS) rc = s->api.EnqueueNDRangeKernel(q, m->kernel, dims, NULL, global, local, 0, NULL, &ev);
+    pthread_mutex_unlock(&m->lock);
+    if (rc == CL_SUCCESS) rc = s->api.WaitForEvents(1, &ev);
+    if (rc == CL_SUCCESS && ns != NULL) {
+        cl_ulong t0 = 0, t1 = 0;
+        if (s->api.GetEventProfilingInfo(ev, CL_PROFILING_COMMAND_START, sizeof t0, &t0, NULL) == CL_SUCCESS &&
+            s->api.GetEventProfilingInfo(ev, CL_PROFILING_COMMAND_END, sizeof t1, &t1, NULL) == CL_SUCCESS)
+            *ns = (double)(t1 - t0);
+    }
+    if (ev) s->api.ReleaseEvent(ev);
+    return rc == CL_SUCCESS ? KT_OK : cl_fail(rc, "a kernel launch", err, errlen);
+}
+
+static kt_status cl_limits(void *state, size_t device, kt_device_limits *out, char *err, size_t errlen) {
+    (void)err, (void)errlen;
+    cl_state *s = state;
+    cl_device_id id = s->devs[device].id;
+    size_t wg = 0, items[3] = {0, 0, 0};
+    cl_ulong local = 0;
+    s->api.GetDeviceInfo(id, CL_DEVICE_MAX_WORK_GROUP_SIZE, sizeof wg, &wg, NULL);
+    s->api.GetDeviceInfo(id, CL_DEVICE_MAX_WORK_ITEM_SIZES, sizeof items, items, NULL);
+    s->api.GetDeviceInfo(id, CL_DEVICE_LOCAL_MEM_SIZE, sizeof local, &local, NULL);
+    out->max_threads_per_block = (int64_t)wg;
+    for (int d = 0; d < 3; d++) out->max_block[d] = (int64_t)items[d];
+    out->max_shared_memory = (int64_t)local;
+    return KT_OK;
+}
+
+static const kt_backend kt__backend_opencl = {
+    .abi_version = KT_BACKEND_ABI_VERSION,
+    .name = "opencl",
+    .init = cl_init,
+    .fini = cl_fini,
+    .device_count = cl_device_count,
+    .device_describe = cl_device_describe,
+    .buffer_alloc = cl_buffer_alloc,
+    .buffer_free = cl_buffer_free,
+    .buffer_copy = cl_buffer_copy,
+    .buffer_fill = cl_buffer_fill,
+    .artifact_ext = ".clbin",
+    .compiler_id = cl_compiler_id,
+    .build = cl_build,
+    .load = cl_load,
+    .unload = cl_unload,
+    .entry = NULL,
+    .launch = cl_launch,
+    .limits = cl_limits,
+};
+
+const kt_backend *kt_backend_opencl(void) { return &kt__backend_opencl; }

@@ -1,0 +1,181 @@
+/*
+ * test-opencl.c - the OpenCL backend, for real on PoCL: a tiled matrix multiply tuned over tile
+ * and work-group defines, a wrong variant caught by validation against a naive variant, a
+ * variant that fails to build, and an in-place kernel whose device buffer holds exactly one
+ * launch's result after tuning (snapshot and restore on the device).
+ */
+#define _GNU_SOURCE /* mkdtemp */
+#include "helpers.h"
+
+#include <unistd.h>
+
+static char artifacts[256];
+
+static const char *matmul_cl =
+    "#if BAD\n"
+    "this does not compile;\n"
+    "#endif\n"
+    "__kernel void matmul(__global const float *a, __global const float *b, __global float *c, long n) {\n"
+    "    long col0 = get_global_id(0) * TM, row = get_global_id(1);\n"
+    "    float acc[TM];\n"
+    "    for (int t = 0; t < TM; t++) acc[t] = 0;\n"
+    "    for (long k = 0; k < n - WRONG; k++) {\n"
+    "        float av = a[row * n + k];\n"
+    "        for (int t = 0; t < TM; t++) acc[t] += av * b[k * n + col0 + t];\n"
+    "    }\n"
+    "    for (int t = 0; t < TM; t++) c[row * n + col0 + t] = acc[t];\n"
+    "}\n";
+
+static const char *scale_cl =
+    "__kernel void scale(__global float *v, float s) {\n"
+    "    long i = get_global_id(0) * PER;\n"
+    "    for (int k = 0; k < PER; k++) v[i + k] *= s;\n"
+    "}\n";
+
+/* The first OpenCL device of the context; the test fails when there is none, since PoCL is
+ * installed by scripts/install-deps.sh. */
+static size_t opencl_device(kt_context *ctx) {
+    for (size_t i = 0; i < kt_context_device_count(ctx); i++)
+        if (strcmp(kt_device_backend(kt_context_device(ctx, i)), "opencl") == 0) return i;
+    for (size_t i = 0; i < kt_context_unavailable_count(ctx); i++) fprintf(stderr, "%s\n", kt_context_unavailable(ctx, i));
+    fail_msg("no OpenCL device: is pocl-opencl-icd installed (scripts/install-deps.sh)?");
+    return 0;
+}
+
+static kt_space *mm_space(const char *tm, const char *lx, const char *bad, const char *wrong) {
+    kt_space *sp = NULL;
+    ok(kt_space_create(&sp));
+    ok(kt_space_add_input(sp, "n"));
+    ok(kt_space_add_param(sp, "TM", tm));
+    ok(kt_space_add_param(sp, "LX", lx));
+    ok(kt_space_add_param(sp, "BAD", bad));
+    ok(kt_space_add_derived(sp, "WRONG", wrong));
+    ok(kt_space_add_constraint(sp, "(n // TM) % LX == 0"));
+    const char *global[3] = {"n // TM", "n", NULL}, *local[3] = {"LX", NULL, NULL};
+    ok(kt_space_set_geometry(sp, KT_GEOMETRY_GLOBAL, global, local, NULL));
+    return sp;
+}
+
+#define N 32
+
+static void test_tiled_matmul_on_pocl(void **state) {
+    (void)state;
+    kt_context *ctx = test_context(3);
+    ok(kt_context_set_artifact_dir(ctx, artifacts));
+    size_t dev = opencl_device(ctx);
+    float a[N * N], b[N * N], c[N * N], ref[N * N];
+    for (int i = 0; i < N * N; i++) a[i] = (float)((i * 7) % 13) - 6, b[i] = (float)((i * 5) % 11) - 5;
+    for (int i = 0; i < N; i++)
+        for (int j = 0; j < N; j++) {
+            float s = 0;
+            for (int k = 0; k < N; k++) s += a[i * N + k] * b[k * N + j];
+            ref[i * N + j] = s;
+        }
+    void *da, *db, *dc;
+    ok(kt_device_alloc(ctx, dev, sizeof a, &da));
+    ok(kt_device_alloc(ctx, dev, sizeof b, &db));
+    ok(kt_device_alloc(ctx, dev, sizeof c, &dc));
+    ok(kt_device_write(ctx, dev, da, a, sizeof a));
+    ok(kt_device_write(ctx, dev, db, b, sizeof b));
+
+    kt_op *op = NULL;
+    ok(kt_op_create(ctx, "clmatmul", &op));
+    ok(kt_op_set_device(op, dev));
+    ok(kt_op_add_buffer(op, "a", KT_TYPE_F32, KT_READ_ONLY));
+    ok(kt_op_add_buffer(op, "b", KT_TYPE_F32, KT_READ_ONLY));
+    ok(kt_op_add_buffer(op, "c", KT_TYPE_F32, KT_WRITE_ONLY));
+    ok(kt_op_add_scalar(op, "n", KT_TYPE_I64));
+    kt_space *naive = mm_space("[1]", "[1]", "[0]", "0");
+    kt_space *tiled = mm_space("[1, 4]", "[4, 8]", "[0]", "1 if TM == 4 and LX == 8 else 0");
+    kt_space *broken = mm_space("[2]", "[4]", "[1]", "0");
+    ok(kt_op_add_variants(op, "naive", naive, matmul_cl, "matmul", NULL, 0));
+    ok(kt_op_add_variants(op, "tiled", tiled, matmul_cl, "matmul", NULL, 0));
+    ok(kt_op_add_variants(op, "broken", broken, matmul_cl, "matmul", NULL, 0));
+    kt_space_destroy(naive), kt_space_destroy(tiled), kt_space_destroy(broken);
+    ok(kt_op_set_default(op, "naive")); /* the reference */
+
+    kt_arg args[] = {kt_arg_buf(da, sizeof a), kt_arg_buf(db, sizeof b), kt_arg_buf(dc, sizeof c), kt_arg_i64(N)};
+    ok(kt_op_call(op, args, 4));
+    ok(kt_device_read(ctx, dev, c, dc, sizeof c));
+    assert_memory_equal(c, ref, sizeof c);
+    const kt_decision *d = NULL;
+    ok(kt_op_decision(op, args, 4, &d));
+    assert_true(kt_decision_validated(d));
+    assert_int_equal(kt_decision_unit_count(d), 1 + 4 + 1);
+    int measured = 0;
+    for (size_t u = 0; u < kt_decision_unit_count(d); u++) {
+        const char *cfg = kt_decision_unit_config(d, u);
+        kt_outcome o = kt_decision_unit_outcome(d, u);
+        if (strstr(cfg, "BAD=1")) {
+            assert_int_equal(o, KT_OUTCOME_BUILD_FAILED);
+            assert_non_null(strstr(kt_decision_unit_message(d, u), "error"));
+        } else if (strstr(cfg, "WRONG=1")) {
+            assert_int_equal(o, KT_OUTCOME_INVALID);
+        } else {
+            assert_int_equal(o, KT_OUTCOME_MEASURED);
+            assert_true(kt_decision_unit_time_ns(d, u) > 0); /* profiling events */
+            measured++;
+        }
+    }
+    assert_int_equal(measured, 4);
+    memset(c, 0, sizeof c);
+    ok(kt_device_write(ctx, dev, dc, c, sizeof c));
+    ok(kt_op_call(op, args, 4)); /* a hit */
+    ok(kt_device_read(ctx, dev, c, dc, sizeof c));
+    assert_memory_equal(c, ref, sizeof c);
+    kt_device_free(ctx, dev, da), kt_device_free(ctx, dev, db), kt_device_free(ctx, dev, dc);
+    kt_context_destroy(ctx);
+}
+
+/* v *= s on the device: tuning restores the device buffer before every run. */
+static void test_inplace_on_device(void **state) {
+    (void)state;
+    kt_context *ctx = test_context(3);
+    ok(kt_context_set_artifact_dir(ctx, artifacts));
+    size_t dev = opencl_device(ctx);
+    enum { M = 256 };
+    float v[M], expect[M];
+    for (int i = 0; i < M; i++) v[i] = (float)i - 100.5f, expect[i] = v[i] * 1.5f;
+    void *dv;
+    ok(kt_device_alloc(ctx, dev, sizeof v, &dv));
+    ok(kt_device_write(ctx, dev, dv, v, sizeof v));
+    kt_op *op = NULL;
+    ok(kt_op_create(ctx, "clscale", &op));
+    ok(kt_op_set_device(op, dev));
+    ok(kt_op_add_buffer(op, "v", KT_TYPE_F32, KT_READ_WRITE));
+    ok(kt_op_add_scalar(op, "s", KT_TYPE_F32));
+    kt_space *sp = NULL;
+    ok(kt_space_create(&sp));
+    ok(kt_space_add_input(sp, "v")); /* a buffer input: its element count */
+    ok(kt_space_add_param(sp, "PER", "[1, 2, 4]"));
+    const char *global[3] = {"v // PER", NULL, NULL};
+    ok(kt_space_set_geometry(sp, KT_GEOMETRY_GLOBAL, global, NULL, NULL));
+    ok(kt_op_add_variants(op, "scale", sp, scale_cl, "scale", NULL, 0));
+    kt_space_destroy(sp);
+    kt_arg args[] = {kt_arg_buf(dv, sizeof v), kt_arg_f32(1.5f)};
+    ok(kt_op_call(op, args, 2));
+    ok(kt_device_read(ctx, dev, v, dv, sizeof v));
+    assert_memory_equal(v, expect, sizeof v);
+    const kt_decision *d = NULL;
+    ok(kt_op_decision(op, args, 2, &d));
+    assert_int_equal(kt_decision_unit_count(d), 3);
+    /* the device snapshot, the reference's output (host) and a host copy to compare each
+     * candidate's output with it */
+    assert_int_equal(kt_decision_peak_extra_bytes(d), 3 * sizeof v);
+    kt_device_free(ctx, dev, dv);
+    kt_context_destroy(ctx);
+}
+
+int main(void) {
+    snprintf(artifacts, sizeof artifacts, "/tmp/kt-opencl-XXXXXX");
+    if (mkdtemp(artifacts) == NULL) return 1;
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_tiled_matmul_on_pocl),
+        cmocka_unit_test(test_inplace_on_device),
+    };
+    int rc = cmocka_run_group_tests(tests, NULL, NULL);
+    char rm[300];
+    snprintf(rm, sizeof rm, "rm -rf '%s'", artifacts);
+    if (system(rm) != 0 && rc == 0) rc = 1;
+    return rc;
+}
