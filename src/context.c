@@ -67,7 +67,7 @@ static kt_status read_env(kt_context *ctx) {
     kt_status st;
     if (v && *v && (st = parse_mode(v, &ctx->env_mode)) != KT_OK) return st;
     v = getenv("KERNTUNE_LOG");
-    int level;
+    int level = 0;
     if (v && *v) {
         if ((st = parse_log(v, &level)) != KT_OK) return st;
         atomic_store(&ctx->log_level, level);
