@@ -4,7 +4,8 @@
  * builds; cuda: NVRTC), each run into an empty artifact directory so that nothing is cached.
  * Prints a table, then RESULT lines with the speedup from parallelism.
  *
- * Usage: compile [--backend c|opencl|cuda] [--variants N] [--threads T]
+ * Usage: compile [--backend c|opencl|cuda] [--variants N] [--threads T] [--no-load]
+ *   --no-load   build the artifacts only (to see which phase limits parallelism)
  */
 #define _GNU_SOURCE /* mkdtemp */
 #include "../src/compile.h"
@@ -63,6 +64,8 @@ static double now(void) {
 }
 
 /* Builds n variants with `threads` threads into a fresh directory; returns seconds, or -1. */
+static bool no_load;
+
 static double run(kt_context *ctx, const kt_device *dev, const char *src, const char *kernel, int n, size_t threads,
                   int base, int *failures) {
     char dir[] = "/tmp/kt-compile-bench-XXXXXX";
@@ -84,7 +87,8 @@ static double run(kt_context *ctx, const kt_device *dev, const char *src, const 
         builds[i] = (kt__build){.backend = bs->backend, .bstate = bs->state, .device = dev->local,
                                 .device_fp = dev->fingerprint,
                                 .req = {.source = src, .kernel_name = kernel, .defines = defp[i], .ndefines = 2,
-                                        .arg_types = types, .arg_elems = elems, .nargs = 4}};
+                                        .arg_types = types, .arg_elems = elems, .nargs = 4},
+                                .no_load = no_load};
     }
     double t0 = now();
     kt_status st = kt__build_prepare(ctx, builds, (size_t)n);
@@ -95,7 +99,7 @@ static double run(kt_context *ctx, const kt_device *dev, const char *src, const 
         if (builds[i].status != KT_OK) {
             if (*failures == 0) fprintf(stderr, "compile: variant %d: %s\n", i, builds[i].log);
             ++*failures;
-        } else if (builds[i].dup_of < 0) {
+        } else if (builds[i].dup_of < 0 && builds[i].module != NULL) {
             bs->backend->unload(bs->state, dev->local, builds[i].module);
         }
     }
@@ -114,8 +118,9 @@ int main(int argc, char **argv) {
         if (strcmp(argv[i], "--backend") == 0 && i + 1 < argc) backend = argv[++i];
         else if (strcmp(argv[i], "--variants") == 0 && i + 1 < argc) n = atoi(argv[++i]);
         else if (strcmp(argv[i], "--threads") == 0 && i + 1 < argc) threads = (size_t)atoi(argv[++i]);
+        else if (strcmp(argv[i], "--no-load") == 0) no_load = true;
         else {
-            fprintf(stderr, "usage: compile [--backend c|opencl|cuda] [--variants N] [--threads T]\n");
+            fprintf(stderr, "usage: compile [--backend c|opencl|cuda] [--variants N] [--threads T] [--no-load]\n");
             return 2;
         }
     }

@@ -126,6 +126,7 @@ static void run_one(pool *p, kt__build *bd) {
             return;
         }
     }
+    if (bd->no_load) return;
     char err[1024] = "";
     bd->status = b->load(bd->bstate, bd->device, bd->path, bd->req.kernel_name, &bd->module, err, sizeof err);
     if (bd->status != KT_OK) snprintf(bd->log, sizeof bd->log, "%s", err);

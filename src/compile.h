@@ -21,6 +21,7 @@ typedef struct kt__build {
     kt_status status;
     char log[2048];     /* the compiler's log or the loader's error when status is not KT_OK */
     bool cached;        /* the artifact was on disk already */
+    bool no_load;       /* build (or find) the artifact only: bench/compile times the phases */
     void *module;
 } kt__build;
 
