@@ -1,5 +1,6 @@
 # The two commands of the README, and a few conveniences. The real build is CMake's.
-#   make demo    installs missing packages, builds, runs the example op and prints its decisions
+#   make demo    installs missing packages, builds, tunes the example ops (native candidates, then
+#                compiled variants on every device present) and prints their decisions
 #   make check   installs missing packages, builds and runs every test: a normal build, an
 #                ASan+UBSan build and a TSan build
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
@@ -37,6 +38,7 @@ check: check-asan check-tsan check-normal
 
 demo: build
 	./build/examples/matmul_demo
+	./build/examples/variants_demo
 
 bench: build
 	./build/bench/dispatch
