@@ -409,9 +409,10 @@ KT_API const char *kt_space_param_name(const kt_space *sp, size_t index);
 /** Returns the number of configurations of the last enumeration. */
 KT_API size_t kt_space_config_count(const kt_space *sp);
 
-/** Formats configuration index of the last enumeration as "name=value,name=value" (parameters
- *  then derived values, values as Python writes them) into buf; returns KT_ERR_INVALID_ARGUMENT
- *  when index is out of range, KT_ERR_LIMIT when buf is too small. */
+/** Formats configuration index of the last enumeration as "name=value,name=value" into buf:
+ *  parameters and derived values in declaration order, each value as it reaches the kernel as a
+ *  define (numbers as Python writes them, bools as 1 or 0, strings without quotes). Returns
+ *  KT_ERR_INVALID_ARGUMENT when index is out of range, KT_ERR_LIMIT when buf is too small. */
 KT_API kt_status kt_space_config_format(const kt_space *sp, size_t index, char *buf, size_t len);
 
 /** Reads parameter param of configuration index as an integer (bools count; floats and
@@ -633,8 +634,8 @@ KT_API kt_status kt_op_set_device(kt_op *op, size_t device);
  * taking the op's arguments in order, a buffer as a pointer to its element type and a scalar
  * by value) or the kernel (OpenCL, CUDA) to call. A space input whose name is an op argument
  * takes that argument's value (a scalar's, or a buffer's element count) at each tuning; other
- * inputs must be bound in the space. The op keeps a reference to the space; source and
- * options are copied. Variants are compiled in parallel on first use, into the context's
+ * inputs must be bound in the space. The op keeps a reference to the space, which can no
+ * longer change (its setters then fail with KT_ERR_STATE); source and options are copied. Variants are compiled in parallel on first use, into the context's
  * artifact directory; a variant that fails to compile or load is disqualified with the first
  * lines of its log (KT_OUTCOME_BUILD_FAILED), and tuning goes on.
  */
@@ -686,7 +687,9 @@ KT_API kt_status kt_op_set_tolerance(kt_op *op, double atol, double rtol);
  * Concurrent first calls for one key tune once; the other callers wait for the decision, or run
  * the fallback candidate (kt_op_set_fallback). A candidate must not call its own op with the
  * same key while that key is being tuned (it would wait for itself), unless a fallback is set.
- * A call that finds its decision allocates nothing, makes no system call and takes no lock.
+ * A call that finds its decision allocates nothing, makes no system call and takes no lock in
+ * kerntune: it calls the winner. (A native winner or a C variant is called directly; a device
+ * variant's launch goes through its backend, which enqueues it and waits for it.)
  * Returns KT_OK, or KT_ERR_ARG_COUNT, KT_ERR_ARG_TYPE, KT_ERR_STATE (the op returns a result),
  * KT_ERR_NO_CANDIDATES, KT_ERR_NO_VALID_CANDIDATE, KT_ERR_ALL_FAILED (recorded: later calls for
  * the key return it without measuring), KT_ERR_CANDIDATE_FAILED, KT_ERR_HOOK, KT_ERR_NO_MEMORY
@@ -785,8 +788,8 @@ KT_API size_t kt_decision_winner_unit(const kt_decision *d);
 /** Returns the candidate index of unit u. */
 KT_API size_t kt_decision_unit_candidate(const kt_decision *d, size_t u);
 
-/** Returns unit u's configuration as "NAME=value,..." (parameters, then derived values), or
- *  NULL for a native candidate. */
+/** Returns unit u's configuration as kt_space_config_format writes it, or NULL for a native
+ *  candidate. */
 KT_API const char *kt_decision_unit_config(const kt_decision *d, size_t u);
 
 /** Unit u's outcome, median time in ns (negative when not measured), measured runs, and

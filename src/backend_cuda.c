@@ -447,51 +447,58 @@ static kt_status build_here(cu_state *s, size_t device, const kt_build_request *
  * exits. The child calls NVRTC only, never the driver, and the parent never compiles, so no
  * NVRTC lock is held when a thread forks. An NVRTC crash takes only the child down.
  * KERNTUNE_NVRTC_PROCESSES=0 compiles in the calling thread instead. */
+/* Reads exactly len bytes, retrying on interruption; false on end of file or error. */
+static bool read_full(int fd, void *buf, size_t len) {
+    for (size_t got = 0; got < len;) {
+        ssize_t r = read(fd, (char *)buf + got, len - got);
+        if (r < 0 && errno == EINTR) continue;
+        if (r <= 0) return false;
+        got += (size_t)r;
+    }
+    return true;
+}
+
 static kt_status cu_build(void *state, size_t device, const kt_build_request *req, char *log, size_t loglen) {
     cu_state *s = state;
     const char *env = getenv("KERNTUNE_NVRTC_PROCESSES");
-    if (env && strcmp(env, "0") == 0) return build_here(s, device, req, log, loglen);
+    if (env && strcmp(env, "0") == 0) return build_here(s, device, req, log, loglen); /* never forks then */
     int fds[2];
-    if (pipe(fds) != 0) return build_here(s, device, req, log, loglen);
-    pid_t pid = fork();
-    if (pid < 0) {
-        close(fds[0]), close(fds[1]);
-        return build_here(s, device, req, log, loglen);
+    pid_t pid = -1;
+    if (pipe(fds) == 0 && (pid = fork()) < 0) close(fds[0]), close(fds[1]);
+    if (pid < 0) { /* compiling here instead would break "the parent never compiles" */
+        snprintf(log, loglen, "cannot start an NVRTC worker process: %s", strerror(errno));
+        return KT_ERR_SYSTEM;
     }
     if (pid == 0) { /* the child: compile, report, exit without running the parent's atexit handlers */
         close(fds[0]);
         char buf[4096] = "";
-        kt_status st = build_here(s, device, req, buf, sizeof buf);
-        int code = (int)st;
-        size_t len = strlen(buf);
-        if (write(fds[1], &code, sizeof code) == (ssize_t)sizeof code && len > 0) {
-            for (size_t off = 0; off < len;) {
-                ssize_t w = write(fds[1], buf + off, len - off);
-                if (w <= 0) break;
-                off += (size_t)w;
-            }
+        int32_t head[2] = {(int32_t)build_here(s, device, req, buf, sizeof buf), 0};
+        head[1] = (int32_t)strlen(buf);
+        bool ok = write(fds[1], head, sizeof head) == (ssize_t)sizeof head;
+        for (size_t off = 0; ok && off < (size_t)head[1];) {
+            ssize_t w = write(fds[1], buf + off, (size_t)head[1] - off);
+            if (w <= 0) break;
+            off += (size_t)w;
         }
         _exit(0);
     }
     close(fds[1]);
-    int code = -1;
-    size_t got = 0;
-    bool have_code = read(fds[0], &code, sizeof code) == (ssize_t)sizeof code;
-    while (have_code && got + 1 < loglen) {
-        ssize_t r = read(fds[0], log + got, loglen - 1 - got);
-        if (r <= 0) break;
-        got += (size_t)r;
-    }
-    if (loglen) log[got < loglen ? got : loglen - 1] = '\0';
+    /* A status and a length, then exactly that much log: never waiting for end of file, which
+     * sibling workers holding a copy of this pipe could delay. */
+    int32_t head[2] = {-1, 0};
+    bool have = read_full(fds[0], head, sizeof head) && head[1] >= 0;
+    size_t len = have ? (size_t)head[1] : 0, keep = len < loglen ? len : (loglen ? loglen - 1 : 0);
+    if (have && keep > 0) have = read_full(fds[0], log, keep);
+    if (loglen) log[have ? keep : 0] = '\0';
     close(fds[0]);
     int status = 0;
     while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {}
-    if (!have_code) {
+    if (!have) {
         snprintf(log, loglen, "the NVRTC worker process died (%s %d)", WIFSIGNALED(status) ? "signal" : "exit",
                  WIFSIGNALED(status) ? WTERMSIG(status) : WEXITSTATUS(status));
         return KT_ERR_BACKEND;
     }
-    return (kt_status)code;
+    return (kt_status)head[0];
 }
 
 static kt_status cu_load(void *state, size_t device, const char *path, const char *kernel_name, void **module,

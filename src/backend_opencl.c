@@ -284,17 +284,32 @@ static kt_status cl_compiler_id(void *state, size_t device, char *out, size_t le
     return KT_OK;
 }
 
-/* Joins defines (as -D) and options into one build options string. */
+/* Joins the options into one build options string. */
 static char *options_string(const kt_build_request *req) {
     size_t len = 1;
-    for (size_t i = 0; i < req->ndefines; i++) len += strlen(req->defines[i]) + 4;
     for (size_t i = 0; i < req->noptions; i++) len += strlen(req->options[i]) + 2;
     char *s = malloc(len);
     if (s == NULL) return NULL;
     size_t k = 0;
     s[0] = '\0';
-    for (size_t i = 0; i < req->ndefines; i++) k += (size_t)snprintf(s + k, len - k, "%s-D%s", k ? " " : "", req->defines[i]);
     for (size_t i = 0; i < req->noptions; i++) k += (size_t)snprintf(s + k, len - k, "%s%s", k ? " " : "", req->options[i]);
+    return s;
+}
+
+/* The source with the variant's defines as #define lines in front: a value may hold spaces
+ * ('unsigned int'), which a -D build option could not carry. */
+static char *source_with_defines(const kt_build_request *req) {
+    size_t len = strlen(req->source) + 32;
+    for (size_t i = 0; i < req->ndefines; i++) len += strlen(req->defines[i]) + 16;
+    char *s = malloc(len);
+    if (s == NULL) return NULL;
+    size_t k = 0;
+    for (size_t i = 0; i < req->ndefines; i++) {
+        const char *eq = strchr(req->defines[i], '=');
+        if (eq) k += (size_t)snprintf(s + k, len - k, "#define %.*s %s\n", (int)(eq - req->defines[i]), req->defines[i], eq + 1);
+        else k += (size_t)snprintf(s + k, len - k, "#define %s\n", req->defines[i]);
+    }
+    snprintf(s + k, len - k, "#line 1\n%s", req->source);
     return s;
 }
 
@@ -311,13 +326,14 @@ static void build_log(cl_state *s, cl_program prog, cl_device_id dev, char *log,
 static kt_status cl_build(void *state, size_t device, const kt_build_request *req, char *log, size_t loglen) {
     cl_state *s = state;
     cl_dev *dv = &s->devs[device];
-    char *opts = options_string(req);
-    if (opts == NULL) {
+    char *opts = options_string(req), *full = source_with_defines(req);
+    if (opts == NULL || full == NULL) {
+        free(opts), free(full);
         snprintf(log, loglen, "out of memory");
         return KT_ERR_NO_MEMORY;
     }
     cl_int rc = CL_SUCCESS;
-    const char *src = req->source;
+    const char *src = full;
     cl_program prog = s->api.CreateProgramWithSource(dv->ctx, 1, &src, NULL, &rc);
     kt_status st = KT_OK;
     if (prog == NULL) {
@@ -348,6 +364,7 @@ static kt_status cl_build(void *state, size_t device, const kt_build_request *re
     }
     if (prog) s->api.ReleaseProgram(prog);
     free(opts);
+    free(full);
     return st;
 }
 

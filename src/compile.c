@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 /* ---- the artifact directory ----------------------------------------------------------------- */
@@ -73,9 +74,15 @@ static void hash_bytes(hasher *h, const void *p, size_t n) {
 
 static void hash_str(hasher *h, const char *s) { hash_bytes(h, s ? s : "", s ? strlen(s) : 0); }
 
+/* Bumped whenever what kerntune writes into an artifact changes (the C entry wrapper, the CUDA
+ * header): artifacts of another format never match. */
+#define KT__ARTIFACT_FORMAT "2"
+
 static void build_key(const kt__build *bd, const char *compiler_id, char out[33]) {
     hasher h = {0x6b65726e74756e65ull, 0x61727469666163ull};
     const kt_build_request *r = &bd->req;
+    hash_str(&h, kt_version_string());
+    hash_str(&h, KT__ARTIFACT_FORMAT);
     hash_str(&h, bd->backend->name);
     hash_str(&h, compiler_id);
     hash_str(&h, bd->device_fp);
@@ -101,35 +108,65 @@ typedef struct pool {
     const char *dir;
 } pool;
 
-/* Builds (or finds) and loads one artifact. */
-static void run_one(pool *p, kt__build *bd) {
+/* A temporary name no other thread or process can pick: the pid alone repeats across PID
+ * namespaces sharing one cache volume, so random bits join it. */
+static void temp_name(const char *path, char *out, size_t len) {
+    static _Atomic uint64_t seq;
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    uint64_t r = (uint64_t)ts.tv_nsec ^ ((uint64_t)ts.tv_sec << 30) ^ (uint64_t)(uintptr_t)out ^
+                 (atomic_fetch_add(&seq, 1) * 0x9e3779b97f4a7c15ull);
+    r ^= kt__fnv1a(&ts, sizeof ts, (uint64_t)getpid());
+    snprintf(out, len, "%.4000s.tmp.%ld.%016llx", path, (long)getpid(), (unsigned long long)r);
+}
+
+/* Builds one artifact into place. */
+static void build_one(pool *p, kt__build *bd) {
     const kt_backend *b = bd->backend;
+    char tmp[4200];
+    temp_name(bd->path, tmp, sizeof tmp);
+    bd->req.out_path = tmp;
+    bd->log[0] = '\0';
+    bd->status = b->build(bd->bstate, bd->device, &bd->req, bd->log, sizeof bd->log);
+    atomic_fetch_add(&p->ctx->compiles, 1);
+    bd->req.out_path = NULL;
+    if (bd->status == KT_OK && rename(tmp, bd->path) != 0) {
+        snprintf(bd->log, sizeof bd->log, "cannot move the artifact to %.1900s: %s", bd->path, strerror(errno));
+        bd->status = KT_ERR_SYSTEM;
+    }
+    if (bd->status != KT_OK) unlink(tmp);
+}
+
+static void load_one(kt__build *bd) {
+    char err[1024] = "";
+    bd->status = bd->backend->load(bd->bstate, bd->device, bd->path, bd->req.kernel_name, &bd->module, err, sizeof err);
+    if (bd->status != KT_OK) snprintf(bd->log, sizeof bd->log, "%s", err);
+}
+
+/* Builds (or finds) and loads one artifact. A cached artifact that does not load (truncated,
+ * corrupt) is removed and built once more. */
+static void run_one(pool *p, kt__build *bd) {
     struct stat stt;
-    if (stat(bd->path, &stt) == 0 && S_ISREG(stt.st_mode) && stt.st_size > 0) {
+    bool cached = stat(bd->path, &stt) == 0 && S_ISREG(stt.st_mode) && stt.st_size > 0;
+    if (!cached) {
+        build_one(p, bd);
+        if (bd->status != KT_OK) return;
+    }
+    if (bd->no_load) {
+        if (cached) bd->cached = true, atomic_fetch_add(&p->ctx->artifact_hits, 1);
+        return;
+    }
+    load_one(bd);
+    if (cached && bd->status != KT_OK) {
+        unlink(bd->path);
+        build_one(p, bd);
+        if (bd->status == KT_OK) load_one(bd);
+        return;
+    }
+    if (cached) {
         bd->cached = true;
         atomic_fetch_add(&p->ctx->artifact_hits, 1);
-    } else {
-        char tmp[4200];
-        static _Atomic unsigned seq;
-        snprintf(tmp, sizeof tmp, "%.4000s.tmp.%ld.%u", bd->path, (long)getpid(), atomic_fetch_add(&seq, 1));
-        bd->req.out_path = tmp;
-        bd->log[0] = '\0';
-        bd->status = b->build(bd->bstate, bd->device, &bd->req, bd->log, sizeof bd->log);
-        atomic_fetch_add(&p->ctx->compiles, 1);
-        bd->req.out_path = NULL;
-        if (bd->status == KT_OK && rename(tmp, bd->path) != 0) {
-            snprintf(bd->log, sizeof bd->log, "cannot move the artifact to %.1900s: %s", bd->path, strerror(errno));
-            bd->status = KT_ERR_SYSTEM;
-        }
-        if (bd->status != KT_OK) {
-            unlink(tmp);
-            return;
-        }
     }
-    if (bd->no_load) return;
-    char err[1024] = "";
-    bd->status = b->load(bd->bstate, bd->device, bd->path, bd->req.kernel_name, &bd->module, err, sizeof err);
-    if (bd->status != KT_OK) snprintf(bd->log, sizeof bd->log, "%s", err);
 }
 
 static void *worker(void *arg) {

@@ -49,6 +49,7 @@ typedef struct constraint {
 
 struct kt_space {
     _Atomic int refs;
+    _Atomic int sealed;   /* an op holds it: it can no longer change */
     slot *slots;
     size_t nslots;
     param *params;
@@ -80,7 +81,18 @@ kt_status kt_space_create(kt_space **out) {
     return KT_OK;
 }
 
-void kt__space_retain(kt_space *sp) { atomic_fetch_add(&sp->refs, 1); }
+void kt__space_retain(kt_space *sp) {
+    atomic_fetch_add(&sp->refs, 1);
+    atomic_store(&sp->sealed, 1);
+}
+
+/* Checks that sp may still change; reports as `where`. */
+static kt_status changeable(const kt_space *sp, const char *where) {
+    if (sp == NULL) return kt__err(KT_ERR_NULL, "%s: sp is NULL", where);
+    if (atomic_load(&sp->sealed))
+        return kt__err(KT_ERR_STATE, "%s: the space was added to an op; it can no longer change (create another)", where);
+    return KT_OK;
+}
 
 void kt_space_destroy(kt_space *sp) {
     if (sp == NULL || atomic_fetch_sub(&sp->refs, 1) != 1) return;
@@ -174,7 +186,8 @@ static kt_status store_values(kt_space *sp, const kt__value *src, size_t n, kt__
 
 kt_status kt_space_add_param(kt_space *sp, const char *name, const char *values) {
     const char *where = "kt_space_add_param";
-    if (sp == NULL) return kt__err(KT_ERR_NULL, "%s: sp is NULL", where);
+    kt_status sst = changeable(sp, where);
+    if (sst != KT_OK) return sst;
     kt__expr *e = NULL;
     reads r;
     kt_status st = parse(sp, values, where, &e, &r);
@@ -245,7 +258,8 @@ static kt_status store_values(kt_space *sp, const kt__value *src, size_t n, kt__
 }
 
 kt_status kt_space_add_input(kt_space *sp, const char *name) {
-    if (sp == NULL) return kt__err(KT_ERR_NULL, "kt_space_add_input: sp is NULL");
+    kt_status sst = changeable(sp, "kt_space_add_input");
+    if (sst != KT_OK) return sst;
     kt_status st = add_slot(sp, name, SLOT_INPUT, sp->ninputs, "kt_space_add_input");
     if (st != KT_OK) return st;
     input *in = grow((void **)&sp->inputs, sp->ninputs, sizeof *in);
@@ -259,7 +273,9 @@ kt_status kt_space_add_input(kt_space *sp, const char *name) {
 }
 
 static kt_status find_input(kt_space *sp, const char *name, const char *where, input **out) {
-    if (sp == NULL || name == NULL) return kt__err(KT_ERR_NULL, "%s: %s is NULL", where, sp ? "name" : "sp");
+    kt_status sst = changeable(sp, where);
+    if (sst != KT_OK) return sst;
+    if (name == NULL) return kt__err(KT_ERR_NULL, "%s: name is NULL", where);
     long i = find_slot(sp, name, strlen(name));
     if (i < 0 || sp->slots[i].kind != SLOT_INPUT)
         return kt__err(KT_ERR_INVALID_ARGUMENT, "%s: '%s' is not an input of this space (declare it with kt_space_add_input)",
@@ -291,7 +307,8 @@ kt_status kt_space_bind_ints(kt_space *sp, const char *name, const int64_t *valu
 }
 
 kt_status kt_space_add_constraint(kt_space *sp, const char *expression) {
-    if (sp == NULL) return kt__err(KT_ERR_NULL, "kt_space_add_constraint: sp is NULL");
+    kt_status sst = changeable(sp, "kt_space_add_constraint");
+    if (sst != KT_OK) return sst;
     kt__expr *e = NULL;
     reads r;
     kt_status st = parse(sp, expression, "kt_space_add_constraint", &e, &r);
@@ -309,7 +326,9 @@ kt_status kt_space_add_constraint(kt_space *sp, const char *expression) {
 }
 
 kt_status kt_space_add_constraint_fn(kt_space *sp, kt_constraint_fn fn, void *user) {
-    if (sp == NULL || fn == NULL) return kt__err(KT_ERR_NULL, "kt_space_add_constraint_fn: %s is NULL", sp ? "fn" : "sp");
+    kt_status sst = changeable(sp, "kt_space_add_constraint_fn");
+    if (sst != KT_OK) return sst;
+    if (fn == NULL) return kt__err(KT_ERR_NULL, "kt_space_add_constraint_fn: fn is NULL");
     constraint *c = grow((void **)&sp->cons, sp->ncons, sizeof *c);
     if (c == NULL) return kt__err(KT_ERR_NO_MEMORY, "kt_space_add_constraint_fn: out of memory");
     *c = (constraint){.fn = fn, .user = user, .level = LONG_MAX};
@@ -319,7 +338,8 @@ kt_status kt_space_add_constraint_fn(kt_space *sp, kt_constraint_fn fn, void *us
 
 kt_status kt_space_add_derived(kt_space *sp, const char *name, const char *expression) {
     const char *where = "kt_space_add_derived";
-    if (sp == NULL) return kt__err(KT_ERR_NULL, "%s: sp is NULL", where);
+    kt_status sst = changeable(sp, where);
+    if (sst != KT_OK) return sst;
     kt__expr *e = NULL;
     reads r;
     kt_status st = parse(sp, expression, where, &e, &r);
@@ -342,7 +362,8 @@ kt_status kt_space_add_derived(kt_space *sp, const char *name, const char *expre
 kt_status kt_space_set_geometry(kt_space *sp, kt_geometry kind, const char *const global[3], const char *const local[3],
                                 const char *shared_memory) {
     const char *where = "kt_space_set_geometry";
-    if (sp == NULL) return kt__err(KT_ERR_NULL, "%s: sp is NULL", where);
+    kt_status sst = changeable(sp, where);
+    if (sst != KT_OK) return sst;
     if (kind != KT_GEOMETRY_GRID && kind != KT_GEOMETRY_GLOBAL)
         return kt__err(KT_ERR_INVALID_ARGUMENT, "%s: kind %d is not GRID or GLOBAL", where, (int)kind);
     kt__expr *g[3] = {0}, *l[3] = {0}, *sm = NULL;

@@ -237,7 +237,19 @@ static kt_status build_units(kt_op *op, kt_decision *d, unit_plan *plans) {
         unit_of[k++] = i;
     }
     kt_status st = kt__build_prepare(op->ctx, builds, n);
-    if (st == KT_OK) {
+    if (st != KT_OK) { /* no compiler, no artifact directory: the variants cannot run, the natives can */
+        char why[KT__ERRBUF];
+        snprintf(why, sizeof why, "%s", kt_last_error());
+        for (size_t i = 0; i < n; i++) {
+            kt__unit *u = &d->units[unit_of[i]];
+            u->r.outcome = KT_OUTCOME_BUILD_FAILED;
+            set_message(&u->r, "%s", why, 0);
+        }
+        kt__log(op->ctx, KT_LOG_WARN, "op '%s': no variant can be built: %s", op->name, why);
+        free(builds), free(unit_of), free(types), free(elems);
+        return KT_OK;
+    }
+    {
         pthread_mutex_lock(&op->lock); /* modules another tuning loaded already */
         for (size_t i = 0; i < n; i++)
             for (size_t m = 0; m < op->nmodules && builds[i].dup_of < 0; m++)

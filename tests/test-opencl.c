@@ -27,6 +27,7 @@ static const char *matmul_cl =
     "}\n";
 
 static const char *scale_cl =
+    "typedef ELEM elem_t; /* a define whose value holds a space: 'unsigned int' */\n"
     "__kernel void scale(__global float *v, float s) {\n"
     "    long i = get_global_id(0) * PER;\n"
     "    for (int k = 0; k < PER; k++) v[i + k] *= s;\n"
@@ -148,6 +149,7 @@ static void test_inplace_on_device(void **state) {
     ok(kt_space_create(&sp));
     ok(kt_space_add_input(sp, "v")); /* a buffer input: its element count */
     ok(kt_space_add_param(sp, "PER", "[1, 2, 4]"));
+    ok(kt_space_add_param(sp, "ELEM", "['unsigned int']"));
     const char *global[3] = {"v // PER", NULL, NULL};
     ok(kt_space_set_geometry(sp, KT_GEOMETRY_GLOBAL, global, NULL, NULL));
     ok(kt_op_add_variants(op, "scale", sp, scale_cl, "scale", NULL, 0));

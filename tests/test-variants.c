@@ -209,6 +209,107 @@ static void test_identical_code_compiled_once(void **state) {
     kt_context_destroy(ctx);
 }
 
+/* ---- regressions from review ---------------------------------------------------------------- */
+
+/* Exported by this program (linked -rdynamic): a variant whose kernel has the same name must
+ * still run its own code, not this. */
+void kt_test_collide(float *y, long n);
+void kt_test_collide(float *y, long n) {
+    for (long i = 0; i < n; i++) y[i] = -1;
+}
+
+static int twice_index(const kt_arg *args, size_t nargs, void *user) {
+    (void)nargs, (void)user;
+    float *y = args[0].ptr;
+    for (long i = 0; i < args[1].i; i++) y[i] = 2.0f * (float)i;
+    return 0;
+}
+
+static kt_op *collide_op(kt_context *ctx, const char *name, const char *src, const char *kernel, const char *params) {
+    kt_op *op = NULL;
+    ok(kt_op_create(ctx, name, &op));
+    ok(kt_op_add_buffer(op, "y", KT_TYPE_F32, KT_WRITE_ONLY));
+    ok(kt_op_add_scalar(op, "n", KT_TYPE_I64));
+    ok(kt_op_add_native(op, "reference", twice_index, NULL));
+    kt_space *sp = NULL;
+    ok(kt_space_create(&sp));
+    ok(kt_space_add_param(sp, "v", params));
+    ok(kt_space_add_param(sp, "a", "[1]"));
+    ok(kt_space_add_param(sp, "u", "[0]"));
+    ok(kt_space_add_param(sp, "ptr", "[2]"));
+    ok(kt_op_add_variants(op, "variant", sp, src, kernel, NULL, 0));
+    expect_status(KT_ERR_STATE, kt_space_add_input(sp, "late")); /* an op holds it now */
+    expect_status(KT_ERR_STATE, kt_space_add_param(sp, "late", "[1]"));
+    kt_space_destroy(sp);
+    return op;
+}
+
+/* Parameters named like the entry wrapper's old names (v, a, u, ptr), a kernel named like one
+ * of them (n), and a kernel whose name the host program exports: all run their own code. */
+static void test_names_cannot_collide(void **state) {
+    (void)state;
+    kt_context *ctx = variant_context();
+    /* a kernel named like the old wrapper's argument n (no parameter is named n) */
+    const char *named_n = "void n(float *y, long len) { for (long i = 0; i < len; i++) y[i] = (float)(ptr * i * a + u * v); }\n";
+    const char *collide = "void kt_test_collide(float *y, long n) { for (long i = 0; i < n; i++) y[i] = ptr * (float)i + u; }\n";
+    const char *names[] = {"kernel_n", "kernel_collide"}, *srcs[] = {named_n, collide}, *kernels[] = {"n", "kt_test_collide"};
+    for (int k = 0; k < 2; k++) {
+        kt_op *op = collide_op(ctx, names[k], srcs[k], kernels[k], "[0, 3]");
+        float y[16];
+        kt_arg args[] = {kt_arg_buf(y, sizeof y), kt_arg_i64(16)};
+        ok(kt_op_call(op, args, 2));
+        for (int i = 0; i < 16; i++) assert_true(y[i] == 2.0f * (float)i);
+        const kt_decision *d = NULL;
+        ok(kt_op_decision(op, args, 2, &d));
+        for (size_t u = 1; u < kt_decision_unit_count(d); u++) /* every variant ran its own code */
+            assert_int_equal(kt_decision_unit_outcome(d, u), KT_OUTCOME_MEASURED);
+    }
+    kt_context_destroy(ctx);
+}
+
+/* No compiler: the variants are disqualified with the reason; the native still decides. */
+static void test_missing_compiler(void **state) {
+    (void)state;
+    setenv("KERNTUNE_CC", "/nonexistent/cc", 1);
+    kt_context *ctx = variant_context();
+    unsetenv("KERNTUNE_CC");
+    kt_op *op = collide_op(ctx, "nocc", "void f(float *y, long n) { (void)y; (void)n; }\n", "f", "[0]");
+    float y[4];
+    kt_arg args[] = {kt_arg_buf(y, sizeof y), kt_arg_i64(4)};
+    ok(kt_op_call(op, args, 2));
+    const kt_decision *d = NULL;
+    ok(kt_op_decision(op, args, 2, &d));
+    assert_int_equal(kt_decision_winner(d), 0);
+    assert_int_equal(kt_decision_unit_outcome(d, 1), KT_OUTCOME_BUILD_FAILED);
+    assert_non_null(strstr(kt_decision_unit_message(d, 1), "/nonexistent/cc"));
+    kt_context_destroy(ctx);
+}
+
+/* A cached artifact that was truncated is rebuilt, not reused. */
+static void test_corrupt_artifact_rebuilt(void **state) {
+    (void)state;
+    char dir[] = "/tmp/kt-corrupt-XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    const char *src = "void g(float *y, long n) { for (long i = 0; i < n; i++) y[i] = ptr * (float)i + u * v * a; }\n";
+    for (int round = 0; round < 2; round++) {
+        kt_context *ctx = test_context(1);
+        ok(kt_context_set_artifact_dir(ctx, dir));
+        kt_op *op = collide_op(ctx, "corrupt", src, "g", "[0]");
+        float y[8];
+        kt_arg args[] = {kt_arg_buf(y, sizeof y), kt_arg_i64(8)};
+        ok(kt_op_call(op, args, 2));
+        for (int i = 0; i < 8; i++) assert_true(y[i] == 2.0f * (float)i);
+        assert_int_equal(kt_context_compile_count(ctx), 1); /* round 1: rebuilt after the damage */
+        kt_context_destroy(ctx);
+        char cmd[200]; /* truncate every artifact */
+        snprintf(cmd, sizeof cmd, "for f in %s/*.so; do head -c 100 \"$f\" > \"$f.x\" && mv \"$f.x\" \"$f\"; done", dir);
+        assert_int_equal(system(cmd), 0);
+    }
+    char rm[100];
+    snprintf(rm, sizeof rm, "rm -rf '%s'", dir);
+    assert_int_equal(system(rm), 0);
+}
+
 /* The child half of test_second_process_compiles_nothing: tunes the same op and prints its
  * counts. */
 static int child_main(void) {
@@ -264,6 +365,9 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_missing_entry_point),
         cmocka_unit_test(test_identical_code_compiled_once),
         cmocka_unit_test(test_second_process_compiles_nothing),
+        cmocka_unit_test(test_names_cannot_collide),
+        cmocka_unit_test(test_missing_compiler),
+        cmocka_unit_test(test_corrupt_artifact_rebuilt),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
     char rm[300];
