@@ -6,6 +6,8 @@
  */
 #include <kerntune.h>
 
+#include "tune.h"
+
 #include <stdio.h>
 #include <string.h>
 
@@ -80,6 +82,7 @@ static void help_help(FILE *out) {
 static int run_help(int argc, char **argv);
 
 static const command commands[] = {
+    {"tune", "tune a T1 problem, write T4 results, or replay recorded ones", run_tune, help_tune},
     {"devices", "list backends and devices", run_devices, help_devices},
     {"version", "print the version", run_version, help_version},
     {"help", "print help on a command", run_help, help_help},

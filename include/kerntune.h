@@ -277,6 +277,15 @@ KT_API kt_status kt_context_set_artifact_dir(kt_context *ctx, const char *path);
 /** Returns the artifact directory in use. */
 KT_API const char *kt_context_artifact_dir(const kt_context *ctx);
 
+/** Reports progress while an op tunes: after each unit (a native candidate or a variant's
+ *  configuration) is decided, done of total units are through, valid of them measured, failed
+ *  disqualified, and best_ns is the fastest time so far (negative before the first). Called on
+ *  the tuning thread. */
+typedef void (*kt_progress_fn)(size_t done, size_t total, size_t valid, size_t failed, double best_ns, void *user);
+
+/** Sets the progress function (NULL: none, the default). */
+KT_API kt_status kt_context_set_progress_fn(kt_context *ctx, kt_progress_fn fn, void *user);
+
 /** Sets how many variants build at once (0, the default: one per core; at most 64). */
 KT_API kt_status kt_context_set_compile_threads(kt_context *ctx, size_t threads);
 
@@ -415,6 +424,11 @@ KT_API size_t kt_space_config_count(const kt_space *sp);
  *  KT_ERR_INVALID_ARGUMENT when index is out of range, KT_ERR_LIMIT when buf is too small. */
 KT_API kt_status kt_space_config_format(const kt_space *sp, size_t index, char *buf, size_t len);
 
+/** Evaluates expression over the whole space (parameters stand for their value lists, inputs for
+ *  their bound values, as in T1 argument sizes: "max(filter_width) * ProblemSize[0]") and stores
+ *  the integer result in *out (a whole float counts; anything else fails naming the expression). */
+KT_API kt_status kt_space_eval_int(const kt_space *sp, const char *expression, int64_t *out);
+
 /** Reads parameter param of configuration index as an integer (bools count; floats and
  *  strings fail with KT_ERR_ARG_TYPE). */
 KT_API kt_status kt_space_config_int(const kt_space *sp, size_t index, size_t param, int64_t *out);
@@ -521,6 +535,11 @@ KT_API kt_status kt_op_set_fallback(kt_op *op, const char *name);
 /** Forces candidate name and sets the op's effort to KT_EFFORT_FORCED; NULL clears the forced
  *  candidate and sets the effort back to KT_EFFORT_INHERIT. KERNTUNE_FORCE wins over this. */
 KT_API kt_status kt_op_force(kt_op *op, const char *name);
+
+/** Limits each tuning of the op: at most max_units units (native candidates and variant
+ *  configurations, in order; 0: no limit) are validated and measured, and none is started after
+ *  max_seconds of wall time (0: no limit). Units left out end KT_OUTCOME_NOT_RUN. */
+KT_API kt_status kt_op_set_budget(kt_op *op, size_t max_units, double max_seconds);
 
 /** Sets the op's effort level (KT_EFFORT_INHERIT: the context's). */
 KT_API kt_status kt_op_set_effort(kt_op *op, kt_effort effort);
@@ -798,6 +817,13 @@ KT_API kt_outcome kt_decision_unit_outcome(const kt_decision *d, size_t u);
 KT_API double kt_decision_unit_time_ns(const kt_decision *d, size_t u);
 KT_API unsigned kt_decision_unit_runs(const kt_decision *d, size_t u);
 KT_API const char *kt_decision_unit_message(const kt_decision *d, size_t u);
+
+/** Stores unit u's measured run times in ns, in the order they were taken, in *times (owned by
+ *  the decision) and their number in *n; KT_ERR_NOT_FOUND when it has none. */
+KT_API kt_status kt_decision_unit_runtimes(const kt_decision *d, size_t u, const double **times, size_t *n);
+
+/** Returns how long building unit u took in ms (0 for natives and for artifacts found cached). */
+KT_API double kt_decision_unit_build_ms(const kt_decision *d, size_t u);
 
 /** Returns the diagnostic of a candidate that failed or was invalid in the decision (e.g.
  *  "output 'y' element 17: expected 3.5, got 3.25"), or NULL. */

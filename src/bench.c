@@ -11,6 +11,7 @@
 #include "internal.h"
 
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 static double now_ns(void) {
@@ -18,6 +19,8 @@ static double now_ns(void) {
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
 }
+
+double kt__now_s(void) { return now_ns() * 1e-9; }
 
 static int cmp_double(const void *a, const void *b) {
     double x = *(const double *)a, y = *(const double *)b;
@@ -71,8 +74,12 @@ kt_status kt__measure(const kt__measure_cfg *cfg, unsigned warmup_runs, const kt
         scratch[n++] = dt;
         total += dt;
     }
+    free(res->times); /* the runs in the order taken, for T4's runtimes */
+    res->times = malloc((n ? n : 1) * sizeof *res->times);
+    if (res->times != NULL) memcpy(res->times, scratch, n * sizeof *scratch);
     qsort(scratch, n, sizeof *scratch, cmp_double);
     res->time_ns = (n % 2) ? scratch[n / 2] : 0.5 * (scratch[n / 2 - 1] + scratch[n / 2]);
-    res->runs = n;
+    res->runs = res->times != NULL ? n : 0;
+    if (res->times == NULL) return kt__err(KT_ERR_NO_MEMORY, "measuring: out of memory for %u run times", n);
     return KT_OK;
 }

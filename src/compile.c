@@ -127,7 +127,11 @@ static void build_one(pool *p, kt__build *bd) {
     temp_name(bd->path, tmp, sizeof tmp);
     bd->req.out_path = tmp;
     bd->log[0] = '\0';
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
     bd->status = b->build(bd->bstate, bd->device, &bd->req, bd->log, sizeof bd->log);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    bd->build_ms = (double)(t1.tv_sec - t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - t0.tv_nsec) / 1e6;
     atomic_fetch_add(&p->ctx->compiles, 1);
     bd->req.out_path = NULL;
     if (bd->status == KT_OK && rename(tmp, bd->path) != 0) {
@@ -227,6 +231,7 @@ kt_status kt__build_run(kt_context *ctx, kt__build *builds, size_t n) {
         bd->status = orig->status;
         bd->module = orig->module; /* shared: only the original is owned */
         bd->cached = orig->cached;
+        bd->build_ms = 0; /* built once, for the original */
         snprintf(bd->log, sizeof bd->log, "%s", orig->log);
     }
     free(p.unique);

@@ -22,6 +22,7 @@ typedef struct kt__build {
     char log[2048];     /* the compiler's log or the loader's error when status is not KT_OK */
     bool cached;        /* the artifact was on disk already */
     bool no_load;       /* build (or find) the artifact only: bench/compile times the phases */
+    double build_ms;    /* how long the build took (0 when cached) */
     void *module;
 } kt__build;
 

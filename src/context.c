@@ -291,6 +291,13 @@ kt_status kt_context_set_artifact_dir(kt_context *ctx, const char *path) {
 
 const char *kt_context_artifact_dir(const kt_context *ctx) { return ctx ? ctx->artifact_dir : NULL; }
 
+kt_status kt_context_set_progress_fn(kt_context *ctx, kt_progress_fn fn, void *user) {
+    if (ctx == NULL) return kt__err(KT_ERR_NULL, "kt_context_set_progress_fn: ctx is NULL");
+    ctx->progress_fn = fn;
+    ctx->progress_user = user;
+    return KT_OK;
+}
+
 kt_status kt_context_set_compile_threads(kt_context *ctx, size_t threads) {
     if (ctx == NULL) return kt__err(KT_ERR_NULL, "kt_context_set_compile_threads: ctx is NULL");
     if (threads > 64) return kt__err(KT_ERR_INVALID_ARGUMENT, "kt_context_set_compile_threads: %zu threads; at most 64", threads);

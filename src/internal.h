@@ -94,6 +94,8 @@ struct kt_context {
     kt_op *ops;
     char artifact_dir[4096];
     size_t compile_threads;     /* 0: one per core */
+    kt_progress_fn progress_fn;
+    void *progress_user;
     _Atomic uint64_t compiles;  /* builds run (artifact cache misses) */
     _Atomic uint64_t artifact_hits;
 };
@@ -169,6 +171,8 @@ typedef struct kt__cand_result {
     unsigned runs;
     int fail_code;
     char *message;  /* diagnostic of a failed or invalid candidate */
+    double *times;  /* the measured runs in ns, in order (runs of them) */
+    double build_ms;
 } kt__cand_result;
 
 /* How a device variant is launched: the user data of kt__launch_fn. */
@@ -262,6 +266,8 @@ struct kt_op {
     bool validate;
     bool tol_set;
     double atol, rtol;
+    size_t budget_units;           /* 0: no limit */
+    double budget_seconds;         /* 0: no limit */
     kt_effort effort;              /* as set on the op */
     kt_effort effective;           /* resolved at freeze */
     _Atomic int frozen;
@@ -427,6 +433,9 @@ typedef struct kt__trial {
  * is returned. */
 kt_status kt__measure(const kt__measure_cfg *cfg, unsigned warmup_runs, const kt__trial *t,
                       double *scratch, kt__cand_result *res);
+
+/* Seconds on the monotonic clock. */
+double kt__now_s(void);
 
 /* ---- tuner.c ------------------------------------------------------------------------------- */
 

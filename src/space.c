@@ -673,6 +673,19 @@ kt_status kt__space_geometry(const kt_space *sp, const kt__value *slots, kt__are
 
 /* ---- sizes over the whole space -------------------------------------------------------------- */
 
+kt_status kt_space_eval_int(const kt_space *sp, const char *expression, int64_t *out) {
+    if (sp == NULL || expression == NULL || out == NULL)
+        return kt__err(KT_ERR_NULL, "kt_space_eval_int: %s is NULL", sp ? expression ? "out" : "expression" : "sp");
+    kt__arena arena = {0};
+    kt__value v;
+    kt_status st = kt__space_eval_whole(sp, expression, "kt_space_eval_int", &arena, &v);
+    if (st == KT_OK && v.t == KT_V_FLOAT && v.f == (double)(int64_t)v.f) v = (kt__value){.t = KT_V_INT, .i = (int64_t)v.f};
+    if (st == KT_OK && !kt__value_to_int(&v, out))
+        st = kt__err(KT_ERR_INVALID_ARGUMENT, "kt_space_eval_int: expression '%s' does not give an integer", expression);
+    kt__arena_free(&arena);
+    return st;
+}
+
 typedef struct list_env {
     const kt_space *sp;
     kt__value *slots;

@@ -30,6 +30,7 @@ static void free_units(kt_decision *d) {
     for (size_t i = 0; i < d->nunits; i++) {
         free(d->units[i].text);
         free(d->units[i].r.message);
+        free(d->units[i].r.times);
     }
     free(d->units);
     d->units = NULL;
@@ -265,6 +266,7 @@ static kt_status build_units(kt_op *op, kt_decision *d, unit_plan *plans) {
             kt__unit *u = &d->units[unit_of[i]];
             if (builds[i].status != KT_OK) {
                 u->r.outcome = KT_OUTCOME_BUILD_FAILED;
+                u->r.build_ms = builds[i].build_ms;
                 char head[1024];
                 snprintf(head, sizeof head, "%s", builds[i].log);
                 for (int lines = 0, j = 0; head[j]; j++) /* keep the first lines */
@@ -274,6 +276,7 @@ static kt_status build_units(kt_op *op, kt_decision *d, unit_plan *plans) {
                         op->cands[u->cand].name, head);
                 continue;
             }
+            u->r.build_ms = builds[i].build_ms;
             u->launch = (kt__launch){b, bstate, local, builds[i].module, u->launch.geometry};
             if (b->entry != NULL) {
                 u->fn = b->entry(bstate, builds[i].module);
@@ -485,10 +488,15 @@ static kt_status measure_all(kt_op *op, kt_decision *d, const kt_arg *caller, bo
     d->validated = ref.active;
     long best = -1;
     uint64_t runs = 0;
+    size_t tried = 0, valid = 0, failed = 0;
+    double start = kt__now_s();
     for (size_t i = 0; st == KT_OK && i < d->nunits; i++) {
         kt__unit *u = &d->units[i];
         kt__cand_result *r = &u->r;
+        if (i > 0 && op->ctx->progress_fn)
+            op->ctx->progress_fn(i, d->nunits, valid, failed, best >= 0 ? d->units[best].r.time_ns : -1, op->ctx->progress_user);
         if (!acc[i]) {
+            if (r->outcome == KT_OUTCOME_BUILD_FAILED || r->outcome == KT_OUTCOME_REJECTED) failed++;
             if (r->outcome == KT_OUTCOME_NOT_RUN) {
                 r->outcome = KT_OUTCOME_REJECTED;
                 if (kt__key_accepts(op, d->key, u->cand))
@@ -496,6 +504,11 @@ static kt_status measure_all(kt_op *op, kt_decision *d, const kt_arg *caller, bo
             }
             continue;
         }
+        /* the budget: units left out stay NOT_RUN */
+        if ((op->budget_units && tried >= op->budget_units) ||
+            (op->budget_seconds > 0 && kt__now_s() - start >= op->budget_seconds))
+            continue;
+        tried++;
         trial_ctx t = {op, &ws, u, {0}, -1};
         unsigned warmups = cfg.warmup_runs;
         r->outcome = KT_OUTCOME_MEASURED;
@@ -514,6 +527,8 @@ static kt_status measure_all(kt_op *op, kt_decision *d, const kt_arg *caller, bo
             if (r->outcome == KT_OUTCOME_FAILED) set_message(r, "%sreturned %d while measured", NULL, r->fail_code);
         }
         runs += r->runs;
+        if (r->outcome != KT_OUTCOME_MEASURED) failed++;
+        else valid++;
         if (r->outcome != KT_OUTCOME_MEASURED) {
             kt__log(op->ctx, KT_LOG_WARN, "op '%s': candidate '%s'%s%s disqualified: %s", op->name, op->cands[u->cand].name,
                     u->text ? " " : "", u->text ? u->text : "", r->message ? r->message : "");
@@ -523,6 +538,9 @@ static kt_status measure_all(kt_op *op, kt_decision *d, const kt_arg *caller, bo
                 op->cands[u->cand].name, u->text ? " " : "", u->text ? u->text : "", r->time_ns, r->runs);
         if (best < 0 || r->time_ns < d->units[best].r.time_ns) best = (long)i;
     }
+    if (st == KT_OK && op->ctx->progress_fn)
+        op->ctx->progress_fn(d->nunits, d->nunits, valid, failed, best >= 0 ? d->units[best].r.time_ns : -1,
+                             op->ctx->progress_user);
     if (launching && ws.op != NULL) kt__workset_finish(&ws, caller);
     if (ws.op != NULL) {
         kt__reference_free(&ref, &ws);
@@ -816,6 +834,19 @@ const char *kt_decision_message(const kt_decision *d, size_t c) {
 }
 
 size_t kt_decision_unit_count(const kt_decision *d) { return d ? d->nunits : 0; }
+
+kt_status kt_decision_unit_runtimes(const kt_decision *d, size_t u, const double **times, size_t *n) {
+    if (times == NULL || n == NULL) return kt__err(KT_ERR_NULL, "kt_decision_unit_runtimes: %s is NULL", times ? "n" : "times");
+    *times = NULL;
+    *n = 0;
+    if (d == NULL || u >= d->nunits || d->units[u].r.times == NULL || d->units[u].r.runs == 0)
+        return kt__err(KT_ERR_NOT_FOUND, "kt_decision_unit_runtimes: unit %zu has no measured runs", u);
+    *times = d->units[u].r.times;
+    *n = d->units[u].r.runs;
+    return KT_OK;
+}
+
+double kt_decision_unit_build_ms(const kt_decision *d, size_t u) { return (d && u < d->nunits) ? d->units[u].r.build_ms : 0; }
 size_t kt_decision_winner_unit(const kt_decision *d) { return d ? d->winner_unit : 0; }
 static const kt__unit *unit_at(const kt_decision *d, size_t u) { return (d && u < d->nunits) ? &d->units[u] : NULL; }
 size_t kt_decision_unit_candidate(const kt_decision *d, size_t u) {

@@ -1,0 +1,187 @@
+/*
+ * replay.c - the replay backend (see replay.h).
+ */
+#include "replay.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static replay_data *bound;
+
+void replay_bind(replay_data *data) { bound = data; }
+
+typedef struct replay_module {
+    t4_record *rec;
+    size_t next;
+    uint64_t rng;
+} replay_module;
+
+static kt_status r_init(const kt_backend *self, void **state, char *err, size_t errlen) {
+    (void)self;
+    if (bound == NULL) {
+        snprintf(err, errlen, "no recorded data bound");
+        return KT_ERR_BACKEND;
+    }
+    *state = bound;
+    return KT_OK;
+}
+
+static size_t r_count(void *state) {
+    (void)state;
+    return 1;
+}
+
+static kt_status r_describe(void *state, size_t index, char *name, char *fp, char *err, size_t errlen) {
+    (void)index, (void)err, (void)errlen;
+    replay_data *d = state;
+    snprintf(name, KT_DEVICE_NAME_MAX, "replay of %.200s", d->source);
+    snprintf(fp, KT_DEVICE_FINGERPRINT_MAX, "replay:%.900s", d->source);
+    return KT_OK;
+}
+
+/* Buffers are host memory: replay reads none of them. */
+static kt_status r_alloc(void *state, size_t device, size_t bytes, void **out, char *err, size_t errlen) {
+    (void)state, (void)device;
+    *out = malloc(bytes ? bytes : 1);
+    if (*out == NULL) snprintf(err, errlen, "out of memory");
+    return *out ? KT_OK : KT_ERR_NO_MEMORY;
+}
+
+static void r_free(void *state, size_t device, void *buffer) {
+    (void)state, (void)device;
+    free(buffer);
+}
+
+static kt_status r_copy(void *state, size_t device, void *dst, const void *src, size_t bytes, kt_copy_dir dir, char *err,
+                        size_t errlen) {
+    (void)state, (void)device, (void)dir, (void)err, (void)errlen;
+    if (bytes) memmove(dst, src, bytes);
+    return KT_OK;
+}
+
+static kt_status r_fill(void *state, size_t device, void *buffer, size_t bytes, const void *pattern, size_t pattern_bytes,
+                        char *err, size_t errlen) {
+    (void)state, (void)device, (void)err, (void)errlen;
+    for (size_t i = 0; i + pattern_bytes <= bytes; i += pattern_bytes) memcpy((char *)buffer + i, pattern, pattern_bytes);
+    return KT_OK;
+}
+
+static kt_status r_compiler_id(void *state, size_t device, char *out, size_t len, char *err, size_t errlen) {
+    (void)device, (void)err, (void)errlen;
+    replay_data *d = state;
+    snprintf(out, len, "replay %s recorded=%d", d->source, d->recorded);
+    return KT_OK;
+}
+
+/* The key kerntune's defines give, in the parameters' order: "A=1,B=2". */
+static void defines_key(const kt_build_request *req, char *buf, size_t len) {
+    size_t k = 0;
+    buf[0] = '\0';
+    for (size_t i = 0; i < req->ndefines && k < len; i++)
+        k += (size_t)snprintf(buf + k, len - k, "%s%s", i ? "," : "", req->defines[i]);
+}
+
+static t4_record *find(replay_data *d, const char *key) {
+    t4_record probe = {.key = (char *)key};
+    return bsearch(&probe, d->recs.recs, d->recs.n, sizeof probe, t4_compare);
+}
+
+const t4_record *replay_find(const replay_data *data, const char *config) {
+    return find((replay_data *)data, config);
+}
+
+static kt_status r_build(void *state, size_t device, const kt_build_request *req, char *log, size_t loglen) {
+    (void)device;
+    replay_data *d = state;
+    char key[4096];
+    defines_key(req, key, sizeof key);
+    t4_record *rec = find(d, key);
+    if (rec && strcmp(rec->invalidity, "compile") == 0) { /* replay the recorded failure */
+        snprintf(log, loglen, "recorded as failing to compile in %s", d->source);
+        return KT_ERR_BACKEND;
+    }
+    FILE *f = fopen(req->out_path, "w");
+    if (f == NULL || fputs(key, f) < 0) {
+        if (f) fclose(f);
+        snprintf(log, loglen, "cannot write %s", req->out_path);
+        return KT_ERR_SYSTEM;
+    }
+    return fclose(f) == 0 ? KT_OK : KT_ERR_SYSTEM;
+}
+
+static kt_status r_load(void *state, size_t device, const char *path, const char *kernel_name, void **module, char *err,
+                        size_t errlen) {
+    (void)device, (void)kernel_name;
+    replay_data *d = state;
+    char key[4096] = "";
+    FILE *f = fopen(path, "r");
+    size_t n = f ? fread(key, 1, sizeof key - 1, f) : 0;
+    if (f) fclose(f);
+    key[n] = '\0';
+    t4_record *rec = find(d, key);
+    if (rec == NULL) {
+        snprintf(err, errlen, "configuration %s is not in the recorded data of %s", key, d->source);
+        return KT_ERR_BACKEND;
+    }
+    replay_module *m = calloc(1, sizeof *m);
+    if (m == NULL) return KT_ERR_NO_MEMORY;
+    m->rec = rec;
+    m->rng = d->seed ^ (uint64_t)(rec - d->recs.recs) * 0x9e3779b97f4a7c15ull;
+    *module = m;
+    return KT_OK;
+}
+
+static void r_unload(void *state, size_t device, void *module) {
+    (void)state, (void)device;
+    free(module);
+}
+
+static uint64_t next_random(uint64_t *s) {
+    uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+static kt_status r_launch(void *state, size_t device, void *module, const kt_launch_geometry *g, const kt_arg *args,
+                          size_t nargs, double *ns, char *err, size_t errlen) {
+    (void)device, (void)g, (void)args, (void)nargs;
+    replay_data *d = state;
+    replay_module *m = module;
+    t4_record *rec = m->rec;
+    if (strcmp(rec->invalidity, "correct") != 0 || (rec->nruntimes == 0 && rec->mean_ns < 0)) {
+        snprintf(err, errlen, "recorded as %s in %s", rec->invalidity, d->source);
+        return KT_ERR_BACKEND;
+    }
+    double t;
+    if (d->recorded || rec->nruntimes == 0) t = rec->mean_ns;
+    else if (d->sampled) t = rec->runtimes[next_random(&m->rng) % rec->nruntimes];
+    else t = rec->runtimes[m->next++ % rec->nruntimes];
+    d->served_ns += t;
+    d->served_runs++;
+    if (ns) *ns = t;
+    return KT_OK;
+}
+
+static const kt_backend replay = {
+    .abi_version = KT_BACKEND_ABI_VERSION,
+    .name = "replay",
+    .init = r_init,
+    .device_count = r_count,
+    .device_describe = r_describe,
+    .buffer_alloc = r_alloc,
+    .buffer_free = r_free,
+    .buffer_copy = r_copy,
+    .buffer_fill = r_fill,
+    .artifact_ext = ".replay",
+    .compiler_id = r_compiler_id,
+    .build = r_build,
+    .load = r_load,
+    .unload = r_unload,
+    .entry = NULL,
+    .launch = r_launch,
+    .limits = NULL,
+};
+
+const kt_backend *replay_backend(void) { return &replay; }

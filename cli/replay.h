@@ -1,0 +1,36 @@
+/*
+ * replay.h - a backend that replays recorded measurements instead of running kernels.
+ *
+ * Registered by `kerntune tune --simulate FILE`, it is an ordinary backend as far as the
+ * library knows: "building" a configuration writes its defines into the artifact, "loading" it
+ * finds the configuration's record, and "launching" it serves the next recorded runtime (in the
+ * order recorded, or sampled with a seed), or the recorded mean with --measure recorded. So
+ * search and measurement run through exactly the same engine as on hardware, with no GPU and
+ * no kernel source.
+ */
+#ifndef KT_CLI_REPLAY_H
+#define KT_CLI_REPLAY_H
+
+#include "t4.h"
+
+#include <kerntune/backend.h>
+
+typedef struct replay_data {
+    const char *source;   /* the recorded file */
+    t4_records recs;
+    int recorded;         /* serve each configuration's recorded mean */
+    int sampled;          /* serve runtimes sampled with seed instead of in order */
+    uint64_t seed;
+    double served_ns;     /* simulated time of every run served */
+    uint64_t served_runs;
+} replay_data;
+
+/* The backend table; its state is the replay_data given through replay_bind before the
+ * backend is added to a context. */
+const kt_backend *replay_backend(void);
+void replay_bind(replay_data *data);
+
+/* The record of a configuration given as kerntune's configuration text, or NULL. */
+const t4_record *replay_find(const replay_data *data, const char *config);
+
+#endif
