@@ -3,8 +3,10 @@
  * with the JSON path of the field at fault, unknown fields as warnings, paths resolved against
  * the problem file's directory.
  */
+#define _DEFAULT_SOURCE /* realpath */
 #include "t1.h"
 
+#include <limits.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -310,7 +312,9 @@ bool t1_load(const char *path, t1 *p, FILE *warn, char *err, size_t errlen) {
     }
     if (!json_is_object(p->root)) return fail(&c, "(top level)", "expected an object, got %s", kind_of(p->root));
     snprintf(p->path, sizeof p->path, "%s", path);
-    snprintf(p->dir, sizeof p->dir, "%s", path);
+    char abs[4096];
+    if (realpath(path, abs) == NULL) snprintf(abs, sizeof abs, "%s", path);
+    snprintf(p->dir, sizeof p->dir, "%s", abs); /* absolute: messages give resolved paths */
     char *slash = strrchr(p->dir, '/');
     if (slash) *slash = '\0';
     else snprintf(p->dir, sizeof p->dir, ".");

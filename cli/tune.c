@@ -539,7 +539,7 @@ int run_tune(int argc, char **argv) {
     } else {
         const char *backend = strcmp(p.language, "C") == 0 ? "c" : strcmp(p.language, "OpenCL") == 0 ? "opencl" : "cuda";
         if ((dev = pick_device(ctx, &p, &o, backend, err, sizeof err)) < 0) FAIL("%s", err);
-        if ((source = read_source(p.kernel_file, err, sizeof err)) == NULL) FAIL("%s", err);
+        if ((source = read_source(p.kernel_file, err, sizeof err)) == NULL) FAIL("%s: KernelSpecification.KernelFile: %s", o.problem, err);
     }
     bool host_dev = strcmp(kt_device_backend(kt_context_device(ctx, (size_t)dev)), "c") == 0;
     const char *dev_name = kt_device_name(kt_context_device(ctx, (size_t)dev));
