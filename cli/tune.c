@@ -136,7 +136,8 @@ static int parse_options(int argc, char **argv, options *o) {
             if (len > 1 && v[len - 1] == 's') {
                 char *end;
                 o->budget_seconds = strtod(v, &end);
-                if (end != v + len - 1 || !(o->budget_seconds > 0)) return usage("--budget '%s': expected N or Ns (seconds)", v);
+                if (end != v + len - 1 || !(o->budget_seconds > 0))
+                    return usage("--budget '%s': expected a count of configurations (N) or seconds (Ns)", v);
             } else if (parse_int(v, &n) && n > 0) {
                 o->budget_count = (size_t)n;
             } else {
@@ -582,6 +583,11 @@ int run_tune(int argc, char **argv) {
             args[i] = kt_arg_buf(dev_buf[i], bytes);
         }
     }
+    /* the reference group (the Default configuration) goes first: it is the budget's unit 0 */
+    if (!o.simulate && p.nrefs == 0 && (ref_sp = make_space(&p, &o, true, ps, nps, err, sizeof err)) != NULL) {
+        KT(kt_op_add_variants(op, "reference", ref_sp, source, p.kernel_name, p.options, p.noptions));
+        KT(kt_op_set_default(op, "reference"));
+    }
     KT(kt_op_add_variants(op, "kernel", sp, o.simulate ? "" : source, p.kernel_name, p.options, p.noptions));
     if (o.simulate) {
         KT(kt_op_set_validation(op, 0)); /* no outputs to compare: the recorded correctness stands */
@@ -602,10 +608,8 @@ int run_tune(int argc, char **argv) {
                 FAIL("ReferenceArguments[%zu]: %s", r, err);
         }
         KT(kt_op_set_reference_fn(op, write_reference, &ref));
-    } else if ((ref_sp = make_space(&p, &o, true, ps, nps, err, sizeof err)) != NULL) {
-        /* the configuration of the parameters' Default values is the reference */
-        KT(kt_op_add_variants(op, "reference", ref_sp, source, p.kernel_name, p.options, p.noptions));
-        KT(kt_op_set_default(op, "reference"));
+    } else if (ref_sp != NULL) {
+        /* the configuration of the parameters' Default values is the reference (added above) */
     } else {
         KT(kt_op_set_reference(op, "kernel")); /* no defaults: the first configuration */
     }
