@@ -516,6 +516,7 @@ int run_tune(int argc, char **argv) {
     const char *names[64];
     if (!t1_load(o.problem, &p, stderr, err, sizeof err)) {
         fprintf(stderr, "kerntune tune: %s\n", err);
+        t1_free(&p);
         return 1;
     }
     if (p.nargs > 64 || p.nparams > 64) FAIL("%s: at most 64 arguments and 64 parameters", o.problem);
