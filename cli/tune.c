@@ -175,6 +175,7 @@ static int parse_options(int argc, char **argv, options *o) {
 typedef struct progress {
     double start, last;
     bool shown;
+    size_t hidden; /* units that are not the problem's configurations (the reference) */
 } progress;
 
 static double now_s(void) {
@@ -188,6 +189,8 @@ static void on_progress(size_t done, size_t total, size_t valid, size_t failed, 
     double t = now_s();
     if (done < total && t - p->last < 0.1) return; /* at most ten updates a second */
     p->last = t;
+    done = done > p->hidden ? done - p->hidden : 0;
+    total = total > p->hidden ? total - p->hidden : 0;
     double elapsed = t - p->start, eta = done ? elapsed * (double)(total - done) / (double)done : 0;
     char best[32] = "-";
     if (best_ns >= 0) snprintf(best, sizeof best, "%.4g ms", best_ns / 1e6);
@@ -618,7 +621,7 @@ int run_tune(int argc, char **argv) {
     if (!o.budget_count && p.budget_fraction > 0) budget = (size_t)ceil(p.budget_fraction * (double)total);
     double seconds = o.budget_seconds > 0 ? o.budget_seconds : p.budget_seconds;
     if (budget || seconds > 0) KT(kt_op_set_budget(op, budget ? budget + (ref_sp ? 1 : 0) : 0, seconds));
-    progress prog = {now_s(), 0, false};
+    progress prog = {now_s(), 0, false, ref_sp ? 1 : 0};
     if (!o.quiet && isatty(2)) KT(kt_context_set_progress_fn(ctx, on_progress, &prog));
     if (!o.quiet)
         fprintf(stderr, "kerntune tune: %s: %zu configurations on %s%s\n", p.name, total, dev_name,

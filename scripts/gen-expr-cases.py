@@ -42,7 +42,8 @@ HAND = [
     ("float('2.5')", {}), ("len([1, 2, 3])", {}), ("len('hello')", {}), ("range(5)", {}), ("range(2, 11, 3)", {}),
     ("range(10, 0, -3)", {}), ("list_sum(0)", {}), ("sum([1, 2, 3.5])", {}), ("round(2.5)", {}), ("round(3.5)", {}),
     ("round(-0.5)", {}), ("round(2.675, 2)", {}), ("round(0.125, 2)", {}), ("round(1250, -2)", {}), ("round(1350, -2)", {}), ("round(1234.5, -1)", {}), ("max(1, 2.5)", {}), ("min([])", {}), ("bool(0)", {}),
-    ("len(range(0, 100, 7))", {}), ("max(2 ** i for i in [1])", {}),
+    ("len(range(0, 100, 7))", {}), ("max(2 ** i for i in [1])", {}), ("list(range(1, 9))", {}), ("list('ab')", {}),
+    ("list(3)", {}), ("len(list(range(4)))", {}),
     # lists, strings, indexing
     ("[1, 2, 3]", {}), ("[2 ** i for i in range(3)]", {}), ("[]", {}), ("[1, 'a', 2.5, True]", {}), ("ProblemSize[0]", {"ProblemSize": [4096, 2048]}),
     ("ProblemSize[-1] // 2", {"ProblemSize": [4096, 2048]}), ("ProblemSize[2]", {"ProblemSize": [4096, 2048]}),
@@ -97,7 +98,7 @@ def main():
                 raise SyntaxError
             result = repr(eval(expr, {"__builtins__": {}, "min": min, "max": max, "abs": abs, "int": int,
                                       "float": float, "len": len, "range": lambda *a: list(range(*a)),
-                                      "round": round, "sum": sum, "bool": bool}, dict(env)))
+                                      "round": round, "sum": sum, "bool": bool, "list": list}, dict(env)))
         except Exception:
             result = "!error"
         bindings = ";".join(f"{k}={lit(v)}" for k, v in sorted(env.items()))

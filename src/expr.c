@@ -95,8 +95,8 @@ enum op {
     OP_LT, OP_LE, OP_GT, OP_GE, OP_EQ, OP_NE, OP_IN, OP_NOTIN
 };
 
-enum builtin { B_MIN, B_MAX, B_ABS, B_INT, B_FLOAT, B_LEN, B_RANGE, B_ROUND, B_SUM, B_BOOL };
-static const char *const builtin_names[] = {"min", "max", "abs", "int", "float", "len", "range", "round", "sum", "bool"};
+enum builtin { B_MIN, B_MAX, B_ABS, B_INT, B_FLOAT, B_LEN, B_RANGE, B_ROUND, B_SUM, B_BOOL, B_LIST };
+static const char *const builtin_names[] = {"min", "max", "abs", "int", "float", "len", "range", "round", "sum", "bool", "list"};
 #define NBUILTINS (sizeof builtin_names / sizeof builtin_names[0])
 
 typedef struct node {
@@ -1240,6 +1240,18 @@ static kt_status call_builtin(const evalctx *x, int b, const kt__value *args, in
         else return EERR(x, col, "object of type '%s' has no len()", type_name(a));
         return KT_OK;
     case B_BOOL: *out = vbool(kt__value_truthy(a)); return KT_OK;
+    case B_LIST: /* list(range(...)) as Kernel Tuner's T1 files write it; a string gives its characters */
+        if (a->t == KT_V_LIST) {
+            *out = *a;
+        } else if (a->t == KT_V_STR) {
+            kt__value *items = arena_alloc(x->arena, (a->str.len ? a->str.len : 1) * sizeof *items);
+            if (items == NULL) return EERR(x, col, "out of memory");
+            for (size_t i = 0; i < a->str.len; i++) items[i] = (kt__value){.t = KT_V_STR, .str = {a->str.s + i, 1}};
+            *out = (kt__value){.t = KT_V_LIST, .list = {items, a->str.len}};
+        } else {
+            return EERR(x, col, "'%s' object is not iterable", type_name(a));
+        }
+        return KT_OK;
     case B_INT:
     case B_ROUND:
         if (a->t == KT_V_INT || a->t == KT_V_BOOL) {

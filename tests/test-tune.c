@@ -230,6 +230,28 @@ static void test_malformed_problems(void **state) {
     assert_int_equal(chdir(cwd), 0);
 }
 
+/* Kernel Tuner's formats: its cache files replay (a failed compile classified), and a problem
+ * in its T1 style (list(range(...)), GridDivX, MemType, Output, a null Stream) tunes. */
+static void test_kernel_tuner_formats(void **state) {
+    (void)state;
+    char args[2048];
+    snprintf(args, sizeof args, "tune '%s/t1/matmul_c.json' --simulate '%s/t1/matmul_c.ktcache.json' --measure recorded --quiet --json",
+             KT_DATA, KT_DATA);
+    assert_int_equal(run(args, false), 0);
+    json_t *s = summary(), *best = json_object_get(s, "best");
+    assert_int_equal(json_integer_value(json_object_get(json_object_get(best, "configuration"), "TI")), 16);
+    assert_int_equal(json_integer_value(json_object_get(json_object_get(best, "configuration"), "TK")), 8);
+    assert_true(json_real_value(json_object_get(best, "time_ms")) == 0.125);
+    assert_int_equal(json_integer_value(json_object_get(s, "failed")), 1);
+    json_decref(s);
+    snprintf(args, sizeof args, "tune '%s/t1/matmul_kt_style.json' --quiet --json", KT_DATA);
+    assert_int_equal(run(args, false), 0);
+    s = summary();
+    assert_int_equal(json_integer_value(json_object_get(s, "configurations")), 7);
+    assert_int_equal(json_integer_value(json_object_get(s, "measured")), 7);
+    json_decref(s);
+}
+
 static void test_options(void **state) {
     (void)state;
     char args[2048];
@@ -280,6 +302,7 @@ int main(void) {
         cmocka_unit_test(test_hub_replay_exact),   cmocka_unit_test(test_every_hub_problem_parses),
         cmocka_unit_test(test_t4_round_trip),      cmocka_unit_test(test_c_problem),
         cmocka_unit_test(test_opencl_problem),     cmocka_unit_test(test_malformed_problems),
+        cmocka_unit_test(test_kernel_tuner_formats),
         cmocka_unit_test(test_options),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
