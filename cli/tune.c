@@ -190,6 +190,7 @@ static void on_progress(size_t done, size_t total, size_t valid, size_t failed, 
     if (done < total && t - p->last < 0.1) return; /* at most ten updates a second */
     p->last = t;
     done = done > p->hidden ? done - p->hidden : 0;
+    valid = valid > p->hidden ? valid - p->hidden : 0; /* the reference is measured too */
     total = total > p->hidden ? total - p->hidden : 0;
     double elapsed = t - p->start, eta = done ? elapsed * (double)(total - done) / (double)done : 0;
     char best[32] = "-";
