@@ -695,21 +695,18 @@ static kt_status miss(kt_op *op, const kt_arg *args, size_t nargs, const int64_t
 
 /* ---- calls ---------------------------------------------------------------------------------- */
 
-/* The shared body of kt_op_call (result NULL), kt_op_call_result and kt_op_tune. */
-static inline kt_status call(kt_op *op, const kt_arg *args, size_t nargs, kt_result *result, finish how) {
+#if defined(__GNUC__)
+#define KT__ALWAYS_INLINE inline __attribute__((always_inline))
+#else
+#define KT__ALWAYS_INLINE inline
+#endif
+
+/* The hit path, shared by kt_op_call (result NULL) and kt_op_call_result: always inlined, so
+ * each caller gets a copy with `result` a constant. */
+static KT__ALWAYS_INLINE kt_status call(kt_op *op, const kt_arg *args, size_t nargs, kt_result *result) {
     if (KT__UNLIKELY(!atomic_load_explicit(&op->frozen, memory_order_acquire))) {
         kt_status st = kt__op_freeze(op);
         if (st != KT_OK) return st;
-    }
-    if (how == DECIDE_ONLY) {
-        kt_status st = kt__check_args(op, args, nargs, "kt_op_tune");
-        if (st != KT_OK) return st;
-        int64_t key[KT__KEY_WORDS_MAX];
-        size_t len = kt__key_compute(op, args, key);
-        uint64_t hash = kt__key_hash(key, len);
-        const kt_decision *d = kt__table_find(atomic_load_explicit(&op->table, memory_order_acquire), key, len, hash);
-        if (d != NULL && atomic_load_explicit(&d->state, memory_order_acquire) == KT__DONE) return KT_OK;
-        return miss(op, args, nargs, key, len, hash, NULL, DECIDE_ONLY);
     }
     if (KT__UNLIKELY(op->has_result != (result != NULL)))
         return kt__err(KT_ERR_STATE, result ? "kt_op_call_result(op '%s'): the op returns no result; use kt_op_call"
@@ -733,19 +730,30 @@ static inline kt_status call(kt_op *op, const kt_arg *args, size_t nargs, kt_res
 
 kt_status kt_op_call(kt_op *op, const kt_arg *args, size_t nargs) {
     if (KT__UNLIKELY(op == NULL)) return kt__err(KT_ERR_NULL, "kt_op_call: op is NULL");
-    return call(op, args, nargs, NULL, LAUNCH);
+    return call(op, args, nargs, NULL);
 }
 
 kt_status kt_op_tune(kt_op *op, const kt_arg *args, size_t nargs) {
     if (op == NULL) return kt__err(KT_ERR_NULL, "kt_op_tune: op is NULL");
-    return call(op, args, nargs, NULL, DECIDE_ONLY);
+    if (!atomic_load_explicit(&op->frozen, memory_order_acquire)) {
+        kt_status st = kt__op_freeze(op);
+        if (st != KT_OK) return st;
+    }
+    kt_status st = kt__check_args(op, args, nargs, "kt_op_tune");
+    if (st != KT_OK) return st;
+    int64_t key[KT__KEY_WORDS_MAX];
+    size_t len = kt__key_compute(op, args, key);
+    uint64_t hash = kt__key_hash(key, len);
+    const kt_decision *d = kt__table_find(atomic_load_explicit(&op->table, memory_order_acquire), key, len, hash);
+    if (d != NULL && atomic_load_explicit(&d->state, memory_order_acquire) == KT__DONE) return KT_OK;
+    return miss(op, args, nargs, key, len, hash, NULL, DECIDE_ONLY);
 }
 
 kt_status kt_op_call_result(kt_op *op, const kt_arg *args, size_t nargs, kt_result *result) {
     if (result == NULL) return kt__err(KT_ERR_NULL, "kt_op_call_result: result is NULL");
     memset(result, 0, sizeof *result);
     if (op == NULL) return kt__err(KT_ERR_NULL, "kt_op_call_result: op is NULL");
-    return call(op, args, nargs, result, LAUNCH);
+    return call(op, args, nargs, result);
 }
 
 uint64_t kt_op_tune_count(const kt_op *op) { return op ? atomic_load(&op->tune_count) : 0; }
