@@ -439,22 +439,8 @@ static int32_t add_cmpop(parser *p, uint8_t op) {
 
 /* Copies a value into the expression's own store (lists and strings deep). */
 static bool persist(kt__expr *e, kt__value *v) {
-    if (v->t == KT_V_STR) {
-        char *s = arena_alloc(&e->store, v->str.len + 1);
-        if (s == NULL) return false;
-        memcpy(s, v->str.s, v->str.len);
-        s[v->str.len] = '\0';
-        v->str.s = s;
-    } else if (v->t == KT_V_LIST) {
-        kt__value *items = arena_alloc(&e->store, (v->list.n ? v->list.n : 1) * sizeof *items);
-        if (items == NULL) return false;
-        for (size_t i = 0; i < v->list.n; i++) {
-            items[i] = v->list.items[i];
-            if (!persist(e, &items[i])) return false;
-        }
-        v->list.items = items;
-    }
-    return true;
+    kt__value src = *v;
+    return kt__value_copy(&src, &e->store, v);
 }
 
 static int32_t add_const(parser *p, kt__value v, int col) {

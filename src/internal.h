@@ -190,7 +190,6 @@ int kt__launch_fn(const kt_arg *args, size_t nargs, void *user);
 /* One thing a decision considers: a native candidate, or one configuration of a variant group. */
 typedef struct kt__unit {
     size_t cand;
-    size_t config;
     char *text;            /* the configuration, "NAME=value,..."; NULL for natives */
     kt__cand_result r;
     kt_native_fn fn;       /* how to run it (set once it is built) */
@@ -208,7 +207,7 @@ struct kt_decision {
     size_t keylen;                   /* words of key: user components, then mask words */
     size_t nuser;                    /* user components */
     int64_t key[KT__KEY_WORDS_MAX];
-    _Atomic int state;               /* KT__TUNING, KT__DONE or KT__FAILED */
+    _Atomic int state;               /* KT__TUNING, KT__DONE, KT__FAILED or KT__ABANDONED */
     kt_native_fn fn;                 /* the winner, copied for the hit path */
     kt_result_fn rfn;
     void *user;

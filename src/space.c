@@ -240,19 +240,10 @@ kt_status kt_space_add_param_ints(kt_space *sp, const char *name, const int64_t 
 }
 
 static kt_status store_values(kt_space *sp, const kt__value *src, size_t n, kt__value **out, const char *where) {
-    /* Re-parse-free copy: values are scalars, strings need their bytes kept. */
     kt__value *dst = kt__arena_alloc(&sp->store, n * sizeof *dst);
+    for (size_t i = 0; dst && i < n; i++)
+        if (!kt__value_copy(&src[i], &sp->store, &dst[i])) dst = NULL;
     if (dst == NULL) return kt__err(KT_ERR_NO_MEMORY, "%s: out of memory", where);
-    for (size_t i = 0; i < n; i++) {
-        dst[i] = src[i];
-        if (src[i].t == KT_V_STR) {
-            char *s = kt__arena_alloc(&sp->store, src[i].str.len + 1);
-            if (s == NULL) return kt__err(KT_ERR_NO_MEMORY, "%s: out of memory", where);
-            memcpy(s, src[i].str.s, src[i].str.len);
-            s[src[i].str.len] = '\0';
-            dst[i].str.s = s;
-        }
-    }
     *out = dst;
     return KT_OK;
 }

@@ -93,10 +93,6 @@ static void set_message(kt__cand_result *r, const char *fmt, const char *detail,
 
 /* ---- units: natives and the configurations of variant groups -------------------------------- */
 
-static void op_backend(const kt_op *op, const kt_backend **b, void **state, size_t *local, const char **fp) {
-    kt__op_backend(op, b, state, local, fp);
-}
-
 /* The inputs of a variant group's space for a call: op arguments where they bind one (a
  * scalar's value, a buffer's element count), the space's bound values otherwise. */
 static kt_status group_inputs(const kt_op *op, const kt__cand *c, const kt_arg *args, kt__value *inputs) {
@@ -213,7 +209,7 @@ static kt_status build_units(kt_op *op, kt_decision *d, unit_plan *plans) {
     void *bstate;
     size_t local;
     const char *fp;
-    op_backend(op, &b, &bstate, &local, &fp);
+    kt__op_backend(op, &b, &bstate, &local, &fp);
     size_t n = 0;
     for (size_t i = 0; i < d->nunits; i++) n += plans[i].defines_buf != NULL && d->units[i].r.outcome == KT_OUTCOME_NOT_RUN;
     if (n == 0) return KT_OK;
@@ -328,7 +324,7 @@ static kt_status make_units(kt_op *op, kt_decision *d, const kt_arg *args, long 
         void *bstate;
         size_t local;
         const char *fp;
-        op_backend(op, &b, &bstate, &local, &fp);
+        kt__op_backend(op, &b, &bstate, &local, &fp);
         char err[256];
         have_lim = b->abi_version >= 3 && b->limits && b->limits(bstate, local, &lim, err, sizeof err) == KT_OK;
     }
@@ -351,7 +347,7 @@ static kt_status make_units(kt_op *op, kt_decision *d, const kt_arg *args, long 
         for (size_t k = 0; st == KT_OK && k < cfgs[i].n; k++) {
             size_t ui = d->nunits++;
             kt__unit *u = &d->units[ui];
-            *u = (kt__unit){.cand = i, .config = k, .r = {.time_ns = -1}};
+            *u = (kt__unit){.cand = i, .r = {.time_ns = -1}};
             st = plan_unit(op, c, &cfgs[i], k, inputs[i], have_lim ? &lim : NULL, u, &plans[ui]);
         }
     }
