@@ -35,7 +35,11 @@ void help_tune(FILE *out) {
             "  --define NAME=VALUE      fix a tuning parameter to one value (repeatable)\n"
             "  --budget N | Ns          stop after N configurations, or after N seconds\n"
             "  --strategy NAME          search strategy: exhaustive (the default and only one yet)\n"
-            "  --measure NAME           default, or recorded (with --simulate: each configuration's\n"
+            "  --measure NAME           how configurations are measured: race (the default: drop a\n"
+            "                           configuration as soon as it is slower than the best with 99%%\n"
+            "                           confidence), triton (as Triton's do_bench: 25 ms of warm-up,\n"
+            "                           100 ms of runs), kerneltuner (1 warm-up, 7 runs, the mean), or\n"
+            "                           recorded (with --simulate: race on each configuration's\n"
             "                           recorded mean instead of its recorded runs)\n"
             "  --device N               the kerntune device to use (see 'kerntune devices')\n"
             "  --seed N                 seed of Random fills, and of sampled replay (default 1)\n"
@@ -95,7 +99,7 @@ static bool parse_int(const char *text, int64_t *out) {
 static int parse_options(int argc, char **argv, options *o) {
     memset(o, 0, sizeof *o);
     o->strategy = "exhaustive";
-    o->measure = "default";
+    o->measure = "race";
     o->device = -1;
     o->seed = 1;
     for (int i = 1; i < argc; i++) {
@@ -147,8 +151,9 @@ static int parse_options(int argc, char **argv, options *o) {
             if (strcmp(v, "exhaustive") != 0) return usage("--strategy '%s': this version has exhaustive only", v);
             o->strategy = v;
         } else if (strcmp(name, "--measure") == 0) {
-            if (strcmp(v, "default") != 0 && strcmp(v, "recorded") != 0)
-                return usage("--measure '%s': expected default or recorded", v);
+            kt_policy pol;
+            if (strcmp(v, "recorded") != 0 && (kt_policy_parse(v, &pol) != KT_OK || pol == KT_POLICY_FIXED))
+                return usage("--measure '%s': expected race, triton, kerneltuner or recorded", v);
             o->measure = v;
         } else if (strcmp(name, "--device") == 0) {
             int64_t n;
@@ -529,6 +534,9 @@ int run_tune(int argc, char **argv) {
     size_t nps = o.nproblem ? o.nproblem : p.nproblem;
 
     KT(kt_context_create(&ctx));
+    kt_policy policy = KT_POLICY_RACE;
+    if (strcmp(o.measure, "recorded") != 0) KT(kt_policy_parse(o.measure, &policy));
+    KT(kt_context_set_policy(ctx, policy));
     if (o.simulate) {
         replay.source = o.simulate;
         replay.recorded = strcmp(o.measure, "recorded") == 0;
@@ -638,15 +646,10 @@ int run_tune(int argc, char **argv) {
 
     /* the kernel's units: best, counts, measurement time */
     size_t measured = 0, failed = 0, not_run = 0, best = (size_t)-1, fails[6] = {0};
-    double run_ns = 0, best_ms = -1;
-    uint64_t runs = 0;
+    double best_ms = -1;
     for (size_t u = 0; d && u < kt_decision_unit_count(d); u++) {
         if (strcmp(kt_op_candidate_name(op, kt_decision_unit_candidate(d, u)), "kernel") != 0) continue;
         kt_outcome oc = kt_decision_unit_outcome(d, u);
-        const double *t;
-        size_t n;
-        if (kt_decision_unit_runtimes(d, u, &t, &n) == KT_OK)
-            for (size_t i = 0; i < n; i++) run_ns += t[i], runs++;
         if (oc == KT_OUTCOME_MEASURED) {
             measured++;
             double ms = kt_decision_unit_time_ns(d, u) / 1e6;
@@ -658,22 +661,32 @@ int run_tune(int argc, char **argv) {
             fails[oc]++;
         }
     }
-    if (o.simulate && replay.recorded && best != (size_t)-1) { /* the recorded objective itself */
-        const t4_record *rec = replay_find(&replay, kt_decision_unit_config(d, best));
-        if (rec) best_ms = rec->mean_ms;
+    uint64_t runs = d ? kt_decision_total_runs(d) : 0;
+    double run_ns = d ? kt_decision_measure_ns(d) : 0, confidence = d ? kt_decision_confidence(d) : 0;
+    const t4_record *chosen = NULL, *truth = NULL; /* replay: the chosen configuration's record, the recorded best */
+    if (o.simulate) {
+        if (best != (size_t)-1) chosen = replay_find(&replay, kt_decision_unit_config(d, best));
+        for (size_t i = 0; i < replay.recs.n; i++) {
+            const t4_record *r = &replay.recs.recs[i];
+            if (strcmp(r->invalidity, "correct") == 0 && r->mean_ms >= 0 && (truth == NULL || r->mean_ms < truth->mean_ms)) truth = r;
+        }
     }
+    if (replay.recorded && chosen) best_ms = chosen->mean_ms; /* the recorded objective itself */
     if (!o.quiet) {
         if (best != (size_t)-1) {
-            printf("best: %s  %.6g ms (median of %u runs)\n", kt_decision_unit_config(d, best), best_ms,
-                   kt_decision_unit_runs(d, best));
+            printf("best: %s  %.6g ms (%s of %u runs; confidence %.3f)\n", kt_decision_unit_config(d, best), best_ms,
+                   policy == KT_POLICY_KERNELTUNER ? "mean" : "median", kt_decision_unit_runs(d, best), confidence);
         } else {
             printf("no configuration is valid\n");
         }
         printf("%zu configurations: %zu measured, %zu failed (%zu compile, %zu runtime, %zu correctness, %zu rejected), %zu not run\n",
                total, measured, failed, fails[KT_OUTCOME_BUILD_FAILED], fails[KT_OUTCOME_FAILED], fails[KT_OUTCOME_INVALID],
                fails[KT_OUTCOME_REJECTED], not_run);
-        printf("measurement: %llu runs, %.6g s of kernel time%s; tuning took %.3g s\n", (unsigned long long)runs, run_ns / 1e9,
-               o.simulate ? " (simulated)" : "", wall);
+        printf("measurement (%s): %llu runs, %.6g s of kernel time%s; tuning took %.3g s\n", kt_policy_name(policy),
+               (unsigned long long)runs, run_ns / 1e9, o.simulate ? " (simulated)" : "", wall);
+        if (chosen && truth)
+            printf("recorded: the chosen configuration's mean is %.6g ms, the recorded best %.6g ms (%s): ratio %.4f\n",
+                   chosen->mean_ms, truth->mean_ms, truth->key, chosen->mean_ms / truth->mean_ms);
         /* the ten fastest */
         size_t order[10], k = 0;
         for (size_t u = 0; d && u < kt_decision_unit_count(d); u++) {
@@ -701,17 +714,27 @@ int run_tune(int argc, char **argv) {
         json_object_set_new(j, "measured", json_integer((json_int_t)measured));
         json_object_set_new(j, "failed", json_integer((json_int_t)failed));
         json_object_set_new(j, "not_run", json_integer((json_int_t)not_run));
+        json_object_set_new(j, "policy", json_string(kt_policy_name(policy)));
         json_object_set_new(j, "runs", json_integer((json_int_t)runs));
         json_object_set_new(j, "measurement_time_s", json_real(run_ns / 1e9));
+        json_object_set_new(j, "confidence", json_real(confidence));
         if (o.simulate) json_object_set_new(j, "simulated_time_s", json_real(replay.served_ns / 1e9));
         json_object_set_new(j, "tuning_time_s", json_real(wall));
         if (best != (size_t)-1) {
             json_t *b = json_object();
             json_object_set_new(b, "configuration", t4_configuration(kt_decision_unit_config(d, best), names, p.nparams));
             json_object_set_new(b, "time_ms", json_real(best_ms));
+            json_object_set_new(b, "runs", json_integer(kt_decision_unit_runs(d, best)));
+            if (chosen) json_object_set_new(b, "recorded_ms", json_real(chosen->mean_ms));
             json_object_set_new(j, "best", b);
         } else {
             json_object_set_new(j, "best", json_null());
+        }
+        if (truth) {
+            json_t *b = json_object();
+            json_object_set_new(b, "configuration", t4_configuration(truth->key, names, p.nparams));
+            json_object_set_new(b, "time_ms", json_real(truth->mean_ms));
+            json_object_set_new(j, "recorded_best", b);
         }
         char *text = json_dumps(j, JSON_COMPACT | JSON_REAL_PRECISION(17));
         if (text) printf("%s\n", text);

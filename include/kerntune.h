@@ -258,14 +258,65 @@ KT_API kt_status kt_context_set_log_level(kt_context *ctx, kt_log_level level);
 KT_API kt_status kt_context_set_log_fn(kt_context *ctx, kt_log_fn fn, void *user);
 
 /**
- * Sets how the CPU measurement engine measures one candidate: warmup_runs unmeasured runs, then
- * measured runs until at least min_runs have run and min_time_s seconds were measured, or
- * max_runs have run; the estimate is the median. Defaults: 1 warm-up, 3 to 1000 runs, 2 ms.
- * Requires 1 <= min_runs <= max_runs <= 10000000 and min_time_s >= 0. With validation on, a
- * candidate's validation run counts as its first warm-up.
+ * How candidates are measured (the measurement engine, src/bench.c).
+ *  - KT_POLICY_RACE (default): every candidate runs once after a warm-up; then the survivors
+ *    run in rounds, and a candidate is dropped as soon as it is, at the race's confidence,
+ *    slower than the current best by more than its tolerance. The race stops when one is
+ *    left, when the survivors are within the tolerance of the best with confidence, when each
+ *    reached its run cap, or when a budget is spent (kt_context_set_race).
+ *  - KT_POLICY_TRITON: as Triton's do_bench: one call, five runs to estimate the time, warm-up
+ *    runs filling 25 ms, repetitions filling 100 ms (at least one of each), their median.
+ *  - KT_POLICY_KERNELTUNER: as Kernel Tuner: one warm-up, seven runs, their mean.
+ *  - KT_POLICY_FIXED: the counts and time of kt_context_set_measure, the median.
+ */
+typedef enum kt_policy {
+    KT_POLICY_RACE = 0,
+    KT_POLICY_TRITON = 1,
+    KT_POLICY_KERNELTUNER = 2,
+    KT_POLICY_FIXED = 3
+} kt_policy;
+
+/** Selects the measurement policy. */
+KT_API kt_status kt_context_set_policy(kt_context *ctx, kt_policy policy);
+
+/** Returns the measurement policy in use. */
+KT_API kt_policy kt_context_policy(const kt_context *ctx);
+
+/** Returns a policy's name ("race", "triton", "kerneltuner", "fixed"), or NULL for an unknown
+ *  value. */
+KT_API const char *kt_policy_name(kt_policy policy);
+
+/** Parses a policy name as kt_policy_name writes it; KT_ERR_INVALID_ARGUMENT otherwise. */
+KT_API kt_status kt_policy_parse(const char *name, kt_policy *out);
+
+/**
+ * Sets the race: confidence in [0.5, 0.999999] (default 0.99), tolerance >= 0 as a fraction
+ * (default 0.01: candidates within 1% of each other count as equally fast) and the most
+ * measured runs one candidate gets, 3 to 10000000 (default 100).
+ */
+KT_API kt_status kt_context_set_race(kt_context *ctx, double confidence, double tolerance, unsigned max_runs);
+
+/**
+ * Selects KT_POLICY_FIXED and sets it: warmup_runs unmeasured runs, then measured runs until at
+ * least min_runs have run and min_time_s seconds were measured, or max_runs have run; the
+ * estimate is the median. Defaults: 1 warm-up, 3 to 1000 runs, 2 ms. Requires 1 <= min_runs
+ * <= max_runs <= 10000000 and min_time_s >= 0. With validation on, a candidate's validation
+ * run counts as its first warm-up.
  */
 KT_API kt_status kt_context_set_measure(kt_context *ctx, unsigned warmup_runs, unsigned min_runs,
                                         unsigned max_runs, double min_time_s);
+
+/** Cache flushing between measured runs, outside the timed region. */
+typedef enum kt_flush {
+    KT_FLUSH_AUTO = 0, /* default: variants of backends that can flush (the C backend writes a
+                          buffer as large as the CPU's last-level cache, OpenCL and CUDA one as
+                          large as the device's); native candidates are not flushed */
+    KT_FLUSH_OFF = 1,  /* never */
+    KT_FLUSH_ON = 2    /* as AUTO, and native candidates too (the host's last-level cache) */
+} kt_flush;
+
+/** Sets cache flushing. */
+KT_API kt_status kt_context_set_flush(kt_context *ctx, kt_flush flush);
 
 /** Sets the directory of compiled artifacts (created when needed). Default: KERNTUNE_ARTIFACTS,
  *  else $XDG_CACHE_HOME/kerntune/artifacts, else ~/.cache/kerntune/artifacts. An artifact is
@@ -540,6 +591,11 @@ KT_API kt_status kt_op_force(kt_op *op, const char *name);
  *  configurations, in order; 0: no limit) are validated and measured, and none is started after
  *  max_seconds of wall time (0: no limit). Units left out end KT_OUTCOME_NOT_RUN. */
 KT_API kt_status kt_op_set_budget(kt_op *op, size_t max_units, double max_seconds);
+
+/** Limits every tuning of the op to max_runs runs of candidates in all (validation runs,
+ *  warm-ups and measured runs; 0: no limit). The first candidate that passes validation always
+ *  gets one measured run, so a key is never left undecided by a budget. */
+KT_API kt_status kt_op_set_run_budget(kt_op *op, uint64_t max_runs);
 
 /** Sets the op's effort level (KT_EFFORT_INHERIT: the context's). */
 KT_API kt_status kt_op_set_effort(kt_op *op, kt_effort effort);
@@ -828,6 +884,28 @@ KT_API double kt_decision_unit_build_ms(const kt_decision *d, size_t u);
 /** Returns the diagnostic of a candidate that failed or was invalid in the decision (e.g.
  *  "output 'y' element 17: expected 3.5, got 3.25"), or NULL. */
 KT_API const char *kt_decision_message(const kt_decision *d, size_t candidate);
+
+/** Returns the decision's confidence in [0, 1]: the smallest, over the other measured units, of
+ *  the probability that the winner is no more than the race's tolerance slower than that unit
+ *  (1 when nothing else was measured; 0 for decisions not measured). */
+KT_API double kt_decision_confidence(const kt_decision *d);
+
+/** Returns how many runs of candidates the decision's tuning made (validation runs, warm-ups
+ *  and measured runs). */
+KT_API uint64_t kt_decision_total_runs(const kt_decision *d);
+
+/** Returns the time, in ns, of the warm-ups and measured runs of the decision's tuning (the
+ *  kernels' times alone: restores, flushes and validation are not counted). */
+KT_API double kt_decision_measure_ns(const kt_decision *d);
+
+/** Returns the policy that measured the decision. */
+KT_API kt_policy kt_decision_policy(const kt_decision *d);
+
+/** Unit u's warm-up runs, and the bounds of its estimate's confidence interval in ns (negative
+ *  when not measured). */
+KT_API unsigned kt_decision_unit_warmups(const kt_decision *d, size_t u);
+KT_API double kt_decision_unit_ci_low_ns(const kt_decision *d, size_t u);
+KT_API double kt_decision_unit_ci_high_ns(const kt_decision *d, size_t u);
 
 /** Returns whether the decision's candidates were validated against a reference. */
 KT_API int kt_decision_validated(const kt_decision *d);

@@ -13,6 +13,7 @@
 #include "internal.h"
 
 #include <dlfcn.h>
+#include <pthread.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -96,6 +97,9 @@ typedef struct cu_dev {
     int cc_major, cc_minor;
     char name[KT_DEVICE_NAME_MAX];
     char fingerprint[KT_DEVICE_FINGERPRINT_MAX];
+    pthread_mutex_t flush_lock; /* guards creating flush */
+    CUdeviceptr flush;          /* a buffer as large as the L2 cache, made at the first flush */
+    size_t flush_bytes;
 } cu_dev;
 
 typedef struct cu_state {
@@ -255,6 +259,7 @@ static kt_status cu_init(const kt_backend *self, void **state, char *err, size_t
         snprintf(d->fingerprint, sizeof d->fingerprint, "cuda:%s|cc=%d.%d|sms=%d|mem=%zu|l2=%d|driver=%d|nvrtc=%d.%d", name,
                  d->cc_major, d->cc_minor, attr(s, d->dev, ATTR_MULTIPROCESSOR_COUNT), mem,
                  attr(s, d->dev, ATTR_L2_CACHE_SIZE), s->driver, s->rtc_major, s->rtc_minor);
+        pthread_mutex_init(&d->flush_lock, NULL);
         s->ndevs++;
     }
     *state = s;
@@ -264,7 +269,12 @@ static kt_status cu_init(const kt_backend *self, void **state, char *err, size_t
 static void cu_fini(void *state) {
     cu_state *s = state;
     if (s == NULL) return;
-    for (size_t i = 0; i < s->ndevs; i++) s->api.DevicePrimaryCtxRelease(s->devs[i].dev);
+    for (size_t i = 0; i < s->ndevs; i++) {
+        cu_dev *d = &s->devs[i];
+        if (d->flush && s->api.CtxSetCurrent(d->ctx) == 0) s->api.MemFree(d->flush);
+        pthread_mutex_destroy(&d->flush_lock);
+        s->api.DevicePrimaryCtxRelease(d->dev);
+    }
     free(s->devs);
     /* The driver library stays loaded: it keeps threads of its own. */
     free(s);
@@ -630,6 +640,29 @@ static kt_status cu_limits(void *state, size_t device, kt_device_limits *out, ch
     return KT_OK;
 }
 
+/* Writes a buffer as large as the L2 cache (Triton writes a fixed 256 MB; the H200's L2 is
+ * 60 MB) and waits for it. */
+static kt_status cu_flush(void *state, size_t device, char *err, size_t errlen) {
+    cu_state *s = state;
+    cu_dev *d = &s->devs[device];
+    kt_status st = use(s, device, err, errlen);
+    if (st != KT_OK) return st;
+    pthread_mutex_lock(&d->flush_lock);
+    CUresult rc = 0;
+    if (d->flush == 0) {
+        int l2 = attr(s, d->dev, ATTR_L2_CACHE_SIZE);
+        d->flush_bytes = l2 > 0 ? (size_t)l2 : (size_t)64 << 20;
+        rc = s->api.MemAlloc(&d->flush, d->flush_bytes);
+        if (rc != 0) d->flush = 0;
+    }
+    CUdeviceptr buf = d->flush;
+    pthread_mutex_unlock(&d->flush_lock);
+    if (rc != 0) return cu_fail(s, rc, "cuMemAlloc (cache flush buffer)", err, errlen);
+    rc = s->api.MemsetD8(buf, 0, d->flush_bytes);
+    if (rc == 0) rc = s->api.CtxSynchronize();
+    return rc == 0 ? KT_OK : cu_fail(s, rc, "cuMemsetD8 (cache flush)", err, errlen);
+}
+
 static const kt_backend kt__backend_cuda = {
     .abi_version = KT_BACKEND_ABI_VERSION,
     .name = "cuda",
@@ -649,6 +682,7 @@ static const kt_backend kt__backend_cuda = {
     .entry = NULL,
     .launch = cu_launch,
     .limits = cu_limits,
+    .flush = cu_flush,
 };
 
 const kt_backend *kt_backend_cuda(void) { return &kt__backend_cuda; }

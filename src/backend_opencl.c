@@ -15,6 +15,7 @@
 
 #include <CL/cl.h>
 #include <dlfcn.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -67,6 +68,9 @@ typedef struct cl_dev {
     char name[KT_DEVICE_NAME_MAX];
     char fingerprint[KT_DEVICE_FINGERPRINT_MAX];
     char compiler[512];
+    cl_ulong cache;             /* CL_DEVICE_GLOBAL_MEM_CACHE_SIZE */
+    pthread_mutex_t flush_lock; /* guards creating flush */
+    cl_mem flush;               /* a buffer as large as the cache, made at the first flush */
 } cl_dev;
 
 typedef struct cl_state {
@@ -195,6 +199,8 @@ static kt_status cl_init(const kt_backend *self, void **state, char *err, size_t
                      "opencl:%.200s|platform=%.100s %.100s|device=%.100s|driver=%.100s|cu=%u|mem=%llu|cache=%llu", dname,
                      pname, pver, dver, drv, cus, (unsigned long long)mem, (unsigned long long)cache);
             snprintf(dv->compiler, sizeof dv->compiler, "%.150s %.150s | %.150s", pname, pver, drv);
+            dv->cache = cache;
+            pthread_mutex_init(&dv->flush_lock, NULL);
             s->ndevs++;
         }
     }
@@ -206,6 +212,8 @@ static void cl_fini(void *state) {
     cl_state *s = state;
     if (s == NULL) return;
     for (size_t i = 0; i < s->ndevs; i++) {
+        if (s->devs[i].flush) s->api.ReleaseMemObject(s->devs[i].flush);
+        pthread_mutex_destroy(&s->devs[i].flush_lock);
         s->api.ReleaseCommandQueue(s->devs[i].queue);
         s->api.ReleaseContext(s->devs[i].ctx);
     }
@@ -274,6 +282,22 @@ static kt_status cl_buffer_fill(void *state, size_t device, void *buffer, size_t
     cl_int rc = s->api.EnqueueFillBuffer(q, (cl_mem)buffer, pattern, pattern_bytes, 0, bytes, 0, NULL, NULL);
     if (rc == CL_SUCCESS) rc = s->api.Finish(q);
     return rc == CL_SUCCESS ? KT_OK : cl_fail(rc, "clEnqueueFillBuffer", err, errlen);
+}
+
+/* Fills a buffer as large as the device's global memory cache (8 MiB when it reports none)
+ * and waits for it. */
+static kt_status cl_flush(void *state, size_t device, char *err, size_t errlen) {
+    cl_state *s = state;
+    cl_dev *d = &s->devs[device];
+    size_t bytes = d->cache > 0 ? (size_t)d->cache : (size_t)8 << 20;
+    cl_int rc = CL_SUCCESS;
+    pthread_mutex_lock(&d->flush_lock);
+    if (d->flush == NULL) d->flush = s->api.CreateBuffer(d->ctx, CL_MEM_READ_WRITE, bytes, NULL, &rc);
+    cl_mem buf = d->flush;
+    pthread_mutex_unlock(&d->flush_lock);
+    if (buf == NULL) return cl_fail(rc, "clCreateBuffer (cache flush buffer)", err, errlen);
+    static const cl_uint zero = 0;
+    return cl_buffer_fill(state, device, buf, bytes & ~(size_t)3, &zero, sizeof zero, err, errlen);
 }
 
 /* ---- variants ------------------------------------------------------------------------------- */
@@ -517,6 +541,7 @@ static const kt_backend kt__backend_opencl = {
     .entry = NULL,
     .launch = cl_launch,
     .limits = cl_limits,
+    .flush = cl_flush,
 };
 
 const kt_backend *kt_backend_opencl(void) { return &kt__backend_opencl; }

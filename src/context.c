@@ -86,7 +86,15 @@ kt_status kt_context_create(kt_context **out) {
     ctx->env_mode = KT_EFFORT_INHERIT;
     atomic_init(&ctx->log_level, KT_LOG_NONE);
     atomic_init(&ctx->ndevices, 0);
-    ctx->measure = (kt__measure_cfg){.warmup_runs = 1, .min_runs = 3, .max_runs = 1000, .min_time_s = 0.002};
+    ctx->measure = (kt__measure_cfg){.policy = KT_POLICY_RACE,
+                                     .warmup_runs = 1,
+                                     .min_runs = 3,
+                                     .max_runs = 1000,
+                                     .min_time_s = 0.002,
+                                     .confidence = 0.99,
+                                     .tolerance = 0.01,
+                                     .race_max_runs = 100,
+                                     .flush = KT_FLUSH_AUTO};
     if (pthread_mutex_init(&ctx->lock, NULL) != 0) {
         free(ctx);
         return kt__err(KT_ERR_SYSTEM, "kt_context_create: pthread_mutex_init failed");
@@ -177,7 +185,59 @@ kt_status kt_context_set_measure(kt_context *ctx, unsigned warmup_runs, unsigned
         return kt__err(KT_ERR_INVALID_ARGUMENT,
                        "kt_context_set_measure: need 1 <= min_runs (%u) <= max_runs (%u) <= 10000000 and min_time_s (%g) >= 0",
                        min_runs, max_runs, min_time_s);
-    ctx->measure = (kt__measure_cfg){warmup_runs, min_runs, max_runs, min_time_s};
+    ctx->measure.policy = KT_POLICY_FIXED;
+    ctx->measure.warmup_runs = warmup_runs;
+    ctx->measure.min_runs = min_runs;
+    ctx->measure.max_runs = max_runs;
+    ctx->measure.min_time_s = min_time_s;
+    return KT_OK;
+}
+
+static const char *const policy_names[] = {"race", "triton", "kerneltuner", "fixed"};
+
+const char *kt_policy_name(kt_policy policy) {
+    return (unsigned)policy < sizeof policy_names / sizeof *policy_names ? policy_names[policy] : NULL;
+}
+
+kt_status kt_policy_parse(const char *name, kt_policy *out) {
+    if (name == NULL || out == NULL) return kt__err(KT_ERR_NULL, "kt_policy_parse: name or out is NULL");
+    for (size_t i = 0; i < sizeof policy_names / sizeof *policy_names; i++)
+        if (strcmp(name, policy_names[i]) == 0) {
+            *out = (kt_policy)i;
+            return KT_OK;
+        }
+    return kt__err(KT_ERR_INVALID_ARGUMENT, "kt_policy_parse: '%s' is not a policy (race, triton, kerneltuner, fixed)", name);
+}
+
+kt_status kt_context_set_policy(kt_context *ctx, kt_policy policy) {
+    if (ctx == NULL) return kt__err(KT_ERR_NULL, "kt_context_set_policy: ctx is NULL");
+    if (kt_policy_name(policy) == NULL)
+        return kt__err(KT_ERR_INVALID_ARGUMENT, "kt_context_set_policy: policy %d is not a kt_policy", (int)policy);
+    ctx->measure.policy = policy;
+    return KT_OK;
+}
+
+kt_policy kt_context_policy(const kt_context *ctx) { return ctx ? ctx->measure.policy : KT_POLICY_RACE; }
+
+kt_status kt_context_set_race(kt_context *ctx, double confidence, double tolerance, unsigned max_runs) {
+    if (ctx == NULL) return kt__err(KT_ERR_NULL, "kt_context_set_race: ctx is NULL");
+    if (!(confidence >= 0.5 && confidence <= 0.999999) || !(tolerance >= 0 && tolerance <= 10) || max_runs < 3 ||
+        max_runs > 10000000)
+        return kt__err(KT_ERR_INVALID_ARGUMENT,
+                       "kt_context_set_race: need 0.5 <= confidence (%g) <= 0.999999, 0 <= tolerance (%g) <= 10 and 3 <= "
+                       "max_runs (%u) <= 10000000",
+                       confidence, tolerance, max_runs);
+    ctx->measure.confidence = confidence;
+    ctx->measure.tolerance = tolerance;
+    ctx->measure.race_max_runs = max_runs;
+    return KT_OK;
+}
+
+kt_status kt_context_set_flush(kt_context *ctx, kt_flush flush) {
+    if (ctx == NULL) return kt__err(KT_ERR_NULL, "kt_context_set_flush: ctx is NULL");
+    if (flush != KT_FLUSH_AUTO && flush != KT_FLUSH_OFF && flush != KT_FLUSH_ON)
+        return kt__err(KT_ERR_INVALID_ARGUMENT, "kt_context_set_flush: %d is not a kt_flush", (int)flush);
+    ctx->measure.flush = flush;
     return KT_OK;
 }
 

@@ -65,11 +65,23 @@ typedef struct kt__force {
 } kt__force;
 
 typedef struct kt__measure_cfg {
-    unsigned warmup_runs;
+    kt_policy policy;
+    unsigned warmup_runs; /* the fixed policy */
     unsigned min_runs;
     unsigned max_runs;
     double min_time_s;
+    double confidence;    /* the race */
+    double tolerance;
+    unsigned race_max_runs;
+    kt_flush flush;
 } kt__measure_cfg;
+
+/* Limits on one tuning; 0: none. */
+typedef struct kt__budget {
+    size_t units;
+    double seconds;
+    uint64_t runs;
+} kt__budget;
 
 #define KT__MAX_BACKENDS 16
 #define KT__MAX_DEVICES 64
@@ -173,6 +185,9 @@ typedef struct kt__cand_result {
     char *message;  /* diagnostic of a failed or invalid candidate */
     double *times;  /* the measured runs in ns, in order (runs of them) */
     double build_ms;
+    unsigned warmups;         /* warm-up runs (validation excluded) */
+    double ci_low_ns, ci_high_ns; /* confidence interval of time_ns */
+    double spent_ns;          /* time of its warm-ups and measured runs */
 } kt__cand_result;
 
 /* How a device variant is launched: the user data of kt__launch_fn. */
@@ -221,6 +236,10 @@ struct kt_decision {
     kt_status fail_status;
     char *fail_msg;
     size_t ncand;
+    kt_policy policy;                /* how it was measured */
+    double confidence;
+    uint64_t total_runs;
+    double measure_ns;
 };
 
 /* A module the op loaded, shared by every decision that uses it. */
@@ -265,8 +284,7 @@ struct kt_op {
     bool validate;
     bool tol_set;
     double atol, rtol;
-    size_t budget_units;           /* 0: no limit */
-    double budget_seconds;         /* 0: no limit */
+    kt__budget budget;             /* 0s: no limit */
     kt_effort effort;              /* as set on the op */
     kt_effort effective;           /* resolved at freeze */
     _Atomic int frozen;
@@ -411,7 +429,7 @@ bool kt__validate(const kt__reference *ref, kt__workset *ws, const kt_arg *run_a
 
 void kt__reference_free(kt__reference *ref, kt__workset *ws);
 
-/* ---- bench.c: the CPU measurement engine --------------------------------------------------- */
+/* ---- bench.c: the measurement engine ------------------------------------------------------ */
 
 /* One candidate as the engine sees it: before() prepares a run outside the timed region and
  * hands back the arguments; run() is the timed call (returns the candidate's code); after()
@@ -426,12 +444,32 @@ typedef struct kt__trial {
     void *ctx;
 } kt__trial;
 
-/* Measures a trial: warmup_runs unmeasured runs, then runs until cfg's limits, each timed with
- * the monotonic clock around run() only. scratch holds cfg->max_runs doubles. A run returning
- * nonzero stops measurement and sets res->outcome = KT_OUTCOME_FAILED; a before/after failure
- * is returned. */
-kt_status kt__measure(const kt__measure_cfg *cfg, unsigned warmup_runs, const kt__trial *t,
-                      double *scratch, kt__cand_result *res);
+/* How the engine reaches the units it measures. */
+typedef struct kt__engine_io {
+    void *user;
+    /* Prepares unit i (its validation run): *usable says whether it may be measured (when not,
+     * its outcome says why), *runs how many times it ran. An error is not the unit's. */
+    kt_status (*admit)(void *user, size_t i, bool *usable, unsigned *runs);
+    /* Unit i's result record and trial (called once admitted). */
+    kt__cand_result *(*result)(void *user, size_t i);
+    void (*trial)(void *user, size_t i, kt__trial *out);
+    /* Optional progress, as kt_progress_fn. */
+    void (*progress)(void *user, size_t done, size_t total, size_t valid, size_t failed, double best_ns);
+} kt__engine_io;
+
+typedef struct kt__engine_out {
+    long best;          /* the winning unit, -1 when none was measured */
+    double confidence;  /* see bench.c */
+    uint64_t runs;      /* every run: validation, warm-ups, measured */
+    double measure_ns;  /* time of the warm-ups and measured runs */
+    size_t valid, failed;
+} kt__engine_out;
+
+/* Measures the eligible of n units by cfg's policy within budget and picks the fastest. A
+ * unit whose run returns nonzero ends KT_OUTCOME_FAILED with its code; units the budget left
+ * out stay KT_OUTCOME_NOT_RUN. Returns an error only when it is not the units'. */
+kt_status kt__engine_run(const kt__measure_cfg *cfg, const kt__budget *budget, const kt__engine_io *io,
+                         const bool *eligible, size_t n, kt__engine_out *out);
 
 /* Seconds on the monotonic clock. */
 double kt__now_s(void);

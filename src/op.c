@@ -410,8 +410,16 @@ kt_status kt_op_set_budget(kt_op *op, size_t max_units, double max_seconds) {
     if (st != KT_OK) return st;
     if (!(max_seconds >= 0))
         return kt__err(KT_ERR_INVALID_ARGUMENT, "kt_op_set_budget(op '%s'): max_seconds %g must be >= 0", op->name, max_seconds);
-    op->budget_units = max_units;
-    op->budget_seconds = max_seconds;
+    op->budget.units = max_units;
+    op->budget.seconds = max_seconds;
+    return KT_OK;
+}
+
+kt_status kt_op_set_run_budget(kt_op *op, uint64_t max_runs) {
+    CHECK_OP(op, "kt_op_set_run_budget");
+    kt_status st = kt__op_building(op, "kt_op_set_run_budget");
+    if (st != KT_OK) return st;
+    op->budget.runs = max_runs;
     return KT_OK;
 }
 

@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 void kt_result_release(kt_result *r) {
     if (r == NULL) return;
@@ -43,6 +44,9 @@ static void reset_results(kt_decision *d) {
     d->fail_msg = NULL;
     d->validated = false;
     d->peak_extra = 0;
+    d->confidence = 0;
+    d->total_runs = 0;
+    d->measure_ns = 0;
 }
 
 void kt__decision_free(kt_decision *d) {
@@ -372,17 +376,60 @@ static bool runnable(const kt__unit *u) {
 
 /* ---- measuring one unit ---------------------------------------------------------------------- */
 
+/* Where a unit's runs are flushed from the cache: its backend flushes a device's; the core
+ * flushes the host's by writing a buffer as large as its last-level cache. */
+enum { FLUSH_NONE, FLUSH_DEVICE, FLUSH_HOST };
+
 typedef struct trial_ctx {
     const kt_op *op;
     kt__workset *ws;
     const kt__unit *unit;
     kt_result result;
     double device_ns;
+    int flush;
+    unsigned char *host_flush; /* the tuning's host flush buffer */
+    size_t host_flush_len;
 } trial_ctx;
+
+static int flush_kind(const kt_op *op, const kt__unit *u) {
+    kt_flush mode = op->ctx->measure.flush;
+    if (mode == KT_FLUSH_OFF) return FLUSH_NONE;
+    if (u->fn == kt__launch_fn) {
+        const kt_backend *b = u->launch.backend;
+        return (b->abi_version >= 4 && b->flush != NULL) ? FLUSH_DEVICE : FLUSH_NONE;
+    }
+    return (u->text != NULL || mode == KT_FLUSH_ON) ? FLUSH_HOST : FLUSH_NONE;
+}
+
+/* The host's last-level cache size in bytes (8 MiB when the system does not say). */
+static size_t host_llc_bytes(void) {
+    long v = -1;
+#ifdef _SC_LEVEL3_CACHE_SIZE
+    v = sysconf(_SC_LEVEL3_CACHE_SIZE);
+    if (v <= 0) v = sysconf(_SC_LEVEL2_CACHE_SIZE);
+#endif
+    return v > 0 ? (size_t)v : (size_t)8 << 20;
+}
+
+static kt_status trial_flush(trial_ctx *t) {
+    if (t->flush == FLUSH_DEVICE) {
+        char err[256] = "";
+        const kt__launch *l = &t->unit->launch;
+        kt_status st = l->backend->flush(l->bstate, l->device, err, sizeof err);
+        return st == KT_OK ? KT_OK : kt__err(st, "op '%s': flushing the device's cache: %s", t->op->name, err);
+    }
+    if (t->host_flush == NULL) return KT_OK;
+    /* writing every line evicts what the candidate left; the counter keeps it from being elided */
+    static _Atomic unsigned char round;
+    memset(t->host_flush, atomic_fetch_add_explicit(&round, 1, memory_order_relaxed), t->host_flush_len);
+    return KT_OK;
+}
 
 static kt_status trial_before(void *p, const kt_arg **args) {
     trial_ctx *t = p;
-    return kt__workset_before(t->ws, false, args);
+    kt_status st = kt__workset_before(t->ws, false, args);
+    if (st == KT_OK && t->flush != FLUSH_NONE) st = trial_flush(t);
+    return st;
 }
 
 static int trial_run(void *p, const kt_arg *args) {
@@ -450,17 +497,76 @@ static kt_status all_failed(const kt_op *op, kt_decision *d) {
 
 /* Which units may run while tuning: built, and accepting both the caller's arguments (the
  * key) and the work arguments they will actually run on (copies keep the caller's alignment,
- * and this makes sure of it, predicate functions included). */
-static bool *accepting(const kt_op *op, const kt_decision *d, const kt__workset *ws) {
+ * and this makes sure of it, predicate functions included). Units that may not are marked
+ * REJECTED here. */
+static bool *accepting(const kt_op *op, kt_decision *d, const kt__workset *ws) {
     bool *acc = calloc(d->nunits ? d->nunits : 1, sizeof *acc);
     if (acc == NULL) return NULL;
     int64_t wkey[KT__KEY_WORDS_MAX];
     kt__key_compute(op, ws->args, wkey);
     for (size_t i = 0; i < d->nunits; i++) {
-        size_t c = d->units[i].cand;
-        acc[i] = runnable(&d->units[i]) && kt__key_accepts(op, d->key, c) && kt__key_accepts(op, wkey, c);
+        kt__unit *u = &d->units[i];
+        size_t c = u->cand;
+        acc[i] = runnable(u) && kt__key_accepts(op, d->key, c) && kt__key_accepts(op, wkey, c);
+        if (!acc[i] && u->r.outcome == KT_OUTCOME_NOT_RUN) {
+            u->r.outcome = KT_OUTCOME_REJECTED;
+            if (kt__key_accepts(op, d->key, c))
+                set_message(&u->r, "%sits requirements reject the copies of the arguments that tuning runs on", NULL, 0);
+        }
     }
     return acc;
+}
+
+/* What the engine needs of one tuning. */
+typedef struct tuning {
+    kt_op *op;
+    kt_decision *d;
+    kt__workset *ws;
+    const kt__reference *ref;
+    trial_ctx *trials; /* one per unit */
+    unsigned char *host_flush; /* allocated when a unit first needs it */
+    size_t host_flush_len;
+} tuning;
+
+static kt_status tuning_admit(void *p, size_t i, bool *usable, unsigned *runs) {
+    tuning *tu = p;
+    kt_op *op = tu->op;
+    kt__unit *u = &tu->d->units[i];
+    trial_ctx *t = &tu->trials[i];
+    *t = (trial_ctx){op, tu->ws, u, {0}, -1, flush_kind(op, u), NULL, 0};
+    if (t->flush == FLUSH_HOST && tu->host_flush == NULL) {
+        tu->host_flush_len = host_llc_bytes();
+        tu->host_flush = malloc(tu->host_flush_len);
+        if (tu->host_flush == NULL) return kt__err(KT_ERR_NO_MEMORY, "op '%s': out of memory for a cache flush buffer", op->name);
+    }
+    t->host_flush = t->flush == FLUSH_HOST ? tu->host_flush : NULL;
+    t->host_flush_len = tu->host_flush_len;
+    kt_status st = KT_OK;
+    *runs = 0;
+    u->r.outcome = KT_OUTCOME_MEASURED;
+    if ((long)i == tu->ref->unit && tu->ref->wrote_input) {
+        u->r.outcome = KT_OUTCOME_INVALID;
+        set_message(&u->r, "%s", tu->ref->message, 0);
+    } else if (op->validate) {
+        *runs = 1; /* the reference's own run is its validation run */
+        if ((long)i != tu->ref->unit) st = validation_run(t, tu->ref, &u->r);
+    }
+    *usable = st == KT_OK && u->r.outcome == KT_OUTCOME_MEASURED;
+    if (st == KT_OK && !*usable)
+        kt__log(op->ctx, KT_LOG_WARN, "op '%s': candidate '%s'%s%s disqualified: %s", op->name, op->cands[u->cand].name,
+                u->text ? " " : "", u->text ? u->text : "", u->r.message ? u->r.message : "");
+    return st;
+}
+
+static kt__cand_result *tuning_result(void *p, size_t i) { return &((tuning *)p)->d->units[i].r; }
+
+static void tuning_trial(void *p, size_t i, kt__trial *out) {
+    *out = (kt__trial){trial_before, trial_run, trial_after, trial_device_ns, &((tuning *)p)->trials[i]};
+}
+
+static void tuning_progress(void *p, size_t done, size_t total, size_t valid, size_t failed, double best_ns) {
+    const kt_context *ctx = ((tuning *)p)->op->ctx;
+    ctx->progress_fn(done, total, valid, failed, best_ns, ctx->progress_user);
 }
 
 /* Validates and measures every runnable unit on a workset built from the caller's arguments,
@@ -474,87 +580,58 @@ static kt_status measure_all(kt_op *op, kt_decision *d, const kt_arg *caller, bo
     kt__workset ws;
     kt__reference ref = {.unit = -1};
     bool *acc = NULL;
-    double *scratch = malloc((size_t)cfg.max_runs * sizeof *scratch);
+    trial_ctx *trials = NULL;
     kt_status st = make_units(op, d, caller, -1);
     if (st == KT_OK) st = kt__workset_init(&ws, op, inputs, caller, launching);
     else memset(&ws, 0, sizeof ws);
-    if (st == KT_OK && (scratch == NULL || (acc = accepting(op, d, &ws)) == NULL))
+    if (st == KT_OK && ((acc = accepting(op, d, &ws)) == NULL || (trials = calloc(d->nunits ? d->nunits : 1, sizeof *trials)) == NULL))
         st = kt__err(KT_ERR_NO_MEMORY, "kt_op_call(op '%s'): out of memory", op->name);
     if (st == KT_OK) st = kt__reference_capture(&ref, &ws, d->units, d->nunits, acc);
     d->validated = ref.active;
-    long best = -1;
+    tuning tu = {op, d, &ws, &ref, trials, NULL, 0};
+    kt__engine_io io = {&tu, tuning_admit, tuning_result, tuning_trial, op->ctx->progress_fn ? tuning_progress : NULL};
+    kt__engine_out out = {.best = -1};
+    if (st == KT_OK) st = kt__engine_run(&cfg, &op->budget, &io, acc, d->nunits, &out);
     uint64_t runs = 0;
-    size_t tried = 0, valid = 0, failed = 0;
-    double start = kt__now_s();
-    for (size_t i = 0; st == KT_OK && i < d->nunits; i++) {
+    for (size_t i = 0; i < d->nunits; i++) {
         kt__unit *u = &d->units[i];
-        kt__cand_result *r = &u->r;
-        if (i > 0 && op->ctx->progress_fn)
-            op->ctx->progress_fn(i, d->nunits, valid, failed, best >= 0 ? d->units[best].r.time_ns : -1, op->ctx->progress_user);
-        if (!acc[i]) {
-            if (r->outcome == KT_OUTCOME_BUILD_FAILED || r->outcome == KT_OUTCOME_REJECTED) failed++;
-            if (r->outcome == KT_OUTCOME_NOT_RUN) {
-                r->outcome = KT_OUTCOME_REJECTED;
-                if (kt__key_accepts(op, d->key, u->cand))
-                    set_message(r, "%sits requirements reject the copies of the arguments that tuning runs on", NULL, 0);
-            }
-            continue;
-        }
-        /* the budget: units left out stay NOT_RUN */
-        if ((op->budget_units && tried >= op->budget_units) ||
-            (op->budget_seconds > 0 && kt__now_s() - start >= op->budget_seconds))
-            continue;
-        tried++;
-        trial_ctx t = {op, &ws, u, {0}, -1};
-        unsigned warmups = cfg.warmup_runs;
-        r->outcome = KT_OUTCOME_MEASURED;
-        if ((long)i == ref.unit && ref.wrote_input) {
-            r->outcome = KT_OUTCOME_INVALID;
-            set_message(r, "%s", ref.message, 0);
-        } else if (op->validate && (long)i != ref.unit) {
-            st = validation_run(&t, &ref, r);
-        }
-        if (op->validate && warmups > 0) warmups--; /* the validation (or reference) run warmed it up */
-        if (st != KT_OK) break;
-        if (r->outcome == KT_OUTCOME_MEASURED) {
-            kt__trial trial = {trial_before, trial_run, trial_after, trial_device_ns, &t};
-            st = kt__measure(&cfg, warmups, &trial, scratch, r);
-            if (st != KT_OK) break;
-            if (r->outcome == KT_OUTCOME_FAILED) set_message(r, "%sreturned %d while measured", NULL, r->fail_code);
-        }
-        runs += r->runs;
-        if (r->outcome != KT_OUTCOME_MEASURED) failed++;
-        else valid++;
-        if (r->outcome != KT_OUTCOME_MEASURED) {
+        runs += u->r.runs;
+        if (u->r.outcome == KT_OUTCOME_FAILED && u->r.message == NULL) {
+            set_message(&u->r, "%sreturned %d while measured", NULL, u->r.fail_code);
             kt__log(op->ctx, KT_LOG_WARN, "op '%s': candidate '%s'%s%s disqualified: %s", op->name, op->cands[u->cand].name,
-                    u->text ? " " : "", u->text ? u->text : "", r->message ? r->message : "");
-            continue;
+                    u->text ? " " : "", u->text ? u->text : "", u->r.message ? u->r.message : "");
+        } else if (u->r.outcome == KT_OUTCOME_MEASURED) {
+            kt__log(op->ctx, KT_LOG_DEBUG, "op '%s': candidate '%s'%s%s %.0f ns (%u runs, %u warm-ups)", op->name,
+                    op->cands[u->cand].name, u->text ? " " : "", u->text ? u->text : "", u->r.time_ns, u->r.runs,
+                    u->r.warmups);
         }
-        kt__log(op->ctx, KT_LOG_DEBUG, "op '%s': candidate '%s'%s%s %.0f ns (median of %u)", op->name,
-                op->cands[u->cand].name, u->text ? " " : "", u->text ? u->text : "", r->time_ns, r->runs);
-        if (best < 0 || r->time_ns < d->units[best].r.time_ns) best = (long)i;
     }
-    if (st == KT_OK && op->ctx->progress_fn)
-        op->ctx->progress_fn(d->nunits, d->nunits, valid, failed, best >= 0 ? d->units[best].r.time_ns : -1,
-                             op->ctx->progress_user);
     if (launching && ws.op != NULL) kt__workset_finish(&ws, caller);
     if (ws.op != NULL) {
         kt__reference_free(&ref, &ws);
         d->peak_extra = ws.peak;
         kt__workset_free(&ws);
     }
-    free(scratch);
+    free(tu.host_flush);
+    free(trials);
     free(acc);
     atomic_fetch_add(&op->measured_runs, runs);
+    d->policy = cfg.policy;
+    d->confidence = out.confidence;
+    d->total_runs = out.runs;
+    d->measure_ns = out.measure_ns;
     if (st != KT_OK) return st;
     atomic_fetch_add(&op->tune_count, 1);
-    if (best < 0) return all_failed(op, d);
+    if (out.best < 0) return all_failed(op, d);
+    long best = out.best;
     d->winner_unit = (size_t)best;
     d->winner = d->units[best].cand;
     d->source = KT_SOURCE_MEASURED;
-    kt__log(op->ctx, KT_LOG_INFO, "op '%s': tuned a new key in %llu measured runs; winner '%s'%s%s (%.0f ns)%s", op->name,
-            (unsigned long long)runs, op->cands[d->winner].name, d->units[best].text ? " " : "",
-            d->units[best].text ? d->units[best].text : "", d->units[best].r.time_ns, d->validated ? "" : ", not validated");
+    kt__log(op->ctx, KT_LOG_INFO,
+            "op '%s': tuned a new key in %llu runs (%s); winner '%s'%s%s (%.0f ns, confidence %.3f)%s", op->name,
+            (unsigned long long)out.runs, kt_policy_name(cfg.policy), op->cands[d->winner].name,
+            d->units[best].text ? " " : "", d->units[best].text ? d->units[best].text : "", d->units[best].r.time_ns,
+            out.confidence, d->validated ? "" : ", not validated");
     return KT_OK;
 }
 
@@ -877,3 +954,20 @@ const char *kt_decision_unit_message(const kt_decision *d, size_t u) {
     const kt__unit *x = unit_at(d, u);
     return x ? x->r.message : NULL;
 }
+
+unsigned kt_decision_unit_warmups(const kt_decision *d, size_t u) {
+    const kt__unit *x = unit_at(d, u);
+    return x ? x->r.warmups : 0;
+}
+double kt_decision_unit_ci_low_ns(const kt_decision *d, size_t u) {
+    const kt__unit *x = unit_at(d, u);
+    return x && x->r.outcome == KT_OUTCOME_MEASURED && x->r.runs ? x->r.ci_low_ns : -1;
+}
+double kt_decision_unit_ci_high_ns(const kt_decision *d, size_t u) {
+    const kt__unit *x = unit_at(d, u);
+    return x && x->r.outcome == KT_OUTCOME_MEASURED && x->r.runs ? x->r.ci_high_ns : -1;
+}
+double kt_decision_confidence(const kt_decision *d) { return d && d->source == KT_SOURCE_MEASURED ? d->confidence : 0; }
+uint64_t kt_decision_total_runs(const kt_decision *d) { return d ? d->total_runs : 0; }
+double kt_decision_measure_ns(const kt_decision *d) { return d ? d->measure_ns : 0; }
+kt_policy kt_decision_policy(const kt_decision *d) { return d ? d->policy : KT_POLICY_RACE; }

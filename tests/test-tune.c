@@ -252,6 +252,58 @@ static void test_kernel_tuner_formats(void **state) {
     json_decref(s);
 }
 
+/* The measurement policies on recorded data: a seeded replay is deterministic; triton makes
+ * exactly do_bench's runs; kerneltuner 1 + 7 per configuration; the race spends fewer. */
+static void test_replay_policies(void **state) {
+    (void)state;
+    char args[2048];
+    json_int_t runs[3];
+    static const char *const policies[3] = {"race", "triton", "kerneltuner"};
+    for (int p = 0; p < 3; p++) {
+        char first[4096] = "";
+        for (int twice = 0; twice < 2; twice++) {
+            snprintf(args, sizeof args, "tune '%s/t1/matmul_c.json' --simulate '%s/t1/matmul_c.ktcache.json' --measure %s --seed 7 --quiet --json",
+                     KT_DATA, KT_DATA, policies[p]);
+            assert_int_equal(run(args, false), 0);
+            json_t *s = summary();
+            assert_string_equal(json_string_value(json_object_get(s, "policy")), policies[p]);
+            json_object_del(s, "tuning_time_s"); /* the only wall-clock field */
+            char *text = json_dumps(s, JSON_SORT_KEYS | JSON_COMPACT | JSON_REAL_PRECISION(17));
+            if (twice == 0) snprintf(first, sizeof first, "%s", text);
+            else assert_string_equal(text, first);
+            runs[p] = json_integer_value(json_object_get(s, "runs"));
+            free(text);
+            json_decref(s);
+        }
+    }
+    assert_int_equal(runs[2], 4 * 8); /* four valid configurations, a fourth fails to compile */
+    assert_true(runs[0] < runs[2]);
+    /* triton, runtimes served in order: configuration TI=4,TK=8 records 0.52 0.49 0.49 0.5 ms;
+     * one call (0.52), five estimate runs (0.49 0.49 0.5 0.52 0.49: 0.498 ms each), so 50
+     * warm-ups (25 ms) and 200 repetitions (100 ms) */
+    char t4path[64];
+    snprintf(t4path, sizeof t4path, "/tmp/kt-test-triton-%d.json", (int)getpid());
+    snprintf(args, sizeof args, "tune '%s/t1/matmul_c.json' --simulate '%s/t1/matmul_c.ktcache.json' --measure triton --quiet --t4 %s",
+             KT_DATA, KT_DATA, t4path);
+    assert_int_equal(run(args, false), 0);
+    json_error_t e;
+    json_t *t4 = json_load_file(t4path, 0, &e);
+    assert_non_null(t4);
+    size_t i;
+    json_t *r;
+    int seen = 0;
+    json_array_foreach(json_object_get(t4, "results"), i, r) {
+        json_t *c = json_object_get(r, "configuration");
+        if (json_integer_value(json_object_get(c, "TI")) == 4 && json_integer_value(json_object_get(c, "TK")) == 8) {
+            assert_int_equal(json_array_size(json_object_get(json_object_get(r, "times"), "runtimes")), 200);
+            seen = 1;
+        }
+    }
+    assert_true(seen);
+    json_decref(t4);
+    assert_int_equal(unlink(t4path), 0);
+}
+
 static void test_options(void **state) {
     (void)state;
     char args[2048];
@@ -303,6 +355,7 @@ int main(void) {
         cmocka_unit_test(test_t4_round_trip),      cmocka_unit_test(test_c_problem),
         cmocka_unit_test(test_opencl_problem),     cmocka_unit_test(test_malformed_problems),
         cmocka_unit_test(test_kernel_tuner_formats),
+        cmocka_unit_test(test_replay_policies),
         cmocka_unit_test(test_options),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

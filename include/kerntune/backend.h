@@ -9,7 +9,7 @@
  *
  * Version 1 covers device discovery; version 2 appends buffers (allocate, free, copy, fill);
  * version 3 appends building variants into artifact files, loading them, launching and timing
- * them, and resource limits. A backend declares the version it was written against in
+ * them, and resource limits; version 4 appends flushing a device's cache. A backend declares the version it was written against in
  * abi_version and the core never reads a field beyond it. Comparing outputs is the core's
  * work, on host memory: a backend with device memory copies to the host first. Caching
  * artifacts on disk, building in parallel and building identical code once are the core's
@@ -24,7 +24,7 @@
 extern "C" {
 #endif
 
-#define KT_BACKEND_ABI_VERSION 3
+#define KT_BACKEND_ABI_VERSION 4
 
 /** Longest device name and fingerprint, terminating NUL included. */
 #define KT_DEVICE_NAME_MAX 256
@@ -122,6 +122,13 @@ struct kt_backend {
     /** Reads the device's resource limits, used to reject a configuration before it is built.
      *  Optional. */
     kt_status (*limits)(void *state, size_t device, kt_device_limits *out, char *err, size_t errlen);
+
+    /* ---- version 4: measurement. */
+    /** Evicts what earlier launches left in the device's caches (writing a buffer as large as
+     *  its last-level cache), and waits for it; called between measured runs, outside the timed
+     *  region. Optional (NULL: never flushed); host backends leave it NULL, the core flushes
+     *  the host's cache itself. */
+    kt_status (*flush)(void *state, size_t device, char *err, size_t errlen);
 };
 
 /** Registers a backend with the context and enumerates its devices. The table must outlive the
