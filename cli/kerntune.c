@@ -6,6 +6,7 @@
  */
 #include <kerntune.h>
 
+#include "cache.h"
 #include "tune.h"
 
 #include <stdio.h>
@@ -16,6 +17,7 @@ typedef struct command {
     const char *summary;
     int (*run)(int argc, char **argv);
     void (*help)(FILE *out);
+    int own_help; /* reads --help itself, so that its subcommands answer it (cache) */
 } command;
 
 static void usage_main(FILE *out);
@@ -82,10 +84,11 @@ static void help_help(FILE *out) {
 static int run_help(int argc, char **argv);
 
 static const command commands[] = {
-    {"tune", "tune a T1 problem, write T4 results, or replay recorded ones", run_tune, help_tune},
-    {"devices", "list backends and devices", run_devices, help_devices},
-    {"version", "print the version", run_version, help_version},
-    {"help", "print help on a command", run_help, help_help},
+    {"tune", "tune a T1 problem, write T4 results, or replay recorded ones", run_tune, help_tune, 0},
+    {"cache", "list, show, export, import or remove cached decisions", run_cache, help_cache, 1},
+    {"devices", "list backends and devices", run_devices, help_devices, 0},
+    {"version", "print the version", run_version, help_version, 0},
+    {"help", "print help on a command", run_help, help_help, 0},
 };
 #define NCOMMANDS (sizeof commands / sizeof commands[0])
 
@@ -125,7 +128,8 @@ static void usage_main(FILE *out) {
             "environment:\n"
             "  KERNTUNE_MODE   tune | cache-only | off\n"
             "  KERNTUNE_FORCE  op=candidate[,op=candidate...]\n"
-            "  KERNTUNE_LOG    error | warn | info | debug (to stderr)\n");
+            "  KERNTUNE_LOG    error | warn | info | debug (to stderr)\n"
+            "  KERNTUNE_CACHE  the persistent cache file, or off\n");
 }
 
 int main(int argc, char **argv) {
@@ -144,7 +148,7 @@ int main(int argc, char **argv) {
         fprintf(stderr, "kerntune: unknown command '%s'; run 'kerntune --help' for the list\n", cmd);
         return 2;
     }
-    for (int i = 2; i < argc; i++) {
+    for (int i = 2; i < argc && !c->own_help; i++) {
         if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
             c->help(stdout);
             return 0;

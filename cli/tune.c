@@ -46,6 +46,11 @@ void help_tune(FILE *out) {
             "  --t4 FILE                write T4 results of every configuration tried, failures included\n"
             "  --simulate FILE          replay a T4 file (gzip or plain) or a Kernel Tuner cache file\n"
             "                           instead of running: no kernel source and no device needed\n"
+            "  --cache PATH|off         the persistent cache of decisions (default: KERNTUNE_CACHE, else\n"
+            "                           ~/.cache/kerntune/cache.db): a decision recorded there for this\n"
+            "                           problem, device and kerntune version is used without measuring;\n"
+            "                           a new one is recorded. --simulate never uses it. With --t4, pass\n"
+            "                           --cache off to measure every configuration again\n"
             "  --json                   print a machine-readable summary on stdout\n"
             "  --quiet                  print nothing but errors (and the --json summary)\n"
             "  -h, --help               print this help\n"
@@ -71,6 +76,7 @@ typedef struct options {
     bool seed_given;
     const char *t4;
     const char *simulate;
+    const char *cache;
     bool json;
     bool quiet;
 } options;
@@ -108,7 +114,7 @@ static int parse_options(int argc, char **argv, options *o) {
         const char *eq = strncmp(a, "--", 2) == 0 ? strchr(a, '=') : NULL;
         snprintf(name, sizeof name, "%.*s", eq ? (int)(eq - a) : (int)strlen(a), a);
         static const char *const with_value[] = {"--problem-size", "--define", "--budget", "--strategy", "--measure",
-                                                 "--device", "--seed", "--t4", "--simulate"};
+                                                 "--device", "--seed", "--t4", "--simulate", "--cache"};
         bool takes = false;
         for (size_t k = 0; k < sizeof with_value / sizeof with_value[0]; k++) takes = takes || strcmp(name, with_value[k]) == 0;
         if (takes) {
@@ -166,6 +172,7 @@ static int parse_options(int argc, char **argv, options *o) {
             o->seed_given = true;
         } else if (strcmp(name, "--t4") == 0) o->t4 = v;
         else if (strcmp(name, "--simulate") == 0) o->simulate = v;
+        else if (strcmp(name, "--cache") == 0) o->cache = v;
         else if (a[0] == '-') return usage("unknown option '%s'", a);
         else if (o->problem == NULL) o->problem = a;
         else return usage("unexpected argument '%s' (one problem file at a time)", a);
@@ -537,6 +544,7 @@ int run_tune(int argc, char **argv) {
     kt_policy policy = KT_POLICY_RACE;
     if (strcmp(o.measure, "recorded") != 0) KT(kt_policy_parse(o.measure, &policy));
     KT(kt_context_set_policy(ctx, policy));
+    KT(kt_context_set_cache(ctx, o.simulate ? "off" : o.cache)); /* replay's device is not a device */
     if (o.simulate) {
         replay.source = o.simulate;
         replay.recorded = strcmp(o.measure, "recorded") == 0;
@@ -648,7 +656,8 @@ int run_tune(int argc, char **argv) {
     size_t measured = 0, failed = 0, not_run = 0, best = (size_t)-1, fails[6] = {0};
     double best_ms = -1;
     for (size_t u = 0; d && u < kt_decision_unit_count(d); u++) {
-        if (strcmp(kt_op_candidate_name(op, kt_decision_unit_candidate(d, u)), "kernel") != 0) continue;
+        bool cached_winner = kt_decision_source_of(d) == KT_SOURCE_CACHE && u == kt_decision_winner_unit(d);
+        if (!cached_winner && strcmp(kt_op_candidate_name(op, kt_decision_unit_candidate(d, u)), "kernel") != 0) continue;
         kt_outcome oc = kt_decision_unit_outcome(d, u);
         if (oc == KT_OUTCOME_MEASURED) {
             measured++;
@@ -661,6 +670,9 @@ int run_tune(int argc, char **argv) {
             fails[oc]++;
         }
     }
+    bool cached = d && kt_decision_source_of(d) == KT_SOURCE_CACHE;
+    kt_cache *cache = kt_context_cache(ctx);
+    const char *cache_path = cache ? kt_cache_path(cache) : NULL;
     uint64_t runs = d ? kt_decision_total_runs(d) : 0;
     double run_ns = d ? kt_decision_measure_ns(d) : 0, confidence = d ? kt_decision_confidence(d) : 0;
     const t4_record *chosen = NULL, *truth = NULL; /* replay: the chosen configuration's record, the recorded best */
@@ -674,15 +686,19 @@ int run_tune(int argc, char **argv) {
     if (replay.recorded && chosen) best_ms = chosen->mean_ms; /* the recorded objective itself */
     if (!o.quiet) {
         if (best != (size_t)-1) {
-            printf("best: %s  %.6g ms (%s of %u runs; confidence %.3f)\n", kt_decision_unit_config(d, best), best_ms,
-                   policy == KT_POLICY_KERNELTUNER ? "mean" : "median", kt_decision_unit_runs(d, best), confidence);
+            if (cached)
+                printf("best: %s  %.6g ms (recorded in the cache %s; confidence %.3f): nothing was compiled or measured\n",
+                       kt_decision_unit_config(d, best), best_ms, cache_path, confidence);
+            else
+                printf("best: %s  %.6g ms (mean of %u runs; confidence %.3f)\n", kt_decision_unit_config(d, best), best_ms,
+                       kt_decision_unit_runs(d, best), confidence);
         } else {
             printf("no configuration is valid\n");
         }
-        printf("%zu configurations: %zu measured, %zu failed (%zu compile, %zu runtime, %zu correctness, %zu rejected), %zu not run\n",
+        if (!cached) printf("%zu configurations: %zu measured, %zu failed (%zu compile, %zu runtime, %zu correctness, %zu rejected), %zu not run\n",
                total, measured, failed, fails[KT_OUTCOME_BUILD_FAILED], fails[KT_OUTCOME_FAILED], fails[KT_OUTCOME_INVALID],
                fails[KT_OUTCOME_REJECTED], not_run);
-        printf("measurement (%s): %llu runs, %.6g s of kernel time%s; tuning took %.3g s\n", kt_policy_name(policy),
+        if (!cached) printf("measurement (%s): %llu runs, %.6g s of kernel time%s; tuning took %.3g s\n", kt_policy_name(policy),
                (unsigned long long)runs, run_ns / 1e9, o.simulate ? " (simulated)" : "", wall);
         if (chosen && truth)
             printf("recorded: the chosen configuration's mean is %.6g ms, the recorded best %.6g ms (%s): ratio %.4f\n",
@@ -715,6 +731,8 @@ int run_tune(int argc, char **argv) {
         json_object_set_new(j, "failed", json_integer((json_int_t)failed));
         json_object_set_new(j, "not_run", json_integer((json_int_t)not_run));
         json_object_set_new(j, "policy", json_string(kt_policy_name(policy)));
+        json_object_set_new(j, "source", json_string(cached ? "cache" : "measured"));
+        json_object_set_new(j, "cache", cache_path ? json_string(cache_path) : json_null());
         json_object_set_new(j, "runs", json_integer((json_int_t)runs));
         json_object_set_new(j, "measurement_time_s", json_real(run_ns / 1e9));
         json_object_set_new(j, "confidence", json_real(confidence));

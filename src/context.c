@@ -99,6 +99,11 @@ kt_status kt_context_create(kt_context **out) {
         free(ctx);
         return kt__err(KT_ERR_SYSTEM, "kt_context_create: pthread_mutex_init failed");
     }
+    if (pthread_mutex_init(&ctx->cache_lock, NULL) != 0) {
+        pthread_mutex_destroy(&ctx->lock);
+        free(ctx);
+        return kt__err(KT_ERR_SYSTEM, "kt_context_create: pthread_mutex_init failed");
+    }
     kt__default_artifact_dir(ctx->artifact_dir, sizeof ctx->artifact_dir);
     kt_status st = read_env(ctx);
     if (st == KT_OK) st = add_backend(ctx, kt_backend_c());
@@ -129,9 +134,57 @@ void kt_context_destroy(kt_context *ctx) {
         free(ctx->devices[i].fingerprint);
     }
     for (size_t i = 0; i < ctx->nunavailable; i++) free(ctx->unavailable[i]);
+    kt_cache_close(ctx->cache);
+    free(ctx->cache_path);
+    pthread_mutex_destroy(&ctx->cache_lock);
     pthread_mutex_destroy(&ctx->lock);
     free(ctx);
 }
+
+kt_status kt_context_set_cache(kt_context *ctx, const char *path) {
+    if (ctx == NULL) return kt__err(KT_ERR_NULL, "kt_context_set_cache: ctx is NULL");
+    if (path != NULL && path[0] == '\0') return kt__err(KT_ERR_INVALID_ARGUMENT, "kt_context_set_cache: path is empty");
+    pthread_mutex_lock(&ctx->cache_lock);
+    kt_status st = KT_OK;
+    char *copy = NULL;
+    if (atomic_load(&ctx->cache_tried))
+        st = kt__err(KT_ERR_STATE, "kt_context_set_cache: the context's cache is already in use; set it before the first tuning");
+    else if (path != NULL && strcmp(path, "off") != 0 && (copy = strdup(path)) == NULL)
+        st = kt__err(KT_ERR_NO_MEMORY, "kt_context_set_cache: out of memory");
+    if (st == KT_OK) {
+        free(ctx->cache_path);
+        ctx->cache_path = copy;
+        ctx->cache_off = path != NULL && strcmp(path, "off") == 0;
+    }
+    pthread_mutex_unlock(&ctx->cache_lock);
+    return st;
+}
+
+kt_cache *kt__context_cache(kt_context *ctx) {
+    if (atomic_load_explicit(&ctx->cache_tried, memory_order_acquire)) return ctx->cache;
+    pthread_mutex_lock(&ctx->cache_lock);
+    if (!atomic_load_explicit(&ctx->cache_tried, memory_order_relaxed)) {
+        char saved[KT__ERRBUF];
+        snprintf(saved, sizeof saved, "%s", kt_last_error()); /* opening must not disturb the caller's last error */
+        char def[4096];
+        bool off = ctx->cache_off || (ctx->cache_path == NULL && kt_cache_default_path(def, sizeof def) == KT_ERR_NOT_FOUND);
+        if (!off && kt_cache_open(ctx->cache_path, &ctx->cache) != KT_OK) {
+            kt__log(ctx, KT_LOG_WARN, "the persistent cache is not available (decisions last as long as the process): %s",
+                    kt_last_error());
+            ctx->cache = NULL;
+        } else if (ctx->cache != NULL && kt_cache_warning(ctx->cache)[0]) {
+            kt__log(ctx, KT_LOG_WARN, "%s", kt_cache_warning(ctx->cache));
+        }
+        kt__err(KT_OK, "%s", saved);
+        atomic_store_explicit(&ctx->cache_tried, 1, memory_order_release);
+    }
+    pthread_mutex_unlock(&ctx->cache_lock);
+    return ctx->cache;
+}
+
+kt_cache *kt_context_cache(kt_context *ctx) { return ctx ? kt__context_cache(ctx) : NULL; }
+uint64_t kt_context_cache_hits(const kt_context *ctx) { return ctx ? atomic_load(&ctx->cache_hits) : 0; }
+uint64_t kt_context_cache_rejected(const kt_context *ctx) { return ctx ? atomic_load(&ctx->cache_rejected) : 0; }
 
 const char *kt__context_forced(const kt_context *ctx, const char *op_name) {
     for (size_t i = 0; i < ctx->nforces; i++)

@@ -110,7 +110,17 @@ struct kt_context {
     void *progress_user;
     _Atomic uint64_t compiles;  /* builds run (artifact cache misses) */
     _Atomic uint64_t artifact_hits;
+    pthread_mutex_t cache_lock; /* guards opening the cache */
+    char *cache_path;           /* as set; NULL: the default */
+    bool cache_off;
+    _Atomic int cache_tried;    /* the cache was opened, or failed to open */
+    kt_cache *cache;            /* NULL when off or unavailable */
+    _Atomic uint64_t cache_hits, cache_rejected;
 };
+
+/* The context's persistent cache, opened at the first need; NULL when it is off or cannot be
+ * opened (said once in the log). */
+kt_cache *kt__context_cache(kt_context *ctx);
 
 /* Returns the candidate forced for op name by KERNTUNE_FORCE, or NULL. */
 const char *kt__context_forced(const kt_context *ctx, const char *op_name);
@@ -211,6 +221,7 @@ typedef struct kt__unit {
     kt_result_fn rfn;
     void *user;
     kt__launch launch;     /* device variants: fn is kt__launch_fn and user points here */
+    bool recalled;         /* measured by an earlier tuning: its time comes from the cache */
 } kt__unit;
 
 /* Entry states. FAILED is final (every candidate failed); ABANDONED means the tuning stopped on
@@ -296,6 +307,7 @@ struct kt_op {
     size_t ndone, done_cap;
     _Atomic uint64_t tune_count;
     _Atomic uint64_t measured_runs;
+    char set_hash[33];             /* the candidate set's identity in the cache (set at freeze) */
 };
 
 /* Checks the op is still being built; reports as `where`. */
@@ -475,6 +487,31 @@ kt_status kt__engine_run(const kt__measure_cfg *cfg, const kt__budget *budget, c
 double kt__now_s(void);
 
 /* ---- tuner.c ------------------------------------------------------------------------------- */
+
+/* Makes the decision's units (see tuner.c); only_text picks one configuration of group only. */
+kt_status kt__make_units(kt_op *op, kt_decision *d, const kt_arg *args, long only, const char *only_text);
+
+/* Whether a unit is built and not yet decided. */
+bool kt__unit_runnable(const kt__unit *u);
+
+/* Frees a decision's units and results (not the decision). */
+void kt__decision_reset(kt_decision *d);
+
+/* ---- persist.c ------------------------------------------------------------------------------ */
+
+/* Computes op->set_hash (at freeze). */
+void kt__persist_identity(kt_op *op);
+
+/* Looks d's key up in the persistent cache; when a usable record is there, makes its winner
+ * runnable and sets *found. A rejected record is counted and logged. */
+kt_status kt__persist_recall(kt_op *op, kt_decision *d, const kt_arg *args, bool *found);
+
+/* Records a measured decision and all its units (failures are logged, never returned). */
+void kt__persist_record(kt_op *op, const kt_decision *d);
+
+/* Marks the units the cache already knows: recorded failures (not built or run again) and
+ * recorded measurements (recalled). */
+void kt__persist_units(kt_op *op, kt_decision *d);
 
 /* Frees a decision. */
 void kt__decision_free(kt_decision *d);

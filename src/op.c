@@ -605,6 +605,7 @@ kt_status kt__op_freeze(kt_op *op) {
         op->cands[i].mask_bit = (op->cands[i].nreqs > 0 || op->cands[i].accept != NULL) ? bit++ : -1;
     op->npredicated = npred;
     op->nmask_words = (npred + 63) / 64;
+    kt__persist_identity(op);
     atomic_store_explicit(&op->frozen, 1, memory_order_release);
     kt__log(op->ctx, KT_LOG_DEBUG, "op '%s' frozen: %zu argument(s), %zu key component(s), %zu candidate(s), effort %d",
             op->name, op->nargs, op->nkeys, op->ncands, (int)op->effective);

@@ -707,3 +707,43 @@ kt_status kt__space_eval_whole(const kt_space *sp, const char *text, const char 
     free(slots);
     return st;
 }
+
+/* ---- identity ----------------------------------------------------------------------------- */
+
+static uint64_t hash_text(const char *s, uint64_t h) { return kt__fnv1a(s ? s : "", s ? strlen(s) + 1 : 1, h); }
+
+static uint64_t hash_value(const kt__value *v, uint64_t h) {
+    h = kt__fnv1a(&v->t, sizeof v->t, h);
+    switch (v->t) {
+    case KT_V_BOOL: return kt__fnv1a(&v->b, sizeof v->b, h);
+    case KT_V_INT: return kt__fnv1a(&v->i, sizeof v->i, h);
+    case KT_V_FLOAT: return kt__fnv1a(&v->f, sizeof v->f, h);
+    case KT_V_STR: return kt__fnv1a(v->str.s, v->str.len, h);
+    default:
+        for (size_t i = 0; v->t == KT_V_LIST && i < v->list.n; i++) h = hash_value(&v->list.items[i], h);
+        return h;
+    }
+}
+
+uint64_t kt__space_hash(const kt_space *sp, uint64_t h) {
+    for (size_t i = 0; i < sp->nslots; i++) {
+        h = hash_text(sp->slots[i].name, h);
+        h = kt__fnv1a(&sp->slots[i].kind, sizeof sp->slots[i].kind, h);
+    }
+    for (size_t i = 0; i < sp->nparams; i++)
+        for (size_t k = 0; k < sp->params[i].n; k++) h = hash_value(&sp->params[i].values[k], h);
+    for (size_t i = 0; i < sp->ninputs; i++)
+        if (sp->inputs[i].bound) h = hash_value(&sp->inputs[i].value, h);
+    for (size_t i = 0; i < sp->nderived; i++) h = hash_text(kt__expr_text(sp->derived[i].e), h);
+    for (size_t i = 0; i < sp->ncons; i++) {
+        /* a constraint function counts by its place only: its code is not ours to read, and its
+         * address changes from process to process */
+        h = hash_text(sp->cons[i].e ? kt__expr_text(sp->cons[i].e) : "<function>", h);
+    }
+    h = kt__fnv1a(&sp->kind, sizeof sp->kind, h);
+    for (int d = 0; d < 3; d++) {
+        h = hash_text(sp->global[d] ? kt__expr_text(sp->global[d]) : NULL, h);
+        h = hash_text(sp->local[d] ? kt__expr_text(sp->local[d]) : NULL, h);
+    }
+    return hash_text(sp->shmem ? kt__expr_text(sp->shmem) : NULL, h);
+}

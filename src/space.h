@@ -59,4 +59,8 @@ kt_status kt__space_geometry(const kt_space *sp, const kt__value *slots, kt__are
 kt_status kt__space_eval_whole(const kt_space *sp, const char *text, const char *where, kt__arena *arena,
                                kt__value *out);
 
+/* Hashes what defines the space (names, values, bound inputs, derived values, constraint texts,
+ * geometry) into h: any change of the space changes it. */
+uint64_t kt__space_hash(const kt_space *sp, uint64_t h);
+
 #endif

@@ -38,7 +38,7 @@ static void free_units(kt_decision *d) {
     d->nunits = 0;
 }
 
-static void reset_results(kt_decision *d) {
+void kt__decision_reset(kt_decision *d) {
     free_units(d);
     free(d->fail_msg);
     d->fail_msg = NULL;
@@ -51,7 +51,7 @@ static void reset_results(kt_decision *d) {
 
 void kt__decision_free(kt_decision *d) {
     if (d == NULL) return;
-    reset_results(d);
+    kt__decision_reset(d);
     free(d);
 }
 
@@ -293,9 +293,11 @@ static kt_status build_units(kt_op *op, kt_decision *d, unit_plan *plans) {
     return st;
 }
 
-/* Makes the decision's units: all candidates (only < 0) or only candidate `only`'s first
- * configuration; natives are runnable at once, variant units are planned and built. */
-static kt_status make_units(kt_op *op, kt_decision *d, const kt_arg *args, long only) {
+/* Makes the decision's units: all candidates (only < 0) or only candidate `only`'s
+ * configuration only_text (NULL: its first); natives are runnable at once, variant units are
+ * planned and built. A full set first learns from the persistent cache what it recorded of
+ * each unit (kt__persist_units): recorded failures are not built again. */
+kt_status kt__make_units(kt_op *op, kt_decision *d, const kt_arg *args, long only, const char *only_text) {
     size_t total = 0;
     kt__configs *cfgs = calloc(op->ncands, sizeof *cfgs);
     kt__value **inputs = calloc(op->ncands, sizeof *inputs);
@@ -312,7 +314,7 @@ static kt_status make_units(kt_op *op, kt_decision *d, const kt_arg *args, long 
         if (inputs[i] == NULL) st = kt__err(KT_ERR_NO_MEMORY, "kt_op_call(op '%s'): out of memory", op->name);
         if (st == KT_OK) st = group_inputs(op, c, args, inputs[i]);
         if (st == KT_OK) st = kt__space_enum(c->space, inputs[i], &cfgs[i]);
-        if (st == KT_OK && only >= 0 && cfgs[i].n > 1) cfgs[i].n = 1;
+        if (st == KT_OK && only >= 0 && only_text == NULL && cfgs[i].n > 1) cfgs[i].n = 1;
         total += cfgs[i].n ? cfgs[i].n : 1; /* an empty space still gets a unit, to say so */
     }
     unit_plan *plans = NULL;
@@ -353,8 +355,17 @@ static kt_status make_units(kt_op *op, kt_decision *d, const kt_arg *args, long 
             kt__unit *u = &d->units[ui];
             *u = (kt__unit){.cand = i, .r = {.time_ns = -1}};
             st = plan_unit(op, c, &cfgs[i], k, inputs[i], have_lim ? &lim : NULL, u, &plans[ui]);
+            if (st == KT_OK && only_text != NULL && strcmp(u->text, only_text) != 0) { /* not the one asked for */
+                free(u->text);
+                free(u->r.message);
+                free(plans[ui].defines_buf);
+                free(plans[ui].defines);
+                plans[ui] = (unit_plan){0};
+                d->nunits--;
+            }
         }
     }
+    if (st == KT_OK && only < 0) kt__persist_units(op, d);
     if (st == KT_OK) st = build_units(op, d, plans);
     for (size_t i = 0; plans && i < d->nunits; i++) {
         free(plans[i].defines_buf);
@@ -370,7 +381,7 @@ static kt_status make_units(kt_op *op, kt_decision *d, const kt_arg *args, long 
     return st;
 }
 
-static bool runnable(const kt__unit *u) {
+bool kt__unit_runnable(const kt__unit *u) {
     return (u->fn != NULL || u->rfn != NULL) && u->r.outcome == KT_OUTCOME_NOT_RUN;
 }
 
@@ -507,7 +518,7 @@ static bool *accepting(const kt_op *op, kt_decision *d, const kt__workset *ws) {
     for (size_t i = 0; i < d->nunits; i++) {
         kt__unit *u = &d->units[i];
         size_t c = u->cand;
-        acc[i] = runnable(u) && kt__key_accepts(op, d->key, c) && kt__key_accepts(op, wkey, c);
+        acc[i] = kt__unit_runnable(u) && kt__key_accepts(op, d->key, c) && kt__key_accepts(op, wkey, c);
         if (!acc[i] && u->r.outcome == KT_OUTCOME_NOT_RUN) {
             u->r.outcome = KT_OUTCOME_REJECTED;
             if (kt__key_accepts(op, d->key, c))
@@ -581,11 +592,14 @@ static kt_status measure_all(kt_op *op, kt_decision *d, const kt_arg *caller, bo
     kt__reference ref = {.unit = -1};
     bool *acc = NULL;
     trial_ctx *trials = NULL;
-    kt_status st = make_units(op, d, caller, -1);
+    kt_status st = kt__make_units(op, d, caller, -1, NULL);
     if (st == KT_OK) st = kt__workset_init(&ws, op, inputs, caller, launching);
     else memset(&ws, 0, sizeof ws);
     if (st == KT_OK && ((acc = accepting(op, d, &ws)) == NULL || (trials = calloc(d->nunits ? d->nunits : 1, sizeof *trials)) == NULL))
         st = kt__err(KT_ERR_NO_MEMORY, "kt_op_call(op '%s'): out of memory", op->name);
+    bool recalled = false; /* units measured by an earlier tuning (the persistent cache): not again */
+    for (size_t i = 0; st == KT_OK && i < d->nunits; i++)
+        if (acc[i] && d->units[i].recalled) acc[i] = false, recalled = true;
     if (st == KT_OK) st = kt__reference_capture(&ref, &ws, d->units, d->nunits, acc);
     d->validated = ref.active;
     tuning tu = {op, d, &ws, &ref, trials, NULL, 0};
@@ -622,8 +636,14 @@ static kt_status measure_all(kt_op *op, kt_decision *d, const kt_arg *caller, bo
     d->measure_ns = out.measure_ns;
     if (st != KT_OK) return st;
     atomic_fetch_add(&op->tune_count, 1);
-    if (out.best < 0) return all_failed(op, d);
     long best = out.best;
+    for (size_t i = 0; recalled && i < d->nunits; i++) {
+        kt__unit *u = &d->units[i];
+        if (!u->recalled || !kt__unit_runnable(u) || !kt__key_accepts(op, d->key, u->cand)) continue;
+        u->r.outcome = KT_OUTCOME_MEASURED; /* its recorded time competes with today's */
+        if (best < 0 || u->r.time_ns < d->units[best].r.time_ns) best = (long)i;
+    }
+    if (best < 0) return all_failed(op, d);
     d->winner_unit = (size_t)best;
     d->winner = d->units[best].cand;
     d->source = KT_SOURCE_MEASURED;
@@ -637,7 +657,16 @@ static kt_status measure_all(kt_op *op, kt_decision *d, const kt_arg *caller, bo
 
 /* Decides an entry by the op's effort level. */
 static kt_status decide(kt_op *op, kt_decision *d, const kt_arg *args, bool launching) {
-    if (op->effective == KT_EFFORT_MEASURE) return measure_all(op, d, args, launching);
+    if (op->effective == KT_EFFORT_MEASURE || op->effective == KT_EFFORT_CACHE_ONLY) { /* a recorded decision */
+        bool found = false;
+        kt_status st = kt__persist_recall(op, d, args, &found);
+        if (st != KT_OK || found) return st;
+    }
+    if (op->effective == KT_EFFORT_MEASURE) {
+        kt_status st = measure_all(op, d, args, launching);
+        if (st == KT_OK) kt__persist_record(op, d);
+        return st;
+    }
     long idx = -1;
     if (op->effective == KT_EFFORT_FORCED && op->forced_idx >= 0) {
         if (kt__key_accepts(op, d->key, (size_t)op->forced_idx)) {
@@ -653,9 +682,9 @@ static kt_status decide(kt_op *op, kt_decision *d, const kt_arg *args, bool laun
         d->source = KT_SOURCE_DEFAULT;
     }
     d->winner = (size_t)idx;
-    kt_status st = make_units(op, d, args, idx); /* a variant group: build its first configuration */
+    kt_status st = kt__make_units(op, d, args, idx, NULL); /* a variant group: build its first configuration */
     if (st != KT_OK) return st;
-    if (d->nunits != 1 || !runnable(&d->units[0]))
+    if (d->nunits != 1 || !kt__unit_runnable(&d->units[0]))
         return kt__err(KT_ERR_BACKEND, "kt_op_call(op '%s'): candidate '%s' cannot run: %s", op->name, op->cands[idx].name,
                        d->nunits && d->units[0].r.message ? d->units[0].r.message : "no runnable configuration");
     d->winner_unit = 0;
@@ -737,7 +766,7 @@ static kt_status miss(kt_op *op, const kt_arg *args, size_t nargs, const int64_t
         for (;;) {
             int state = atomic_load_explicit(&d->state, memory_order_acquire);
             if (state == KT__ABANDONED) { /* take the tuning over */
-                reset_results(d);
+                kt__decision_reset(d);
                 atomic_store_explicit(&d->state, KT__TUNING, memory_order_relaxed);
                 pthread_mutex_unlock(&op->lock);
                 return tune_and_run(op, d, args, nargs, result, how);
@@ -967,7 +996,9 @@ double kt_decision_unit_ci_high_ns(const kt_decision *d, size_t u) {
     const kt__unit *x = unit_at(d, u);
     return x && x->r.outcome == KT_OUTCOME_MEASURED && x->r.runs ? x->r.ci_high_ns : -1;
 }
-double kt_decision_confidence(const kt_decision *d) { return d && d->source == KT_SOURCE_MEASURED ? d->confidence : 0; }
+double kt_decision_confidence(const kt_decision *d) {
+    return d && (d->source == KT_SOURCE_MEASURED || d->source == KT_SOURCE_CACHE) && d->confidence > 0 ? d->confidence : 0;
+}
 uint64_t kt_decision_total_runs(const kt_decision *d) { return d ? d->total_runs : 0; }
 double kt_decision_measure_ns(const kt_decision *d) { return d ? d->measure_ns : 0; }
 kt_policy kt_decision_policy(const kt_decision *d) { return d ? d->policy : KT_POLICY_RACE; }

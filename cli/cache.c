@@ -1,0 +1,569 @@
+/*
+ * cache.c - `kerntune cache list|show|export|import|rm|clear|path`: the persistent cache from
+ * the command line, through the public kt_cache_* API only.
+ *
+ * list and show read the same wisdom document `export` writes (parsed with jansson), so what
+ * they print is exactly what an export carries. Exit status: 0 on success, 1 when the work
+ * failed (the cache cannot be opened, a file cannot be read, an import is refused), 2 on a
+ * usage error. Warnings from opening the cache (a damaged file moved aside, a fallback to
+ * memory) go to stderr.
+ */
+#include "cache.h"
+
+#include <kerntune.h>
+
+#include <jansson.h>
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+enum {
+    OPT_JSON = 1 << 0,
+    OPT_OP = 1 << 1,
+    OPT_DEVICE = 1 << 2,
+    OPT_OUTPUT = 1 << 3,
+    OPT_REPLACE = 1 << 4,
+    OPT_YES = 1 << 5,
+    OPT_FILE = 1 << 6, /* one positional FILE */
+};
+
+typedef struct opts {
+    const char *sub;
+    const char *cache, *op, *device, *output, *file;
+    bool json, replace, yes;
+} opts;
+
+typedef struct subcommand {
+    const char *name;
+    const char *synopsis; /* after "kerntune cache NAME" */
+    const char *summary;
+    unsigned allowed;
+    int (*run)(const opts *o, kt_cache *c);
+    const char *details;
+} subcommand;
+
+static int run_list(const opts *o, kt_cache *c);
+static int run_show(const opts *o, kt_cache *c);
+static int run_export(const opts *o, kt_cache *c);
+static int run_import(const opts *o, kt_cache *c);
+static int run_rm(const opts *o, kt_cache *c);
+static int run_clear(const opts *o, kt_cache *c);
+static int run_path(const opts *o, kt_cache *c);
+
+static const subcommand subs[] = {
+    {"list", "[--op NAME] [--device FP] [--json] [--cache PATH]", "one line per decision", OPT_JSON | OPT_OP | OPT_DEVICE, run_list,
+     "Lists the decisions, one line each: op, device (shortened), key, winner, the winner's time,\n"
+     "the decision's confidence (- when unknown) and how many units it considered.\n"
+     "With --json: an array of objects {op, device, key, winner {candidate, config}, time_ns,\n"
+     "confidence, units} (units: their number).\n"},
+    {"show", "[--op NAME] [--device FP] [--json] [--cache PATH]", "every decision with its units", OPT_JSON | OPT_OP | OPT_DEVICE, run_show,
+     "Shows each decision in full (device fingerprint, candidate set, library version, creation\n"
+     "time, winner) with a table of its units: candidate, configuration, outcome, time, measured\n"
+     "runs and diagnostic. With --json: the entries of the wisdom document (see export).\n"},
+    {"export", "[--op NAME] [--device FP] [-o FILE] [--cache PATH]", "write decisions as a wisdom JSON document", OPT_OP | OPT_DEVICE | OPT_OUTPUT, run_export,
+     "Writes the decisions (all, or those of --op and --device) as a wisdom document, the JSON\n"
+     "that 'kerntune cache import' reads on another machine of the same device fingerprint.\n"
+     "To stdout, or to FILE with -o (then prints how many decisions it wrote).\n"},
+    {"import", "FILE [--replace] [--json] [--cache PATH]", "read a wisdom document into the cache", OPT_FILE | OPT_REPLACE | OPT_JSON, run_import,
+     "Reads a wisdom document (FILE, or - for stdin). Every entry is checked first; one bad entry\n"
+     "refuses the whole file, with the field at fault (entries[2].key: ...). A decision already\n"
+     "in the cache is kept unless --replace. Prints how many were added, replaced and kept.\n"},
+    {"rm", "--op NAME [--device FP] [--json] [--cache PATH]", "remove the decisions of an op (and device)", OPT_OP | OPT_DEVICE | OPT_JSON, run_rm,
+     "Removes the decisions of op NAME (of device FP only, with --device; --device alone removes\n"
+     "every op's decisions on that device) and prints how many. Refuses to run without a filter:\n"
+     "'kerntune cache clear --yes' removes everything.\n"},
+    {"clear", "--yes [--json] [--cache PATH]", "remove every decision", OPT_YES | OPT_JSON, run_clear,
+     "Removes every decision of the cache and prints how many; refuses without --yes.\n"},
+    {"path", "[--json] [--cache PATH]", "print the cache file in use", OPT_JSON, run_path,
+     "Opens the cache and prints the file in use (\":memory:\" when it fell back to memory), then,\n"
+     "on a second line, the warning of opening it, if any (\"warning: ...\").\n"},
+};
+#define NSUBS (sizeof subs / sizeof subs[0])
+
+static const char cache_option_help[] =
+    "  --cache PATH   the cache file; default: KERNTUNE_CACHE, else\n"
+    "                 $XDG_CACHE_HOME/kerntune/cache.db, else ~/.cache/kerntune/cache.db\n";
+
+void help_cache(FILE *out) {
+    fprintf(out,
+            "usage: kerntune cache COMMAND [options]\n"
+            "\n"
+            "Reads and edits the persistent cache: the decisions kerntune measured, with every unit\n"
+            "they considered, in one SQLite file shared by every process on the machine.\n"
+            "\n"
+            "commands:\n");
+    for (size_t i = 0; i < NSUBS; i++) fprintf(out, "  %-8s %s\n", subs[i].name, subs[i].summary);
+    fprintf(out, "\noptions of every command:\n%s", cache_option_help);
+    fprintf(out,
+            "  -h, --help     print the help of the command\n"
+            "\n"
+            "Run 'kerntune cache COMMAND --help' for a command's options. KERNTUNE_CACHE=off switches\n"
+            "the cache off. Exit status: 0 on success, 1 when the work failed, 2 on a usage error.\n");
+}
+
+static void help_sub(const subcommand *s, FILE *out) {
+    fprintf(out, "usage: kerntune cache %s %s\n\n%s\noptions:\n", s->name, s->synopsis, s->details);
+    if (s->allowed & OPT_OP) fprintf(out, "  --op NAME      only the decisions of this op\n");
+    if (s->allowed & OPT_DEVICE) fprintf(out, "  --device FP    only the decisions of this device fingerprint (exact)\n");
+    if (s->allowed & OPT_OUTPUT) fprintf(out, "  -o FILE        write to FILE instead of stdout\n");
+    if (s->allowed & OPT_REPLACE) fprintf(out, "  --replace      replace decisions already in the cache\n");
+    if (s->allowed & OPT_YES) fprintf(out, "  --yes          confirm removing everything\n");
+    if (s->allowed & OPT_JSON) fprintf(out, "  --json         print JSON instead of text\n");
+    fprintf(out, "%s  -h, --help     print this help\n", cache_option_help);
+}
+
+static int usage(const char *sub, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static int usage(const char *sub, const char *fmt, ...) {
+    fprintf(stderr, "kerntune cache%s%s: ", sub ? " " : "", sub ? sub : "");
+    va_list ap;
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fprintf(stderr, "\nrun 'kerntune cache%s%s --help' for the options\n", sub ? " " : "", sub ? sub : "");
+    return 2;
+}
+
+/* Prints "kerntune cache SUB: <kerntune's message>" and returns 1. */
+static int failed(const opts *o) {
+    fprintf(stderr, "kerntune cache %s: %s\n", o->sub, kt_last_error());
+    return 1;
+}
+
+static int parse(const subcommand *s, int argc, char **argv, opts *o) {
+    memset(o, 0, sizeof *o);
+    o->sub = s->name;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (a[0] != '-' || strcmp(a, "-") == 0) {
+            if (!(s->allowed & OPT_FILE)) return usage(s->name, "unexpected argument '%s'", a);
+            if (o->file != NULL) return usage(s->name, "one FILE only ('%s' and '%s')", o->file, a);
+            o->file = a;
+            continue;
+        }
+        char name[64];
+        const char *eq = strncmp(a, "--", 2) == 0 ? strchr(a, '=') : NULL;
+        snprintf(name, sizeof name, "%.*s", eq ? (int)(eq - a) : (int)strlen(a), a);
+        static const struct {
+            const char *name;
+            unsigned bit; /* 0: --cache, allowed everywhere */
+            bool value;
+        } known[] = {{"--cache", 0, true},       {"--op", OPT_OP, true},       {"--device", OPT_DEVICE, true},
+                     {"-o", OPT_OUTPUT, true},   {"--output", OPT_OUTPUT, true}, {"--json", OPT_JSON, false},
+                     {"--replace", OPT_REPLACE, false}, {"--yes", OPT_YES, false}};
+        size_t k = 0;
+        while (k < sizeof known / sizeof known[0] && strcmp(known[k].name, name) != 0) k++;
+        if (k == sizeof known / sizeof known[0] || (known[k].bit && !(s->allowed & known[k].bit)))
+            return usage(s->name, "unknown option '%s'", name);
+        const char *v = NULL;
+        if (known[k].value) {
+            if (eq) v = eq + 1;
+            else if (i + 1 < argc) v = argv[++i];
+            else return usage(s->name, "%s needs a value", name);
+            if (*v == '\0') return usage(s->name, "%s needs a non-empty value", name);
+        } else if (eq) {
+            return usage(s->name, "%s takes no value", name);
+        }
+        switch (known[k].bit) {
+        case 0: o->cache = v; break;
+        case OPT_OP: o->op = v; break;
+        case OPT_DEVICE: o->device = v; break;
+        case OPT_OUTPUT: o->output = v; break;
+        case OPT_JSON: o->json = true; break;
+        case OPT_REPLACE: o->replace = true; break;
+        case OPT_YES: o->yes = true; break;
+        }
+    }
+    if ((s->allowed & OPT_FILE) && o->file == NULL) return usage(s->name, "which FILE?");
+    return 0;
+}
+
+/* ---- reading the export ---------------------------------------------------------------- */
+
+/* Exports with o's filters and parses the document; NULL (message printed) on failure. */
+static json_t *load_entries(const opts *o, kt_cache *c, json_t **doc) {
+    char *text = NULL;
+    if (kt_cache_export(c, o->op, o->device, &text) != KT_OK) {
+        failed(o);
+        return NULL;
+    }
+    json_error_t err;
+    *doc = json_loads(text, 0, &err);
+    kt_free(text);
+    json_t *entries = *doc ? json_object_get(*doc, "entries") : NULL;
+    if (!json_is_array(entries)) {
+        fprintf(stderr, "kerntune cache %s: the cache's export cannot be read: %s\n", o->sub, *doc ? "no entries" : err.text);
+        json_decref(*doc);
+        *doc = NULL;
+        return NULL;
+    }
+    return entries;
+}
+
+static const char *str_of(json_t *obj, const char *name) {
+    const char *s = json_string_value(json_object_get(obj, name));
+    return s ? s : "";
+}
+
+/* Formats a time in ns with a unit: "850.0 ns", "12.35 us", "1.23 ms", "2.50 s"; "-" when
+ * negative (not measured) or absent. */
+static const char *fmt_time(json_t *v, char *buf, size_t len) {
+    if (!json_is_number(v) || json_number_value(v) < 0) return "-";
+    double ns = json_number_value(v);
+    if (ns < 1e3) snprintf(buf, len, "%.1f ns", ns);
+    else if (ns < 1e6) snprintf(buf, len, "%.2f us", ns / 1e3);
+    else if (ns < 1e9) snprintf(buf, len, "%.2f ms", ns / 1e6);
+    else snprintf(buf, len, "%.2f s", ns / 1e9);
+    return buf;
+}
+
+static void fmt_key(json_t *key, char *buf, size_t len) {
+    size_t at = 0;
+    buf[0] = '\0';
+    for (size_t i = 0; i < json_array_size(key) && at < len; i++)
+        at += (size_t)snprintf(buf + at, len - at, "%s%lld", i ? "," : "", (long long)json_integer_value(json_array_get(key, i)));
+}
+
+static void fmt_winner(json_t *e, char *buf, size_t len) {
+    json_t *w = json_object_get(e, "winner");
+    const char *config = json_string_value(json_object_get(w, "config"));
+    snprintf(buf, len, "%s%s%s", str_of(w, "candidate"), config ? " " : "", config ? config : "");
+}
+
+static void shorten(const char *s, char *buf, size_t len, size_t max) {
+    if (strlen(s) <= max) snprintf(buf, len, "%s", s);
+    else snprintf(buf, len, "%.*s...", (int)(max - 3), s);
+}
+
+/* A table printed with columns as wide as their widest cell, two spaces apart; the last column
+ * is not padded. */
+#define TABLE_COLS 8
+typedef struct table {
+    size_t ncols, nrows, cap;
+    char **cells; /* nrows * ncols */
+    size_t width[TABLE_COLS];
+} table;
+
+static bool table_row(table *t, const char *const *cells) {
+    if (t->nrows == t->cap) {
+        size_t cap = t->cap ? t->cap * 2 : 16;
+        char **p = realloc(t->cells, cap * t->ncols * sizeof *p);
+        if (p == NULL) return false;
+        t->cells = p;
+        t->cap = cap;
+    }
+    for (size_t i = 0; i < t->ncols; i++) {
+        char *c = strdup(cells[i]);
+        if (c == NULL) return false;
+        t->cells[t->nrows * t->ncols + i] = c;
+        if (strlen(c) > t->width[i]) t->width[i] = strlen(c);
+    }
+    t->nrows++;
+    return true;
+}
+
+static void table_print(table *t, const char *indent) {
+    for (size_t r = 0; r < t->nrows; r++) {
+        char line[4096];
+        size_t at = (size_t)snprintf(line, sizeof line, "%s", indent);
+        for (size_t i = 0; i < t->ncols && at < sizeof line; i++)
+            at += (size_t)snprintf(line + at, sizeof line - at, "%-*s%s", i + 1 < t->ncols ? (int)t->width[i] : 0,
+                                   t->cells[r * t->ncols + i], i + 1 < t->ncols ? "  " : "");
+        if (at >= sizeof line) at = sizeof line - 1;
+        while (at > 0 && line[at - 1] == ' ') at--; /* no trailing blanks when the last cells are empty */
+        printf("%.*s\n", (int)at, line);
+    }
+}
+
+static void table_free(table *t) {
+    for (size_t i = 0; i < t->nrows * t->ncols; i++) free(t->cells[i]);
+    free(t->cells);
+}
+
+static void print_json(json_t *v) {
+    char *s = json_dumps(v, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+    if (s) printf("%s\n", s);
+    free(s);
+}
+
+/* ---- the subcommands ------------------------------------------------------------------- */
+
+static int run_list(const opts *o, kt_cache *c) {
+    json_t *doc;
+    json_t *entries = load_entries(o, c, &doc);
+    if (entries == NULL) return 1;
+    int status = 0;
+    if (o->json) {
+        json_t *out = json_array();
+        size_t i;
+        json_t *e;
+        json_array_foreach(entries, i, e) {
+            json_t *row = json_object();
+            json_object_set(row, "op", json_object_get(e, "op"));
+            json_object_set(row, "device", json_object_get(e, "device"));
+            json_object_set(row, "key", json_object_get(e, "key"));
+            json_object_set(row, "winner", json_object_get(e, "winner"));
+            json_object_set(row, "time_ns", json_object_get(e, "time_ns"));
+            json_object_set(row, "confidence", json_object_get(e, "confidence"));
+            json_object_set_new(row, "units", json_integer((json_int_t)json_array_size(json_object_get(e, "units"))));
+            json_array_append_new(out, row);
+        }
+        print_json(out);
+        json_decref(out);
+    } else if (json_array_size(entries) == 0) {
+        printf("no decisions\n");
+    } else {
+        table t = {.ncols = 7};
+        static const char *const head[] = {"OP", "DEVICE", "KEY", "WINNER", "TIME", "CONF", "UNITS"};
+        bool ok = table_row(&t, head);
+        size_t i;
+        json_t *e;
+        json_array_foreach(entries, i, e) {
+            char device[32], key[400], winner[512], time[32], conf[16], units[24];
+            shorten(str_of(e, "device"), device, sizeof device, 24);
+            fmt_key(json_object_get(e, "key"), key, sizeof key);
+            fmt_winner(e, winner, sizeof winner);
+            json_t *cv = json_object_get(e, "confidence");
+            if (json_is_number(cv)) snprintf(conf, sizeof conf, "%.2f", json_number_value(cv));
+            else snprintf(conf, sizeof conf, "-");
+            snprintf(units, sizeof units, "%zu", json_array_size(json_object_get(e, "units")));
+            const char *row[] = {str_of(e, "op"), device, key, winner, fmt_time(json_object_get(e, "time_ns"), time, sizeof time), conf, units};
+            ok = ok && table_row(&t, row);
+        }
+        if (ok) table_print(&t, "");
+        else status = 1, fprintf(stderr, "kerntune cache list: out of memory\n");
+        table_free(&t);
+    }
+    json_decref(doc);
+    return status;
+}
+
+static void format_created(json_t *v, char *buf, size_t len) {
+    time_t t = (time_t)json_integer_value(v);
+    struct tm tm;
+    if (!json_is_integer(v) || gmtime_r(&t, &tm) == NULL || strftime(buf, len, "%Y-%m-%d %H:%M:%S UTC", &tm) == 0)
+        snprintf(buf, len, "%lld", (long long)json_integer_value(v));
+}
+
+static int run_show(const opts *o, kt_cache *c) {
+    json_t *doc;
+    json_t *entries = load_entries(o, c, &doc);
+    if (entries == NULL) return 1;
+    int status = 0;
+    if (o->json) {
+        print_json(entries);
+    } else if (json_array_size(entries) == 0) {
+        printf("no decisions\n");
+    }
+    size_t i;
+    json_t *e;
+    json_array_foreach(entries, i, e) {
+        if (o->json) break;
+        char key[400], winner[512], time[32], created[64];
+        fmt_key(json_object_get(e, "key"), key, sizeof key);
+        fmt_winner(e, winner, sizeof winner);
+        format_created(json_object_get(e, "created"), created, sizeof created);
+        json_t *cv = json_object_get(e, "confidence");
+        if (i > 0) printf("\n");
+        printf("%s [%s]\n", str_of(e, "op"), key);
+        printf("  device:        %s\n", str_of(e, "device"));
+        printf("  candidate set: %s\n", str_of(e, "candidate_set"));
+        printf("  library:       %s\n", str_of(e, "library_version"));
+        printf("  created:       %s\n", created);
+        printf("  winner:        %s, %s, confidence ", winner, fmt_time(json_object_get(e, "time_ns"), time, sizeof time));
+        if (json_is_number(cv)) printf("%.2f\n", json_number_value(cv));
+        else printf("unknown\n");
+        json_t *units = json_object_get(e, "units");
+        if (json_array_size(units) == 0) {
+            printf("  units:         none recorded\n");
+            continue;
+        }
+        table t = {.ncols = 6};
+        static const char *const head[] = {"CANDIDATE", "CONFIG", "OUTCOME", "TIME", "RUNS", "MESSAGE"};
+        bool ok = table_row(&t, head);
+        size_t k;
+        json_t *u;
+        json_array_foreach(units, k, u) {
+            char runs[24];
+            snprintf(runs, sizeof runs, "%lld", (long long)json_integer_value(json_object_get(u, "runs")));
+            const char *config = json_string_value(json_object_get(u, "config"));
+            const char *message = json_string_value(json_object_get(u, "message"));
+            const char *row[] = {str_of(u, "candidate"), config ? config : "-", str_of(u, "outcome"),
+                                 fmt_time(json_object_get(u, "time_ns"), time, sizeof time), runs, message ? message : ""};
+            ok = ok && table_row(&t, row);
+        }
+        if (ok) table_print(&t, "  ");
+        else status = 1, fprintf(stderr, "kerntune cache show: out of memory\n");
+        table_free(&t);
+    }
+    json_decref(doc);
+    return status;
+}
+
+static int run_export(const opts *o, kt_cache *c) {
+    char *text = NULL;
+    if (kt_cache_export(c, o->op, o->device, &text) != KT_OK) return failed(o);
+    if (o->output == NULL) {
+        fputs(text, stdout);
+        kt_free(text);
+        return 0;
+    }
+    FILE *f = fopen(o->output, "w");
+    size_t len = strlen(text);
+    bool ok = f != NULL && fwrite(text, 1, len, f) == len;
+    int err = errno;
+    if (f != NULL && fclose(f) != 0 && ok) ok = false, err = errno;
+    json_t *doc = json_loads(text, 0, NULL);
+    size_t n = json_array_size(json_object_get(doc, "entries"));
+    json_decref(doc);
+    kt_free(text);
+    if (!ok) {
+        fprintf(stderr, "kerntune cache export: %s: %s\n", o->output, strerror(err));
+        return 1;
+    }
+    printf("exported %zu decision%s to %s\n", n, n == 1 ? "" : "s", o->output);
+    return 0;
+}
+
+/* Reads a whole file (or stdin for "-") into a NUL-terminated buffer; NULL with errno set. */
+static char *read_all(const char *path) {
+    FILE *f = strcmp(path, "-") == 0 ? stdin : fopen(path, "rb");
+    if (f == NULL) return NULL;
+    size_t n = 0, cap = 65536;
+    char *buf = malloc(cap);
+    while (buf != NULL) {
+        if (n + 1 == cap) {
+            char *p = realloc(buf, cap * 2);
+            if (p == NULL) {
+                free(buf);
+                buf = NULL;
+                errno = ENOMEM;
+                break;
+            }
+            buf = p;
+            cap *= 2;
+        }
+        size_t got = fread(buf + n, 1, cap - 1 - n, f);
+        n += got;
+        if (got == 0) {
+            if (ferror(f)) {
+                int e = errno;
+                free(buf);
+                buf = NULL;
+                errno = e ? e : EIO;
+            }
+            break;
+        }
+    }
+    if (buf != NULL) buf[n] = '\0';
+    int e = errno;
+    if (f != stdin) fclose(f);
+    errno = e;
+    return buf;
+}
+
+static int run_import(const opts *o, kt_cache *c) {
+    const char *name = strcmp(o->file, "-") == 0 ? "(stdin)" : o->file;
+    char *text = read_all(o->file);
+    if (text == NULL) {
+        fprintf(stderr, "kerntune cache import: %s: %s\n", name, strerror(errno));
+        return 1;
+    }
+    /* syntax errors reported as FILE:LINE:COLUMN, as for T1 problems */
+    json_error_t err;
+    json_t *doc = json_loads(text, JSON_REJECT_DUPLICATES, &err);
+    if (doc == NULL) {
+        fprintf(stderr, "kerntune cache import: %s:%d:%d: %s\n", name, err.line, err.column, err.text);
+        free(text);
+        return 1;
+    }
+    json_decref(doc);
+    size_t added, replaced, kept;
+    kt_status st = kt_cache_import(c, text, o->replace, &added, &replaced, &kept);
+    free(text);
+    if (st != KT_OK) {
+        static const char prefix[] = "kt_cache_import: ";
+        const char *msg = kt_last_error();
+        if (strncmp(msg, prefix, sizeof prefix - 1) == 0) msg += sizeof prefix - 1;
+        fprintf(stderr, "kerntune cache import: %s: %s\n", name, msg);
+        return 1;
+    }
+    if (o->json) printf("{\"added\": %zu, \"replaced\": %zu, \"kept\": %zu}\n", added, replaced, kept);
+    else printf("imported %s: %zu added, %zu replaced, %zu kept\n", name, added, replaced, kept);
+    return 0;
+}
+
+static int print_removed(const opts *o, size_t n) {
+    if (o->json) printf("{\"removed\": %zu}\n", n);
+    else printf("removed %zu decision%s\n", n, n == 1 ? "" : "s");
+    return 0;
+}
+
+static int run_rm(const opts *o, kt_cache *c) {
+    size_t n;
+    if (kt_cache_remove(c, o->op, o->device, &n) != KT_OK) return failed(o);
+    return print_removed(o, n);
+}
+
+static int run_clear(const opts *o, kt_cache *c) {
+    size_t n;
+    if (kt_cache_remove(c, NULL, NULL, &n) != KT_OK) return failed(o);
+    return print_removed(o, n);
+}
+
+static int run_path(const opts *o, kt_cache *c) {
+    const char *w = kt_cache_warning(c);
+    if (o->json) {
+        json_t *v = json_object();
+        json_object_set_new(v, "path", json_string(kt_cache_path(c)));
+        json_object_set_new(v, "warning", *w ? json_string(w) : json_null());
+        print_json(v);
+        json_decref(v);
+        return 0;
+    }
+    printf("%s\n", kt_cache_path(c));
+    if (*w) printf("warning: %s\n", w);
+    return 0;
+}
+
+int run_cache(int argc, char **argv) {
+    if (argc < 2) {
+        help_cache(stderr);
+        return 2;
+    }
+    if (strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0) {
+        help_cache(stdout);
+        return 0;
+    }
+    const subcommand *s = NULL;
+    for (size_t i = 0; i < NSUBS && s == NULL; i++)
+        if (strcmp(subs[i].name, argv[1]) == 0) s = &subs[i];
+    if (s == NULL) {
+        fprintf(stderr, "kerntune cache: unknown command '%s'; run 'kerntune cache --help' for the list\n", argv[1]);
+        return 2;
+    }
+    for (int i = 2; i < argc; i++) {
+        if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
+            help_sub(s, stdout);
+            return 0;
+        }
+    }
+    opts o;
+    int status = parse(s, argc - 1, argv + 1, &o);
+    if (status != 0) return status;
+    if (s->run == run_rm && o.op == NULL && o.device == NULL)
+        return usage(s->name, "give --op NAME (or --device FP): to remove every decision, run 'kerntune cache clear --yes'");
+    if (s->run == run_clear && !o.yes) return usage(s->name, "this removes every decision of the cache: add --yes to confirm");
+    kt_cache *c;
+    if (kt_cache_open(o.cache, &c) != KT_OK) return failed(&o);
+    const char *w = kt_cache_warning(c);
+    if (*w && s->run != run_path) fprintf(stderr, "kerntune cache: warning: %s\n", w);
+    status = s->run(&o, c);
+    kt_cache_close(c);
+    return status;
+}

@@ -1,0 +1,251 @@
+/*
+ * persist.c - decisions that outlive the process: the tuner's side of the persistent cache.
+ *
+ * The store (store.c) keeps records; this file decides what identifies them and whether a
+ * record may be used:
+ *   - identity: op name, candidate-set hash (the op's signature and key, every candidate's
+ *     name and kind, and for variant groups their source, kernel name, options, space and the
+ *     backend's compiler identity), the device fingerprint (driver included), the library
+ *     version and the tuning key (validity mask words included);
+ *   - a record is used only if its winner is a candidate of the op that accepts the key, and, for
+ *     a variant group, a configuration of today's space for these arguments that builds; any
+ *     other record is rejected, counted and logged, never launched;
+ *   - a unit is identified across candidate sets by a hash of its code (name, source, kernel,
+ *     options, configuration, compiler), so that a tuning after a candidate was added measures
+ *     only what is new, and a recorded failure is not tried again.
+ * The store failing (locked past its timeout, a full disk) costs a warning, never the call.
+ */
+#include "internal.h"
+#include "space.h"
+#include "store.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static uint64_t hash_str(const char *s, uint64_t h) { return kt__fnv1a(s ? s : "", s ? strlen(s) + 1 : 1, h); }
+
+static void hex(uint64_t a, uint64_t b, char out[33]) {
+    snprintf(out, 33, "%016llx%016llx", (unsigned long long)a, (unsigned long long)b);
+}
+
+/* The compiler identity of the op's device (variants only; "" when it cannot say). */
+static void compiler_of(const kt_op *op, char *out, size_t len) {
+    const kt_backend *b;
+    void *bstate;
+    size_t local;
+    const char *fp;
+    char err[256];
+    out[0] = '\0';
+    kt__op_backend(op, &b, &bstate, &local, &fp);
+    if (b->abi_version >= 3 && b->compiler_id && b->compiler_id(bstate, local, out, len, err, sizeof err) != KT_OK) out[0] = '\0';
+}
+
+static bool has_variants(const kt_op *op) {
+    for (size_t i = 0; i < op->ncands; i++)
+        if (op->cands[i].space) return true;
+    return false;
+}
+
+void kt__persist_identity(kt_op *op) {
+    char compiler[1024] = "";
+    if (has_variants(op)) compiler_of(op, compiler, sizeof compiler);
+    uint64_t h[2] = {0x6b65726e74756e65ull, 0x63616e6469646174ull};
+    for (int k = 0; k < 2; k++) {
+        uint64_t x = h[k];
+        x = kt__fnv1a(&op->nargs, sizeof op->nargs, x);
+        for (size_t a = 0; a < op->nargs; a++) {
+            const kt__argdecl *d = &op->args[a];
+            int t[3] = {(int)d->type, (int)d->elem, (int)d->access};
+            x = kt__fnv1a(t, sizeof t, hash_str(d->name, x));
+        }
+        for (size_t i = 0; i < op->nkeys; i++) {
+            const kt__keycomp *kc = &op->keys[i];
+            int t[2] = {(int)kc->kind, (int)kc->bucket};
+            x = kt__fnv1a(&kc->arg, sizeof kc->arg, kt__fnv1a(t, sizeof t, x));
+        }
+        for (size_t i = 0; i < op->ncands; i++) {
+            const kt__cand *c = &op->cands[i];
+            x = hash_str(c->name, x);
+            x = kt__fnv1a(&c->nreqs, sizeof c->nreqs, x);
+            if (c->space == NULL) continue;
+            x = hash_str(c->source, hash_str(c->kernel, x));
+            for (size_t o = 0; o < c->noptions; o++) x = hash_str(c->options[o], x);
+            x = kt__space_hash(c->space, x);
+        }
+        h[k] = hash_str(compiler, x);
+        if (k == 0) h[1] ^= h[0] * 0x9e3779b97f4a7c15ull;
+    }
+    hex(h[0], h[1], op->set_hash);
+}
+
+/* A unit's code identity, as hex. */
+static void unit_hash(const kt_op *op, const kt__unit *u, const char *compiler, char out[33]) {
+    const kt__cand *c = &op->cands[u->cand];
+    uint64_t a = hash_str(c->name, 0x756e6974ull), b = hash_str(c->name, 0x636f6465ull);
+    if (c->space) {
+        a = hash_str(u->text, hash_str(c->kernel, hash_str(c->source, a)));
+        b = hash_str(compiler, hash_str(u->text, hash_str(c->source, b)));
+        for (size_t o = 0; o < c->noptions; o++) a = hash_str(c->options[o], a);
+    }
+    hex(a, b, out);
+}
+
+/* The identity of d's record; strings point into op and d. */
+static void identity(const kt_op *op, const kt_decision *d, kt__store_rec *id) {
+    const kt_backend *b;
+    void *bstate;
+    size_t local;
+    const char *fp;
+    kt__op_backend(op, &b, &bstate, &local, &fp);
+    *id = (kt__store_rec){.op = op->name,
+                          .set_hash = (char *)op->set_hash,
+                          .device = (char *)fp,
+                          .version = (char *)kt_version_string(),
+                          .key = (int64_t *)d->key,
+                          .key_len = d->keylen};
+}
+
+static void reject(kt_op *op, const char *why) {
+    atomic_fetch_add(&op->ctx->cache_rejected, 1);
+    kt__log(op->ctx, KT_LOG_WARN, "op '%s': a recorded decision was rejected: %s", op->name, why);
+}
+
+kt_status kt__persist_recall(kt_op *op, kt_decision *d, const kt_arg *args, bool *found) {
+    *found = false;
+    kt_cache *c = kt__context_cache(op->ctx);
+    if (c == NULL) return KT_OK;
+    kt__store_rec id, rec;
+    identity(op, d, &id);
+    kt_status st = kt__store_get(c, &id, &rec);
+    if (st == KT_ERR_NOT_FOUND) return KT_OK;
+    if (st == KT_ERR_INVALID_ARGUMENT) {
+        reject(op, kt_last_error());
+        return KT_OK;
+    }
+    if (st != KT_OK) {
+        kt__log(op->ctx, KT_LOG_WARN, "op '%s': reading the cache: %s", op->name, kt_last_error());
+        return KT_OK;
+    }
+    char why[512] = "";
+    long cand = -1;
+    for (size_t i = 0; i < op->ncands; i++)
+        if (strcmp(op->cands[i].name, rec.winner_candidate) == 0) cand = (long)i;
+    if (cand < 0) snprintf(why, sizeof why, "it names candidate '%.200s', which the op does not have", rec.winner_candidate);
+    else if ((op->cands[cand].space == NULL) != (rec.winner_config == NULL))
+        snprintf(why, sizeof why, "candidate '%.200s' %s", rec.winner_candidate,
+                 rec.winner_config ? "is native but the record gives a configuration" : "is a variant group but the record gives no configuration");
+    else if (!kt__key_accepts(op, d->key, (size_t)cand))
+        snprintf(why, sizeof why, "candidate '%.200s' rejects these arguments", rec.winner_candidate);
+    if (!why[0]) {
+        st = kt__make_units(op, d, args, cand, rec.winner_config);
+        if (st != KT_OK) {
+            kt__store_rec_free(&rec);
+            return st;
+        }
+        long w = -1;
+        for (size_t i = 0; i < d->nunits; i++)
+            if (d->units[i].cand == (size_t)cand && (rec.winner_config == NULL || (d->units[i].text && strcmp(d->units[i].text, rec.winner_config) == 0)))
+                w = (long)i;
+        if (w < 0)
+            snprintf(why, sizeof why, "configuration %.200s of '%.100s' is not in today's space for these arguments",
+                     rec.winner_config, rec.winner_candidate);
+        else if (!kt__unit_runnable(&d->units[w]))
+            snprintf(why, sizeof why, "configuration %.200s of '%.100s' cannot run: %.200s", rec.winner_config ? rec.winner_config : "",
+                     rec.winner_candidate, d->units[w].r.message ? d->units[w].r.message : "not built");
+        else {
+            d->winner = (size_t)cand;
+            d->winner_unit = (size_t)w;
+            d->source = KT_SOURCE_CACHE;
+            d->confidence = rec.confidence;
+            d->units[w].r.outcome = KT_OUTCOME_MEASURED;
+            d->units[w].r.time_ns = rec.time_ns;
+            *found = true;
+        }
+        if (!*found) kt__decision_reset(d);
+    }
+    if (why[0]) reject(op, why);
+    else atomic_fetch_add(&op->ctx->cache_hits, 1);
+    kt__store_rec_free(&rec);
+    return KT_OK;
+}
+
+/* The first line of a message, in buf. */
+static char *first_line(const char *msg, char *buf, size_t len) {
+    if (msg == NULL) return NULL;
+    snprintf(buf, len, "%s", msg);
+    buf[strcspn(buf, "\n")] = '\0';
+    return buf;
+}
+
+void kt__persist_record(kt_op *op, const kt_decision *d) {
+    kt_cache *c = kt__context_cache(op->ctx);
+    if (c == NULL) return;
+    kt__store_rec rec;
+    identity(op, d, &rec);
+    kt__store_unit *units = calloc(d->nunits ? d->nunits : 1, sizeof *units);
+    char (*hashes)[33] = calloc(d->nunits ? d->nunits : 1, sizeof *hashes);
+    char (*lines)[256] = calloc(d->nunits ? d->nunits : 1, sizeof *lines);
+    char compiler[1024] = "";
+    if (has_variants(op)) compiler_of(op, compiler, sizeof compiler);
+    if (units == NULL || hashes == NULL || lines == NULL) {
+        kt__log(op->ctx, KT_LOG_WARN, "op '%s': out of memory recording a decision", op->name);
+    } else {
+        for (size_t i = 0; i < d->nunits; i++) {
+            const kt__unit *u = &d->units[i];
+            unit_hash(op, u, compiler, hashes[i]);
+            units[i] = (kt__store_unit){.candidate = op->cands[u->cand].name,
+                                        .config = u->text,
+                                        .unit_hash = hashes[i],
+                                        .outcome = (int)u->r.outcome,
+                                        .time_ns = u->r.outcome == KT_OUTCOME_MEASURED ? u->r.time_ns : -1,
+                                        .ci_low_ns = u->r.outcome == KT_OUTCOME_MEASURED ? u->r.ci_low_ns : -1,
+                                        .ci_high_ns = u->r.outcome == KT_OUTCOME_MEASURED ? u->r.ci_high_ns : -1,
+                                        .runs = u->r.runs,
+                                        .warmups = u->r.warmups,
+                                        .message = first_line(u->r.message, lines[i], sizeof lines[i])};
+        }
+        const kt__unit *w = &d->units[d->winner_unit];
+        rec.winner_candidate = op->cands[d->winner].name;
+        rec.winner_config = w->text;
+        rec.time_ns = w->r.time_ns;
+        rec.confidence = d->confidence;
+        rec.units = units;
+        rec.nunits = d->nunits;
+        if (kt__store_put(c, &rec) != KT_OK)
+            kt__log(op->ctx, KT_LOG_WARN, "op '%s': recording the decision: %s", op->name, kt_last_error());
+    }
+    free(units);
+    free(hashes);
+    free(lines);
+}
+
+void kt__persist_units(kt_op *op, kt_decision *d) {
+    kt_cache *c = kt__context_cache(op->ctx);
+    if (c == NULL) return;
+    kt__store_rec id;
+    identity(op, d, &id);
+    char compiler[1024] = "";
+    if (has_variants(op)) compiler_of(op, compiler, sizeof compiler);
+    for (size_t i = 0; i < d->nunits; i++) {
+        kt__unit *u = &d->units[i];
+        if (u->r.outcome != KT_OUTCOME_NOT_RUN) continue;
+        char h[33];
+        unit_hash(op, u, compiler, h);
+        kt__store_unit su;
+        if (kt__store_get_unit(c, &id, h, &su) != KT_OK) continue;
+        if (su.outcome == KT_OUTCOME_MEASURED && su.time_ns > 0) {
+            u->recalled = true;
+            u->r.time_ns = su.time_ns;
+            u->r.ci_low_ns = su.ci_low_ns;
+            u->r.ci_high_ns = su.ci_high_ns;
+        } else if (su.outcome == KT_OUTCOME_FAILED || su.outcome == KT_OUTCOME_INVALID || su.outcome == KT_OUTCOME_BUILD_FAILED) {
+            u->r.outcome = (kt_outcome)su.outcome;
+            char msg[512];
+            snprintf(msg, sizeof msg, "recorded in the cache: %s", su.message ? su.message : "failed");
+            free(u->r.message);
+            u->r.message = strdup(msg);
+        }
+        kt__store_unit_free(&su);
+    }
+}

@@ -1,0 +1,77 @@
+/*
+ * store.h - the persistent cache's internal API (store.c), for the tuner.
+ *
+ * The public face of the cache is the kt_cache_* section of kerntune.h (open, count, export,
+ * import, remove). The tuner reads and writes single decisions through the functions below,
+ * which take and return whole records: a decision with every unit it considered, so that a
+ * later tuning with a changed candidate set can reuse the measurements and failures of the
+ * units that did not change (kt__store_get_unit).
+ *
+ * All functions are safe to call from several threads on one kt_cache, and from many processes
+ * on one file. Records handed out are owned copies: free them with kt__store_rec_free /
+ * kt__store_unit_free.
+ */
+#ifndef KT_STORE_H
+#define KT_STORE_H
+
+#include <kerntune.h>
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Newest schema version (PRAGMA user_version) this library reads and writes. Version 1: one
+ * `decisions` table without confidence; version 2: decisions.confidence and the `units` table. */
+#define KT__STORE_SCHEMA 2
+
+/* Longest key a record may have, in 64-bit words. */
+#define KT__STORE_KEY_MAX 16
+
+/* One unit of a decision: a native candidate, or one configuration of a variant group. */
+typedef struct kt__store_unit {
+    char *candidate;              /* candidate name */
+    char *config;                 /* configuration text "A=1,B=2", or NULL for a native candidate */
+    char *unit_hash;              /* hex hash of the unit's code (candidate source, options, config) */
+    int outcome;                  /* a kt_outcome value (0..5) */
+    double time_ns;               /* estimate; negative when not measured */
+    double ci_low_ns, ci_high_ns; /* confidence interval of the estimate; negative when unknown */
+    unsigned runs, warmups;
+    char *message;                /* first diagnostic line of a failure, or NULL */
+} kt__store_unit;
+
+/* One decision: what identifies it (op, set_hash, device, version, key) and what was decided. */
+typedef struct kt__store_rec {
+    char *op, *set_hash, *device, *version; /* op name, candidate-set hash, device fingerprint,
+                                               library version ("0.1.0") */
+    int64_t *key;                           /* the tuning key words (at most KT__STORE_KEY_MAX) */
+    size_t key_len;
+    char *winner_candidate, *winner_config; /* winner_config NULL for natives */
+    double time_ns, confidence;             /* the winner's time; confidence in [0,1], negative
+                                               when unknown (decisions migrated from schema 1) */
+    int64_t created;                        /* unix time */
+    kt__store_unit *units;
+    size_t nunits;
+} kt__store_rec;
+
+/* Looks up the decision of exactly (op, set_hash, device, version, key); only those fields of
+ * id are read. KT_ERR_NOT_FOUND when absent. A stored row whose columns have the wrong SQLite
+ * types or impossible values (outcome out of range, negative runs, NULL or empty names) is not
+ * returned: KT_ERR_INVALID_ARGUMENT with a message naming the column. On success *out holds
+ * owned copies (free with kt__store_rec_free); on failure *out is zeroed. */
+kt_status kt__store_get(kt_cache *c, const kt__store_rec *id, kt__store_rec *out);
+
+/* Inserts the decision and its units, replacing a stored decision of the same identity, in one
+ * transaction. Names must be non-empty, outcomes 0..5, times finite, confidence at most 1. */
+kt_status kt__store_put(kt_cache *c, const kt__store_rec *rec);
+
+/* Finds the most recently stored unit with this unit_hash among the decisions of (op, device,
+ * version, key) under any candidate-set hash (id's set_hash is not read): lets a changed
+ * candidate set reuse the measurements and failures of unchanged units. KT_ERR_NOT_FOUND when
+ * absent; KT_ERR_INVALID_ARGUMENT for an invalid stored row, as kt__store_get. */
+kt_status kt__store_get_unit(kt_cache *c, const kt__store_rec *id, const char *unit_hash, kt__store_unit *out);
+
+/* Free what a record or unit owns and zero it; the struct itself is the caller's. NULL is
+ * harmless. */
+void kt__store_rec_free(kt__store_rec *r);
+void kt__store_unit_free(kt__store_unit *u);
+
+#endif /* KT_STORE_H */

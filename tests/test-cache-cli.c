@@ -1,0 +1,474 @@
+/*
+ * test-cache-cli.c - `kerntune cache`, run as a process (the built binary): help of the command
+ * and of each subcommand, import / list / show / export / rm / clear / path with their exact
+ * output, the cache path from the environment, a damaged cache, and bad input with its exact
+ * messages and exit status.
+ */
+#define _GNU_SOURCE /* mkdtemp, nftw */
+#include "helpers.h"
+
+#include <fcntl.h>
+#include <ftw.h>
+#include <jansson.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#ifndef KT_CLI
+#error "KT_CLI must name the built kerntune binary"
+#endif
+#ifndef KT_DATA
+#error "KT_DATA must name tests/data"
+#endif
+
+#define WISDOM KT_DATA "/store/wisdom.json"
+
+static char dir[256];
+static char db[512];
+
+static int rm_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw) {
+    (void)sb, (void)ftw;
+    return flag == FTW_DP ? rmdir(path) : unlink(path);
+}
+
+static int setup(void **state) {
+    (void)state;
+    snprintf(dir, sizeof dir, "/tmp/kt-cache-cli-XXXXXX");
+    if (mkdtemp(dir) == NULL) return -1;
+    snprintf(db, sizeof db, "%s/cache.db", dir);
+    return 0;
+}
+
+static int teardown(void **state) {
+    (void)state;
+    nftw(dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+    return 0;
+}
+
+static char out[1 << 17], err[1 << 14];
+
+static void slurp(const char *path, char *buf, size_t len) {
+    int fd = open(path, O_RDONLY);
+    assert_true(fd >= 0);
+    size_t n = 0;
+    ssize_t got;
+    while (n + 1 < len && (got = read(fd, buf + n, len - 1 - n)) > 0) n += (size_t)got;
+    buf[n] = 0;
+    close(fd);
+}
+
+/*
+ * Runs `kerntune ARGS...` (NULL-terminated) with stdout and stderr captured into out and err,
+ * stdin from stdin_path (or /dev/null), and the environment changed by env: "NAME=VALUE"
+ * entries separated by ';', an empty VALUE unsetting NAME. KERNTUNE_CACHE, XDG_CACHE_HOME and
+ * HOME point into the test directory unless env says otherwise. Returns the exit status.
+ */
+static int cli(const char *env, const char *stdin_path, ...) {
+    const char *argv[32] = {KT_CLI};
+    va_list ap;
+    va_start(ap, stdin_path);
+    size_t n = 1;
+    const char *a;
+    while ((a = va_arg(ap, const char *)) != NULL && n < 31) argv[n++] = a;
+    va_end(ap);
+    argv[n] = NULL;
+    char outp[600], errp[600];
+    snprintf(outp, sizeof outp, "%s/.out", dir);
+    snprintf(errp, sizeof errp, "%s/.err", dir);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        char home[600], xdg[600];
+        snprintf(home, sizeof home, "%s/home", dir);
+        snprintf(xdg, sizeof xdg, "%s/xdg", dir);
+        setenv("HOME", home, 1);
+        setenv("XDG_CACHE_HOME", xdg, 1);
+        unsetenv("KERNTUNE_CACHE");
+        char e[1024];
+        snprintf(e, sizeof e, "%s", env ? env : "");
+        for (char *save = NULL, *kv = strtok_r(e, ";", &save); kv; kv = strtok_r(NULL, ";", &save)) {
+            char *eq = strchr(kv, '=');
+            if (eq == NULL) _exit(120);
+            *eq = 0;
+            if (eq[1]) setenv(kv, eq + 1, 1);
+            else unsetenv(kv);
+        }
+        int in = open(stdin_path ? stdin_path : "/dev/null", O_RDONLY);
+        int o = open(outp, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+        int r = open(errp, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+        if (in < 0 || o < 0 || r < 0) _exit(121);
+        dup2(in, 0);
+        dup2(o, 1);
+        dup2(r, 2);
+        execv(KT_CLI, (char *const *)argv);
+        _exit(127);
+    }
+    int status;
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    assert_true(WIFEXITED(status));
+    slurp(outp, out, sizeof out);
+    slurp(errp, err, sizeof err);
+    return WEXITSTATUS(status);
+}
+
+static void write_text(const char *path, const char *text) {
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fputs(text, f);
+    fclose(f);
+}
+
+static void import_fixture(void) {
+    assert_int_equal(cli(NULL, NULL, "cache", "import", WISDOM, "--cache", db, NULL), 0);
+    assert_string_equal(out, "imported " WISDOM ": 3 added, 0 replaced, 0 kept\n");
+    assert_string_equal(err, "");
+}
+
+/* ---- help ------------------------------------------------------------------------------------- */
+
+static void test_help(void **state) {
+    (void)state;
+    assert_int_equal(cli(NULL, NULL, "cache", "--help", NULL), 0);
+    assert_memory_equal(out, "usage: kerntune cache COMMAND [options]\n", 40);
+    static const char *const lines[] = {"  list     one line per decision\n",
+                                        "  show     every decision with its units\n",
+                                        "  export   write decisions as a wisdom JSON document\n",
+                                        "  import   read a wisdom document into the cache\n",
+                                        "  rm       remove the decisions of an op (and device)\n",
+                                        "  clear    remove every decision\n",
+                                        "  path     print the cache file in use\n"};
+    for (size_t i = 0; i < 7; i++) assert_non_null(strstr(out, lines[i]));
+    static char general[sizeof out];
+    snprintf(general, sizeof general, "%s", out);
+    assert_int_equal(cli(NULL, NULL, "help", "cache", NULL), 0);
+    assert_string_equal(out, general);
+    assert_int_equal(cli(NULL, NULL, "cache", "-h", NULL), 0);
+    assert_string_equal(out, general);
+    /* each subcommand answers --help with its own usage, wherever --help stands */
+    static const char *const subs[] = {"list", "show", "export", "import", "rm", "clear", "path"};
+    for (size_t i = 0; i < 7; i++) {
+        char prefix[64];
+        snprintf(prefix, sizeof prefix, "usage: kerntune cache %s ", subs[i]);
+        assert_int_equal(cli(NULL, NULL, "cache", subs[i], "--help", NULL), 0);
+        assert_memory_equal(out, prefix, strlen(prefix));
+        assert_non_null(strstr(out, "  --cache PATH   the cache file; default: KERNTUNE_CACHE, else\n"));
+        assert_int_equal(cli(NULL, NULL, "cache", subs[i], "--bogus", "-h", NULL), 0);
+        assert_memory_equal(out, prefix, strlen(prefix));
+    }
+    assert_int_equal(cli(NULL, NULL, "cache", "import", "--help", NULL), 0);
+    assert_non_null(strstr(out, "  --replace      replace decisions already in the cache\n"));
+    assert_null(strstr(out, "--yes"));
+    /* the main help lists the command */
+    assert_int_equal(cli(NULL, NULL, "--help", NULL), 0);
+    assert_non_null(strstr(out, "  cache      list, show, export, import or remove cached decisions\n"));
+    assert_non_null(strstr(out, "  KERNTUNE_CACHE  the persistent cache file, or off\n"));
+}
+
+/* ---- import, list, show ----------------------------------------------------------------------- */
+
+static void test_import_list_show(void **state) {
+    (void)state;
+    import_fixture();
+    assert_int_equal(cli(NULL, NULL, "cache", "import", WISDOM, "--cache", db, NULL), 0);
+    assert_string_equal(out, "imported " WISDOM ": 0 added, 0 replaced, 3 kept\n");
+    assert_int_equal(cli(NULL, NULL, "cache", "import", "--replace", "--json", "--cache=", NULL), 2);
+    assert_string_equal(err, "kerntune cache import: --cache needs a non-empty value\nrun 'kerntune cache import --help' for the options\n");
+    assert_int_equal(cli(NULL, NULL, "cache", "import", "--replace", "--json", WISDOM, "--cache", db, NULL), 0);
+    assert_string_equal(out, "{\"added\": 0, \"replaced\": 3, \"kept\": 0}\n");
+    /* from stdin */
+    char other[600];
+    snprintf(other, sizeof other, "%s/other.db", dir);
+    assert_int_equal(cli(NULL, WISDOM, "cache", "import", "-", "--cache", other, NULL), 0);
+    assert_string_equal(out, "imported (stdin): 3 added, 0 replaced, 0 kept\n");
+
+    assert_int_equal(cli(NULL, NULL, "cache", "list", "--cache", db, NULL), 0);
+    assert_string_equal(out,
+                        "OP      DEVICE                    KEY             WINNER            TIME       CONF  UNITS\n"
+                        "axpy    gpu:NVIDIA H200:sm_90...  1048576         unrolled          951.2 ns   1.00  2\n"
+                        "matmul  cpu:GenuineIntel:Xeon...  1024,1024,1024  tiled TM=32,TN=8  1.47 ms    -     0\n"
+                        "matmul  cpu:GenuineIntel:Xeon...  512,512,512     tiled TM=16,TN=8  183.25 us  0.99  4\n");
+    assert_string_equal(err, "");
+    assert_int_equal(cli(NULL, NULL, "cache", "list", "--op", "axpy", "--cache", db, NULL), 0);
+    assert_string_equal(out,
+                        "OP    DEVICE                    KEY      WINNER    TIME      CONF  UNITS\n"
+                        "axpy  gpu:NVIDIA H200:sm_90...  1048576  unrolled  951.2 ns  1.00  2\n");
+    assert_int_equal(cli(NULL, NULL, "cache", "list", "--op", "nothing", "--cache", db, NULL), 0);
+    assert_string_equal(out, "no decisions\n");
+
+    assert_int_equal(cli(NULL, NULL, "cache", "list", "--json", "--cache", db, NULL), 0);
+    json_error_t jerr;
+    json_t *rows = json_loads(out, 0, &jerr);
+    assert_non_null(rows);
+    assert_int_equal(json_array_size(rows), 3);
+    json_t *r0 = json_array_get(rows, 0), *r1 = json_array_get(rows, 1);
+    assert_string_equal(json_string_value(json_object_get(r0, "op")), "axpy");
+    assert_string_equal(json_string_value(json_object_get(r0, "device")), "gpu:NVIDIA H200:sm_90:132sm");
+    assert_int_equal(json_integer_value(json_array_get(json_object_get(r0, "key"), 0)), 1048576);
+    assert_true(json_is_null(json_object_get(json_object_get(r0, "winner"), "config")));
+    assert_true(json_real_value(json_object_get(r0, "time_ns")) == 951.25);
+    assert_true(json_real_value(json_object_get(r0, "confidence")) == 1.0);
+    assert_int_equal(json_integer_value(json_object_get(r0, "units")), 2);
+    assert_true(json_is_null(json_object_get(r1, "confidence")));
+    assert_int_equal(json_integer_value(json_object_get(r1, "units")), 0);
+    json_decref(rows);
+
+    assert_int_equal(cli(NULL, NULL, "cache", "show", "--op", "matmul", "--cache", db, NULL), 0);
+    assert_string_equal(out,
+                        "matmul [1024,1024,1024]\n"
+                        "  device:        cpu:GenuineIntel:Xeon-8480:avx512f:56t:l3=105M\n"
+                        "  candidate set: 5b1d0c3e9a7f2468\n"
+                        "  library:       0.1.0\n"
+                        "  created:       2025-11-22 08:28:20 UTC\n"
+                        "  winner:        tiled TM=32,TN=8, 1.47 ms, confidence unknown\n"
+                        "  units:         none recorded\n"
+                        "\n"
+                        "matmul [512,512,512]\n"
+                        "  device:        cpu:GenuineIntel:Xeon-8480:avx512f:56t:l3=105M\n"
+                        "  candidate set: 5b1d0c3e9a7f2468\n"
+                        "  library:       0.1.0\n"
+                        "  created:       2025-11-22 08:26:40 UTC\n"
+                        "  winner:        tiled TM=16,TN=8, 183.25 us, confidence 0.99\n"
+                        "  CANDIDATE  CONFIG       OUTCOME       TIME       RUNS  MESSAGE\n"
+                        "  tiled      TM=16,TN=8   measured      183.25 us  12\n"
+                        "  tiled      TM=32,TN=8   measured      201.50 us  9\n"
+                        "  tiled      TM=64,TN=16  build_failed  -          0     ptxas error: too much shared data (0x10000 bytes)\n"
+                        "  naive      -            invalid       -          0     output 'c' element 17: expected 3.5, got 3.25\n");
+    assert_int_equal(cli(NULL, NULL, "cache", "show", "--device", "gpu:NVIDIA H200:sm_90:132sm", "--cache", db, NULL), 0);
+    assert_string_equal(out,
+                        "axpy [1048576]\n"
+                        "  device:        gpu:NVIDIA H200:sm_90:132sm\n"
+                        "  candidate set: 04d1e7c2aa90b3f1\n"
+                        "  library:       0.1.0\n"
+                        "  created:       2025-11-22 08:30:00 UTC\n"
+                        "  winner:        unrolled, 951.2 ns, confidence 1.00\n"
+                        "  CANDIDATE  CONFIG  OUTCOME   TIME      RUNS  MESSAGE\n"
+                        "  unrolled   -       measured  951.2 ns  100\n"
+                        "  simple     -       rejected  -         0\n");
+    assert_int_equal(cli(NULL, NULL, "cache", "show", "--json", "--op", "axpy", "--cache", db, NULL), 0);
+    json_t *entries = json_loads(out, 0, &jerr);
+    assert_int_equal(json_array_size(entries), 1);
+    json_t *units = json_object_get(json_array_get(entries, 0), "units");
+    assert_string_equal(json_string_value(json_object_get(json_array_get(units, 1), "outcome")), "rejected");
+    json_decref(entries);
+}
+
+/* ---- export ----------------------------------------------------------------------------------- */
+
+/* The fixture's entry with the same op and key as e. */
+static json_t *fixture_entry(json_t *fixture, json_t *e) {
+    size_t i;
+    json_t *f;
+    json_array_foreach(json_object_get(fixture, "entries"), i, f) {
+        if (json_equal(json_object_get(f, "op"), json_object_get(e, "op")) && json_equal(json_object_get(f, "key"), json_object_get(e, "key")))
+            return f;
+    }
+    return NULL;
+}
+
+static void test_export(void **state) {
+    (void)state;
+    import_fixture();
+    assert_int_equal(cli(NULL, NULL, "cache", "export", "--cache", db, NULL), 0);
+    assert_string_equal(err, "");
+    json_error_t jerr;
+    json_t *doc = json_loads(out, 0, &jerr), *fixture = json_load_file(WISDOM, 0, &jerr);
+    assert_non_null(doc);
+    assert_non_null(fixture);
+    assert_int_equal(json_integer_value(json_object_get(doc, "kerntune_wisdom")), 1);
+    assert_string_equal(json_string_value(json_object_get(doc, "library_version")), kt_version_string());
+    json_t *entries = json_object_get(doc, "entries");
+    assert_int_equal(json_array_size(entries), 3);
+    size_t i;
+    json_t *e;
+    json_array_foreach(entries, i, e) {
+        json_t *f = fixture_entry(fixture, e);
+        assert_non_null(f);
+        if (!json_equal(e, f)) fail_msg("export entry %zu differs from the fixture's", i);
+    }
+    json_decref(doc);
+    json_decref(fixture);
+
+    static char whole[sizeof out];
+    snprintf(whole, sizeof whole, "%s", out);
+    char file[600];
+    snprintf(file, sizeof file, "%s/out.json", dir);
+    assert_int_equal(cli(NULL, NULL, "cache", "export", "-o", file, "--cache", db, NULL), 0);
+    char expect[800];
+    snprintf(expect, sizeof expect, "exported 3 decisions to %s\n", file);
+    assert_string_equal(out, expect);
+    slurp(file, out, sizeof out);
+    assert_string_equal(out, whole);
+
+    assert_int_equal(cli(NULL, NULL, "cache", "export", "--op", "matmul", "--device", "cpu:GenuineIntel:Xeon-8480:avx512f:56t:l3=105M",
+                         "--output", file, "--cache", db, NULL),
+                     0);
+    snprintf(expect, sizeof expect, "exported 2 decisions to %s\n", file);
+    assert_string_equal(out, expect);
+    doc = json_load_file(file, 0, &jerr);
+    assert_int_equal(json_array_size(json_object_get(doc, "entries")), 2);
+    json_decref(doc);
+
+    /* what export writes, import reads back the same */
+    char other[600];
+    snprintf(other, sizeof other, "%s/other.db", dir);
+    snprintf(file, sizeof file, "%s/all.json", dir);
+    write_text(file, whole);
+    assert_int_equal(cli(NULL, NULL, "cache", "import", file, "--cache", other, NULL), 0);
+    assert_int_equal(cli(NULL, NULL, "cache", "export", "--cache", other, NULL), 0);
+    assert_string_equal(out, whole);
+
+    assert_int_equal(cli(NULL, NULL, "cache", "export", "-o", "/nonexistent-dir/x.json", "--cache", db, NULL), 1);
+    assert_string_equal(err, "kerntune cache export: /nonexistent-dir/x.json: No such file or directory\n");
+}
+
+/* ---- rm, clear -------------------------------------------------------------------------------- */
+
+static void test_rm_clear(void **state) {
+    (void)state;
+    import_fixture();
+    assert_int_equal(cli(NULL, NULL, "cache", "rm", "--cache", db, NULL), 2);
+    assert_string_equal(err,
+                        "kerntune cache rm: give --op NAME (or --device FP): to remove every decision, run 'kerntune cache clear --yes'\n"
+                        "run 'kerntune cache rm --help' for the options\n");
+    assert_int_equal(cli(NULL, NULL, "cache", "rm", "--op", "axpy", "--cache", db, NULL), 0);
+    assert_string_equal(out, "removed 1 decision\n");
+    assert_int_equal(cli(NULL, NULL, "cache", "rm", "--op", "axpy", "--cache", db, NULL), 0);
+    assert_string_equal(out, "removed 0 decisions\n");
+    assert_int_equal(cli(NULL, NULL, "cache", "rm", "--device", "gpu:other", "--json", "--cache", db, NULL), 0);
+    assert_string_equal(out, "{\"removed\": 0}\n");
+    assert_int_equal(cli(NULL, NULL, "cache", "clear", "--cache", db, NULL), 2);
+    assert_string_equal(err, "kerntune cache clear: this removes every decision of the cache: add --yes to confirm\n"
+                             "run 'kerntune cache clear --help' for the options\n");
+    assert_int_equal(cli(NULL, NULL, "cache", "list", "--cache", db, NULL), 0);
+    assert_non_null(strstr(out, "matmul"));
+    assert_int_equal(cli(NULL, NULL, "cache", "clear", "--yes", "--cache", db, NULL), 0);
+    assert_string_equal(out, "removed 2 decisions\n");
+    assert_int_equal(cli(NULL, NULL, "cache", "list", "--cache", db, NULL), 0);
+    assert_string_equal(out, "no decisions\n");
+    assert_int_equal(cli(NULL, NULL, "cache", "show", "--cache", db, NULL), 0);
+    assert_string_equal(out, "no decisions\n");
+}
+
+/* ---- path ------------------------------------------------------------------------------------- */
+
+static void test_path(void **state) {
+    (void)state;
+    char expect[1200];
+    assert_int_equal(cli(NULL, NULL, "cache", "path", "--cache", db, NULL), 0);
+    snprintf(expect, sizeof expect, "%s\n", db);
+    assert_string_equal(out, expect);
+    assert_string_equal(err, "");
+    /* the default: KERNTUNE_CACHE, else XDG_CACHE_HOME, else HOME */
+    char env[800];
+    snprintf(env, sizeof env, "KERNTUNE_CACHE=%s/env.db", dir);
+    assert_int_equal(cli(env, NULL, "cache", "path", NULL), 0);
+    snprintf(expect, sizeof expect, "%s/env.db\n", dir);
+    assert_string_equal(out, expect);
+    assert_int_equal(cli(NULL, NULL, "cache", "path", NULL), 0);
+    snprintf(expect, sizeof expect, "%s/xdg/kerntune/cache.db\n", dir);
+    assert_string_equal(out, expect);
+    assert_int_equal(cli("XDG_CACHE_HOME=", NULL, "cache", "path", NULL), 0);
+    snprintf(expect, sizeof expect, "%s/home/.cache/kerntune/cache.db\n", dir);
+    assert_string_equal(out, expect);
+    assert_int_equal(cli("KERNTUNE_CACHE=off", NULL, "cache", "path", NULL), 1);
+    assert_string_equal(out, "");
+    assert_string_equal(err, "kerntune cache path: kt_cache_open(NULL): KERNTUNE_CACHE=off: the persistent cache is switched off\n");
+    assert_int_equal(cli("KERNTUNE_CACHE=off", NULL, "cache", "list", NULL), 1);
+    assert_int_equal(cli(NULL, NULL, "cache", "path", "--json", "--cache", db, NULL), 0);
+    json_t *v = json_loads(out, 0, NULL);
+    assert_string_equal(json_string_value(json_object_get(v, "path")), db);
+    assert_true(json_is_null(json_object_get(v, "warning")));
+    json_decref(v);
+
+    /* a damaged file: moved aside, and said so */
+    char bad[600];
+    snprintf(bad, sizeof bad, "%s/bad.db", dir);
+    write_text(bad, "this is not an SQLite database, not even close; it is a sentence of some length........");
+    assert_int_equal(cli(NULL, NULL, "cache", "path", "--cache", bad, NULL), 0);
+    char first[2048];
+    snprintf(first, sizeof first, "%s\nwarning: '%s' was damaged (file is not a database); moved it aside to '%s.corrupt-", bad, bad, bad);
+    assert_memory_equal(out, first, strlen(first));
+    assert_non_null(strstr(out, "' and started a fresh store\n"));
+    assert_string_equal(err, "");
+    write_text(bad, "garbage again, long enough to be looked at as a database header by SQLite.............");
+    assert_int_equal(cli(NULL, NULL, "cache", "list", "--cache", bad, NULL), 0);
+    assert_string_equal(out, "no decisions\n");
+    snprintf(first, sizeof first, "kerntune cache: warning: '%s' was damaged (file is not a database); moved it aside to '%s.corrupt-", bad, bad);
+    assert_memory_equal(err, first, strlen(first));
+}
+
+/* ---- bad input -------------------------------------------------------------------------------- */
+
+static void test_errors(void **state) {
+    (void)state;
+    char file[600], expect[1200];
+    assert_int_equal(cli(NULL, NULL, "cache", NULL), 2);
+    assert_memory_equal(err, "usage: kerntune cache COMMAND", 29);
+    assert_int_equal(cli(NULL, NULL, "cache", "frobnicate", NULL), 2);
+    assert_string_equal(err, "kerntune cache: unknown command 'frobnicate'; run 'kerntune cache --help' for the list\n");
+    assert_int_equal(cli(NULL, NULL, "cache", "list", "--replace", NULL), 2);
+    assert_string_equal(err, "kerntune cache list: unknown option '--replace'\nrun 'kerntune cache list --help' for the options\n");
+    assert_int_equal(cli(NULL, NULL, "cache", "list", "extra", NULL), 2);
+    assert_string_equal(err, "kerntune cache list: unexpected argument 'extra'\nrun 'kerntune cache list --help' for the options\n");
+    assert_int_equal(cli(NULL, NULL, "cache", "list", "--op", NULL), 2);
+    assert_string_equal(err, "kerntune cache list: --op needs a value\nrun 'kerntune cache list --help' for the options\n");
+    assert_int_equal(cli(NULL, NULL, "cache", "import", NULL), 2);
+    assert_string_equal(err, "kerntune cache import: which FILE?\nrun 'kerntune cache import --help' for the options\n");
+    assert_int_equal(cli(NULL, NULL, "cache", "import", "a.json", "b.json", NULL), 2);
+    assert_int_equal(cli(NULL, NULL, "cache", "path", "--json=yes", NULL), 2);
+    assert_string_equal(err, "kerntune cache path: --json takes no value\nrun 'kerntune cache path --help' for the options\n");
+
+    snprintf(file, sizeof file, "%s/missing.json", dir);
+    assert_int_equal(cli(NULL, NULL, "cache", "import", file, "--cache", db, NULL), 1);
+    snprintf(expect, sizeof expect, "kerntune cache import: %s: No such file or directory\n", file);
+    assert_string_equal(err, expect);
+
+    /* a syntax error: file, line and column */
+    snprintf(file, sizeof file, "%s/syntax.json", dir);
+    write_text(file, "{\n  \"kerntune_wisdom\": 1,\n  \"entries\": [1,,\n}\n");
+    assert_int_equal(cli(NULL, NULL, "cache", "import", file, "--cache", db, NULL), 1);
+    snprintf(expect, sizeof expect, "kerntune cache import: %s:3:17: unexpected token near ','\n", file);
+    assert_string_equal(err, expect);
+
+    /* a bad entry: its path in the document, and nothing imported */
+    import_fixture();
+    json_error_t jerr;
+    json_t *doc = json_load_file(WISDOM, 0, &jerr);
+    json_t *entries = json_object_get(doc, "entries");
+    json_array_append_new(entries, json_deep_copy(json_array_get(entries, 0)));
+    json_object_set_new(json_array_get(entries, 0), "op", json_string("renamed")); /* a new decision */
+    json_t *third = json_deep_copy(json_array_get(entries, 2));
+    json_object_set_new(third, "key", json_string("1,2"));
+    json_array_set_new(entries, 2, third);
+    snprintf(file, sizeof file, "%s/bad-entry.json", dir);
+    assert_int_equal(json_dump_file(doc, file, JSON_INDENT(2)), 0);
+    json_decref(doc);
+    assert_int_equal(cli(NULL, NULL, "cache", "import", file, "--cache", db, NULL), 1);
+    snprintf(expect, sizeof expect, "kerntune cache import: %s: entries[2].key: expected an array of integers, got a string\n", file);
+    assert_string_equal(err, expect);
+    assert_int_equal(cli(NULL, NULL, "cache", "list", "--op", "renamed", "--cache", db, NULL), 0);
+    assert_string_equal(out, "no decisions\n");
+
+    /* another major version */
+    snprintf(file, sizeof file, "%s/major.json", dir);
+    write_text(file, "{\"kerntune_wisdom\": 1, \"library_version\": \"7.0.1\", \"entries\": []}");
+    assert_int_equal(cli(NULL, NULL, "cache", "import", file, "--cache", db, NULL), 1);
+    snprintf(expect, sizeof expect,
+             "kerntune cache import: %s: library_version: '7.0.1' is kerntune 7's; this library (%s) reads wisdom of major version 0 only\n",
+             file, kt_version_string());
+    assert_string_equal(err, expect);
+    assert_int_equal(cli(NULL, NULL, "cache", "list", "--cache", db, NULL), 0);
+    assert_non_null(strstr(out, "axpy"));
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_help, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_import_list_show, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_export, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_rm_clear, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_path, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_errors, setup, teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,1286 @@
+/*
+ * test-store.c - the persistent cache (src/store.c): records in and out whole, 32 processes at
+ * once (tests/store-worker), a writer killed mid-transaction, damaged, truncated, read-only,
+ * version-1 and newer-version files, rows with wrong types, wisdom export and import, the
+ * default path, and one handle shared by threads. Real files in a fresh temporary directory
+ * per test, inspected with SQLite directly.
+ */
+#define _GNU_SOURCE /* mkdtemp, nftw */
+#include "helpers.h"
+
+#include "store.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <math.h>
+#include <stdbool.h>
+#include <jansson.h>
+#include <pthread.h>
+#include <signal.h>
+#include <sqlite3.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#ifndef KT_STORE_WORKER
+#error "KT_STORE_WORKER must name the built store-worker"
+#endif
+#ifndef KT_DATA
+#error "KT_DATA must name tests/data"
+#endif
+
+/* ---- files ----------------------------------------------------------------------------------- */
+
+static char dir[256];
+
+static int rm_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw) {
+    (void)sb, (void)ftw;
+    return flag == FTW_DP ? rmdir(path) : unlink(path);
+}
+
+static int chmod_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw) {
+    (void)ftw;
+    if (flag == FTW_D || flag == FTW_DP) chmod(path, 0700);
+    else if (S_ISREG(sb->st_mode)) chmod(path, 0600);
+    return 0;
+}
+
+static int setup(void **state) {
+    (void)state;
+    snprintf(dir, sizeof dir, "/tmp/kt-store-XXXXXX");
+    if (mkdtemp(dir) == NULL) return -1;
+    return 0;
+}
+
+static int teardown(void **state) {
+    (void)state;
+    chmod(dir, 0700);
+    nftw(dir, chmod_entry, 16, FTW_PHYS);
+    nftw(dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+    return 0;
+}
+
+static const char *in_dir(const char *name) {
+    static char buf[4][512];
+    static int next;
+    char *p = buf[next++ % 4];
+    snprintf(p, 512, "%s/%s", dir, name);
+    return p;
+}
+
+static char *read_file(const char *path, size_t *len) {
+    FILE *f = fopen(path, "rb");
+    if (f == NULL) return NULL;
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *p = malloc((size_t)n + 1);
+    assert_non_null(p);
+    assert_int_equal(fread(p, 1, (size_t)n, f), (size_t)n);
+    p[n] = 0;
+    fclose(f);
+    if (len) *len = (size_t)n;
+    return p;
+}
+
+static void write_file(const char *path, const void *data, size_t len) {
+    FILE *f = fopen(path, "wb");
+    assert_non_null(f);
+    assert_int_equal(fwrite(data, 1, len, f), len);
+    assert_int_equal(fclose(f), 0);
+}
+
+static bool exists(const char *path) {
+    struct stat sb;
+    return stat(path, &sb) == 0;
+}
+
+/* The one "<name>.corrupt-*" file of the test directory (not its -wal/-shm), or NULL. */
+static const char *moved_aside(const char *name) {
+    static char found[512];
+    char prefix[256];
+    snprintf(prefix, sizeof prefix, "%s.corrupt-", name);
+    DIR *d = opendir(dir);
+    assert_non_null(d);
+    int n = 0;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        size_t len = strlen(e->d_name);
+        if (strncmp(e->d_name, prefix, strlen(prefix)) != 0) continue;
+        if (len > 4 && (strcmp(e->d_name + len - 4, "-wal") == 0 || strcmp(e->d_name + len - 4, "-shm") == 0)) continue;
+        snprintf(found, sizeof found, "%s/%s", dir, e->d_name);
+        n++;
+    }
+    closedir(d);
+    assert_true(n <= 1);
+    return n == 1 ? found : NULL;
+}
+
+/* ---- SQLite directly -------------------------------------------------------------------------- */
+
+static void sql(const char *path, const char *text) {
+    sqlite3 *db;
+    assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+    sqlite3_busy_timeout(db, 10000);
+    char *err = NULL;
+    int rc = sqlite3_exec(db, text, NULL, NULL, &err);
+    if (rc != SQLITE_OK) fail_msg("%s: %s", text, err);
+    sqlite3_close(db);
+}
+
+/* The first column of the first row of query, as text ("" when NULL or no row). */
+static const char *sql_text(const char *path, const char *query) {
+    static char out[4096];
+    sqlite3 *db;
+    sqlite3_stmt *s;
+    assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+    sqlite3_busy_timeout(db, 10000);
+    assert_int_equal(sqlite3_prepare_v2(db, query, -1, &s, NULL), SQLITE_OK);
+    out[0] = 0;
+    if (sqlite3_step(s) == SQLITE_ROW && sqlite3_column_text(s, 0)) snprintf(out, sizeof out, "%s", sqlite3_column_text(s, 0));
+    sqlite3_finalize(s);
+    sqlite3_close(db);
+    return out;
+}
+
+static long long sql_int(const char *path, const char *query) { return atoll(sql_text(path, query)); }
+
+/* ---- records ---------------------------------------------------------------------------------- */
+
+typedef struct recbuf {
+    kt__store_rec r;
+    kt__store_unit u[8];
+    int64_t key[4];
+} recbuf;
+
+/* A decision of op/set/device/version under key [k0, k1] with three units: a measured variant,
+ * a native that failed (no config, a message), a variant never measured (negative times). */
+static kt__store_rec *make_rec(recbuf *b, const char *op, const char *set, const char *device, const char *version, int64_t k0, int64_t k1) {
+    memset(b, 0, sizeof *b);
+    b->key[0] = k0;
+    b->key[1] = k1;
+    b->r = (kt__store_rec){.op = (char *)op, .set_hash = (char *)set, .device = (char *)device, .version = (char *)version,
+                           .key = b->key, .key_len = 2, .winner_candidate = "tiled", .winner_config = "TM=16,TN=8",
+                           .time_ns = 1234.5, .confidence = 0.9375, .created = 1763800000, .units = b->u, .nunits = 3};
+    b->u[0] = (kt__store_unit){"tiled", "TM=16,TN=8", "a1b2c3", KT_OUTCOME_MEASURED, 1234.5, 1200.25, 1260.75, 25, 2, NULL};
+    b->u[1] = (kt__store_unit){"naive", NULL, "d4e5f6", KT_OUTCOME_FAILED, -1, -1, -1, 0, 1, "returned 3"};
+    b->u[2] = (kt__store_unit){"tiled", "TM=32,TN=8", "0789ab", KT_OUTCOME_BUILD_FAILED, -1, -1, -1, 0, 0, "ptxas: too much shared data"};
+    return &b->r;
+}
+
+static void assert_str_or_null(const char *a, const char *b) {
+    if (a == NULL || b == NULL) assert_ptr_equal(a, b);
+    else assert_string_equal(a, b);
+}
+
+static void assert_unit_equal(const kt__store_unit *a, const kt__store_unit *b) {
+    assert_string_equal(a->candidate, b->candidate);
+    assert_str_or_null(a->config, b->config);
+    assert_string_equal(a->unit_hash, b->unit_hash);
+    assert_int_equal(a->outcome, b->outcome);
+    assert_true(a->time_ns == b->time_ns);
+    assert_true(a->ci_low_ns == b->ci_low_ns);
+    assert_true(a->ci_high_ns == b->ci_high_ns);
+    assert_int_equal(a->runs, b->runs);
+    assert_int_equal(a->warmups, b->warmups);
+    assert_str_or_null(a->message, b->message);
+}
+
+static void assert_rec_equal(const kt__store_rec *a, const kt__store_rec *b) {
+    assert_string_equal(a->op, b->op);
+    assert_string_equal(a->set_hash, b->set_hash);
+    assert_string_equal(a->device, b->device);
+    assert_string_equal(a->version, b->version);
+    assert_int_equal(a->key_len, b->key_len);
+    for (size_t i = 0; i < a->key_len; i++) assert_int_equal(a->key[i], b->key[i]);
+    assert_string_equal(a->winner_candidate, b->winner_candidate);
+    assert_str_or_null(a->winner_config, b->winner_config);
+    assert_true(a->time_ns == b->time_ns);
+    assert_true(a->confidence == b->confidence);
+    assert_int_equal(a->created, b->created);
+    assert_int_equal(a->nunits, b->nunits);
+    for (size_t i = 0; i < a->nunits; i++) assert_unit_equal(&a->units[i], &b->units[i]);
+}
+
+static kt_cache *open_ok(const char *path) {
+    kt_cache *c = NULL;
+    ok(kt_cache_open(path, &c));
+    assert_non_null(c);
+    return c;
+}
+
+static size_t count(kt_cache *c, const char *op, const char *device) {
+    size_t n = 99999;
+    ok(kt_cache_count(c, op, device, &n));
+    return n;
+}
+
+/* ---- single records --------------------------------------------------------------------------- */
+
+static void test_roundtrip(void **state) {
+    (void)state;
+    kt_cache *c = open_ok(in_dir("a/b/cache.db")); /* directories created */
+    assert_string_equal(kt_cache_path(c), in_dir("a/b/cache.db"));
+    assert_string_equal(kt_cache_warning(c), "");
+    recbuf b;
+    kt__store_rec *r = make_rec(&b, "matmul", "set1", "cpu:x", "0.1.0", 512, -3);
+    ok(kt__store_put(c, r));
+    kt__store_rec got;
+    ok(kt__store_get(c, r, &got));
+    assert_rec_equal(&got, r);
+    kt__store_rec_free(&got);
+    assert_null(got.op);
+
+    /* any part of the identity different: a miss */
+    recbuf m;
+    make_rec(&m, "matmul", "set2", "cpu:x", "0.1.0", 512, -3);
+    expect_status(KT_ERR_NOT_FOUND, kt__store_get(c, &m.r, &got));
+    assert_string_equal(kt_last_error(), "kt__store_get(op 'matmul'): no decision recorded for that identity");
+    make_rec(&m, "matmul", "set1", "cpu:y", "0.1.0", 512, -3);
+    expect_status(KT_ERR_NOT_FOUND, kt__store_get(c, &m.r, &got));
+    make_rec(&m, "matmul", "set1", "cpu:x", "0.1.1", 512, -3);
+    expect_status(KT_ERR_NOT_FOUND, kt__store_get(c, &m.r, &got));
+    make_rec(&m, "matmul", "set1", "cpu:x", "0.1.0", 512, -4);
+    expect_status(KT_ERR_NOT_FOUND, kt__store_get(c, &m.r, &got));
+    make_rec(&m, "matmul", "set1", "cpu:x", "0.1.0", 512, -3);
+    m.r.key_len = 1;
+    expect_status(KT_ERR_NOT_FOUND, kt__store_get(c, &m.r, &got));
+    make_rec(&m, "matmu", "set1", "cpu:x", "0.1.0", 512, -3);
+    expect_status(KT_ERR_NOT_FOUND, kt__store_get(c, &m.r, &got));
+    assert_null(got.op);
+
+    /* a unit found under another candidate-set hash */
+    kt__store_unit u;
+    make_rec(&m, "matmul", "a-changed-set", "cpu:x", "0.1.0", 512, -3);
+    ok(kt__store_get_unit(c, &m.r, "d4e5f6", &u));
+    assert_unit_equal(&u, &b.u[1]);
+    kt__store_unit_free(&u);
+    expect_status(KT_ERR_NOT_FOUND, kt__store_get_unit(c, &m.r, "ffffff", &u));
+    make_rec(&m, "matmul", "set1", "cpu:y", "0.1.0", 512, -3); /* but not on another device */
+    expect_status(KT_ERR_NOT_FOUND, kt__store_get_unit(c, &m.r, "d4e5f6", &u));
+
+    /* the most recent unit of a hash wins: the same unit measured again under set2, later */
+    recbuf n2;
+    kt__store_rec *r2 = make_rec(&n2, "matmul", "set2", "cpu:x", "0.1.0", 512, -3);
+    r2->created += 60;
+    n2.u[1] = (kt__store_unit){"naive", NULL, "d4e5f6", KT_OUTCOME_MEASURED, 999.0, 990.0, 1010.0, 40, 1, NULL};
+    ok(kt__store_put(c, r2));
+    make_rec(&m, "matmul", "set3", "cpu:x", "0.1.0", 512, -3);
+    ok(kt__store_get_unit(c, &m.r, "d4e5f6", &u));
+    assert_unit_equal(&u, &n2.u[1]);
+    kt__store_unit_free(&u);
+
+    /* put replaces a decision whole: fewer units, another winner */
+    make_rec(&m, "matmul", "set1", "cpu:x", "0.1.0", 512, -3);
+    m.r.winner_candidate = "naive";
+    m.r.winner_config = NULL;
+    m.r.confidence = -1;
+    m.r.nunits = 1;
+    ok(kt__store_put(c, &m.r));
+    ok(kt__store_get(c, r, &got));
+    assert_rec_equal(&got, &m.r);
+    kt__store_rec_free(&got);
+    assert_int_equal(count(c, NULL, NULL), 2);
+    assert_int_equal(sql_int(in_dir("a/b/cache.db"), "SELECT count(*) FROM units"), 4);
+
+    /* an empty key is a key */
+    make_rec(&m, "nokey", "s", "d", "0.1.0", 0, 0);
+    m.r.key_len = 0;
+    m.r.key = NULL;
+    ok(kt__store_put(c, &m.r));
+    ok(kt__store_get(c, &m.r, &got));
+    assert_int_equal(got.key_len, 0);
+    kt__store_rec_free(&got);
+
+    /* what put refuses */
+    make_rec(&m, "matmul", "set1", "cpu:x", "0.1.0", 1, 2);
+    m.u[2].outcome = 6;
+    expect_status(KT_ERR_INVALID_ARGUMENT, kt__store_put(c, &m.r));
+    assert_string_equal(kt_last_error(), "kt__store_put(op 'matmul'): units[2].outcome is 6; expected a kt_outcome (0 to 5)");
+    make_rec(&m, "matmul", NULL, "cpu:x", "0.1.0", 1, 2);
+    expect_status(KT_ERR_NULL, kt__store_put(c, &m.r));
+    assert_string_equal(kt_last_error(), "kt__store_put(op 'matmul'): set_hash is NULL");
+    make_rec(&m, "matmul", "s", "", "0.1.0", 1, 2);
+    expect_status(KT_ERR_INVALID_ARGUMENT, kt__store_put(c, &m.r));
+    assert_string_equal(kt_last_error(), "kt__store_put(op 'matmul'): device is empty");
+    make_rec(&m, "matmul", "s", "d", "0.1.0", 1, 2);
+    m.r.confidence = 1.5;
+    expect_status(KT_ERR_INVALID_ARGUMENT, kt__store_put(c, &m.r));
+    make_rec(&m, "matmul", "s", "d", "0.1.0", 1, 2);
+    m.u[0].time_ns = NAN;
+    expect_status(KT_ERR_INVALID_ARGUMENT, kt__store_put(c, &m.r));
+    assert_string_equal(kt_last_error(), "kt__store_put(op 'matmul'): units[0].time_ns is nan; expected a finite number");
+    make_rec(&m, "matmul", "s", "d", "0.1.0", 1, 2);
+    m.r.key_len = KT__STORE_KEY_MAX + 1;
+    expect_status(KT_ERR_LIMIT, kt__store_put(c, &m.r));
+    assert_int_equal(count(c, NULL, NULL), 3);
+    kt_cache_close(c);
+
+    /* and it is all still there in a new handle */
+    c = open_ok(in_dir("a/b/cache.db"));
+    ok(kt__store_get(c, r2, &got));
+    assert_rec_equal(&got, r2);
+    kt__store_rec_free(&got);
+    kt_cache_close(c);
+}
+
+static void test_memory_and_nulls(void **state) {
+    (void)state;
+    kt_cache *c = open_ok(":memory:");
+    assert_string_equal(kt_cache_path(c), ":memory:");
+    assert_string_equal(kt_cache_warning(c), "");
+    recbuf b;
+    ok(kt__store_put(c, make_rec(&b, "op", "s", "d", "0.1.0", 1, 2)));
+    assert_int_equal(count(c, NULL, NULL), 1);
+    kt_cache_close(c);
+    kt_cache_close(NULL);
+    kt_free(NULL);
+    size_t n;
+    expect_status(KT_ERR_NULL, kt_cache_open(NULL, NULL));
+    expect_status(KT_ERR_NULL, kt_cache_count(NULL, NULL, NULL, &n));
+    expect_status(KT_ERR_NULL, kt_cache_remove(NULL, NULL, NULL, &n));
+    char *json;
+    expect_status(KT_ERR_NULL, kt_cache_export(NULL, NULL, NULL, &json));
+    assert_null(json);
+    expect_status(KT_ERR_NULL, kt_cache_import(NULL, "{}", 0, NULL, NULL, NULL));
+    kt_cache *c2 = (kt_cache *)1;
+    expect_status(KT_ERR_INVALID_ARGUMENT, kt_cache_open("", &c2));
+    assert_null(c2);
+    assert_string_equal(kt_cache_warning(NULL), "");
+    assert_null(kt_cache_path(NULL));
+    /* a directory is not a store */
+    expect_status(KT_ERR_INVALID_ARGUMENT, kt_cache_open(dir, &c2));
+}
+
+/* ---- many processes --------------------------------------------------------------------------- */
+
+static pid_t spawn(const char *const *argv, int *out_fd) {
+    int p[2] = {-1, -1};
+    if (out_fd) assert_int_equal(pipe(p), 0);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        if (out_fd) {
+            dup2(p[1], 1);
+            close(p[0]);
+            close(p[1]);
+        }
+        execv(argv[0], (char *const *)argv);
+        _exit(127);
+    }
+    if (out_fd) {
+        close(p[1]);
+        *out_fd = p[0];
+    }
+    return pid;
+}
+
+#define NPROC 32
+#define PER_PROC 20
+
+static void check_integrity(const char *path) { assert_string_equal(sql_text(path, "PRAGMA integrity_check"), "ok"); }
+
+static void test_many_processes(void **state) {
+    (void)state;
+    const char *path = in_dir("shared.db");
+    char ids[NPROC][16], n[16];
+    snprintf(n, sizeof n, "%d", PER_PROC);
+    pid_t pids[NPROC];
+    for (int i = 0; i < NPROC; i++) {
+        snprintf(ids[i], sizeof ids[i], "%d", i + 1);
+        const char *argv[] = {KT_STORE_WORKER, "write", path, ids[i], n, NULL};
+        pids[i] = spawn(argv, NULL);
+    }
+    for (int i = 0; i < NPROC; i++) {
+        int status;
+        assert_int_equal(waitpid(pids[i], &status, 0), pids[i]);
+        if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) fail_msg("worker %d ended with status %#x", i + 1, status);
+    }
+    check_integrity(path);
+    /* PER_PROC / 2 keys every worker shares, PER_PROC / 2 of each worker's own */
+    size_t expect = PER_PROC / 2 + NPROC * (PER_PROC / 2);
+    assert_int_equal(sql_int(path, "SELECT count(*) FROM decisions"), (long long)expect);
+    assert_int_equal(sql_int(path, "SELECT count(*) FROM units"), (long long)expect * 3);
+    assert_int_equal(sql_int(path, "SELECT count(*) FROM units WHERE decision NOT IN (SELECT id FROM decisions)"), 0);
+    kt_cache *c = open_ok(path);
+    assert_int_equal(count(c, "mp", "dev"), expect);
+    for (int w = 0; w <= NPROC; w++) {
+        for (int i = w == 0 ? 0 : 1; i < PER_PROC; i += 2) { /* w 0: the shared keys */
+            kt__store_rec id = {.op = "mp", .set_hash = "s1", .device = "dev", .version = "0.1.0"}, got;
+            int64_t key[2] = {w == 0 ? i : w * 1000 + i, 7};
+            id.key = key;
+            id.key_len = 2;
+            ok(kt__store_get(c, &id, &got));
+            long writer = -1;
+            assert_int_equal(sscanf(got.winner_candidate, "w%ld", &writer), 1);
+            if (w > 0) assert_int_equal(writer, w);
+            assert_int_equal(got.nunits, 3);
+            for (size_t j = 0; j < 3; j++) {
+                char cfg[64];
+                snprintf(cfg, sizeof cfg, "writer=%ld,u=%zu", writer, j);
+                assert_string_equal(got.units[j].config, cfg);
+            }
+            assert_true(got.time_ns == (double)(writer * 1000 + i));
+            kt__store_rec_free(&got);
+        }
+    }
+    kt_cache_close(c);
+}
+
+/* Reads the "ready" line of a loop worker. */
+static void wait_ready(int fd) {
+    char buf[8] = {0};
+    size_t got = 0;
+    while (got < 6) {
+        ssize_t n = read(fd, buf + got, 6 - got);
+        assert_true(n > 0);
+        got += (size_t)n;
+    }
+    assert_string_equal(buf, "ready\n");
+}
+
+static uint32_t be32(const unsigned char *p) { return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3]; }
+
+/* Whether the WAL beside path ends in a transaction that never committed, i.e. its writer was
+ * killed while writing it: frames of the WAL's current salt after its last commit frame (a
+ * frame header's second word is nonzero on commit frames), or a frame written only in part. */
+static bool wal_ends_uncommitted(const char *path) {
+    char wal[600];
+    snprintf(wal, sizeof wal, "%s-wal", path);
+    size_t len;
+    unsigned char *d = (unsigned char *)read_file(wal, &len);
+    if (d == NULL) return false;
+    bool uncommitted = false;
+    if (len >= 32) {
+        size_t frame = 24 + (size_t)be32(d + 8), off = 32, committed = 32;
+        uint32_t salt1 = be32(d + 16), salt2 = be32(d + 20);
+        while (off + 16 <= len && be32(d + off + 8) == salt1 && be32(d + off + 12) == salt2) {
+            if (off + frame > len) { /* a frame cut short */
+                uncommitted = true;
+                break;
+            }
+            off += frame;
+            if (be32(d + off - frame + 4) != 0) committed = off;
+        }
+        uncommitted = uncommitted || off > committed;
+    }
+    free(d);
+    return uncommitted;
+}
+
+static void expect_killed(pid_t pid) {
+    int status;
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    if (!(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL)) fail_msg("the writer was not killed: status %#x", status);
+}
+
+static void test_killed_mid_write(void **state) {
+    (void)state;
+    const char *path = in_dir("killed.db");
+    /* writers killed by the test a few ms after their first decision, wherever they are */
+    int k = 0, hits = 0;
+    for (; k < 4; k++) {
+        char id[8];
+        snprintf(id, sizeof id, "%d", k + 1);
+        const char *argv[] = {KT_STORE_WORKER, "loop", path, id, NULL};
+        int fd;
+        pid_t pid = spawn(argv, &fd);
+        wait_ready(fd);
+        struct timespec t = {0, (3 + k * 11) * 1000000L};
+        nanosleep(&t, NULL);
+        assert_int_equal(kill(pid, SIGKILL), 0);
+        expect_killed(pid);
+        close(fd);
+        hits += wal_ends_uncommitted(path);
+    }
+    print_message("%d writers killed at random, %d of them while writing a transaction into the WAL\n", k, hits);
+    /* and writers that kill themselves at a chosen write into the WAL, in the middle of a
+     * transaction: after its first frame header only, after some frames, after many */
+    static const char *const at[] = {"2", "9", "31"};
+    for (int i = 0; i < 3; i++) {
+        char id[8];
+        snprintf(id, sizeof id, "%d", 100 + i);
+        const char *argv[] = {KT_STORE_WORKER, "crash", path, id, at[i], NULL};
+        expect_killed(spawn(argv, NULL));
+        if (!wal_ends_uncommitted(path)) fail_msg("killed at WAL write %s, but the WAL ends on a commit", at[i]);
+        kt_cache *c = open_ok(path);
+        for (int64_t d = 0; d <= 5; d++) {
+            kt__store_rec id_rec = {.op = "crash", .set_hash = "s1", .device = "dev", .version = "0.1.0"}, got;
+            int64_t key[2] = {100 + i, d};
+            id_rec.key = key;
+            id_rec.key_len = 2;
+            if (d == 5) { /* the transaction being written: not there at all */
+                expect_status(KT_ERR_NOT_FOUND, kt__store_get(c, &id_rec, &got));
+                continue;
+            }
+            ok(kt__store_get(c, &id_rec, &got));
+            assert_int_equal(got.nunits, 1 + d);
+            kt__store_rec_free(&got);
+        }
+        assert_int_equal(sql_int(path, "SELECT count(*) FROM units WHERE decision NOT IN (SELECT id FROM decisions)"), 0);
+        kt_cache_close(c);
+    }
+    int writers = k;
+    kt_cache *c = open_ok(path);
+    assert_string_equal(kt_cache_warning(c), "");
+    check_integrity(path);
+    size_t n = count(c, "loop", NULL);
+    assert_true(n >= 3);
+    /* every decision present is whole: as many units as its winner_config says */
+    char *json;
+    ok(kt_cache_export(c, "loop", NULL, &json));
+    json_t *doc = json_loads(json, 0, NULL);
+    assert_non_null(doc);
+    json_t *entries = json_object_get(doc, "entries");
+    assert_int_equal(json_array_size(entries), n);
+    size_t i;
+    json_t *e;
+    size_t per_writer[41] = {0};
+    json_array_foreach(entries, i, e) {
+        unsigned units;
+        assert_int_equal(sscanf(json_string_value(json_object_get(json_object_get(e, "winner"), "config")), "n=%u", &units), 1);
+        assert_int_equal(json_array_size(json_object_get(e, "units")), units);
+        json_t *key = json_object_get(e, "key");
+        long w = (long)json_integer_value(json_array_get(key, 0));
+        assert_true(w >= 1 && w <= writers);
+        per_writer[w]++;
+        /* decision i of a writer has 1 + i % 40 units */
+        assert_int_equal(units, 1 + json_integer_value(json_array_get(key, 1)) % 40);
+    }
+    for (int w = 1; w <= writers; w++) {
+        assert_true(per_writer[w] >= 1);
+        /* a writer's decisions are 0..m-1: none lost in the middle */
+        for (size_t k = 0; k < per_writer[w]; k++) {
+            kt__store_rec id = {.op = "loop", .set_hash = "s1", .device = "dev", .version = "0.1.0"}, got;
+            int64_t key[2] = {w, (int64_t)k};
+            id.key = key;
+            id.key_len = 2;
+            ok(kt__store_get(c, &id, &got));
+            kt__store_rec_free(&got);
+        }
+    }
+    json_decref(doc);
+    kt_free(json);
+    kt_cache_close(c);
+}
+
+/* ---- damage ----------------------------------------------------------------------------------- */
+
+/* Fills a store with n decisions and closes it (the WAL folded into the file). */
+static void fill_store(const char *path, int n) {
+    kt_cache *c = open_ok(path);
+    for (int i = 0; i < n; i++) {
+        recbuf b;
+        ok(kt__store_put(c, make_rec(&b, "fill", "set-with-a-longer-hash-0123456789abcdef", "device-fingerprint-of-some-length", "0.1.0", i, i * 3)));
+    }
+    kt_cache_close(c);
+    assert_false(exists(in_dir("store.db-wal")));
+}
+
+/* Opens a damaged store at path and checks the warning, the file moved aside (holding exactly
+ * `bad`), and a fresh store that works. */
+static void expect_moved_aside(const char *path, const char *reason, const char *bad, size_t badlen) {
+    kt_cache *c = open_ok(path);
+    const char *aside = moved_aside("store.db");
+    assert_non_null(aside);
+    char expect[2048];
+    snprintf(expect, sizeof expect, "'%s' was damaged (%s); moved it aside to '%s' and started a fresh store", path, reason, aside);
+    assert_string_equal(kt_cache_warning(c), expect);
+    assert_string_equal(kt_cache_path(c), path);
+    size_t len;
+    char *kept = read_file(aside, &len);
+    assert_non_null(kept);
+    assert_int_equal(len, badlen);
+    assert_memory_equal(kept, bad, badlen);
+    free(kept);
+    assert_int_equal(count(c, NULL, NULL), 0);
+    recbuf b;
+    ok(kt__store_put(c, make_rec(&b, "after", "s", "d", "0.1.0", 1, 2)));
+    kt__store_rec got;
+    ok(kt__store_get(c, &b.r, &got));
+    assert_rec_equal(&got, &b.r);
+    kt__store_rec_free(&got);
+    kt_cache_close(c);
+    check_integrity(path);
+    /* opened again: no new warning, the decision is there */
+    c = open_ok(path);
+    assert_string_equal(kt_cache_warning(c), "");
+    assert_int_equal(count(c, NULL, NULL), 1);
+    kt_cache_close(c);
+}
+
+static void test_garbage_file(void **state) {
+    (void)state;
+    const char *path = in_dir("store.db");
+    char junk[10000];
+    uint32_t x = 12345;
+    for (size_t i = 0; i < sizeof junk; i++) junk[i] = (char)((x = x * 1103515245u + 12345u) >> 24);
+    write_file(path, junk, sizeof junk);
+    expect_moved_aside(path, "file is not a database", junk, sizeof junk);
+}
+
+/* Twelve processes open one damaged file at once: it is moved aside once, and every one of
+ * them ends up writing into the same fresh store. */
+static void test_damage_found_together(void **state) {
+    (void)state;
+    const char *path = in_dir("store.db");
+    char junk[8192];
+    memset(junk, 'j', sizeof junk);
+    write_file(path, junk, sizeof junk);
+    enum { N = 12 };
+    pid_t pids[N];
+    int fds[N];
+    char ids[N][8];
+    for (int i = 0; i < N; i++) {
+        snprintf(ids[i], sizeof ids[i], "%d", i + 1);
+        const char *argv[] = {KT_STORE_WORKER, "one", path, ids[i], NULL};
+        pids[i] = spawn(argv, &fds[i]);
+    }
+    int moved = 0;
+    for (int i = 0; i < N; i++) {
+        char text[2048] = {0};
+        size_t got = 0;
+        ssize_t n;
+        while (got + 1 < sizeof text && (n = read(fds[i], text + got, sizeof text - 1 - got)) > 0) got += (size_t)n;
+        close(fds[i]);
+        int status;
+        assert_int_equal(waitpid(pids[i], &status, 0), pids[i]);
+        if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) fail_msg("worker %d ended with status %#x", i + 1, status);
+        /* each saw a healthy file, or the damage moved aside by itself or by another */
+        moved += strstr(text, "moved it aside to") != NULL;
+        assert_true(strcmp(text, "\n") == 0 || strstr(text, "was damaged (file is not a database)") != NULL);
+    }
+    assert_int_equal(moved, 1);
+    const char *aside = moved_aside("store.db");
+    assert_non_null(aside);
+    size_t len;
+    char *kept = read_file(aside, &len);
+    assert_int_equal(len, sizeof junk);
+    assert_memory_equal(kept, junk, len);
+    free(kept);
+    check_integrity(path);
+    assert_int_equal(sql_int(path, "SELECT count(*) FROM decisions WHERE op = 'one'"), N);
+    assert_int_equal(sql_int(path, "SELECT count(*) FROM units"), N * 3);
+}
+
+static void test_truncated_file(void **state) {
+    (void)state;
+    const char *path = in_dir("store.db");
+    fill_store(path, 300);
+    size_t len;
+    char *whole = read_file(path, &len);
+    assert_true(len >= 40 * 4096);
+    write_file(path, whole, len / 2);
+    expect_moved_aside(path, "database disk image is malformed", whole, len / 2);
+    free(whole);
+}
+
+static void test_first_page_overwritten(void **state) {
+    (void)state;
+    const char *path = in_dir("store.db");
+    fill_store(path, 50);
+    size_t len;
+    char *bytes = read_file(path, &len);
+    memset(bytes, 0xAB, 4096);
+    write_file(path, bytes, len);
+    expect_moved_aside(path, "file is not a database", bytes, len);
+    free(bytes);
+}
+
+/* Damage deep in the file, which opening does not read, found by a later call: the call moves
+ * the file aside and runs again on a fresh store. */
+static void test_damage_found_later(void **state) {
+    (void)state;
+    const char *path = in_dir("store.db");
+    fill_store(path, 300);
+    kt_cache *c = open_ok(path);
+    assert_string_equal(kt_cache_warning(c), "");
+    size_t len;
+    char *bytes = read_file(path, &len);
+    for (size_t i = 8 * 4096; i < len; i++) bytes[i] = (char)(i * 7 + 3);
+    write_file(path, bytes, len);
+    char *json = NULL;
+    ok(kt_cache_export(c, NULL, NULL, &json));
+    assert_non_null(strstr(json, "\"entries\": []"));
+    kt_free(json);
+    const char *aside = moved_aside("store.db");
+    assert_non_null(aside);
+    char expect[2048];
+    snprintf(expect, sizeof expect, "'%s' was damaged (database disk image is malformed); moved it aside to '%s' and started a fresh store", path, aside);
+    assert_string_equal(kt_cache_warning(c), expect);
+    recbuf b;
+    ok(kt__store_put(c, make_rec(&b, "after", "s", "d", "0.1.0", 1, 2)));
+    assert_int_equal(count(c, NULL, NULL), 1);
+    kt_cache_close(c);
+    free(bytes);
+    check_integrity(path);
+}
+
+/* ---- read-only -------------------------------------------------------------------------------- */
+
+/* The read-only checks, returning 0 or the number of the check that failed (so that they can
+ * run in a child process that dropped root). */
+static int readonly_checks(const char *file, const char *in_ro_dir) {
+    kt_cache *c;
+    if (kt_cache_open(file, &c) != KT_OK) return 1;
+    if (strcmp(kt_cache_path(c), ":memory:") != 0) return 2;
+    char expect[1024];
+    snprintf(expect, sizeof expect,
+             "'%s' cannot be written (the file is not readable and writable: Permission denied); using an in-memory store: "
+             "decisions will not outlive this process",
+             file);
+    if (strcmp(kt_cache_warning(c), expect) != 0) return 3;
+    size_t n = 1;
+    if (kt_cache_count(c, NULL, NULL, &n) != KT_OK || n != 0) return 4;
+    recbuf b;
+    kt__store_rec got;
+    if (kt__store_put(c, make_rec(&b, "ro", "s", "d", "0.1.0", 1, 2)) != KT_OK) return 5;
+    if (kt__store_get(c, &b.r, &got) != KT_OK || strcmp(got.winner_candidate, "tiled") != 0 || got.nunits != 3) return 6;
+    kt__store_rec_free(&got);
+    kt_cache_close(c);
+    /* a file that would have to be created in a read-only directory */
+    if (kt_cache_open(in_ro_dir, &c) != KT_OK) return 7;
+    if (strcmp(kt_cache_path(c), ":memory:") != 0) return 8;
+    char ro_dir[512];
+    snprintf(ro_dir, sizeof ro_dir, "%.*s", (int)(strrchr(in_ro_dir, '/') - in_ro_dir), in_ro_dir);
+    snprintf(expect, sizeof expect,
+             "'%s' cannot be written (its directory '%s' is not writable, and SQLite keeps the -wal and -shm files there: "
+             "Permission denied); using an in-memory store: decisions will not outlive this process",
+             in_ro_dir, ro_dir);
+    if (strcmp(kt_cache_warning(c), expect) != 0) return 9;
+    if (kt__store_put(c, &b.r) != KT_OK) return 10;
+    kt_cache_close(c);
+    return 0;
+}
+
+static void test_read_only(void **state) {
+    (void)state;
+    char ro[512], file[512], newfile[512];
+    snprintf(ro, sizeof ro, "%s/ro", dir);
+    snprintf(file, sizeof file, "%s/ro/cache.db", dir);
+    snprintf(newfile, sizeof newfile, "%s/ro/new.db", dir);
+    assert_int_equal(mkdir(ro, 0700), 0);
+    kt_cache *c = open_ok(file);
+    recbuf b;
+    ok(kt__store_put(c, make_rec(&b, "kept", "s", "d", "0.1.0", 1, 2)));
+    kt_cache_close(c);
+    size_t len;
+    char *before = read_file(file, &len);
+    assert_int_equal(chmod(file, 0444), 0);
+    assert_int_equal(chmod(ro, 0555), 0);
+    int failed_check;
+    if (geteuid() != 0) {
+        failed_check = readonly_checks(file, newfile);
+    } else {
+        /* root ignores permissions: the checks run in a child that became nobody */
+        assert_int_equal(chmod(dir, 0755), 0);
+        pid_t pid = fork();
+        assert_true(pid >= 0);
+        if (pid == 0) {
+            if (setgid(65534) != 0 || setuid(65534) != 0) _exit(100);
+            _exit(readonly_checks(file, newfile));
+        }
+        int status;
+        assert_int_equal(waitpid(pid, &status, 0), pid);
+        assert_true(WIFEXITED(status));
+        failed_check = WEXITSTATUS(status);
+        if (failed_check == 100) {
+            free(before);
+            skip(); /* cannot drop root here: permissions cannot be tested */
+        }
+    }
+    if (failed_check != 0) fail_msg("read-only check %d failed", failed_check);
+    char *after = read_file(file, NULL);
+    assert_memory_equal(before, after, len);
+    assert_false(exists(newfile));
+    free(before);
+    free(after);
+}
+
+/* ---- versions --------------------------------------------------------------------------------- */
+
+static void test_migrate_v1(void **state) {
+    (void)state;
+    const char *path = in_dir("v1.db");
+    char *v1 = read_file(KT_DATA "/store/v1.sql", NULL);
+    assert_non_null(v1);
+    sql(path, v1);
+    free(v1);
+    assert_int_equal(sql_int(path, "PRAGMA user_version"), 1);
+    kt_cache *c = open_ok(path);
+    assert_string_equal(kt_cache_warning(c), "");
+    assert_int_equal(sql_int(path, "PRAGMA user_version"), 2);
+    assert_int_equal(count(c, NULL, NULL), 3);
+    assert_int_equal(count(c, "matmul", NULL), 2);
+    kt__store_rec id = {.op = "axpy", .set_hash = "04d1e7c2aa90b3f1", .device = "cpu:x86_64:avx2:8t", .version = "0.1.0"}, got;
+    int64_t key[2] = {1048576, -1};
+    id.key = key;
+    id.key_len = 2;
+    ok(kt__store_get(c, &id, &got));
+    assert_string_equal(got.winner_candidate, "unrolled");
+    assert_null(got.winner_config);
+    assert_true(got.time_ns == 95112.25);
+    assert_true(got.confidence == -1);
+    assert_int_equal(got.created, 1763800200);
+    assert_int_equal(got.nunits, 0);
+    kt__store_rec_free(&got);
+    id = (kt__store_rec){.op = "matmul", .set_hash = "9f2c4e1a7b3d5f60", .device = "cpu:x86_64:avx2:8t", .version = "0.1.0"};
+    int64_t key2[3] = {1024, 1024, 1024};
+    id.key = key2;
+    id.key_len = 3;
+    ok(kt__store_get(c, &id, &got));
+    assert_string_equal(got.winner_config, "TM=32,TN=8");
+    assert_true(got.time_ns == 1466004.0);
+    kt__store_rec_free(&got);
+    /* unknown confidence is exported as null */
+    char *json;
+    ok(kt_cache_export(c, "axpy", NULL, &json));
+    assert_non_null(strstr(json, "\"confidence\": null"));
+    assert_non_null(strstr(json, "\"units\": []"));
+    kt_free(json);
+    /* the migrated store takes new decisions with units */
+    recbuf b;
+    ok(kt__store_put(c, make_rec(&b, "matmul", "9f2c4e1a7b3d5f60", "cpu:x86_64:avx2:8t", "0.1.0", 512, 512)));
+    assert_int_equal(count(c, NULL, NULL), 4);
+    kt_cache_close(c);
+    check_integrity(path);
+    c = open_ok(path); /* once more: already version 2 */
+    assert_int_equal(count(c, NULL, NULL), 4);
+    kt_cache_close(c);
+}
+
+static void expect_refused_untouched(const char *path, const char *message) {
+    size_t len;
+    char *before = read_file(path, &len);
+    kt_cache *c = (kt_cache *)1;
+    expect_status(KT_ERR_STATE, kt_cache_open(path, &c));
+    assert_null(c);
+    assert_string_equal(kt_last_error(), message);
+    size_t len2;
+    char *after = read_file(path, &len2);
+    assert_int_equal(len, len2);
+    assert_memory_equal(before, after, len);
+    free(before);
+    free(after);
+    char side[600];
+    snprintf(side, sizeof side, "%s-wal", path);
+    assert_false(exists(side));
+    assert_null(moved_aside("newer.db"));
+}
+
+static void test_newer_version_refused(void **state) {
+    (void)state;
+    const char *path = in_dir("newer.db");
+    sql(path, "CREATE TABLE decisions (id INTEGER PRIMARY KEY, what TEXT); CREATE TABLE things (x);"
+              "INSERT INTO decisions (what) VALUES ('from the future'); PRAGMA user_version = 3;");
+    char expect[1024];
+    snprintf(expect, sizeof expect,
+             "kt_cache_open('%s'): the store has schema version 3; this library (%s) knows versions up to 2: a newer kerntune "
+             "wrote it; it was left untouched",
+             path, kt_version_string());
+    expect_refused_untouched(path, expect);
+    /* someone else's database */
+    const char *other = in_dir("other.db");
+    sql(other, "CREATE TABLE notes (text TEXT); INSERT INTO notes VALUES ('mine');");
+    snprintf(expect, sizeof expect, "kt_cache_open('%s'): not a kerntune cache: the file has 1 tables but no schema version; it was left untouched", other);
+    expect_refused_untouched(other, expect);
+}
+
+/* ---- rows with wrong types -------------------------------------------------------------------- */
+
+static void expect_invalid(kt_cache *c, const char *path, const char *update, const char *column_message) {
+    recbuf b;
+    kt__store_rec *r = make_rec(&b, "mm", "s", "d", "0.1.0", 8, 9);
+    ok(kt__store_put(c, r));
+    sql(path, update);
+    kt__store_rec got;
+    expect_status(KT_ERR_INVALID_ARGUMENT, kt__store_get(c, r, &got));
+    assert_null(got.op);
+    char expect[512];
+    snprintf(expect, sizeof expect, "kt__store_get(op 'mm'): stored decision is invalid: column %s", column_message);
+    assert_string_equal(kt_last_error(), expect);
+}
+
+static void test_wrong_types(void **state) {
+    (void)state;
+    const char *path = in_dir("types.db");
+    kt_cache *c = open_ok(path);
+    expect_invalid(c, path, "UPDATE units SET time_ns = 'abc' WHERE idx = 1", "units.time_ns (unit 1) is text 'abc'; expected a number");
+    expect_invalid(c, path, "UPDATE units SET outcome = 9 WHERE idx = 0", "units.outcome (unit 0) is 9; expected 0 to 5");
+    /* get_unit refuses the row as well */
+    recbuf b;
+    kt__store_unit u;
+    expect_status(KT_ERR_INVALID_ARGUMENT, kt__store_get_unit(c, make_rec(&b, "mm", "other", "d", "0.1.0", 8, 9), "a1b2c3", &u));
+    assert_string_equal(kt_last_error(), "kt__store_get_unit(op 'mm'): stored decision is invalid: column units.outcome (unit 0) is 9; expected 0 to 5");
+    assert_null(u.candidate);
+    /* and export names it */
+    char *json;
+    expect_status(KT_ERR_INVALID_ARGUMENT, kt_cache_export(c, NULL, NULL, &json));
+    assert_null(json);
+    assert_non_null(strstr(kt_last_error(), "units.outcome (unit 0) is 9; expected 0 to 5 (decision "));
+    expect_invalid(c, path, "UPDATE units SET outcome = 2.5 WHERE idx = 2", "units.outcome (unit 2) is a real; expected an integer");
+    expect_invalid(c, path, "UPDATE units SET runs = -1 WHERE idx = 2", "units.runs (unit 2) is -1; expected 0 to 4294967295");
+    expect_invalid(c, path, "UPDATE units SET candidate = x'00ff' WHERE idx = 1", "units.candidate (unit 1) is a blob; expected text");
+    expect_invalid(c, path, "UPDATE units SET unit_hash = '' WHERE idx = 0", "units.unit_hash (unit 0) is empty; expected a name");
+    expect_invalid(c, path, "UPDATE decisions SET winner_candidate = x'00'", "decisions.winner_candidate is a blob; expected text");
+    expect_invalid(c, path, "UPDATE decisions SET confidence = 'high'", "decisions.confidence is text 'high'; expected a number");
+    expect_invalid(c, path, "UPDATE decisions SET confidence = 3", "decisions.confidence is 3; expected 0 to 1, or negative for unknown");
+    expect_invalid(c, path, "UPDATE decisions SET created = 'yesterday'", "decisions.created is text 'yesterday'; expected an integer");
+    /* the outcome read back once the row is right again */
+    recbuf ok_rec;
+    ok(kt__store_put(c, make_rec(&ok_rec, "mm", "s", "d", "0.1.0", 8, 9)));
+    kt__store_rec got;
+    ok(kt__store_get(c, &ok_rec.r, &got));
+    assert_rec_equal(&got, &ok_rec.r);
+    kt__store_rec_free(&got);
+    kt_cache_close(c);
+}
+
+/* ---- wisdom ----------------------------------------------------------------------------------- */
+
+/* Five decisions: two ops, two devices, natives and variants, one of unknown confidence. */
+static void put_five(kt_cache *c) {
+    recbuf b;
+    ok(kt__store_put(c, make_rec(&b, "matmul", "s1", "cpu:a", "0.1.0", 64, 64)));
+    ok(kt__store_put(c, make_rec(&b, "matmul", "s1", "cpu:a", "0.1.0", 128, 64)));
+    ok(kt__store_put(c, make_rec(&b, "matmul", "s1", "gpu:b", "0.1.0", 64, 64)));
+    make_rec(&b, "axpy", "s9", "cpu:a", "0.1.0", 1 << 20, 0);
+    b.r.winner_candidate = "naive";
+    b.r.winner_config = NULL;
+    b.r.confidence = -1;
+    b.r.time_ns = 0.1;
+    ok(kt__store_put(c, &b.r));
+    make_rec(&b, "axpy", "s9", "gpu:b", "0.1.0", 1 << 20, 0);
+    b.r.nunits = 0;
+    ok(kt__store_put(c, &b.r));
+}
+
+static void test_wisdom_roundtrip(void **state) {
+    (void)state;
+    kt_cache *c = open_ok(in_dir("w.db"));
+    put_five(c);
+    char *before, *after;
+    ok(kt_cache_export(c, NULL, NULL, &before));
+    /* the document as specified */
+    json_error_t err;
+    json_t *doc = json_loads(before, JSON_REJECT_DUPLICATES, &err);
+    assert_non_null(doc);
+    assert_int_equal(json_integer_value(json_object_get(doc, "kerntune_wisdom")), 1);
+    assert_string_equal(json_string_value(json_object_get(doc, "library_version")), kt_version_string());
+    json_t *entries = json_object_get(doc, "entries");
+    assert_int_equal(json_array_size(entries), 5);
+    json_t *e0 = json_array_get(entries, 0); /* sorted: axpy on cpu:a first */
+    json_t *expect0 = json_loads(
+        "{\"op\": \"axpy\", \"candidate_set\": \"s9\", \"device\": \"cpu:a\", \"library_version\": \"0.1.0\", \"key\": [1048576, 0],"
+        " \"winner\": {\"candidate\": \"naive\", \"config\": null}, \"time_ns\": 0.1, \"confidence\": null, \"created\": 1763800000,"
+        " \"units\": [{\"candidate\": \"tiled\", \"config\": \"TM=16,TN=8\", \"unit_hash\": \"a1b2c3\", \"outcome\": \"measured\","
+        "   \"time_ns\": 1234.5, \"ci_ns\": [1200.25, 1260.75], \"runs\": 25, \"warmups\": 2, \"message\": null},"
+        "  {\"candidate\": \"naive\", \"config\": null, \"unit_hash\": \"d4e5f6\", \"outcome\": \"failed\", \"time_ns\": -1.0,"
+        "   \"ci_ns\": null, \"runs\": 0, \"warmups\": 1, \"message\": \"returned 3\"},"
+        "  {\"candidate\": \"tiled\", \"config\": \"TM=32,TN=8\", \"unit_hash\": \"0789ab\", \"outcome\": \"build_failed\","
+        "   \"time_ns\": -1.0, \"ci_ns\": null, \"runs\": 0, \"warmups\": 0, \"message\": \"ptxas: too much shared data\"}]}",
+        0, &err);
+    assert_non_null(expect0);
+    if (!json_equal(e0, expect0)) fail_msg("entry 0 differs: %s", before);
+    json_decref(expect0);
+    assert_string_equal(json_string_value(json_object_get(json_array_get(entries, 2), "device")), "cpu:a");
+    assert_string_equal(json_string_value(json_object_get(json_array_get(entries, 4), "device")), "gpu:b");
+    json_decref(doc);
+
+    size_t removed, added, replaced, kept;
+    ok(kt_cache_remove(c, NULL, NULL, &removed));
+    assert_int_equal(removed, 5);
+    assert_int_equal(count(c, NULL, NULL), 0);
+    assert_int_equal(sql_int(in_dir("w.db"), "SELECT count(*) FROM units"), 0);
+    ok(kt_cache_import(c, before, 0, &added, &replaced, &kept));
+    assert_int_equal(added, 5);
+    assert_int_equal(replaced, 0);
+    assert_int_equal(kept, 0);
+    ok(kt_cache_export(c, NULL, NULL, &after));
+    assert_string_equal(after, before);
+    kt_free(after);
+
+    /* into another store: the same decisions, record by record */
+    kt_cache *c2 = open_ok(in_dir("w2.db"));
+    ok(kt_cache_import(c2, before, 0, NULL, NULL, NULL));
+    recbuf b;
+    kt__store_rec got;
+    ok(kt__store_get(c2, make_rec(&b, "matmul", "s1", "gpu:b", "0.1.0", 64, 64), &got));
+    assert_rec_equal(&got, &b.r);
+    kt__store_rec_free(&got);
+    kt_cache_close(c2);
+    kt_free(before);
+    kt_cache_close(c);
+}
+
+/* A small valid document with the entries given (JSON text, comma-separated). */
+static char *doc_of(const char *version, const char *entries) {
+    static char buf[8192];
+    snprintf(buf, sizeof buf, "{\"kerntune_wisdom\": 1, \"library_version\": \"%s\", \"entries\": [%s]}", version, entries);
+    return buf;
+}
+
+#define ENTRY(op, key, winner, units)                                                                            \
+    "{\"op\": \"" op "\", \"candidate_set\": \"s\", \"device\": \"d\", \"library_version\": \"0.1.0\", \"key\": " key \
+    ", \"winner\": {\"candidate\": \"" winner "\", \"config\": null}, \"time_ns\": 10, \"confidence\": 0.5,"          \
+    " \"created\": 5, \"units\": [" units "]}"
+#define UNIT(time)                                                                                                \
+    "{\"candidate\": \"c\", \"config\": null, \"unit_hash\": \"h\", \"outcome\": \"measured\", \"time_ns\": " time \
+    ", \"ci_ns\": null, \"runs\": 3, \"warmups\": 1, \"message\": null}"
+
+static void expect_import_error(kt_cache *c, const char *json, const char *message) {
+    size_t added = 9, replaced = 9, kept = 9, before = count(c, NULL, NULL);
+    expect_status(KT_ERR_INVALID_ARGUMENT, kt_cache_import(c, json, 1, &added, &replaced, &kept));
+    assert_string_equal(kt_last_error(), message);
+    assert_int_equal(added + replaced + kept, 0);
+    assert_int_equal(count(c, NULL, NULL), before);
+}
+
+static void test_wisdom_refused(void **state) {
+    (void)state;
+    kt_cache *c = open_ok(in_dir("w.db"));
+    ok(kt_cache_import(c, doc_of("0.1.0", ENTRY("keep", "[1]", "w", UNIT("1"))), 0, NULL, NULL, NULL));
+    assert_int_equal(count(c, NULL, NULL), 1);
+    /* an invalid entry in the middle: nothing of the document is applied */
+    expect_import_error(c, doc_of("0.1.0", ENTRY("a", "[1]", "w", UNIT("1")) "," ENTRY("b", "[2]", "w", UNIT("1") "," UNIT("\"fast\"")) "," ENTRY("c", "[3]", "w", "")),
+                        "kt_cache_import: entries[1].units[1].time_ns: expected a number, got a string");
+    expect_import_error(c, doc_of("0.1.0", ENTRY("a", "[1]", "w", "") "," ENTRY("b", "[2]", "w", "") "," ENTRY("c", "\"1,2\"", "w", "")),
+                        "kt_cache_import: entries[2].key: expected an array of integers, got a string");
+    expect_import_error(c, doc_of("0.1.0", ENTRY("a", "[1, 2.5]", "w", "")), "kt_cache_import: entries[0].key: expected an array of integers, got an array");
+    expect_import_error(c, doc_of("0.1.0", ENTRY("a", "[1]", "", "")), "kt_cache_import: entries[0].winner.candidate: expected a non-empty string, got an empty string");
+    expect_import_error(c, doc_of("1.0.0", ENTRY("a", "[1]", "w", "")),
+                        "kt_cache_import: library_version: '1.0.0' is kerntune 1's; this library (0.1.0) reads wisdom of major version 0 only");
+    expect_import_error(c, doc_of("0.1", ""), "kt_cache_import: library_version: expected a version \"MAJOR.MINOR.PATCH\", got '0.1'");
+    expect_import_error(c, doc_of("0.1.0", "{\"op\": \"a\"}"), "kt_cache_import: entries[0].candidate_set: missing; expected a non-empty string");
+    expect_import_error(c, doc_of("0.1.0", ENTRY("a", "[1]", "w", "") "," ENTRY("b", "[1]", "w", "") "," ENTRY("a", "[1]", "v", "")),
+                        "kt_cache_import: entries[2]: the same decision (op, candidate_set, device, library_version, key) as entries[0]");
+    expect_import_error(c, "{\"kerntune_wisdom\": 2, \"library_version\": \"0.1.0\", \"entries\": []}",
+                        "kt_cache_import: kerntune_wisdom: expected 1, the wisdom format this library reads, got an integer");
+    expect_import_error(c, "{\"entries\": []}", "kt_cache_import: kerntune_wisdom: missing: not a kerntune wisdom document");
+    expect_import_error(c, "[1, 2]", "kt_cache_import: expected a JSON object (a kerntune wisdom document), got an array");
+    expect_import_error(c, "{\"kerntune_wisdom\": 1,\n \"entries\": [}", "kt_cache_import: invalid JSON at line 2, column 14: unexpected token near '}'");
+    char unit_bad[8192];
+    snprintf(unit_bad, sizeof unit_bad, "%s", doc_of("0.1.0", ENTRY("a", "[1]", "w",
+        "{\"candidate\": \"c\", \"config\": null, \"unit_hash\": \"h\", \"outcome\": \"great\", \"time_ns\": 1, \"ci_ns\": null, \"runs\": 3, \"warmups\": 1, \"message\": null}")));
+    expect_import_error(c, unit_bad,
+                        "kt_cache_import: entries[0].units[0].outcome: expected one of not_run, measured, rejected, failed, invalid, build_failed, got a string 'great'");
+    snprintf(unit_bad, sizeof unit_bad, "%s", doc_of("0.1.0", ENTRY("a", "[1]", "w",
+        "{\"candidate\": \"c\", \"config\": null, \"unit_hash\": \"h\", \"outcome\": \"failed\", \"time_ns\": 1, \"ci_ns\": [1], \"runs\": -3, \"warmups\": 1, \"message\": null}")));
+    expect_import_error(c, unit_bad, "kt_cache_import: entries[0].units[0].ci_ns: expected [low, high] (two non-negative numbers) or null, got an array");
+    /* the store was never touched */
+    assert_int_equal(count(c, NULL, NULL), 1);
+    assert_int_equal(count(c, "keep", NULL), 1);
+    kt_cache_close(c);
+}
+
+static void test_wisdom_existing_wins(void **state) {
+    (void)state;
+    kt_cache *c = open_ok(in_dir("w.db"));
+    ok(kt_cache_import(c, doc_of("0.1.0", ENTRY("a", "[1]", "old", "") "," ENTRY("b", "[1]", "old", "")), 0, NULL, NULL, NULL));
+    char doc[8192];
+    snprintf(doc, sizeof doc, "%s", doc_of("0.1.0", ENTRY("a", "[1]", "new", UNIT("1")) "," ENTRY("c", "[1]", "new", "")));
+    size_t added, replaced, kept;
+    ok(kt_cache_import(c, doc, 0, &added, &replaced, &kept));
+    assert_int_equal(added, 1);
+    assert_int_equal(replaced, 0);
+    assert_int_equal(kept, 1);
+    kt__store_rec id = {.op = "a", .set_hash = "s", .device = "d", .version = "0.1.0"}, got;
+    int64_t key[1] = {1};
+    id.key = key;
+    id.key_len = 1;
+    ok(kt__store_get(c, &id, &got));
+    assert_string_equal(got.winner_candidate, "old");
+    assert_int_equal(got.nunits, 0);
+    kt__store_rec_free(&got);
+    ok(kt_cache_import(c, doc, 1, &added, &replaced, &kept));
+    assert_int_equal(added, 0);
+    assert_int_equal(replaced, 2);
+    assert_int_equal(kept, 0);
+    ok(kt__store_get(c, &id, &got));
+    assert_string_equal(got.winner_candidate, "new");
+    assert_int_equal(got.nunits, 1);
+    kt__store_rec_free(&got);
+    assert_int_equal(count(c, NULL, NULL), 3);
+    ok(kt_cache_import(c, doc, 0, NULL, NULL, NULL)); /* counts may be NULL */
+    kt_cache_close(c);
+}
+
+static size_t entries_of(const char *json, const char *field, const char *want) {
+    json_t *doc = json_loads(json, 0, NULL);
+    assert_non_null(doc);
+    json_t *entries = json_object_get(doc, "entries");
+    size_t i;
+    json_t *e;
+    json_array_foreach(entries, i, e) {
+        if (field) assert_string_equal(json_string_value(json_object_get(e, field)), want);
+    }
+    size_t n = json_array_size(entries);
+    json_decref(doc);
+    return n;
+}
+
+static void test_filters(void **state) {
+    (void)state;
+    kt_cache *c = open_ok(in_dir("f.db"));
+    put_five(c);
+    char *json;
+    ok(kt_cache_export(c, "matmul", NULL, &json));
+    assert_int_equal(entries_of(json, "op", "matmul"), 3);
+    kt_free(json);
+    ok(kt_cache_export(c, NULL, "gpu:b", &json));
+    assert_int_equal(entries_of(json, "device", "gpu:b"), 2);
+    kt_free(json);
+    ok(kt_cache_export(c, "axpy", "gpu:b", &json));
+    assert_int_equal(entries_of(json, "op", "axpy"), 1);
+    kt_free(json);
+    ok(kt_cache_export(c, "nothing", NULL, &json));
+    assert_int_equal(entries_of(json, NULL, NULL), 0);
+    kt_free(json);
+    assert_int_equal(count(c, "matmul", NULL), 3);
+    assert_int_equal(count(c, NULL, "cpu:a"), 3);
+    assert_int_equal(count(c, "matmul", "cpu:a"), 2);
+    size_t removed;
+    ok(kt_cache_remove(c, "matmul", "cpu:a", &removed));
+    assert_int_equal(removed, 2);
+    ok(kt_cache_remove(c, "matmul", "cpu:a", &removed));
+    assert_int_equal(removed, 0);
+    ok(kt_cache_remove(c, NULL, "gpu:b", NULL));
+    assert_int_equal(count(c, NULL, NULL), 1);
+    assert_int_equal(count(c, "axpy", "cpu:a"), 1);
+    /* unit rows went with their decisions */
+    assert_int_equal(sql_int(in_dir("f.db"), "SELECT count(*) FROM units"), 3);
+    kt_cache_close(c);
+}
+
+/* ---- the default path ------------------------------------------------------------------------- */
+
+static void test_default_path(void **state) {
+    (void)state;
+    char *saved[3];
+    static const char *const vars[] = {"KERNTUNE_CACHE", "XDG_CACHE_HOME", "HOME"};
+    for (int i = 0; i < 3; i++) saved[i] = getenv(vars[i]) ? strdup(getenv(vars[i])) : NULL;
+    char buf[512];
+    setenv("KERNTUNE_CACHE", "/some/where/c.db", 1);
+    setenv("XDG_CACHE_HOME", "/xdg", 1);
+    setenv("HOME", "/home/u", 1);
+    ok(kt_cache_default_path(buf, sizeof buf));
+    assert_string_equal(buf, "/some/where/c.db");
+    setenv("KERNTUNE_CACHE", "", 1); /* empty: as unset */
+    ok(kt_cache_default_path(buf, sizeof buf));
+    assert_string_equal(buf, "/xdg/kerntune/cache.db");
+    unsetenv("KERNTUNE_CACHE");
+    ok(kt_cache_default_path(buf, sizeof buf));
+    assert_string_equal(buf, "/xdg/kerntune/cache.db");
+    setenv("XDG_CACHE_HOME", "relative/dir", 1); /* XDG: relative paths are ignored */
+    ok(kt_cache_default_path(buf, sizeof buf));
+    assert_string_equal(buf, "/home/u/.cache/kerntune/cache.db");
+    unsetenv("XDG_CACHE_HOME");
+    ok(kt_cache_default_path(buf, sizeof buf));
+    assert_string_equal(buf, "/home/u/.cache/kerntune/cache.db");
+    expect_status(KT_ERR_LIMIT, kt_cache_default_path(buf, 10));
+    assert_string_equal(kt_last_error(), "kt_cache_default_path: the path needs 33 bytes, buf has 10");
+    assert_string_equal(buf, "");
+    unsetenv("HOME");
+    expect_status(KT_ERR_NOT_FOUND, kt_cache_default_path(buf, sizeof buf));
+    assert_string_equal(kt_last_error(), "kt_cache_default_path: none of KERNTUNE_CACHE, XDG_CACHE_HOME (absolute) and HOME is set");
+    setenv("KERNTUNE_CACHE", "off", 1);
+    expect_status(KT_ERR_NOT_FOUND, kt_cache_default_path(buf, sizeof buf));
+    assert_string_equal(kt_last_error(), "kt_cache_default_path: KERNTUNE_CACHE=off: the persistent cache is switched off");
+    kt_cache *c = (kt_cache *)1;
+    expect_status(KT_ERR_NOT_FOUND, kt_cache_open(NULL, &c));
+    assert_null(c);
+    assert_string_equal(kt_last_error(), "kt_cache_open(NULL): KERNTUNE_CACHE=off: the persistent cache is switched off");
+    expect_status(KT_ERR_NULL, kt_cache_default_path(NULL, 4));
+    /* open(NULL) follows the variables, and creates the directories */
+    setenv("KERNTUNE_CACHE", in_dir("env/deep/c.db"), 1);
+    c = open_ok(NULL);
+    assert_string_equal(kt_cache_path(c), in_dir("env/deep/c.db"));
+    kt_cache_close(c);
+    unsetenv("KERNTUNE_CACHE");
+    setenv("XDG_CACHE_HOME", in_dir("xdg"), 1);
+    c = open_ok(NULL);
+    assert_string_equal(kt_cache_path(c), in_dir("xdg/kerntune/cache.db"));
+    kt_cache_close(c);
+    assert_true(exists(in_dir("xdg/kerntune/cache.db")));
+    struct stat sb;
+    assert_int_equal(stat(in_dir("xdg/kerntune"), &sb), 0);
+    assert_int_equal(sb.st_mode & 0777, 0700);
+    for (int i = 0; i < 3; i++) {
+        if (saved[i]) setenv(vars[i], saved[i], 1);
+        else unsetenv(vars[i]);
+        free(saved[i]);
+    }
+}
+
+/* ---- threads ---------------------------------------------------------------------------------- */
+
+#define NTHREADS 4
+#define PER_THREAD 40
+
+static kt_cache *shared_cache;
+
+static void *thread_main(void *arg) {
+    long t = (long)(intptr_t)arg;
+    for (int i = 0; i < PER_THREAD; i++) {
+        recbuf b;
+        kt__store_rec *r = make_rec(&b, "threads", "s", "d", "0.1.0", t, i);
+        if (kt__store_put(shared_cache, r) != KT_OK) return (void *)1;
+        kt__store_rec got;
+        if (kt__store_get(shared_cache, r, &got) != KT_OK) return (void *)2;
+        int bad = got.nunits != 3 || strcmp(got.units[2].message, "ptxas: too much shared data") != 0;
+        kt__store_rec_free(&got);
+        if (bad) return (void *)3;
+        size_t n;
+        if (kt_cache_count(shared_cache, "threads", NULL, &n) != KT_OK || n < (size_t)i + 1) return (void *)4;
+        if (i % 10 == 0) {
+            char *json;
+            if (kt_cache_export(shared_cache, "threads", NULL, &json) != KT_OK) return (void *)5;
+            kt_free(json);
+        }
+        if (kt_cache_warning(shared_cache)[0] != '\0') return (void *)6;
+    }
+    return NULL;
+}
+
+static void test_threads(void **state) {
+    (void)state;
+    shared_cache = open_ok(in_dir("t.db"));
+    pthread_t th[NTHREADS];
+    for (long t = 0; t < NTHREADS; t++) assert_int_equal(pthread_create(&th[t], NULL, thread_main, (void *)(intptr_t)t), 0);
+    for (int t = 0; t < NTHREADS; t++) {
+        void *r;
+        assert_int_equal(pthread_join(th[t], &r), 0);
+        if (r != NULL) fail_msg("thread %d failed at step %ld: %s", t, (long)(intptr_t)r, kt_last_error());
+    }
+    assert_int_equal(count(shared_cache, "threads", NULL), NTHREADS * PER_THREAD);
+    kt_cache_close(shared_cache);
+    check_integrity(in_dir("t.db"));
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_roundtrip, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_memory_and_nulls, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_many_processes, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_killed_mid_write, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_garbage_file, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_damage_found_together, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_truncated_file, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_first_page_overwritten, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_damage_found_later, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_read_only, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_migrate_v1, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_newer_version_refused, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_wrong_types, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_wisdom_roundtrip, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_wisdom_refused, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_wisdom_existing_wins, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_filters, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_default_path, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_threads, setup, teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
