@@ -101,10 +101,15 @@ static double now_s(void) {
 static void print_decision(const kt_op *op, const kt_decision *d) {
     static const char *const outcome[] = {"not run", "measured", "rejected (requirements)", "failed", "wrong answer"};
     size_t w = kt_decision_winner(d);
+    if (kt_decision_source_of(d) == KT_SOURCE_CACHE) {
+        printf("    %-9s %10.3f ms  (recorded in the persistent cache by an earlier run: nothing measured)\n",
+               kt_op_candidate_name(op, w), kt_decision_time_ns(d, w) / 1e6);
+        return;
+    }
     for (size_t c = 0; c < kt_op_candidate_count(op); c++) {
         kt_outcome o = kt_decision_outcome(d, c);
         if (o == KT_OUTCOME_MEASURED)
-            printf("    %-9s %10.3f ms  (median of %u runs)%s\n", kt_op_candidate_name(op, c),
+            printf("    %-9s %10.3f ms  (mean of %u runs)%s\n", kt_op_candidate_name(op, c),
                    kt_decision_time_ns(d, c) / 1e6, kt_decision_runs(d, c), c == w ? "  <- winner" : "");
         else
             printf("    %-9s %13s  %s%s%s\n", kt_op_candidate_name(op, c), "-", outcome[o],
@@ -172,8 +177,9 @@ int main(int argc, char **argv) {
         const kt_decision *d = NULL;
         if (!bad) bad = check(kt_op_decision(op, args, 4, &d), "kt_op_decision");
         if (!bad) {
-            printf("n = %ld: first call tuned in %.1f ms; decision: %s\n", n, first * 1e3,
-                   kt_op_candidate_name(op, kt_decision_winner(d)));
+            printf("n = %ld: first call %s in %.1f ms; decision: %s (confidence %.3f)\n", n,
+                   kt_decision_source_of(d) == KT_SOURCE_CACHE ? "served from the cache" : "tuned", first * 1e3,
+                   kt_op_candidate_name(op, kt_decision_winner(d)), kt_decision_confidence(d));
             print_decision(op, d);
             /* A second call with the same key is a hit: no measurement. */
             uint64_t runs = kt_op_measured_runs(op);

@@ -119,6 +119,8 @@ static int tune_on(kt_context *ctx, size_t dev, long n, const float *a, const fl
     printf("  %llu variant(s) compiled, %llu found in the artifact cache (%s)\n",
            (unsigned long long)(kt_context_compile_count(ctx) - compiles),
            (unsigned long long)(kt_context_artifact_hits(ctx) - hits), kt_context_artifact_dir(ctx));
+    if (kt_decision_source_of(d) == KT_SOURCE_CACHE)
+        printf("  decision from the persistent cache (an earlier run): only the winner was loaded, nothing measured\n");
     for (size_t u = 0; u < kt_decision_unit_count(d); u++) {
         kt_outcome o = kt_decision_unit_outcome(d, u);
         const char *cand = kt_op_candidate_name(op, kt_decision_unit_candidate(d, u));

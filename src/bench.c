@@ -110,7 +110,7 @@ typedef struct engine {
     double z, tol_log;
     double pooled;     /* spread pooled over arms with 3 runs or more; 0 when none */
     size_t npooled;    /* how many arms it pools */
-    unsigned warm_checks, warm_outliers; /* dedicated warm-ups compared with the next run */
+    unsigned warm_checks; /* dedicated warm-ups in a row that showed no first-run outlier */
     bool any_sample;
     kt__engine_out *out;
 } engine;
@@ -163,6 +163,7 @@ static kt_status one_run(engine *e, arm *a, double *t, bool *ok) {
     if (dev >= 0) dt = dev;
     st = tr->after(tr->ctx);
     e->out->runs++;
+    if (st != KT_OK) return st; /* not the candidate's failure: the tuning stops */
     if (rc != 0) {
         a->r->outcome = KT_OUTCOME_FAILED;
         a->r->fail_code = rc;
@@ -313,7 +314,7 @@ static kt_status measure_fixed(engine *e, arm *a, bool validated) {
     double total = 0;
     while (st == KT_OK && ok && r->runs < max_runs && (r->runs < min_runs || total < min_ns) && !budget_spent(e)) {
         st = sample(e, a, &ok);
-        if (ok) total += r->times[r->runs - 1];
+        if (st == KT_OK && ok) total += r->times[r->runs - 1];
     }
     if (st != KT_OK || !ok || r->runs == 0) return st;
     stats(e, a);
@@ -387,6 +388,15 @@ static kt_status another(engine *e, arm *a) {
     return KT_OK;
 }
 
+/* Puts every measured arm back in the race (after the best failed: arms dropped against it
+ * were judged against a candidate that is out). */
+static void revive(engine *e) {
+    for (size_t i = 0; i < e->n; i++) {
+        arm *a = &e->arms[i];
+        if (a->r && a->r->outcome == KT_OUTCOME_MEASURED && a->r->runs > 0) a->racing = true;
+    }
+}
+
 /* The rounds after screening. A pilot first: the leading arms get three runs each, so that
  * their pooled spread, rather than the prior, judges the arms that ran once. Then rounds of
  * one run per survivor, fastest first, each checked against the best just before its run. */
@@ -414,6 +424,11 @@ static kt_status race_rounds(engine *e) {
             }
             bool had3 = a->r->runs >= 3;
             st = another(e, a);
+            if (st == KT_OK && !a->racing && (long)order[j].i == b) { /* the best failed: what it beat races again */
+                revive(e);
+                b = best_racing(e);
+                break;
+            }
             if (a->racing && (b < 0 || a->m < e->arms[b].m)) b = (long)order[j].i;
             if (!had3 && a->r->runs >= 3 && e->npooled < 4 * POOL_MIN) pool(e);
         }
@@ -477,7 +492,7 @@ kt_status kt__engine_run(const kt__measure_cfg *cfg, const kt__budget *budget, c
             if (io->result(io->user, i)->outcome != KT_OUTCOME_NOT_RUN) out->failed++; /* build failed, rejected */
             continue;
         }
-        if ((budget->units && admitted >= budget->units) || budget_spent(&e)) continue; /* left NOT_RUN */
+        if ((budget->units && admitted >= budget->units && e.any_sample) || budget_spent(&e)) continue; /* left NOT_RUN */
         bool usable = false, validated = false, ok = true;
         st = admit(&e, i, &usable, &validated);
         admitted++;
@@ -493,12 +508,12 @@ kt_status kt__engine_run(const kt__measure_cfg *cfg, const kt__budget *budget, c
             /* a dedicated warm-up for an arm that did not run yet, until WARM_CHECKS of them
              * showed no first-run outlier; the settle check stays on for every arm */
             double w = -1;
-            bool warming = !validated && (e.warm_checks < WARM_CHECKS || e.warm_outliers > 0);
+            bool warming = !validated && e.warm_checks < WARM_CHECKS;
             if (warming) st = warm(&e, a, &ok, &w);
             if (st == KT_OK && ok) st = sample(&e, a, &ok);
             if (st == KT_OK && ok && warming) {
                 e.warm_checks++;
-                if (w > SETTLE_RATIO * a->r->times[0]) e.warm_outliers++;
+                if (w > SETTLE_RATIO * a->r->times[0]) e.warm_checks = 0; /* an outlier: keep warming up */
             }
             if (st == KT_OK && ok) {
                 stats(&e, a);

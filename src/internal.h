@@ -222,6 +222,7 @@ typedef struct kt__unit {
     void *user;
     kt__launch launch;     /* device variants: fn is kt__launch_fn and user points here */
     bool recalled;         /* measured by an earlier tuning: its time comes from the cache */
+    bool env_failed;       /* failed for a reason outside its code (no artifact directory) */
 } kt__unit;
 
 /* Entry states. FAILED is final (every candidate failed); ABANDONED means the tuning stopped on

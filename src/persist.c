@@ -158,8 +158,18 @@ kt_status kt__persist_recall(kt_op *op, kt_decision *d, const kt_arg *args, bool
             d->winner_unit = (size_t)w;
             d->source = KT_SOURCE_CACHE;
             d->confidence = rec.confidence;
-            d->units[w].r.outcome = KT_OUTCOME_MEASURED;
-            d->units[w].r.time_ns = rec.time_ns;
+            kt__cand_result *r = &d->units[w].r;
+            r->outcome = KT_OUTCOME_MEASURED;
+            r->time_ns = rec.time_ns;
+            r->ci_low_ns = r->ci_high_ns = rec.time_ns;
+            for (size_t i = 0; i < rec.nunits; i++) { /* its recorded interval */
+                const kt__store_unit *su = &rec.units[i];
+                if (strcmp(su->candidate, rec.winner_candidate) == 0 && (su->config == NULL) == (rec.winner_config == NULL) &&
+                    (su->config == NULL || strcmp(su->config, rec.winner_config) == 0) && su->ci_low_ns >= 0) {
+                    r->ci_low_ns = su->ci_low_ns;
+                    r->ci_high_ns = su->ci_high_ns;
+                }
+            }
             *found = true;
         }
         if (!*found) kt__decision_reset(d);
@@ -197,7 +207,7 @@ void kt__persist_record(kt_op *op, const kt_decision *d) {
             units[i] = (kt__store_unit){.candidate = op->cands[u->cand].name,
                                         .config = u->text,
                                         .unit_hash = hashes[i],
-                                        .outcome = (int)u->r.outcome,
+                                        .outcome = u->env_failed ? KT_OUTCOME_NOT_RUN : (int)u->r.outcome,
                                         .time_ns = u->r.outcome == KT_OUTCOME_MEASURED ? u->r.time_ns : -1,
                                         .ci_low_ns = u->r.outcome == KT_OUTCOME_MEASURED ? u->r.ci_low_ns : -1,
                                         .ci_high_ns = u->r.outcome == KT_OUTCOME_MEASURED ? u->r.ci_high_ns : -1,

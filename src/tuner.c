@@ -244,6 +244,7 @@ static kt_status build_units(kt_op *op, kt_decision *d, unit_plan *plans) {
         for (size_t i = 0; i < n; i++) {
             kt__unit *u = &d->units[unit_of[i]];
             u->r.outcome = KT_OUTCOME_BUILD_FAILED;
+            u->env_failed = true; /* not the unit's code: never recorded as its failure */
             set_message(&u->r, "%s", why, 0);
         }
         kt__log(op->ctx, KT_LOG_WARN, "op '%s': no variant can be built: %s", op->name, why);
@@ -597,10 +598,18 @@ static kt_status measure_all(kt_op *op, kt_decision *d, const kt_arg *caller, bo
     else memset(&ws, 0, sizeof ws);
     if (st == KT_OK && ((acc = accepting(op, d, &ws)) == NULL || (trials = calloc(d->nunits ? d->nunits : 1, sizeof *trials)) == NULL))
         st = kt__err(KT_ERR_NO_MEMORY, "kt_op_call(op '%s'): out of memory", op->name);
-    bool recalled = false; /* units measured by an earlier tuning (the persistent cache): not again */
-    for (size_t i = 0; st == KT_OK && i < d->nunits; i++)
-        if (acc[i] && d->units[i].recalled) acc[i] = false, recalled = true;
     if (st == KT_OK) st = kt__reference_capture(&ref, &ws, d->units, d->nunits, acc);
+    bool recalled = false; /* units measured by an earlier tuning (the persistent cache): not again */
+    for (size_t i = 0; st == KT_OK && i < d->nunits; i++) {
+        if (!acc[i] || !d->units[i].recalled) continue;
+        acc[i] = false;
+        recalled = true;
+        if ((long)i == ref.unit && ref.wrote_input) { /* the reference changed an input: out */
+            d->units[i].recalled = false;
+            d->units[i].r.outcome = KT_OUTCOME_INVALID;
+            set_message(&d->units[i].r, "%s", ref.message, 0);
+        }
+    }
     d->validated = ref.active;
     tuning tu = {op, d, &ws, &ref, trials, NULL, 0};
     kt__engine_io io = {&tu, tuning_admit, tuning_result, tuning_trial, op->ctx->progress_fn ? tuning_progress : NULL};

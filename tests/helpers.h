@@ -19,6 +19,13 @@
 
 #include <cmocka.h>
 
+/* Tests measure afresh: none reads or writes the user's cache of decisions, however it is run
+ * (a test of the cache itself names its own file, or defines KT_TEST_CACHE_ENV to leave
+ * KERNTUNE_CACHE alone). */
+#ifndef KT_TEST_CACHE_ENV
+__attribute__((constructor)) static void kt_test_cache_off(void) { setenv("KERNTUNE_CACHE", "off", 1); }
+#endif
+
 /* Fails the test with kerntune's message when st is not the expected status. */
 #define expect_status(expected, call)                                                            \
     do {                                                                                         \

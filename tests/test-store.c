@@ -6,6 +6,7 @@
  * per test, inspected with SQLite directly.
  */
 #define _GNU_SOURCE /* mkdtemp, nftw */
+#define KT_TEST_CACHE_ENV /* its tests set KERNTUNE_CACHE themselves */
 #include "helpers.h"
 
 #include "store.h"
