@@ -6,8 +6,11 @@
  * only loads them: what is timed is validation and measurement. Each round tunes the same key
  * once per policy (race, triton, kerneltuner), each in a fresh context, and records its wall
  * time and its pick. The true best comes from a long exhaustive measurement (the fixed policy,
- * at least --long-s seconds per configuration). Prints a table, then RESULT lines: tune time of
- * triton and kerneltuner over race (medians over rounds), and chosen/best of each policy.
+ * at least --long-s seconds per configuration). Then the race once more per round with every
+ * variant in a worker process (isolation) against in the process. Prints a table, then RESULT
+ * lines: tune time of triton and kerneltuner over race (medians over rounds), chosen/best of
+ * each policy, and what isolation costs. Measured policies run in the process (isolation off)
+ * so that they compare measurement alone.
  *
  * Usage: race [--backend c|cuda] [--n N] [--rounds R] [--long-s S]
  */
@@ -116,10 +119,11 @@ typedef struct tuned {
 
 /* Tunes the key once under policy (fixed: the long exhaustive measurement) in a fresh context
  * that shares the artifact directory. When all is set, stores each configuration's time. */
-static tuned tune(kt_policy policy, double long_s, char (*configs)[256], double *times, size_t *nconfigs) {
+static tuned tune(kt_policy policy, double long_s, char (*configs)[256], double *times, size_t *nconfigs, kt_isolation iso) {
     kt_context *ctx = NULL;
     OK(kt_context_create(&ctx));
     OK(kt_context_set_artifact_dir(ctx, artifacts));
+    OK(kt_context_set_cache(ctx, "off")); /* every tuning measures */
     OK(kt_context_set_policy(ctx, policy));
     if (policy == KT_POLICY_FIXED) OK(kt_context_set_measure(ctx, 2, 10, 100000, long_s));
     size_t dev = (size_t)-1;
@@ -144,6 +148,7 @@ static tuned tune(kt_policy policy, double long_s, char (*configs)[256], double 
     OK(kt_op_add_scalar(op, "n", KT_TYPE_I64));
     OK(kt_op_key_arg(op, 3, KT_BUCKET_EXACT));
     OK(kt_op_set_validation(op, 0)); /* the same for every policy: left out */
+    OK(kt_op_set_isolation(op, iso));
     kt_space *sp = make_space();
     OK(kt_op_add_variants(op, "tiled", sp, strcmp(backend, "c") == 0 ? c_src : cu_src, "matmul", NULL, 0));
     kt_space_destroy(sp);
@@ -208,11 +213,11 @@ int main(int argc, char **argv) {
     for (size_t i = 0; i < count; i++) ha[i] = (float)(i % 7) - 3, hb[i] = (float)(i % 5) - 2;
 
     /* builds every artifact (not timed), then the long exhaustive measurement */
-    tune(KT_POLICY_KERNELTUNER, 0, NULL, NULL, NULL);
+    tune(KT_POLICY_KERNELTUNER, 0, NULL, NULL, NULL, KT_ISOLATE_OFF);
     static char configs[512][256];
     static double times[512];
     size_t nconfigs = 0;
-    tuned truth = tune(KT_POLICY_FIXED, long_s, configs, times, &nconfigs);
+    tuned truth = tune(KT_POLICY_FIXED, long_s, configs, times, &nconfigs, KT_ISOLATE_OFF);
     double best = INFINITY;
     for (size_t i = 0; i < nconfigs; i++) best = fmin(best, times[i]);
     printf("%s matmul n=%ld: %zu configurations; exhaustive (>= %.2f s each): best %s %.4g ms\n", backend, n, nconfigs, long_s,
@@ -224,7 +229,7 @@ int main(int argc, char **argv) {
            "confidence", "chosen");
     for (int r = 0; r < rounds; r++)
         for (int p = 0; p < 3; p++) {
-            tuned t = tune(policies[p], 0, NULL, NULL, NULL);
+            tuned t = tune(policies[p], 0, NULL, NULL, NULL, KT_ISOLATE_OFF);
             double chosen = NAN;
             for (size_t i = 0; i < nconfigs; i++)
                 if (strcmp(configs[i], t.config) == 0) chosen = times[i];
@@ -234,6 +239,18 @@ int main(int argc, char **argv) {
             printf("%-6d %-12s %10.4f %12.4f %8llu %10.4f %10.3f  %s\n", r + 1, kt_policy_name(policies[p]), t.wall_s, t.measure_s,
                    t.runs, ratio[p][r], t.confidence, t.config);
         }
+    /* isolation: the race in a worker process against in the process, side by side */
+    double iso[2][99];
+    unsigned long long iso_runs = 0;
+    for (int r = 0; r < rounds; r++)
+        for (int i = 0; i < 2; i++) {
+            tuned t = tune(KT_POLICY_RACE, 0, NULL, NULL, NULL, i ? KT_ISOLATE_ON : KT_ISOLATE_OFF);
+            iso[i][r] = t.wall_s;
+            if (i) iso_runs = t.runs;
+            printf("%-6d %-12s %10.4f %12.4f %8llu %10s %10.3f  %s\n", r + 1, i ? "race+worker" : "race", t.wall_s, t.measure_s,
+                   t.runs, "", t.confidence, t.config);
+        }
+    double iso_in = median(iso[0], rounds), iso_out = median(iso[1], rounds);
     double w[3], q[3], k[3];
     for (int p = 0; p < 3; p++) w[p] = median(wall[p], rounds), q[p] = median(ratio[p], rounds), k[p] = median(runs[p], rounds);
     printf("\nRESULT race_%s_tune_s %.4f s\n", backend, w[0]);
@@ -243,6 +260,8 @@ int main(int argc, char **argv) {
     printf("RESULT race_%s_race_chosen_over_best %.4f ratio\n", backend, q[0]);
     printf("RESULT race_%s_triton_chosen_over_best %.4f ratio\n", backend, q[1]);
     printf("RESULT race_%s_kerneltuner_chosen_over_best %.4f ratio\n", backend, q[2]);
+    printf("RESULT race_%s_isolated_over_in_process_tune_time %.2f x\n", backend, iso_out / iso_in);
+    printf("RESULT race_%s_isolation_cost_per_run_ms %.3f ms\n", backend, iso_runs ? (iso_out - iso_in) / (double)iso_runs * 1e3 : -1);
     char rm[128];
     snprintf(rm, sizeof rm, "rm -rf '%s'", artifacts);
     if (system(rm) != 0) fprintf(stderr, "race: could not remove %s\n", artifacts);

@@ -51,6 +51,9 @@ void help_tune(FILE *out) {
             "                           problem, device and kerntune version is used without measuring;\n"
             "                           a new one is recorded. --simulate never uses it. With --t4, pass\n"
             "                           --cache off to measure every configuration again\n"
+            "  --timeout S              the longest one run of a configuration may take (default 10);\n"
+            "                           every configuration runs in a worker process, so one that\n"
+            "                           crashes or hangs is disqualified (T4: runtime, timeout)\n"
             "  --json                   print a machine-readable summary on stdout\n"
             "  --quiet                  print nothing but errors (and the --json summary)\n"
             "  -h, --help               print this help\n"
@@ -77,6 +80,7 @@ typedef struct options {
     const char *t4;
     const char *simulate;
     const char *cache;
+    double timeout;
     bool json;
     bool quiet;
 } options;
@@ -106,6 +110,7 @@ static int parse_options(int argc, char **argv, options *o) {
     memset(o, 0, sizeof *o);
     o->strategy = "exhaustive";
     o->measure = "race";
+    o->timeout = 10;
     o->device = -1;
     o->seed = 1;
     for (int i = 1; i < argc; i++) {
@@ -114,7 +119,7 @@ static int parse_options(int argc, char **argv, options *o) {
         const char *eq = strncmp(a, "--", 2) == 0 ? strchr(a, '=') : NULL;
         snprintf(name, sizeof name, "%.*s", eq ? (int)(eq - a) : (int)strlen(a), a);
         static const char *const with_value[] = {"--problem-size", "--define", "--budget", "--strategy", "--measure",
-                                                 "--device", "--seed", "--t4", "--simulate", "--cache"};
+                                                 "--device", "--seed", "--t4", "--simulate", "--cache", "--timeout"};
         bool takes = false;
         for (size_t k = 0; k < sizeof with_value / sizeof with_value[0]; k++) takes = takes || strcmp(name, with_value[k]) == 0;
         if (takes) {
@@ -173,6 +178,12 @@ static int parse_options(int argc, char **argv, options *o) {
         } else if (strcmp(name, "--t4") == 0) o->t4 = v;
         else if (strcmp(name, "--simulate") == 0) o->simulate = v;
         else if (strcmp(name, "--cache") == 0) o->cache = v;
+        else if (strcmp(name, "--timeout") == 0) {
+            char *end = NULL;
+            o->timeout = strtod(v, &end);
+            if (end == v || *end != '\0' || !(o->timeout > 0) || o->timeout > 1e6)
+                return usage("--timeout '%s': expected seconds, more than 0", v);
+        }
         else if (a[0] == '-') return usage("unknown option '%s'", a);
         else if (o->problem == NULL) o->problem = a;
         else return usage("unexpected argument '%s' (one problem file at a time)", a);
@@ -443,6 +454,8 @@ static const char *invalidity(kt_outcome o) {
     case KT_OUTCOME_FAILED: return "runtime";
     case KT_OUTCOME_INVALID: return "correctness";
     case KT_OUTCOME_REJECTED: return "constraints";
+    case KT_OUTCOME_TIMEOUT: return "timeout";
+    case KT_OUTCOME_CRASHED: return "runtime"; /* T4 has no class of its own for a crash */
     default: return NULL;
     }
 }
@@ -486,7 +499,8 @@ static bool write_t4(const char *path, const t1 *p, kt_op *op, const kt_decision
         json_object_set_new(m, "name", json_string("time"));
         if (o == KT_OUTCOME_MEASURED) json_object_set_new(m, "value", json_real(mean_ms(d, u)));
         else json_object_set_new(m, "value", json_string(o == KT_OUTCOME_BUILD_FAILED ? "CompilationFailedConfig"
-                                                           : o == KT_OUTCOME_FAILED   ? "RuntimeFailedConfig"
+                                                           : o == KT_OUTCOME_FAILED || o == KT_OUTCOME_CRASHED ? "RuntimeFailedConfig"
+                                                           : o == KT_OUTCOME_TIMEOUT ? "TimeoutConfig"
                                                                                       : "InvalidConfig"));
         json_object_set_new(m, "unit", json_string("ms"));
         json_t *ms = json_array();
@@ -573,6 +587,9 @@ int run_tune(int argc, char **argv) {
     kt_op *op = NULL;
     KT(kt_op_create(ctx, p.name, &op));
     KT(kt_op_set_device(op, (size_t)dev));
+    /* a configuration that crashes or hangs must not take the command down */
+    KT(kt_op_set_isolation(op, o.simulate ? KT_ISOLATE_OFF : KT_ISOLATE_ON));
+    KT(kt_op_set_timeout(op, o.timeout));
     kt_arg args[64];
     for (size_t i = 0; i < p.nargs; i++) {
         const t1_arg *a = &p.args[i];
@@ -653,7 +670,7 @@ int run_tune(int argc, char **argv) {
     if (st != KT_OK && st != KT_ERR_ALL_FAILED) FAIL("%s: %s", kt_status_name(st), kt_last_error());
 
     /* the kernel's units: best, counts, measurement time */
-    size_t measured = 0, failed = 0, not_run = 0, best = (size_t)-1, fails[6] = {0};
+    size_t measured = 0, failed = 0, not_run = 0, best = (size_t)-1, fails[8] = {0};
     double best_ms = -1;
     for (size_t u = 0; d && u < kt_decision_unit_count(d); u++) {
         bool cached_winner = kt_decision_source_of(d) == KT_SOURCE_CACHE && u == kt_decision_winner_unit(d);
@@ -695,8 +712,9 @@ int run_tune(int argc, char **argv) {
         } else {
             printf("no configuration is valid\n");
         }
-        if (!cached) printf("%zu configurations: %zu measured, %zu failed (%zu compile, %zu runtime, %zu correctness, %zu rejected), %zu not run\n",
-               total, measured, failed, fails[KT_OUTCOME_BUILD_FAILED], fails[KT_OUTCOME_FAILED], fails[KT_OUTCOME_INVALID],
+        if (!cached) printf("%zu configurations: %zu measured, %zu failed (%zu compile, %zu runtime, %zu crashed, %zu timeout, %zu correctness, %zu rejected), %zu not run\n",
+               total, measured, failed, fails[KT_OUTCOME_BUILD_FAILED], fails[KT_OUTCOME_FAILED], fails[KT_OUTCOME_CRASHED],
+               fails[KT_OUTCOME_TIMEOUT], fails[KT_OUTCOME_INVALID],
                fails[KT_OUTCOME_REJECTED], not_run);
         if (!cached) printf("measurement (%s): %llu runs, %.6g s of kernel time%s; tuning took %.3g s\n", kt_policy_name(policy),
                (unsigned long long)runs, run_ns / 1e9, o.simulate ? " (simulated)" : "", wall);
@@ -730,6 +748,10 @@ int run_tune(int argc, char **argv) {
         json_object_set_new(j, "measured", json_integer((json_int_t)measured));
         json_object_set_new(j, "failed", json_integer((json_int_t)failed));
         json_object_set_new(j, "not_run", json_integer((json_int_t)not_run));
+        json_t *fj = json_object();
+        static const char *const fail_names[8] = {NULL, NULL, "rejected", "runtime", "correctness", "compile", "timeout", "crashed"};
+        for (int k = 2; k < 8; k++) json_object_set_new(fj, fail_names[k], json_integer((json_int_t)fails[k]));
+        json_object_set_new(j, "failures", fj);
         json_object_set_new(j, "policy", json_string(kt_policy_name(policy)));
         json_object_set_new(j, "source", json_string(cached ? "cache" : "measured"));
         json_object_set_new(j, "cache", cache_path ? json_string(cache_path) : json_null());

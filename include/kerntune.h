@@ -592,6 +592,24 @@ KT_API kt_status kt_op_force(kt_op *op, const char *name);
  *  max_seconds of wall time (0: no limit). Units left out end KT_OUTCOME_NOT_RUN. */
 KT_API kt_status kt_op_set_budget(kt_op *op, size_t max_units, double max_seconds);
 
+/** Where compiled variants run while tuning:
+ *  - KT_ISOLATE_AUTO (default): CUDA variants in a worker process (an illegal address would
+ *    leave the caller's context unusable), others in the caller's process;
+ *  - KT_ISOLATE_ON: every variant in a worker process (the kerntune-worker program, found
+ *    through KERNTUNE_WORKER, its install path or the build tree): one that crashes, hangs
+ *    past the timeout or poisons its device context is disqualified (KT_OUTCOME_CRASHED,
+ *    KT_OUTCOME_TIMEOUT, KT_OUTCOME_FAILED) and the worker replaced;
+ *  - KT_ISOLATE_OFF: every variant in the caller's process.
+ *  Native candidates always run in the caller's process. The final launch of the winner is
+ *  always the caller's, on the caller's data. */
+typedef enum kt_isolation { KT_ISOLATE_AUTO = 0, KT_ISOLATE_OFF = 1, KT_ISOLATE_ON = 2 } kt_isolation;
+
+KT_API kt_status kt_op_set_isolation(kt_op *op, kt_isolation isolation);
+
+/** Sets how long one isolated run may take before its worker is killed (seconds > 0;
+ *  default 10). */
+KT_API kt_status kt_op_set_timeout(kt_op *op, double seconds);
+
 /** Limits every tuning of the op to max_runs runs of candidates in all (validation runs,
  *  warm-ups and measured runs; 0: no limit). The first candidate that passes validation always
  *  gets one measured run, so a key is never left undecided by a budget. */
@@ -836,7 +854,9 @@ typedef enum kt_outcome {
     KT_OUTCOME_REJECTED = 2, /* its requirements rejected the arguments: never launched */
     KT_OUTCOME_FAILED = 3,   /* returned a failure while being measured */
     KT_OUTCOME_INVALID = 4,  /* produced a wrong answer in its validation run */
-    KT_OUTCOME_BUILD_FAILED = 5 /* a variant that failed to compile or load */
+    KT_OUTCOME_BUILD_FAILED = 5, /* a variant that failed to compile or load */
+    KT_OUTCOME_TIMEOUT = 6,      /* ran past the op's timeout in its worker process (killed) */
+    KT_OUTCOME_CRASHED = 7       /* took its worker process down (a signal: SIGSEGV, SIGBUS, abort...) */
 } kt_outcome;
 
 /** Returns candidate index's outcome in the decision. */

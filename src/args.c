@@ -152,6 +152,22 @@ static kt_status dcopy(kt__workset *ws, void *dst, const void *src, size_t bytes
     return KT_OK;
 }
 
+kt_status kt__workset_to_host(const kt__workset *ws, void *dst, const void *buf, size_t bytes) {
+    if (ws->host) {
+        memcpy(dst, buf, bytes);
+        return KT_OK;
+    }
+    return dcopy((kt__workset *)ws, dst, buf, bytes, KT_COPY_DEVICE_TO_HOST);
+}
+
+kt_status kt__workset_from_host(const kt__workset *ws, void *buf, const void *src, size_t bytes) {
+    if (ws->host) {
+        memcpy(buf, src, bytes);
+        return KT_OK;
+    }
+    return dcopy((kt__workset *)ws, buf, src, bytes, KT_COPY_HOST_TO_DEVICE);
+}
+
 static kt_status dfill(kt__workset *ws, void *dst, size_t bytes, const void *pattern, size_t pattern_bytes) {
     char err[256] = "";
     kt_status st = ws->b->buffer_fill(ws->bstate, ws->dev, dst, bytes, pattern, pattern_bytes, err, sizeof err);

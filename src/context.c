@@ -104,6 +104,12 @@ kt_status kt_context_create(kt_context **out) {
         free(ctx);
         return kt__err(KT_ERR_SYSTEM, "kt_context_create: pthread_mutex_init failed");
     }
+    if (pthread_mutex_init(&ctx->iso_lock, NULL) != 0) {
+        pthread_mutex_destroy(&ctx->cache_lock);
+        pthread_mutex_destroy(&ctx->lock);
+        free(ctx);
+        return kt__err(KT_ERR_SYSTEM, "kt_context_create: pthread_mutex_init failed");
+    }
     kt__default_artifact_dir(ctx->artifact_dir, sizeof ctx->artifact_dir);
     kt_status st = read_env(ctx);
     if (st == KT_OK) st = add_backend(ctx, kt_backend_c());
@@ -134,6 +140,8 @@ void kt_context_destroy(kt_context *ctx) {
         free(ctx->devices[i].fingerprint);
     }
     for (size_t i = 0; i < ctx->nunavailable; i++) free(ctx->unavailable[i]);
+    for (size_t i = 0; i < KT__MAX_DEVICES; i++) kt__worker_free(ctx->workers[i]);
+    pthread_mutex_destroy(&ctx->iso_lock);
     kt_cache_close(ctx->cache);
     free(ctx->cache_path);
     pthread_mutex_destroy(&ctx->cache_lock);

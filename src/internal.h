@@ -64,6 +64,8 @@ typedef struct kt__force {
     char *candidate;
 } kt__force;
 
+typedef struct kt__worker kt__worker;
+
 typedef struct kt__measure_cfg {
     kt_policy policy;
     unsigned warmup_runs; /* the fixed policy */
@@ -110,6 +112,8 @@ struct kt_context {
     void *progress_user;
     _Atomic uint64_t compiles;  /* builds run (artifact cache misses) */
     _Atomic uint64_t artifact_hits;
+    pthread_mutex_t iso_lock;   /* held by an isolated tuning: one at a time per context */
+    kt__worker *workers[KT__MAX_DEVICES]; /* warm worker processes, per device */
     pthread_mutex_t cache_lock; /* guards opening the cache */
     char *cache_path;           /* as set; NULL: the default */
     bool cache_off;
@@ -221,6 +225,7 @@ typedef struct kt__unit {
     kt_result_fn rfn;
     void *user;
     kt__launch launch;     /* device variants: fn is kt__launch_fn and user points here */
+    char *artifact;        /* variants: the artifact file (a worker process loads it from there) */
     bool recalled;         /* measured by an earlier tuning: its time comes from the cache */
     bool env_failed;       /* failed for a reason outside its code (no artifact directory) */
 } kt__unit;
@@ -297,6 +302,8 @@ struct kt_op {
     bool tol_set;
     double atol, rtol;
     kt__budget budget;             /* 0s: no limit */
+    kt_isolation isolation;        /* where variants run while tuning */
+    double timeout_s;              /* one isolated run's limit */
     kt_effort effort;              /* as set on the op */
     kt_effort effective;           /* resolved at freeze */
     _Atomic int frozen;
@@ -432,8 +439,11 @@ typedef struct kt__reference {
 
 /* Runs the reference on the work arguments (a validation run: poisoned outputs) and keeps its
  * outputs. Leaves ref->active false, and says why in the log, when there is no usable reference. */
+/* Runs unit index of a tuning on args (res: where a result-returning candidate puts it). */
+typedef int (*kt__unit_runner)(void *user, size_t unit, const kt_arg *args, kt_result *res);
+
 kt_status kt__reference_capture(kt__reference *ref, kt__workset *ws, const kt__unit *units, size_t nunits,
-                                const bool *accepts);
+                                const bool *accepts, kt__unit_runner run, void *run_user);
 
 /* Compares one validation run's outputs (run_args, result) with the reference's. Returns true
  * when they match; otherwise writes the diagnostic into msg. */
@@ -441,6 +451,11 @@ bool kt__validate(const kt__reference *ref, kt__workset *ws, const kt_arg *run_a
                   const kt_result *result, char *msg, size_t len);
 
 void kt__reference_free(kt__reference *ref, kt__workset *ws);
+
+/* Copies bytes of a work buffer (device memory on a device backend) to host memory dst, and
+ * host memory src into a work buffer. */
+kt_status kt__workset_to_host(const kt__workset *ws, void *dst, const void *buf, size_t bytes);
+kt_status kt__workset_from_host(const kt__workset *ws, void *buf, const void *src, size_t bytes);
 
 /* ---- bench.c: the measurement engine ------------------------------------------------------ */
 
@@ -497,6 +512,59 @@ bool kt__unit_runnable(const kt__unit *u);
 
 /* Frees a decision's units and results (not the decision). */
 void kt__decision_reset(kt_decision *d);
+
+/* ---- isolate.c: candidates in a worker process ----------------------------------------------- */
+
+enum { KT__ISO_FAILED = 1, KT__ISO_CRASH = 2, KT__ISO_TIMEOUT = 3 };
+
+/* The code a trial reports for a unit that failed in its worker (the class is kept aside). */
+#define KT__ISO_FAIL_CODE (-7001)
+
+struct kt__msg_setup;
+struct kt__msg_load;
+
+typedef struct kt__worker_mod {
+    struct kt__msg_load *load; /* how to load it */
+    uint64_t incarnation;      /* the worker process it was loaded into */
+    uint32_t worker_id;        /* its id there */
+} kt__worker_mod;
+
+/* A worker process and what it was asked to hold. */
+struct kt__worker {
+    pid_t pid;                 /* -1: not running */
+    int req, rep;              /* the socket to it */
+    uint64_t incarnation;      /* counts replacements */
+    int region_fd;
+    unsigned char *region;
+    size_t region_bytes;
+    struct kt__msg_setup *setup;
+    size_t setup_len;
+    bool set_up;
+    bool primed;               /* the inputs that do not change are in its buffers */
+    kt__worker_mod *mods;
+    size_t nmods;
+};
+
+/* Prepares *w (created when NULL) for a tuning on backend's device device_fp with arguments
+ * laid out as args. The process starts at the first run. */
+kt_status kt__worker_setup(kt__worker **w, const char *backend, const char *device_fp, const kt_arg *args, size_t nargs);
+
+/* Starts the worker and sets it up now, so that a worker that cannot start fails the tuning
+ * rather than its candidates. */
+kt_status kt__worker_ready(kt__worker *w);
+
+/* Registers an artifact to run; *id names it in kt__worker_run. */
+kt_status kt__worker_add(kt__worker *w, const char *path, const char *kernel, const kt_launch_geometry *g, size_t *id);
+
+/* Runs module id once on run_args (the workset's): copies them to the worker and back (full:
+ * every buffer both ways, for a validation run; otherwise what changes between runs only).
+ * Returns 0 with the kernel's time in *ns, or KT__ISO_FAILED (it returned a failure),
+ * KT__ISO_CRASH or KT__ISO_TIMEOUT with msg saying what happened. */
+int kt__worker_run(kt__worker *w, size_t id, const kt__workset *ws, const kt_arg *run_args, size_t nargs, bool flush, bool full,
+                   double timeout_s, double *ns, char *msg, size_t len);
+
+/* Kills the worker and frees it; NULL is harmless. */
+void kt__worker_free(kt__worker *w);
 
 /* ---- persist.c ------------------------------------------------------------------------------ */
 

@@ -55,6 +55,7 @@ kt_status kt_op_create(kt_context *ctx, const char *name, kt_op **out) {
     op->inputs = KT_INPUTS_PROTECT;
     op->seed = 0x6b65726e74756e65ull;
     op->validate = true;
+    op->timeout_s = 10;
 
     pthread_mutex_lock(&ctx->lock);
     for (kt_op *o = ctx->ops; o; o = o->next) {
@@ -412,6 +413,26 @@ kt_status kt_op_set_budget(kt_op *op, size_t max_units, double max_seconds) {
         return kt__err(KT_ERR_INVALID_ARGUMENT, "kt_op_set_budget(op '%s'): max_seconds %g must be >= 0", op->name, max_seconds);
     op->budget.units = max_units;
     op->budget.seconds = max_seconds;
+    return KT_OK;
+}
+
+kt_status kt_op_set_isolation(kt_op *op, kt_isolation isolation) {
+    CHECK_OP(op, "kt_op_set_isolation");
+    kt_status st = kt__op_building(op, "kt_op_set_isolation");
+    if (st != KT_OK) return st;
+    if (isolation != KT_ISOLATE_AUTO && isolation != KT_ISOLATE_OFF && isolation != KT_ISOLATE_ON)
+        return kt__err(KT_ERR_INVALID_ARGUMENT, "kt_op_set_isolation(op '%s'): %d is not a kt_isolation", op->name, (int)isolation);
+    op->isolation = isolation;
+    return KT_OK;
+}
+
+kt_status kt_op_set_timeout(kt_op *op, double seconds) {
+    CHECK_OP(op, "kt_op_set_timeout");
+    kt_status st = kt__op_building(op, "kt_op_set_timeout");
+    if (st != KT_OK) return st;
+    if (!(seconds > 0) || seconds > 1e6)
+        return kt__err(KT_ERR_INVALID_ARGUMENT, "kt_op_set_timeout(op '%s'): %g s is not in (0, 1e6]", op->name, seconds);
+    op->timeout_s = seconds;
     return KT_OK;
 }
 

@@ -104,8 +104,9 @@ struct kt_cache {
 
 static pthread_mutex_t kt__recover_lock = PTHREAD_MUTEX_INITIALIZER;
 
-static const char *const kt__outcome_names[] = {"not_run", "measured", "rejected", "failed", "invalid", "build_failed"};
-#define KT__NOUTCOMES 6
+static const char *const kt__outcome_names[] = {"not_run", "measured", "rejected", "failed", "invalid", "build_failed",
+                                                "timeout", "crashed"};
+#define KT__NOUTCOMES 8
 
 /* ---- small helpers ------------------------------------------------------------------------- */
 
@@ -889,7 +890,7 @@ static kt_status check_rec(const kt__store_rec *r, const char *where) {
         snprintf(f, sizeof f, "units[%zu].unit_hash", i);
         if (st == KT_OK) st = need_name(u->unit_hash, f, where);
         if (st == KT_OK && (u->outcome < 0 || u->outcome >= KT__NOUTCOMES))
-            st = kt__err(KT_ERR_INVALID_ARGUMENT, "%s: units[%zu].outcome is %d; expected a kt_outcome (0 to 5)", where, i, u->outcome);
+            st = kt__err(KT_ERR_INVALID_ARGUMENT, "%s: units[%zu].outcome is %d; expected a kt_outcome (0 to 7)", where, i, u->outcome);
         snprintf(f, sizeof f, "units[%zu].time_ns", i);
         if (st == KT_OK) st = need_finite(u->time_ns, f, where);
         snprintf(f, sizeof f, "units[%zu].ci_low_ns", i);

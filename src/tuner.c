@@ -30,6 +30,7 @@ void kt_result_release(kt_result *r) {
 static void free_units(kt_decision *d) {
     for (size_t i = 0; i < d->nunits; i++) {
         free(d->units[i].text);
+        free(d->units[i].artifact);
         free(d->units[i].r.message);
         free(d->units[i].r.times);
     }
@@ -278,6 +279,7 @@ static kt_status build_units(kt_op *op, kt_decision *d, unit_plan *plans) {
                 continue;
             }
             u->r.build_ms = builds[i].build_ms;
+            u->artifact = strdup(builds[i].path);
             u->launch = (kt__launch){b, bstate, local, builds[i].module, u->launch.geometry};
             if (b->entry != NULL) {
                 u->fn = b->entry(bstate, builds[i].module);
@@ -401,6 +403,11 @@ typedef struct trial_ctx {
     int flush;
     unsigned char *host_flush; /* the tuning's host flush buffer */
     size_t host_flush_len;
+    kt__worker *worker;        /* isolated: the worker process that runs it, and its id there */
+    size_t worker_id;
+    int iso_class;             /* KT__ISO_CRASH or KT__ISO_TIMEOUT once it did that */
+    bool full;                 /* this run's outputs are looked at (validation, the reference) */
+    char iso_msg[512];
 } trial_ctx;
 
 static int flush_kind(const kt_op *op, const kt__unit *u) {
@@ -440,7 +447,8 @@ static kt_status trial_flush(trial_ctx *t) {
 static kt_status trial_before(void *p, const kt_arg **args) {
     trial_ctx *t = p;
     kt_status st = kt__workset_before(t->ws, false, args);
-    if (st == KT_OK && t->flush != FLUSH_NONE) st = trial_flush(t);
+    /* an isolated device variant is flushed by its worker, on the worker's context */
+    if (st == KT_OK && t->flush != FLUSH_NONE && !(t->worker && t->flush == FLUSH_DEVICE)) st = trial_flush(t);
     return st;
 }
 
@@ -448,6 +456,16 @@ static int trial_run(void *p, const kt_arg *args) {
     trial_ctx *t = p;
     const kt__unit *u = t->unit;
     t->device_ns = -1;
+    if (t->worker) { /* in the worker process */
+        char msg[512];
+        int rc = kt__worker_run(t->worker, t->worker_id, t->ws, args, t->op->nargs, t->flush == FLUSH_DEVICE, t->full,
+                                t->op->timeout_s, &t->device_ns, msg, sizeof msg);
+        if (rc != 0) {
+            t->iso_class = rc;
+            snprintf(t->iso_msg, sizeof t->iso_msg, "%s", msg);
+        }
+        return rc == 0 ? 0 : KT__ISO_FAIL_CODE;
+    }
     if (u->fn == kt__launch_fn) { /* a device variant: timed by the device's events */
         char err[256];
         const kt__launch *l = &u->launch;
@@ -474,7 +492,9 @@ static kt_status validation_run(trial_ctx *t, const kt__reference *ref, kt__cand
     kt_status st = kt__workset_before(t->ws, true, &args);
     if (st != KT_OK) return st;
     t->result = (kt_result){0};
+    t->full = true;
     int rc = trial_run(t, args);
+    t->full = false;
     char msg[KT__ERRBUF] = "";
     bool valid = rc != 0 || kt__validate(ref, t->ws, args, &t->result, msg, sizeof msg);
     st = trial_after(t);
@@ -545,7 +565,6 @@ static kt_status tuning_admit(void *p, size_t i, bool *usable, unsigned *runs) {
     kt_op *op = tu->op;
     kt__unit *u = &tu->d->units[i];
     trial_ctx *t = &tu->trials[i];
-    *t = (trial_ctx){op, tu->ws, u, {0}, -1, flush_kind(op, u), NULL, 0};
     if (t->flush == FLUSH_HOST && tu->host_flush == NULL) {
         tu->host_flush_len = host_llc_bytes();
         tu->host_flush = malloc(tu->host_flush_len);
@@ -581,6 +600,28 @@ static void tuning_progress(void *p, size_t done, size_t total, size_t valid, si
     ctx->progress_fn(done, total, valid, failed, best_ns, ctx->progress_user);
 }
 
+/* Whether a unit runs in a worker process while tuning: compiled variants when the op says
+ * so, and by default CUDA variants (a sticky error would poison the caller's context). Natives
+ * always run in-process: their code lives in the caller's address space only. */
+static bool isolate(const kt_op *op, const kt__unit *u) {
+    if (u->text == NULL || u->artifact == NULL || op->isolation == KT_ISOLATE_OFF) return false;
+    if (op->isolation == KT_ISOLATE_ON) return true;
+    return strcmp(u->launch.backend->name, "cuda") == 0;
+}
+
+/* The reference's run, through its trial (so in its worker when isolated). */
+static int tuning_run_unit(void *p, size_t i, const kt_arg *args, kt_result *res) {
+    tuning *tu = p;
+    const kt__unit *u = &tu->d->units[i];
+    if (tu->trials[i].worker) {
+        tu->trials[i].full = true;
+        int rc = trial_run(&tu->trials[i], args);
+        tu->trials[i].full = false;
+        return rc;
+    }
+    return res ? u->rfn(args, tu->op->nargs, u->user, res) : u->fn(args, tu->op->nargs, u->user);
+}
+
 /* Validates and measures every runnable unit on a workset built from the caller's arguments,
  * picks the fastest, and restores the caller's buffers for the final launch (on every path,
  * errors included). Returns KT_ERR_ALL_FAILED when no unit passed; any other error is not the
@@ -598,7 +639,36 @@ static kt_status measure_all(kt_op *op, kt_decision *d, const kt_arg *caller, bo
     else memset(&ws, 0, sizeof ws);
     if (st == KT_OK && ((acc = accepting(op, d, &ws)) == NULL || (trials = calloc(d->nunits ? d->nunits : 1, sizeof *trials)) == NULL))
         st = kt__err(KT_ERR_NO_MEMORY, "kt_op_call(op '%s'): out of memory", op->name);
-    if (st == KT_OK) st = kt__reference_capture(&ref, &ws, d->units, d->nunits, acc);
+    bool isolated = false;
+    for (size_t i = 0; st == KT_OK && i < d->nunits; i++) {
+        trials[i] = (trial_ctx){.op = op, .ws = &ws, .unit = &d->units[i], .device_ns = -1, .flush = flush_kind(op, &d->units[i])};
+        isolated = isolated || (acc[i] && isolate(op, &d->units[i]));
+    }
+    kt__worker *worker = NULL;
+    if (st == KT_OK && isolated) {
+        pthread_mutex_lock(&op->ctx->iso_lock); /* held to the end of the tuning */
+        const kt_backend *b;
+        void *bstate;
+        size_t local;
+        const char *fp;
+        kt__op_backend(op, &b, &bstate, &local, &fp);
+        st = kt__worker_setup(&op->ctx->workers[op->device], b->name, fp, ws.args, op->nargs);
+        worker = op->ctx->workers[op->device];
+        if (st == KT_OK) st = kt__worker_ready(worker);
+        if (st != KT_OK) {
+            char why[KT__ERRBUF];
+            snprintf(why, sizeof why, "%s", kt_last_error());
+            st = kt__err(st, "kt_op_call(op '%s'): %s", op->name, why);
+        }
+        for (size_t i = 0; st == KT_OK && i < d->nunits; i++) {
+            if (!acc[i] || !isolate(op, &d->units[i])) continue;
+            trials[i].worker = worker;
+            st = kt__worker_add(worker, d->units[i].artifact, op->cands[d->units[i].cand].kernel, &d->units[i].launch.geometry,
+                                &trials[i].worker_id);
+        }
+    }
+    tuning tu = {op, d, &ws, &ref, trials, NULL, 0};
+    if (st == KT_OK) st = kt__reference_capture(&ref, &ws, d->units, d->nunits, acc, tuning_run_unit, &tu);
     bool recalled = false; /* units measured by an earlier tuning (the persistent cache): not again */
     for (size_t i = 0; st == KT_OK && i < d->nunits; i++) {
         if (!acc[i] || !d->units[i].recalled) continue;
@@ -611,11 +681,23 @@ static kt_status measure_all(kt_op *op, kt_decision *d, const kt_arg *caller, bo
         }
     }
     d->validated = ref.active;
-    tuning tu = {op, d, &ws, &ref, trials, NULL, 0};
     kt__engine_io io = {&tu, tuning_admit, tuning_result, tuning_trial, op->ctx->progress_fn ? tuning_progress : NULL};
     kt__engine_out out = {.best = -1};
     if (st == KT_OK) st = kt__engine_run(&cfg, &op->budget, &io, acc, d->nunits, &out);
     uint64_t runs = 0;
+    for (size_t i = 0; trials && i < d->nunits; i++) { /* what the worker saw */
+        kt__cand_result *r = &d->units[i].r;
+        if (trials[i].iso_class == 0 || (r->outcome != KT_OUTCOME_FAILED && r->outcome != KT_OUTCOME_MEASURED)) continue;
+        if (trials[i].iso_class != KT__ISO_FAILED)
+            r->outcome = trials[i].iso_class == KT__ISO_TIMEOUT ? KT_OUTCOME_TIMEOUT : KT_OUTCOME_CRASHED;
+        else r->outcome = KT_OUTCOME_FAILED;
+        free(r->message);
+        r->message = strdup(trials[i].iso_msg);
+        kt__log(op->ctx, KT_LOG_WARN, "op '%s': candidate '%s'%s%s disqualified in its worker process: %s", op->name,
+                op->cands[d->units[i].cand].name, d->units[i].text ? " " : "", d->units[i].text ? d->units[i].text : "",
+                trials[i].iso_msg);
+    }
+    if (worker) pthread_mutex_unlock(&op->ctx->iso_lock);
     for (size_t i = 0; i < d->nunits; i++) {
         kt__unit *u = &d->units[i];
         runs += u->r.runs;

@@ -98,7 +98,7 @@ static long reference_candidate(const kt_op *op) {
 }
 
 kt_status kt__reference_capture(kt__reference *ref, kt__workset *ws, const kt__unit *units, size_t nunits,
-                                const bool *accepts) {
+                                const bool *accepts, kt__unit_runner run, void *run_user) {
     const kt_op *op = ws->op;
     memset(ref, 0, sizeof *ref);
     ref->unit = -1;
@@ -125,6 +125,7 @@ kt_status kt__reference_capture(kt__reference *ref, kt__workset *ws, const kt__u
     kt_result *res = op->has_result ? &ref->result : NULL;
     int rc;
     if (u == NULL) rc = op->reference_fn(args, op->nargs, op->reference_user, res);
+    else if (run) rc = run(run_user, (size_t)(u - units), args, res);
     else rc = res ? u->rfn(args, op->nargs, u->user, res) : u->fn(args, op->nargs, u->user);
     /* Keep the outputs before the post-hook runs: it may release substituted buffers. */
     for (size_t i = 0; rc == 0 && st == KT_OK && i < op->nargs; i++) {

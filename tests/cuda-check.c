@@ -290,6 +290,80 @@ static void check_artifact_cache(void) {
     }
 }
 
+static const char *poison_cu =
+    "__global__ void twice(float *out, const float *in, long n) {\n"
+    "    long i = (long)blockIdx.x * blockDim.x + threadIdx.x;\n"
+    "#if MODE == 1\n"
+    "    ((volatile float *)0x10)[i] = 1.0f; /* an illegal address: the context is lost */\n"
+    "#elif MODE == 2\n"
+    "    __trap();\n"
+    "#endif\n"
+    "    for (int r = 0; r < (MODE == 3 ? 50 : 1); r++)\n"
+    "        if (i < n) out[i] = 2.0f * in[i] + 0.0f * r;\n"
+    "}\n";
+
+/* A CUDA candidate that hits an illegal address and one that traps run in a worker process
+ * (the default for CUDA): both are disqualified, the worker is replaced, the other candidates
+ * are measured and the right one chosen; this process's context still works. */
+static void check_isolation(void) {
+    kt_context *ctx = context();
+    OK(kt_context_set_policy(ctx, KT_POLICY_RACE));
+    size_t dev = cuda_device(ctx);
+    if (dev == (size_t)-1) return;
+    enum { M = 1 << 20 };
+    static float in[M], out[M];
+    for (int i = 0; i < M; i++) in[i] = (float)(i % 1000);
+    void *din, *dout;
+    OK(kt_device_alloc(ctx, dev, sizeof in, &din));
+    OK(kt_device_alloc(ctx, dev, sizeof out, &dout));
+    OK(kt_device_write(ctx, dev, din, in, sizeof in));
+    kt_op *op = NULL;
+    OK(kt_op_create(ctx, "poison", &op));
+    OK(kt_op_set_device(op, dev));
+    OK(kt_op_add_buffer(op, "out", KT_TYPE_F32, KT_WRITE_ONLY));
+    OK(kt_op_add_buffer(op, "in", KT_TYPE_F32, KT_READ_ONLY));
+    OK(kt_op_add_scalar(op, "n", KT_TYPE_I64));
+    kt_space *sp = NULL;
+    OK(kt_space_create(&sp));
+    OK(kt_space_add_input(sp, "n"));
+    OK(kt_space_add_param(sp, "MODE", "[0, 1, 2, 3]"));
+    const char *grid[3] = {"(n + 255) // 256", NULL, NULL}, *block[3] = {"256", NULL, NULL};
+    OK(kt_space_set_geometry(sp, KT_GEOMETRY_GRID, grid, block, NULL));
+    OK(kt_op_add_variants(op, "twice", sp, poison_cu, "twice", NULL, 0));
+    kt_space_destroy(sp);
+    kt_arg args[3] = {kt_arg_buf(dout, sizeof out), kt_arg_buf(din, sizeof in), kt_arg_i64(M)};
+    OK(kt_op_call(op, args, 3));
+    OK(kt_device_read(ctx, dev, out, dout, sizeof out));
+    int wrong = 0;
+    for (int i = 0; i < M; i++) wrong += out[i] != 2.0f * in[i];
+    CHECK(wrong == 0, "%d elements wrong", wrong);
+    const kt_decision *d = NULL;
+    OK(kt_op_decision(op, args, 3, &d));
+    printf("isolation:\n");
+    for (size_t u = 0; u < kt_decision_unit_count(d); u++) {
+        kt_outcome o = kt_decision_unit_outcome(d, u);
+        const char *msg = kt_decision_unit_message(d, u);
+        printf("  %-8s outcome %d %10.1f us  %s\n", kt_decision_unit_config(d, u), (int)o, kt_decision_unit_time_ns(d, u) / 1e3,
+               msg ? msg : "");
+        const char *cfg = kt_decision_unit_config(d, u);
+        if (strcmp(cfg, "MODE=1") == 0 || strcmp(cfg, "MODE=2") == 0)
+            CHECK(o == KT_OUTCOME_FAILED && msg && strstr(msg, "worker was replaced"), "%s: outcome %d: %s", cfg, (int)o, msg ? msg : "");
+        else
+            CHECK(o == KT_OUTCOME_MEASURED, "%s: outcome %d", cfg, (int)o);
+    }
+    CHECK(strcmp(kt_decision_unit_config(d, kt_decision_winner_unit(d)), "MODE=0") == 0, "winner %s",
+          kt_decision_unit_config(d, kt_decision_winner_unit(d)));
+    /* this process's context is fine: a copy and a hit both work */
+    memset(out, 0, sizeof out);
+    OK(kt_device_write(ctx, dev, dout, out, sizeof out));
+    OK(kt_op_call(op, args, 3));
+    OK(kt_device_read(ctx, dev, out, dout, sizeof out));
+    CHECK(out[M - 1] == 2.0f * in[M - 1], "after: %g", (double)out[M - 1]);
+    kt_device_free(ctx, dev, din);
+    kt_device_free(ctx, dev, dout);
+    kt_context_destroy(ctx);
+}
+
 int main(void) {
     snprintf(artifacts, sizeof artifacts, "/tmp/kt-cuda-XXXXXX");
     if (mkdtemp(artifacts) == NULL) return 1;
@@ -298,6 +372,7 @@ int main(void) {
     check_large_shared_memory();
     check_inplace();
     check_artifact_cache();
+    check_isolation();
     char rm[300];
     snprintf(rm, sizeof rm, "rm -rf '%s'", artifacts);
     if (system(rm) != 0) failed++;

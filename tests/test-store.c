@@ -298,9 +298,9 @@ static void test_roundtrip(void **state) {
 
     /* what put refuses */
     make_rec(&m, "matmul", "set1", "cpu:x", "0.1.0", 1, 2);
-    m.u[2].outcome = 6;
+    m.u[2].outcome = 8;
     expect_status(KT_ERR_INVALID_ARGUMENT, kt__store_put(c, &m.r));
-    assert_string_equal(kt_last_error(), "kt__store_put(op 'matmul'): units[2].outcome is 6; expected a kt_outcome (0 to 5)");
+    assert_string_equal(kt_last_error(), "kt__store_put(op 'matmul'): units[2].outcome is 8; expected a kt_outcome (0 to 7)");
     make_rec(&m, "matmul", NULL, "cpu:x", "0.1.0", 1, 2);
     expect_status(KT_ERR_NULL, kt__store_put(c, &m.r));
     assert_string_equal(kt_last_error(), "kt__store_put(op 'matmul'): set_hash is NULL");
@@ -910,18 +910,18 @@ static void test_wrong_types(void **state) {
     const char *path = in_dir("types.db");
     kt_cache *c = open_ok(path);
     expect_invalid(c, path, "UPDATE units SET time_ns = 'abc' WHERE idx = 1", "units.time_ns (unit 1) is text 'abc'; expected a number");
-    expect_invalid(c, path, "UPDATE units SET outcome = 9 WHERE idx = 0", "units.outcome (unit 0) is 9; expected 0 to 5");
+    expect_invalid(c, path, "UPDATE units SET outcome = 9 WHERE idx = 0", "units.outcome (unit 0) is 9; expected 0 to 7");
     /* get_unit refuses the row as well */
     recbuf b;
     kt__store_unit u;
     expect_status(KT_ERR_INVALID_ARGUMENT, kt__store_get_unit(c, make_rec(&b, "mm", "other", "d", "0.1.0", 8, 9), "a1b2c3", &u));
-    assert_string_equal(kt_last_error(), "kt__store_get_unit(op 'mm'): stored decision is invalid: column units.outcome (unit 0) is 9; expected 0 to 5");
+    assert_string_equal(kt_last_error(), "kt__store_get_unit(op 'mm'): stored decision is invalid: column units.outcome (unit 0) is 9; expected 0 to 7");
     assert_null(u.candidate);
     /* and export names it */
     char *json;
     expect_status(KT_ERR_INVALID_ARGUMENT, kt_cache_export(c, NULL, NULL, &json));
     assert_null(json);
-    assert_non_null(strstr(kt_last_error(), "units.outcome (unit 0) is 9; expected 0 to 5 (decision "));
+    assert_non_null(strstr(kt_last_error(), "units.outcome (unit 0) is 9; expected 0 to 7 (decision "));
     expect_invalid(c, path, "UPDATE units SET outcome = 2.5 WHERE idx = 2", "units.outcome (unit 2) is a real; expected an integer");
     expect_invalid(c, path, "UPDATE units SET runs = -1 WHERE idx = 2", "units.runs (unit 2) is -1; expected 0 to 4294967295");
     expect_invalid(c, path, "UPDATE units SET candidate = x'00ff' WHERE idx = 1", "units.candidate (unit 1) is a blob; expected text");

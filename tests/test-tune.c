@@ -304,6 +304,43 @@ static void test_replay_policies(void **state) {
     assert_int_equal(unlink(t4path), 0);
 }
 
+/* A problem whose configurations crash, abort, hang, write out of bounds and exhaust memory
+ * tunes to completion (each configuration runs in a worker process), and its T4 output
+ * classifies every failure. */
+static void test_crashing_problem(void **state) {
+    (void)state;
+    char args[2048], t4path[64];
+    snprintf(t4path, sizeof t4path, "/tmp/kt-test-crashy-%d.json", (int)getpid());
+    snprintf(args, sizeof args, "tune '%s/t1/crashy_c.json' --timeout 1 --quiet --json --t4 %s", KT_DATA, t4path);
+    assert_int_equal(run(args, false), 0);
+    json_t *s = summary();
+    assert_int_equal(json_integer_value(json_object_get(json_object_get(json_object_get(s, "best"), "configuration"), "MODE")), 0);
+    assert_int_equal(json_integer_value(json_object_get(s, "measured")), 2);
+    assert_int_equal(json_integer_value(json_object_get(s, "failed")), 5);
+    json_decref(s);
+    json_error_t e;
+    json_t *t4 = json_load_file(t4path, 0, &e);
+    assert_non_null(t4);
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+    const char *memory = NULL; /* a sanitizer's allocator may take longer than the timeout to give up */
+#else
+    const char *memory = "runtime";
+#endif
+    const char *want[7] = {"correct", "runtime", "runtime", "timeout", "runtime", memory, "correct"};
+    size_t i;
+    json_t *r;
+    json_array_foreach(json_object_get(t4, "results"), i, r) {
+        json_int_t mode = json_integer_value(json_object_get(json_object_get(r, "configuration"), "MODE"));
+        assert_true(mode >= 0 && mode < 7);
+        const char *inv = json_string_value(json_object_get(r, "invalidity"));
+        if (want[mode] == NULL) assert_true(strcmp(inv, "runtime") == 0 || strcmp(inv, "timeout") == 0);
+        else if (strcmp(inv, want[mode]) != 0) fail_msg("MODE=%d: invalidity %s, expected %s", (int)mode, inv, want[mode]);
+    }
+    assert_int_equal(json_array_size(json_object_get(t4, "results")), 7);
+    json_decref(t4);
+    assert_int_equal(unlink(t4path), 0);
+}
+
 static void test_options(void **state) {
     (void)state;
     char args[2048];
@@ -356,6 +393,7 @@ int main(void) {
         cmocka_unit_test(test_opencl_problem),     cmocka_unit_test(test_malformed_problems),
         cmocka_unit_test(test_kernel_tuner_formats),
         cmocka_unit_test(test_replay_policies),
+        cmocka_unit_test(test_crashing_problem),
         cmocka_unit_test(test_options),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

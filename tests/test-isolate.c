@@ -1,0 +1,210 @@
+/*
+ * test-isolate.c - candidates that crash, abort, hang, write far out of bounds or exhaust
+ * memory run in a worker process: each is disqualified with its class, the op still returns the
+ * right answer, and this process survives. OpenCL on PoCL: a kernel that fails to build and one
+ * that asks for too large a work-group are disqualified, the good one wins, in a worker too.
+ */
+#include "helpers.h"
+
+#include <math.h>
+#include <unistd.h>
+
+#ifndef KT_DATA
+#error "KT_DATA must name tests/data"
+#endif
+
+static char artifacts[64];
+
+static int setup(void **state) {
+    (void)state;
+    snprintf(artifacts, sizeof artifacts, "/tmp/kt-isolate-XXXXXX");
+    return mkdtemp(artifacts) ? 0 : -1;
+}
+
+static int teardown(void **state) {
+    (void)state;
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", artifacts);
+    return system(cmd) == 0 ? 0 : -1;
+}
+
+static char *read_file(const char *path) {
+    FILE *f = fopen(path, "rb");
+    assert_non_null(f);
+    static char text[8192];
+    size_t n = fread(text, 1, sizeof text - 1, f);
+    fclose(f);
+    text[n] = '\0';
+    return text;
+}
+
+static int twice(const kt_arg *args, size_t nargs, void *user, kt_result *res) {
+    (void)nargs, (void)user, (void)res;
+    float *out = args[0].ptr;
+    const float *in = args[1].ptr;
+    for (int32_t i = 0; i < (int32_t)args[2].i; i++) out[i] = 2.0f * in[i];
+    return 0;
+}
+
+static int twice_ref(const kt_arg *args, size_t nargs, void *user, kt_result *res) { return twice(args, nargs, user, res); }
+
+#define N (1 << 18) /* long enough runs that scheduling noise cannot reverse a 20x gap */
+
+/* One op over tests/data/t1/crashy.c's modes (values), isolated, timeout seconds. */
+static kt_op *crashy_op(kt_context *ctx, const char *name, const char *values, double timeout) {
+    kt_op *op = NULL;
+    ok(kt_op_create(ctx, name, &op));
+    ok(kt_op_add_buffer(op, "out", KT_TYPE_F32, KT_WRITE_ONLY));
+    ok(kt_op_add_buffer(op, "in", KT_TYPE_F32, KT_READ_ONLY));
+    ok(kt_op_add_scalar(op, "n", KT_TYPE_I32));
+    ok(kt_op_set_reference_fn(op, twice_ref, NULL));
+    ok(kt_op_set_isolation(op, KT_ISOLATE_ON));
+    ok(kt_op_set_timeout(op, timeout));
+    kt_space *sp = NULL;
+    ok(kt_space_create(&sp));
+    ok(kt_space_add_param(sp, "MODE", values));
+    ok(kt_op_add_variants(op, "crashy", sp, read_file(KT_DATA "/t1/crashy.c"), "crashy", NULL, 0));
+    kt_space_destroy(sp);
+    return op;
+}
+
+static size_t unit_of(const kt_decision *d, const char *config) {
+    for (size_t u = 0; u < kt_decision_unit_count(d); u++)
+        if (kt_decision_unit_config(d, u) && strcmp(kt_decision_unit_config(d, u), config) == 0) return u;
+    fail_msg("no unit %s", config);
+    return 0;
+}
+
+static void expect_unit(const kt_decision *d, const char *config, kt_outcome want, const char *text) {
+    size_t u = unit_of(d, config);
+    kt_outcome got = kt_decision_unit_outcome(d, u);
+    const char *msg = kt_decision_unit_message(d, u);
+    if (got != want) fail_msg("%s: outcome %d, expected %d (%s)", config, (int)got, (int)want, msg ? msg : "");
+    if (text && (msg == NULL || strstr(msg, text) == NULL)) fail_msg("%s: message '%s' lacks '%s'", config, msg ? msg : "", text);
+}
+
+/* Null write, abort, a write 64 GiB out of bounds, allocating without end, and an endless loop:
+ * each is disqualified with its class; the correct variants are measured, the faster wins, the
+ * caller's output holds its result. */
+static void test_c_candidates_that_fail_badly(void **state) {
+    (void)state;
+    kt_context *ctx = NULL;
+    ok(kt_context_create(&ctx));
+    ok(kt_context_set_artifact_dir(ctx, artifacts));
+    static float out[N], in[N];
+    for (int i = 0; i < N; i++) in[i] = (float)(i % 17) - 8.0f;
+    kt_arg args[3] = {kt_arg_buf(out, sizeof out), kt_arg_buf(in, sizeof in), kt_arg_i32(N)};
+
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+    /* a sanitizer reserves the address space up front, so allocating without end takes minutes
+     * to fail there: that mode is the normal build's */
+    kt_op *op = crashy_op(ctx, "crashy", "[0, 1, 2, 4, 6]", 30);
+#else
+    kt_op *op = crashy_op(ctx, "crashy", "[0, 1, 2, 4, 5, 6]", 30);
+#endif
+    ok(kt_op_call(op, args, 3));
+    for (int i = 0; i < N; i++) assert_true(out[i] == 2.0f * in[i]);
+    const kt_decision *d = NULL;
+    ok(kt_op_decision(op, args, 3, &d));
+    assert_string_equal(kt_decision_unit_config(d, kt_decision_winner_unit(d)), "MODE=0");
+    expect_unit(d, "MODE=0", KT_OUTCOME_MEASURED, NULL);
+    expect_unit(d, "MODE=6", KT_OUTCOME_MEASURED, NULL);
+    expect_unit(d, "MODE=1", KT_OUTCOME_CRASHED, "signal 11");
+    expect_unit(d, "MODE=2", KT_OUTCOME_CRASHED, "signal 6");
+    expect_unit(d, "MODE=4", KT_OUTCOME_CRASHED, "signal 11");
+#if !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
+    expect_unit(d, "MODE=5", KT_OUTCOME_CRASHED, "signal 11");
+#endif
+
+    /* an endless loop: killed at the timeout */
+    memset(out, 0, sizeof out);
+    kt_op *op2 = crashy_op(ctx, "hangs", "[3, 0]", 1.0);
+    ok(kt_op_call(op2, args, 3));
+    for (int i = 0; i < N; i++) assert_true(out[i] == 2.0f * in[i]);
+    ok(kt_op_decision(op2, args, 3, &d));
+    expect_unit(d, "MODE=3", KT_OUTCOME_TIMEOUT, "timeout");
+    assert_string_equal(kt_decision_unit_config(d, kt_decision_winner_unit(d)), "MODE=0");
+    kt_context_destroy(ctx);
+}
+
+static const char *cl_src =
+    "#if BAD\n"
+    "#error this configuration does not build\n"
+    "#endif\n"
+    "__kernel void twice(__global float *out, __global const float *in, int n) {\n"
+    "    int i = get_global_id(0);\n"
+    "    if (i < n) out[i] = 2.0f * in[i];\n"
+    "}\n";
+
+/* On PoCL, isolated: a configuration that fails to build, and one asking for a work-group far
+ * beyond the device's, are disqualified; the good one runs in the worker and wins. */
+static void test_opencl_isolated(void **state) {
+    (void)state;
+    kt_context *ctx = NULL;
+    ok(kt_context_create(&ctx));
+    ok(kt_context_set_artifact_dir(ctx, artifacts));
+    size_t dev = (size_t)-1;
+    for (size_t i = 0; i < kt_context_device_count(ctx); i++)
+        if (strcmp(kt_device_backend(kt_context_device(ctx, i)), "opencl") == 0) dev = i;
+    if (dev == (size_t)-1) {
+        print_message("no OpenCL device: skipped\n");
+        kt_context_destroy(ctx);
+        skip();
+    }
+    static float out[N], in[N];
+    for (int i = 0; i < N; i++) in[i] = (float)i;
+    void *dout, *din;
+    ok(kt_device_alloc(ctx, dev, sizeof out, &dout));
+    ok(kt_device_alloc(ctx, dev, sizeof in, &din));
+    ok(kt_device_write(ctx, dev, din, in, sizeof in));
+    kt_op *op = NULL;
+    ok(kt_op_create(ctx, "cltwice", &op));
+    ok(kt_op_set_device(op, dev));
+    ok(kt_op_add_buffer(op, "out", KT_TYPE_F32, KT_WRITE_ONLY));
+    ok(kt_op_add_buffer(op, "in", KT_TYPE_F32, KT_READ_ONLY));
+    ok(kt_op_add_scalar(op, "n", KT_TYPE_I32));
+    ok(kt_op_set_isolation(op, KT_ISOLATE_ON));
+    kt_space *sp = NULL;
+    ok(kt_space_create(&sp));
+    ok(kt_space_add_input(sp, "n"));
+    ok(kt_space_add_param(sp, "BAD", "[0, 1]"));
+    ok(kt_space_add_param(sp, "WG", "[16, 1048576]"));
+    const char *global[3] = {"n", NULL, NULL}, *local[3] = {"WG", NULL, NULL};
+    ok(kt_space_set_geometry(sp, KT_GEOMETRY_GLOBAL, global, local, NULL));
+    ok(kt_op_add_variants(op, "twice", sp, cl_src, "twice", NULL, 0));
+    kt_space_destroy(sp);
+    kt_arg args[3] = {kt_arg_buf(dout, sizeof out), kt_arg_buf(din, sizeof in), kt_arg_i32(N)};
+    ok(kt_op_call(op, args, 3));
+    ok(kt_device_read(ctx, dev, out, dout, sizeof out));
+    for (int i = 0; i < N; i++) assert_true(out[i] == 2.0f * in[i]);
+    const kt_decision *d = NULL;
+    ok(kt_op_decision(op, args, 3, &d));
+    assert_string_equal(kt_decision_unit_config(d, kt_decision_winner_unit(d)), "BAD=0,WG=16");
+    expect_unit(d, "BAD=1,WG=16", KT_OUTCOME_BUILD_FAILED, "does not build");
+    expect_unit(d, "BAD=0,WG=1048576", KT_OUTCOME_REJECTED, "the device allows");
+    kt_device_free(ctx, dev, dout);
+    kt_device_free(ctx, dev, din);
+    kt_context_destroy(ctx);
+}
+
+static void test_isolation_arguments(void **state) {
+    (void)state;
+    kt_context *ctx = NULL;
+    ok(kt_context_create(&ctx));
+    kt_op *op = NULL;
+    ok(kt_op_create(ctx, "args", &op));
+    expect_status(KT_ERR_INVALID_ARGUMENT, kt_op_set_isolation(op, (kt_isolation)9));
+    expect_status(KT_ERR_INVALID_ARGUMENT, kt_op_set_timeout(op, 0));
+    assert_non_null(strstr(kt_last_error(), "0 s is not in (0, 1e6]"));
+    expect_status(KT_ERR_NULL, kt_op_set_isolation(NULL, KT_ISOLATE_ON));
+    kt_context_destroy(ctx);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_c_candidates_that_fail_badly),
+        cmocka_unit_test(test_opencl_isolated),
+        cmocka_unit_test(test_isolation_arguments),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}
