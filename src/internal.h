@@ -543,6 +543,9 @@ struct kt__worker {
     bool primed;               /* the inputs that do not change are in its buffers */
     kt__worker_mod *mods;
     size_t nmods;
+    /* natives: a fork of the caller runs call(call_user, unit, args, nargs) instead */
+    int (*call)(void *user, size_t unit, const kt_arg *args, size_t nargs);
+    void *call_user;
 };
 
 /* Prepares *w (created when NULL) for a tuning on backend's device device_fp with arguments

@@ -72,7 +72,28 @@ void kt__worker_free(kt__worker *w) {
 
 /* Starts the worker process, connected by one socket pair (the tuner's end sends with
  * MSG_NOSIGNAL: a dead worker must not raise SIGPIPE in the caller's process). */
+static void serve_natives(kt__worker *w, int fd);
+
 static kt_status start(kt__worker *w) {
+    if (w->call != NULL) { /* natives: a fork of this process, which has their code */
+        int sv[2];
+        if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0)
+            return kt__err(KT_ERR_SYSTEM, "isolation: socketpair: %s", strerror(errno));
+        pid_t pid = fork();
+        if (pid < 0) {
+            close(sv[0]), close(sv[1]);
+            return kt__err(KT_ERR_SYSTEM, "isolation: fork: %s", strerror(errno));
+        }
+        if (pid == 0) {
+            close(sv[0]);
+            serve_natives(w, sv[1]);
+        }
+        close(sv[1]);
+        w->pid = pid;
+        w->req = w->rep = sv[0];
+        w->set_up = true;
+        return KT_OK;
+    }
     const char *path = worker_path();
     if (path == NULL)
         return kt__err(KT_ERR_STATE, "isolation: the kerntune-worker program was not found (set KERNTUNE_WORKER to its path)");
@@ -186,6 +207,58 @@ static int call(kt__worker *w, uint32_t type, const void *payload, uint32_t len,
         done += (size_t)n;
     }
     return 0;
+}
+
+static int read_full(int fd, void *p, size_t n) {
+    for (size_t done = 0; done < n;) {
+        ssize_t r = read(fd, (char *)p + done, n - done);
+        if (r < 0 && errno == EINTR) continue;
+        if (r <= 0) return -1;
+        done += (size_t)r;
+    }
+    return 0;
+}
+
+/* The forked child's loop: runs natives on the shared region until the socket closes. It only
+ * reads, calls the candidate and writes: no lock of the parent's is taken. */
+static void serve_natives(kt__worker *w, int fd) {
+    /* the caller's handlers (a test framework's, a crash reporter's) must not catch a
+     * candidate's crash in here: the child dies of it, and the parent sees the signal */
+    static const int fatal[] = {SIGSEGV, SIGBUS, SIGABRT, SIGILL, SIGFPE, SIGTERM, SIGINT};
+    for (size_t i = 0; i < sizeof fatal / sizeof *fatal; i++) signal(fatal[i], SIG_DFL);
+    sigset_t none;
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, NULL);
+    const kt__msg_arg *a = (const kt__msg_arg *)(w->setup + 1);
+    size_t nargs = w->setup->nargs;
+    kt_arg *args = calloc(nargs ? nargs : 1, sizeof *args);
+    if (args == NULL) _exit(1);
+    for (size_t i = 0; i < nargs; i++) {
+        args[i].type = (kt_type)a[i].type;
+        if (a[i].type == KT_TYPE_BUFFER) {
+            args[i].ptr = w->region + a[i].offset;
+            args[i].bytes = a[i].bytes;
+        } else {
+            memcpy(&args[i].u, &a[i].value, sizeof args[i].u);
+        }
+    }
+    for (;;) {
+        kt__msg h;
+        kt__msg_run m;
+        if (read_full(fd, &h, sizeof h) != 0 || h.len != sizeof m || read_full(fd, &m, sizeof m) != 0) break;
+        kt__reply r = {0};
+        double t0 = kt__now_s();
+        int rc = w->call(w->call_user, m.module, args, nargs);
+        r.ns = (kt__now_s() - t0) * 1e9;
+        r.status = rc == 0 ? KT_OK : KT_ERR_CANDIDATE_FAILED;
+        if (rc != 0) snprintf(r.msg, sizeof r.msg, "returned %d", rc);
+        for (size_t done = 0; done < sizeof r;) {
+            ssize_t n = write(fd, (const char *)&r + done, sizeof r - done);
+            if (n <= 0) _exit(0);
+            done += (size_t)n;
+        }
+    }
+    _exit(0);
 }
 
 kt_status kt__worker_setup(kt__worker **wp, const char *backend, const char *device_fp, const kt_arg *args, size_t nargs) {
@@ -304,7 +377,8 @@ int kt__worker_run(kt__worker *w, size_t id, const kt__workset *ws, const kt_arg
         snprintf(msg, len, "%s", kt_last_error());
         return KT__ISO_FAILED;
     }
-    kt__worker_mod *mod = &w->mods[id];
+    kt__worker_mod none = {.incarnation = w->incarnation, .worker_id = (uint32_t)id};
+    kt__worker_mod *mod = w->call ? &none : &w->mods[id]; /* a native's id is its unit */
     kt__reply r;
     if (mod->incarnation != w->incarnation) { /* load it into this worker */
         int rc = call(w, KT__MSG_LOAD, mod->load, sizeof *mod->load, 60, &r, why, sizeof why);

@@ -609,6 +609,17 @@ static bool isolate(const kt_op *op, const kt__unit *u) {
     return strcmp(u->launch.backend->name, "cuda") == 0;
 }
 
+/* Whether a native runs in a fork of this process: when the op asks (KT_ISOLATE_ON), on host
+ * memory, and not one that returns its output (that cannot cross processes). */
+static bool isolate_native(const kt_op *op, const kt__workset *ws, const kt__unit *u) {
+    return u->text == NULL && op->isolation == KT_ISOLATE_ON && ws->host && u->fn != NULL && u->rfn == NULL;
+}
+
+static int tuning_call_native(void *p, size_t i, const kt_arg *args, size_t nargs) {
+    const kt__unit *u = &((tuning *)p)->d->units[i];
+    return u->fn(args, nargs, u->user);
+}
+
 /* The reference's run, through its trial (so in its worker when isolated). */
 static int tuning_run_unit(void *p, size_t i, const kt_arg *args, kt_result *res) {
     tuning *tu = p;
@@ -639,10 +650,23 @@ static kt_status measure_all(kt_op *op, kt_decision *d, const kt_arg *caller, bo
     else memset(&ws, 0, sizeof ws);
     if (st == KT_OK && ((acc = accepting(op, d, &ws)) == NULL || (trials = calloc(d->nunits ? d->nunits : 1, sizeof *trials)) == NULL))
         st = kt__err(KT_ERR_NO_MEMORY, "kt_op_call(op '%s'): out of memory", op->name);
-    bool isolated = false;
+    bool isolated = false, natives = false;
     for (size_t i = 0; st == KT_OK && i < d->nunits; i++) {
         trials[i] = (trial_ctx){.op = op, .ws = &ws, .unit = &d->units[i], .device_ns = -1, .flush = flush_kind(op, &d->units[i])};
         isolated = isolated || (acc[i] && isolate(op, &d->units[i]));
+        natives = natives || (acc[i] && isolate_native(op, &ws, &d->units[i]));
+    }
+    tuning tu = {op, d, &ws, &ref, trials, NULL, 0};
+    kt__worker *native_worker = NULL; /* forked for this tuning: it holds this tuning's natives */
+    if (st == KT_OK && natives) {
+        st = kt__worker_setup(&native_worker, "native", "", ws.args, op->nargs);
+        if (st == KT_OK) {
+            native_worker->call = tuning_call_native;
+            native_worker->call_user = &tu;
+            st = kt__worker_ready(native_worker);
+        }
+        for (size_t i = 0; st == KT_OK && i < d->nunits; i++)
+            if (acc[i] && isolate_native(op, &ws, &d->units[i])) trials[i].worker = native_worker, trials[i].worker_id = i;
     }
     kt__worker *worker = NULL;
     if (st == KT_OK && isolated) {
@@ -667,7 +691,6 @@ static kt_status measure_all(kt_op *op, kt_decision *d, const kt_arg *caller, bo
                                 &trials[i].worker_id);
         }
     }
-    tuning tu = {op, d, &ws, &ref, trials, NULL, 0};
     if (st == KT_OK) st = kt__reference_capture(&ref, &ws, d->units, d->nunits, acc, tuning_run_unit, &tu);
     bool recalled = false; /* units measured by an earlier tuning (the persistent cache): not again */
     for (size_t i = 0; st == KT_OK && i < d->nunits; i++) {
@@ -698,6 +721,7 @@ static kt_status measure_all(kt_op *op, kt_decision *d, const kt_arg *caller, bo
                 trials[i].iso_msg);
     }
     if (worker) pthread_mutex_unlock(&op->ctx->iso_lock);
+    kt__worker_free(native_worker);
     for (size_t i = 0; i < d->nunits; i++) {
         kt__unit *u = &d->units[i];
         runs += u->r.runs;

@@ -4,9 +4,11 @@
  * right answer, and this process survives. OpenCL on PoCL: a kernel that fails to build and one
  * that asks for too large a work-group are disqualified, the good one wins, in a worker too.
  */
+#define _DEFAULT_SOURCE /* MAP_ANONYMOUS */
 #include "helpers.h"
 
 #include <math.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #ifndef KT_DATA
@@ -127,6 +129,92 @@ static void test_c_candidates_that_fail_badly(void **state) {
     kt_context_destroy(ctx);
 }
 
+/* A crash is remembered: with a cache, a later tuning of a changed candidate set does not run
+ * the crashing configuration again. */
+static void test_crash_remembered(void **state) {
+    (void)state;
+    char db[128];
+    snprintf(db, sizeof db, "%s/cache.db", artifacts);
+    static float out[N], in[N];
+    for (int i = 0; i < N; i++) in[i] = (float)(i % 5);
+    kt_arg args[3] = {kt_arg_buf(out, sizeof out), kt_arg_buf(in, sizeof in), kt_arg_i32(N)};
+    for (int round = 0; round < 2; round++) {
+        kt_context *ctx = NULL;
+        ok(kt_context_create(&ctx));
+        ok(kt_context_set_artifact_dir(ctx, artifacts));
+        ok(kt_context_set_cache(ctx, db));
+        kt_op *op = crashy_op(ctx, "remembers", round == 0 ? "[0, 1]" : "[0, 1, 6]", 30);
+        ok(kt_op_call(op, args, 3));
+        const kt_decision *d = NULL;
+        ok(kt_op_decision(op, args, 3, &d));
+        expect_unit(d, "MODE=1", KT_OUTCOME_CRASHED, round == 0 ? "signal 11" : "recorded in the cache");
+        kt_context_destroy(ctx);
+    }
+}
+
+static int native_segv(const kt_arg *args, size_t nargs, void *user) {
+    (void)args, (void)nargs, (void)user;
+    /* a page that may not be written: a plain SIGSEGV, even under the sanitizers */
+    volatile int *bad = mmap(NULL, 4096, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (bad != MAP_FAILED) *bad = 1;
+    return 1;
+}
+static int native_abort(const kt_arg *args, size_t nargs, void *user) {
+    (void)args, (void)nargs, (void)user;
+    abort();
+}
+static int native_hang(const kt_arg *args, size_t nargs, void *user) {
+    (void)args, (void)nargs, (void)user;
+    for (volatile long i = 0;; i++) {
+    }
+    return 0;
+}
+static int native_twice(const kt_arg *args, size_t nargs, void *user) {
+    (void)nargs;
+    int reps = (int)(intptr_t)user;
+    float *out = args[0].ptr;
+    const float *in = args[1].ptr;
+    for (int r = 0; r < reps; r++)
+        for (int32_t i = 0; i < (int32_t)args[2].i; i++) out[i] = 2.0f * in[i];
+    return 0;
+}
+
+/* Natives, when the op asks: they run in a fork of this process; one that segfaults, aborts or
+ * hangs is disqualified with its class; the fast correct one wins and its result is the call's. */
+static void test_isolated_natives(void **state) {
+    (void)state;
+    kt_context *ctx = NULL;
+    ok(kt_context_create(&ctx));
+    static float out[N], in[N];
+    for (int i = 0; i < N; i++) in[i] = (float)(i % 9);
+    kt_arg args[3] = {kt_arg_buf(out, sizeof out), kt_arg_buf(in, sizeof in), kt_arg_i32(N)};
+    kt_op *op = NULL;
+    ok(kt_op_create(ctx, "natives", &op));
+    ok(kt_op_add_buffer(op, "out", KT_TYPE_F32, KT_WRITE_ONLY));
+    ok(kt_op_add_buffer(op, "in", KT_TYPE_F32, KT_READ_ONLY));
+    ok(kt_op_add_scalar(op, "n", KT_TYPE_I32));
+    ok(kt_op_set_reference_fn(op, twice_ref, NULL));
+    ok(kt_op_set_isolation(op, KT_ISOLATE_ON));
+    ok(kt_op_set_timeout(op, 1.0));
+    ok(kt_op_add_native(op, "segv", native_segv, NULL));
+    ok(kt_op_add_native(op, "slow", native_twice, (void *)(intptr_t)20));
+    ok(kt_op_add_native(op, "abort", native_abort, NULL));
+    ok(kt_op_add_native(op, "fast", native_twice, (void *)(intptr_t)1));
+    ok(kt_op_add_native(op, "hang", native_hang, NULL));
+    ok(kt_op_call(op, args, 3));
+    for (int i = 0; i < N; i++) assert_true(out[i] == 2.0f * in[i]);
+    const kt_decision *d = NULL;
+    ok(kt_op_decision(op, args, 3, &d));
+    assert_string_equal(kt_op_candidate_name(op, kt_decision_winner(d)), "fast");
+    assert_int_equal(kt_decision_outcome(d, 0), KT_OUTCOME_CRASHED);
+    assert_non_null(strstr(kt_decision_message(d, 0), "signal 11"));
+    assert_int_equal(kt_decision_outcome(d, 1), KT_OUTCOME_MEASURED);
+    assert_int_equal(kt_decision_outcome(d, 2), KT_OUTCOME_CRASHED);
+    assert_non_null(strstr(kt_decision_message(d, 2), "signal 6"));
+    assert_int_equal(kt_decision_outcome(d, 4), KT_OUTCOME_TIMEOUT);
+    kt_context_destroy(ctx);
+}
+
 static const char *cl_src =
     "#if BAD\n"
     "#error this configuration does not build\n"
@@ -203,6 +291,8 @@ static void test_isolation_arguments(void **state) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_c_candidates_that_fail_badly),
+        cmocka_unit_test(test_crash_remembered),
+        cmocka_unit_test(test_isolated_natives),
         cmocka_unit_test(test_opencl_isolated),
         cmocka_unit_test(test_isolation_arguments),
     };
