@@ -515,7 +515,9 @@ void kt__decision_reset(kt_decision *d);
 
 /* ---- isolate.c: candidates in a worker process ----------------------------------------------- */
 
-enum { KT__ISO_FAILED = 1, KT__ISO_CRASH = 2, KT__ISO_TIMEOUT = 3 };
+/* How an isolated run went wrong: the candidate failed, crashed or hung; or (INFRA) the
+ * isolation itself failed (no worker, a copy failed): not the candidate's, the tuning stops. */
+enum { KT__ISO_FAILED = 1, KT__ISO_CRASH = 2, KT__ISO_TIMEOUT = 3, KT__ISO_INFRA = 4 };
 
 /* The code a trial reports for a unit that failed in its worker (the class is kept aside). */
 #define KT__ISO_FAIL_CODE (-7001)

@@ -21,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -113,7 +114,9 @@ static kt_status start(kt__worker *w) {
         return kt__err(KT_ERR_NO_MEMORY, "isolation: out of memory");
     }
     size_t k = 0;
+    bool sanitized = false;
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+    sanitized = true;
     static char asan[] = "ASAN_OPTIONS=handle_segv=0:handle_sigbus=0:handle_abort=0:handle_sigill=0:handle_sigfpe=0:"
                          "allocator_may_return_null=1:detect_leaks=0";
     static char tsan[] = "TSAN_OPTIONS=handle_segv=0:handle_sigbus=0:handle_abort=0:handle_sigill=0:handle_sigfpe=0:"
@@ -122,7 +125,7 @@ static kt_status start(kt__worker *w) {
     envp[k++] = tsan;
 #endif
     for (size_t i = 0; i < nenv; i++)
-        if (k == 0 || (strncmp(environ[i], "ASAN_OPTIONS=", 13) != 0 && strncmp(environ[i], "TSAN_OPTIONS=", 13) != 0))
+        if (!sanitized || (strncmp(environ[i], "ASAN_OPTIONS=", 13) != 0 && strncmp(environ[i], "TSAN_OPTIONS=", 13) != 0))
             envp[k++] = environ[i];
     pid_t pid = fork();
     if (pid < 0) {
@@ -134,6 +137,7 @@ static kt_status start(kt__worker *w) {
         close(sv[0]);
         fcntl(sv[1], F_SETFD, 0); /* these two, and only these, go to the worker */
         fcntl(w->region_fd, F_SETFD, 0);
+        setpgid(0, 0); /* a Ctrl-C meant for the caller's group is not a candidate's crash */
         char *argv[] = {(char *)"kerntune-worker", a1, a1, a3, NULL};
         execve(path, argv, envp);
         _exit(127);
@@ -150,8 +154,17 @@ static double now_s(void) { return kt__now_s(); }
 /* Why the worker is gone, after its reply pipe closed: reaps it. */
 static void reap(kt__worker *w, char *why, size_t len) {
     int status = 0;
-    pid_t r;
-    while ((r = waitpid(w->pid, &status, 0)) < 0 && errno == EINTR) {
+    pid_t r = 0;
+    /* a dying worker is reaped with its signal; one still alive after 200 ms (it closed its
+     * socket and went on) is killed */
+    for (int i = 0; i < 200 && (r = waitpid(w->pid, &status, WNOHANG)) == 0; i++) {
+        struct timespec ms = {0, 1000000};
+        nanosleep(&ms, NULL);
+    }
+    if (r == 0) {
+        kill(w->pid, SIGKILL);
+        while ((r = waitpid(w->pid, &status, 0)) < 0 && errno == EINTR) {
+        }
     }
     if (r == w->pid && WIFSIGNALED(status))
         snprintf(why, len, "crashed: killed by signal %d (%s)", WTERMSIG(status), strsignal(WTERMSIG(status)));
@@ -226,9 +239,14 @@ static void serve_natives(kt__worker *w, int fd) {
      * candidate's crash in here: the child dies of it, and the parent sees the signal */
     static const int fatal[] = {SIGSEGV, SIGBUS, SIGABRT, SIGILL, SIGFPE, SIGTERM, SIGINT};
     for (size_t i = 0; i < sizeof fatal / sizeof *fatal; i++) signal(fatal[i], SIG_DFL);
-    sigset_t none;
-    sigemptyset(&none);
-    sigprocmask(SIG_SETMASK, &none, NULL);
+    /* nothing of the caller's but this socket: another worker's socket held open here would
+     * hide that worker's death from the caller */
+    long max = sysconf(_SC_OPEN_MAX);
+    for (long i = 3; i < (max > 0 && max < 65536 ? max : 65536); i++)
+        if (i != fd) close((int)i);
+    setpgid(0, 0);
+    prctl(PR_SET_PDEATHSIG, SIGKILL); /* not outlive the caller, even when a candidate hangs */
+    if (getppid() == 1) _exit(0);
     const kt__msg_arg *a = (const kt__msg_arg *)(w->setup + 1);
     size_t nargs = w->setup->nargs;
     kt_arg *args = calloc(nargs ? nargs : 1, sizeof *args);
@@ -285,6 +303,7 @@ kt_status kt__worker_setup(kt__worker **wp, const char *backend, const char *dev
     if (bytes > w->region_bytes) {
         if (w->region) munmap(w->region, w->region_bytes);
         w->region = NULL;
+        w->region_bytes = 0;
         if (ftruncate(w->region_fd, (off_t)bytes) != 0) return kt__err(KT_ERR_SYSTEM, "isolation: ftruncate: %s", strerror(errno));
         w->region = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, w->region_fd, 0);
         if (w->region == MAP_FAILED) {
@@ -324,6 +343,10 @@ kt_status kt__worker_setup(kt__worker **wp, const char *backend, const char *dev
 
 /* Makes sure the worker runs and is set up for the current tuning. */
 static kt_status ready(kt__worker *w, char *why, size_t wlen) {
+    if (w->pid > 0 && waitpid(w->pid, NULL, WNOHANG) != 0) { /* it died while idle: not a candidate's doing */
+        w->pid = -1;
+        stop(w);
+    }
     if (w->pid < 0) {
         kt_status st = start(w);
         if (st != KT_OK) return st;
@@ -375,7 +398,7 @@ int kt__worker_run(kt__worker *w, size_t id, const kt__workset *ws, const kt_arg
     kt_status st = ready(w, why, sizeof why);
     if (st != KT_OK) {
         snprintf(msg, len, "%s", kt_last_error());
-        return KT__ISO_FAILED;
+        return KT__ISO_INFRA;
     }
     kt__worker_mod none = {.incarnation = w->incarnation, .worker_id = (uint32_t)id};
     kt__worker_mod *mod = w->call ? &none : &w->mods[id]; /* a native's id is its unit */
@@ -388,7 +411,7 @@ int kt__worker_run(kt__worker *w, size_t id, const kt__workset *ws, const kt_arg
         }
         if (r.status != KT_OK) {
             snprintf(msg, len, "the worker could not load it: %s", r.msg);
-            return KT__ISO_FAILED;
+            return KT__ISO_FAILED; /* the artifact loaded here, so this is about it (or a lost device) */
         }
         mod->worker_id = r.module;
         mod->incarnation = w->incarnation;
@@ -397,13 +420,26 @@ int kt__worker_run(kt__worker *w, size_t id, const kt__workset *ws, const kt_arg
     const kt__msg_arg *a = (const kt__msg_arg *)(w->setup + 1);
     kt__msg_run m = {(uint32_t)mod->worker_id, flush ? KT__RUN_FLUSH : 0, 0, 0};
     for (size_t i = 0; i < nargs; i++) {
-        if (run_args[i].type != KT_TYPE_BUFFER || run_args[i].bytes == 0) continue;
-        if (i < 64 && copy_in(w, ws, i, full)) m.in |= (uint64_t)1 << i;
+        if (run_args[i].type != KT_TYPE_BUFFER) { /* scalars went at setup: a hook may not change them */
+            if (memcmp(&run_args[i].u, &a[i].value, sizeof a[i].value) != 0) {
+                snprintf(msg, len, "isolation: a pre-hook changed scalar argument %zu, which a worker cannot follow", i);
+                return KT__ISO_INFRA;
+            }
+            continue;
+        }
+        if (run_args[i].bytes > a[i].bytes) {
+            snprintf(msg, len, "isolation: a pre-hook substituted a larger buffer for argument %zu (%zu bytes, %llu set up)", i,
+                     run_args[i].bytes, (unsigned long long)a[i].bytes);
+            return KT__ISO_INFRA;
+        }
+        if (run_args[i].bytes == 0) continue;
+        bool in = copy_in(w, ws, i, full) || run_args[i].ptr != ws->args[i].ptr; /* a substitute goes every time */
+        if (i < 64 && in) m.in |= (uint64_t)1 << i;
         if (i < 64 && copy_out(i, full)) m.out |= (uint64_t)1 << i;
-        if (!copy_in(w, ws, i, full)) continue;
+        if (!in) continue;
         if (kt__workset_to_host(ws, w->region + a[i].offset, run_args[i].ptr, run_args[i].bytes) != KT_OK) {
             snprintf(msg, len, "%s", kt_last_error());
-            return KT__ISO_FAILED;
+            return KT__ISO_INFRA;
         }
     }
     int rc = call(w, KT__MSG_RUN, &m, sizeof m, timeout_s, &r, why, sizeof why);
@@ -421,7 +457,7 @@ int kt__worker_run(kt__worker *w, size_t id, const kt__workset *ws, const kt_arg
         if (run_args[i].type != KT_TYPE_BUFFER || run_args[i].bytes == 0 || !copy_out(i, full)) continue;
         if (kt__workset_from_host(ws, run_args[i].ptr, w->region + a[i].offset, run_args[i].bytes) != KT_OK) {
             snprintf(msg, len, "%s", kt_last_error());
-            return KT__ISO_FAILED;
+            return KT__ISO_INFRA;
         }
     }
     *ns = r.ns;

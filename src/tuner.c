@@ -464,7 +464,7 @@ static int trial_run(void *p, const kt_arg *args) {
             t->iso_class = rc;
             snprintf(t->iso_msg, sizeof t->iso_msg, "%s", msg);
         }
-        return rc == 0 ? 0 : KT__ISO_FAIL_CODE;
+        return rc == 0 ? 0 : KT__ISO_FAIL_CODE; /* INFRA: after() stops the tuning */
     }
     if (u->fn == kt__launch_fn) { /* a device variant: timed by the device's events */
         char err[256];
@@ -482,7 +482,10 @@ static double trial_device_ns(void *p) { return ((trial_ctx *)p)->device_ns; }
 static kt_status trial_after(void *p) {
     trial_ctx *t = p;
     kt_result_release(&t->result); /* outputs of tuning runs never reach the caller */
-    return kt__workset_after(t->ws);
+    kt_status st = kt__workset_after(t->ws);
+    if (st == KT_OK && t->iso_class == KT__ISO_INFRA) /* the isolation failed, not the candidate */
+        st = kt__err(KT_ERR_BACKEND, "kt_op_call(op '%s'): %s", t->op->name, t->iso_msg);
+    return st;
 }
 
 /* The validation run of a unit: poisoned outputs, then a comparison with the reference before
@@ -669,8 +672,10 @@ static kt_status measure_all(kt_op *op, kt_decision *d, const kt_arg *caller, bo
             if (acc[i] && isolate_native(op, &ws, &d->units[i])) trials[i].worker = native_worker, trials[i].worker_id = i;
     }
     kt__worker *worker = NULL;
+    bool iso_locked = false;
     if (st == KT_OK && isolated) {
         pthread_mutex_lock(&op->ctx->iso_lock); /* held to the end of the tuning */
+        iso_locked = true;
         const kt_backend *b;
         void *bstate;
         size_t local;
@@ -692,6 +697,11 @@ static kt_status measure_all(kt_op *op, kt_decision *d, const kt_arg *caller, bo
         }
     }
     if (st == KT_OK) st = kt__reference_capture(&ref, &ws, d->units, d->nunits, acc, tuning_run_unit, &tu);
+    for (size_t i = 0; trials && i < d->nunits; i++) { /* the reference's isolated run */
+        if (st == KT_OK && trials[i].iso_class == KT__ISO_INFRA)
+            st = kt__err(KT_ERR_BACKEND, "kt_op_call(op '%s'): %s", op->name, trials[i].iso_msg);
+        trials[i].iso_class = 0; /* the engine runs it again: what it sees there counts */
+    }
     bool recalled = false; /* units measured by an earlier tuning (the persistent cache): not again */
     for (size_t i = 0; st == KT_OK && i < d->nunits; i++) {
         if (!acc[i] || !d->units[i].recalled) continue;
@@ -710,7 +720,7 @@ static kt_status measure_all(kt_op *op, kt_decision *d, const kt_arg *caller, bo
     uint64_t runs = 0;
     for (size_t i = 0; trials && i < d->nunits; i++) { /* what the worker saw */
         kt__cand_result *r = &d->units[i].r;
-        if (trials[i].iso_class == 0 || (r->outcome != KT_OUTCOME_FAILED && r->outcome != KT_OUTCOME_MEASURED)) continue;
+        if (trials[i].iso_class == 0 || trials[i].iso_class == KT__ISO_INFRA || r->outcome != KT_OUTCOME_FAILED) continue;
         if (trials[i].iso_class != KT__ISO_FAILED)
             r->outcome = trials[i].iso_class == KT__ISO_TIMEOUT ? KT_OUTCOME_TIMEOUT : KT_OUTCOME_CRASHED;
         else r->outcome = KT_OUTCOME_FAILED;
@@ -720,7 +730,7 @@ static kt_status measure_all(kt_op *op, kt_decision *d, const kt_arg *caller, bo
                 op->cands[d->units[i].cand].name, d->units[i].text ? " " : "", d->units[i].text ? d->units[i].text : "",
                 trials[i].iso_msg);
     }
-    if (worker) pthread_mutex_unlock(&op->ctx->iso_lock);
+    if (iso_locked) pthread_mutex_unlock(&op->ctx->iso_lock);
     kt__worker_free(native_worker);
     for (size_t i = 0; i < d->nunits; i++) {
         kt__unit *u = &d->units[i];

@@ -10,6 +10,9 @@
 #include <kerntune/backend.h>
 
 #include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/prctl.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -106,6 +109,7 @@ static void setup(const kt__msg_setup *m, const kt__msg_arg *a, kt__reply *r) {
         snprintf(backend_name, sizeof backend_name, "%.31s", m->backend);
     }
     free_buffers();
+    unload_all(); /* the tuner numbers modules afresh for every tuning */
     size_t n = backend->device_count(state);
     device = n;
     for (size_t i = 0; i < n; i++) {
@@ -236,6 +240,10 @@ int main(int argc, char **argv) {
     }
     int req = atoi(argv[1]), rep = atoi(argv[2]);
     region_fd = atoi(argv[3]);
+    /* a candidate that starts programs of its own must not hand them these */
+    fcntl(req, F_SETFD, FD_CLOEXEC);
+    fcntl(region_fd, F_SETFD, FD_CLOEXEC);
+    prctl(PR_SET_PDEATHSIG, SIGKILL); /* not outlive the caller, even when a candidate hangs */
     /* Host code runs with a cap on its address space (KERNTUNE_WORKER_MEMORY_MB, default half of
      * the physical memory), so that a candidate that allocates without end fails soon instead of
      * pushing the machine into swap. Not for device backends (a CUDA context reserves a vast
