@@ -341,6 +341,40 @@ static void test_crashing_problem(void **state) {
     assert_int_equal(unlink(t4path), 0);
 }
 
+/* kerntune tune records its decision in the persistent cache; a second run of the same problem
+ * is served from it (nothing compiled or measured), and kerntune cache lists it. */
+static void test_decision_recorded(void **state) {
+    (void)state;
+    char db[64], args[2048];
+    snprintf(db, sizeof db, "/tmp/kt-test-tune-cache-%d.db", (int)getpid());
+    const char *source[2] = {"measured", "cache"};
+    char first[256] = "";
+    for (int round = 0; round < 2; round++) {
+        snprintf(args, sizeof args, "tune '%s/t1/matmul_c.json' --cache %s --quiet --json", KT_DATA, db);
+        assert_int_equal(run(args, false), 0);
+        json_t *s = summary();
+        assert_string_equal(json_string_value(json_object_get(s, "source")), source[round]);
+        assert_string_equal(json_string_value(json_object_get(s, "cache")), db);
+        char *best = json_dumps(json_object_get(json_object_get(s, "best"), "configuration"), JSON_SORT_KEYS | JSON_COMPACT);
+        if (round == 0) snprintf(first, sizeof first, "%s", best);
+        else assert_string_equal(best, first); /* the same decision */
+        if (round == 1) assert_int_equal(json_integer_value(json_object_get(s, "runs")), 0);
+        free(best);
+        json_decref(s);
+    }
+    snprintf(args, sizeof args, "cache list --cache %s --json", db);
+    assert_int_equal(run(args, false), 0);
+    json_error_t e;
+    json_t *list = json_loads(out, JSON_DISABLE_EOF_CHECK, &e);
+    assert_non_null(list);
+    json_t *entries = json_is_array(list) ? list : json_object_get(list, "entries");
+    assert_int_equal(json_array_size(entries), 1);
+    json_decref(list);
+    char rm[256];
+    snprintf(rm, sizeof rm, "rm -f '%s' '%s-wal' '%s-shm'", db, db, db);
+    assert_int_equal(system(rm), 0);
+}
+
 static void test_options(void **state) {
     (void)state;
     char args[2048];
@@ -394,6 +428,7 @@ int main(void) {
         cmocka_unit_test(test_kernel_tuner_formats),
         cmocka_unit_test(test_replay_policies),
         cmocka_unit_test(test_crashing_problem),
+        cmocka_unit_test(test_decision_recorded),
         cmocka_unit_test(test_options),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
