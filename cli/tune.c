@@ -213,7 +213,6 @@ static void on_progress(size_t done, size_t total, size_t valid, size_t failed, 
     if (done < total && t - p->last < 0.1) return; /* at most ten updates a second */
     p->last = t;
     done = done > p->hidden ? done - p->hidden : 0;
-    valid = valid > p->hidden ? valid - p->hidden : 0; /* the reference is measured too */
     total = total > p->hidden ? total - p->hidden : 0;
     double elapsed = t - p->start, eta = done ? elapsed * (double)(total - done) / (double)done : 0;
     char best[32] = "-";
@@ -647,14 +646,16 @@ int run_tune(int argc, char **argv) {
         }
         KT(kt_op_set_reference_fn(op, write_reference, &ref));
     } else if (ref_sp != NULL) {
-        /* the configuration of the parameters' Default values is the reference (added above) */
+        /* the configuration of the parameters' Default values is the reference (added above): it
+         * validates, but the winner comes from the space the user asked for (--define included) */
+        KT(kt_op_set_reference_only(op, 1));
     } else {
         KT(kt_op_set_reference(op, "kernel")); /* no defaults: the first configuration */
     }
     size_t budget = o.budget_count ? o.budget_count : (size_t)p.budget_count;
     if (!o.budget_count && p.budget_fraction > 0) budget = (size_t)ceil(p.budget_fraction * (double)total);
     double seconds = o.budget_seconds > 0 ? o.budget_seconds : p.budget_seconds;
-    if (budget || seconds > 0) KT(kt_op_set_budget(op, budget ? budget + (ref_sp ? 1 : 0) : 0, seconds));
+    if (budget || seconds > 0) KT(kt_op_set_budget(op, budget, seconds));
     progress prog = {now_s(), 0, false, ref_sp ? 1 : 0};
     if (!o.quiet && isatty(2)) KT(kt_context_set_progress_fn(ctx, on_progress, &prog));
     if (!o.quiet)

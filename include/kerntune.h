@@ -755,6 +755,10 @@ KT_API kt_status kt_op_add_variants(kt_op *op, const char *name, kt_space *space
 /** Names the reference candidate. */
 KT_API kt_status kt_op_set_reference(kt_op *op, const char *name);
 
+/** With on nonzero, the reference candidate only validates the others: it is not measured and
+ *  never wins (for a reference that is a slow or out-of-space implementation). Default 0. */
+KT_API kt_status kt_op_set_reference_only(kt_op *op, int on);
+
 /** A reference implementation: computes the expected outputs from args in place (as a candidate
  *  would), and for an op with a result fills *result (NULL otherwise). Returns 0 on success. */
 typedef int (*kt_reference_fn)(const kt_arg *args, size_t nargs, void *user, kt_result *result);

@@ -296,6 +296,7 @@ struct kt_op {
     bool has_result;               /* candidates return their output */
     kt_type result_elem;
     long reference_idx;            /* -1 when not set */
+    bool reference_only;           /* the reference validates, never competes */
     kt_reference_fn reference_fn;
     void *reference_user;
     bool validate;

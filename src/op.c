@@ -546,6 +546,13 @@ kt_status kt_op_set_reference(kt_op *op, const char *name) {
     return set_named(op, name, false, "kt_op_set_reference", op ? &op->reference_idx : NULL);
 }
 
+kt_status kt_op_set_reference_only(kt_op *op, int on) {
+    CHECK_OP(op, "kt_op_set_reference_only");
+    kt_status st = kt__op_building(op, "kt_op_set_reference_only");
+    if (st == KT_OK) op->reference_only = on != 0;
+    return st;
+}
+
 kt_status kt_op_set_reference_fn(kt_op *op, kt_reference_fn fn, void *user) {
     CHECK_OP(op, "kt_op_set_reference_fn");
     kt_status st = kt__op_building(op, "kt_op_set_reference_fn");

@@ -135,6 +135,8 @@ kt_status kt__persist_recall(kt_op *op, kt_decision *d, const kt_arg *args, bool
     else if ((op->cands[cand].space == NULL) != (rec.winner_config == NULL))
         snprintf(why, sizeof why, "candidate '%.200s' %s", rec.winner_candidate,
                  rec.winner_config ? "is native but the record gives a configuration" : "is a variant group but the record gives no configuration");
+    else if (op->reference_only && cand == (op->reference_idx >= 0 ? op->reference_idx : op->default_idx >= 0 ? op->default_idx : 0))
+        snprintf(why, sizeof why, "candidate '%.200s' only validates the others", rec.winner_candidate);
     else if (!kt__key_accepts(op, d->key, (size_t)cand))
         snprintf(why, sizeof why, "candidate '%.200s' rejects these arguments", rec.winner_candidate);
     if (!why[0]) {

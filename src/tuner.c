@@ -702,6 +702,7 @@ static kt_status measure_all(kt_op *op, kt_decision *d, const kt_arg *caller, bo
             st = kt__err(KT_ERR_BACKEND, "kt_op_call(op '%s'): %s", op->name, trials[i].iso_msg);
         trials[i].iso_class = 0; /* the engine runs it again: what it sees there counts */
     }
+    if (st == KT_OK && op->reference_only && ref.unit >= 0) acc[ref.unit] = false; /* it validates, never competes */
     bool recalled = false; /* units measured by an earlier tuning (the persistent cache): not again */
     for (size_t i = 0; st == KT_OK && i < d->nunits; i++) {
         if (!acc[i] || !d->units[i].recalled) continue;

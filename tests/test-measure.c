@@ -260,6 +260,30 @@ static void test_flush_on_natives(void **state) {
     kt_context_destroy(ctx);
 }
 
+/* A reference that only validates: never measured, never the winner, even when fastest. */
+static void test_reference_only(void **state) {
+    (void)state;
+    kt_context *ctx = race_context();
+    kt_op *op = NULL;
+    ok(kt_op_create(ctx, "refonly", &op));
+    ok(kt_op_add_buffer(op, "out", KT_TYPE_I32, KT_WRITE_ONLY));
+    ok(kt_op_add_scalar(op, "n", KT_TYPE_I64));
+    ok(kt_op_key_arg(op, 1, KT_BUCKET_EXACT));
+    cand ref = {.id = 7, .work = 1}, a = {.id = 7, .work = 100}, b = {.id = 7, .work = 1000};
+    ok(kt_op_add_native(op, "ref", cand_fn, &ref));
+    ok(kt_op_add_native(op, "a", cand_fn, &a));
+    ok(kt_op_add_native(op, "b", cand_fn, &b));
+    ok(kt_op_set_reference(op, "ref"));
+    ok(kt_op_set_reference_only(op, 1));
+    ok(kt_op_call(op, ARGS(1), 2));
+    const kt_decision *d = decision(op, 1);
+    assert_string_equal(kt_op_candidate_name(op, kt_decision_winner(d)), "a");
+    assert_int_equal(kt_decision_outcome(d, 0), KT_OUTCOME_NOT_RUN);
+    assert_int_equal(calls(&ref), 1); /* its one reference run */
+    assert_true(kt_decision_validated(d));
+    kt_context_destroy(ctx);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_race_picks_fastest_and_drops_clear_losers_first),
@@ -270,6 +294,7 @@ int main(void) {
         cmocka_unit_test(test_triton_policy_counts),
         cmocka_unit_test(test_policy_names),
         cmocka_unit_test(test_flush_on_natives),
+        cmocka_unit_test(test_reference_only),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
