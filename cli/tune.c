@@ -670,28 +670,20 @@ int run_tune(int argc, char **argv) {
     if (st == KT_OK) st = kt_op_decision(op, args, p.nargs, &d);
     if (st != KT_OK && st != KT_ERR_ALL_FAILED) FAIL("%s: %s", kt_status_name(st), kt_last_error());
 
-    /* the kernel's units: best, counts, measurement time */
+    /* the kernel's units: counts; the best is the library's winner, always a configuration of the
+     * kernel's space (the reference group only validates) */
     size_t measured = 0, failed = 0, not_run = 0, best = (size_t)-1, fails[8] = {0};
-    double best_ms = -1;
     for (size_t u = 0; d && u < kt_decision_unit_count(d); u++) {
-        bool cached_winner = kt_decision_source_of(d) == KT_SOURCE_CACHE && u == kt_decision_winner_unit(d);
-        if (!cached_winner && strcmp(kt_op_candidate_name(op, kt_decision_unit_candidate(d, u)), "kernel") != 0) continue;
+        if (strcmp(kt_op_candidate_name(op, kt_decision_unit_candidate(d, u)), "kernel") != 0) continue;
         kt_outcome oc = kt_decision_unit_outcome(d, u);
-        if (oc == KT_OUTCOME_MEASURED) {
-            measured++;
-            double ms = kt_decision_unit_time_ns(d, u) / 1e6;
-            if (best == (size_t)-1 || ms < best_ms) best = u, best_ms = ms;
-        } else if (oc == KT_OUTCOME_NOT_RUN) {
-            not_run++;
-        } else {
-            failed++;
-            fails[oc]++;
-        }
+        if (oc == KT_OUTCOME_MEASURED) measured++;
+        else if (oc == KT_OUTCOME_NOT_RUN) not_run++;
+        else failed++, fails[oc]++;
     }
-    if (best != (size_t)-1) { /* the library's pick, which may be the reference group's copy of a configuration */
-        size_t w = kt_decision_winner_unit(d);
-        if (kt_decision_unit_outcome(d, w) == KT_OUTCOME_MEASURED && kt_decision_unit_config(d, w) != NULL)
-            best = w, best_ms = kt_decision_unit_time_ns(d, w) / 1e6;
+    double best_ms = -1;
+    if (st == KT_OK) {
+        best = kt_decision_winner_unit(d);
+        best_ms = kt_decision_unit_time_ns(d, best) / 1e6;
     }
     bool cached = d && kt_decision_source_of(d) == KT_SOURCE_CACHE;
     kt_cache *cache = kt_context_cache(ctx);

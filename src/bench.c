@@ -18,8 +18,10 @@
  * Statistics are taken on log run times, which makes a slowdown a difference and the noise of
  * a kernel proportional to its time. An arm's estimate is the median; its spread is the scaled
  * median absolute deviation of its log times once it has three runs (never below a floor of
- * 0.5%), and before that a conservative prior: at least 30%, or twice the spread pooled over
- * the arms measured so far, because one run says nothing of the noise. The standard error of
+ * 0.5%), and before that a conservative prior, because one run says nothing of the noise: 30%
+ * (or three times the spread pooled over the arms with three runs, if more) until 8 arms have
+ * three runs, then three times their pooled spread, at least 2%. After screening, the 8 leading
+ * arms get three runs first (a pilot), so that the pooled spread is the leaders'. The standard error of
  * a median of n runs is 1.2533 s / sqrt(n). An arm is dropped when
  *     log(m_j) - log(m_best) - log(1 + tolerance) > z * sqrt(se_j^2 + se_best^2)
  * with z the normal quantile of the confidence. The same statistics give the decision's
@@ -30,10 +32,11 @@
  * The time an arm reports, and the pick among the survivors (which by then have many runs),
  * is the mean of its kept runs: what the kernel costs on average, rare stalls included.
  *
- * First-run outliers: an arm that had no validation run gets one warm-up run; afterwards, as
- * long as an arm's first kept run is more than 10% slower than its next one, the first is
- * counted as a warm-up and discarded (at most three times), so warming up lasts until the
- * timings settle.
+ * First-run outliers: an arm that had no validation run gets one warm-up run, until 8 arms in a
+ * row showed their warm-up no more than 10% slower than their first run; and on every arm, as
+ * long as its first kept run is more than 10% slower than its next one, the first is counted
+ * as a warm-up and discarded (at most three times), so warming up lasts until the timings
+ * settle.
  *
  * Only the candidate call sits between the two clock reads: restoring inputs, filling outputs,
  * flushing caches, hooks and releasing returned outputs happen in the trial's before() and
@@ -59,12 +62,10 @@ static int cmp_double(const void *a, const void *b) {
     return (x > y) - (x < y);
 }
 
-/* The median of n values, sorting scratch (a copy). */
-static double median_of(const double *v, size_t n, double *scratch) {
-    if (n == 0) return -1;
-    memcpy(scratch, v, n * sizeof *v);
-    qsort(scratch, n, sizeof *scratch, cmp_double);
-    return (n % 2) ? scratch[n / 2] : 0.5 * (scratch[n / 2 - 1] + scratch[n / 2]);
+/* The median of n values (n > 0), sorting them in place. */
+static double sort_median(double *v, size_t n) {
+    qsort(v, n, sizeof *v, cmp_double);
+    return (n % 2) ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
 /* The standard normal distribution and its quantile (by bisection: called once per tuning). */
@@ -200,15 +201,14 @@ static void stats(engine *e, arm *a) {
     kt__cand_result *r = a->r;
     size_t n = r->runs;
     if (n == 0) return;
-    a->m = log(median_of(r->times, n, e->scratch));
+    memcpy(e->scratch, r->times, n * sizeof *r->times);
+    a->m = log(sort_median(e->scratch, n));
     if (n < 3) {
         a->s = -1;
         return;
     }
     for (size_t i = 0; i < n; i++) e->scratch[i] = fabs(log(r->times[i]) - a->m);
-    qsort(e->scratch, n, sizeof *e->scratch, cmp_double);
-    double mad = (n % 2) ? e->scratch[n / 2] : 0.5 * (e->scratch[n / 2 - 1] + e->scratch[n / 2]);
-    a->s = fmax(1.4826 * mad, SPREAD_FLOOR);
+    a->s = fmax(1.4826 * sort_median(e->scratch, n), SPREAD_FLOOR);
 }
 
 /* Drops leading warm-up outliers once a second run shows them (race only). */
@@ -239,8 +239,7 @@ static void pool(engine *e) {
     double *v = e->scratch;
     for (size_t i = 0; i < e->n; i++)
         if (e->arms[i].r && e->arms[i].r->outcome == KT_OUTCOME_MEASURED && e->arms[i].s >= 0) v[k++] = e->arms[i].s;
-    qsort(v, k, sizeof *v, cmp_double);
-    e->pooled = k == 0 ? 0 : (k % 2) ? v[k / 2] : 0.5 * (v[k / 2 - 1] + v[k / 2]);
+    e->pooled = k == 0 ? 0 : sort_median(v, k);
     e->npooled = k;
 }
 

@@ -149,8 +149,6 @@ static kt_status start(kt__worker *w) {
     return KT_OK;
 }
 
-static double now_s(void) { return kt__now_s(); }
-
 /* Why the worker is gone, after its reply pipe closed: reaps it. */
 static void reap(kt__worker *w, char *why, size_t len) {
     int status = 0;
@@ -195,11 +193,11 @@ static int call(kt__worker *w, uint32_t type, const void *payload, uint32_t len,
             }
             done += (size_t)n;
         }
-    double deadline = timeout_s > 0 ? now_s() + timeout_s : 0;
+    double deadline = timeout_s > 0 ? kt__now_s() + timeout_s : 0;
     for (size_t done = 0; done < sizeof *r;) {
         int wait_ms = -1;
         if (deadline > 0) {
-            double left = deadline - now_s();
+            double left = deadline - kt__now_s();
             if (left <= 0) {
                 snprintf(why, wlen, "timeout: no answer within %.3g s; the worker was killed", timeout_s);
                 stop(w);

@@ -29,7 +29,10 @@ static void hex(uint64_t a, uint64_t b, char out[33]) {
     snprintf(out, 33, "%016llx%016llx", (unsigned long long)a, (unsigned long long)b);
 }
 
-/* The compiler identity of the op's device (variants only; "" when it cannot say). */
+static bool has_variants(const kt_op *op);
+
+/* The compiler identity of the op's device ("" for an op without variants, or when the
+ * backend cannot say). */
 static void compiler_of(const kt_op *op, char *out, size_t len) {
     const kt_backend *b;
     void *bstate;
@@ -37,6 +40,7 @@ static void compiler_of(const kt_op *op, char *out, size_t len) {
     const char *fp;
     char err[256];
     out[0] = '\0';
+    if (!has_variants(op)) return;
     kt__op_backend(op, &b, &bstate, &local, &fp);
     if (b->abi_version >= 3 && b->compiler_id && b->compiler_id(bstate, local, out, len, err, sizeof err) != KT_OK) out[0] = '\0';
 }
@@ -48,8 +52,8 @@ static bool has_variants(const kt_op *op) {
 }
 
 void kt__persist_identity(kt_op *op) {
-    char compiler[1024] = "";
-    if (has_variants(op)) compiler_of(op, compiler, sizeof compiler);
+    char compiler[1024];
+    compiler_of(op, compiler, sizeof compiler);
     uint64_t h[2] = {0x6b65726e74756e65ull, 0x63616e6469646174ull};
     for (int k = 0; k < 2; k++) {
         uint64_t x = h[k];
@@ -198,8 +202,8 @@ void kt__persist_record(kt_op *op, const kt_decision *d) {
     kt__store_unit *units = calloc(d->nunits ? d->nunits : 1, sizeof *units);
     char (*hashes)[33] = calloc(d->nunits ? d->nunits : 1, sizeof *hashes);
     char (*lines)[256] = calloc(d->nunits ? d->nunits : 1, sizeof *lines);
-    char compiler[1024] = "";
-    if (has_variants(op)) compiler_of(op, compiler, sizeof compiler);
+    char compiler[1024];
+    compiler_of(op, compiler, sizeof compiler);
     if (units == NULL || hashes == NULL || lines == NULL) {
         kt__log(op->ctx, KT_LOG_WARN, "op '%s': out of memory recording a decision", op->name);
     } else {
@@ -237,8 +241,8 @@ void kt__persist_units(kt_op *op, kt_decision *d) {
     if (c == NULL) return;
     kt__store_rec id;
     identity(op, d, &id);
-    char compiler[1024] = "";
-    if (has_variants(op)) compiler_of(op, compiler, sizeof compiler);
+    char compiler[1024];
+    compiler_of(op, compiler, sizeof compiler);
     for (size_t i = 0; i < d->nunits; i++) {
         kt__unit *u = &d->units[i];
         if (u->r.outcome != KT_OUTCOME_NOT_RUN) continue;
