@@ -26,6 +26,15 @@
 __attribute__((constructor)) static void kt_test_cache_off(void) { setenv("KERNTUNE_CACHE", "off", 1); }
 #endif
 
+/* Sanitizer builds (ASan+UBSan, TSan) run every contract on small problems; the large replays
+ * of the shared recordings (tens of thousands of configurations) run once, in the normal build.
+ * A test that skips its large part in a sanitizer build still runs its small one there. */
+#ifdef KT_SANITIZED
+#define KT_TEST_LARGE 0
+#else
+#define KT_TEST_LARGE 1
+#endif
+
 /* Fails the test with kerntune's message when st is not the expected status. */
 #define expect_status(expected, call)                                                            \
     do {                                                                                         \
