@@ -818,6 +818,14 @@ KT_API uint64_t kt_op_measured_runs(const kt_op *op);
  * Decisions
  * ------------------------------------------------------------------------------------------- */
 
+/** Places ReadOnly buffer argument arg in the device's constant memory (T1's "MemType":
+ *  "Constant"). CUDA: the kernel does not take it as a parameter; before every launch its bytes
+ *  are copied into the module's `__constant__` variable named like the argument, which must be
+ *  at least as large (a variant without one fails to load, with a message). OpenCL: it is
+ *  passed as a kernel argument, which the kernel declares `__constant`. Host backends and
+ *  native candidates receive it like any other buffer. */
+KT_API kt_status kt_op_set_constant(kt_op *op, size_t arg);
+
 /** A recorded decision; owned by its op and valid as long as the op. Read-only. */
 typedef struct kt_decision kt_decision;
 
@@ -830,7 +838,9 @@ typedef enum kt_decision_source {
 } kt_decision_source;
 
 /** Finds the decision for the key of these arguments without tuning or calling anything.
- *  Returns KT_ERR_NOT_FOUND when the key has no finished decision. */
+ *  Returns KT_ERR_NOT_FOUND when the key has no finished decision. When every candidate
+ *  failed for the key, returns KT_ERR_ALL_FAILED and still stores the failed decision in *out,
+ *  so that its units' outcomes and messages say why (it has no winner). */
 KT_API kt_status kt_op_decision(const kt_op *op, const kt_arg *args, size_t nargs,
                                 const kt_decision **out);
 
@@ -898,6 +908,14 @@ KT_API kt_outcome kt_decision_unit_outcome(const kt_decision *d, size_t u);
 KT_API double kt_decision_unit_time_ns(const kt_decision *d, size_t u);
 KT_API unsigned kt_decision_unit_runs(const kt_decision *d, size_t u);
 KT_API const char *kt_decision_unit_message(const kt_decision *d, size_t u);
+
+/** Writes the launch geometry unit u of a device variant group was planned with for the
+ *  tuning's arguments (global size per dimension in blocks or work-items as the space's
+ *  geometry kind says, local size, dynamic shared memory in bytes). Any pointer may be NULL.
+ *  Returns KT_ERR_NOT_FOUND for a native candidate or a unit that was never planned. A call
+ *  with other arguments computes its own geometry from them. */
+KT_API kt_status kt_decision_unit_geometry(const kt_decision *d, size_t u, int64_t global[3], int64_t local[3],
+                                           int64_t *shared_memory);
 
 /** Stores unit u's measured run times in ns, in the order they were taken, in *times (owned by
  *  the decision) and their number in *n; KT_ERR_NOT_FOUND when it has none. */

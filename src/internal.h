@@ -146,6 +146,7 @@ typedef struct kt__argdecl {
     size_t esize;     /* element size of a buffer; size of a scalar */
     bool accumulate;  /* WriteOnly buffer filled with acc_value before every tuning run */
     double acc_value;
+    bool constant;    /* a ReadOnly buffer in the device's constant memory (kt_op_set_constant) */
     kt_gen gen;       /* GENERATED mode: how to fill it */
     double gen_value;
     kt_generate_fn gen_fn;

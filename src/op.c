@@ -487,6 +487,16 @@ kt_status kt_op_set_accumulate(kt_op *op, size_t arg, double value) {
     return KT_OK;
 }
 
+kt_status kt_op_set_constant(kt_op *op, size_t arg) {
+    kt_status st = buffer_arg(op, arg, "kt_op_set_constant");
+    if (st != KT_OK) return st;
+    if (op->args[arg].access != KT_READ_ONLY)
+        return kt__err(KT_ERR_INVALID_ARGUMENT, "kt_op_set_constant(op '%s'): argument '%s' is not READ_ONLY; constant memory cannot be written by a kernel",
+                       op->name, op->args[arg].name);
+    op->args[arg].constant = true;
+    return KT_OK;
+}
+
 kt_status kt_op_set_generator(kt_op *op, size_t arg, kt_gen gen, double value) {
     kt_status st = buffer_arg(op, arg, "kt_op_set_generator");
     if (st != KT_OK) return st;

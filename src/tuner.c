@@ -1001,7 +1001,12 @@ kt_status kt_op_decision(const kt_op *op, const kt_arg *args, size_t nargs, cons
     size_t len = kt__key_compute(op, args, key);
     const kt_decision *d =
         kt__table_find(atomic_load_explicit(&op->table, memory_order_acquire), key, len, kt__key_hash(key, len));
-    if (d == NULL || atomic_load_explicit(&d->state, memory_order_acquire) != KT__DONE)
+    int state = d ? atomic_load_explicit(&d->state, memory_order_acquire) : KT__TUNING;
+    if (state == KT__FAILED) { /* its units say why */
+        *out = d;
+        return kt__err(KT_ERR_ALL_FAILED, "%s", d->fail_msg ? d->fail_msg : "kt_op_decision: every candidate failed");
+    }
+    if (state != KT__DONE)
         return kt__err(KT_ERR_NOT_FOUND, "kt_op_decision(op '%s'): no finished decision for the key of these arguments",
                        op->name);
     *out = d;
@@ -1108,6 +1113,20 @@ unsigned kt_decision_unit_runs(const kt_decision *d, size_t u) {
 const char *kt_decision_unit_message(const kt_decision *d, size_t u) {
     const kt__unit *x = unit_at(d, u);
     return x ? x->r.message : NULL;
+}
+
+kt_status kt_decision_unit_geometry(const kt_decision *d, size_t u, int64_t global[3], int64_t local[3],
+                                    int64_t *shared_memory) {
+    const kt__unit *x = unit_at(d, u);
+    if (x == NULL || x->text == NULL)
+        return kt__err(KT_ERR_NOT_FOUND, "kt_decision_unit_geometry: unit %zu is not a planned variant", u);
+    const kt_launch_geometry *g = &x->launch.geometry;
+    for (int i = 0; i < 3; i++) {
+        if (global) global[i] = g->global[i];
+        if (local) local[i] = g->local[i];
+    }
+    if (shared_memory) *shared_memory = g->shared_memory;
+    return KT_OK;
 }
 
 unsigned kt_decision_unit_warmups(const kt_decision *d, size_t u) {

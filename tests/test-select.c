@@ -271,7 +271,15 @@ static void test_failing_candidates(void **state) {
     uint64_t tunes = kt_op_tune_count(op);
     expect_status(KT_ERR_ALL_FAILED, CALL(op, 5));
     assert_int_equal(kt_op_tune_count(op), tunes);
-    expect_status(KT_ERR_NOT_FOUND, kt_op_decision(op, (kt_arg[]){kt_arg_buf(buf, sizeof buf), kt_arg_i64(5)}, 2, &d));
+    /* the failed decision is there to say why: broken's outcome and message */
+    d = NULL;
+    expect_status(KT_ERR_ALL_FAILED, kt_op_decision(op, (kt_arg[]){kt_arg_buf(buf, sizeof buf), kt_arg_i64(5)}, 2, &d));
+    assert_non_null(d);
+    assert_int_equal(kt_decision_outcome(d, 0), KT_OUTCOME_FAILED);
+    assert_int_equal(kt_decision_fail_code(d, 0), 7);
+    assert_int_equal(kt_decision_outcome(d, 1), KT_OUTCOME_REJECTED);
+    /* a key never called has no decision at all */
+    expect_status(KT_ERR_NOT_FOUND, kt_op_decision(op, (kt_arg[]){kt_arg_buf(buf, sizeof buf), kt_arg_i64(9)}, 2, &d));
     kt_context_destroy(ctx);
 }
 
