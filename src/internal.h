@@ -10,6 +10,8 @@
 #include <kerntune.h>
 #include <kerntune/backend.h>
 
+#include "expr.h"
+
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdatomic.h>
@@ -17,8 +19,10 @@
 
 #define KT__NAME_MAX 127             /* longest op, argument or candidate name */
 #define KT__KEY_USER_MAX 8           /* key components an op may declare */
+#define KT__KEY_AUTO_MAX 8           /* components the op adds itself (arguments that reach code) */
 #define KT__MASK_WORDS_MAX 8         /* 64-bit words of validity mask: 512 candidates */
-#define KT__KEY_WORDS_MAX (KT__KEY_USER_MAX + KT__MASK_WORDS_MAX)
+#define KT__KEY_WORDS_MAX (KT__KEY_USER_MAX + KT__KEY_AUTO_MAX + KT__MASK_WORDS_MAX)
+#define KT__CALL_SLOTS_MAX 128       /* slots of a space whose global size a call computes */
 #define KT__CAND_MAX 4096            /* candidates per op */
 #define KT__ERRBUF 1024              /* bytes of the per-thread detail message */
 
@@ -163,6 +167,7 @@ typedef struct kt__keycomp {
     kt_key_fn key_fn;
     void *user;
     uint64_t max_align;
+    bool automatic;   /* added at freeze: the argument reaches a variant group's code or validity */
 } kt__keycomp;
 
 typedef enum kt__req_kind { KT__REQ_ALIGN, KT__REQ_MULTIPLE } kt__req_kind;
@@ -184,6 +189,8 @@ typedef struct kt__cand {
     char **options;
     size_t noptions;
     long *input_arg;     /* per space input: the op argument that binds it, or -1 */
+    uint8_t call_dims;   /* bit d: the global size of dimension d reads an argument; each call
+                          * computes it from its own (set at freeze) */
     kt__req *reqs;
     size_t nreqs;
     kt_accept_fn accept;
@@ -211,11 +218,22 @@ typedef struct kt__launch {
     void *bstate;
     size_t device;
     void *module;
-    kt_launch_geometry geometry;
+    kt_launch_geometry geometry;   /* as planned for the tuning's arguments */
+    /* A group whose global size reads arguments (cand->call_dims): the configuration's slots as
+     * planned (parameters, derived values, inputs), from which each call computes those sizes
+     * with its own arguments in place of the inputs. NULL otherwise. */
+    const kt_op *op;
+    const kt__cand *cand;
+    kt__value *slots;
+    kt__arena slots_arena;         /* what strings and lists among them point into */
 } kt__launch;
 
-/* A native candidate calling a device variant through its backend (no timing). */
+/* A native candidate calling a device variant through its backend (no timing). On a failure it
+ * describes it in the thread's detail message and returns KT__RC_REPORTED. */
 int kt__launch_fn(const kt_arg *args, size_t nargs, void *user);
+
+/* A candidate's return code meaning "failed, and the detail message says how". */
+#define KT__RC_REPORTED (-7002)
 
 /* One thing a decision considers: a native candidate, or one configuration of a variant group. */
 typedef struct kt__unit {
@@ -280,7 +298,7 @@ struct kt_op {
     char *name;
     kt__argdecl *args;
     size_t nargs;
-    kt__keycomp keys[KT__KEY_USER_MAX];
+    kt__keycomp keys[KT__KEY_USER_MAX + KT__KEY_AUTO_MAX]; /* declared, then automatic (freeze) */
     size_t nkeys;
     kt__cand *cands;
     size_t ncands;

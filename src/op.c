@@ -612,6 +612,56 @@ static kt_status resolve_effort(kt_op *op) {
     return KT_OK;
 }
 
+/* Whether the op already keys argument a exactly. */
+static bool keyed_exactly(const kt_op *op, size_t a) {
+    for (size_t k = 0; k < op->nkeys; k++)
+        if (op->keys[k].kind == KT__KEY_ARG && op->keys[k].arg == a && op->keys[k].bucket == KT_BUCKET_EXACT) return true;
+    return false;
+}
+
+/* A configuration's compiled code (its defines), whether it is valid (constraints, the device's
+ * limits on its local size and shared memory) and its launch size may all depend on the space's
+ * inputs, which arguments bind. A decision is reused for every call of its key, so:
+ *   - an argument that reaches the code or the validity of a configuration is keyed exactly
+ *     (an automatic key component after the declared ones): a decision made for one value is
+ *     never launched with code compiled, or validity judged, for another;
+ *   - an argument that reaches only a global size is not keyed: every call computes those
+ *     sizes from its own arguments (cand->call_dims), so n = 600 and n = 1000 may share a
+ *     decision and each launch covers its own n. A space too large to copy on the call path
+ *     (more than KT__CALL_SLOTS_MAX slots) keys such an argument exactly instead. */
+static kt_status key_fixed_inputs(kt_op *op) {
+    for (size_t i = 0; i < op->ncands; i++) {
+        kt__cand *c = &op->cands[i];
+        if (c->space == NULL) continue;
+        uint64_t fixed = kt__space_fixed_inputs(c->space);
+        bool big = kt__space_slot_count(c->space) > KT__CALL_SLOTS_MAX;
+        c->call_dims = 0;
+        for (size_t k = 0; k < kt__space_input_count(c->space); k++) {
+            long a = c->input_arg[k];
+            if (a < 0) continue;
+            uint64_t bit = (uint64_t)1 << k;
+            uint8_t dims = 0;
+            for (int d = 0; d < 3; d++)
+                if (kt__space_global_inputs(c->space, d) & bit) dims |= (uint8_t)(1u << d);
+            bool exact = (fixed & bit) != 0 || (dims != 0 && big);
+            if (!exact) {
+                c->call_dims |= dims;
+                continue;
+            }
+            if (keyed_exactly(op, (size_t)a)) continue;
+            if (op->nkeys >= KT__KEY_USER_MAX + KT__KEY_AUTO_MAX)
+                return kt__err(KT_ERR_LIMIT, "kt_op_call(op '%s'): too many arguments reach the variants' code: at most %d key components in all",
+                               op->name, KT__KEY_USER_MAX + KT__KEY_AUTO_MAX);
+            op->keys[op->nkeys++] = (kt__keycomp){.kind = KT__KEY_ARG, .arg = (size_t)a, .bucket = KT_BUCKET_EXACT, .automatic = true};
+            kt__log(op->ctx, KT_LOG_INFO,
+                    "op '%s': argument '%s' reaches the %s of candidate '%s' (space input '%s'): it is keyed exactly", op->name,
+                    op->args[a].name, (fixed & bit) ? "compiled code or constraints" : "launch size", c->name,
+                    kt__space_input_name(c->space, k));
+        }
+    }
+    return KT_OK;
+}
+
 kt_status kt__op_freeze(kt_op *op) {
     pthread_mutex_lock(&op->lock);
     kt_status st = KT_OK;
@@ -638,6 +688,7 @@ kt_status kt__op_freeze(kt_op *op) {
                 if (strcmp(op->args[a].name, kt__space_input_name(c->space, k)) == 0) c->input_arg[k] = (long)a;
         }
     }
+    if ((st = key_fixed_inputs(op)) != KT_OK) goto out;
     int bit = 0;
     for (size_t i = 0; i < op->ncands; i++)
         op->cands[i].mask_bit = (op->cands[i].nreqs > 0 || op->cands[i].accept != NULL) ? bit++ : -1;

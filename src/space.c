@@ -38,6 +38,7 @@ typedef struct input {
 typedef struct derived {
     size_t slot;
     kt__expr *e;
+    uint64_t inputs; /* the inputs it reads, directly or through earlier derived values */
 } derived;
 
 typedef struct constraint {
@@ -62,6 +63,10 @@ struct kt_space {
     size_t ncons;
     kt_geometry kind;
     kt__expr *global[3], *local[3], *shmem;
+    /* Which inputs (bit i: input i) each part reads, directly or through derived values:
+     * derived values (which become defines) and constraints; the local size and shared memory
+     * (which the device's limits judge); each dimension's global size. */
+    uint64_t code_inputs, geometry_inputs, global_inputs[3];
     kt__arena store;      /* parameter values and bound inputs */
     kt__configs last;     /* the last kt_space_enumerate */
 };
@@ -160,6 +165,7 @@ typedef struct reads {
     long max_param;   /* highest parameter index read, -1 none */
     bool derived;     /* reads a derived value */
     bool lists;       /* parameters resolve to their whole value lists */
+    uint64_t inputs;  /* inputs read, directly or through derived values */
 } reads;
 
 static int resolve(const char *name, size_t len, void *user) {
@@ -168,12 +174,16 @@ static int resolve(const char *name, size_t len, void *user) {
     if (i < 0) return -1;
     const slot *s = &r->sp->slots[i];
     if (s->kind == SLOT_PARAM && (long)s->index > r->max_param) r->max_param = (long)s->index;
-    if (s->kind == SLOT_DERIVED) r->derived = true;
+    if (s->kind == SLOT_DERIVED) {
+        r->derived = true;
+        r->inputs |= r->sp->derived[s->index].inputs;
+    }
+    if (s->kind == SLOT_INPUT) r->inputs |= (uint64_t)1 << s->index;
     return (int)i;
 }
 
 static kt_status parse(kt_space *sp, const char *text, const char *where, kt__expr **out, reads *r) {
-    *r = (reads){sp, -1, false, false};
+    *r = (reads){sp, -1, false, false, 0};
     return kt__expr_parse(text, resolve, r, where, out);
 }
 
@@ -251,6 +261,9 @@ static kt_status store_values(kt_space *sp, const kt__value *src, size_t n, kt__
 kt_status kt_space_add_input(kt_space *sp, const char *name) {
     kt_status sst = changeable(sp, "kt_space_add_input");
     if (sst != KT_OK) return sst;
+    if (sp->ninputs == KT__SPACE_INPUTS_MAX)
+        return kt__err(KT_ERR_LIMIT, "kt_space_add_input: input '%s': a space has at most %d inputs", name ? name : "",
+                       KT__SPACE_INPUTS_MAX);
     kt_status st = add_slot(sp, name, SLOT_INPUT, sp->ninputs, "kt_space_add_input");
     if (st != KT_OK) return st;
     input *in = grow((void **)&sp->inputs, sp->ninputs, sizeof *in);
@@ -313,6 +326,7 @@ kt_status kt_space_add_constraint(kt_space *sp, const char *expression) {
      * cannot be read by it, so its level is final. */
     *c = (constraint){.e = e, .level = r.derived ? LONG_MAX : r.max_param};
     sp->ncons++;
+    sp->code_inputs |= r.inputs;
     return KT_OK;
 }
 
@@ -345,8 +359,9 @@ kt_status kt_space_add_derived(kt_space *sp, const char *name, const char *expre
         free(sp->slots[--sp->nslots].name);
         return kt__err(KT_ERR_NO_MEMORY, "%s: out of memory", where);
     }
-    *d = (derived){sp->nslots - 1, e};
+    *d = (derived){sp->nslots - 1, e, r.inputs};
     sp->nderived++;
+    sp->code_inputs |= r.inputs; /* every derived value reaches the code as a define */
     return KT_OK;
 }
 
@@ -360,11 +375,15 @@ kt_status kt_space_set_geometry(kt_space *sp, kt_geometry kind, const char *cons
     kt__expr *g[3] = {0}, *l[3] = {0}, *sm = NULL;
     reads r;
     kt_status st = KT_OK;
+    uint64_t gin[3] = {0}, lin = 0;
     for (int d = 0; d < 3 && st == KT_OK; d++) {
         if (global && global[d]) st = parse(sp, global[d], where, &g[d], &r);
+        if (st == KT_OK && global && global[d]) gin[d] = r.inputs;
         if (st == KT_OK && local && local[d]) st = parse(sp, local[d], where, &l[d], &r);
+        if (st == KT_OK && local && local[d]) lin |= r.inputs;
     }
     if (st == KT_OK && shared_memory) st = parse(sp, shared_memory, where, &sm, &r);
+    if (st == KT_OK && shared_memory) lin |= r.inputs;
     if (st != KT_OK) {
         for (int d = 0; d < 3; d++) kt__expr_free(g[d]), kt__expr_free(l[d]);
         kt__expr_free(sm);
@@ -379,6 +398,8 @@ kt_status kt_space_set_geometry(kt_space *sp, kt_geometry kind, const char *cons
     kt__expr_free(sp->shmem);
     sp->shmem = sm;
     sp->kind = kind;
+    sp->geometry_inputs = lin; /* replaces what an earlier geometry declared */
+    for (int d = 0; d < 3; d++) sp->global_inputs[d] = gin[d];
     return KT_OK;
 }
 
@@ -649,6 +670,14 @@ static kt_status dim(const kt__expr *e, const kt__value *slots, kt__arena *arena
     if (!kt__value_to_int(&v, out) || *out < 0)
         return kt__err(KT_ERR_INVALID_ARGUMENT, "%s: expression '%s' does not give a size >= 0", what, kt__expr_text(e));
     return KT_OK;
+}
+
+uint64_t kt__space_fixed_inputs(const kt_space *sp) { return sp->code_inputs | sp->geometry_inputs; }
+uint64_t kt__space_global_inputs(const kt_space *sp, int d) { return sp->global_inputs[d]; }
+size_t kt__space_input_slot(const kt_space *sp, size_t index) { return sp->inputs[index].slot; }
+
+kt_status kt__space_global(const kt_space *sp, int d, const kt__value *slots, kt__arena *arena, int64_t *out) {
+    return dim(sp->global[d], slots, arena, 1, "geometry: global size", out);
 }
 
 kt_status kt__space_geometry(const kt_space *sp, const kt__value *slots, kt__arena *arena, kt__geometry *g) {

@@ -51,6 +51,25 @@ kt_status kt__space_config_slots(const kt_space *sp, size_t index, kt__value *sl
 kt_status kt__space_format_slots(const kt_space *sp, const kt__value *slots, const char *prefix, const char *sep,
                                  char *buf, size_t len);
 
+/* Inputs a space may declare (they are tracked as bits of a 64-bit mask). */
+#define KT__SPACE_INPUTS_MAX 64
+
+/* Which inputs (bit i: input i) a configuration depends on beyond its launch size: those its
+ * derived values (defines, so its compiled code), its constraints (whether it is valid), its
+ * local size or its shared memory (what the device's limits judge) read, directly or through
+ * derived values. An op keys an argument bound to such an input exactly. */
+uint64_t kt__space_fixed_inputs(const kt_space *sp);
+
+/* Which inputs the global size of dimension d (0..2) reads: a call computes that size from its
+ * own arguments. */
+uint64_t kt__space_global_inputs(const kt_space *sp, int d);
+
+/* The slot of input index. */
+size_t kt__space_input_slot(const kt_space *sp, size_t index);
+
+/* Evaluates the global size of dimension d for slots (1 when the space declares none). */
+kt_status kt__space_global(const kt_space *sp, int d, const kt__value *slots, kt__arena *arena, int64_t *out);
+
 /* Evaluates the geometry for a configuration's slots. */
 kt_status kt__space_geometry(const kt_space *sp, const kt__value *slots, kt__arena *arena, kt__geometry *g);
 

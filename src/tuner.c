@@ -27,8 +27,16 @@ void kt_result_release(kt_result *r) {
     memset(r, 0, sizeof *r);
 }
 
+/* Frees what a unit's launch holds for per-call sizes. */
+static void free_launch_slots(kt__launch *l) {
+    free(l->slots);
+    l->slots = NULL;
+    kt__arena_free(&l->slots_arena);
+}
+
 static void free_units(kt_decision *d) {
     for (size_t i = 0; i < d->nunits; i++) {
+        free_launch_slots(&d->units[i].launch);
         free(d->units[i].text);
         free(d->units[i].artifact);
         free(d->units[i].r.message);
@@ -56,11 +64,55 @@ void kt__decision_free(kt_decision *d) {
     free(d);
 }
 
+/* A space input's value from the argument that binds it: a scalar's value, a buffer's element
+ * count. */
+static kt__value input_of(const kt__argdecl *d, const kt_arg *a) {
+    if (d->type == KT_TYPE_BUFFER) return (kt__value){.t = KT_V_INT, .i = (int64_t)(a->bytes / d->esize)};
+    if (d->type == KT_TYPE_F32) return (kt__value){.t = KT_V_FLOAT, .f = a->f32};
+    if (d->type == KT_TYPE_F64) return (kt__value){.t = KT_V_FLOAT, .f = a->f64};
+    if (d->type >= KT_TYPE_U8 && d->type <= KT_TYPE_U64) return (kt__value){.t = KT_V_INT, .i = (int64_t)a->u};
+    return (kt__value){.t = KT_V_INT, .i = a->i};
+}
+
+/* The global sizes a call computes from its own arguments (see key_fixed_inputs in op.c): the
+ * planned slots with this call's inputs in place, on the stack; evaluating a size allocates
+ * nothing unless its expression builds a list or a string. */
+static kt_status call_sizes(const kt__launch *l, const kt_arg *args, kt_launch_geometry *g) {
+    const kt__cand *c = l->cand;
+    const kt_space *sp = c->space;
+    size_t n = kt__space_slot_count(sp);
+    kt__value slots[KT__CALL_SLOTS_MAX];
+    memcpy(slots, l->slots, n * sizeof *slots);
+    for (size_t i = 0; i < kt__space_input_count(sp); i++) {
+        long a = c->input_arg[i];
+        if (a >= 0) slots[kt__space_input_slot(sp, i)] = input_of(&l->op->args[a], &args[a]);
+    }
+    kt__arena arena = {0};
+    kt_status st = KT_OK;
+    for (int d = 0; d < 3 && st == KT_OK; d++)
+        if (c->call_dims & (1u << d)) st = kt__space_global(sp, d, slots, &arena, &g->global[d]);
+    kt__arena_free(&arena);
+    return st;
+}
+
 int kt__launch_fn(const kt_arg *args, size_t nargs, void *user) {
-    kt__launch *l = user;
+    const kt__launch *l = user;
     char err[256];
-    kt_status st = l->backend->launch(l->bstate, l->device, l->module, &l->geometry, args, nargs, NULL, err, sizeof err);
-    return st == KT_OK ? 0 : (int)st;
+    kt_launch_geometry g = l->geometry;
+    if (l->slots != NULL && call_sizes(l, args, &g) != KT_OK) {
+        char why[KT__ERRBUF];
+        snprintf(why, sizeof why, "%s", kt_last_error());
+        kt__err(KT_ERR_INVALID_ARGUMENT, "kt_op_call(op '%s'): candidate '%s': the launch size for these arguments: %s",
+                l->op->name, l->cand->name, why);
+        return KT__RC_REPORTED;
+    }
+    kt_status st = l->backend->launch(l->bstate, l->device, l->module, &g, args, nargs, NULL, err, sizeof err);
+    if (st == KT_OK) return 0;
+    if (l->op != NULL) {
+        kt__err(st, "kt_op_call(op '%s'): candidate '%s': %s", l->op->name, l->cand->name, err);
+        return KT__RC_REPORTED;
+    }
+    return (int)st;
 }
 
 /* Runs unit u on the caller's arguments as a dispatched call (result: NULL unless the op
@@ -69,6 +121,7 @@ static kt_status run_unit(const kt_op *op, const kt__unit *u, const kt_arg *args
     int rc = result ? u->rfn(args, nargs, u->user, result) : u->fn(args, nargs, u->user);
     if (rc == 0) return KT_OK;
     if (result) kt_result_release(result);
+    if (rc == KT__RC_REPORTED) return KT_ERR_CANDIDATE_FAILED; /* the detail message says how */
     return kt__err(KT_ERR_CANDIDATE_FAILED, "kt_op_call(op '%s'): candidate '%s'%s%s returned %d", op->name,
                    op->cands[u->cand].name, u->text ? " " : "", u->text ? u->text : "", rc);
 }
@@ -109,12 +162,7 @@ static kt_status group_inputs(const kt_op *op, const kt__cand *c, const kt_arg *
                                op->name, c->name, kt__space_input_name(c->space, i));
             continue;
         }
-        const kt__argdecl *d = &op->args[a];
-        if (d->type == KT_TYPE_BUFFER) inputs[i] = (kt__value){.t = KT_V_INT, .i = (int64_t)(args[a].bytes / d->esize)};
-        else if (d->type == KT_TYPE_F32) inputs[i] = (kt__value){.t = KT_V_FLOAT, .f = args[a].f32};
-        else if (d->type == KT_TYPE_F64) inputs[i] = (kt__value){.t = KT_V_FLOAT, .f = args[a].f64};
-        else if (d->type >= KT_TYPE_U8 && d->type <= KT_TYPE_U64) inputs[i] = (kt__value){.t = KT_V_INT, .i = (int64_t)args[a].u};
-        else inputs[i] = (kt__value){.t = KT_V_INT, .i = args[a].i};
+        inputs[i] = input_of(&op->args[a], &args[a]);
     }
     return KT_OK;
 }
@@ -158,6 +206,15 @@ static kt_status plan_unit(const kt_op *op, const kt__cand *c, const kt__configs
         else plan->ndefines = split_defines(plan->defines_buf, plan->defines, kt__space_param_count_all(c->space) + 1);
     }
     if (st == KT_OK) st = kt__space_geometry(c->space, slots, &arena, &u->launch.geometry);
+    if (st == KT_OK && c->call_dims != 0) { /* each call computes its global sizes from these */
+        u->launch.op = op;
+        u->launch.cand = c;
+        u->launch.slots = calloc(nslots ? nslots : 1, sizeof *u->launch.slots);
+        if (u->launch.slots == NULL) st = kt__err(KT_ERR_NO_MEMORY, "kt_op_call(op '%s'): out of memory", op->name);
+        for (size_t i = 0; st == KT_OK && i < nslots; i++)
+            if (!kt__value_copy(&slots[i], &u->launch.slots_arena, &u->launch.slots[i]))
+                st = kt__err(KT_ERR_NO_MEMORY, "kt_op_call(op '%s'): out of memory", op->name);
+    }
     if (st == KT_OK && lim != NULL) {
         const kt_launch_geometry *g = &u->launch.geometry;
         int64_t threads = g->local[0] * g->local[1] * g->local[2];
@@ -280,7 +337,11 @@ static kt_status build_units(kt_op *op, kt_decision *d, unit_plan *plans) {
             }
             u->r.build_ms = builds[i].build_ms;
             u->artifact = strdup(builds[i].path);
-            u->launch = (kt__launch){b, bstate, local, builds[i].module, u->launch.geometry};
+            u->launch.backend = b;
+            u->launch.bstate = bstate;
+            u->launch.device = local;
+            u->launch.module = builds[i].module;
+            if (u->launch.op == NULL) u->launch.op = op, u->launch.cand = &op->cands[u->cand]; /* for messages */
             if (b->entry != NULL) {
                 u->fn = b->entry(bstate, builds[i].module);
             } else {
@@ -359,6 +420,7 @@ kt_status kt__make_units(kt_op *op, kt_decision *d, const kt_arg *args, long onl
             *u = (kt__unit){.cand = i, .r = {.time_ns = -1}};
             st = plan_unit(op, c, &cfgs[i], k, inputs[i], have_lim ? &lim : NULL, u, &plans[ui]);
             if (st == KT_OK && only_text != NULL && strcmp(u->text, only_text) != 0) { /* not the one asked for */
+                free_launch_slots(&u->launch);
                 free(u->text);
                 free(u->r.message);
                 free(plans[ui].defines_buf);
@@ -499,9 +561,14 @@ static kt_status validation_run(trial_ctx *t, const kt__reference *ref, kt__cand
     int rc = trial_run(t, args);
     t->full = false;
     char msg[KT__ERRBUF] = "";
+    if (rc == KT__RC_REPORTED) snprintf(msg, sizeof msg, "%s", kt_last_error());
     bool valid = rc != 0 || kt__validate(ref, t->ws, args, &t->result, msg, sizeof msg);
     st = trial_after(t);
-    if (rc != 0) {
+    if (rc == KT__RC_REPORTED) {
+        r->outcome = KT_OUTCOME_FAILED;
+        r->fail_code = rc;
+        set_message(r, "%s", msg, 0);
+    } else if (rc != 0) {
         r->outcome = KT_OUTCOME_FAILED;
         r->fail_code = rc;
         set_message(r, "%sreturned %d in its validation run", NULL, rc);
@@ -950,6 +1017,7 @@ static KT__ALWAYS_INLINE kt_status call(kt_op *op, const kt_arg *args, size_t na
         int rc = result ? d->rfn(args, nargs, d->user, result) : d->fn(args, nargs, d->user);
         if (KT__LIKELY(rc == 0)) return KT_OK;
         if (result) kt_result_release(result);
+        if (rc == KT__RC_REPORTED) return KT_ERR_CANDIDATE_FAILED; /* the detail message says how */
         return kt__err(KT_ERR_CANDIDATE_FAILED, "kt_op_call(op '%s'): candidate '%s' returned %d", op->name,
                        op->cands[d->winner].name, rc);
     }

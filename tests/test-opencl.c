@@ -7,6 +7,7 @@
 #define _GNU_SOURCE /* mkdtemp */
 #include "helpers.h"
 
+#include <stdbool.h>
 #include <unistd.h>
 
 static char artifacts[256];
@@ -168,6 +169,146 @@ static void test_inplace_on_device(void **state) {
     kt_context_destroy(ctx);
 }
 
+/* out[i] = 2 in[i] + 1, PER elements per work-item; no bounds check, so a launch of the wrong
+ * size writes past n or leaves elements unwritten. */
+static const char *twice_cl =
+    "__kernel void twice(__global float *out, __global const float *in, long n) {\n"
+    "    long i = get_global_id(0) * PER;\n"
+    "    for (int k = 0; k < PER; k++) out[i + k] = 2.0f * in[i + k] + 1.0f;\n"
+    "}\n";
+
+/* The same, over a count compiled in (a derived value of n), in a loop over a fixed grid. */
+static const char *fixed_cl =
+    "__kernel void upto(__global float *out, __global const float *in, long n) {\n"
+    "    for (long i = get_global_id(0); i < COUNT; i += get_global_size(0)) out[i] = 2.0f * in[i] + 1.0f;\n"
+    "}\n";
+
+#define CAP (1048576 + 256) /* elements of the device buffers: the largest n and a guard */
+#define SENTINEL (-7.0f)
+
+typedef struct sized {
+    kt_context *ctx;
+    size_t dev;
+    void *din, *dout;
+    float *host;
+} sized;
+
+/* Calls op on the first n elements of the device buffers (their real size is CAP), then checks
+ * every element below n holds 2 in + 1 and that nothing at or past n was written. */
+static void call_sized(sized *z, kt_op *op, int64_t n) {
+    for (size_t i = 0; i < CAP; i++) z->host[i] = (float)(i % 1000) * 0.5f;
+    ok(kt_device_write(z->ctx, z->dev, z->din, z->host, CAP * sizeof(float)));
+    for (size_t i = 0; i < CAP; i++) z->host[i] = SENTINEL;
+    ok(kt_device_write(z->ctx, z->dev, z->dout, z->host, CAP * sizeof(float)));
+    kt_arg args[] = {kt_arg_buf(z->dout, (size_t)n * sizeof(float)), kt_arg_buf(z->din, (size_t)n * sizeof(float)),
+                     kt_arg_i64(n)};
+    ok(kt_op_call(op, args, 3));
+    ok(kt_device_read(z->ctx, z->dev, z->host, z->dout, CAP * sizeof(float)));
+    size_t wrong = 0, past = 0;
+    for (size_t i = 0; i < (size_t)n; i++) wrong += z->host[i] != 2.0f * ((float)(i % 1000) * 0.5f) + 1.0f;
+    for (size_t i = (size_t)n; i < CAP; i++) past += z->host[i] != SENTINEL;
+    if (wrong || past) fail_msg("n = %lld: %zu of %lld elements wrong, %zu written past the end", (long long)n, wrong, (long long)n, past);
+}
+
+static kt_op *sized_op(sized *z, const char *name, const char *source, const char *kernel, kt_space *sp, bool pow2) {
+    kt_op *op = NULL;
+    ok(kt_op_create(z->ctx, name, &op));
+    ok(kt_op_set_device(op, z->dev));
+    ok(kt_op_add_buffer(op, "out", KT_TYPE_F32, KT_WRITE_ONLY));
+    ok(kt_op_add_buffer(op, "in", KT_TYPE_F32, KT_READ_ONLY));
+    ok(kt_op_add_scalar(op, "n", KT_TYPE_I64));
+    if (pow2) ok(kt_op_key_arg(op, 2, KT_BUCKET_POW2));
+    ok(kt_op_add_variants(op, name, sp, source, kernel, NULL, 0));
+    kt_space_destroy(sp);
+    return op;
+}
+
+/* A decision's launch size comes from each call's own arguments: a vector op whose global size
+ * is n // PER, tuned at one n, launched at others, with and without a key (issue [8] A). */
+static void test_launch_size_per_call(void **state) {
+    (void)state;
+    sized z = {.ctx = test_context(2)};
+    ok(kt_context_set_artifact_dir(z.ctx, artifacts));
+    z.dev = opencl_device(z.ctx);
+    z.host = malloc(CAP * sizeof(float));
+    assert_non_null(z.host);
+    ok(kt_device_alloc(z.ctx, z.dev, CAP * sizeof(float), &z.din));
+    ok(kt_device_alloc(z.ctx, z.dev, CAP * sizeof(float), &z.dout));
+    const char *global[3] = {"n // PER", NULL, NULL};
+    for (int pow2 = 0; pow2 < 2; pow2++) {
+        kt_space *sp = NULL;
+        ok(kt_space_create(&sp));
+        ok(kt_space_add_input(sp, "n"));
+        ok(kt_space_add_param(sp, "PER", "[1, 4]"));
+        ok(kt_space_set_geometry(sp, KT_GEOMETRY_GLOBAL, global, NULL, NULL));
+        kt_op *op = sized_op(&z, pow2 ? "twice_pow2" : "twice_nokey", twice_cl, "twice", sp, pow2);
+        if (!pow2) {
+            call_sized(&z, op, 1024); /* tunes */
+            call_sized(&z, op, 1048576); /* the same decision, launched over all of it */
+            call_sized(&z, op, 520);
+            assert_int_equal(kt_op_tune_count(op), 1);
+        } else {
+            call_sized(&z, op, 600);  /* tunes bucket 1024 */
+            call_sized(&z, op, 1000); /* inside the bucket: no tuning, its own size */
+            call_sized(&z, op, 520);  /* smaller, inside the bucket: nothing past its end */
+            assert_int_equal(kt_op_tune_count(op), 1);
+            call_sized(&z, op, 3000); /* another bucket: tuned */
+            assert_int_equal(kt_op_tune_count(op), 2);
+            call_sized(&z, op, 1000);
+            assert_int_equal(kt_op_tune_count(op), 2);
+            const kt_decision *d = NULL;
+            kt_arg args[] = {kt_arg_buf(z.dout, 1000 * sizeof(float)), kt_arg_buf(z.din, 1000 * sizeof(float)), kt_arg_i64(1000)};
+            ok(kt_op_decision(op, args, 3, &d));
+            assert_int_equal(kt_decision_key_len(d), 1); /* n reaches the launch size only: not keyed */
+            assert_int_equal(kt_decision_key(d, 0), 1024);
+            int64_t g[3], l[3], shm;
+            ok(kt_decision_unit_geometry(d, kt_decision_winner_unit(d), g, l, &shm));
+            assert_int_equal(g[0], 600 / (strstr(kt_decision_unit_config(d, kt_decision_winner_unit(d)), "PER=4") ? 4 : 1));
+        }
+    }
+    kt_device_free(z.ctx, z.dev, z.din), kt_device_free(z.ctx, z.dev, z.dout);
+    free(z.host);
+    kt_context_destroy(z.ctx);
+}
+
+/* An argument that reaches the compiled code (a derived value, so a define) is keyed exactly,
+ * whatever bucket the op declared: code compiled for n = 600 is never launched for n = 1000 or
+ * n = 520 (issue [8] A). */
+static void test_code_argument_keyed_exactly(void **state) {
+    (void)state;
+    sized z = {.ctx = test_context(2)};
+    ok(kt_context_set_artifact_dir(z.ctx, artifacts));
+    z.dev = opencl_device(z.ctx);
+    z.host = malloc(CAP * sizeof(float));
+    assert_non_null(z.host);
+    ok(kt_device_alloc(z.ctx, z.dev, CAP * sizeof(float), &z.din));
+    ok(kt_device_alloc(z.ctx, z.dev, CAP * sizeof(float), &z.dout));
+    kt_space *sp = NULL;
+    ok(kt_space_create(&sp));
+    ok(kt_space_add_input(sp, "n"));
+    ok(kt_space_add_param(sp, "G", "[64]"));
+    ok(kt_space_add_derived(sp, "COUNT", "n"));
+    const char *global[3] = {"G", NULL, NULL};
+    ok(kt_space_set_geometry(sp, KT_GEOMETRY_GLOBAL, global, NULL, NULL));
+    kt_op *op = sized_op(&z, "upto", fixed_cl, "upto", sp, true);
+    call_sized(&z, op, 600);
+    call_sized(&z, op, 1000); /* same POW2 bucket, other code: tuned for itself */
+    call_sized(&z, op, 520);
+    assert_int_equal(kt_op_tune_count(op), 3);
+    call_sized(&z, op, 1000); /* now a hit */
+    assert_int_equal(kt_op_tune_count(op), 3);
+    const kt_decision *d = NULL;
+    kt_arg args[] = {kt_arg_buf(z.dout, 1000 * sizeof(float)), kt_arg_buf(z.din, 1000 * sizeof(float)), kt_arg_i64(1000)};
+    ok(kt_op_decision(op, args, 3, &d));
+    assert_int_equal(kt_decision_key_len(d), 2); /* the declared bucket, then n exactly */
+    assert_int_equal(kt_decision_key(d, 0), 1024);
+    assert_int_equal(kt_decision_key(d, 1), 1000);
+    assert_string_equal(kt_decision_unit_config(d, kt_decision_winner_unit(d)), "G=64,COUNT=1000");
+    kt_device_free(z.ctx, z.dev, z.din), kt_device_free(z.ctx, z.dev, z.dout);
+    free(z.host);
+    kt_context_destroy(z.ctx);
+}
+
 /* A fingerprint holds only what identifies the device and its software. PoCL reports a CPU
  * device's global memory size from the memory it judges free, which moves while the machine
  * runs (3.7 to 5.6 GB within 40 minutes were seen): in the fingerprint it invalidated every
@@ -197,6 +338,8 @@ int main(void) {
         cmocka_unit_test(test_tiled_matmul_on_pocl),
         cmocka_unit_test(test_inplace_on_device),
         cmocka_unit_test(test_cpu_fingerprint_has_no_free_memory),
+        cmocka_unit_test(test_launch_size_per_call),
+        cmocka_unit_test(test_code_argument_keyed_exactly),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
     char rm[300];

@@ -328,6 +328,58 @@ static int child_main(void) {
     return 0;
 }
 
+/* A host variant whose code holds a count derived from n (a define) and whose constraint reads
+ * n: n is keyed exactly whatever bucket the op declared, so code compiled for n = 600 never
+ * runs for n = 1000 (elements left unwritten) or n = 520 (elements written past the end), and
+ * a configuration valid for one n is never reused for an n it is invalid for (issue [8] A). */
+static const char *upto_src =
+    "#include <stdint.h>\n"
+    "void upto(int32_t *out, long n) { for (long i = 0; i < COUNT; i += STEP) for (long k = i; k < i + STEP; k++) out[k] = (int32_t)k; }\n";
+
+static void test_code_argument_keyed_exactly(void **state) {
+    (void)state;
+    kt_context *ctx = variant_context();
+    kt_op *op = NULL;
+    ok(kt_op_create(ctx, "upto", &op));
+    ok(kt_op_set_validation(op, 0));
+    ok(kt_op_add_buffer(op, "out", KT_TYPE_I32, KT_WRITE_ONLY));
+    ok(kt_op_add_scalar(op, "n", KT_TYPE_I64));
+    ok(kt_op_key_arg(op, 1, KT_BUCKET_POW2));
+    kt_space *sp = NULL;
+    ok(kt_space_create(&sp));
+    ok(kt_space_add_input(sp, "n"));
+    ok(kt_space_add_param(sp, "STEP", "[8, 25]")); /* 25 divides 600 and 1000, not 520 */
+    ok(kt_space_add_constraint(sp, "n % STEP == 0"));
+    ok(kt_space_add_derived(sp, "COUNT", "n"));
+    ok(kt_op_add_variants(op, "upto", sp, upto_src, "upto", NULL, 0));
+    kt_space_destroy(sp);
+    enum { CAP = 1100 };
+    int32_t *buf = malloc(CAP * sizeof *buf);
+    assert_non_null(buf);
+    const int64_t ns[] = {600, 1000, 520, 1000, 600};
+    const char *winners[] = {NULL, NULL, "STEP=8,COUNT=520", NULL, NULL}; /* 520: the only valid one */
+    for (size_t t = 0; t < sizeof ns / sizeof ns[0]; t++) {
+        int64_t n = ns[t];
+        for (int i = 0; i < CAP; i++) buf[i] = -1;
+        kt_arg args[] = {kt_arg_buf(buf, (size_t)n * sizeof *buf), kt_arg_i64(n)};
+        ok(kt_op_call(op, args, 2));
+        for (int64_t i = 0; i < CAP; i++)
+            if (buf[i] != (i < n ? (int32_t)i : -1)) fail_msg("n = %lld: element %lld is %d", (long long)n, (long long)i, buf[i]);
+        const kt_decision *d = NULL;
+        ok(kt_op_decision(op, args, 2, &d));
+        assert_int_equal(kt_decision_key_len(d), 2); /* the bucket, then n exactly */
+        assert_int_equal(kt_decision_key(d, 1), n);
+        const char *cfg = kt_decision_unit_config(d, kt_decision_winner_unit(d));
+        char count[32];
+        snprintf(count, sizeof count, "COUNT=%lld", (long long)n);
+        assert_non_null(strstr(cfg, count));
+        if (winners[t]) assert_string_equal(cfg, winners[t]);
+    }
+    assert_int_equal(kt_op_tune_count(op), 3); /* 600, 1000 and 520; the repeats are hits */
+    free(buf);
+    kt_context_destroy(ctx);
+}
+
 static void test_second_process_compiles_nothing(void **state) {
     (void)state;
     char cmd[1024];
@@ -368,6 +420,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_names_cannot_collide),
         cmocka_unit_test(test_missing_compiler),
         cmocka_unit_test(test_corrupt_artifact_rebuilt),
+        cmocka_unit_test(test_code_argument_keyed_exactly),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
     char rm[300];
