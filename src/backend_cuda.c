@@ -7,8 +7,11 @@
  * primary context. Buffers are device pointers (CUdeviceptr) carried in kt_arg.ptr. A variant is
  * compiled by NVRTC for the device's own architecture (-arch=sm_XY) with its defines as -D
  * options; the kernel's lowered (mangled) name is found through a name expression, so kernels
- * need no extern "C". The artifact is a small header naming the lowered kernel, then the cubin,
- * loaded with cuModuleLoadData. Launches are timed with CUDA events.
+ * need no extern "C". The artifact is a small header naming the lowered kernel and the
+ * `__constant__` variables of the op's constant-memory arguments, then the cubin, loaded with
+ * cuModuleLoadData. A constant-memory argument is no kernel parameter: before each launch its
+ * buffer is copied into its variable (device to device, in stream order, outside the timed
+ * region). Launches are timed with CUDA events.
  */
 #include "internal.h"
 
@@ -68,6 +71,7 @@ typedef struct cu_api {
     CUresult (*ModuleLoadData)(CUmodule *, const void *);
     CUresult (*ModuleUnload)(CUmodule);
     CUresult (*ModuleGetFunction)(CUfunction *, CUmodule, const char *);
+    CUresult (*ModuleGetGlobal)(CUdeviceptr *, size_t *, CUmodule, const char *);
     CUresult (*FuncSetAttribute)(CUfunction, int, int);
     CUresult (*LaunchKernel)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, CUstream,
                              void **, void **);
@@ -111,9 +115,18 @@ typedef struct cu_state {
     size_t ndevs;
 } cu_state;
 
+/* A constant-memory argument of a loaded module: which argument, and its variable. */
+typedef struct cu_const {
+    size_t arg;
+    CUdeviceptr ptr;
+    size_t bytes;
+} cu_const;
+
 typedef struct cu_module {
     CUmodule module;
     CUfunction fn;
+    cu_const *consts;
+    size_t nconsts;
     int dynamic_limit; /* the dynamic shared memory the function is allowed now */
     pthread_mutex_t lock;
 } cu_module;
@@ -152,6 +165,7 @@ static bool load_symbols(cu_state *s, char *err, size_t errlen) {
     KT__SYM(s->cuda, ModuleLoadData, "cuModuleLoadData");
     KT__SYM(s->cuda, ModuleUnload, "cuModuleUnload");
     KT__SYM(s->cuda, ModuleGetFunction, "cuModuleGetFunction");
+    KT__SYM(s->cuda, ModuleGetGlobal, "cuModuleGetGlobal_v2");
     KT__SYM(s->cuda, FuncSetAttribute, "cuFuncSetAttribute");
     KT__SYM(s->cuda, LaunchKernel, "cuLaunchKernel");
     KT__SYM(s->cuda, EventCreate, "cuEventCreate");
@@ -372,7 +386,10 @@ static kt_status cu_compiler_id(void *state, size_t device, char *out, size_t le
     return KT_OK;
 }
 
-static const char cubin_magic[] = "KTCUBIN1\n";
+/* KTCUBIN2: the lowered kernel name; the number of constant-memory arguments; one line "ARG
+ * NAME" each (the argument's index and its variable's lowered name); the cubin. KTCUBIN1 (no
+ * constants) is still read. */
+static const char cubin_magic[] = "KTCUBIN2\n", cubin_magic_v1[] = "KTCUBIN1\n";
 
 /* Compiles one variant with NVRTC in this process. */
 static kt_status build_here(cu_state *s, size_t device, const kt_build_request *req, char *log, size_t loglen) {
@@ -400,11 +417,23 @@ static kt_status build_here(cu_state *s, size_t device, const kt_build_request *
         for (size_t i = 0; i < req->noptions; i++) all[na++] = req->options[i];
         all[na++] = arch;
     }
+    size_t nconst = 0;
+    for (size_t i = 0; req->arg_constant && i < req->nargs; i++) nconst += req->arg_constant[i] != 0;
+    char *expr = malloc(strlen(req->kernel_name) + 2);
+    char **cexpr = calloc(nconst ? nconst : 1, sizeof *cexpr); /* "&name" of each constant variable */
+    bool oom = all == NULL || expr == NULL || cexpr == NULL;
+    for (size_t i = 0, c = 0; !oom && i < req->nargs && c < nconst; i++) {
+        if (!req->arg_constant[i]) continue;
+        if ((cexpr[c] = malloc(strlen(req->arg_names[i]) + 2)) == NULL) oom = true;
+        else sprintf(cexpr[c++], "&%s", req->arg_names[i]);
+    }
     nvrtcProgram prog = NULL;
-    nvrtcResult rc = all ? s->api.rtcCreateProgram(&prog, req->source, "kernel.cu", 0, NULL, NULL) : 1;
-    char expr[300];
-    snprintf(expr, sizeof expr, "&%s", req->kernel_name);
-    if (rc == 0) rc = s->api.rtcAddNameExpression(prog, expr);
+    nvrtcResult rc = oom ? 1 : s->api.rtcCreateProgram(&prog, req->source, "kernel.cu", 0, NULL, NULL);
+    if (rc == 0) {
+        sprintf(expr, "&%s", req->kernel_name);
+        rc = s->api.rtcAddNameExpression(prog, expr);
+    }
+    for (size_t c = 0; rc == 0 && c < nconst; c++) rc = s->api.rtcAddNameExpression(prog, cexpr[c]);
     if (rc == 0) {
         rc = s->api.rtcCompileProgram(prog, (int)na, all);
         if (rc != 0) {
@@ -413,7 +442,8 @@ static kt_status build_here(cu_state *s, size_t device, const kt_build_request *
             char *text = malloc(n + 1);
             if (text && s->api.rtcGetProgramLog(prog, text) == 0) {
                 text[n] = '\0';
-                snprintf(log, loglen, "NVRTC: %s", text);
+                snprintf(log, loglen, "NVRTC: %s%s", text,
+                         nconst ? " (each constant-memory argument needs a __constant__ variable of its name)" : "");
             } else {
                 snprintf(log, loglen, "NVRTC: %s", s->api.rtcGetErrorString(rc));
             }
@@ -421,7 +451,7 @@ static kt_status build_here(cu_state *s, size_t device, const kt_build_request *
             st = KT_ERR_BACKEND;
         }
     } else {
-        snprintf(log, loglen, "NVRTC: %s", all ? s->api.rtcGetErrorString(rc) : "out of memory");
+        snprintf(log, loglen, "NVRTC: %s", oom ? "out of memory" : s->api.rtcGetErrorString(rc));
         st = KT_ERR_BACKEND;
     }
     if (st == KT_OK) {
@@ -435,7 +465,14 @@ static kt_status build_here(cu_state *s, size_t device, const kt_build_request *
             st = KT_ERR_BACKEND;
         } else {
             FILE *f = fopen(req->out_path, "wb");
-            bool ok = f && fputs(cubin_magic, f) >= 0 && fprintf(f, "%s\n", lowered) > 0 && fwrite(cubin, 1, size, f) == size;
+            bool ok = f && fputs(cubin_magic, f) >= 0 && fprintf(f, "%s\n%zu\n", lowered, nconst) > 0;
+            for (size_t i = 0, c = 0; ok && i < req->nargs && c < nconst; i++) {
+                if (!req->arg_constant[i]) continue;
+                const char *low = NULL;
+                if (s->api.rtcGetLoweredName(prog, cexpr[c++], &low) != 0 || low == NULL) low = req->arg_names[i];
+                ok = fprintf(f, "%zu %s\n", i, low) > 0;
+            }
+            ok = ok && fwrite(cubin, 1, size, f) == size;
             if (f && fclose(f) != 0) ok = false;
             if (!ok) {
                 snprintf(log, loglen, "cannot write %s", req->out_path);
@@ -446,6 +483,9 @@ static kt_status build_here(cu_state *s, size_t device, const kt_build_request *
     }
     if (prog) s->api.rtcDestroyProgram(&prog);
     for (size_t i = 0; i < k; i++) free(opts[i]);
+    for (size_t i = 0; cexpr && i < nconst; i++) free(cexpr[i]);
+    free(cexpr);
+    free(expr);
     free(opts);
     free(all);
     return st;
@@ -524,9 +564,28 @@ static kt_status cu_load(void *state, size_t device, const char *path, const cha
     fseek(f, 0, SEEK_SET);
     char *data = size > 0 ? malloc((size_t)size + 1) : NULL;
     bool ok = data && fread(data, 1, (size_t)size, f) == (size_t)size;
+    if (ok) data[size] = '\0';
     fclose(f);
     size_t mlen = sizeof cubin_magic - 1;
-    char *nl = ok && (size_t)size > mlen && memcmp(data, cubin_magic, mlen) == 0 ? memchr(data + mlen, '\n', (size_t)size - mlen) : NULL;
+    bool v2 = ok && (size_t)size > mlen && memcmp(data, cubin_magic, mlen) == 0;
+    bool v1 = ok && !v2 && (size_t)size > mlen && memcmp(data, cubin_magic_v1, mlen) == 0;
+    char *end = data ? data + (size > 0 ? size : 0) : NULL;
+    char *nl = (v1 || v2) ? memchr(data + mlen, '\n', (size_t)(end - data) - mlen) : NULL;
+    /* the constant-memory arguments: a count, then "ARG NAME" lines */
+    char *cubin = nl ? nl + 1 : NULL, *names = NULL;
+    unsigned long long nconst = 0;
+    if (nl && v2) {
+        char *p = cubin, *cnl = memchr(p, '\n', (size_t)(end - p)), *stop = NULL;
+        nconst = (cnl && *p >= '0' && *p <= '9') ? strtoull(p, &stop, 10) : 0;
+        if (cnl == NULL || stop != cnl || nconst > 4096) nl = NULL;
+        else names = p = cnl + 1;
+        for (unsigned long long i = 0; nl && i < nconst; i++) {
+            char *l = memchr(p, '\n', (size_t)(end - p));
+            if (l == NULL) nl = NULL;
+            else p = l + 1;
+        }
+        cubin = p;
+    }
     if (nl == NULL) {
         free(data);
         snprintf(err, errlen, "%s is not a kerntune CUDA artifact", path);
@@ -536,19 +595,35 @@ static kt_status cu_load(void *state, size_t device, const char *path, const cha
     const char *lowered = data + mlen;
     kt_status st = use(s, device, err, errlen);
     cu_module *m = st == KT_OK ? calloc(1, sizeof *m) : NULL;
-    if (st == KT_OK && m == NULL) {
+    if (m) m->consts = calloc(nconst ? nconst : 1, sizeof *m->consts);
+    if (st == KT_OK && (m == NULL || m->consts == NULL)) {
         snprintf(err, errlen, "out of memory");
         st = KT_ERR_NO_MEMORY;
     }
     CUresult rc = 0;
-    if (st == KT_OK && (rc = s->api.ModuleLoadData(&m->module, nl + 1)) != 0) st = cu_fail(s, rc, "cuModuleLoadData", err, errlen);
+    if (st == KT_OK && (rc = s->api.ModuleLoadData(&m->module, cubin)) != 0) st = cu_fail(s, rc, "cuModuleLoadData", err, errlen);
     if (st == KT_OK && (rc = s->api.ModuleGetFunction(&m->fn, m->module, lowered)) != 0) {
         snprintf(err, errlen, "kernel '%s' not found in the module (CUDA error %d)", kernel_name, rc);
         s->api.ModuleUnload(m->module);
         st = KT_ERR_BACKEND;
     }
+    for (char *line = names; st == KT_OK && m->nconsts < nconst; m->nconsts++) {
+        char *l = strchr(line, '\n');
+        *l = '\0';
+        char *name = strchr(line, ' ');
+        cu_const *c = &m->consts[m->nconsts];
+        c->arg = (size_t)strtoull(line, NULL, 10);
+        if (name == NULL || (rc = s->api.ModuleGetGlobal(&c->ptr, &c->bytes, m->module, name + 1)) != 0) {
+            snprintf(err, errlen, "the module has no __constant__ variable '%s' for constant-memory argument %zu (CUDA error %d)",
+                     name ? name + 1 : line, c->arg, rc);
+            s->api.ModuleUnload(m->module);
+            st = KT_ERR_BACKEND;
+        }
+        line = l + 1;
+    }
     free(data);
     if (st != KT_OK) {
+        if (m) free(m->consts);
         free(m);
         return st;
     }
@@ -564,6 +639,7 @@ static void cu_unload(void *state, size_t device, void *module) {
     if (m == NULL) return;
     if (use(s, device, err, sizeof err) == KT_OK) s->api.ModuleUnload(m->module);
     pthread_mutex_destroy(&m->lock);
+    free(m->consts);
     free(m);
 }
 
@@ -596,17 +672,36 @@ static kt_status cu_launch(void *state, size_t device, void *module, const kt_la
         snprintf(err, errlen, "at most 256 kernel arguments");
         return KT_ERR_LIMIT;
     }
+    size_t np = 0;
     for (size_t i = 0; i < nargs; i++) {
+        bool constant = false;
+        for (size_t c = 0; c < m->nconsts; c++) constant = constant || m->consts[c].arg == i;
+        if (constant) continue; /* copied into its __constant__ variable below, not a parameter */
         if (args[i].type == KT_TYPE_BUFFER) {
-            ptrs[i] = DPTR(args[i].ptr);
-            params[i] = &ptrs[i];
+            ptrs[np] = DPTR(args[i].ptr);
+            params[np] = &ptrs[np];
         } else if (args[i].type == KT_TYPE_F32) {
-            params[i] = (void *)&args[i].f32;
+            params[np] = (void *)&args[i].f32;
         } else if (args[i].type == KT_TYPE_F64) {
-            params[i] = (void *)&args[i].f64;
+            params[np] = (void *)&args[i].f64;
         } else { /* integers: the low bytes of the 64-bit value, little-endian, at the declared width */
-            params[i] = (void *)&args[i].u;
+            params[np] = (void *)&args[i].u;
         }
+        np++;
+    }
+    for (size_t c = 0; c < m->nconsts; c++) { /* stream-ordered before the launch, outside its timing */
+        const cu_const *k = &m->consts[c];
+        if (k->arg >= nargs || args[k->arg].type != KT_TYPE_BUFFER) {
+            snprintf(err, errlen, "constant-memory argument %zu is not a buffer argument of this call", k->arg);
+            return KT_ERR_BACKEND;
+        }
+        if (args[k->arg].bytes > k->bytes) {
+            snprintf(err, errlen, "constant-memory argument %zu has %zu bytes; its __constant__ variable holds %zu", k->arg,
+                     args[k->arg].bytes, k->bytes);
+            return KT_ERR_INVALID_ARGUMENT;
+        }
+        if (args[k->arg].bytes > 0 && (rc = s->api.MemcpyDtoD(k->ptr, DPTR(args[k->arg].ptr), args[k->arg].bytes)) != 0)
+            return cu_fail(s, rc, "copying a constant-memory argument (cuMemcpyDtoD)", err, errlen);
     }
     CUevent start = NULL, stop = NULL;
     if (ns != NULL && (s->api.EventCreate(&start, 0) != 0 || s->api.EventCreate(&stop, 0) != 0)) {

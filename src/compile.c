@@ -76,7 +76,7 @@ static void hash_str(hasher *h, const char *s) { hash_bytes(h, s ? s : "", s ? s
 
 /* Bumped whenever what kerntune writes into an artifact changes (the C entry wrapper, the CUDA
  * header): artifacts of another format never match. */
-#define KT__ARTIFACT_FORMAT "2"
+#define KT__ARTIFACT_FORMAT "3"
 
 static void build_key(const kt__build *bd, const char *compiler_id, char out[33]) {
     hasher h = {0x6b65726e74756e65ull, 0x61727469666163ull};
@@ -93,6 +93,8 @@ static void build_key(const kt__build *bd, const char *compiler_id, char out[33]
     for (size_t i = 0; i < r->noptions; i++) hash_str(&h, r->options[i]);
     hash_bytes(&h, r->arg_types, r->nargs * sizeof *r->arg_types);
     hash_bytes(&h, r->arg_elems, r->nargs * sizeof *r->arg_elems);
+    for (size_t i = 0; r->arg_constant && i < r->nargs; i++) /* where a constant argument goes is part of the code */
+        if (r->arg_constant[i]) hash_str(&h, r->arg_names[i]);
     snprintf(out, 33, "%016llx%016llx", (unsigned long long)h.a, (unsigned long long)h.b);
 }
 

@@ -277,14 +277,25 @@ static kt_status build_units(kt_op *op, kt_decision *d, unit_plan *plans) {
     if (n == 0) return KT_OK;
     if (b->abi_version < 3 || b->build == NULL || b->load == NULL || (b->entry == NULL && b->launch == NULL))
         return kt__err(KT_ERR_BACKEND, "kt_op_call(op '%s'): backend '%s' cannot build variants", op->name, b->name);
+    bool constants = false;
+    for (size_t a = 0; a < op->nargs; a++) constants = constants || op->args[a].constant;
+    if (constants && b->abi_version < 5)
+        return kt__err(KT_ERR_BACKEND, "kt_op_call(op '%s'): backend '%s' (ABI %d) cannot place arguments in constant memory (ABI 5)",
+                       op->name, b->name, b->abi_version);
+    size_t na = op->nargs ? op->nargs : 1;
     kt__build *builds = calloc(n, sizeof *builds);
     size_t *unit_of = calloc(n, sizeof *unit_of);
-    kt_type *types = calloc(op->nargs ? op->nargs : 1, sizeof *types), *elems = calloc(op->nargs ? op->nargs : 1, sizeof *elems);
-    if (!builds || !unit_of || !types || !elems) {
-        free(builds), free(unit_of), free(types), free(elems);
+    kt_type *types = calloc(na, sizeof *types), *elems = calloc(na, sizeof *elems);
+    const char **names = calloc(na, sizeof *names);
+    unsigned char *constant = calloc(na, 1);
+    if (!builds || !unit_of || !types || !elems || !names || !constant) {
+        free(builds), free(unit_of), free(types), free(elems), free(names), free(constant);
         return kt__err(KT_ERR_NO_MEMORY, "kt_op_call(op '%s'): out of memory", op->name);
     }
-    for (size_t a = 0; a < op->nargs; a++) types[a] = op->args[a].type, elems[a] = op->args[a].elem;
+    for (size_t a = 0; a < op->nargs; a++) {
+        types[a] = op->args[a].type, elems[a] = op->args[a].elem;
+        names[a] = op->args[a].name, constant[a] = op->args[a].constant;
+    }
     size_t k = 0;
     for (size_t i = 0; i < d->nunits; i++) {
         if (plans[i].defines_buf == NULL || d->units[i].r.outcome != KT_OUTCOME_NOT_RUN) continue;
@@ -292,7 +303,8 @@ static kt_status build_units(kt_op *op, kt_decision *d, unit_plan *plans) {
         builds[k] = (kt__build){.backend = b, .bstate = bstate, .device = local, .device_fp = fp,
                                 .req = {.source = c->source, .kernel_name = c->kernel, .defines = plans[i].defines,
                                         .ndefines = plans[i].ndefines, .options = (const char *const *)c->options,
-                                        .noptions = c->noptions, .arg_types = types, .arg_elems = elems, .nargs = op->nargs}};
+                                        .noptions = c->noptions, .arg_types = types, .arg_elems = elems, .nargs = op->nargs,
+                                        .arg_names = names, .arg_constant = constant}};
         unit_of[k++] = i;
     }
     kt_status st = kt__build_prepare(op->ctx, builds, n);
@@ -306,7 +318,7 @@ static kt_status build_units(kt_op *op, kt_decision *d, unit_plan *plans) {
             set_message(&u->r, "%s", why, 0);
         }
         kt__log(op->ctx, KT_LOG_WARN, "op '%s': no variant can be built: %s", op->name, why);
-        free(builds), free(unit_of), free(types), free(elems);
+        free(builds), free(unit_of), free(types), free(elems), free(names), free(constant);
         return KT_OK;
     }
     {
@@ -354,6 +366,8 @@ static kt_status build_units(kt_op *op, kt_decision *d, unit_plan *plans) {
     free(unit_of);
     free(types);
     free(elems);
+    free(names);
+    free(constant);
     return st;
 }
 

@@ -364,6 +364,202 @@ static void check_isolation(void) {
     kt_context_destroy(ctx);
 }
 
+/* ---- launch sizes from each call's arguments (issue [8] A) ----------------------------------- */
+
+static const char *twice_cu =
+    "__global__ void twice(float *out, const float *in, long n) {\n"
+    "    long i = ((long)blockIdx.x * blockDim.x + threadIdx.x) * PER;\n"
+    "    for (int k = 0; k < PER; k++) out[i + k] = 2.0f * in[i + k] + 1.0f;\n"
+    "}\n";
+
+static const char *upto_cu =
+    "__global__ void upto(float *out, const float *in, long n) {\n"
+    "    for (long i = (long)blockIdx.x * blockDim.x + threadIdx.x; i < COUNT; i += (long)gridDim.x * blockDim.x)\n"
+    "        out[i] = 2.0f * in[i] + 1.0f;\n"
+    "}\n";
+
+#define CAP (1048576 + 1024)
+
+typedef struct sized {
+    kt_context *ctx;
+    size_t dev;
+    void *din, *dout;
+    float *host;
+} sized;
+
+/* Calls op on the first n elements of buffers of CAP; every element below n must hold 2 in + 1
+ * and none at or past n may be written. Returns 0 when so. */
+static int call_sized(sized *z, kt_op *op, long n) {
+    for (long i = 0; i < CAP; i++) z->host[i] = (float)(i % 1000) * 0.5f;
+    if (kt_device_write(z->ctx, z->dev, z->din, z->host, CAP * sizeof(float)) != KT_OK) return -1;
+    for (long i = 0; i < CAP; i++) z->host[i] = -7.0f;
+    if (kt_device_write(z->ctx, z->dev, z->dout, z->host, CAP * sizeof(float)) != KT_OK) return -1;
+    kt_arg args[] = {kt_arg_buf(z->dout, (size_t)n * sizeof(float)), kt_arg_buf(z->din, (size_t)n * sizeof(float)), kt_arg_i64(n)};
+    kt_status st = kt_op_call(op, args, 3);
+    CHECK(st == KT_OK, "n = %ld: %s: %s", n, kt_status_name(st), kt_last_error());
+    if (st != KT_OK || kt_device_read(z->ctx, z->dev, z->host, z->dout, CAP * sizeof(float)) != KT_OK) return -1;
+    long wrong = 0, past = 0;
+    for (long i = 0; i < n; i++) wrong += z->host[i] != 2.0f * ((float)(i % 1000) * 0.5f) + 1.0f;
+    for (long i = n; i < CAP; i++) past += z->host[i] != -7.0f;
+    CHECK(wrong == 0 && past == 0, "%s, n = %ld: %ld of %ld elements wrong, %ld written past the end", kt_op_name(op), n, wrong, n,
+          past);
+    return wrong || past ? 1 : 0;
+}
+
+static kt_op *sized_op(sized *z, const char *name, const char *src, const char *kernel, kt_space *sp, int pow2) {
+    kt_op *op = NULL;
+    if (kt_op_create(z->ctx, name, &op) || kt_op_set_device(op, z->dev) ||
+        kt_op_add_buffer(op, "out", KT_TYPE_F32, KT_WRITE_ONLY) || kt_op_add_buffer(op, "in", KT_TYPE_F32, KT_READ_ONLY) ||
+        kt_op_add_scalar(op, "n", KT_TYPE_I64) || (pow2 && kt_op_key_arg(op, 2, KT_BUCKET_POW2)) ||
+        kt_op_add_variants(op, name, sp, src, kernel, NULL, 0)) {
+        printf("FAIL: op %s: %s\n", name, kt_last_error());
+        failed++;
+        op = NULL;
+    }
+    kt_space_destroy(sp);
+    return op;
+}
+
+static void check_launch_sizes(void) {
+    sized z = {.ctx = context()};
+    z.dev = cuda_device(z.ctx);
+    if (z.dev == (size_t)-1) return;
+    z.host = malloc(CAP * sizeof(float));
+    OK(kt_device_alloc(z.ctx, z.dev, CAP * sizeof(float), &z.din));
+    OK(kt_device_alloc(z.ctx, z.dev, CAP * sizeof(float), &z.dout));
+    /* grid = n // PER // B: each call computes it from its own n */
+    for (int pow2 = 0; pow2 < 2; pow2++) {
+        kt_space *sp = NULL;
+        OK(kt_space_create(&sp));
+        OK(kt_space_add_input(sp, "n"));
+        OK(kt_space_add_param(sp, "PER", "[1, 4]"));
+        OK(kt_space_add_param(sp, "B", "[8]"));
+        const char *grid[3] = {"n // PER // B", NULL, NULL}, *block[3] = {"B", NULL, NULL};
+        OK(kt_space_set_geometry(sp, KT_GEOMETRY_GRID, grid, block, NULL));
+        kt_op *op = sized_op(&z, pow2 ? "twice_pow2" : "twice_nokey", twice_cu, "twice", sp, pow2);
+        if (op == NULL) return;
+        if (!pow2) {
+            call_sized(&z, op, 1024);
+            call_sized(&z, op, 1048576);
+            call_sized(&z, op, 544);
+            CHECK(kt_op_tune_count(op) == 1, "tuned %llu times", (unsigned long long)kt_op_tune_count(op));
+        } else {
+            call_sized(&z, op, 608);
+            call_sized(&z, op, 1000);
+            call_sized(&z, op, 544);
+            CHECK(kt_op_tune_count(op) == 1, "tuned %llu times inside one bucket", (unsigned long long)kt_op_tune_count(op));
+            call_sized(&z, op, 3008);
+            CHECK(kt_op_tune_count(op) == 2, "tuned %llu times across buckets", (unsigned long long)kt_op_tune_count(op));
+        }
+    }
+    /* a count compiled in (a derived value of n): n keyed exactly */
+    kt_space *sp = NULL;
+    OK(kt_space_create(&sp));
+    OK(kt_space_add_input(sp, "n"));
+    OK(kt_space_add_param(sp, "B", "[64, 128]"));
+    OK(kt_space_add_derived(sp, "COUNT", "n"));
+    const char *grid[3] = {"4", NULL, NULL}, *block[3] = {"B", NULL, NULL};
+    OK(kt_space_set_geometry(sp, KT_GEOMETRY_GRID, grid, block, NULL));
+    kt_op *op = sized_op(&z, "upto", upto_cu, "upto", sp, 1);
+    if (op == NULL) return;
+    call_sized(&z, op, 600);
+    call_sized(&z, op, 1000);
+    call_sized(&z, op, 520);
+    call_sized(&z, op, 1000);
+    CHECK(kt_op_tune_count(op) == 3, "upto tuned %llu times (600, 1000, 520)", (unsigned long long)kt_op_tune_count(op));
+    const kt_decision *d = NULL;
+    kt_arg args[] = {kt_arg_buf(z.dout, 1000 * sizeof(float)), kt_arg_buf(z.din, 1000 * sizeof(float)), kt_arg_i64(1000)};
+    OK(kt_op_decision(op, args, 3, &d));
+    CHECK(kt_decision_key_len(d) == 2 && kt_decision_key(d, 1) == 1000, "key (%lld, %lld)", (long long)kt_decision_key(d, 0),
+          (long long)kt_decision_key(d, 1));
+    kt_device_free(z.ctx, z.dev, z.din), kt_device_free(z.ctx, z.dev, z.dout);
+    free(z.host);
+    kt_context_destroy(z.ctx);
+}
+
+/* ---- constant memory (issue [8] C) ------------------------------------------------------------- */
+
+/* out[i] = in[i] * weights[i % 16]: the weights live in __constant__ memory, not a parameter */
+static const char *cmem_cu =
+    "__constant__ float weights[16];\n"
+    "__global__ void weigh(float *out, const float *in, long n) {\n"
+    "    long i = (long)blockIdx.x * blockDim.x + threadIdx.x;\n"
+    "    if (i < n) out[i] = in[i] * weights[i % 16] + OFFSET;\n"
+    "}\n";
+
+static void check_constant_memory(void) {
+    kt_context *ctx = context();
+    size_t dev = cuda_device(ctx);
+    if (dev == (size_t)-1) return;
+    enum { M = 4096 };
+    float in[M], out[M], w[16];
+    for (int i = 0; i < M; i++) in[i] = (float)(i % 7) - 3;
+    void *din, *dout, *dw;
+    OK(kt_device_alloc(ctx, dev, sizeof in, &din));
+    OK(kt_device_alloc(ctx, dev, sizeof out, &dout));
+    OK(kt_device_alloc(ctx, dev, sizeof w, &dw));
+    OK(kt_device_write(ctx, dev, din, in, sizeof in));
+    kt_op *op = NULL;
+    OK(kt_op_create(ctx, "weigh", &op));
+    OK(kt_op_set_device(op, dev));
+    OK(kt_op_add_buffer(op, "out", KT_TYPE_F32, KT_WRITE_ONLY));
+    OK(kt_op_add_buffer(op, "in", KT_TYPE_F32, KT_READ_ONLY));
+    OK(kt_op_add_buffer(op, "weights", KT_TYPE_F32, KT_READ_ONLY));
+    OK(kt_op_add_scalar(op, "n", KT_TYPE_I64));
+    OK(kt_op_set_constant(op, 2));
+    kt_space *sp = NULL;
+    OK(kt_space_create(&sp));
+    OK(kt_space_add_input(sp, "n"));
+    OK(kt_space_add_param(sp, "B", "[64, 256]"));
+    OK(kt_space_add_param(sp, "OFFSET", "[0, 1]")); /* OFFSET=1 is wrong: validation must catch it */
+    const char *grid[3] = {"(n + B - 1) // B", NULL, NULL}, *block[3] = {"B", NULL, NULL};
+    OK(kt_space_set_geometry(sp, KT_GEOMETRY_GRID, grid, block, NULL));
+    OK(kt_op_add_variants(op, "weigh", sp, cmem_cu, "weigh", NULL, 0));
+    kt_space_destroy(sp);
+    OK(kt_op_set_reference(op, "weigh")); /* its first configuration, B=64 OFFSET=0 */
+    for (int round = 0; round < 2; round++) { /* tune, then a hit with other weights */
+        for (int k = 0; k < 16; k++) w[k] = round ? (float)(k * k) * 0.25f : (float)k + 1;
+        OK(kt_device_write(ctx, dev, dw, w, sizeof w));
+        kt_arg args[] = {kt_arg_buf(dout, sizeof out), kt_arg_buf(din, sizeof in), kt_arg_buf(dw, sizeof w), kt_arg_i64(M)};
+        OK(kt_op_call(op, args, 4));
+        OK(kt_device_read(ctx, dev, out, dout, sizeof out));
+        int bad = 0;
+        for (int i = 0; i < M; i++) bad += out[i] != in[i] * w[i % 16];
+        CHECK(bad == 0, "constant memory, round %d: %d of %d elements wrong", round, bad, M);
+        const kt_decision *d = NULL;
+        OK(kt_op_decision(op, args, 4, &d));
+        int invalid = 0;
+        for (size_t u = 0; u < kt_decision_unit_count(d); u++)
+            if (strstr(kt_decision_unit_config(d, u), "OFFSET=1")) invalid += kt_decision_unit_outcome(d, u) == KT_OUTCOME_INVALID;
+        CHECK(invalid == 2, "%d OFFSET=1 configurations invalid, expected 2", invalid);
+    }
+    /* a variant without the __constant__ variable fails to build or load, with the name */
+    kt_op *bad = NULL;
+    OK(kt_op_create(ctx, "noconst", &bad));
+    OK(kt_op_set_device(bad, dev));
+    OK(kt_op_add_buffer(bad, "out", KT_TYPE_F32, KT_WRITE_ONLY));
+    OK(kt_op_add_buffer(bad, "in", KT_TYPE_F32, KT_READ_ONLY));
+    OK(kt_op_add_buffer(bad, "filter", KT_TYPE_F32, KT_READ_ONLY));
+    OK(kt_op_add_scalar(bad, "n", KT_TYPE_I64));
+    OK(kt_op_set_constant(bad, 2));
+    OK(kt_space_create(&sp));
+    OK(kt_space_add_input(sp, "n"));
+    OK(kt_space_add_param(sp, "B", "[64]"));
+    OK(kt_space_add_param(sp, "OFFSET", "[0]"));
+    OK(kt_space_set_geometry(sp, KT_GEOMETRY_GRID, grid, block, NULL));
+    OK(kt_op_add_variants(bad, "weigh", sp, cmem_cu, "weigh", NULL, 0));
+    kt_space_destroy(sp);
+    kt_arg args[] = {kt_arg_buf(dout, sizeof out), kt_arg_buf(din, sizeof in), kt_arg_buf(dw, sizeof w), kt_arg_i64(M)};
+    kt_status st = kt_op_call(bad, args, 4);
+    const kt_decision *d = NULL;
+    kt_op_decision(bad, args, 4, &d);
+    const char *msg = d ? kt_decision_unit_message(d, 0) : NULL;
+    CHECK(st == KT_ERR_ALL_FAILED && d && kt_decision_unit_outcome(d, 0) == KT_OUTCOME_BUILD_FAILED && msg && strstr(msg, "filter"),
+          "a missing __constant__ variable: %s, %s", kt_status_name(st), msg ? msg : kt_last_error());
+    kt_device_free(ctx, dev, din), kt_device_free(ctx, dev, dout), kt_device_free(ctx, dev, dw);
+    kt_context_destroy(ctx);
+}
+
 int main(void) {
     snprintf(artifacts, sizeof artifacts, "/tmp/kt-cuda-XXXXXX");
     if (mkdtemp(artifacts) == NULL) return 1;
@@ -373,6 +569,8 @@ int main(void) {
     check_inplace();
     check_artifact_cache();
     check_isolation();
+    check_launch_sizes();
+    check_constant_memory();
     char rm[300];
     snprintf(rm, sizeof rm, "rm -rf '%s'", artifacts);
     if (system(rm) != 0) failed++;

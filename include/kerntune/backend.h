@@ -9,7 +9,9 @@
  *
  * Version 1 covers device discovery; version 2 appends buffers (allocate, free, copy, fill);
  * version 3 appends building variants into artifact files, loading them, launching and timing
- * them, and resource limits; version 4 appends flushing a device's cache. A backend declares the version it was written against in
+ * them, and resource limits; version 4 appends flushing a device's cache; version 5 appends the
+ * names of the op's arguments and which of them live in constant memory to the build request
+ * (kt_op_set_constant). A backend declares the version it was written against in
  * abi_version and the core never reads a field beyond it. Comparing outputs is the core's
  * work, on host memory: a backend with device memory copies to the host first. Caching
  * artifacts on disk, building in parallel and building identical code once are the core's
@@ -24,7 +26,7 @@
 extern "C" {
 #endif
 
-#define KT_BACKEND_ABI_VERSION 4
+#define KT_BACKEND_ABI_VERSION 5
 
 /** Longest device name and fingerprint, terminating NUL included. */
 #define KT_DEVICE_NAME_MAX 256
@@ -44,6 +46,15 @@ typedef struct kt_build_request {
     const kt_type *arg_elems;    /* and for buffers the element type */
     size_t nargs;
     const char *out_path;        /* where to write the artifact (the core renames it into place) */
+    /* version 5: */
+    const char *const *arg_names; /* the op's argument names */
+    const unsigned char *arg_constant; /* nonzero: buffer argument i is in constant memory
+                                        * (kt_op_set_constant). A backend with such memory does
+                                        * not pass it as a kernel parameter: before each launch
+                                        * it copies the buffer into the module's variable named
+                                        * arg_names[i]. Others pass it like any buffer. An op
+                                        * with constant arguments is refused by backends of
+                                        * versions below 5. */
 } kt_build_request;
 
 /** The launch geometry of one variant (version 3). */
