@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <cmocka.h>
 
@@ -45,11 +46,15 @@ __attribute__((constructor)) static void kt_test_cache_off(void) { setenv("KERNT
     } while (0)
 #define ok(call) expect_status(KT_OK, call)
 
-/* A candidate's identity and behaviour. work: units of fixed work per call; fail: a nonzero
- * value to return; fail_after: succeed that many calls, then return fail. */
+/* A candidate's identity and behaviour. work: units of fixed work per call; sleep_ms: a sleep
+ * before it, a floor no load can lower, so a candidate that must lose a selection loses by
+ * construction (a fast candidate of 1 work unit runs for microseconds; for it to lose to one
+ * that sleeps 20 ms, most of its runs would have to be preempted for longer than that); fail: a
+ * nonzero value to return; fail_after: succeed that many calls, then return fail. */
 typedef struct cand {
     int32_t id;
     unsigned work;
+    unsigned sleep_ms;
     int fail;
     int fail_after;
     atomic_int calls;
@@ -68,6 +73,10 @@ static inline int cand_fn(const kt_arg *args, size_t nargs, void *user) {
     cand *c = user;
     int n = atomic_fetch_add(&c->calls, 1);
     if (c->fail && n >= c->fail_after) return c->fail;
+    if (c->sleep_ms) {
+        struct timespec ts = {c->sleep_ms / 1000, (long)(c->sleep_ms % 1000) * 1000000L};
+        while (nanosleep(&ts, &ts) != 0) {}
+    }
     do_work(c->work);
     if (nargs > 0 && args[0].type == KT_TYPE_BUFFER && args[0].bytes >= sizeof(int32_t))
         memcpy(args[0].ptr, &c->id, sizeof(int32_t)); /* the buffer may be unaligned */

@@ -23,7 +23,7 @@ static void test_slow_never_wins(void **state) {
     for (int order = 0; order < 2; order++) {
         kt_context *ctx = test_context(5);
         kt_op *op = test_op(ctx, "select");
-        cand slow = {.id = 1, .work = 10}, fast = {.id = 2, .work = 1};
+        cand slow = {.id = 1, .work = 10, .sleep_ms = 20}, fast = {.id = 2, .work = 1};
         cand *first = order ? &fast : &slow, *second = order ? &slow : &fast;
         ok(kt_op_add_native(op, first == &slow ? "slow" : "fast", cand_fn, first));
         ok(kt_op_add_native(op, second == &slow ? "slow" : "fast", cand_fn, second));
@@ -65,7 +65,7 @@ static void test_requirement_multiple(void **state) {
     (void)state;
     kt_context *ctx = test_context(3);
     kt_op *op = test_op(ctx, "req");
-    cand quick = {.id = 1, .work = 1}, medium = {.id = 2, .work = 4}, slow = {.id = 3, .work = 12};
+    cand quick = {.id = 1, .work = 1}, medium = {.id = 2, .work = 4, .sleep_ms = 10}, slow = {.id = 3, .work = 12, .sleep_ms = 40};
     ok(kt_op_add_native(op, "slow", cand_fn, &slow));
     ok(kt_op_add_native(op, "quick", cand_fn, &quick));
     ok(kt_op_add_native(op, "medium", cand_fn, &medium));
@@ -92,7 +92,7 @@ static void test_requirement_without_key(void **state) {
     ok(kt_op_set_validation(op, 0));
     ok(kt_op_add_buffer(op, "out", KT_TYPE_I32, KT_WRITE_ONLY));
     ok(kt_op_add_scalar(op, "n", KT_TYPE_I64));
-    cand quick = {.id = 1, .work = 1}, slow = {.id = 2, .work = 10};
+    cand quick = {.id = 1, .work = 1}, slow = {.id = 2, .work = 10, .sleep_ms = 20};
     ok(kt_op_add_native(op, "quick", cand_fn, &quick));
     ok(kt_op_add_native(op, "slow", cand_fn, &slow));
     ok(kt_op_require_multiple(op, "quick", 1, 4));
@@ -115,7 +115,7 @@ static void test_requirement_align_and_fn(void **state) {
     static _Alignas(64) int32_t aligned[32];
     kt_context *ctx = test_context(3);
     kt_op *op = test_op(ctx, "align");
-    cand quick = {.id = 1, .work = 1}, pred = {.id = 2, .work = 1}, slow = {.id = 3, .work = 10};
+    cand quick = {.id = 1, .work = 1}, pred = {.id = 2, .work = 1}, slow = {.id = 3, .work = 10, .sleep_ms = 20};
     ok(kt_op_add_native(op, "quick", cand_fn, &quick));
     ok(kt_op_add_native(op, "pred", cand_fn, &pred));
     ok(kt_op_add_native(op, "slow", cand_fn, &slow));
@@ -157,7 +157,7 @@ static void test_force_env(void **state) {
     kt_context *ctx = test_context(3);
     unsetenv("KERNTUNE_FORCE");
     kt_op *op = test_op(ctx, "forced");
-    cand slow = {.id = 1, .work = 10}, fast = {.id = 2, .work = 1};
+    cand slow = {.id = 1, .work = 10, .sleep_ms = 20}, fast = {.id = 2, .work = 1};
     ok(kt_op_add_native(op, "fast", cand_fn, &fast));
     ok(kt_op_add_native(op, "slow", cand_fn, &slow));
     for (int i = 0; i < 3; i++) ok(CALL(op, 5));
@@ -175,7 +175,7 @@ static void test_force_api_and_rejection(void **state) {
     (void)state;
     kt_context *ctx = test_context(3);
     kt_op *op = test_op(ctx, "forceapi");
-    cand slow = {.id = 1, .work = 10}, fast = {.id = 2, .work = 1}, dflt = {.id = 3, .work = 5};
+    cand slow = {.id = 1, .work = 10, .sleep_ms = 20}, fast = {.id = 2, .work = 1}, dflt = {.id = 3, .work = 5, .sleep_ms = 10};
     ok(kt_op_add_native(op, "fast", cand_fn, &fast));
     ok(kt_op_add_native(op, "slow", cand_fn, &slow));
     ok(kt_op_add_native(op, "dflt", cand_fn, &dflt));
@@ -204,7 +204,7 @@ static void test_cache_only(void **state) {
         if (!via_env) ok(kt_context_set_effort(ctx, KT_EFFORT_CACHE_ONLY));
         assert_int_equal(kt_context_effort(ctx), KT_EFFORT_CACHE_ONLY);
         kt_op *op = test_op(ctx, "cacheonly");
-        cand fast = {.id = 1, .work = 1}, slow = {.id = 2, .work = 10};
+        cand fast = {.id = 1, .work = 1}, slow = {.id = 2, .work = 10, .sleep_ms = 20};
         ok(kt_op_add_native(op, "fast", cand_fn, &fast));
         ok(kt_op_add_native(op, "slow", cand_fn, &slow));
         ok(kt_op_set_default(op, "slow"));
@@ -217,7 +217,7 @@ static void test_cache_only(void **state) {
         assert_int_equal(kt_decision_source_of(decision(op, 3)), KT_SOURCE_DEFAULT);
 
         kt_op *op2 = test_op(ctx, "nodefault");
-        cand a = {.id = 3, .work = 10}, b = {.id = 4, .work = 1};
+        cand a = {.id = 3, .work = 10, .sleep_ms = 20}, b = {.id = 4, .work = 1};
         ok(kt_op_add_native(op2, "a", cand_fn, &a));
         ok(kt_op_add_native(op2, "b", cand_fn, &b));
         ok(kt_op_require_multiple(op2, "a", 1, 2));
@@ -238,7 +238,7 @@ static void test_mode_env_precedence(void **state) {
         kt_context *ctx = test_context(3);
         unsetenv("KERNTUNE_MODE");
         kt_op *op = test_op(ctx, "prec");
-        cand slow = {.id = 1, .work = 10}, fast = {.id = 2, .work = 1};
+        cand slow = {.id = 1, .work = 10, .sleep_ms = 20}, fast = {.id = 2, .work = 1};
         ok(kt_op_add_native(op, "slow", cand_fn, &slow));
         ok(kt_op_add_native(op, "fast", cand_fn, &fast));
         ok(kt_op_set_effort(op, m == 0 ? KT_EFFORT_MEASURE : KT_EFFORT_OFF));
@@ -255,7 +255,7 @@ static void test_failing_candidates(void **state) {
     (void)state;
     kt_context *ctx = test_context(3);
     kt_op *op = test_op(ctx, "failing");
-    cand broken = {.id = 1, .work = 0, .fail = 7}, slow = {.id = 2, .work = 10};
+    cand broken = {.id = 1, .work = 0, .fail = 7}, slow = {.id = 2, .work = 10, .sleep_ms = 20};
     ok(kt_op_add_native(op, "broken", cand_fn, &broken));
     ok(kt_op_add_native(op, "slow", cand_fn, &slow));
     ok(kt_op_require_multiple(op, "slow", 1, 2));
@@ -288,7 +288,7 @@ static void test_dispatch_failure(void **state) {
     (void)state;
     kt_context *ctx = test_context(3);
     kt_op *op = test_op(ctx, "laterfail");
-    cand flaky = {.id = 1, .work = 1, .fail = 9, .fail_after = 5}, slow = {.id = 2, .work = 10};
+    cand flaky = {.id = 1, .work = 1, .fail = 9, .fail_after = 5}, slow = {.id = 2, .work = 10, .sleep_ms = 20};
     ok(kt_op_add_native(op, "flaky", cand_fn, &flaky));
     ok(kt_op_add_native(op, "slow", cand_fn, &slow));
     ok(CALL(op, 1)); /* 1 warm-up + 3 runs + final launch = 5 successful calls */
@@ -322,7 +322,7 @@ static void test_logging(void **state) {
 
     kt_context *ctx = test_context(3);
     kt_op *op = test_op(ctx, "logged");
-    cand slow = {.id = 1, .work = 10}, fast = {.id = 2, .work = 1};
+    cand slow = {.id = 1, .work = 10, .sleep_ms = 20}, fast = {.id = 2, .work = 1};
     ok(kt_op_add_native(op, "slow", cand_fn, &slow));
     ok(kt_op_add_native(op, "fast", cand_fn, &fast));
     ok(CALL(op, 1));

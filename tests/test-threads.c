@@ -53,7 +53,7 @@ static void test_one_key_tunes_once(void **state) {
     memset(&sh, 0, sizeof sh);
     sh.op = test_op(ctx, "threads");
     sh.nkeys = 1;
-    cand slow = {.id = 1, .work = 10}, fast = {.id = 2, .work = 1}, mid = {.id = 3, .work = 4};
+    cand slow = {.id = 1, .work = 10, .sleep_ms = 20}, fast = {.id = 2, .work = 1}, mid = {.id = 3, .work = 4, .sleep_ms = 10};
     ok(kt_op_add_native(sh.op, "slow", cand_fn, &slow));
     ok(kt_op_add_native(sh.op, "fast", cand_fn, &fast));
     ok(kt_op_add_native(sh.op, "mid", cand_fn, &mid));
@@ -80,7 +80,7 @@ static void test_keys_tune_independently(void **state) {
     memset(&sh, 0, sizeof sh);
     sh.op = test_op(ctx, "keys");
     sh.nkeys = 4;
-    cand slow = {.id = 1, .work = 10}, fast = {.id = 2, .work = 1};
+    cand slow = {.id = 1, .work = 10, .sleep_ms = 20}, fast = {.id = 2, .work = 1};
     ok(kt_op_add_native(sh.op, "slow", cand_fn, &slow));
     ok(kt_op_add_native(sh.op, "fast", cand_fn, &fast));
     run_threads(&sh);
@@ -135,7 +135,7 @@ static void test_fallback_and_hits_during_tuning(void **state) {
     kt_context *ctx = test_context(RUNS);
     kt_op *op = test_op(ctx, "fallback");
     gate g = {0};
-    cand fb = {.id = 5, .work = 0}, slow = {.id = 6, .work = 10};
+    cand fb = {.id = 5, .work = 0}, slow = {.id = 6, .work = 10, .sleep_ms = 20};
     ok(kt_op_add_native(op, "gated", gated_fn, &g));
     ok(kt_op_add_native(op, "slow", cand_fn, &slow));
     ok(kt_op_add_native(op, "fb", cand_fn, &fb));
