@@ -137,8 +137,8 @@ static kt_status c_buffer_fill(void *state, size_t device, void *buffer, size_t 
 /* The compiler and its default flags, read from the environment once when the backend starts:
  * KERNTUNE_CC (default cc) and KERNTUNE_CFLAGS (default -O3 -march=native -fPIC -shared). */
 typedef struct c_state {
-    char cc[256];
-    char cflags[1024];
+    char *cc;     /* as given, however long */
+    char *cflags;
     pthread_mutex_t lock;
     char id[512]; /* "cc (Debian 12.2.0-14) 12.2.0 | -O3 ...", computed on first use */
 } c_state;
@@ -151,8 +151,13 @@ static kt_status c_init(const kt_backend *self, void **state, char *err, size_t 
         return KT_ERR_NO_MEMORY;
     }
     const char *cc = getenv("KERNTUNE_CC"), *flags = getenv("KERNTUNE_CFLAGS");
-    snprintf(st->cc, sizeof st->cc, "%s", cc && *cc ? cc : "cc");
-    snprintf(st->cflags, sizeof st->cflags, "%s", flags && *flags ? flags : "-O3 -march=native -fPIC -shared");
+    st->cc = strdup(cc && *cc ? cc : "cc");
+    st->cflags = strdup(flags && *flags ? flags : "-O3 -march=native -fPIC -shared");
+    if (st->cc == NULL || st->cflags == NULL) {
+        free(st->cc), free(st->cflags), free(st);
+        snprintf(err, errlen, "out of memory");
+        return KT_ERR_NO_MEMORY;
+    }
     pthread_mutex_init(&st->lock, NULL);
     *state = st;
     return KT_OK;
@@ -162,6 +167,8 @@ static void c_fini(void *state) {
     c_state *st = state;
     if (st == NULL) return;
     pthread_mutex_destroy(&st->lock);
+    free(st->cc);
+    free(st->cflags);
     free(st);
 }
 
@@ -231,7 +238,11 @@ static kt_status c_compiler_id(void *state, size_t device, char *out, size_t len
                 if (rc > 0) snprintf(err, errlen, "'%s --version' failed (exit %d): %s", st->cc, rc, first);
                 status = KT_ERR_BACKEND;
             } else {
-                snprintf(st->id, sizeof st->id, "%.250s | %.250s", first, st->cflags);
+                /* the flags are shown cut to fit, and identified in full by a hash of the
+                 * compiler command and all its flags, so two long flag sets never share an id */
+                uint64_t h = kt__fnv1a(st->cc, strlen(st->cc) + 1, 0);
+                h = kt__fnv1a(st->cflags, strlen(st->cflags), h);
+                snprintf(st->id, sizeof st->id, "%.200s | %.200s | %016llx", first, st->cflags, (unsigned long long)h);
             }
         }
     }
@@ -316,17 +327,23 @@ static kt_status c_build(void *state, size_t device, const kt_build_request *req
         snprintf(log, loglen, "cannot write %s: %s", src, strerror(errno));
         status = KT_ERR_SYSTEM;
     }
+    char *flags = NULL, **argv = NULL;
+    if (status == KT_OK) { /* every flag and option, however many */
+        flags = strdup(st->cflags);
+        argv = calloc(strlen(st->cflags) / 2 + req->noptions + 8, sizeof *argv);
+        if (flags == NULL || argv == NULL) {
+            snprintf(log, loglen, "out of memory");
+            status = KT_ERR_NO_MEMORY;
+        }
+    }
     if (status == KT_OK) {
-        char flags[1024];
-        snprintf(flags, sizeof flags, "%s", st->cflags);
-        char *argv[256];
         size_t n = 0;
         argv[n++] = st->cc;
-        n += split_args(flags, argv + n, 100);
+        n += split_args(flags, argv + n, strlen(st->cflags) / 2 + 1);
         /* the kernel's own symbols stay inside the variant: a call from the entry can never bind
          * to a function of the same name in the host program */
         argv[n++] = "-fvisibility=hidden";
-        for (size_t i = 0; i < req->noptions && n < 240; i++) argv[n++] = (char *)req->options[i];
+        for (size_t i = 0; i < req->noptions; i++) argv[n++] = (char *)req->options[i];
         argv[n++] = "-o";
         argv[n++] = (char *)req->out_path;
         argv[n++] = src;
@@ -343,6 +360,8 @@ static kt_status c_build(void *state, size_t device, const kt_build_request *req
     }
     unlink(src);
     unlink(logp);
+    free(flags);
+    free(argv);
     free(src);
     free(logp);
     return status;

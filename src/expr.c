@@ -1199,7 +1199,7 @@ static kt_status call_builtin(const evalctx *x, int b, const kt__value *args, in
         if (!isfinite(f) || digits > 300) {
             *out = args[0];
         } else if (digits >= 0) { /* printf rounds the exact binary value correctly, as Python does */
-            char buf[512];
+            char buf[720]; /* 309 digits of the largest double, a point, 300 decimals, a sign */
             snprintf(buf, sizeof buf, "%.*f", (int)digits, f);
             *out = vfloat(strtod(buf, NULL));
         } else {

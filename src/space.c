@@ -585,23 +585,41 @@ kt_status kt__space_config_slots(const kt_space *sp, size_t index, kt__value *sl
 size_t kt__space_slot_count(const kt_space *sp) { return sp->nslots; }
 size_t kt__space_param_count_all(const kt_space *sp) { return sp->nparams + sp->nderived; }
 
-/* Formats the parameters and derived values of slots as name=value pairs joined by sep. */
+/* Formats the parameters and derived values of slots as name=value pairs joined by sep. A
+ * value is never cut: text that does not fit in len fails with KT_ERR_LIMIT (see
+ * kt__space_format_len for the length needed). */
 kt_status kt__space_format_slots(const kt_space *sp, const kt__value *slots, const char *prefix, const char *sep,
                                  char *buf, size_t len) {
     size_t k = 0;
     if (len) buf[0] = '\0';
     for (size_t i = 0; i < sp->nslots; i++) {
         if (sp->slots[i].kind == SLOT_INPUT) continue;
-        char value[256];
         const kt__value *v = &slots[i];
-        if (v->t == KT_V_STR) snprintf(value, sizeof value, "%.*s", (int)v->str.len, v->str.s);
-        else if (v->t == KT_V_BOOL) snprintf(value, sizeof value, "%d", v->b ? 1 : 0);
-        else kt__value_format(v, value, sizeof value);
-        int n = snprintf(buf + k, len > k ? len - k : 0, "%s%s%s=%s", k ? sep : "", prefix, sp->slots[i].name, value);
+        char num[64];
+        const char *value = num;
+        int vlen = -1;
+        if (v->t == KT_V_LIST || v->t == KT_V_NONE)
+            return kt__err(KT_ERR_INVALID_ARGUMENT, "'%s' is %s; a configuration's values (defines) must be numbers, bools or strings",
+                           sp->slots[i].name, v->t == KT_V_LIST ? "a list" : "None");
+        if (v->t == KT_V_STR) value = v->str.s, vlen = (int)v->str.len;
+        else if (v->t == KT_V_BOOL) snprintf(num, sizeof num, "%d", v->b ? 1 : 0);
+        else kt__value_format(v, num, sizeof num);
+        if (vlen < 0) vlen = (int)strlen(value);
+        int n = snprintf(buf + k, len > k ? len - k : 0, "%s%s%s=%.*s", k ? sep : "", prefix, sp->slots[i].name, vlen, value);
         if (n < 0 || k + (size_t)n >= len) return kt__err(KT_ERR_LIMIT, "configuration text needs more than %zu bytes", len);
         k += (size_t)n;
     }
     return KT_OK;
+}
+
+size_t kt__space_format_len(const kt_space *sp, const kt__value *slots, const char *prefix, const char *sep) {
+    size_t n = 1;
+    for (size_t i = 0; i < sp->nslots; i++) {
+        if (sp->slots[i].kind == SLOT_INPUT) continue;
+        n += strlen(sep) + strlen(prefix) + strlen(sp->slots[i].name) + 1 + 64;
+        if (slots[i].t == KT_V_STR) n += slots[i].str.len;
+    }
+    return n;
 }
 
 kt_status kt_space_config_format(const kt_space *sp, size_t index, char *buf, size_t len) {

@@ -193,16 +193,16 @@ static kt_status plan_unit(const kt_op *op, const kt__cand *c, const kt__configs
     size_t nslots = kt__space_slot_count(c->space);
     kt__value *slots = calloc(nslots ? nslots : 1, sizeof *slots);
     kt__arena arena = {0};
-    char text[4096];
     kt_status st = slots ? kt__space_slots(c->space, cfgs, idx, inputs, slots, &arena)
                          : kt__err(KT_ERR_NO_MEMORY, "kt_op_call(op '%s'): out of memory", op->name);
-    if (st == KT_OK) st = kt__space_format_slots(c->space, slots, "", ",", text, sizeof text);
-    if (st == KT_OK && (u->text = strdup(text)) == NULL) st = kt__err(KT_ERR_NO_MEMORY, "kt_op_call: out of memory");
-    if (st == KT_OK) st = kt__space_format_slots(c->space, slots, "", "\x1f", text, sizeof text);
+    size_t len = st == KT_OK ? kt__space_format_len(c->space, slots, "", "\x1f") : 0; /* "," is as long */
+    if (st == KT_OK && ((u->text = malloc(len)) == NULL || (plan->defines_buf = malloc(len)) == NULL))
+        st = kt__err(KT_ERR_NO_MEMORY, "kt_op_call(op '%s'): out of memory", op->name);
+    if (st == KT_OK) st = kt__space_format_slots(c->space, slots, "", ",", u->text, len);
+    if (st == KT_OK) st = kt__space_format_slots(c->space, slots, "", "\x1f", plan->defines_buf, len);
     if (st == KT_OK) {
-        plan->defines_buf = strdup(text);
         plan->defines = calloc(kt__space_param_count_all(c->space) + 1, sizeof *plan->defines);
-        if (!plan->defines_buf || !plan->defines) st = kt__err(KT_ERR_NO_MEMORY, "kt_op_call: out of memory");
+        if (!plan->defines) st = kt__err(KT_ERR_NO_MEMORY, "kt_op_call: out of memory");
         else plan->ndefines = split_defines(plan->defines_buf, plan->defines, kt__space_param_count_all(c->space) + 1);
     }
     if (st == KT_OK) st = kt__space_geometry(c->space, slots, &arena, &u->launch.geometry);

@@ -380,6 +380,61 @@ static void test_code_argument_keyed_exactly(void **state) {
     kt_context_destroy(ctx);
 }
 
+/* No fixed-size buffer cuts what the user gave (issue [8] 7): a string parameter of 5,000
+ * characters reaches its define whole (and the configuration text, longer than 4 KB, is kept);
+ * compiler flags of over 3 KB and 300 options reach the compiler, the last of each included. */
+static const char *measure_src =
+    "#include <stdint.h>\n"
+    "void measure(int32_t *out, long n) { (void)n; out[0] = (int32_t)(sizeof(STR) - 1); out[1] = FLAG_LAST; out[2] = OPT_LAST; }\n";
+
+static void test_long_inputs_never_cut(void **state) {
+    (void)state;
+    enum { LEN = 5000, NOPT = 300 };
+    size_t flen = 64 + 200 * 16 + 32;
+    char *values = malloc(LEN + 16), *flags = malloc(flen), **opts = calloc(NOPT, sizeof *opts);
+    assert_non_null(values), assert_non_null(flags), assert_non_null(opts);
+    /* ['"xxxx...x"']: a string whose value is a C string literal of LEN characters */
+    size_t k = (size_t)sprintf(values, "['\"");
+    memset(values + k, 'x', LEN);
+    k += LEN;
+    sprintf(values + k, "\"']");
+    k = (size_t)sprintf(flags, "-O1 -fPIC -shared");
+    for (int i = 0; i < 200; i++) k += (size_t)sprintf(flags + k, " -DPAD_%06d=1", i);
+    sprintf(flags + k, " -DFLAG_LAST=7");
+    for (int i = 0; i < NOPT; i++) {
+        opts[i] = malloc(32);
+        sprintf(opts[i], i == NOPT - 1 ? "-DOPT_LAST=9" : "-DOPT_%04d=1", i);
+    }
+    const char *old = getenv("KERNTUNE_CFLAGS");
+    char *saved = old ? strdup(old) : NULL;
+    setenv("KERNTUNE_CFLAGS", flags, 1);
+    kt_context *ctx = variant_context(); /* the C backend reads KERNTUNE_CFLAGS when it starts */
+    if (saved) setenv("KERNTUNE_CFLAGS", saved, 1), free(saved);
+    else unsetenv("KERNTUNE_CFLAGS");
+    kt_op *op = NULL;
+    ok(kt_op_create(ctx, "measure", &op));
+    ok(kt_op_set_validation(op, 0));
+    ok(kt_op_add_buffer(op, "out", KT_TYPE_I32, KT_WRITE_ONLY));
+    ok(kt_op_add_scalar(op, "n", KT_TYPE_I64));
+    kt_space *sp = NULL;
+    ok(kt_space_create(&sp));
+    ok(kt_space_add_param(sp, "STR", values));
+    ok(kt_op_add_variants(op, "measure", sp, measure_src, "measure", (const char *const *)opts, NOPT));
+    kt_space_destroy(sp);
+    int32_t out[3] = {0};
+    kt_arg args[] = {kt_arg_buf(out, sizeof out), kt_arg_i64(1)};
+    ok(kt_op_call(op, args, 2));
+    assert_int_equal(out[0], LEN);
+    assert_int_equal(out[1], 7);
+    assert_int_equal(out[2], 9);
+    const kt_decision *d = NULL;
+    ok(kt_op_decision(op, args, 2, &d));
+    assert_int_equal(strlen(kt_decision_unit_config(d, 0)), strlen("STR=") + LEN + 2);
+    kt_context_destroy(ctx);
+    for (int i = 0; i < NOPT; i++) free(opts[i]);
+    free(opts), free(flags), free(values);
+}
+
 static void test_second_process_compiles_nothing(void **state) {
     (void)state;
     char cmd[1024];
@@ -421,6 +476,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_missing_compiler),
         cmocka_unit_test(test_corrupt_artifact_rebuilt),
         cmocka_unit_test(test_code_argument_keyed_exactly),
+        cmocka_unit_test(test_long_inputs_never_cut),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
     char rm[300];
