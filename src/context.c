@@ -308,6 +308,15 @@ static kt_status add_backend(kt_context *ctx, const kt_backend *b) {
         return kt__err(KT_ERR_INVALID_ARGUMENT,
                        "kt_context_add_backend: backend table is incomplete (abi_version %d, needs name, device_count, device_describe)",
                        b->abi_version);
+    size_t nlen = strlen(b->name);
+    bool plain = nlen >= 1 && nlen <= 31;
+    for (size_t i = 0; plain && i < nlen; i++)
+        plain = (b->name[i] >= 'a' && b->name[i] <= 'z') || (b->name[i] >= '0' && b->name[i] <= '9') || b->name[i] == '_' ||
+                b->name[i] == '-';
+    if (!plain) /* it names the backend in fingerprints, the cache and the worker protocol */
+        return kt__err(KT_ERR_INVALID_ARGUMENT,
+                       "kt_context_add_backend: backend name '%.64s%s' must be 1 to 31 lower-case letters, digits, '_' or '-'",
+                       b->name, nlen > 64 ? "..." : "");
     for (size_t i = 0; i < ctx->nbackends; i++)
         if (strcmp(ctx->backends[i].backend->name, b->name) == 0)
             return kt__err(KT_ERR_DUPLICATE, "kt_context_add_backend: backend '%s' is already registered", b->name);

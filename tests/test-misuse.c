@@ -277,6 +277,13 @@ static void test_backends(void **state) {
     incomplete.device_describe = NULL;
     expect_err(KT_ERR_BACKEND, "kt_context_add_backend(broken): runtime library not found", kt_context_add_backend(ctx, &broken));
     expect_err(KT_ERR_INVALID_ARGUMENT, "backend table is incomplete", kt_context_add_backend(ctx, &incomplete));
+    /* a name is carried whole everywhere (fingerprints, the cache, the worker): never cut */
+    kt_backend longname = fake, badname = fake;
+    longname.name = "a_backend_name_of_thirty_two_chr";
+    badname.name = "Fake Backend";
+    expect_err(KT_ERR_INVALID_ARGUMENT, "backend name 'a_backend_name_of_thirty_two_chr' must be 1 to 31 lower-case letters",
+               kt_context_add_backend(ctx, &longname));
+    expect_err(KT_ERR_INVALID_ARGUMENT, "backend name 'Fake Backend' must be", kt_context_add_backend(ctx, &badname));
     assert_int_equal(kt_context_device_count(ctx), n0);
     ok(kt_context_add_backend(ctx, &fake));
     assert_int_equal(kt_context_device_count(ctx), n0 + 2);
