@@ -957,6 +957,36 @@ KT_API int kt_decision_validated(const kt_decision *d);
  *  beyond the caller's own buffers (snapshots, clones, generated inputs, reference outputs). */
 KT_API size_t kt_decision_peak_extra_bytes(const kt_decision *d);
 
+/** Returns the confidence the decision's race asked for (the context's race confidence when it
+ *  was measured, kt_context_set_race), or a negative value when none was asked for (another
+ *  policy, a decision not measured, or one recorded by a kerntune that did not keep it). */
+KT_API double kt_decision_requested_confidence(const kt_decision *d);
+
+/** Returns 1 when the decision ended below the confidence its race asked for
+ *  (kt_decision_confidence < kt_decision_requested_confidence): the race stopped, at its run
+ *  cap or a budget, before it could tell the finalists apart. Such a decision is recorded as not
+ *  settled: the next tuning of its key that may measure (effort MEASURE, in this or another
+ *  process) re-races its finalists instead of serving it; CACHE_ONLY serves it as it is. */
+KT_API int kt_decision_below_confidence(const kt_decision *d);
+
+/** Returns 1 when the decision was made by re-racing the finalists of a recorded decision that
+ *  had ended below its requested confidence: the finalists were measured afresh (validated as
+ *  usual), every other unit kept its recorded result without running (0 runs) or competing. */
+KT_API int kt_decision_reraced(const kt_decision *d);
+
+/** Returns 1 when unit u was a finalist of the decision's race: measured and not dropped when
+ *  the race stopped (a unit is dropped once it is slower than the best with the race's
+ *  confidence; under the other policies none is), or the winner. */
+KT_API int kt_decision_unit_finalist(const kt_decision *d, size_t u);
+
+/** Returns why the persistent cache's decision for this key was rejected (a candidate or
+ *  configuration the op does not have, one outside today's space or breaking a constraint, a
+ *  native given a configuration, a stored value of the wrong type...), or NULL when none was.
+ *  A rejected record is never launched and lends nothing: the key is decided from scratch (by
+ *  measuring, with effort MEASURE), and the new decision replaces the record. Valid as long as
+ *  the decision. */
+KT_API const char *kt_decision_cache_rejected(const kt_decision *d);
+
 /* ---------------------------------------------------------------------------------------------
  * The persistent cache
  *
