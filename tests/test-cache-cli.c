@@ -11,6 +11,7 @@
 #include <fcntl.h>
 #include <ftw.h>
 #include <jansson.h>
+#include <stdbool.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -603,6 +604,179 @@ static void test_real_dates_by_age(void **state) {
     assert_true(a && r && m1 && m5 && a < r && r < m1 && m1 < m5);
 }
 
+/* ---- what `kerntune tune` says of the cache ------------------------------------------------- */
+
+#define MATMUL KT_DATA "/t1/matmul_c.json"
+
+/* Runs `kerntune tune MATMUL --cache db --json [--t4 t4]` (env as cli's) and returns its JSON
+ * summary (stdout must be that document alone), asserting the exit status 0. */
+static json_t *tune_json(const char *env, const char *t4) {
+    int rc = t4 ? cli(env, NULL, "tune", MATMUL, "--cache", db, "--json", "--quiet", "--t4", t4, NULL)
+                : cli(env, NULL, "tune", MATMUL, "--cache", db, "--json", "--quiet", NULL);
+    if (rc != 0) fail_msg("kerntune tune exited %d: %s", rc, err);
+    return stdout_json();
+}
+
+/* The cache's one entry, edited by edit(entry), imported back in its place. */
+static void edit_cache(void (*edit)(json_t *e)) {
+    assert_int_equal(cli(NULL, NULL, "cache", "export", "--cache", db, NULL), 0);
+    json_t *doc = stdout_json();
+    assert_int_equal(json_array_size(json_object_get(doc, "entries")), 1);
+    edit(json_array_get(json_object_get(doc, "entries"), 0));
+    char file[600];
+    snprintf(file, sizeof file, "%s/edited.json", dir);
+    assert_int_equal(json_dump_file(doc, file, 0), 0);
+    json_decref(doc);
+    assert_int_equal(cli(NULL, NULL, "cache", "import", "--replace", file, "--cache", db, NULL), 0);
+}
+
+static bool is_winner_unit(json_t *e, json_t *u) {
+    json_t *w = json_object_get(e, "winner");
+    return json_equal(json_object_get(u, "candidate"), json_object_get(w, "candidate")) &&
+           json_equal(json_object_get(u, "config"), json_object_get(w, "config"));
+}
+
+/* The lie: the winner is TI=32,TK=32, which breaks the problem's condition TI * TK <= 512 (the
+ * winner's unit is renamed with it, so that import cannot tell). */
+static void lie_constraint(json_t *e) {
+    size_t i;
+    json_t *u;
+    json_array_foreach(json_object_get(e, "units"), i, u) {
+        if (is_winner_unit(e, u)) json_object_set_new(u, "config", json_string("TI=32,TK=32"));
+    }
+    json_object_set_new(json_object_get(e, "winner"), "config", json_string("TI=32,TK=32"));
+}
+
+/* Configurations whose T4 record has runtimes (measured by this run), and how many there are. */
+static size_t measured_in_t4(const char *t4, char names[][32], size_t max) {
+    json_error_t e;
+    json_t *doc = json_load_file(t4, 0, &e);
+    if (doc == NULL) fail_msg("%s: %s", t4, e.text);
+    size_t n = 0, i;
+    json_t *r;
+    json_array_foreach(json_object_get(doc, "results"), i, r) {
+        if (json_array_size(json_object_get(json_object_get(r, "times"), "runtimes")) == 0) continue;
+        json_t *c = json_object_get(r, "configuration");
+        if (n < max)
+            snprintf(names[n], 32, "TI=%lld,TK=%lld", (long long)json_integer_value(json_object_get(c, "TI")),
+                     (long long)json_integer_value(json_object_get(c, "TK")));
+        n++;
+    }
+    json_decref(doc);
+    return n;
+}
+
+/* A lying decision in the cache (imported: import cannot see the lie) is rejected when
+ * `kerntune tune` uses it, which says so on stderr without KERNTUNE_LOG and in --json
+ * (cache_rejected), measures every configuration afresh, and replaces the lie. */
+static void test_tune_rejects_lie(void **state) {
+    (void)state;
+    json_t *j = tune_json(NULL, NULL);
+    assert_true(json_is_null(json_object_get(j, "cache_rejected")));
+    json_decref(j);
+    edit_cache(lie_constraint);
+    char t4[600];
+    snprintf(t4, sizeof t4, "%s/t4.json", dir);
+    j = tune_json(NULL, t4);
+    static const char why[] = "configuration TI=32,TK=32 of 'kernel' is not in today's space for these arguments";
+    assert_string_equal(json_string_value(json_object_get(j, "cache_rejected")), why);
+    assert_string_equal(json_string_value(json_object_get(j, "source")), "measured");
+    assert_int_equal(json_integer_value(json_object_get(j, "measured")), 5);
+    json_decref(j);
+    char line[300];
+    snprintf(line, sizeof line, "kerntune tune: warning: the cache's decision for this problem was rejected, so it was measured again: %s\n", why);
+    assert_non_null(strstr(err, line));
+    char names[8][32];
+    assert_int_equal(measured_in_t4(t4, names, 8), 5); /* every configuration ran: none was taken from the lie */
+    /* the store holds what was measured */
+    assert_int_equal(cli(NULL, NULL, "cache", "export", "--cache", db, NULL), 0);
+    json_t *doc = stdout_json();
+    json_t *e = json_array_get(json_object_get(doc, "entries"), 0);
+    assert_string_not_equal(json_string_value(json_object_get(json_object_get(e, "winner"), "config")), "TI=32,TK=32");
+    size_t i;
+    json_t *u;
+    json_array_foreach(json_object_get(e, "units"), i, u) {
+        assert_string_not_equal(json_string_value(json_object_get(u, "config")), "TI=32,TK=32");
+        if (strcmp(json_string_value(json_object_get(u, "candidate")), "kernel") == 0) assert_true(json_integer_value(json_object_get(u, "runs")) > 0);
+    }
+    json_decref(doc);
+    /* and the next run is served from it, quietly */
+    j = tune_json(NULL, NULL);
+    assert_string_equal(json_string_value(json_object_get(j, "source")), "cache");
+    assert_true(json_is_null(json_object_get(j, "cache_rejected")));
+    json_decref(j);
+    assert_null(strstr(err, "warning"));
+}
+
+/* The decision made below the confidence its race asked for: 0.5 against 0.99, with the winner
+ * and the first other configuration as its finalists. */
+static char low_winner[32], low_other[32];
+static void lie_low_confidence(json_t *e) {
+    json_object_set_new(e, "confidence", json_real(0.5));
+    json_object_set_new(e, "requested_confidence", json_real(0.99));
+    snprintf(low_winner, sizeof low_winner, "%s", json_string_value(json_object_get(json_object_get(e, "winner"), "config")));
+    low_other[0] = 0;
+    size_t i;
+    json_t *u;
+    json_array_foreach(json_object_get(e, "units"), i, u) {
+        bool kernel = strcmp(json_string_value(json_object_get(u, "candidate")), "kernel") == 0;
+        bool finalist = is_winner_unit(e, u);
+        if (kernel && !finalist && low_other[0] == 0) {
+            snprintf(low_other, sizeof low_other, "%s", json_string_value(json_object_get(u, "config")));
+            finalist = true;
+        }
+        json_object_set_new(u, "finalist", json_boolean(finalist));
+    }
+}
+
+/* Below its requested confidence: with KERNTUNE_MODE=cache-only `kerntune tune` serves it and
+ * warns (stderr, --json below_confidence); with measurement allowed it re-races the finalists
+ * only (the T4 file shows runtimes for those two and no other) and records the new decision. */
+static void test_tune_below_confidence(void **state) {
+    (void)state;
+    json_t *j = tune_json(NULL, NULL);
+    json_decref(j);
+    edit_cache(lie_low_confidence);
+    j = tune_json("KERNTUNE_MODE=cache-only", NULL);
+    assert_string_equal(json_string_value(json_object_get(j, "source")), "cache");
+    assert_true(json_is_true(json_object_get(j, "below_confidence")));
+    assert_true(json_real_value(json_object_get(j, "confidence")) == 0.5);
+    assert_true(json_real_value(json_object_get(j, "requested_confidence")) == 0.99);
+    assert_true(json_is_false(json_object_get(j, "reraced")));
+    assert_int_equal(json_integer_value(json_object_get(j, "runs")), 0);
+    json_decref(j);
+    assert_non_null(strstr(err, "kerntune tune: warning: confidence 0.500 is below the 0.990 the race asked for (served from the cache without measuring)\n"));
+
+    char t4[600];
+    snprintf(t4, sizeof t4, "%s/t4.json", dir);
+    j = tune_json(NULL, t4);
+    assert_string_equal(json_string_value(json_object_get(j, "source")), "measured");
+    assert_true(json_is_true(json_object_get(j, "reraced")));
+    json_decref(j);
+    char names[8][32];
+    assert_int_equal(measured_in_t4(t4, names, 8), 2);
+    bool has_winner = strcmp(names[0], low_winner) == 0 || strcmp(names[1], low_winner) == 0;
+    bool has_other = strcmp(names[0], low_other) == 0 || strcmp(names[1], low_other) == 0;
+    if (!has_winner || !has_other) fail_msg("re-raced %s and %s; the finalists are %s and %s", names[0], names[1], low_winner, low_other);
+    /* the store: the re-raced decision, the other configurations as they were (0 runs now) */
+    assert_int_equal(cli(NULL, NULL, "cache", "export", "--cache", db, NULL), 0);
+    json_t *doc = stdout_json();
+    json_t *e = json_array_get(json_object_get(doc, "entries"), 0);
+    assert_true(json_real_value(json_object_get(e, "confidence")) != 0.5);
+    size_t i, zero = 0;
+    json_t *u;
+    json_array_foreach(json_object_get(e, "units"), i, u) {
+        if (strcmp(json_string_value(json_object_get(u, "candidate")), "kernel") != 0) continue;
+        const char *cfg = json_string_value(json_object_get(u, "config"));
+        bool finalist = strcmp(cfg, low_winner) == 0 || strcmp(cfg, low_other) == 0;
+        json_int_t runs = json_integer_value(json_object_get(u, "runs"));
+        if (finalist) assert_true(runs > 0);
+        else zero++, assert_int_equal(runs, 0), assert_string_equal(json_string_value(json_object_get(u, "outcome")), "measured");
+    }
+    assert_int_equal(zero, 3);
+    json_decref(doc);
+}
+
 /* ---- bad input -------------------------------------------------------------------------------- */
 
 static void test_errors(void **state) {
@@ -676,6 +850,8 @@ int main(void) {
         cmocka_unit_test_setup_teardown(test_path, setup, teardown),
         cmocka_unit_test_setup_teardown(test_json_everywhere, setup, teardown),
         cmocka_unit_test_setup_teardown(test_real_dates_by_age, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_tune_rejects_lie, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_tune_below_confidence, setup, teardown),
         cmocka_unit_test_setup_teardown(test_errors, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
