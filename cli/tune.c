@@ -672,7 +672,9 @@ int run_tune(int argc, char **argv) {
     /* what the persistent cache said: a rejected record, a decision below its requested confidence */
     const char *rejected = d ? kt_decision_cache_rejected(d) : NULL;
     bool low = d && kt_decision_below_confidence(d), reraced = d && kt_decision_reraced(d);
-    if (rejected) fprintf(stderr, "kerntune tune: warning: the cache's decision for this problem was rejected, so it was measured again: %s\n", rejected);
+    if (rejected)
+        fprintf(stderr, "kerntune tune: warning: the cache's decision for this problem was rejected%s: %s\n",
+                kt_decision_source_of(d) == KT_SOURCE_DEFAULT ? "" : ", so it was measured again", rejected);
     if (low)
         fprintf(stderr, "kerntune tune: warning: confidence %.3f is below the %.3f the race asked for%s\n", kt_decision_confidence(d),
                 kt_decision_requested_confidence(d),
