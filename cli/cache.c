@@ -138,32 +138,57 @@ static bool json_mode;
 
 static void print_json(json_t *v);
 
+/* Formats into a new string (NULL when out of memory): messages hold paths and names of any
+ * length, which a fixed buffer would cut. */
+static char *vformat(const char *fmt, va_list ap) {
+    va_list again;
+    va_copy(again, ap);
+    int n = vsnprintf(NULL, 0, fmt, ap);
+    char *s = n >= 0 ? malloc((size_t)n + 1) : NULL;
+    if (s != NULL) vsnprintf(s, (size_t)n + 1, fmt, again);
+    va_end(again);
+    return s;
+}
+
+static char *format(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static char *format(const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    char *s = vformat(fmt, ap);
+    va_end(ap);
+    return s;
+}
+
+static void report_text(const char *sub, const char *msg) {
+    fprintf(stderr, "kerntune cache%s%s: %s\n", sub ? " " : "", sub ? sub : "", msg ? msg : "out of memory");
+    if (json_mode) {
+        json_t *v = json_pack("{s:s}", "error", msg ? msg : "out of memory");
+        print_json(v);
+        json_decref(v);
+    }
+}
+
 /* Reports an error: "kerntune cache[ SUB]: MESSAGE" on stderr and, with --json, {"error":
  * MESSAGE} on stdout. Returns status. */
 static int report(int status, const char *sub, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 static int report(int status, const char *sub, const char *fmt, ...) {
-    char msg[4096];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
+    char *msg = vformat(fmt, ap);
     va_end(ap);
-    fprintf(stderr, "kerntune cache%s%s: %s\n", sub ? " " : "", sub ? sub : "", msg);
-    if (json_mode) {
-        json_t *v = json_pack("{s:s}", "error", msg);
-        print_json(v);
-        json_decref(v);
-    }
+    report_text(sub, msg);
+    free(msg);
     return status;
 }
 
 static int usage(const char *sub, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static int usage(const char *sub, const char *fmt, ...) {
-    char msg[2048];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
+    char *msg = vformat(fmt, ap);
     va_end(ap);
-    report(2, sub, "%s", msg);
+    report_text(sub, msg);
+    free(msg);
     fprintf(stderr, "run 'kerntune cache%s%s --help' for the options\n", sub ? " " : "", sub ? sub : "");
     return 2;
 }
@@ -309,6 +334,8 @@ static const char *fmt_time(json_t *v, char *buf, size_t len) {
     return buf;
 }
 
+/* The key's words joined by commas. A stored key has at most 16 words of at most 20 digits and a
+ * sign (the store refuses longer ones), so 400 bytes always hold it. */
 static void fmt_key(json_t *key, char *buf, size_t len) {
     size_t at = 0;
     buf[0] = '\0';
@@ -316,10 +343,11 @@ static void fmt_key(json_t *key, char *buf, size_t len) {
         at += (size_t)snprintf(buf + at, len - at, "%s%lld", i ? "," : "", (long long)json_integer_value(json_array_get(key, i)));
 }
 
-static void fmt_winner(json_t *e, char *buf, size_t len) {
+/* "candidate config" (a new string; NULL when out of memory). */
+static char *fmt_winner(json_t *e) {
     json_t *w = json_object_get(e, "winner");
     const char *config = json_string_value(json_object_get(w, "config"));
-    snprintf(buf, len, "%s%s%s", str_of(w, "candidate"), config ? " " : "", config ? config : "");
+    return format("%s%s%s", str_of(w, "candidate"), config ? " " : "", config ? config : "");
 }
 
 static void shorten(const char *s, char *buf, size_t len, size_t max) {
@@ -356,14 +384,15 @@ static bool table_row(table *t, const char *const *cells) {
 
 static void table_print(table *t, const char *indent) {
     for (size_t r = 0; r < t->nrows; r++) {
-        char line[4096];
-        size_t at = (size_t)snprintf(line, sizeof line, "%s", indent);
-        for (size_t i = 0; i < t->ncols && at < sizeof line; i++)
-            at += (size_t)snprintf(line + at, sizeof line - at, "%-*s%s", i + 1 < t->ncols ? (int)t->width[i] : 0,
-                                   t->cells[r * t->ncols + i], i + 1 < t->ncols ? "  " : "");
-        if (at >= sizeof line) at = sizeof line - 1;
-        while (at > 0 && line[at - 1] == ' ') at--; /* no trailing blanks when the last cells are empty */
-        printf("%.*s\n", (int)at, line);
+        const char *const *cells = (const char *const *)&t->cells[r * t->ncols];
+        size_t last = t->ncols; /* cells up to the last non-empty one: no trailing blanks */
+        while (last > 0 && cells[last - 1][0] == '\0') last--;
+        fputs(indent, stdout);
+        for (size_t i = 0; i < last; i++) {
+            fputs(cells[i], stdout);
+            if (i + 1 < last) printf("%*s", (int)(t->width[i] - strlen(cells[i]) + 2), "");
+        }
+        putchar('\n');
     }
 }
 
@@ -425,16 +454,18 @@ static int run_list(const opts *o, kt_cache *c) {
         size_t i;
         json_t *e;
         json_array_foreach(entries, i, e) {
-            char device[32], key[400], winner[512], time[32], conf[32], units[24], created[64];
+            char device[32], key[400], time[32], conf[32], units[24], created[64];
             shorten(str_of(e, "device"), device, sizeof device, 24);
             fmt_key(json_object_get(e, "key"), key, sizeof key);
-            fmt_winner(e, winner, sizeof winner);
+            char *winner = fmt_winner(e);
+            ok = ok && winner != NULL;
             fmt_conf(e, conf, sizeof conf);
             snprintf(units, sizeof units, "%zu", json_array_size(json_object_get(e, "units")));
             format_created(json_object_get(e, "created"), created, sizeof created, false);
-            const char *row[] = {str_of(e, "op"), device, key, winner, fmt_time(json_object_get(e, "time_ns"), time, sizeof time),
+            const char *row[] = {str_of(e, "op"), device, key, winner ? winner : "", fmt_time(json_object_get(e, "time_ns"), time, sizeof time),
                                  conf, units, created};
             ok = ok && table_row(&t, row);
+            free(winner);
         }
         if (ok) table_print(&t, "");
         else status = report(1, "list", "out of memory");
@@ -458,9 +489,9 @@ static int run_show(const opts *o, kt_cache *c) {
     json_t *e;
     json_array_foreach(entries, i, e) {
         if (o->json) break;
-        char key[400], winner[512], time[32], created[64];
+        char key[400], time[32], created[64];
         fmt_key(json_object_get(e, "key"), key, sizeof key);
-        fmt_winner(e, winner, sizeof winner);
+        char *winner = fmt_winner(e);
         format_created(json_object_get(e, "created"), created, sizeof created, true);
         json_t *cv = json_object_get(e, "confidence"), *rv = json_object_get(e, "requested_confidence");
         bool low = below(e);
@@ -470,7 +501,8 @@ static int run_show(const opts *o, kt_cache *c) {
         printf("  candidate set: %s\n", str_of(e, "candidate_set"));
         printf("  library:       %s\n", str_of(e, "library_version"));
         printf("  created:       %s\n", created);
-        printf("  winner:        %s, %s, confidence ", winner, fmt_time(json_object_get(e, "time_ns"), time, sizeof time));
+        printf("  winner:        %s, %s, confidence ", winner ? winner : "(out of memory)", fmt_time(json_object_get(e, "time_ns"), time, sizeof time));
+        free(winner);
         if (json_is_number(cv)) printf("%.2f", json_number_value(cv));
         else printf("unknown");
         if (low) printf(", below the %.2f asked for: the next tuning re-races its finalists\n", json_number_value(rv));

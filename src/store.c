@@ -1488,37 +1488,40 @@ static size_t name_eq(const char *p) {
 }
 
 /* Whether text is configuration text as kerntune writes it: NAME=VALUE items joined by ',',
- * NAME an identifier appearing once, VALUE non-empty (a value may hold a comma, as a string
- * parameter's can, as long as no "NAME=" follows it). Says what is wrong in why. */
+ * NAME an identifier appearing once, VALUE non-empty (a value may hold a comma, as a derived
+ * list's does, as long as no "NAME=" follows it). Says what is wrong in why. */
 static bool config_ok(const char *text, char *why, size_t len) {
-    const char *names[256];
-    size_t lens[256], n = 0;
-    const char *p = text;
-    for (;;) {
+    size_t cap = strlen(text) / 2 + 1, n = 0; /* an item takes at least 2 characters ("A=1,") */
+    const char **names = malloc(cap * sizeof *names);
+    size_t *lens = malloc(cap * sizeof *lens);
+    bool ok = names != NULL && lens != NULL;
+    if (!ok) snprintf(why, len, "out of memory checking '%.60s'", text);
+    for (const char *p = text; ok;) {
         size_t k = name_eq(p);
         if (k == 0) {
             snprintf(why, len, "'%.60s' is not configuration text: expected NAME=VALUE at offset %zu", text, (size_t)(p - text));
-            return false;
+            ok = false;
+            break;
         }
-        for (size_t i = 0; i < n; i++)
+        for (size_t i = 0; i < n && ok; i++)
             if (lens[i] == k && strncmp(names[i], p, k) == 0) {
                 snprintf(why, len, "'%.60s' names parameter '%.*s' twice", text, (int)k, p);
-                return false;
+                ok = false;
             }
-        if (n == sizeof names / sizeof names[0]) {
-            snprintf(why, len, "'%.60s...' has more than %zu parameters", text, n);
-            return false;
-        }
+        if (!ok) break;
         names[n] = p, lens[n++] = k;
         const char *v = p + k + 1, *end = v;
         while (*end != '\0' && !(*end == ',' && name_eq(end + 1) > 0)) end++;
         if (end == v) {
             snprintf(why, len, "'%.60s': parameter '%.*s' has no value", text, (int)k, p);
-            return false;
+            ok = false;
         }
-        if (*end == '\0') return true;
+        if (*end == '\0') break;
         p = end + 1;
     }
+    free(names);
+    free(lens);
+    return ok;
 }
 
 /* A configuration member: null, or text that config_ok accepts. */

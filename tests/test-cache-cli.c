@@ -543,6 +543,44 @@ static void test_json_everywhere(void **state) {
     assert_non_null(strstr(err, "kerntune cache: warning: '"));
 }
 
+/* ---- long values ------------------------------------------------------------------------------ */
+
+/* A configuration of 4000 characters and a path of 2000 are printed whole, never cut. */
+static void test_long_values_whole(void **state) {
+    (void)state;
+    char config[4096];
+    size_t at = 0;
+    for (int i = 0; at < 3990; i++) at += (size_t)snprintf(config + at, sizeof config - at, "%sPARAM%d=%d", i ? "," : "", i, i);
+    json_t *unit = json_pack("{s:s, s:s, s:s, s:s, s:f, s:n, s:i, s:i, s:n, s:b}", "candidate", "tiled", "config", config, "unit_hash", "ab",
+                             "outcome", "measured", "time_ns", 5.0, "ci_ns", "runs", 3, "warmups", 1, "message", "finalist", 1);
+    json_t *entry = json_pack("{s:s, s:s, s:s, s:s, s:[i], s:{s:s, s:s}, s:f, s:f, s:f, s:i, s:[o]}", "op", "long", "candidate_set", "s",
+                              "device", "d", "library_version", "0.1.0", "key", 1, "winner", "candidate", "tiled", "config", config,
+                              "time_ns", 5.0, "confidence", 0.5, "requested_confidence", 0.99, "created", 1763800000, "units", unit);
+    json_t *doc = json_pack("{s:i, s:s, s:[o]}", "kerntune_wisdom", 1, "library_version", "0.1.0", "entries", entry);
+    char file[600];
+    snprintf(file, sizeof file, "%s/long.json", dir);
+    assert_int_equal(json_dump_file(doc, file, 0), 0);
+    json_decref(doc);
+    if (cli(NULL, NULL, "cache", "import", file, "--cache", db, NULL) != 0) fail_msg("import: %s", err);
+    assert_int_equal(cli(NULL, NULL, "cache", "list", "--cache", db, NULL), 0);
+    assert_non_null(strstr(out, config));
+    assert_int_equal(cli(NULL, NULL, "cache", "show", "--cache", db, NULL), 0);
+    char line[4200];
+    snprintf(line, sizeof line, "  winner:        tiled %s, 5.0 ns, confidence 0.50, below the 0.99 asked for", config);
+    assert_non_null(strstr(out, line));
+    snprintf(line, sizeof line, "  tiled      %s  measured  5.0 ns  3     yes\n", config);
+    assert_non_null(strstr(out, line));
+    /* a long path in an error message */
+    char path[2100];
+    at = (size_t)snprintf(path, sizeof path, "%s/", dir);
+    while (at < 2000) path[at++] = 'x';
+    snprintf(path + at, sizeof path - at, ".json");
+    assert_int_equal(cli(NULL, NULL, "cache", "import", path, "--json", "--cache", db, NULL), 1);
+    char want[2300];
+    snprintf(want, sizeof want, "%s: %s", path, strlen(path) - strlen(dir) - 1 > 255 ? "File name too long" : "No such file or directory");
+    expect_json_error("import", want);
+}
+
 /* ---- dates ------------------------------------------------------------------------------------ */
 
 static int native_fn(const kt_arg *args, size_t nargs, void *user) {
@@ -850,6 +888,7 @@ int main(void) {
         cmocka_unit_test_setup_teardown(test_path, setup, teardown),
         cmocka_unit_test_setup_teardown(test_json_everywhere, setup, teardown),
         cmocka_unit_test_setup_teardown(test_real_dates_by_age, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_long_values_whole, setup, teardown),
         cmocka_unit_test_setup_teardown(test_tune_rejects_lie, setup, teardown),
         cmocka_unit_test_setup_teardown(test_tune_below_confidence, setup, teardown),
         cmocka_unit_test_setup_teardown(test_errors, setup, teardown),
