@@ -3,10 +3,12 @@
  * the command line, through the public kt_cache_* API only.
  *
  * list and show read the same wisdom document `export` writes (parsed with jansson), so what
- * they print is exactly what an export carries. Exit status: 0 on success, 1 when the work
- * failed (the cache cannot be opened, a file cannot be read, an import is refused), 2 on a
- * usage error. Warnings from opening the cache (a damaged file moved aside, a fallback to
- * memory) go to stderr.
+ * they print is exactly what an export carries; they order decisions by age, newest first. Exit
+ * status: 0 on success, 1 when the work failed (the cache cannot be opened, a file cannot be
+ * read, an import is refused), 2 on a usage error. Warnings from opening the cache (a damaged
+ * file moved aside, a fallback to memory) go to stderr. With --json, stdout holds exactly one
+ * JSON document: the result, or {"error": MESSAGE} when the command fails (the message also goes
+ * to stderr, as without --json).
  */
 #include "cache.h"
 
@@ -58,21 +60,34 @@ static int run_path(const opts *o, kt_cache *c);
 
 static const subcommand subs[] = {
     {"list", "[--op NAME] [--device FP] [--json] [--cache PATH]", "one line per decision", OPT_JSON | OPT_OP | OPT_DEVICE, run_list,
-     "Lists the decisions, one line each: op, device (shortened), key, winner, the winner's time,\n"
-     "the decision's confidence (- when unknown) and how many units it considered.\n"
+     "Lists the decisions, newest first, one line each: op, device (shortened), key, winner, the\n"
+     "winner's time, the decision's confidence (- when unknown; \"0.70<0.99\" when it is below the\n"
+     "confidence its race asked for: the next tuning re-races its finalists), how many units it\n"
+     "considered, and when it was made (UTC).\n"
      "With --json: an array of objects {op, device, key, winner {candidate, config}, time_ns,\n"
-     "confidence, units} (units: their number).\n"},
+     "confidence, requested_confidence, below_confidence, units (their number), created (unix\n"
+     "time)}.\n"},
     {"show", "[--op NAME] [--device FP] [--json] [--cache PATH]", "every decision with its units", OPT_JSON | OPT_OP | OPT_DEVICE, run_show,
-     "Shows each decision in full (device fingerprint, candidate set, library version, creation\n"
-     "time, winner) with a table of its units: candidate, configuration, outcome, time, measured\n"
-     "runs and diagnostic. With --json: the entries of the wisdom document (see export).\n"},
-    {"export", "[--op NAME] [--device FP] [-o FILE] [--cache PATH]", "write decisions as a wisdom JSON document", OPT_OP | OPT_DEVICE | OPT_OUTPUT, run_export,
+     "Shows each decision in full, newest first (device fingerprint, candidate set, library\n"
+     "version, creation time, winner, confidence and what was asked for) with a table of its\n"
+     "units: candidate, configuration, outcome, time, measured runs and diagnostic; for a\n"
+     "decision below its requested confidence, also which units are its finalists. With --json:\n"
+     "the entries of the wisdom document (see export), newest first.\n"},
+    {"export", "[--op NAME] [--device FP] [-o FILE] [--json] [--cache PATH]", "write decisions as a wisdom JSON document",
+     OPT_OP | OPT_DEVICE | OPT_OUTPUT | OPT_JSON, run_export,
      "Writes the decisions (all, or those of --op and --device) as a wisdom document, the JSON\n"
      "that 'kerntune cache import' reads on another machine of the same device fingerprint.\n"
-     "To stdout, or to FILE with -o (then prints how many decisions it wrote).\n"},
+     "To stdout, or to FILE with -o (then prints how many decisions it wrote; with --json as\n"
+     "{\"exported\": N, \"file\": FILE}).\n"},
     {"import", "FILE [--replace] [--json] [--cache PATH]", "read a wisdom document into the cache", OPT_FILE | OPT_REPLACE | OPT_JSON, run_import,
-     "Reads a wisdom document (FILE, or - for stdin). Every entry is checked first; one bad entry\n"
-     "refuses the whole file, with the field at fault (entries[2].key: ...). A decision already\n"
+     "Reads a wisdom document (FILE, or - for stdin). Every entry is checked first, for what can\n"
+     "be checked without the op: names and sizes, well-formed configuration text (NAME=VALUE,...),\n"
+     "known outcomes, times (a measured unit has one, at least 0, inside its interval; an\n"
+     "unmeasured one has none), confidences from 0 to 1, no unit listed twice, the winner among\n"
+     "the units, measured and with the entry's time, a creation time not in the future. One bad\n"
+     "entry refuses the whole file, naming the entry, the field and why (entries[2].key: ...).\n"
+     "What only the op can tell (a candidate or configuration it does not have) is found when the\n"
+     "decision is used: it is rejected, reported, and the key measured again. A decision already\n"
      "in the cache is kept unless --replace. Prints how many were added, replaced and kept.\n"},
     {"rm", "--op NAME [--device FP] [--json] [--cache PATH]", "remove the decisions of an op (and device)", OPT_OP | OPT_DEVICE | OPT_JSON, run_rm,
      "Removes the decisions of op NAME (of device FP only, with --device; --device alone removes\n"
@@ -118,22 +133,68 @@ static void help_sub(const subcommand *s, FILE *out) {
     fprintf(out, "%s  -h, --help     print this help\n", cache_option_help);
 }
 
-static int usage(const char *sub, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static int usage(const char *sub, const char *fmt, ...) {
-    fprintf(stderr, "kerntune cache%s%s: ", sub ? " " : "", sub ? sub : "");
+/* --json was given: stdout must then hold one JSON document, errors included. */
+static bool json_mode;
+
+static void print_json(json_t *v);
+
+/* Formats into a new string (NULL when out of memory): messages hold paths and names of any
+ * length, which a fixed buffer would cut. */
+static char *vformat(const char *fmt, va_list ap) {
+    va_list again;
+    va_copy(again, ap);
+    int n = vsnprintf(NULL, 0, fmt, ap);
+    char *s = n >= 0 ? malloc((size_t)n + 1) : NULL;
+    if (s != NULL) vsnprintf(s, (size_t)n + 1, fmt, again);
+    va_end(again);
+    return s;
+}
+
+static char *format(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static char *format(const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
-    vfprintf(stderr, fmt, ap);
+    char *s = vformat(fmt, ap);
     va_end(ap);
-    fprintf(stderr, "\nrun 'kerntune cache%s%s --help' for the options\n", sub ? " " : "", sub ? sub : "");
+    return s;
+}
+
+static void report_text(const char *sub, const char *msg) {
+    fprintf(stderr, "kerntune cache%s%s: %s\n", sub ? " " : "", sub ? sub : "", msg ? msg : "out of memory");
+    if (json_mode) {
+        json_t *v = json_pack("{s:s}", "error", msg ? msg : "out of memory");
+        print_json(v);
+        json_decref(v);
+    }
+}
+
+/* Reports an error: "kerntune cache[ SUB]: MESSAGE" on stderr and, with --json, {"error":
+ * MESSAGE} on stdout. Returns status. */
+static int report(int status, const char *sub, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static int report(int status, const char *sub, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    char *msg = vformat(fmt, ap);
+    va_end(ap);
+    report_text(sub, msg);
+    free(msg);
+    return status;
+}
+
+static int usage(const char *sub, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static int usage(const char *sub, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    char *msg = vformat(fmt, ap);
+    va_end(ap);
+    report_text(sub, msg);
+    free(msg);
+    fprintf(stderr, "run 'kerntune cache%s%s --help' for the options\n", sub ? " " : "", sub ? sub : "");
     return 2;
 }
 
-/* Prints "kerntune cache SUB: <kerntune's message>" and returns 1. */
-static int failed(const opts *o) {
-    fprintf(stderr, "kerntune cache %s: %s\n", o->sub, kt_last_error());
-    return 1;
-}
+/* Reports kerntune's message for subcommand o and returns 1. */
+static int failed(const opts *o) { return report(1, o->sub, "%s", kt_last_error()); }
 
 static int parse(const subcommand *s, int argc, char **argv, opts *o) {
     memset(o, 0, sizeof *o);
@@ -185,6 +246,51 @@ static int parse(const subcommand *s, int argc, char **argv, opts *o) {
 
 /* ---- reading the export ---------------------------------------------------------------- */
 
+typedef struct aged {
+    json_t *entry;
+    json_int_t created;
+    size_t pos;
+} aged;
+
+static int cmp_aged(const void *a, const void *b) {
+    const aged *x = a, *y = b;
+    if (x->created != y->created) return x->created > y->created ? -1 : 1;
+    return (x->pos > y->pos) - (x->pos < y->pos);
+}
+
+/* Orders entries by age, newest first; entries made in the same second keep the export's order
+ * (op, device, candidate set, version, key). False when out of memory. */
+static bool by_age(json_t *entries) {
+    size_t n = json_array_size(entries);
+    aged *a = malloc((n ? n : 1) * sizeof *a);
+    if (a == NULL) return false;
+    for (size_t i = 0; i < n; i++) {
+        json_t *e = json_array_get(entries, i);
+        a[i] = (aged){json_incref(e), json_integer_value(json_object_get(e, "created")), i};
+    }
+    qsort(a, n, sizeof *a, cmp_aged);
+    json_array_clear(entries);
+    bool ok = true;
+    for (size_t i = 0; i < n; i++)
+        if (json_array_append_new(entries, a[i].entry) != 0) ok = false;
+    free(a);
+    return ok;
+}
+
+/* Whether an entry ended below the confidence its race asked for. */
+static bool below(json_t *e) {
+    json_t *c = json_object_get(e, "confidence"), *r = json_object_get(e, "requested_confidence");
+    return json_is_number(c) && json_is_number(r) && json_number_value(c) < json_number_value(r);
+}
+
+/* "0.70", "-" when unknown, "0.70<0.99" when below what was asked for. */
+static void fmt_conf(json_t *e, char *buf, size_t len) {
+    json_t *cv = json_object_get(e, "confidence");
+    if (!json_is_number(cv)) snprintf(buf, len, "-");
+    else if (below(e)) snprintf(buf, len, "%.2f<%.2f", json_number_value(cv), json_number_value(json_object_get(e, "requested_confidence")));
+    else snprintf(buf, len, "%.2f", json_number_value(cv));
+}
+
 /* Exports with o's filters and parses the document; NULL (message printed) on failure. */
 static json_t *load_entries(const opts *o, kt_cache *c, json_t **doc) {
     char *text = NULL;
@@ -197,7 +303,13 @@ static json_t *load_entries(const opts *o, kt_cache *c, json_t **doc) {
     kt_free(text);
     json_t *entries = *doc ? json_object_get(*doc, "entries") : NULL;
     if (!json_is_array(entries)) {
-        fprintf(stderr, "kerntune cache %s: the cache's export cannot be read: %s\n", o->sub, *doc ? "no entries" : err.text);
+        report(1, o->sub, "the cache's export cannot be read: %s", *doc ? "no entries" : err.text);
+        json_decref(*doc);
+        *doc = NULL;
+        return NULL;
+    }
+    if (!by_age(entries)) {
+        report(1, o->sub, "out of memory");
         json_decref(*doc);
         *doc = NULL;
         return NULL;
@@ -222,6 +334,8 @@ static const char *fmt_time(json_t *v, char *buf, size_t len) {
     return buf;
 }
 
+/* The key's words joined by commas. A stored key has at most 16 words of at most 20 digits and a
+ * sign (the store refuses longer ones), so 400 bytes always hold it. */
 static void fmt_key(json_t *key, char *buf, size_t len) {
     size_t at = 0;
     buf[0] = '\0';
@@ -229,10 +343,11 @@ static void fmt_key(json_t *key, char *buf, size_t len) {
         at += (size_t)snprintf(buf + at, len - at, "%s%lld", i ? "," : "", (long long)json_integer_value(json_array_get(key, i)));
 }
 
-static void fmt_winner(json_t *e, char *buf, size_t len) {
+/* "candidate config" (a new string; NULL when out of memory). */
+static char *fmt_winner(json_t *e) {
     json_t *w = json_object_get(e, "winner");
     const char *config = json_string_value(json_object_get(w, "config"));
-    snprintf(buf, len, "%s%s%s", str_of(w, "candidate"), config ? " " : "", config ? config : "");
+    return format("%s%s%s", str_of(w, "candidate"), config ? " " : "", config ? config : "");
 }
 
 static void shorten(const char *s, char *buf, size_t len, size_t max) {
@@ -269,14 +384,15 @@ static bool table_row(table *t, const char *const *cells) {
 
 static void table_print(table *t, const char *indent) {
     for (size_t r = 0; r < t->nrows; r++) {
-        char line[4096];
-        size_t at = (size_t)snprintf(line, sizeof line, "%s", indent);
-        for (size_t i = 0; i < t->ncols && at < sizeof line; i++)
-            at += (size_t)snprintf(line + at, sizeof line - at, "%-*s%s", i + 1 < t->ncols ? (int)t->width[i] : 0,
-                                   t->cells[r * t->ncols + i], i + 1 < t->ncols ? "  " : "");
-        if (at >= sizeof line) at = sizeof line - 1;
-        while (at > 0 && line[at - 1] == ' ') at--; /* no trailing blanks when the last cells are empty */
-        printf("%.*s\n", (int)at, line);
+        const char *const *cells = (const char *const *)&t->cells[r * t->ncols];
+        size_t last = t->ncols; /* cells up to the last non-empty one: no trailing blanks */
+        while (last > 0 && cells[last - 1][0] == '\0') last--;
+        fputs(indent, stdout);
+        for (size_t i = 0; i < last; i++) {
+            fputs(cells[i], stdout);
+            if (i + 1 < last) printf("%*s", (int)(t->width[i] - strlen(cells[i]) + 2), "");
+        }
+        putchar('\n');
     }
 }
 
@@ -289,6 +405,16 @@ static void print_json(json_t *v) {
     char *s = json_dumps(v, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
     if (s) printf("%s\n", s);
     free(s);
+}
+
+/* A unix time as "2025-11-22 08:26:40 UTC" (with_seconds) or "2025-11-22 08:26"; the number
+ * itself when it is not a representable time. */
+static void format_created(json_t *v, char *buf, size_t len, bool with_seconds) {
+    time_t t = (time_t)json_integer_value(v);
+    struct tm tm;
+    if (!json_is_integer(v) || gmtime_r(&t, &tm) == NULL ||
+        strftime(buf, len, with_seconds ? "%Y-%m-%d %H:%M:%S UTC" : "%Y-%m-%d %H:%M", &tm) == 0)
+        snprintf(buf, len, "%lld", (long long)json_integer_value(v));
 }
 
 /* ---- the subcommands ------------------------------------------------------------------- */
@@ -310,7 +436,11 @@ static int run_list(const opts *o, kt_cache *c) {
             json_object_set(row, "winner", json_object_get(e, "winner"));
             json_object_set(row, "time_ns", json_object_get(e, "time_ns"));
             json_object_set(row, "confidence", json_object_get(e, "confidence"));
+            json_t *req = json_object_get(e, "requested_confidence");
+            json_object_set_new(row, "requested_confidence", req ? json_incref(req) : json_null());
+            json_object_set_new(row, "below_confidence", json_boolean(below(e)));
             json_object_set_new(row, "units", json_integer((json_int_t)json_array_size(json_object_get(e, "units"))));
+            json_object_set(row, "created", json_object_get(e, "created"));
             json_array_append_new(out, row);
         }
         print_json(out);
@@ -318,36 +448,31 @@ static int run_list(const opts *o, kt_cache *c) {
     } else if (json_array_size(entries) == 0) {
         printf("no decisions\n");
     } else {
-        table t = {.ncols = 7};
-        static const char *const head[] = {"OP", "DEVICE", "KEY", "WINNER", "TIME", "CONF", "UNITS"};
+        table t = {.ncols = 8};
+        static const char *const head[] = {"OP", "DEVICE", "KEY", "WINNER", "TIME", "CONF", "UNITS", "CREATED"};
         bool ok = table_row(&t, head);
         size_t i;
         json_t *e;
         json_array_foreach(entries, i, e) {
-            char device[32], key[400], winner[512], time[32], conf[16], units[24];
+            char device[32], key[400], time[32], conf[32], units[24], created[64];
             shorten(str_of(e, "device"), device, sizeof device, 24);
             fmt_key(json_object_get(e, "key"), key, sizeof key);
-            fmt_winner(e, winner, sizeof winner);
-            json_t *cv = json_object_get(e, "confidence");
-            if (json_is_number(cv)) snprintf(conf, sizeof conf, "%.2f", json_number_value(cv));
-            else snprintf(conf, sizeof conf, "-");
+            char *winner = fmt_winner(e);
+            ok = ok && winner != NULL;
+            fmt_conf(e, conf, sizeof conf);
             snprintf(units, sizeof units, "%zu", json_array_size(json_object_get(e, "units")));
-            const char *row[] = {str_of(e, "op"), device, key, winner, fmt_time(json_object_get(e, "time_ns"), time, sizeof time), conf, units};
+            format_created(json_object_get(e, "created"), created, sizeof created, false);
+            const char *row[] = {str_of(e, "op"), device, key, winner ? winner : "", fmt_time(json_object_get(e, "time_ns"), time, sizeof time),
+                                 conf, units, created};
             ok = ok && table_row(&t, row);
+            free(winner);
         }
         if (ok) table_print(&t, "");
-        else status = 1, fprintf(stderr, "kerntune cache list: out of memory\n");
+        else status = report(1, "list", "out of memory");
         table_free(&t);
     }
     json_decref(doc);
     return status;
-}
-
-static void format_created(json_t *v, char *buf, size_t len) {
-    time_t t = (time_t)json_integer_value(v);
-    struct tm tm;
-    if (!json_is_integer(v) || gmtime_r(&t, &tm) == NULL || strftime(buf, len, "%Y-%m-%d %H:%M:%S UTC", &tm) == 0)
-        snprintf(buf, len, "%lld", (long long)json_integer_value(v));
 }
 
 static int run_show(const opts *o, kt_cache *c) {
@@ -364,28 +489,37 @@ static int run_show(const opts *o, kt_cache *c) {
     json_t *e;
     json_array_foreach(entries, i, e) {
         if (o->json) break;
-        char key[400], winner[512], time[32], created[64];
+        char key[400], time[32], created[64];
         fmt_key(json_object_get(e, "key"), key, sizeof key);
-        fmt_winner(e, winner, sizeof winner);
-        format_created(json_object_get(e, "created"), created, sizeof created);
-        json_t *cv = json_object_get(e, "confidence");
+        char *winner = fmt_winner(e);
+        format_created(json_object_get(e, "created"), created, sizeof created, true);
+        json_t *cv = json_object_get(e, "confidence"), *rv = json_object_get(e, "requested_confidence");
+        bool low = below(e);
         if (i > 0) printf("\n");
         printf("%s [%s]\n", str_of(e, "op"), key);
         printf("  device:        %s\n", str_of(e, "device"));
         printf("  candidate set: %s\n", str_of(e, "candidate_set"));
         printf("  library:       %s\n", str_of(e, "library_version"));
         printf("  created:       %s\n", created);
-        printf("  winner:        %s, %s, confidence ", winner, fmt_time(json_object_get(e, "time_ns"), time, sizeof time));
-        if (json_is_number(cv)) printf("%.2f\n", json_number_value(cv));
-        else printf("unknown\n");
+        printf("  winner:        %s, %s, confidence ", winner ? winner : "(out of memory)", fmt_time(json_object_get(e, "time_ns"), time, sizeof time));
+        free(winner);
+        if (json_is_number(cv)) printf("%.2f", json_number_value(cv));
+        else printf("unknown");
+        if (low) printf(", below the %.2f asked for: the next tuning re-races its finalists\n", json_number_value(rv));
+        else if (json_is_number(rv)) printf(" (%.2f asked for)\n", json_number_value(rv));
+        else printf("\n");
         json_t *units = json_object_get(e, "units");
         if (json_array_size(units) == 0) {
             printf("  units:         none recorded\n");
             continue;
         }
-        table t = {.ncols = 6};
-        static const char *const head[] = {"CANDIDATE", "CONFIG", "OUTCOME", "TIME", "RUNS", "MESSAGE"};
-        bool ok = table_row(&t, head);
+        /* the finalists matter only to a decision that will be re-raced */
+        table t = {.ncols = low ? 7 : 6};
+        static const char *const head[] = {"CANDIDATE", "CONFIG", "OUTCOME", "TIME", "RUNS", "FINALIST", "MESSAGE"};
+        const char *heads[7];
+        for (size_t h = 0, k = 0; h < 7; h++)
+            if (low || h != 5) heads[k++] = head[h];
+        bool ok = table_row(&t, heads);
         size_t k;
         json_t *u;
         json_array_foreach(units, k, u) {
@@ -393,12 +527,16 @@ static int run_show(const opts *o, kt_cache *c) {
             snprintf(runs, sizeof runs, "%lld", (long long)json_integer_value(json_object_get(u, "runs")));
             const char *config = json_string_value(json_object_get(u, "config"));
             const char *message = json_string_value(json_object_get(u, "message"));
-            const char *row[] = {str_of(u, "candidate"), config ? config : "-", str_of(u, "outcome"),
-                                 fmt_time(json_object_get(u, "time_ns"), time, sizeof time), runs, message ? message : ""};
+            const char *all[] = {str_of(u, "candidate"), config ? config : "-", str_of(u, "outcome"),
+                                 fmt_time(json_object_get(u, "time_ns"), time, sizeof time), runs,
+                                 json_is_true(json_object_get(u, "finalist")) ? "yes" : "no", message ? message : ""};
+            const char *row[7];
+            for (size_t h = 0, c = 0; h < 7; h++)
+                if (low || h != 5) row[c++] = all[h];
             ok = ok && table_row(&t, row);
         }
         if (ok) table_print(&t, "  ");
-        else status = 1, fprintf(stderr, "kerntune cache show: out of memory\n");
+        else status = report(1, "show", "out of memory");
         table_free(&t);
     }
     json_decref(doc);
@@ -422,11 +560,14 @@ static int run_export(const opts *o, kt_cache *c) {
     size_t n = json_array_size(json_object_get(doc, "entries"));
     json_decref(doc);
     kt_free(text);
-    if (!ok) {
-        fprintf(stderr, "kerntune cache export: %s: %s\n", o->output, strerror(err));
-        return 1;
+    if (!ok) return report(1, "export", "%s: %s", o->output, strerror(err));
+    if (o->json) {
+        json_t *v = json_pack("{s:I, s:s}", "exported", (json_int_t)n, "file", o->output);
+        print_json(v);
+        json_decref(v);
+    } else {
+        printf("exported %zu decision%s to %s\n", n, n == 1 ? "" : "s", o->output);
     }
-    printf("exported %zu decision%s to %s\n", n, n == 1 ? "" : "s", o->output);
     return 0;
 }
 
@@ -470,17 +611,13 @@ static char *read_all(const char *path) {
 static int run_import(const opts *o, kt_cache *c) {
     const char *name = strcmp(o->file, "-") == 0 ? "(stdin)" : o->file;
     char *text = read_all(o->file);
-    if (text == NULL) {
-        fprintf(stderr, "kerntune cache import: %s: %s\n", name, strerror(errno));
-        return 1;
-    }
+    if (text == NULL) return report(1, "import", "%s: %s", name, strerror(errno));
     /* syntax errors reported as FILE:LINE:COLUMN, as for T1 problems */
     json_error_t err;
     json_t *doc = json_loads(text, JSON_REJECT_DUPLICATES, &err);
     if (doc == NULL) {
-        fprintf(stderr, "kerntune cache import: %s:%d:%d: %s\n", name, err.line, err.column, err.text);
         free(text);
-        return 1;
+        return report(1, "import", "%s:%d:%d: %s", name, err.line, err.column, err.text);
     }
     json_decref(doc);
     size_t added, replaced, kept;
@@ -490,17 +627,27 @@ static int run_import(const opts *o, kt_cache *c) {
         static const char prefix[] = "kt_cache_import: ";
         const char *msg = kt_last_error();
         if (strncmp(msg, prefix, sizeof prefix - 1) == 0) msg += sizeof prefix - 1;
-        fprintf(stderr, "kerntune cache import: %s: %s\n", name, msg);
-        return 1;
+        return report(1, "import", "%s: %s", name, msg);
     }
-    if (o->json) printf("{\"added\": %zu, \"replaced\": %zu, \"kept\": %zu}\n", added, replaced, kept);
-    else printf("imported %s: %zu added, %zu replaced, %zu kept\n", name, added, replaced, kept);
+    if (o->json) {
+        json_t *v = json_pack("{s:s, s:I, s:I, s:I}", "file", name, "added", (json_int_t)added, "replaced", (json_int_t)replaced, "kept",
+                              (json_int_t)kept);
+        print_json(v);
+        json_decref(v);
+    } else {
+        printf("imported %s: %zu added, %zu replaced, %zu kept\n", name, added, replaced, kept);
+    }
     return 0;
 }
 
 static int print_removed(const opts *o, size_t n) {
-    if (o->json) printf("{\"removed\": %zu}\n", n);
-    else printf("removed %zu decision%s\n", n, n == 1 ? "" : "s");
+    if (o->json) {
+        json_t *v = json_pack("{s:I}", "removed", (json_int_t)n);
+        print_json(v);
+        json_decref(v);
+    } else {
+        printf("removed %zu decision%s\n", n, n == 1 ? "" : "s");
+    }
     return 0;
 }
 
@@ -543,10 +690,10 @@ int run_cache(int argc, char **argv) {
     const subcommand *s = NULL;
     for (size_t i = 0; i < NSUBS && s == NULL; i++)
         if (strcmp(subs[i].name, argv[1]) == 0) s = &subs[i];
-    if (s == NULL) {
-        fprintf(stderr, "kerntune cache: unknown command '%s'; run 'kerntune cache --help' for the list\n", argv[1]);
-        return 2;
-    }
+    json_mode = false;
+    for (int i = 1; i < argc; i++)
+        if (strcmp(argv[i], "--json") == 0) json_mode = true;
+    if (s == NULL) return report(2, NULL, "unknown command '%s'; run 'kerntune cache --help' for the list", argv[1]);
     for (int i = 2; i < argc; i++) {
         if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
             help_sub(s, stdout);

@@ -669,6 +669,16 @@ int run_tune(int argc, char **argv) {
     const kt_decision *d = NULL;
     if (st == KT_OK) st = kt_op_decision(op, args, p.nargs, &d);
     if (st != KT_OK && st != KT_ERR_ALL_FAILED) FAIL("%s: %s", kt_status_name(st), kt_last_error());
+    /* what the persistent cache said: a rejected record, a decision below its requested confidence */
+    const char *rejected = d ? kt_decision_cache_rejected(d) : NULL;
+    bool low = d && kt_decision_below_confidence(d), reraced = d && kt_decision_reraced(d);
+    if (rejected)
+        fprintf(stderr, "kerntune tune: warning: the cache's decision for this problem was rejected%s: %s\n",
+                kt_decision_source_of(d) == KT_SOURCE_DEFAULT ? "" : ", so it was measured again", rejected);
+    if (low)
+        fprintf(stderr, "kerntune tune: warning: confidence %.3f is below the %.3f the race asked for%s\n", kt_decision_confidence(d),
+                kt_decision_requested_confidence(d),
+                kt_decision_source_of(d) == KT_SOURCE_CACHE ? " (served from the cache without measuring)" : ": the next tuning re-races the finalists");
 
     /* the kernel's units: counts; the best is the library's winner, always a configuration of the
      * kernel's space (the reference group only validates) */
@@ -756,6 +766,10 @@ int run_tune(int argc, char **argv) {
         json_object_set_new(j, "runs", json_integer((json_int_t)runs));
         json_object_set_new(j, "measurement_time_s", json_real(run_ns / 1e9));
         json_object_set_new(j, "confidence", json_real(confidence));
+        json_object_set_new(j, "requested_confidence", d && kt_decision_requested_confidence(d) > 0 ? json_real(kt_decision_requested_confidence(d)) : json_null());
+        json_object_set_new(j, "below_confidence", json_boolean(low));
+        json_object_set_new(j, "reraced", json_boolean(reraced));
+        json_object_set_new(j, "cache_rejected", rejected ? json_string(rejected) : json_null());
         if (o.simulate) json_object_set_new(j, "simulated_time_s", json_real(replay.served_ns / 1e9));
         json_object_set_new(j, "tuning_time_s", json_real(wall));
         if (best != (size_t)-1) {

@@ -957,6 +957,36 @@ KT_API int kt_decision_validated(const kt_decision *d);
  *  beyond the caller's own buffers (snapshots, clones, generated inputs, reference outputs). */
 KT_API size_t kt_decision_peak_extra_bytes(const kt_decision *d);
 
+/** Returns the confidence the decision's race asked for (the context's race confidence when it
+ *  was measured, kt_context_set_race), or a negative value when none was asked for (another
+ *  policy, a decision not measured, or one recorded by a kerntune that did not keep it). */
+KT_API double kt_decision_requested_confidence(const kt_decision *d);
+
+/** Returns 1 when the decision ended below the confidence its race asked for
+ *  (kt_decision_confidence < kt_decision_requested_confidence): the race stopped, at its run
+ *  cap or a budget, before it could tell the finalists apart. Such a decision is recorded as not
+ *  settled: the next tuning of its key that may measure (effort MEASURE, in this or another
+ *  process) re-races its finalists instead of serving it; CACHE_ONLY serves it as it is. */
+KT_API int kt_decision_below_confidence(const kt_decision *d);
+
+/** Returns 1 when the decision was made by re-racing the finalists of a recorded decision that
+ *  had ended below its requested confidence: the finalists were measured afresh (validated as
+ *  usual), every other unit kept its recorded result without running (0 runs) or competing. */
+KT_API int kt_decision_reraced(const kt_decision *d);
+
+/** Returns 1 when unit u was a finalist of the decision's race: measured and not dropped when
+ *  the race stopped (a unit is dropped once it is slower than the best with the race's
+ *  confidence; under the other policies none is), or the winner. */
+KT_API int kt_decision_unit_finalist(const kt_decision *d, size_t u);
+
+/** Returns why the persistent cache's decision for this key was rejected (a candidate or
+ *  configuration the op does not have, one outside today's space or breaking a constraint, a
+ *  native given a configuration, a stored value of the wrong type...), or NULL when none was.
+ *  A rejected record is never launched and lends nothing: the key is decided from scratch (by
+ *  measuring, with effort MEASURE), and the new decision replaces the record. Valid as long as
+ *  the decision. */
+KT_API const char *kt_decision_cache_rejected(const kt_decision *d);
+
 /* ---------------------------------------------------------------------------------------------
  * The persistent cache
  *
@@ -982,7 +1012,8 @@ KT_API kt_cache *kt_context_cache(kt_context *ctx);
 
 /** Returns how many decisions the context's ops took from the cache, and how many recorded
  *  decisions they rejected (a candidate or configuration not in today's op, values of the
- *  wrong type): a rejected record is never launched, the key is tuned again. */
+ *  wrong type): a rejected record is never launched and lends nothing, the key is tuned again
+ *  (kt_decision_cache_rejected says why). */
 KT_API uint64_t kt_context_cache_hits(const kt_context *ctx);
 KT_API uint64_t kt_context_cache_rejected(const kt_context *ctx);
 
@@ -1030,26 +1061,34 @@ KT_API kt_status kt_cache_count(kt_cache *cache, const char *op, const char *dev
  *      "library_version": "0.1.0", "key": [512, 512],
  *      "winner": {"candidate": "tiled", "config": "TM=16,TN=8"},    (config null for natives)
  *      "time_ns": 1234.5, "confidence": 0.99,                     (null when unknown)
+ *      "requested_confidence": 0.99,                 (what the race asked for; null: nothing)
  *      "created": 1764000000,                                     (unix time)
  *      "units": [{"candidate": "tiled", "config": "TM=16,TN=8", "unit_hash": "<hex>",
- *                 "outcome": "measured",   (not_run|measured|rejected|failed|invalid|build_failed)
+ *                 "outcome": "measured",   (not_run|measured|rejected|failed|invalid|build_failed
+ *                                           |timeout|crashed)
  *                 "time_ns": 1234.5,       (negative when not measured)
  *                 "ci_ns": [1200.0, 1260.0],                      (null when unknown)
- *                 "runs": 10, "warmups": 1, "message": null}]}]}
+ *                 "runs": 10, "warmups": 1, "message": null,
+ *                 "finalist": true}]}]}    (still racing when the race stopped, or the winner)
  *
  * A stored row that is not valid fails the export with KT_ERR_INVALID_ARGUMENT naming it.
  */
 KT_API kt_status kt_cache_export(kt_cache *cache, const char *op, const char *device, char **json);
 
 /**
- * Imports a wisdom document (as kt_cache_export writes it). Every entry is checked before
- * anything is written; the first problem fails the import with KT_ERR_INVALID_ARGUMENT and a
- * message naming the field, e.g. "kt_cache_import: entries[3].units[0].time_ns: expected a
- * number, got a string", or the line and column of a JSON syntax error. A document (or entry) of
- * another MAJOR library version, or naming one decision twice, is refused the same way. The
- * entries are then applied in one transaction, all or nothing: a decision already stored is kept
- * unless replace is nonzero. added, replaced and kept (each may be NULL) receive the counts.
- * Unknown members are ignored.
+ * Imports a wisdom document (as kt_cache_export writes it; requested_confidence and finalist may
+ * be absent, as in documents written before they existed). Every entry is checked before
+ * anything is written, for what can be checked without the op: types, names and sizes,
+ * configuration text ("NAME=VALUE,..."), times that agree with outcomes and intervals,
+ * confidences in range, no unit twice, the winner among the units with their time, a creation
+ * time not in the future. The first problem fails the import with KT_ERR_INVALID_ARGUMENT and a
+ * message naming the entry, the field and why, e.g. "kt_cache_import: entries[3].units[0].time_ns:
+ * expected a number, got a string", or the line and column of a JSON syntax error. A document (or
+ * entry) of another MAJOR library version, or naming one decision twice, is refused the same way.
+ * The entries are then applied in one transaction, all or nothing: a decision already stored is
+ * kept unless replace is nonzero. added, replaced and kept (each may be NULL) receive the counts.
+ * Unknown members are ignored. What only the op can tell is checked when a decision is used
+ * (kt_decision_cache_rejected).
  */
 KT_API kt_status kt_cache_import(kt_cache *cache, const char *json, int replace, size_t *added,
                                  size_t *replaced, size_t *kept);

@@ -454,7 +454,9 @@ static void conclude(engine *e) {
         double se = std_err(e, a);
         r->ci_low_ns = fmin(r->time_ns, exp(a->m - e->z * se));
         r->ci_high_ns = fmax(r->time_ns, exp(a->m + e->z * se));
-        /* in a race the winner is the best survivor: a dropped arm is slower with confidence */
+        /* in a race the winner is the best survivor: a dropped arm is slower with confidence;
+         * the survivors are the finalists (under the other policies, every measured arm) */
+        r->finalist = e->cfg->policy != KT_POLICY_RACE || a->racing;
         if (e->cfg->policy == KT_POLICY_RACE && !a->racing) continue;
         if (w < 0 || r->time_ns < e->arms[w].r->time_ns) w = (long)i;
     }
@@ -466,6 +468,7 @@ static void conclude(engine *e) {
     e->out->best = w;
     e->out->confidence = w >= 0 ? 1.0 : 0.0;
     if (w < 0) return;
+    e->arms[w].r->finalist = true;
     const arm *b = &e->arms[w];
     for (size_t i = 0; i < e->n; i++) {
         const arm *a = &e->arms[i];

@@ -210,6 +210,7 @@ typedef struct kt__cand_result {
     unsigned warmups;         /* warm-up runs (validation excluded) */
     double ci_low_ns, ci_high_ns; /* confidence interval of time_ns */
     double spent_ns;          /* time of its warm-ups and measured runs */
+    bool finalist;            /* measured and not dropped when the race stopped (set by the engine) */
 } kt__cand_result;
 
 /* How a device variant is launched: the user data of kt__launch_fn. */
@@ -246,6 +247,8 @@ typedef struct kt__unit {
     kt__launch launch;     /* device variants: fn is kt__launch_fn and user points here */
     char *artifact;        /* variants: the artifact file (a worker process loads it from there) */
     bool recalled;         /* measured by an earlier tuning: its time comes from the cache */
+    bool held;             /* recalled as a non-finalist of a decision being re-raced: keeps its
+                              recorded result and never competes (persist.c) */
     bool env_failed;       /* failed for a reason outside its code (no artifact directory) */
 } kt__unit;
 
@@ -274,6 +277,10 @@ struct kt_decision {
     size_t ncand;
     kt_policy policy;                /* how it was measured */
     double confidence;
+    double requested_confidence;     /* what its race asked for; <= 0: nothing (persist.c) */
+    bool rerace;                     /* a recorded decision below its requested confidence is being
+                                        re-raced: measure its finalists only (persist.c) */
+    char *cache_rejected;            /* why the recorded decision for this key was rejected, or NULL */
     uint64_t total_runs;
     double measure_ns;
 };
@@ -597,14 +604,18 @@ void kt__worker_free(kt__worker *w);
 void kt__persist_identity(kt_op *op);
 
 /* Looks d's key up in the persistent cache; when a usable record is there, makes its winner
- * runnable and sets *found. A rejected record is counted and logged. */
+ * runnable and sets *found. A rejected record is counted, logged and its reason kept in
+ * d->cache_rejected. A usable record below the confidence its race asked for is served only
+ * when the op may not measure; otherwise d->rerace is set and *found stays false. */
 kt_status kt__persist_recall(kt_op *op, kt_decision *d, const kt_arg *args, bool *found);
 
-/* Records a measured decision and all its units (failures are logged, never returned). */
-void kt__persist_record(kt_op *op, const kt_decision *d);
+/* Sets what a measured decision's race asked for (d->requested_confidence) and records the
+ * decision with all its units (failures are logged, never returned). */
+void kt__persist_record(kt_op *op, kt_decision *d);
 
 /* Marks the units the cache already knows: recorded failures (not built or run again) and
- * recorded measurements (recalled). */
+ * recorded measurements (recalled). Nothing comes from a record that was rejected; when d is
+ * re-raced, its record's finalists are left to be measured and its other units are held. */
 void kt__persist_units(kt_op *op, kt_decision *d);
 
 /* Frees a decision. */

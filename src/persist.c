@@ -10,9 +10,20 @@
  *   - a record is used only if its winner is a candidate of the op that accepts the key, and, for
  *     a variant group, a configuration of today's space for these arguments that builds; any
  *     other record is rejected, counted and logged, never launched;
+ *   - a rejected record lends nothing: the key is measured from scratch (none of that record's
+ *     units' times, runs or failures is reused), and the reason is kept on the new decision
+ *     (kt_decision_cache_rejected) so that a program can say so without a log;
  *   - a unit is identified across candidate sets by a hash of its code (name, source, kernel,
  *     options, configuration, compiler), so that a tuning after a candidate was added measures
- *     only what is new, and a recorded failure is not tried again.
+ *     only what is new, and a recorded failure is not tried again;
+ *   - a decision records the confidence its race asked for (the context's race confidence; none
+ *     for the other policies) and which units were finalists: measured and not dropped when
+ *     the race stopped (the race drops a unit once it is slower than the best with that
+ *     confidence), plus the winner. A record whose confidence is below what was asked for is
+ *     not settled: an op that may measure (effort MEASURE) re-races its finalists, measuring
+ *     them afresh (validated as usual), while every other unit keeps its recorded result
+ *     without running or competing (a held unit); the new decision replaces the record. An op
+ *     that may not measure (CACHE_ONLY) serves it as it is.
  * The store failing (locked past its timeout, a full disk) costs a warning, never the call.
  */
 #include "internal.h"
@@ -22,6 +33,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 static uint64_t hash_str(const char *s, uint64_t h) { return kt__fnv1a(s ? s : "", s ? strlen(s) + 1 : 1, h); }
 
@@ -110,9 +122,12 @@ static void identity(const kt_op *op, const kt_decision *d, kt__store_rec *id) {
                           .key_len = d->keylen};
 }
 
-static void reject(kt_op *op, const char *why) {
+/* Rejects d's record: counted, logged, and kept on d (out of memory loses the text only). */
+static void reject(kt_op *op, kt_decision *d, const char *why) {
     atomic_fetch_add(&op->ctx->cache_rejected, 1);
     kt__log(op->ctx, KT_LOG_WARN, "op '%s': a recorded decision was rejected: %s", op->name, why);
+    free(d->cache_rejected);
+    d->cache_rejected = strdup(why);
 }
 
 kt_status kt__persist_recall(kt_op *op, kt_decision *d, const kt_arg *args, bool *found) {
@@ -124,7 +139,9 @@ kt_status kt__persist_recall(kt_op *op, kt_decision *d, const kt_arg *args, bool
     kt_status st = kt__store_get(c, &id, &rec);
     if (st == KT_ERR_NOT_FOUND) return KT_OK;
     if (st == KT_ERR_INVALID_ARGUMENT) {
-        reject(op, kt_last_error());
+        char why[KT__ERRBUF];
+        snprintf(why, sizeof why, "%s", kt_last_error());
+        reject(op, d, why);
         return KT_OK;
     }
     if (st != KT_OK) {
@@ -164,6 +181,7 @@ kt_status kt__persist_recall(kt_op *op, kt_decision *d, const kt_arg *args, bool
             d->winner_unit = (size_t)w;
             d->source = KT_SOURCE_CACHE;
             d->confidence = rec.confidence;
+            d->requested_confidence = rec.requested_confidence;
             kt__cand_result *r = &d->units[w].r;
             r->outcome = KT_OUTCOME_MEASURED;
             r->time_ns = rec.time_ns;
@@ -178,9 +196,19 @@ kt_status kt__persist_recall(kt_op *op, kt_decision *d, const kt_arg *args, bool
             }
             *found = true;
         }
+        if (*found && kt__store_unsettled(&rec) && op->effective == KT_EFFORT_MEASURE) { /* not settled: race again */
+            kt__log(op->ctx, KT_LOG_INFO,
+                    "op '%s': the recorded decision has confidence %.3f, below the %.3f its race asked for: re-racing its finalists",
+                    op->name, rec.confidence, rec.requested_confidence);
+            *found = false;
+            kt__decision_reset(d);
+            d->rerace = true;
+            kt__store_rec_free(&rec);
+            return KT_OK;
+        }
         if (!*found) kt__decision_reset(d);
     }
-    if (why[0]) reject(op, why);
+    if (why[0]) reject(op, d, why);
     else atomic_fetch_add(&op->ctx->cache_hits, 1);
     kt__store_rec_free(&rec);
     return KT_OK;
@@ -194,7 +222,11 @@ static char *first_line(const char *msg, char *buf, size_t len) {
     return buf;
 }
 
-void kt__persist_record(kt_op *op, const kt_decision *d) {
+void kt__persist_record(kt_op *op, kt_decision *d) {
+    d->requested_confidence = d->policy == KT_POLICY_RACE ? op->ctx->measure.confidence : 0;
+    if (kt_decision_below_confidence(d))
+        kt__log(op->ctx, KT_LOG_WARN, "op '%s': decided with confidence %.3f, below the %.3f its race asked for%s", op->name,
+                d->confidence, d->requested_confidence, kt__context_cache(op->ctx) ? ": the next tuning re-races its finalists" : "");
     kt_cache *c = kt__context_cache(op->ctx);
     if (c == NULL) return;
     kt__store_rec rec;
@@ -219,13 +251,16 @@ void kt__persist_record(kt_op *op, const kt_decision *d) {
                                         .ci_high_ns = u->r.outcome == KT_OUTCOME_MEASURED ? u->r.ci_high_ns : -1,
                                         .runs = u->r.runs,
                                         .warmups = u->r.warmups,
-                                        .message = first_line(u->r.message, lines[i], sizeof lines[i])};
+                                        .message = first_line(u->r.message, lines[i], sizeof lines[i]),
+                                        .finalist = i == d->winner_unit || (u->r.finalist && u->r.outcome == KT_OUTCOME_MEASURED)};
         }
         const kt__unit *w = &d->units[d->winner_unit];
         rec.winner_candidate = op->cands[d->winner].name;
         rec.winner_config = w->text;
         rec.time_ns = w->r.time_ns;
         rec.confidence = d->confidence;
+        rec.requested_confidence = d->requested_confidence > 0 ? d->requested_confidence : -1;
+        rec.created = (int64_t)time(NULL);
         rec.units = units;
         rec.nunits = d->nunits;
         if (kt__store_put(c, &rec) != KT_OK)
@@ -236,11 +271,49 @@ void kt__persist_record(kt_op *op, const kt_decision *d) {
     free(lines);
 }
 
+/* Takes what the store recorded of a unit: a measurement (recalled: not run again, its time
+ * competes with today's, or, held, is kept without competing) or a failure (not built or run
+ * again). A held unit that was not measured is not run either. */
+static void apply_unit(kt__unit *u, const kt__store_unit *su, bool held) {
+    if (su->outcome == KT_OUTCOME_MEASURED && su->time_ns > 0) {
+        u->recalled = true;
+        u->held = held;
+        u->r.time_ns = su->time_ns;
+        u->r.ci_low_ns = su->ci_low_ns;
+        u->r.ci_high_ns = su->ci_high_ns;
+    } else if (su->outcome == KT_OUTCOME_FAILED || su->outcome == KT_OUTCOME_INVALID || su->outcome == KT_OUTCOME_BUILD_FAILED ||
+               su->outcome == KT_OUTCOME_TIMEOUT || su->outcome == KT_OUTCOME_CRASHED) {
+        u->r.outcome = (kt_outcome)su->outcome;
+        char msg[512];
+        snprintf(msg, sizeof msg, "recorded in the cache: %s", su->message ? su->message : "failed");
+        free(u->r.message);
+        u->r.message = strdup(msg);
+    } else if (held) {
+        u->recalled = u->held = true; /* not measured then (a budget), not now: time_ns stays negative */
+    }
+}
+
+/* The unit of rec with this hash, or NULL. */
+static const kt__store_unit *rec_unit(const kt__store_rec *rec, const char *hash) {
+    for (size_t i = 0; i < rec->nunits; i++)
+        if (strcmp(rec->units[i].unit_hash, hash) == 0) return &rec->units[i];
+    return NULL;
+}
+
+static bool is_rec_winner(const kt__store_rec *rec, const kt__store_unit *su) {
+    return strcmp(su->candidate, rec->winner_candidate) == 0 && (su->config == NULL) == (rec->winner_config == NULL) &&
+           (su->config == NULL || strcmp(su->config, rec->winner_config) == 0);
+}
+
 void kt__persist_units(kt_op *op, kt_decision *d) {
     kt_cache *c = kt__context_cache(op->ctx);
     if (c == NULL) return;
-    kt__store_rec id;
+    kt__store_rec id, own = {0};
     identity(op, d, &id);
+    /* re-racing: the record being re-raced says which units are finalists */
+    bool rerace = d->rerace && kt__store_get(c, &id, &own) == KT_OK;
+    /* a rejected record lends nothing; the re-raced one lends only through `own` */
+    bool skip_own = d->cache_rejected != NULL || d->rerace;
     char compiler[1024];
     compiler_of(op, compiler, sizeof compiler);
     for (size_t i = 0; i < d->nunits; i++) {
@@ -248,21 +321,37 @@ void kt__persist_units(kt_op *op, kt_decision *d) {
         if (u->r.outcome != KT_OUTCOME_NOT_RUN) continue;
         char h[33];
         unit_hash(op, u, compiler, h);
-        kt__store_unit su;
-        if (kt__store_get_unit(c, &id, h, &su) != KT_OK) continue;
-        if (su.outcome == KT_OUTCOME_MEASURED && su.time_ns > 0) {
-            u->recalled = true;
-            u->r.time_ns = su.time_ns;
-            u->r.ci_low_ns = su.ci_low_ns;
-            u->r.ci_high_ns = su.ci_high_ns;
-        } else if (su.outcome == KT_OUTCOME_FAILED || su.outcome == KT_OUTCOME_INVALID || su.outcome == KT_OUTCOME_BUILD_FAILED ||
-                   su.outcome == KT_OUTCOME_TIMEOUT || su.outcome == KT_OUTCOME_CRASHED) {
-            u->r.outcome = (kt_outcome)su.outcome;
-            char msg[512];
-            snprintf(msg, sizeof msg, "recorded in the cache: %s", su.message ? su.message : "failed");
-            free(u->r.message);
-            u->r.message = strdup(msg);
+        const kt__store_unit *ou = rerace ? rec_unit(&own, h) : NULL;
+        if (ou != NULL) {
+            if (!ou->finalist && !is_rec_winner(&own, ou)) apply_unit(u, ou, true); /* finalists: measured afresh */
+            continue;
         }
+        kt__store_unit su;
+        if (kt__store_get_unit(c, &id, h, skip_own, &su) != KT_OK) continue;
+        apply_unit(u, &su, false);
         kt__store_unit_free(&su);
     }
+    kt__store_rec_free(&own);
+}
+
+/* ---- what the caller can ask of a decision ----------------------------------------------- */
+
+const char *kt_decision_cache_rejected(const kt_decision *d) { return d ? d->cache_rejected : NULL; }
+
+double kt_decision_requested_confidence(const kt_decision *d) {
+    return d && (d->source == KT_SOURCE_MEASURED || d->source == KT_SOURCE_CACHE) && d->requested_confidence > 0 ? d->requested_confidence
+                                                                                                                 : -1;
+}
+
+int kt_decision_below_confidence(const kt_decision *d) {
+    double want = kt_decision_requested_confidence(d);
+    return want > 0 && d->confidence >= 0 && d->confidence < want;
+}
+
+int kt_decision_reraced(const kt_decision *d) { return d && d->rerace && d->source == KT_SOURCE_MEASURED; }
+
+int kt_decision_unit_finalist(const kt_decision *d, size_t u) {
+    if (d == NULL || u >= d->nunits || d->units == NULL) return 0;
+    if (d->source != KT_SOURCE_MEASURED && d->source != KT_SOURCE_CACHE) return 0;
+    return u == d->winner_unit || (d->units[u].r.finalist && d->units[u].r.outcome == KT_OUTCOME_MEASURED);
 }

@@ -3,17 +3,19 @@
  * shared by every thread and process that tunes on the machine; and wisdom, the JSON export
  * and import of those decisions (jansson).
  *
- * The file (schema version 2, PRAGMA user_version)
+ * The file (schema version 3, PRAGMA user_version)
  *   decisions  one row per decision: id, op, set_hash, device, version, key, winner_candidate,
- *              winner_config, time_ns, confidence (-1: unknown), created; UNIQUE on the
+ *              winner_config, time_ns, confidence (-1: unknown), created (unix time),
+ *              requested_confidence (what the race asked for; -1: none); UNIQUE on the
  *              identity (op, set_hash, device, version, key)
  *   units      one row per unit of a decision (decision = decisions.id, idx = its position):
  *              candidate, config, unit_hash, outcome, time_ns, ci_low_ns, ci_high_ns, runs,
- *              warmups, message; indexed by unit_hash
+ *              warmups, message, finalist (0 or 1); indexed by unit_hash
  *   A key is stored as text, its words in decimal separated by commas ("512,512,-1"; "" for a
  *   key of no words): identity is then one equality per column, and the file stays readable
- *   in the sqlite3 shell. Version 1 (the first design: decisions without confidence, no units)
- *   is migrated in place when opened; a newer version is refused and never written.
+ *   in the sqlite3 shell. Older versions are migrated in place when opened: version 1 (the
+ *   first design: decisions without confidence, no units) and version 2 (no requested
+ *   confidence, no finalists); a newer version is refused and never written.
  *
  * Many processes
  *   WAL mode, so readers never wait for the writer. Every write is a BEGIN IMMEDIATE
@@ -52,6 +54,10 @@ void kt__store_unit_free(kt__store_unit *u) {
     free(u->unit_hash);
     free(u->message);
     memset(u, 0, sizeof *u);
+}
+
+bool kt__store_unsettled(const kt__store_rec *r) {
+    return r->confidence >= 0 && r->requested_confidence >= 0 && r->confidence < r->requested_confidence;
 }
 
 void kt__store_rec_free(kt__store_rec *r) {
@@ -246,6 +252,7 @@ static bool parse_key(const char *text, int64_t *words, size_t *n) {
     " key TEXT NOT NULL,"                                                                          \
     " winner_candidate TEXT NOT NULL, winner_config TEXT,"                                         \
     " time_ns REAL NOT NULL, confidence REAL NOT NULL DEFAULT -1, created INTEGER NOT NULL,"       \
+    " requested_confidence REAL NOT NULL DEFAULT -1,"                                              \
     " UNIQUE (op, set_hash, device, version, key));"
 
 #define KT__UNITS_TABLE                                                                            \
@@ -256,25 +263,36 @@ static bool parse_key(const char *text, int64_t *words, size_t *n) {
     " outcome INTEGER NOT NULL, time_ns REAL NOT NULL,"                                            \
     " ci_low_ns REAL NOT NULL, ci_high_ns REAL NOT NULL,"                                          \
     " runs INTEGER NOT NULL, warmups INTEGER NOT NULL, message TEXT,"                              \
+    " finalist INTEGER NOT NULL DEFAULT 0,"                                                        \
     " PRIMARY KEY (decision, idx)) WITHOUT ROWID;"                                                 \
     "CREATE INDEX units_by_hash ON units (unit_hash);"
 
-static const char kt__schema_v2[] = KT__DECISIONS_TABLE KT__UNITS_TABLE "PRAGMA user_version = 2;";
+static const char kt__schema_v3[] = KT__DECISIONS_TABLE KT__UNITS_TABLE "PRAGMA user_version = 3;";
 
-/* Version 1 -> 2: decisions gain an id and confidence (-1, unknown), units arrive empty. Rows
- * that break version 2's NOT NULL columns cannot be kept and are counted as dropped. */
+/* Version 1 -> 3: decisions gain an id, confidence and requested confidence (-1, unknown),
+ * units arrive empty. Rows that break the NOT NULL columns cannot be kept and are counted as
+ * dropped. */
 static const char kt__migrate_v1[] =
     "ALTER TABLE decisions RENAME TO decisions_v1;" KT__DECISIONS_TABLE
     "INSERT OR IGNORE INTO decisions (op, set_hash, device, version, key, winner_candidate, winner_config,"
     " time_ns, confidence, created)"
     " SELECT op, set_hash, device, version, key, winner_candidate, winner_config, time_ns, -1, created"
     " FROM decisions_v1 ORDER BY rowid;"
-    "DROP TABLE decisions_v1;" KT__UNITS_TABLE "PRAGMA user_version = 2;";
+    "DROP TABLE decisions_v1;" KT__UNITS_TABLE "PRAGMA user_version = 3;";
 
-/* Every column of version 2, in the order the readers below expect. */
+/* Version 2 -> 3: what the race asked for is unknown (-1), so every decision stays settled; no
+ * unit is known to be a finalist (0). */
+static const char kt__migrate_v2[] =
+    "ALTER TABLE decisions ADD COLUMN requested_confidence REAL NOT NULL DEFAULT -1;"
+    "ALTER TABLE units ADD COLUMN finalist INTEGER NOT NULL DEFAULT 0;"
+    "PRAGMA user_version = 3;";
+
+/* Every column of version 3, in the order the readers below expect. */
 #define KT__DECISION_COLS \
-    "id, op, set_hash, device, version, key, winner_candidate, winner_config, time_ns, confidence, created"
-#define KT__UNIT_COLS "candidate, config, unit_hash, outcome, time_ns, ci_low_ns, ci_high_ns, runs, warmups, message"
+    "id, op, set_hash, device, version, key, winner_candidate, winner_config, time_ns, confidence, created," \
+    " requested_confidence"
+#define KT__UNIT_COLS \
+    "candidate, config, unit_hash, outcome, time_ns, ci_low_ns, ci_high_ns, runs, warmups, message, finalist"
 
 static kt_status read_int(kt_cache *c, const char *sql, int64_t *out, const char *where) {
     sqlite3_stmt *s;
@@ -310,15 +328,16 @@ static kt_status read_version(kt_cache *c, int64_t *version, const char *where) 
     return KT_OK;
 }
 
-/* Brings the schema to version 2 inside the caller's write transaction (the version is read
+/* Brings the schema to version 3 inside the caller's write transaction (the version is read
  * again: another process may have done it meanwhile): creates it in an empty file, migrates
- * version 1. */
+ * versions 1 and 2. */
 static kt_status schema_tx(kt_cache *c, void *arg, const char *where) {
     (void)arg;
     int64_t version;
     kt_status st = read_version(c, &version, where);
     if (st != KT_OK) return st;
-    if (version == 0) return exec(c, kt__schema_v2, where);
+    if (version == 0) return exec(c, kt__schema_v3, where);
+    if (version == 2) return exec(c, kt__migrate_v2, where);
     if (version == 1) {
         int64_t before, after;
         st = read_int(c, "SELECT count(*) FROM decisions", &before, where);
@@ -333,7 +352,7 @@ static kt_status schema_tx(kt_cache *c, void *arg, const char *where) {
     return KT_OK;
 }
 
-/* Checks that both tables exist with every column of version 2, and reads the first page of
+/* Checks that both tables exist with every column of version 3, and reads the first page of
  * each (damage there shows now rather than in the middle of the first call). */
 static kt_status probe_tables(kt_cache *c, const char *where) {
     static const char *const probes[] = {"SELECT " KT__DECISION_COLS " FROM decisions LIMIT 1",
@@ -434,7 +453,7 @@ static kt_status open_connection(kt_cache *c, const char *file, const char *wher
 
 static kt_status open_memory(kt_cache *c, const char *where) {
     kt_status st = open_connection(c, ":memory:", where);
-    if (st == KT_OK) st = exec(c, kt__schema_v2, where);
+    if (st == KT_OK) st = exec(c, kt__schema_v3, where);
     free(c->path);
     c->path = dup_str(":memory:");
     c->in_memory = true;
@@ -766,7 +785,7 @@ static kt_status rd_int(const rd *r, sqlite3_stmt *s, int i, const char *col, in
 /* Reads a unit from columns first.. of s, in KT__UNIT_COLS order. */
 static kt_status load_unit(const rd *r, sqlite3_stmt *s, int first, kt__store_unit *u) {
     memset(u, 0, sizeof *u);
-    int64_t outcome = 0, runs = 0, warmups = 0;
+    int64_t outcome = 0, runs = 0, warmups = 0, finalist = 0;
     kt_status st = rd_text(r, s, first, "candidate", false, &u->candidate);
     if (st == KT_OK) st = rd_text(r, s, first + 1, "config", true, &u->config);
     if (st == KT_OK) st = rd_text(r, s, first + 2, "unit_hash", false, &u->unit_hash);
@@ -777,6 +796,7 @@ static kt_status load_unit(const rd *r, sqlite3_stmt *s, int first, kt__store_un
     if (st == KT_OK) st = rd_int(r, s, first + 7, "runs", 0, UINT32_MAX, &runs);
     if (st == KT_OK) st = rd_int(r, s, first + 8, "warmups", 0, UINT32_MAX, &warmups);
     if (st == KT_OK) st = rd_text(r, s, first + 9, "message", true, &u->message);
+    if (st == KT_OK) st = rd_int(r, s, first + 10, "finalist", 0, 1, &finalist);
     if (st != KT_OK) {
         kt__store_unit_free(u);
         return st;
@@ -784,6 +804,7 @@ static kt_status load_unit(const rd *r, sqlite3_stmt *s, int first, kt__store_un
     u->outcome = (int)outcome;
     u->runs = (unsigned)runs;
     u->warmups = (unsigned)warmups;
+    u->finalist = finalist != 0;
     return KT_OK;
 }
 
@@ -844,6 +865,9 @@ static kt_status load_decision(kt_cache *c, sqlite3_stmt *s, kt__store_rec *out,
     if (st == KT_OK) st = rd_num(&r, s, 9, "confidence", &out->confidence);
     if (st == KT_OK && out->confidence > 1) st = bad_col(&r, "confidence", "is %g; expected 0 to 1, or negative for unknown", out->confidence);
     if (st == KT_OK) st = rd_int(&r, s, 10, "created", INT64_MIN, INT64_MAX, &out->created);
+    if (st == KT_OK) st = rd_num(&r, s, 11, "requested_confidence", &out->requested_confidence);
+    if (st == KT_OK && out->requested_confidence > 1)
+        st = bad_col(&r, "requested_confidence", "is %g; expected 0 to 1, or negative for none", out->requested_confidence);
     if (st == KT_OK) st = load_units(c, id, out, where);
     if (st != KT_OK) kt__store_rec_free(out);
     return st;
@@ -881,6 +905,10 @@ static kt_status check_rec(const kt__store_rec *r, const char *where) {
     if (st == KT_OK) st = need_finite(r->confidence, "confidence", where);
     if (st == KT_OK && r->confidence > 1)
         st = kt__err(KT_ERR_INVALID_ARGUMENT, "%s: confidence is %g; expected 0 to 1, or negative for unknown", where, r->confidence);
+    if (st == KT_OK) st = need_finite(r->requested_confidence, "requested_confidence", where);
+    if (st == KT_OK && r->requested_confidence > 1)
+        st = kt__err(KT_ERR_INVALID_ARGUMENT, "%s: requested_confidence is %g; expected 0 to 1, or negative for none", where,
+                     r->requested_confidence);
     if (st == KT_OK && r->nunits > 0 && r->units == NULL) st = kt__err(KT_ERR_NULL, "%s: units is NULL with nunits %zu", where, r->nunits);
     for (size_t i = 0; st == KT_OK && i < r->nunits; i++) {
         const kt__store_unit *u = &r->units[i];
@@ -919,6 +947,7 @@ typedef struct get_job {
     char key[KT__KEYTEXT_MAX];
     kt__store_rec *rec;
     kt__store_unit *unit;
+    bool skip_own; /* get_unit: not from the decision of id's own identity */
 } get_job;
 
 static kt_status get_tx(kt_cache *c, void *arg, const char *where) {
@@ -955,8 +984,9 @@ static kt_status get_unit_tx(kt_cache *c, void *arg, const char *where) {
     sqlite3_stmt *s;
     kt_status st = prepare(c,
                            "SELECT u.candidate, u.config, u.unit_hash, u.outcome, u.time_ns, u.ci_low_ns, u.ci_high_ns,"
-                           " u.runs, u.warmups, u.message, u.idx FROM units u JOIN decisions d ON d.id = u.decision"
+                           " u.runs, u.warmups, u.message, u.finalist, u.idx FROM units u JOIN decisions d ON d.id = u.decision"
                            " WHERE u.unit_hash = ?1 AND d.op = ?2 AND d.device = ?3 AND d.version = ?4 AND d.key = ?5"
+                           " AND (?6 IS NULL OR d.set_hash IS NOT ?6)"
                            " ORDER BY d.created DESC, d.id DESC, u.idx LIMIT 1",
                            &s, where);
     if (st != KT_OK) return st;
@@ -965,16 +995,17 @@ static kt_status get_unit_tx(kt_cache *c, void *arg, const char *where) {
     bind_text(s, 3, j->id->device);
     bind_text(s, 4, j->id->version);
     bind_text(s, 5, j->key);
+    bind_text(s, 6, j->skip_own ? j->id->set_hash : NULL);
     bool row = false;
     st = step(c, s, &row, where);
     if (st == KT_OK && !row) st = kt__err(KT_ERR_NOT_FOUND, "%s: no unit recorded with that hash", where);
-    rd r = {where, "units", st == KT_OK ? (long)sqlite3_column_int64(s, 10) : 0};
+    rd r = {where, "units", st == KT_OK ? (long)sqlite3_column_int64(s, 11) : 0};
     if (st == KT_OK) st = load_unit(&r, s, 0, j->unit);
     sqlite3_finalize(s);
     return st;
 }
 
-kt_status kt__store_get_unit(kt_cache *c, const kt__store_rec *id, const char *unit_hash, kt__store_unit *out) {
+kt_status kt__store_get_unit(kt_cache *c, const kt__store_rec *id, const char *unit_hash, bool skip_own, kt__store_unit *out) {
     if (out != NULL) memset(out, 0, sizeof *out);
     if (c == NULL || id == NULL || out == NULL || unit_hash == NULL)
         return kt__err(KT_ERR_NULL, "kt__store_get_unit: cache, id, unit_hash or out is NULL");
@@ -986,8 +1017,9 @@ kt_status kt__store_get_unit(kt_cache *c, const kt__store_rec *id, const char *u
     if (st == KT_OK && id->key_len > KT__STORE_KEY_MAX)
         st = kt__err(KT_ERR_LIMIT, "%s: the key has %zu words; at most %d", where, id->key_len, KT__STORE_KEY_MAX);
     if (st == KT_OK && id->key_len > 0 && id->key == NULL) st = kt__err(KT_ERR_NULL, "%s: key is NULL", where);
+    if (st == KT_OK && skip_own) st = need_name(id->set_hash, "set_hash", where);
     if (st != KT_OK) return st;
-    get_job j = {.id = id, .unit_hash = unit_hash, .unit = out};
+    get_job j = {.id = id, .unit_hash = unit_hash, .unit = out, .skip_own = skip_own};
     key_text(id->key, id->key_len, j.key);
     pthread_mutex_lock(&c->lock);
     st = tx(c, false, get_unit_tx, &j, where);
@@ -1018,7 +1050,7 @@ static kt_status write_rec(kt_cache *c, const kt__store_rec *rec, const char *wh
     if (st == KT_OK)
         st = prepare(c,
                      "INSERT INTO decisions (op, set_hash, device, version, key, winner_candidate, winner_config,"
-                     " time_ns, confidence, created) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+                     " time_ns, confidence, created, requested_confidence) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
                      &s, where);
     if (st == KT_OK) {
         bind_identity(s, rec, key);
@@ -1027,6 +1059,7 @@ static kt_status write_rec(kt_cache *c, const kt__store_rec *rec, const char *wh
         sqlite3_bind_double(s, 8, rec->time_ns);
         sqlite3_bind_double(s, 9, rec->confidence < 0 ? -1.0 : rec->confidence);
         sqlite3_bind_int64(s, 10, rec->created);
+        sqlite3_bind_double(s, 11, rec->requested_confidence < 0 ? -1.0 : rec->requested_confidence);
         st = step(c, s, NULL, where);
     }
     sqlite3_finalize(s);
@@ -1034,7 +1067,7 @@ static kt_status write_rec(kt_cache *c, const kt__store_rec *rec, const char *wh
     if (st != KT_OK) return st;
     int64_t id = sqlite3_last_insert_rowid(c->db);
     st = prepare(c,
-                 "INSERT INTO units (decision, idx, " KT__UNIT_COLS ") VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
+                 "INSERT INTO units (decision, idx, " KT__UNIT_COLS ") VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
                  &s, where);
     for (size_t i = 0; st == KT_OK && i < rec->nunits; i++) {
         const kt__store_unit *u = &rec->units[i];
@@ -1051,6 +1084,7 @@ static kt_status write_rec(kt_cache *c, const kt__store_rec *rec, const char *wh
         sqlite3_bind_int64(s, 10, u->runs);
         sqlite3_bind_int64(s, 11, u->warmups);
         bind_text(s, 12, u->message);
+        sqlite3_bind_int(s, 13, u->finalist ? 1 : 0);
         st = step(c, s, NULL, where);
     }
     sqlite3_finalize(s);
@@ -1181,6 +1215,7 @@ static json_t *unit_json(const kt__store_unit *u) {
     jset(o, "runs", json_integer(u->runs), &ok);
     jset(o, "warmups", json_integer(u->warmups), &ok);
     jset(o, "message", jstr_or_null(u->message), &ok);
+    jset(o, "finalist", json_boolean(u->finalist), &ok);
     if (!ok) {
         json_decref(o);
         return NULL;
@@ -1210,6 +1245,7 @@ static json_t *rec_json(const kt__store_rec *r) {
     jset(o, "winner", winner, &ok);
     jset(o, "time_ns", json_real(r->time_ns), &ok);
     jset(o, "confidence", r->confidence < 0 ? json_null() : json_real(r->confidence), &ok);
+    jset(o, "requested_confidence", r->requested_confidence < 0 ? json_null() : json_real(r->requested_confidence), &ok);
     jset(o, "created", json_integer(r->created), &ok);
     for (size_t i = 0; i < r->nunits; i++)
         if (json_array_append_new(units, unit_json(&r->units[i])) != 0) ok = false;
@@ -1402,12 +1438,130 @@ static kt_status check_major(const char *path, const char *name, const char *ver
     return KT_OK;
 }
 
+/* Limits on what a wisdom entry may hold: a document that breaks one is refused, whatever the
+ * op it names (import knows no op: these are the checks it can make alone). */
+#define KT__WISDOM_HASH_MAX 64          /* candidate_set, unit_hash */
+#define KT__WISDOM_CONFIG_MAX 4095      /* configuration text */
+#define KT__WISDOM_MESSAGE_MAX 4096     /* a unit's diagnostic */
+#define KT__WISDOM_UNITS_MAX (1 << 20)  /* units of one decision */
+#define KT__WISDOM_FUTURE_S 86400       /* how far in the future `created` may lie (clock skew) */
+
+/* What a text member may hold: its longest length, and whether a tab is allowed (in messages);
+ * other control characters are never. */
+typedef struct text_rule {
+    size_t max;
+    bool tab;
+} text_rule;
+
+static kt_status check_text(const char *path, const char *name, const char *s, size_t len, text_rule rule) {
+    if (strlen(s) != len) return jbad(path, name, "holds a NUL character");
+    if (len > rule.max) return jbad(path, name, "has %zu characters; at most %zu", len, rule.max);
+    for (size_t i = 0; i < len; i++) {
+        unsigned char ch = (unsigned char)s[i];
+        if ((ch < 0x20 && !(ch == '\t' && rule.tab)) || ch == 0x7f)
+            return jbad(path, name, "holds a control character (0x%02x) at offset %zu", ch, i);
+    }
+    return KT_OK;
+}
+
+/* A string member checked by rule (nullable: null gives NULL; else "" is refused), copied. */
+static kt_status jtext(json_t *obj, const char *path, const char *name, bool nullable, text_rule rule, char **out) {
+    kt_status st = jstr(obj, path, name, nullable, out);
+    if (st != KT_OK || *out == NULL) return st;
+    st = check_text(path, name, *out, json_string_length(json_object_get(obj, name)), rule);
+    if (st != KT_OK) {
+        free(*out);
+        *out = NULL;
+    }
+    return st;
+}
+
+static bool ident_start(char c) { return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || c == '_'; }
+static bool ident_char(char c) { return ident_start(c) || (c >= '0' && c <= '9'); }
+
+/* Length of the identifier followed by '=' at p, or 0 when p does not start "NAME=". */
+static size_t name_eq(const char *p) {
+    if (!ident_start(*p)) return 0;
+    size_t n = 1;
+    while (ident_char(p[n])) n++;
+    return p[n] == '=' ? n : 0;
+}
+
+/* Whether text is configuration text as kerntune writes it: NAME=VALUE items joined by ',',
+ * NAME an identifier appearing once, VALUE non-empty (a value may hold a comma, as a derived
+ * list's does, as long as no "NAME=" follows it). Says what is wrong in why. */
+static bool config_ok(const char *text, char *why, size_t len) {
+    size_t cap = strlen(text) / 2 + 1, n = 0; /* an item takes at least 2 characters ("A=1,") */
+    const char **names = malloc(cap * sizeof *names);
+    size_t *lens = malloc(cap * sizeof *lens);
+    bool ok = names != NULL && lens != NULL;
+    if (!ok) snprintf(why, len, "out of memory checking '%.60s'", text);
+    for (const char *p = text; ok;) {
+        size_t k = name_eq(p);
+        if (k == 0) {
+            snprintf(why, len, "'%.60s' is not configuration text: expected NAME=VALUE at offset %zu", text, (size_t)(p - text));
+            ok = false;
+            break;
+        }
+        for (size_t i = 0; i < n && ok; i++)
+            if (lens[i] == k && strncmp(names[i], p, k) == 0) {
+                snprintf(why, len, "'%.60s' names parameter '%.*s' twice", text, (int)k, p);
+                ok = false;
+            }
+        if (!ok) break;
+        names[n] = p, lens[n++] = k;
+        const char *v = p + k + 1, *end = v;
+        while (*end != '\0' && !(*end == ',' && name_eq(end + 1) > 0)) end++;
+        if (end == v) {
+            snprintf(why, len, "'%.60s': parameter '%.*s' has no value", text, (int)k, p);
+            ok = false;
+        }
+        if (*end == '\0') break;
+        p = end + 1;
+    }
+    free(names);
+    free(lens);
+    return ok;
+}
+
+/* A configuration member: null, or text that config_ok accepts. */
+static kt_status jconfig(json_t *obj, const char *path, const char *name, char **out) {
+    kt_status st = jtext(obj, path, name, true, (text_rule){KT__WISDOM_CONFIG_MAX, false}, out);
+    char why[160];
+    if (st == KT_OK && *out != NULL && !config_ok(*out, why, sizeof why)) {
+        free(*out);
+        *out = NULL;
+        st = jbad(path, name, "%s", why);
+    }
+    return st;
+}
+
+/* A probability member: null (or -1) for unknown, else a number from lo to 1; optional members
+ * may be absent (unknown). */
+static kt_status jprob(json_t *obj, const char *path, const char *name, bool optional, double lo, double *out) {
+    *out = -1;
+    json_t *v = json_object_get(obj, name);
+    if (v == NULL && optional) return KT_OK;
+    char what[64];
+    snprintf(what, sizeof what, "a number from %g to 1, or null", lo);
+    kt_status st = jget(obj, path, name, &v, what);
+    if (st != KT_OK || json_is_null(v)) return st;
+    if (!json_is_number(v)) return jbad(path, name, "expected %s, got %s", what, kind_of(v));
+    double x = json_number_value(v);
+    if (x == -1) return KT_OK; /* unknown, as the store writes it */
+    if (!(x >= lo && x <= 1)) return jbad(path, name, "is %g; expected %s", x, what);
+    *out = x;
+    return KT_OK;
+}
+
+static const char *outcome_list(void) { return "not_run, measured, rejected, failed, invalid, build_failed, timeout, crashed"; }
+
 static kt_status parse_unit(json_t *u, const char *path, kt__store_unit *out) {
     memset(out, 0, sizeof *out);
     if (!json_is_object(u)) return jbad(path, "", "expected an object, got %s", kind_of(u));
-    kt_status st = jstr(u, path, "candidate", false, &out->candidate);
-    if (st == KT_OK) st = jstr(u, path, "config", true, &out->config);
-    if (st == KT_OK) st = jstr(u, path, "unit_hash", false, &out->unit_hash);
+    kt_status st = jtext(u, path, "candidate", false, (text_rule){KT__NAME_MAX, false}, &out->candidate);
+    if (st == KT_OK) st = jconfig(u, path, "config", &out->config);
+    if (st == KT_OK) st = jtext(u, path, "unit_hash", false, (text_rule){KT__WISDOM_HASH_MAX, false}, &out->unit_hash);
     json_t *v;
     if (st == KT_OK) st = jget(u, path, "outcome", &v, "an outcome name");
     if (st == KT_OK) {
@@ -1415,10 +1569,16 @@ static kt_status parse_unit(json_t *u, const char *path, kt__store_unit *out) {
         for (int i = 0; i < KT__NOUTCOMES && json_is_string(v); i++)
             if (strcmp(json_string_value(v), kt__outcome_names[i]) == 0) out->outcome = i;
         if (out->outcome < 0)
-            st = jbad(path, "outcome", "expected one of not_run, measured, rejected, failed, invalid, build_failed, got %s%s%.40s%s",
-                      kind_of(v), json_is_string(v) ? " '" : "", json_is_string(v) ? json_string_value(v) : "", json_is_string(v) ? "'" : "");
+            st = jbad(path, "outcome", "expected one of %s, got %s%s%.40s%s", outcome_list(), kind_of(v), json_is_string(v) ? " '" : "",
+                      json_is_string(v) ? json_string_value(v) : "", json_is_string(v) ? "'" : "");
     }
+    bool measured = out->outcome == KT_OUTCOME_MEASURED;
     if (st == KT_OK) st = jnum(u, path, "time_ns", &out->time_ns);
+    if (st == KT_OK && measured && out->time_ns < 0)
+        st = jbad(path, "time_ns", "is %.15g, but the unit was measured: expected a time of at least 0", out->time_ns);
+    if (st == KT_OK && !measured && out->time_ns >= 0)
+        st = jbad(path, "time_ns", "is %.15g, but the unit's outcome is %s: a unit that was not measured has no time (-1)", out->time_ns,
+                  kt__outcome_names[out->outcome]);
     if (st == KT_OK) st = jget(u, path, "ci_ns", &v, "[low, high] or null");
     if (st == KT_OK) {
         out->ci_low_ns = out->ci_high_ns = -1;
@@ -1427,25 +1587,83 @@ static kt_status parse_unit(json_t *u, const char *path, kt__store_unit *out) {
                 !json_is_number(json_array_get(v, 1)) || json_number_value(json_array_get(v, 0)) < 0 ||
                 json_number_value(json_array_get(v, 1)) < 0)
                 st = jbad(path, "ci_ns", "expected [low, high] (two non-negative numbers) or null, got %s", kind_of(v));
+            else if (!measured)
+                st = jbad(path, "ci_ns", "is an interval, but the unit's outcome is %s: expected null", kt__outcome_names[out->outcome]);
             else {
                 out->ci_low_ns = json_number_value(json_array_get(v, 0));
                 out->ci_high_ns = json_number_value(json_array_get(v, 1));
+                if (!(out->ci_low_ns <= out->time_ns && out->time_ns <= out->ci_high_ns))
+                    st = jbad(path, "ci_ns", "[%.15g, %.15g] does not contain the unit's time_ns %.15g", out->ci_low_ns, out->ci_high_ns, out->time_ns);
             }
         }
     }
     if (st == KT_OK) st = juint(u, path, "runs", &out->runs);
     if (st == KT_OK) st = juint(u, path, "warmups", &out->warmups);
-    if (st == KT_OK) st = jstr(u, path, "message", true, &out->message);
+    if (st == KT_OK) st = jtext(u, path, "message", true, (text_rule){KT__WISDOM_MESSAGE_MAX, true}, &out->message);
+    v = json_object_get(u, "finalist"); /* absent in documents written before schema 3 */
+    if (st == KT_OK && v != NULL && !json_is_boolean(v)) st = jbad(path, "finalist", "expected true or false, got %s", kind_of(v));
+    if (st == KT_OK && json_is_true(v) && !measured)
+        st = jbad(path, "finalist", "is true, but the unit's outcome is %s: only a measured unit can be a finalist",
+                  kt__outcome_names[out->outcome]);
+    if (st == KT_OK) out->finalist = json_is_true(v);
     if (st != KT_OK) kt__store_unit_free(out);
     return st;
 }
 
-static kt_status parse_entry(json_t *e, const char *path, kt__store_rec *out) {
+/* Orders units by candidate, then configuration (NULL first). */
+static int cmp_unit(const void *a, const void *b) {
+    const kt__store_unit *x = *(const kt__store_unit *const *)a, *y = *(const kt__store_unit *const *)b;
+    int d = strcmp(x->candidate, y->candidate);
+    if (d == 0) d = (x->config != NULL) - (y->config != NULL);
+    if (d == 0 && x->config) d = strcmp(x->config, y->config);
+    return d ? d : (x < y ? -1 : x > y);
+}
+
+/* Checks what an entry's units say against each other and against its winner: no unit listed
+ * twice, and the winner among them (when any are listed), measured, with the entry's time. */
+static kt_status check_units(const kt__store_rec *r, const char *path) {
+    if (r->nunits == 0) return KT_OK;
+    const kt__store_unit **p = malloc(r->nunits * sizeof *p);
+    if (p == NULL) return kt__err(KT_ERR_NO_MEMORY, "kt_cache_import: out of memory");
+    for (size_t i = 0; i < r->nunits; i++) p[i] = &r->units[i];
+    qsort(p, r->nunits, sizeof *p, cmp_unit);
+    kt_status st = KT_OK;
+    for (size_t i = 1; i < r->nunits && st == KT_OK; i++) {
+        const kt__store_unit *a = p[i - 1], *b = p[i];
+        if (strcmp(a->candidate, b->candidate) == 0 && (a->config == NULL) == (b->config == NULL) &&
+            (a->config == NULL || strcmp(a->config, b->config) == 0)) {
+            char sub[160];
+            snprintf(sub, sizeof sub, "%s.units[%zu]", path, (size_t)(b - r->units));
+            st = jbad(sub, "", "the same unit (candidate '%.100s'%s%.200s) as units[%zu]", b->candidate, b->config ? ", configuration " : "",
+                      b->config ? b->config : "", (size_t)(a - r->units));
+        }
+    }
+    free(p);
+    if (st != KT_OK) return st;
+    const kt__store_unit *w = NULL;
+    size_t wi = 0;
+    for (size_t i = 0; i < r->nunits && w == NULL; i++) {
+        const kt__store_unit *u = &r->units[i];
+        if (strcmp(u->candidate, r->winner_candidate) == 0 && (u->config == NULL) == (r->winner_config == NULL) &&
+            (u->config == NULL || strcmp(u->config, r->winner_config) == 0))
+            w = u, wi = i;
+    }
+    if (w == NULL)
+        return jbad(path, "winner", "candidate '%.100s'%s%.200s is none of the entry's %zu units", r->winner_candidate,
+                    r->winner_config ? ", configuration " : "", r->winner_config ? r->winner_config : "", r->nunits);
+    if (w->outcome != KT_OUTCOME_MEASURED)
+        return jbad(path, "winner", "its unit (units[%zu]) has outcome %s: a winner was measured", wi, kt__outcome_names[w->outcome]);
+    if (w->time_ns != r->time_ns)
+        return jbad(path, "time_ns", "is %.15g, but the winner's unit (units[%zu]) has time_ns %.15g", r->time_ns, wi, w->time_ns);
+    return KT_OK;
+}
+
+static kt_status parse_entry(json_t *e, const char *path, int64_t now, kt__store_rec *out) {
     memset(out, 0, sizeof *out);
     if (!json_is_object(e)) return jbad(path, "", "expected an object, got %s", kind_of(e));
-    kt_status st = jstr(e, path, "op", false, &out->op);
-    if (st == KT_OK) st = jstr(e, path, "candidate_set", false, &out->set_hash);
-    if (st == KT_OK) st = jstr(e, path, "device", false, &out->device);
+    kt_status st = jtext(e, path, "op", false, (text_rule){KT__NAME_MAX, false}, &out->op);
+    if (st == KT_OK) st = jtext(e, path, "candidate_set", false, (text_rule){KT__WISDOM_HASH_MAX, false}, &out->set_hash);
+    if (st == KT_OK) st = jtext(e, path, "device", false, (text_rule){KT_DEVICE_FINGERPRINT_MAX - 1, false}, &out->device);
     if (st == KT_OK) st = jstr(e, path, "library_version", false, &out->version);
     if (st == KT_OK) st = check_major(path, "library_version", out->version);
     json_t *v;
@@ -1467,23 +1685,25 @@ static kt_status parse_entry(json_t *e, const char *path, kt__store_rec *out) {
     if (st == KT_OK) st = jget(e, path, "winner", &v, "an object");
     if (st == KT_OK && !json_is_object(v)) st = jbad(path, "winner", "expected an object, got %s", kind_of(v));
     snprintf(sub, sizeof sub, "%s.winner", path);
-    if (st == KT_OK) st = jstr(v, sub, "candidate", false, &out->winner_candidate);
-    if (st == KT_OK) st = jstr(v, sub, "config", true, &out->winner_config);
+    if (st == KT_OK) st = jtext(v, sub, "candidate", false, (text_rule){KT__NAME_MAX, false}, &out->winner_candidate);
+    if (st == KT_OK) st = jconfig(v, sub, "config", &out->winner_config);
     if (st == KT_OK) st = jnum(e, path, "time_ns", &out->time_ns);
-    if (st == KT_OK) st = jget(e, path, "confidence", &v, "a number from 0 to 1, or null");
-    if (st == KT_OK) {
-        out->confidence = -1;
-        if (!json_is_null(v)) {
-            if (!json_is_number(v) || json_number_value(v) < 0 || json_number_value(v) > 1)
-                st = jbad(path, "confidence", "expected a number from 0 to 1, or null, got %s", kind_of(v));
-            else out->confidence = json_number_value(v);
-        }
-    }
+    if (st == KT_OK && out->time_ns < 0) st = jbad(path, "time_ns", "is %.15g; expected the winner's time, at least 0", out->time_ns);
+    if (st == KT_OK) st = jprob(e, path, "confidence", false, 0, &out->confidence);
+    /* absent in documents written before schema 3: no confidence was asked for */
+    if (st == KT_OK) st = jprob(e, path, "requested_confidence", true, 0.5, &out->requested_confidence);
     if (st == KT_OK) st = jget(e, path, "created", &v, "an integer (unix time)");
     if (st == KT_OK && !json_is_integer(v)) st = jbad(path, "created", "expected an integer (unix time), got %s", kind_of(v));
-    if (st == KT_OK) out->created = json_integer_value(v);
+    if (st == KT_OK) {
+        out->created = json_integer_value(v);
+        if (out->created < 0 || out->created > now + KT__WISDOM_FUTURE_S)
+            st = jbad(path, "created", "is %lld; expected a unix time from 0 to a day from now (%lld)", (long long)out->created,
+                      (long long)(now + KT__WISDOM_FUTURE_S));
+    }
     if (st == KT_OK) st = jget(e, path, "units", &v, "an array");
     if (st == KT_OK && !json_is_array(v)) st = jbad(path, "units", "expected an array, got %s", kind_of(v));
+    if (st == KT_OK && json_array_size(v) > KT__WISDOM_UNITS_MAX)
+        st = jbad(path, "units", "has %zu units; at most %d", json_array_size(v), KT__WISDOM_UNITS_MAX);
     if (st == KT_OK && json_array_size(v) > 0) {
         out->units = calloc(json_array_size(v), sizeof *out->units);
         if (out->units == NULL) st = kt__err(KT_ERR_NO_MEMORY, "kt_cache_import: out of memory");
@@ -1493,6 +1713,7 @@ static kt_status parse_entry(json_t *e, const char *path, kt__store_rec *out) {
             if (st == KT_OK) out->nunits++;
         }
     }
+    if (st == KT_OK) st = check_units(out, path);
     if (st != KT_OK) kt__store_rec_free(out);
     return st;
 }
@@ -1589,13 +1810,14 @@ kt_status kt_cache_import(kt_cache *cache, const char *json, int replace, size_t
     if (st == KT_OK) st = jget(doc, "", "entries", &entries, "an array");
     if (st == KT_OK && !json_is_array(entries)) st = jbad("", "entries", "expected an array, got %s", kind_of(entries));
     import_job j = {.replace = replace != 0};
+    int64_t now = (int64_t)time(NULL);
     if (st == KT_OK && json_array_size(entries) > 0) {
         j.recs = calloc(json_array_size(entries), sizeof *j.recs);
         if (j.recs == NULL) st = kt__err(KT_ERR_NO_MEMORY, "kt_cache_import: out of memory");
         for (size_t i = 0; st == KT_OK && i < json_array_size(entries); i++) {
             char path[48];
             snprintf(path, sizeof path, "entries[%zu]", i);
-            st = parse_entry(json_array_get(entries, i), path, &j.recs[i]);
+            st = parse_entry(json_array_get(entries, i), path, now, &j.recs[i]);
             if (st == KT_OK) j.n++;
         }
     }
@@ -1663,8 +1885,8 @@ kt_status kt__store_put(kt_cache *c, const kt__store_rec *rec) {
     (void)c, (void)rec;
     return kt__no_cache("kt__store_put");
 }
-kt_status kt__store_get_unit(kt_cache *c, const kt__store_rec *id, const char *unit_hash, kt__store_unit *out) {
-    (void)c, (void)id, (void)unit_hash, (void)out;
+kt_status kt__store_get_unit(kt_cache *c, const kt__store_rec *id, const char *unit_hash, bool skip_own, kt__store_unit *out) {
+    (void)c, (void)id, (void)unit_hash, (void)skip_own, (void)out;
     return kt__no_cache("kt__store_get_unit");
 }
 

@@ -16,12 +16,14 @@
 
 #include <kerntune.h>
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
 /* Newest schema version (PRAGMA user_version) this library reads and writes. Version 1: one
- * `decisions` table without confidence; version 2: decisions.confidence and the `units` table. */
-#define KT__STORE_SCHEMA 2
+ * `decisions` table without confidence; version 2: decisions.confidence and the `units` table;
+ * version 3: decisions.requested_confidence and units.finalist. */
+#define KT__STORE_SCHEMA 3
 
 /* Longest key a record may have, in 64-bit words. */
 #define KT__STORE_KEY_MAX 16
@@ -36,6 +38,7 @@ typedef struct kt__store_unit {
     double ci_low_ns, ci_high_ns; /* confidence interval of the estimate; negative when unknown */
     unsigned runs, warmups;
     char *message;                /* first diagnostic line of a failure, or NULL */
+    bool finalist;                /* still racing when the race stopped, or the winner (see persist.c) */
 } kt__store_unit;
 
 /* One decision: what identifies it (op, set_hash, device, version, key) and what was decided. */
@@ -47,7 +50,11 @@ typedef struct kt__store_rec {
     char *winner_candidate, *winner_config; /* winner_config NULL for natives */
     double time_ns, confidence;             /* the winner's time; confidence in [0,1], negative
                                                when unknown (decisions migrated from schema 1) */
-    int64_t created;                        /* unix time */
+    double requested_confidence;            /* the confidence the race asked for, in [0,1];
+                                               negative when none (another policy, or recorded
+                                               before schema 3). A decision whose confidence is
+                                               below it is not settled: kt__store_unsettled */
+    int64_t created;                        /* unix time of the recording */
     kt__store_unit *units;
     size_t nunits;
 } kt__store_rec;
@@ -60,14 +67,20 @@ typedef struct kt__store_rec {
 kt_status kt__store_get(kt_cache *c, const kt__store_rec *id, kt__store_rec *out);
 
 /* Inserts the decision and its units, replacing a stored decision of the same identity, in one
- * transaction. Names must be non-empty, outcomes 0..5, times finite, confidence at most 1. */
+ * transaction. Names must be non-empty, outcomes 0..7, times finite, confidence and
+ * requested_confidence at most 1. */
 kt_status kt__store_put(kt_cache *c, const kt__store_rec *rec);
 
 /* Finds the most recently stored unit with this unit_hash among the decisions of (op, device,
- * version, key) under any candidate-set hash (id's set_hash is not read): lets a changed
- * candidate set reuse the measurements and failures of unchanged units. KT_ERR_NOT_FOUND when
- * absent; KT_ERR_INVALID_ARGUMENT for an invalid stored row, as kt__store_get. */
-kt_status kt__store_get_unit(kt_cache *c, const kt__store_rec *id, const char *unit_hash, kt__store_unit *out);
+ * version, key) under any candidate-set hash: lets a changed candidate set reuse the
+ * measurements and failures of unchanged units. With skip_own, the decision of id's exact
+ * identity (its set_hash included) is not consulted: a record that was rejected lends nothing.
+ * Otherwise id's set_hash is not read. KT_ERR_NOT_FOUND when absent; KT_ERR_INVALID_ARGUMENT
+ * for an invalid stored row, as kt__store_get. */
+kt_status kt__store_get_unit(kt_cache *c, const kt__store_rec *id, const char *unit_hash, bool skip_own, kt__store_unit *out);
+
+/* Whether a record ended below the confidence its race asked for (both known). */
+bool kt__store_unsettled(const kt__store_rec *r);
 
 /* Free what a record or unit owns and zero it; the struct itself is the caller's. NULL is
  * harmless. */

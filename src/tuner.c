@@ -51,6 +51,10 @@ void kt__decision_reset(kt_decision *d) {
     free_units(d);
     free(d->fail_msg);
     d->fail_msg = NULL;
+    free(d->cache_rejected); /* what the persistent cache said (persist.c) */
+    d->cache_rejected = NULL;
+    d->rerace = false;
+    d->requested_confidence = 0;
     d->validated = false;
     d->peak_extra = 0;
     d->confidence = 0;
@@ -847,6 +851,10 @@ static kt_status measure_all(kt_op *op, kt_decision *d, const kt_arg *caller, bo
     for (size_t i = 0; recalled && i < d->nunits; i++) {
         kt__unit *u = &d->units[i];
         if (!u->recalled || !kt__unit_runnable(u) || !kt__key_accepts(op, d->key, u->cand)) continue;
+        if (u->held) { /* a non-finalist of a re-raced decision (persist.c): kept as recorded, never competes */
+            if (u->r.time_ns >= 0) u->r.outcome = KT_OUTCOME_MEASURED;
+            continue;
+        }
         u->r.outcome = KT_OUTCOME_MEASURED; /* its recorded time competes with today's */
         if (best < 0 || u->r.time_ns < d->units[best].r.time_ns) best = (long)i;
     }

@@ -1,8 +1,9 @@
 /*
  * test-cache-cli.c - `kerntune cache`, run as a process (the built binary): help of the command
  * and of each subcommand, import / list / show / export / rm / clear / path with their exact
- * output, the cache path from the environment, a damaged cache, and bad input with its exact
- * messages and exit status.
+ * output (newest decision first, real creation dates), --json on every subcommand (stdout one
+ * JSON document, failures included), the cache path from the environment, a damaged cache, and
+ * bad input with its exact messages and exit status.
  */
 #define _GNU_SOURCE /* mkdtemp, nftw */
 #include "helpers.h"
@@ -10,8 +11,10 @@
 #include <fcntl.h>
 #include <ftw.h>
 #include <jansson.h>
+#include <stdbool.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #ifndef KT_CLI
@@ -120,7 +123,7 @@ static void write_text(const char *path, const char *text) {
 
 static void import_fixture(void) {
     assert_int_equal(cli(NULL, NULL, "cache", "import", WISDOM, "--cache", db, NULL), 0);
-    assert_string_equal(out, "imported " WISDOM ": 3 added, 0 replaced, 0 kept\n");
+    assert_string_equal(out, "imported " WISDOM ": 4 added, 0 replaced, 0 kept\n");
     assert_string_equal(err, "");
 }
 
@@ -170,46 +173,59 @@ static void test_import_list_show(void **state) {
     (void)state;
     import_fixture();
     assert_int_equal(cli(NULL, NULL, "cache", "import", WISDOM, "--cache", db, NULL), 0);
-    assert_string_equal(out, "imported " WISDOM ": 0 added, 0 replaced, 3 kept\n");
+    assert_string_equal(out, "imported " WISDOM ": 0 added, 0 replaced, 4 kept\n");
     assert_int_equal(cli(NULL, NULL, "cache", "import", "--replace", "--json", "--cache=", NULL), 2);
     assert_string_equal(err, "kerntune cache import: --cache needs a non-empty value\nrun 'kerntune cache import --help' for the options\n");
     assert_int_equal(cli(NULL, NULL, "cache", "import", "--replace", "--json", WISDOM, "--cache", db, NULL), 0);
-    assert_string_equal(out, "{\"added\": 0, \"replaced\": 3, \"kept\": 0}\n");
+    json_error_t jerr;
+    json_t *counts = json_loads(out, 0, &jerr);
+    assert_non_null(counts);
+    json_t *want = json_pack("{s:s, s:i, s:i, s:i}", "file", WISDOM, "added", 0, "replaced", 4, "kept", 0);
+    assert_true(json_equal(counts, want));
+    json_decref(counts);
+    json_decref(want);
     /* from stdin */
     char other[600];
     snprintf(other, sizeof other, "%s/other.db", dir);
     assert_int_equal(cli(NULL, WISDOM, "cache", "import", "-", "--cache", other, NULL), 0);
-    assert_string_equal(out, "imported (stdin): 3 added, 0 replaced, 0 kept\n");
+    assert_string_equal(out, "imported (stdin): 4 added, 0 replaced, 0 kept\n");
 
+    /* newest first; a decision below the confidence its race asked for shows both */
     assert_int_equal(cli(NULL, NULL, "cache", "list", "--cache", db, NULL), 0);
     assert_string_equal(out,
-                        "OP      DEVICE                    KEY             WINNER            TIME       CONF  UNITS\n"
-                        "axpy    gpu:NVIDIA H200:sm_90...  1048576         unrolled          951.2 ns   1.00  2\n"
-                        "matmul  cpu:GenuineIntel:Xeon...  1024,1024,1024  tiled TM=32,TN=8  1.47 ms    -     0\n"
-                        "matmul  cpu:GenuineIntel:Xeon...  512,512,512     tiled TM=16,TN=8  183.25 us  0.99  4\n");
+                        "OP      DEVICE                    KEY             WINNER            TIME       CONF       UNITS  CREATED\n"
+                        "axpy    gpu:NVIDIA H200:sm_90...  1048576         unrolled          951.2 ns   1.00       2      2025-11-22 08:30\n"
+                        "reduce  cpu:GenuineIntel:Xeon...  4096            tree              2.10 us    0.70<0.99  3      2025-11-22 08:29\n"
+                        "matmul  cpu:GenuineIntel:Xeon...  1024,1024,1024  tiled TM=32,TN=8  1.47 ms    -          0      2025-11-22 08:28\n"
+                        "matmul  cpu:GenuineIntel:Xeon...  512,512,512     tiled TM=16,TN=8  183.25 us  0.99       4      2025-11-22 08:26\n");
     assert_string_equal(err, "");
     assert_int_equal(cli(NULL, NULL, "cache", "list", "--op", "axpy", "--cache", db, NULL), 0);
     assert_string_equal(out,
-                        "OP    DEVICE                    KEY      WINNER    TIME      CONF  UNITS\n"
-                        "axpy  gpu:NVIDIA H200:sm_90...  1048576  unrolled  951.2 ns  1.00  2\n");
+                        "OP    DEVICE                    KEY      WINNER    TIME      CONF  UNITS  CREATED\n"
+                        "axpy  gpu:NVIDIA H200:sm_90...  1048576  unrolled  951.2 ns  1.00  2      2025-11-22 08:30\n");
     assert_int_equal(cli(NULL, NULL, "cache", "list", "--op", "nothing", "--cache", db, NULL), 0);
     assert_string_equal(out, "no decisions\n");
 
     assert_int_equal(cli(NULL, NULL, "cache", "list", "--json", "--cache", db, NULL), 0);
-    json_error_t jerr;
     json_t *rows = json_loads(out, 0, &jerr);
     assert_non_null(rows);
-    assert_int_equal(json_array_size(rows), 3);
-    json_t *r0 = json_array_get(rows, 0), *r1 = json_array_get(rows, 1);
+    assert_int_equal(json_array_size(rows), 4);
+    json_t *r0 = json_array_get(rows, 0), *r1 = json_array_get(rows, 1), *r2 = json_array_get(rows, 2);
     assert_string_equal(json_string_value(json_object_get(r0, "op")), "axpy");
     assert_string_equal(json_string_value(json_object_get(r0, "device")), "gpu:NVIDIA H200:sm_90:132sm");
     assert_int_equal(json_integer_value(json_array_get(json_object_get(r0, "key"), 0)), 1048576);
     assert_true(json_is_null(json_object_get(json_object_get(r0, "winner"), "config")));
     assert_true(json_real_value(json_object_get(r0, "time_ns")) == 951.25);
     assert_true(json_real_value(json_object_get(r0, "confidence")) == 1.0);
+    assert_true(json_real_value(json_object_get(r0, "requested_confidence")) == 0.99);
+    assert_true(json_is_false(json_object_get(r0, "below_confidence")));
     assert_int_equal(json_integer_value(json_object_get(r0, "units")), 2);
-    assert_true(json_is_null(json_object_get(r1, "confidence")));
-    assert_int_equal(json_integer_value(json_object_get(r1, "units")), 0);
+    assert_int_equal(json_integer_value(json_object_get(r0, "created")), 1763800200);
+    assert_string_equal(json_string_value(json_object_get(r1, "op")), "reduce");
+    assert_true(json_is_true(json_object_get(r1, "below_confidence")));
+    assert_true(json_is_null(json_object_get(r2, "confidence")));
+    assert_true(json_is_null(json_object_get(r2, "requested_confidence")));
+    assert_int_equal(json_integer_value(json_object_get(r2, "units")), 0);
     json_decref(rows);
 
     assert_int_equal(cli(NULL, NULL, "cache", "show", "--op", "matmul", "--cache", db, NULL), 0);
@@ -227,7 +243,7 @@ static void test_import_list_show(void **state) {
                         "  candidate set: 5b1d0c3e9a7f2468\n"
                         "  library:       0.1.0\n"
                         "  created:       2025-11-22 08:26:40 UTC\n"
-                        "  winner:        tiled TM=16,TN=8, 183.25 us, confidence 0.99\n"
+                        "  winner:        tiled TM=16,TN=8, 183.25 us, confidence 0.99 (0.99 asked for)\n"
                         "  CANDIDATE  CONFIG       OUTCOME       TIME       RUNS  MESSAGE\n"
                         "  tiled      TM=16,TN=8   measured      183.25 us  12\n"
                         "  tiled      TM=32,TN=8   measured      201.50 us  9\n"
@@ -240,15 +256,35 @@ static void test_import_list_show(void **state) {
                         "  candidate set: 04d1e7c2aa90b3f1\n"
                         "  library:       0.1.0\n"
                         "  created:       2025-11-22 08:30:00 UTC\n"
-                        "  winner:        unrolled, 951.2 ns, confidence 1.00\n"
+                        "  winner:        unrolled, 951.2 ns, confidence 1.00 (0.99 asked for)\n"
                         "  CANDIDATE  CONFIG  OUTCOME   TIME      RUNS  MESSAGE\n"
                         "  unrolled   -       measured  951.2 ns  100\n"
                         "  simple     -       rejected  -         0\n");
+    /* below what its race asked for: said so, with the finalists the next tuning re-races */
+    assert_int_equal(cli(NULL, NULL, "cache", "show", "--op", "reduce", "--cache", db, NULL), 0);
+    assert_string_equal(out,
+                        "reduce [4096]\n"
+                        "  device:        cpu:GenuineIntel:Xeon-8480:avx512f:56t:l3=105M\n"
+                        "  candidate set: 6c0ffee1d00dfeed\n"
+                        "  library:       0.1.0\n"
+                        "  created:       2025-11-22 08:29:10 UTC\n"
+                        "  winner:        tree, 2.10 us, confidence 0.70, below the 0.99 asked for: the next tuning re-races its finalists\n"
+                        "  CANDIDATE  CONFIG  OUTCOME   TIME     RUNS  FINALIST  MESSAGE\n"
+                        "  tree       -       measured  2.10 us  3     yes\n"
+                        "  atomic     -       measured  2.15 us  3     yes\n"
+                        "  serial     -       measured  9.80 us  1     no\n");
     assert_int_equal(cli(NULL, NULL, "cache", "show", "--json", "--op", "axpy", "--cache", db, NULL), 0);
     json_t *entries = json_loads(out, 0, &jerr);
     assert_int_equal(json_array_size(entries), 1);
     json_t *units = json_object_get(json_array_get(entries, 0), "units");
     assert_string_equal(json_string_value(json_object_get(json_array_get(units, 1), "outcome")), "rejected");
+    json_decref(entries);
+    /* show --json: the export's entries, newest first */
+    assert_int_equal(cli(NULL, NULL, "cache", "show", "--json", "--cache", db, NULL), 0);
+    entries = json_loads(out, 0, &jerr);
+    assert_int_equal(json_array_size(entries), 4);
+    static const json_int_t order[] = {1763800200, 1763800150, 1763800100, 1763800000};
+    for (size_t i = 0; i < 4; i++) assert_int_equal(json_integer_value(json_object_get(json_array_get(entries, i), "created")), order[i]);
     json_decref(entries);
 }
 
@@ -277,7 +313,7 @@ static void test_export(void **state) {
     assert_int_equal(json_integer_value(json_object_get(doc, "kerntune_wisdom")), 1);
     assert_string_equal(json_string_value(json_object_get(doc, "library_version")), kt_version_string());
     json_t *entries = json_object_get(doc, "entries");
-    assert_int_equal(json_array_size(entries), 3);
+    assert_int_equal(json_array_size(entries), 4);
     size_t i;
     json_t *e;
     json_array_foreach(entries, i, e) {
@@ -294,7 +330,7 @@ static void test_export(void **state) {
     snprintf(file, sizeof file, "%s/out.json", dir);
     assert_int_equal(cli(NULL, NULL, "cache", "export", "-o", file, "--cache", db, NULL), 0);
     char expect[800];
-    snprintf(expect, sizeof expect, "exported 3 decisions to %s\n", file);
+    snprintf(expect, sizeof expect, "exported 4 decisions to %s\n", file);
     assert_string_equal(out, expect);
     slurp(file, out, sizeof out);
     assert_string_equal(out, whole);
@@ -335,14 +371,18 @@ static void test_rm_clear(void **state) {
     assert_int_equal(cli(NULL, NULL, "cache", "rm", "--op", "axpy", "--cache", db, NULL), 0);
     assert_string_equal(out, "removed 0 decisions\n");
     assert_int_equal(cli(NULL, NULL, "cache", "rm", "--device", "gpu:other", "--json", "--cache", db, NULL), 0);
-    assert_string_equal(out, "{\"removed\": 0}\n");
+    json_t *v = json_loads(out, 0, NULL);
+    assert_non_null(v);
+    assert_int_equal(json_integer_value(json_object_get(v, "removed")), 0);
+    assert_int_equal(json_object_size(v), 1);
+    json_decref(v);
     assert_int_equal(cli(NULL, NULL, "cache", "clear", "--cache", db, NULL), 2);
     assert_string_equal(err, "kerntune cache clear: this removes every decision of the cache: add --yes to confirm\n"
                              "run 'kerntune cache clear --help' for the options\n");
     assert_int_equal(cli(NULL, NULL, "cache", "list", "--cache", db, NULL), 0);
     assert_non_null(strstr(out, "matmul"));
     assert_int_equal(cli(NULL, NULL, "cache", "clear", "--yes", "--cache", db, NULL), 0);
-    assert_string_equal(out, "removed 2 decisions\n");
+    assert_string_equal(out, "removed 3 decisions\n");
     assert_int_equal(cli(NULL, NULL, "cache", "list", "--cache", db, NULL), 0);
     assert_string_equal(out, "no decisions\n");
     assert_int_equal(cli(NULL, NULL, "cache", "show", "--cache", db, NULL), 0);
@@ -395,6 +435,384 @@ static void test_path(void **state) {
     assert_string_equal(out, "no decisions\n");
     snprintf(first, sizeof first, "kerntune cache: warning: '%s' was damaged (file is not a database); moved it aside to '%s.corrupt-", bad, bad);
     assert_memory_equal(err, first, strlen(first));
+}
+
+/* ---- --json ------------------------------------------------------------------------------------ */
+
+/* stdout as exactly one JSON document: jansson refuses anything after the first value. */
+static json_t *stdout_json(void) {
+    json_error_t e;
+    json_t *v = json_loads(out, 0, &e);
+    if (v == NULL) fail_msg("stdout is not one JSON document (%s, line %d column %d):\n%s", e.text, e.line, e.column, out);
+    return v;
+}
+
+/* stdout is {"error": message} and stderr says the same after the command's name. */
+static void expect_json_error(const char *sub, const char *message) {
+    json_t *v = stdout_json();
+    json_t *want = json_pack("{s:s}", "error", message);
+    if (!json_equal(v, want)) fail_msg("stdout: %s\nwanted the error: %s", out, message);
+    json_decref(v);
+    json_decref(want);
+    char line[2048];
+    snprintf(line, sizeof line, "kerntune cache%s%s: %s\n", sub ? " " : "", sub ? sub : "", message);
+    assert_memory_equal(err, line, strlen(line));
+}
+
+/* Every subcommand that takes --json prints one JSON document on stdout and nothing else, on
+ * success and on failure (usage errors included); text (warnings, errors) goes to stderr. */
+static void test_json_everywhere(void **state) {
+    (void)state;
+    import_fixture();
+    json_t *v;
+    assert_int_equal(cli(NULL, NULL, "cache", "list", "--json", "--cache", db, NULL), 0);
+    v = stdout_json();
+    assert_int_equal(json_array_size(v), 4);
+    json_decref(v);
+    assert_int_equal(cli(NULL, NULL, "cache", "list", "--json", "--op", "none", "--cache", db, NULL), 0);
+    v = stdout_json();
+    assert_true(json_is_array(v) && json_array_size(v) == 0);
+    json_decref(v);
+    assert_int_equal(cli(NULL, NULL, "cache", "show", "--json", "--cache", db, NULL), 0);
+    v = stdout_json();
+    assert_int_equal(json_array_size(v), 4);
+    json_decref(v);
+    assert_int_equal(cli(NULL, NULL, "cache", "export", "--json", "--cache", db, NULL), 0);
+    v = stdout_json();
+    assert_int_equal(json_array_size(json_object_get(v, "entries")), 4);
+    json_decref(v);
+    char file[600];
+    snprintf(file, sizeof file, "%s/w.json", dir);
+    assert_int_equal(cli(NULL, NULL, "cache", "export", "--json", "-o", file, "--cache", db, NULL), 0);
+    v = stdout_json();
+    json_t *want = json_pack("{s:i, s:s}", "exported", 4, "file", file);
+    assert_true(json_equal(v, want));
+    json_decref(want);
+    json_decref(v);
+    assert_int_equal(cli(NULL, NULL, "cache", "import", file, "--json", "--cache", db, NULL), 0);
+    v = stdout_json();
+    assert_int_equal(json_integer_value(json_object_get(v, "kept")), 4);
+    json_decref(v);
+    assert_int_equal(cli(NULL, NULL, "cache", "rm", "--op", "axpy", "--json", "--cache", db, NULL), 0);
+    v = stdout_json();
+    assert_int_equal(json_integer_value(json_object_get(v, "removed")), 1);
+    json_decref(v);
+    assert_int_equal(cli(NULL, NULL, "cache", "path", "--json", "--cache", db, NULL), 0);
+    v = stdout_json();
+    assert_string_equal(json_string_value(json_object_get(v, "path")), db);
+    json_decref(v);
+    assert_int_equal(cli(NULL, NULL, "cache", "clear", "--yes", "--json", "--cache", db, NULL), 0);
+    v = stdout_json();
+    assert_int_equal(json_integer_value(json_object_get(v, "removed")), 3);
+    json_decref(v);
+
+    /* failures: still one document on stdout */
+    char missing[600], expect[1200];
+    snprintf(missing, sizeof missing, "%s/missing.json", dir);
+    assert_int_equal(cli(NULL, NULL, "cache", "import", missing, "--json", "--cache", db, NULL), 1);
+    snprintf(expect, sizeof expect, "%s: No such file or directory", missing);
+    expect_json_error("import", expect);
+    snprintf(file, sizeof file, "%s/syntax.json", dir);
+    write_text(file, "{\"kerntune_wisdom\": 1,,}");
+    assert_int_equal(cli(NULL, NULL, "cache", "import", file, "--json", "--cache", db, NULL), 1);
+    snprintf(expect, sizeof expect, "%s:1:23: string or '}' expected near ','", file);
+    expect_json_error("import", expect);
+    write_text(file, "{\"kerntune_wisdom\": 1, \"library_version\": \"0.1.0\", \"entries\": [{\"op\": \"a\\u0007\"}]}");
+    assert_int_equal(cli(NULL, NULL, "cache", "import", file, "--json", "--cache", db, NULL), 1);
+    snprintf(expect, sizeof expect, "%s: entries[0].op: holds a control character (0x07) at offset 1", file);
+    expect_json_error("import", expect);
+    assert_int_equal(cli(NULL, NULL, "cache", "list", "--json", "--bogus", "--cache", db, NULL), 2);
+    expect_json_error("list", "unknown option '--bogus'");
+    assert_int_equal(cli(NULL, NULL, "cache", "clear", "--json", "--cache", db, NULL), 2);
+    expect_json_error("clear", "this removes every decision of the cache: add --yes to confirm");
+    assert_int_equal(cli(NULL, NULL, "cache", "frobnicate", "--json", NULL), 2);
+    expect_json_error(NULL, "unknown command 'frobnicate'; run 'kerntune cache --help' for the list");
+    assert_int_equal(cli("KERNTUNE_CACHE=off", NULL, "cache", "path", "--json", NULL), 1);
+    expect_json_error("path", "kt_cache_open(NULL): KERNTUNE_CACHE=off: the persistent cache is switched off");
+    assert_int_equal(cli(NULL, NULL, "cache", "export", "--json", "-o", "/nonexistent-dir/x.json", "--cache", db, NULL), 1);
+    expect_json_error("export", "/nonexistent-dir/x.json: No such file or directory");
+
+    /* a warning from opening the cache goes to stderr: stdout stays one document */
+    char bad[600];
+    snprintf(bad, sizeof bad, "%s/bad.db", dir);
+    write_text(bad, "this is not an SQLite database, not even close; it is a sentence of some length........");
+    assert_int_equal(cli(NULL, NULL, "cache", "list", "--json", "--cache", bad, NULL), 0);
+    v = stdout_json();
+    assert_int_equal(json_array_size(v), 0);
+    json_decref(v);
+    assert_non_null(strstr(err, "kerntune cache: warning: '"));
+}
+
+/* ---- long values ------------------------------------------------------------------------------ */
+
+/* A configuration of 4000 characters and a path of 2000 are printed whole, never cut. */
+static void test_long_values_whole(void **state) {
+    (void)state;
+    char config[4096];
+    size_t at = 0;
+    for (int i = 0; at < 3990; i++) at += (size_t)snprintf(config + at, sizeof config - at, "%sPARAM%d=%d", i ? "," : "", i, i);
+    json_t *unit = json_pack("{s:s, s:s, s:s, s:s, s:f, s:n, s:i, s:i, s:n, s:b}", "candidate", "tiled", "config", config, "unit_hash", "ab",
+                             "outcome", "measured", "time_ns", 5.0, "ci_ns", "runs", 3, "warmups", 1, "message", "finalist", 1);
+    json_t *entry = json_pack("{s:s, s:s, s:s, s:s, s:[i], s:{s:s, s:s}, s:f, s:f, s:f, s:i, s:[o]}", "op", "long", "candidate_set", "s",
+                              "device", "d", "library_version", "0.1.0", "key", 1, "winner", "candidate", "tiled", "config", config,
+                              "time_ns", 5.0, "confidence", 0.5, "requested_confidence", 0.99, "created", 1763800000, "units", unit);
+    json_t *doc = json_pack("{s:i, s:s, s:[o]}", "kerntune_wisdom", 1, "library_version", "0.1.0", "entries", entry);
+    char file[600];
+    snprintf(file, sizeof file, "%s/long.json", dir);
+    assert_int_equal(json_dump_file(doc, file, 0), 0);
+    json_decref(doc);
+    if (cli(NULL, NULL, "cache", "import", file, "--cache", db, NULL) != 0) fail_msg("import: %s", err);
+    assert_int_equal(cli(NULL, NULL, "cache", "list", "--cache", db, NULL), 0);
+    assert_non_null(strstr(out, config));
+    assert_int_equal(cli(NULL, NULL, "cache", "show", "--cache", db, NULL), 0);
+    char line[4200];
+    snprintf(line, sizeof line, "  winner:        tiled %s, 5.0 ns, confidence 0.50, below the 0.99 asked for", config);
+    assert_non_null(strstr(out, line));
+    snprintf(line, sizeof line, "  tiled      %s  measured  5.0 ns  3     yes\n", config);
+    assert_non_null(strstr(out, line));
+    /* a long path in an error message */
+    char path[2100];
+    at = (size_t)snprintf(path, sizeof path, "%s/", dir);
+    while (at < 2000) path[at++] = 'x';
+    snprintf(path + at, sizeof path - at, ".json");
+    assert_int_equal(cli(NULL, NULL, "cache", "import", path, "--json", "--cache", db, NULL), 1);
+    char want[2300];
+    snprintf(want, sizeof want, "%s: %s", path, strlen(path) - strlen(dir) - 1 > 255 ? "File name too long" : "No such file or directory");
+    expect_json_error("import", want);
+}
+
+/* ---- dates ------------------------------------------------------------------------------------ */
+
+static int native_fn(const kt_arg *args, size_t nargs, void *user) {
+    (void)nargs, (void)user;
+    ((int32_t *)args[0].ptr)[0] = (int32_t)args[1].i;
+    return 0;
+}
+
+/* A decision made now (through the library, into the test's cache) is shown with today's date
+ * and first, before the older imported ones. */
+static void test_real_dates_by_age(void **state) {
+    (void)state;
+    import_fixture();
+    kt_context *ctx = NULL;
+    ok(kt_context_create(&ctx));
+    ok(kt_context_set_cache(ctx, db));
+    kt_op *op = NULL;
+    ok(kt_op_create(ctx, "fresh", &op));
+    ok(kt_op_add_buffer(op, "out", KT_TYPE_I32, KT_WRITE_ONLY));
+    ok(kt_op_add_scalar(op, "n", KT_TYPE_I64));
+    ok(kt_op_key_arg(op, 1, KT_BUCKET_EXACT));
+    ok(kt_op_add_native(op, "only", native_fn, NULL));
+    int32_t buf[4] = {0};
+    time_t before = time(NULL);
+    ok(kt_op_call(op, (kt_arg[]){kt_arg_buf(buf, sizeof buf), kt_arg_i64(3)}, 2));
+    time_t after = time(NULL);
+    kt_context_destroy(ctx);
+
+    assert_int_equal(cli(NULL, NULL, "cache", "list", "--json", "--cache", db, NULL), 0);
+    json_t *rows = stdout_json();
+    assert_int_equal(json_array_size(rows), 5);
+    assert_string_equal(json_string_value(json_object_get(json_array_get(rows, 0), "op")), "fresh");
+    time_t created = (time_t)json_integer_value(json_object_get(json_array_get(rows, 0), "created"));
+    json_decref(rows);
+    if (created < before || created > after) fail_msg("created %lld, made between %lld and %lld", (long long)created, (long long)before, (long long)after);
+    struct tm tm;
+    gmtime_r(&created, &tm);
+    char minute[32], second[48];
+    strftime(minute, sizeof minute, "%Y-%m-%d %H:%M", &tm);
+    strftime(second, sizeof second, "%Y-%m-%d %H:%M:%S UTC", &tm);
+
+    assert_int_equal(cli(NULL, NULL, "cache", "list", "--cache", db, NULL), 0);
+    char *line2 = strchr(out, '\n') + 1; /* the first decision, after the header */
+    assert_memory_equal(line2, "fresh ", 6);
+    char tail[64];
+    snprintf(tail, sizeof tail, "  %s\n", minute);
+    char *eol = strchr(line2, '\n');
+    assert_true((size_t)(eol + 1 - line2) > strlen(tail));
+    assert_memory_equal(eol + 1 - strlen(tail), tail, strlen(tail));
+    assert_null(strstr(out, "1970-01-01"));
+    assert_int_equal(cli(NULL, NULL, "cache", "show", "--cache", db, NULL), 0);
+    char shown[96];
+    snprintf(shown, sizeof shown, "fresh [3]\n  device:        ");
+    assert_memory_equal(out, shown, strlen(shown));
+    snprintf(shown, sizeof shown, "  created:       %s\n", second);
+    assert_non_null(strstr(out, shown));
+    /* then the imported ones, newest first */
+    const char *a = strstr(out, "axpy ["), *r = strstr(out, "reduce ["), *m1 = strstr(out, "matmul [1024"), *m5 = strstr(out, "matmul [512");
+    assert_true(a && r && m1 && m5 && a < r && r < m1 && m1 < m5);
+}
+
+/* ---- what `kerntune tune` says of the cache ------------------------------------------------- */
+
+#define MATMUL KT_DATA "/t1/matmul_c.json"
+
+/* Runs `kerntune tune MATMUL --cache db --json [--t4 t4]` (env as cli's) and returns its JSON
+ * summary (stdout must be that document alone), asserting the exit status 0. */
+static json_t *tune_json(const char *env, const char *t4) {
+    int rc = t4 ? cli(env, NULL, "tune", MATMUL, "--cache", db, "--json", "--quiet", "--t4", t4, NULL)
+                : cli(env, NULL, "tune", MATMUL, "--cache", db, "--json", "--quiet", NULL);
+    if (rc != 0) fail_msg("kerntune tune exited %d: %s", rc, err);
+    return stdout_json();
+}
+
+/* The cache's one entry, edited by edit(entry), imported back in its place. */
+static void edit_cache(void (*edit)(json_t *e)) {
+    assert_int_equal(cli(NULL, NULL, "cache", "export", "--cache", db, NULL), 0);
+    json_t *doc = stdout_json();
+    assert_int_equal(json_array_size(json_object_get(doc, "entries")), 1);
+    edit(json_array_get(json_object_get(doc, "entries"), 0));
+    char file[600];
+    snprintf(file, sizeof file, "%s/edited.json", dir);
+    assert_int_equal(json_dump_file(doc, file, 0), 0);
+    json_decref(doc);
+    assert_int_equal(cli(NULL, NULL, "cache", "import", "--replace", file, "--cache", db, NULL), 0);
+}
+
+static bool is_winner_unit(json_t *e, json_t *u) {
+    json_t *w = json_object_get(e, "winner");
+    return json_equal(json_object_get(u, "candidate"), json_object_get(w, "candidate")) &&
+           json_equal(json_object_get(u, "config"), json_object_get(w, "config"));
+}
+
+/* The lie: the winner is TI=32,TK=32, which breaks the problem's condition TI * TK <= 512 (the
+ * winner's unit is renamed with it, so that import cannot tell). */
+static void lie_constraint(json_t *e) {
+    size_t i;
+    json_t *u;
+    json_array_foreach(json_object_get(e, "units"), i, u) {
+        if (is_winner_unit(e, u)) json_object_set_new(u, "config", json_string("TI=32,TK=32"));
+    }
+    json_object_set_new(json_object_get(e, "winner"), "config", json_string("TI=32,TK=32"));
+}
+
+/* Configurations whose T4 record has runtimes (measured by this run), and how many there are. */
+static size_t measured_in_t4(const char *t4, char names[][32], size_t max) {
+    json_error_t e;
+    json_t *doc = json_load_file(t4, 0, &e);
+    if (doc == NULL) fail_msg("%s: %s", t4, e.text);
+    size_t n = 0, i;
+    json_t *r;
+    json_array_foreach(json_object_get(doc, "results"), i, r) {
+        if (json_array_size(json_object_get(json_object_get(r, "times"), "runtimes")) == 0) continue;
+        json_t *c = json_object_get(r, "configuration");
+        if (n < max)
+            snprintf(names[n], 32, "TI=%lld,TK=%lld", (long long)json_integer_value(json_object_get(c, "TI")),
+                     (long long)json_integer_value(json_object_get(c, "TK")));
+        n++;
+    }
+    json_decref(doc);
+    return n;
+}
+
+/* A lying decision in the cache (imported: import cannot see the lie) is rejected when
+ * `kerntune tune` uses it, which says so on stderr without KERNTUNE_LOG and in --json
+ * (cache_rejected), measures every configuration afresh, and replaces the lie. */
+static void test_tune_rejects_lie(void **state) {
+    (void)state;
+    json_t *j = tune_json(NULL, NULL);
+    assert_true(json_is_null(json_object_get(j, "cache_rejected")));
+    json_decref(j);
+    edit_cache(lie_constraint);
+    char t4[600];
+    snprintf(t4, sizeof t4, "%s/t4.json", dir);
+    j = tune_json(NULL, t4);
+    static const char why[] = "configuration TI=32,TK=32 of 'kernel' is not in today's space for these arguments";
+    assert_string_equal(json_string_value(json_object_get(j, "cache_rejected")), why);
+    assert_string_equal(json_string_value(json_object_get(j, "source")), "measured");
+    assert_int_equal(json_integer_value(json_object_get(j, "measured")), 5);
+    json_decref(j);
+    char line[300];
+    snprintf(line, sizeof line, "kerntune tune: warning: the cache's decision for this problem was rejected, so it was measured again: %s\n", why);
+    assert_non_null(strstr(err, line));
+    char names[8][32];
+    assert_int_equal(measured_in_t4(t4, names, 8), 5); /* every configuration ran: none was taken from the lie */
+    /* the store holds what was measured */
+    assert_int_equal(cli(NULL, NULL, "cache", "export", "--cache", db, NULL), 0);
+    json_t *doc = stdout_json();
+    json_t *e = json_array_get(json_object_get(doc, "entries"), 0);
+    assert_string_not_equal(json_string_value(json_object_get(json_object_get(e, "winner"), "config")), "TI=32,TK=32");
+    size_t i;
+    json_t *u;
+    json_array_foreach(json_object_get(e, "units"), i, u) {
+        assert_string_not_equal(json_string_value(json_object_get(u, "config")), "TI=32,TK=32");
+        if (strcmp(json_string_value(json_object_get(u, "candidate")), "kernel") == 0) assert_true(json_integer_value(json_object_get(u, "runs")) > 0);
+    }
+    json_decref(doc);
+    /* and the next run is served from it, quietly */
+    j = tune_json(NULL, NULL);
+    assert_string_equal(json_string_value(json_object_get(j, "source")), "cache");
+    assert_true(json_is_null(json_object_get(j, "cache_rejected")));
+    json_decref(j);
+    assert_null(strstr(err, "warning"));
+}
+
+/* The decision made below the confidence its race asked for: 0.5 against 0.99, with the winner
+ * and the first other configuration as its finalists. */
+static char low_winner[32], low_other[32];
+static void lie_low_confidence(json_t *e) {
+    json_object_set_new(e, "confidence", json_real(0.5));
+    json_object_set_new(e, "requested_confidence", json_real(0.99));
+    snprintf(low_winner, sizeof low_winner, "%s", json_string_value(json_object_get(json_object_get(e, "winner"), "config")));
+    low_other[0] = 0;
+    size_t i;
+    json_t *u;
+    json_array_foreach(json_object_get(e, "units"), i, u) {
+        bool kernel = strcmp(json_string_value(json_object_get(u, "candidate")), "kernel") == 0;
+        bool finalist = is_winner_unit(e, u);
+        if (kernel && !finalist && low_other[0] == 0) {
+            snprintf(low_other, sizeof low_other, "%s", json_string_value(json_object_get(u, "config")));
+            finalist = true;
+        }
+        json_object_set_new(u, "finalist", json_boolean(finalist));
+    }
+}
+
+/* Below its requested confidence: with KERNTUNE_MODE=cache-only `kerntune tune` serves it and
+ * warns (stderr, --json below_confidence); with measurement allowed it re-races the finalists
+ * only (the T4 file shows runtimes for those two and no other) and records the new decision. */
+static void test_tune_below_confidence(void **state) {
+    (void)state;
+    json_t *j = tune_json(NULL, NULL);
+    json_decref(j);
+    edit_cache(lie_low_confidence);
+    j = tune_json("KERNTUNE_MODE=cache-only", NULL);
+    assert_string_equal(json_string_value(json_object_get(j, "source")), "cache");
+    assert_true(json_is_true(json_object_get(j, "below_confidence")));
+    assert_true(json_real_value(json_object_get(j, "confidence")) == 0.5);
+    assert_true(json_real_value(json_object_get(j, "requested_confidence")) == 0.99);
+    assert_true(json_is_false(json_object_get(j, "reraced")));
+    assert_int_equal(json_integer_value(json_object_get(j, "runs")), 0);
+    json_decref(j);
+    assert_non_null(strstr(err, "kerntune tune: warning: confidence 0.500 is below the 0.990 the race asked for (served from the cache without measuring)\n"));
+
+    char t4[600];
+    snprintf(t4, sizeof t4, "%s/t4.json", dir);
+    j = tune_json(NULL, t4);
+    assert_string_equal(json_string_value(json_object_get(j, "source")), "measured");
+    assert_true(json_is_true(json_object_get(j, "reraced")));
+    json_decref(j);
+    char names[8][32];
+    assert_int_equal(measured_in_t4(t4, names, 8), 2);
+    bool has_winner = strcmp(names[0], low_winner) == 0 || strcmp(names[1], low_winner) == 0;
+    bool has_other = strcmp(names[0], low_other) == 0 || strcmp(names[1], low_other) == 0;
+    if (!has_winner || !has_other) fail_msg("re-raced %s and %s; the finalists are %s and %s", names[0], names[1], low_winner, low_other);
+    /* the store: the re-raced decision, the other configurations as they were (0 runs now) */
+    assert_int_equal(cli(NULL, NULL, "cache", "export", "--cache", db, NULL), 0);
+    json_t *doc = stdout_json();
+    json_t *e = json_array_get(json_object_get(doc, "entries"), 0);
+    assert_true(json_real_value(json_object_get(e, "confidence")) != 0.5);
+    size_t i, zero = 0;
+    json_t *u;
+    json_array_foreach(json_object_get(e, "units"), i, u) {
+        if (strcmp(json_string_value(json_object_get(u, "candidate")), "kernel") != 0) continue;
+        const char *cfg = json_string_value(json_object_get(u, "config"));
+        bool finalist = strcmp(cfg, low_winner) == 0 || strcmp(cfg, low_other) == 0;
+        json_int_t runs = json_integer_value(json_object_get(u, "runs"));
+        if (finalist) assert_true(runs > 0);
+        else zero++, assert_int_equal(runs, 0), assert_string_equal(json_string_value(json_object_get(u, "outcome")), "measured");
+    }
+    assert_int_equal(zero, 3);
+    json_decref(doc);
 }
 
 /* ---- bad input -------------------------------------------------------------------------------- */
@@ -468,6 +886,11 @@ int main(void) {
         cmocka_unit_test_setup_teardown(test_export, setup, teardown),
         cmocka_unit_test_setup_teardown(test_rm_clear, setup, teardown),
         cmocka_unit_test_setup_teardown(test_path, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_json_everywhere, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_real_dates_by_age, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_long_values_whole, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_tune_rejects_lie, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_tune_below_confidence, setup, teardown),
         cmocka_unit_test_setup_teardown(test_errors, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,8 +1,8 @@
 /*
  * test-store.c - the persistent cache (src/store.c): records in and out whole, 32 processes at
  * once (tests/store-worker), a writer killed mid-transaction, damaged, truncated, read-only,
- * version-1 and newer-version files, rows with wrong types, wisdom export and import, the
- * default path, and one handle shared by threads. Real files in a fresh temporary directory
+ * version-1, version-2 and newer-version files, rows with wrong types, wisdom export and import
+ * (and every kind of lie import refuses), the default path, and one handle shared by threads. Real files in a fresh temporary directory
  * per test, inspected with SQLite directly.
  */
 #define _GNU_SOURCE /* mkdtemp, nftw */
@@ -157,18 +157,20 @@ typedef struct recbuf {
     int64_t key[4];
 } recbuf;
 
-/* A decision of op/set/device/version under key [k0, k1] with three units: a measured variant,
- * a native that failed (no config, a message), a variant never measured (negative times). */
+/* A decision of op/set/device/version under key [k0, k1] with three units: a measured variant
+ * (the winner, a finalist), a native that failed (no config, a message), a variant never
+ * measured (negative times). Its race asked for no confidence (another policy). */
 static kt__store_rec *make_rec(recbuf *b, const char *op, const char *set, const char *device, const char *version, int64_t k0, int64_t k1) {
     memset(b, 0, sizeof *b);
     b->key[0] = k0;
     b->key[1] = k1;
     b->r = (kt__store_rec){.op = (char *)op, .set_hash = (char *)set, .device = (char *)device, .version = (char *)version,
                            .key = b->key, .key_len = 2, .winner_candidate = "tiled", .winner_config = "TM=16,TN=8",
-                           .time_ns = 1234.5, .confidence = 0.9375, .created = 1763800000, .units = b->u, .nunits = 3};
-    b->u[0] = (kt__store_unit){"tiled", "TM=16,TN=8", "a1b2c3", KT_OUTCOME_MEASURED, 1234.5, 1200.25, 1260.75, 25, 2, NULL};
-    b->u[1] = (kt__store_unit){"naive", NULL, "d4e5f6", KT_OUTCOME_FAILED, -1, -1, -1, 0, 1, "returned 3"};
-    b->u[2] = (kt__store_unit){"tiled", "TM=32,TN=8", "0789ab", KT_OUTCOME_BUILD_FAILED, -1, -1, -1, 0, 0, "ptxas: too much shared data"};
+                           .time_ns = 1234.5, .confidence = 0.9375, .requested_confidence = -1, .created = 1763800000,
+                           .units = b->u, .nunits = 3};
+    b->u[0] = (kt__store_unit){"tiled", "TM=16,TN=8", "a1b2c3", KT_OUTCOME_MEASURED, 1234.5, 1200.25, 1260.75, 25, 2, NULL, true};
+    b->u[1] = (kt__store_unit){"naive", NULL, "d4e5f6", KT_OUTCOME_FAILED, -1, -1, -1, 0, 1, "returned 3", false};
+    b->u[2] = (kt__store_unit){"tiled", "TM=32,TN=8", "0789ab", KT_OUTCOME_BUILD_FAILED, -1, -1, -1, 0, 0, "ptxas: too much shared data", false};
     return &b->r;
 }
 
@@ -188,6 +190,7 @@ static void assert_unit_equal(const kt__store_unit *a, const kt__store_unit *b) 
     assert_int_equal(a->runs, b->runs);
     assert_int_equal(a->warmups, b->warmups);
     assert_str_or_null(a->message, b->message);
+    assert_int_equal(a->finalist, b->finalist);
 }
 
 static void assert_rec_equal(const kt__store_rec *a, const kt__store_rec *b) {
@@ -201,6 +204,7 @@ static void assert_rec_equal(const kt__store_rec *a, const kt__store_rec *b) {
     assert_str_or_null(a->winner_config, b->winner_config);
     assert_true(a->time_ns == b->time_ns);
     assert_true(a->confidence == b->confidence);
+    assert_true(a->requested_confidence == b->requested_confidence);
     assert_int_equal(a->created, b->created);
     assert_int_equal(a->nunits, b->nunits);
     for (size_t i = 0; i < a->nunits; i++) assert_unit_equal(&a->units[i], &b->units[i]);
@@ -256,21 +260,28 @@ static void test_roundtrip(void **state) {
     /* a unit found under another candidate-set hash */
     kt__store_unit u;
     make_rec(&m, "matmul", "a-changed-set", "cpu:x", "0.1.0", 512, -3);
-    ok(kt__store_get_unit(c, &m.r, "d4e5f6", &u));
+    ok(kt__store_get_unit(c, &m.r, "d4e5f6", false, &u));
     assert_unit_equal(&u, &b.u[1]);
     kt__store_unit_free(&u);
-    expect_status(KT_ERR_NOT_FOUND, kt__store_get_unit(c, &m.r, "ffffff", &u));
+    ok(kt__store_get_unit(c, &m.r, "d4e5f6", true, &u)); /* set1's record is not m's own */
+    kt__store_unit_free(&u);
+    expect_status(KT_ERR_NOT_FOUND, kt__store_get_unit(c, &m.r, "ffffff", false, &u));
+    make_rec(&m, "matmul", "set1", "cpu:x", "0.1.0", 512, -3); /* its own record, skipped when asked */
+    ok(kt__store_get_unit(c, &m.r, "d4e5f6", false, &u));
+    kt__store_unit_free(&u);
+    expect_status(KT_ERR_NOT_FOUND, kt__store_get_unit(c, &m.r, "d4e5f6", true, &u));
     make_rec(&m, "matmul", "set1", "cpu:y", "0.1.0", 512, -3); /* but not on another device */
-    expect_status(KT_ERR_NOT_FOUND, kt__store_get_unit(c, &m.r, "d4e5f6", &u));
+    expect_status(KT_ERR_NOT_FOUND, kt__store_get_unit(c, &m.r, "d4e5f6", false, &u));
 
     /* the most recent unit of a hash wins: the same unit measured again under set2, later */
     recbuf n2;
     kt__store_rec *r2 = make_rec(&n2, "matmul", "set2", "cpu:x", "0.1.0", 512, -3);
     r2->created += 60;
-    n2.u[1] = (kt__store_unit){"naive", NULL, "d4e5f6", KT_OUTCOME_MEASURED, 999.0, 990.0, 1010.0, 40, 1, NULL};
+    n2.u[1] = (kt__store_unit){"naive", NULL, "d4e5f6", KT_OUTCOME_MEASURED, 999.0, 990.0, 1010.0, 40, 1, NULL, true};
+    r2->requested_confidence = 0.99; /* and ended below it */
     ok(kt__store_put(c, r2));
     make_rec(&m, "matmul", "set3", "cpu:x", "0.1.0", 512, -3);
-    ok(kt__store_get_unit(c, &m.r, "d4e5f6", &u));
+    ok(kt__store_get_unit(c, &m.r, "d4e5f6", false, &u));
     assert_unit_equal(&u, &n2.u[1]);
     kt__store_unit_free(&u);
 
@@ -310,6 +321,10 @@ static void test_roundtrip(void **state) {
     make_rec(&m, "matmul", "s", "d", "0.1.0", 1, 2);
     m.r.confidence = 1.5;
     expect_status(KT_ERR_INVALID_ARGUMENT, kt__store_put(c, &m.r));
+    make_rec(&m, "matmul", "s", "d", "0.1.0", 1, 2);
+    m.r.requested_confidence = 2;
+    expect_status(KT_ERR_INVALID_ARGUMENT, kt__store_put(c, &m.r));
+    assert_string_equal(kt_last_error(), "kt__store_put(op 'matmul'): requested_confidence is 2; expected 0 to 1, or negative for none");
     make_rec(&m, "matmul", "s", "d", "0.1.0", 1, 2);
     m.u[0].time_ns = NAN;
     expect_status(KT_ERR_INVALID_ARGUMENT, kt__store_put(c, &m.r));
@@ -813,7 +828,7 @@ static void test_migrate_v1(void **state) {
     assert_int_equal(sql_int(path, "PRAGMA user_version"), 1);
     kt_cache *c = open_ok(path);
     assert_string_equal(kt_cache_warning(c), "");
-    assert_int_equal(sql_int(path, "PRAGMA user_version"), 2);
+    assert_int_equal(sql_int(path, "PRAGMA user_version"), 3);
     assert_int_equal(count(c, NULL, NULL), 3);
     assert_int_equal(count(c, "matmul", NULL), 2);
     kt__store_rec id = {.op = "axpy", .set_hash = "04d1e7c2aa90b3f1", .device = "cpu:x86_64:avx2:8t", .version = "0.1.0"}, got;
@@ -825,6 +840,7 @@ static void test_migrate_v1(void **state) {
     assert_null(got.winner_config);
     assert_true(got.time_ns == 95112.25);
     assert_true(got.confidence == -1);
+    assert_true(got.requested_confidence == -1);
     assert_int_equal(got.created, 1763800200);
     assert_int_equal(got.nunits, 0);
     kt__store_rec_free(&got);
@@ -848,8 +864,66 @@ static void test_migrate_v1(void **state) {
     assert_int_equal(count(c, NULL, NULL), 4);
     kt_cache_close(c);
     check_integrity(path);
-    c = open_ok(path); /* once more: already version 2 */
+    c = open_ok(path); /* once more: already version 3 */
     assert_int_equal(count(c, NULL, NULL), 4);
+    kt_cache_close(c);
+}
+
+/* A file of schema version 2 (tests/data/store/v2.sql: decisions with confidence and units,
+ * without requested confidence or finalists) is migrated in place: every decision and unit is
+ * kept, none asked for a confidence (so none is unsettled), no unit is a finalist; the
+ * migrated store then takes and returns both. */
+static void test_migrate_v2(void **state) {
+    (void)state;
+    const char *path = in_dir("v2.db");
+    char *v2 = read_file(KT_DATA "/store/v2.sql", NULL);
+    assert_non_null(v2);
+    sql(path, v2);
+    free(v2);
+    assert_int_equal(sql_int(path, "PRAGMA user_version"), 2);
+    assert_int_equal(sql_int(path, "SELECT count(*) FROM units"), 3);
+    kt_cache *c = open_ok(path);
+    assert_string_equal(kt_cache_warning(c), "");
+    assert_int_equal(sql_int(path, "PRAGMA user_version"), 3);
+    assert_int_equal(count(c, NULL, NULL), 2);
+    kt__store_rec id = {.op = "matmul", .set_hash = "9f2c4e1a7b3d5f60", .device = "cpu:x86_64:avx2:8t", .version = "0.1.0"}, got;
+    int64_t key[3] = {512, 512, 512};
+    id.key = key;
+    id.key_len = 3;
+    ok(kt__store_get(c, &id, &got));
+    assert_string_equal(got.winner_candidate, "tiled");
+    assert_string_equal(got.winner_config, "TM=16,TN=8");
+    assert_true(got.time_ns == 183250.5);
+    assert_true(got.confidence == 0.7);
+    assert_true(got.requested_confidence == -1);
+    assert_false(kt__store_unsettled(&got)); /* 0.7, but nothing is known to have asked for more */
+    assert_int_equal(got.created, 1763800000);
+    assert_int_equal(got.nunits, 3);
+    kt__store_unit want[3] = {
+        {"tiled", "TM=16,TN=8", "e3a1", KT_OUTCOME_MEASURED, 183250.5, 182000.0, 184500.0, 12, 1, NULL, false},
+        {"tiled", "TM=32,TN=8", "77c0", KT_OUTCOME_MEASURED, 201500.0, 199800.0, 203100.0, 9, 1, NULL, false},
+        {"naive", NULL, "51fe", KT_OUTCOME_INVALID, -1, -1, -1, 0, 1, "output 'c' element 17: expected 3.5, got 3.25", false}};
+    for (int i = 0; i < 3; i++) assert_unit_equal(&got.units[i], &want[i]);
+    kt__store_rec_free(&got);
+    /* unit rows are still found by their hash */
+    kt__store_unit u;
+    id.set_hash = "another-set";
+    ok(kt__store_get_unit(c, &id, "77c0", false, &u));
+    assert_unit_equal(&u, &want[1]);
+    kt__store_unit_free(&u);
+    /* the migrated store takes a decision that asked for a confidence and fell short */
+    recbuf b;
+    kt__store_rec *r = make_rec(&b, "matmul", "9f2c4e1a7b3d5f60", "cpu:x86_64:avx2:8t", "0.1.0", 64, 64);
+    r->requested_confidence = 0.99;
+    ok(kt__store_put(c, r));
+    ok(kt__store_get(c, r, &got));
+    assert_rec_equal(&got, r);
+    assert_true(kt__store_unsettled(&got));
+    kt__store_rec_free(&got);
+    kt_cache_close(c);
+    check_integrity(path);
+    c = open_ok(path); /* once more: already version 3 */
+    assert_int_equal(count(c, NULL, NULL), 3);
     kt_cache_close(c);
 }
 
@@ -876,10 +950,10 @@ static void test_newer_version_refused(void **state) {
     (void)state;
     const char *path = in_dir("newer.db");
     sql(path, "CREATE TABLE decisions (id INTEGER PRIMARY KEY, what TEXT); CREATE TABLE things (x);"
-              "INSERT INTO decisions (what) VALUES ('from the future'); PRAGMA user_version = 3;");
+              "INSERT INTO decisions (what) VALUES ('from the future'); PRAGMA user_version = 4;");
     char expect[1024];
     snprintf(expect, sizeof expect,
-             "kt_cache_open('%s'): the store has schema version 3; this library (%s) knows versions up to 2: a newer kerntune "
+             "kt_cache_open('%s'): the store has schema version 4; this library (%s) knows versions up to 3: a newer kerntune "
              "wrote it; it was left untouched",
              path, kt_version_string());
     expect_refused_untouched(path, expect);
@@ -914,7 +988,7 @@ static void test_wrong_types(void **state) {
     /* get_unit refuses the row as well */
     recbuf b;
     kt__store_unit u;
-    expect_status(KT_ERR_INVALID_ARGUMENT, kt__store_get_unit(c, make_rec(&b, "mm", "other", "d", "0.1.0", 8, 9), "a1b2c3", &u));
+    expect_status(KT_ERR_INVALID_ARGUMENT, kt__store_get_unit(c, make_rec(&b, "mm", "other", "d", "0.1.0", 8, 9), "a1b2c3", false, &u));
     assert_string_equal(kt_last_error(), "kt__store_get_unit(op 'mm'): stored decision is invalid: column units.outcome (unit 0) is 9; expected 0 to 7");
     assert_null(u.candidate);
     /* and export names it */
@@ -930,6 +1004,11 @@ static void test_wrong_types(void **state) {
     expect_invalid(c, path, "UPDATE decisions SET confidence = 'high'", "decisions.confidence is text 'high'; expected a number");
     expect_invalid(c, path, "UPDATE decisions SET confidence = 3", "decisions.confidence is 3; expected 0 to 1, or negative for unknown");
     expect_invalid(c, path, "UPDATE decisions SET created = 'yesterday'", "decisions.created is text 'yesterday'; expected an integer");
+    expect_invalid(c, path, "UPDATE decisions SET requested_confidence = 'most'",
+                   "decisions.requested_confidence is text 'most'; expected a number");
+    expect_invalid(c, path, "UPDATE decisions SET requested_confidence = 99",
+                   "decisions.requested_confidence is 99; expected 0 to 1, or negative for none");
+    expect_invalid(c, path, "UPDATE units SET finalist = 2 WHERE idx = 1", "units.finalist (unit 1) is 2; expected 0 to 1");
     /* the outcome read back once the row is right again */
     recbuf ok_rec;
     ok(kt__store_put(c, make_rec(&ok_rec, "mm", "s", "d", "0.1.0", 8, 9)));
@@ -953,6 +1032,7 @@ static void put_five(kt_cache *c) {
     b.r.winner_config = NULL;
     b.r.confidence = -1;
     b.r.time_ns = 0.1;
+    b.u[1] = (kt__store_unit){"naive", NULL, "d4e5f6", KT_OUTCOME_MEASURED, 0.1, 0.05, 0.25, 4, 1, NULL, true};
     ok(kt__store_put(c, &b.r));
     make_rec(&b, "axpy", "s9", "gpu:b", "0.1.0", 1 << 20, 0);
     b.r.nunits = 0;
@@ -976,13 +1056,15 @@ static void test_wisdom_roundtrip(void **state) {
     json_t *e0 = json_array_get(entries, 0); /* sorted: axpy on cpu:a first */
     json_t *expect0 = json_loads(
         "{\"op\": \"axpy\", \"candidate_set\": \"s9\", \"device\": \"cpu:a\", \"library_version\": \"0.1.0\", \"key\": [1048576, 0],"
-        " \"winner\": {\"candidate\": \"naive\", \"config\": null}, \"time_ns\": 0.1, \"confidence\": null, \"created\": 1763800000,"
+        " \"winner\": {\"candidate\": \"naive\", \"config\": null}, \"time_ns\": 0.1, \"confidence\": null,"
+        " \"requested_confidence\": null, \"created\": 1763800000,"
         " \"units\": [{\"candidate\": \"tiled\", \"config\": \"TM=16,TN=8\", \"unit_hash\": \"a1b2c3\", \"outcome\": \"measured\","
-        "   \"time_ns\": 1234.5, \"ci_ns\": [1200.25, 1260.75], \"runs\": 25, \"warmups\": 2, \"message\": null},"
-        "  {\"candidate\": \"naive\", \"config\": null, \"unit_hash\": \"d4e5f6\", \"outcome\": \"failed\", \"time_ns\": -1.0,"
-        "   \"ci_ns\": null, \"runs\": 0, \"warmups\": 1, \"message\": \"returned 3\"},"
+        "   \"time_ns\": 1234.5, \"ci_ns\": [1200.25, 1260.75], \"runs\": 25, \"warmups\": 2, \"message\": null, \"finalist\": true},"
+        "  {\"candidate\": \"naive\", \"config\": null, \"unit_hash\": \"d4e5f6\", \"outcome\": \"measured\", \"time_ns\": 0.1,"
+        "   \"ci_ns\": [0.05, 0.25], \"runs\": 4, \"warmups\": 1, \"message\": null, \"finalist\": true},"
         "  {\"candidate\": \"tiled\", \"config\": \"TM=32,TN=8\", \"unit_hash\": \"0789ab\", \"outcome\": \"build_failed\","
-        "   \"time_ns\": -1.0, \"ci_ns\": null, \"runs\": 0, \"warmups\": 0, \"message\": \"ptxas: too much shared data\"}]}",
+        "   \"time_ns\": -1.0, \"ci_ns\": null, \"runs\": 0, \"warmups\": 0, \"message\": \"ptxas: too much shared data\","
+        "   \"finalist\": false}]}",
         0, &err);
     assert_non_null(expect0);
     if (!json_equal(e0, expect0)) fail_msg("entry 0 differs: %s", before);
@@ -1024,12 +1106,14 @@ static char *doc_of(const char *version, const char *entries) {
     return buf;
 }
 
+/* An entry as a document written before schema 3 has it (no requested_confidence, no
+ * finalists): such documents stay readable. */
 #define ENTRY(op, key, winner, units)                                                                            \
     "{\"op\": \"" op "\", \"candidate_set\": \"s\", \"device\": \"d\", \"library_version\": \"0.1.0\", \"key\": " key \
-    ", \"winner\": {\"candidate\": \"" winner "\", \"config\": null}, \"time_ns\": 10, \"confidence\": 0.5,"          \
+    ", \"winner\": {\"candidate\": \"" winner "\", \"config\": null}, \"time_ns\": 1, \"confidence\": 0.5,"           \
     " \"created\": 5, \"units\": [" units "]}"
-#define UNIT(time)                                                                                                \
-    "{\"candidate\": \"c\", \"config\": null, \"unit_hash\": \"h\", \"outcome\": \"measured\", \"time_ns\": " time \
+#define UNIT(cand, time)                                                                                                   \
+    "{\"candidate\": \"" cand "\", \"config\": null, \"unit_hash\": \"h\", \"outcome\": \"measured\", \"time_ns\": " time \
     ", \"ci_ns\": null, \"runs\": 3, \"warmups\": 1, \"message\": null}"
 
 static void expect_import_error(kt_cache *c, const char *json, const char *message) {
@@ -1043,10 +1127,10 @@ static void expect_import_error(kt_cache *c, const char *json, const char *messa
 static void test_wisdom_refused(void **state) {
     (void)state;
     kt_cache *c = open_ok(in_dir("w.db"));
-    ok(kt_cache_import(c, doc_of("0.1.0", ENTRY("keep", "[1]", "w", UNIT("1"))), 0, NULL, NULL, NULL));
+    ok(kt_cache_import(c, doc_of("0.1.0", ENTRY("keep", "[1]", "w", UNIT("w", "1"))), 0, NULL, NULL, NULL));
     assert_int_equal(count(c, NULL, NULL), 1);
     /* an invalid entry in the middle: nothing of the document is applied */
-    expect_import_error(c, doc_of("0.1.0", ENTRY("a", "[1]", "w", UNIT("1")) "," ENTRY("b", "[2]", "w", UNIT("1") "," UNIT("\"fast\"")) "," ENTRY("c", "[3]", "w", "")),
+    expect_import_error(c, doc_of("0.1.0", ENTRY("a", "[1]", "w", UNIT("w", "1")) "," ENTRY("b", "[2]", "w", UNIT("w", "1") "," UNIT("c", "\"fast\"")) "," ENTRY("c", "[3]", "w", "")),
                         "kt_cache_import: entries[1].units[1].time_ns: expected a number, got a string");
     expect_import_error(c, doc_of("0.1.0", ENTRY("a", "[1]", "w", "") "," ENTRY("b", "[2]", "w", "") "," ENTRY("c", "\"1,2\"", "w", "")),
                         "kt_cache_import: entries[2].key: expected an array of integers, got a string");
@@ -1067,13 +1151,135 @@ static void test_wisdom_refused(void **state) {
     snprintf(unit_bad, sizeof unit_bad, "%s", doc_of("0.1.0", ENTRY("a", "[1]", "w",
         "{\"candidate\": \"c\", \"config\": null, \"unit_hash\": \"h\", \"outcome\": \"great\", \"time_ns\": 1, \"ci_ns\": null, \"runs\": 3, \"warmups\": 1, \"message\": null}")));
     expect_import_error(c, unit_bad,
-                        "kt_cache_import: entries[0].units[0].outcome: expected one of not_run, measured, rejected, failed, invalid, build_failed, got a string 'great'");
+                        "kt_cache_import: entries[0].units[0].outcome: expected one of not_run, measured, rejected, failed, invalid, build_failed, timeout, crashed, got a string 'great'");
     snprintf(unit_bad, sizeof unit_bad, "%s", doc_of("0.1.0", ENTRY("a", "[1]", "w",
-        "{\"candidate\": \"c\", \"config\": null, \"unit_hash\": \"h\", \"outcome\": \"failed\", \"time_ns\": 1, \"ci_ns\": [1], \"runs\": -3, \"warmups\": 1, \"message\": null}")));
+        "{\"candidate\": \"c\", \"config\": null, \"unit_hash\": \"h\", \"outcome\": \"failed\", \"time_ns\": -1, \"ci_ns\": [1], \"runs\": -3, \"warmups\": 1, \"message\": null}")));
     expect_import_error(c, unit_bad, "kt_cache_import: entries[0].units[0].ci_ns: expected [low, high] (two non-negative numbers) or null, got an array");
     /* the store was never touched */
     assert_int_equal(count(c, NULL, NULL), 1);
     assert_int_equal(count(c, "keep", NULL), 1);
+    kt_cache_close(c);
+}
+
+/* One lie in an otherwise valid entry (the first of tests/data/store/wisdom.json): where it
+ * goes (the entry, its winner, or unit N), the member, its new JSON value (NULL: removed), and
+ * what import must say. */
+typedef struct lie {
+    int unit;           /* -1: the entry; -2: its winner; N: units[N] */
+    const char *member;
+    const char *value;
+    const char *message; /* after "kt_cache_import: entries[0]"; a trailing '*' matches a prefix */
+} lie;
+
+/* Writes a JSON string of n characters c into buf (n + 3 bytes). */
+static void quoted(char *buf, char c, size_t n) {
+    buf[0] = '"';
+    memset(buf + 1, c, n);
+    buf[n + 1] = '"';
+    buf[n + 2] = 0;
+}
+
+/* Every lie that import can see without the op is refused, naming the entry, the field and
+ * why, and nothing of the document is applied. */
+static void test_wisdom_lies(void **state) {
+    (void)state;
+    kt_cache *c = open_ok(in_dir("lies.db"));
+    json_error_t jerr;
+    json_t *fixture = json_load_file(KT_DATA "/store/wisdom.json", 0, &jerr);
+    assert_non_null(fixture);
+    json_t *base = json_array_get(json_object_get(fixture, "entries"), 0);
+    char long_name[128 + 3], long_device[1024 + 3], long_hash[65 + 3]; /* JSON strings one character too long */
+    quoted(long_name, 'n', 128);
+    quoted(long_device, 'd', 1024);
+    quoted(long_hash, 'a', 65);
+    const lie lies[] = {
+        /* configuration text */
+        {-2, "config", "\"TM16\"", ".winner.config: 'TM16' is not configuration text: expected NAME=VALUE at offset 0"},
+        {-2, "config", "\"TM=16,TN=\"", ".winner.config: 'TM=16,TN=': parameter 'TN' has no value"},
+        {-2, "config", "\"TM=16,TN=8 \\t\"", ".winner.config: holds a control character (0x09) at offset 11"},
+        {-2, "config", "\"TM=1,TM=2\"", ".winner.config: 'TM=1,TM=2' names parameter 'TM' twice"},
+        {-2, "config", "\"TM=,TN=8\"", ".winner.config: 'TM=,TN=8': parameter 'TM' has no value"},
+        {1, "config", "\"=32\"", ".units[1].config: '=32' is not configuration text: expected NAME=VALUE at offset 0"},
+        {1, "config", "7", ".units[1].config: expected a string or null, got an integer"},
+        /* names and sizes */
+        {-1, "op", long_name, ".op: has 128 characters; at most 127"},
+        {-1, "op", "\"mat\\nmul\"", ".op: holds a control character (0x0a) at offset 3"},
+        {-2, "candidate", "\"\\u001b[31mtiled\"", ".winner.candidate: holds a control character (0x1b) at offset 0"},
+        {-1, "device", long_device, ".device: has 1024 characters; at most 1023"},
+        {-1, "candidate_set", long_hash, ".candidate_set: has 65 characters; at most 64"},
+        {0, "unit_hash", long_hash, ".units[0].unit_hash: has 65 characters; at most 64"},
+        {3, "message", "\"\\u001b[2Jgone\"", ".units[3].message: holds a control character (0x1b) at offset 0"},
+        /* the winner against the units */
+        {-2, "candidate", "\"ghost\"", ".winner: candidate 'ghost', configuration TM=16,TN=8 is none of the entry's 4 units"},
+        {-2, "config", "\"TM=64,TN=16\"", ".winner: its unit (units[2]) has outcome build_failed: a winner was measured"},
+        {-1, "time_ns", "1.5", ".time_ns: is 1.5, but the winner's unit (units[0]) has time_ns 183250.5"},
+        {-1, "time_ns", "-5", ".time_ns: is -5; expected the winner's time, at least 0"},
+        /* times, intervals, runs */
+        {1, "time_ns", "-3", ".units[1].time_ns: is -3, but the unit was measured: expected a time of at least 0"},
+        {2, "time_ns", "5", ".units[2].time_ns: is 5, but the unit's outcome is build_failed: a unit that was not measured has no time (-1)"},
+        {0, "ci_ns", "[1, 2]", ".units[0].ci_ns: [1, 2] does not contain the unit's time_ns 183250.5"},
+        {2, "ci_ns", "[1, 2]", ".units[2].ci_ns: is an interval, but the unit's outcome is build_failed: expected null"},
+        {1, "runs", "-1", ".units[1].runs: expected an integer from 0 to 4294967295, got an integer"},
+        {1, "warmups", "4294967296", ".units[1].warmups: expected an integer from 0 to 4294967295, got an integer"},
+        /* confidence */
+        {-1, "confidence", "1.5", ".confidence: is 1.5; expected a number from 0 to 1, or null"},
+        {-1, "confidence", "-0.5", ".confidence: is -0.5; expected a number from 0 to 1, or null"},
+        {-1, "requested_confidence", "0.3", ".requested_confidence: is 0.3; expected a number from 0.5 to 1, or null"},
+        {-1, "requested_confidence", "\"high\"", ".requested_confidence: expected a number from 0.5 to 1, or null, got a string"},
+        /* outcomes, finalists, duplicates */
+        {3, "outcome", "\"slow\"", ".units[3].outcome: expected one of not_run, measured, rejected, failed, invalid, build_failed, timeout, crashed, got a string 'slow'"},
+        {2, "finalist", "true", ".units[2].finalist: is true, but the unit's outcome is build_failed: only a measured unit can be a finalist"},
+        {1, "finalist", "\"yes\"", ".units[1].finalist: expected true or false, got a string"},
+        {4, NULL, NULL, ".units[4]: the same unit (candidate 'tiled', configuration TM=32,TN=8) as units[1]"},
+        /* when */
+        {-1, "created", "-1", ".created: is -1; expected a unix time from 0 to a day from now (*"},
+        {-1, "created", "99999999999", ".created: is 99999999999; expected a unix time from 0 to a day from now (*"},
+        {-1, "created", "1.5", ".created: expected an integer (unix time), got a number"},
+    };
+    for (size_t i = 0; i < sizeof lies / sizeof lies[0]; i++) {
+        const lie *l = &lies[i];
+        json_t *e = json_deep_copy(base), *units = json_object_get(e, "units");
+        json_t *target = l->unit == -1 ? e : l->unit == -2 ? json_object_get(e, "winner") : json_array_get(units, (size_t)l->unit);
+        if (l->member == NULL) { /* a copy of units[1] appended */
+            json_array_append_new(units, json_deep_copy(json_array_get(units, 1)));
+        } else {
+            json_t *v = json_loads(l->value, JSON_DECODE_ANY | JSON_ALLOW_NUL, &jerr);
+            if (v == NULL) fail_msg("lie %zu: bad test value %s: %s", i, l->value, jerr.text);
+            assert_non_null(target);
+            json_object_set_new(target, l->member, v);
+        }
+        json_t *doc = json_pack("{s:i, s:s, s:[o]}", "kerntune_wisdom", 1, "library_version", "0.1.0", "entries", e);
+        char *text = json_dumps(doc, 0);
+        json_decref(doc);
+        char want[1024];
+        snprintf(want, sizeof want, "kt_cache_import: entries[0]%s", l->message);
+        size_t added = 9;
+        if (kt_cache_import(c, text, 1, &added, NULL, NULL) != KT_ERR_INVALID_ARGUMENT) fail_msg("lie %zu was imported", i);
+        size_t n = strlen(want);
+        if (want[n - 1] == '*' ? strncmp(kt_last_error(), want, n - 1) != 0 : strcmp(kt_last_error(), want) != 0)
+            fail_msg("lie %zu:\n  got  %s\n  want %s", i, kt_last_error(), want);
+        assert_int_equal(added, 0);
+        free(text);
+    }
+    assert_int_equal(count(c, NULL, NULL), 0);
+    /* units beyond the limit are refused before they are read */
+    json_t *e = json_deep_copy(base), *many = json_array();
+    for (int i = 0; i < (1 << 20) + 1; i++) json_array_append_new(many, json_integer(0));
+    json_object_set_new(e, "units", many);
+    json_t *doc = json_pack("{s:i, s:s, s:[o]}", "kerntune_wisdom", 1, "library_version", "0.1.0", "entries", e);
+    char *text = json_dumps(doc, JSON_COMPACT);
+    json_decref(doc);
+    expect_status(KT_ERR_INVALID_ARGUMENT, kt_cache_import(c, text, 1, NULL, NULL, NULL));
+    assert_string_equal(kt_last_error(), "kt_cache_import: entries[0].units: has 1048577 units; at most 1048576");
+    free(text);
+    /* and the entry as it is imports */
+    doc = json_pack("{s:i, s:s, s:[O]}", "kerntune_wisdom", 1, "library_version", "0.1.0", "entries", base);
+    text = json_dumps(doc, 0);
+    json_decref(doc);
+    ok(kt_cache_import(c, text, 1, NULL, NULL, NULL));
+    free(text);
+    assert_int_equal(count(c, NULL, NULL), 1);
+    json_decref(fixture);
     kt_cache_close(c);
 }
 
@@ -1082,7 +1288,7 @@ static void test_wisdom_existing_wins(void **state) {
     kt_cache *c = open_ok(in_dir("w.db"));
     ok(kt_cache_import(c, doc_of("0.1.0", ENTRY("a", "[1]", "old", "") "," ENTRY("b", "[1]", "old", "")), 0, NULL, NULL, NULL));
     char doc[8192];
-    snprintf(doc, sizeof doc, "%s", doc_of("0.1.0", ENTRY("a", "[1]", "new", UNIT("1")) "," ENTRY("c", "[1]", "new", "")));
+    snprintf(doc, sizeof doc, "%s", doc_of("0.1.0", ENTRY("a", "[1]", "new", UNIT("new", "1")) "," ENTRY("c", "[1]", "new", "")));
     size_t added, replaced, kept;
     ok(kt_cache_import(c, doc, 0, &added, &replaced, &kept));
     assert_int_equal(added, 1);
@@ -1274,10 +1480,12 @@ int main(void) {
         cmocka_unit_test_setup_teardown(test_damage_found_later, setup, teardown),
         cmocka_unit_test_setup_teardown(test_read_only, setup, teardown),
         cmocka_unit_test_setup_teardown(test_migrate_v1, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_migrate_v2, setup, teardown),
         cmocka_unit_test_setup_teardown(test_newer_version_refused, setup, teardown),
         cmocka_unit_test_setup_teardown(test_wrong_types, setup, teardown),
         cmocka_unit_test_setup_teardown(test_wisdom_roundtrip, setup, teardown),
         cmocka_unit_test_setup_teardown(test_wisdom_refused, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_wisdom_lies, setup, teardown),
         cmocka_unit_test_setup_teardown(test_wisdom_existing_wins, setup, teardown),
         cmocka_unit_test_setup_teardown(test_filters, setup, teardown),
         cmocka_unit_test_setup_teardown(test_default_path, setup, teardown),
