@@ -74,6 +74,7 @@ void kt__persist_identity(kt_op *op) {
             const kt__argdecl *d = &op->args[a];
             int t[3] = {(int)d->type, (int)d->elem, (int)d->access};
             x = kt__fnv1a(t, sizeof t, hash_str(d->name, x));
+            if (d->constant) x = hash_str("constant memory", x); /* (absent before: old records still match) */
         }
         for (size_t i = 0; i < op->nkeys; i++) {
             const kt__keycomp *kc = &op->keys[i];
