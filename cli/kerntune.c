@@ -2,14 +2,18 @@
  * kerntune.c - the kerntune command: a thin program over the public API (include/kerntune.h).
  *
  * Each subcommand is a function taking its own argv; each accepts --help. Exit status: 0 on
- * success, 1 when the work failed, 2 on a usage error.
+ * success, 1 when the work failed, 2 on a usage error. A subcommand given --json prints one JSON
+ * document on stdout and nothing else.
  */
 #include <kerntune.h>
 
 #include "cache.h"
 #include "tune.h"
 
+#include <jansson.h>
+
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 typedef struct command {
@@ -24,7 +28,7 @@ static void usage_main(FILE *out);
 
 static void help_devices(FILE *out) {
     fprintf(out,
-            "usage: kerntune devices [-v|--verbose]\n"
+            "usage: kerntune devices [-v|--verbose] [--json]\n"
             "\n"
             "Lists the backends kerntune found and their devices, then each built-in backend\n"
             "that could not start and why. The C backend (the host CPU) is always present.\n"
@@ -32,14 +36,18 @@ static void help_devices(FILE *out) {
             "options:\n"
             "  -v, --verbose   also print each device's fingerprint, the string that keys\n"
             "                  recorded decisions to the device\n"
+            "  --json          print one JSON document instead: {\"devices\": [{\"index\", \"backend\",\n"
+            "                  \"name\", \"fingerprint\"}], \"unavailable\": [\"backend: why\", ...]}\n"
             "  -h, --help      print this help\n");
 }
 
 static int run_devices(int argc, char **argv) {
-    int verbose = 0;
+    int verbose = 0, json = 0;
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "-v") == 0 || strcmp(argv[i], "--verbose") == 0) {
             verbose = 1;
+        } else if (strcmp(argv[i], "--json") == 0) {
+            json = 1;
         } else {
             fprintf(stderr, "kerntune devices: unknown argument '%s'\n", argv[i]);
             help_devices(stderr);
@@ -50,10 +58,47 @@ static int run_devices(int argc, char **argv) {
     kt_status st = kt_context_create(&ctx);
     if (st != KT_OK) {
         fprintf(stderr, "kerntune devices: %s: %s\n", kt_status_name(st), kt_last_error());
+        if (json) { /* stdout stays one JSON document */
+            json_t *j = json_object();
+            char *msg = NULL;
+            size_t len = 0;
+            FILE *m = open_memstream(&msg, &len);
+            if (m) {
+                fprintf(m, "%s: %s", kt_status_name(st), kt_last_error());
+                fclose(m);
+            }
+            json_object_set_new(j, "error", json_string(msg ? msg : kt_status_name(st)));
+            free(msg);
+            char *text = json_dumps(j, JSON_COMPACT);
+            if (text) printf("%s\n", text);
+            free(text);
+            json_decref(j);
+        }
         return 1;
     }
-    printf("%-8s %-6s %s\n", "BACKEND", "DEVICE", "NAME");
     size_t n = kt_context_device_count(ctx);
+    if (json) {
+        json_t *j = json_object(), *devs = json_array(), *un = json_array();
+        for (size_t i = 0; i < n; i++) {
+            const kt_device *d = kt_context_device(ctx, i);
+            json_t *x = json_object();
+            json_object_set_new(x, "index", json_integer((json_int_t)i));
+            json_object_set_new(x, "backend", json_string(kt_device_backend(d)));
+            json_object_set_new(x, "name", json_string(kt_device_name(d)));
+            json_object_set_new(x, "fingerprint", json_string(kt_device_fingerprint(d)));
+            json_array_append_new(devs, x);
+        }
+        for (size_t i = 0; i < kt_context_unavailable_count(ctx); i++) json_array_append_new(un, json_string(kt_context_unavailable(ctx, i)));
+        json_object_set_new(j, "devices", devs);
+        json_object_set_new(j, "unavailable", un);
+        char *text = json_dumps(j, JSON_COMPACT);
+        if (text) printf("%s\n", text);
+        free(text);
+        json_decref(j);
+        kt_context_destroy(ctx);
+        return 0;
+    }
+    printf("%-8s %-6s %s\n", "BACKEND", "DEVICE", "NAME");
     for (size_t i = 0; i < n; i++) {
         const kt_device *d = kt_context_device(ctx, i);
         printf("%-8s %-6zu %s\n", kt_device_backend(d), i, kt_device_name(d));

@@ -3,6 +3,7 @@
  */
 #include "replay.h"
 
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -74,12 +75,20 @@ static kt_status r_compiler_id(void *state, size_t device, char *out, size_t len
     return KT_OK;
 }
 
-/* The key kerntune's defines give, in the parameters' order: "A=1,B=2". */
-static void defines_key(const kt_build_request *req, char *buf, size_t len) {
-    size_t k = 0;
-    buf[0] = '\0';
-    for (size_t i = 0; i < req->ndefines && k < len; i++)
-        k += (size_t)snprintf(buf + k, len - k, "%s%s", i ? "," : "", req->defines[i]);
+/* The key kerntune's defines give, in the parameters' order: "A=1,B=2" (allocated). */
+static char *defines_key(const kt_build_request *req) {
+    size_t len = 1;
+    for (size_t i = 0; i < req->ndefines; i++) len += strlen(req->defines[i]) + 1;
+    char *buf = malloc(len), *p = buf;
+    if (buf == NULL) return NULL;
+    *p = '\0';
+    for (size_t i = 0; i < req->ndefines; i++) {
+        if (i) *p++ = ',';
+        size_t n = strlen(req->defines[i]);
+        memcpy(p, req->defines[i], n + 1);
+        p += n;
+    }
+    return buf;
 }
 
 static t4_record *find(replay_data *d, const char *key) {
@@ -94,36 +103,56 @@ const t4_record *replay_find(const replay_data *data, const char *config) {
 static kt_status r_build(void *state, size_t device, const kt_build_request *req, char *log, size_t loglen) {
     (void)device;
     replay_data *d = state;
-    char key[4096];
-    defines_key(req, key, sizeof key);
+    char *key = defines_key(req);
+    if (key == NULL) {
+        snprintf(log, loglen, "out of memory");
+        return KT_ERR_NO_MEMORY;
+    }
     t4_record *rec = find(d, key);
     if (rec && strcmp(rec->invalidity, "compile") == 0) { /* replay the recorded failure */
+        free(key);
         snprintf(log, loglen, "recorded as failing to compile in %s", d->source);
         return KT_ERR_BACKEND;
     }
     FILE *f = fopen(req->out_path, "w");
-    if (f == NULL || fputs(key, f) < 0) {
-        if (f) fclose(f);
+    bool ok = f != NULL && fputs(key, f) >= 0;
+    if (f && fclose(f) != 0) ok = false;
+    free(key);
+    if (!ok) {
         snprintf(log, loglen, "cannot write %s", req->out_path);
         return KT_ERR_SYSTEM;
     }
-    return fclose(f) == 0 ? KT_OK : KT_ERR_SYSTEM;
+    return KT_OK;
 }
 
 static kt_status r_load(void *state, size_t device, const char *path, const char *kernel_name, void **module, char *err,
                         size_t errlen) {
     (void)device, (void)kernel_name;
     replay_data *d = state;
-    char key[4096] = "";
+    /* the artifact holds the configuration's key, as r_build wrote it: read all of it */
     FILE *f = fopen(path, "r");
-    size_t n = f ? fread(key, 1, sizeof key - 1, f) : 0;
+    size_t cap = 256, n = 0;
+    char *key = malloc(cap);
+    while (f && key) {
+        n += fread(key + n, 1, cap - n - 1, f);
+        if (n < cap - 1) break;
+        char *more = realloc(key, cap *= 2);
+        if (more == NULL) free(key);
+        key = more;
+    }
     if (f) fclose(f);
+    if (key == NULL) {
+        snprintf(err, errlen, "out of memory");
+        return KT_ERR_NO_MEMORY;
+    }
     key[n] = '\0';
     t4_record *rec = find(d, key);
     if (rec == NULL) {
         snprintf(err, errlen, "configuration %s is not in the recorded data of %s", key, d->source);
+        free(key);
         return KT_ERR_BACKEND;
     }
+    free(key);
     replay_module *m = calloc(1, sizeof *m);
     if (m == NULL) return KT_ERR_NO_MEMORY;
     m->rec = rec;

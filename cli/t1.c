@@ -1,22 +1,107 @@
 /*
  * t1.c - reading T1 problems: JSON syntax errors with line and column (jansson), schema errors
- * with the JSON path of the field at fault, unknown fields as warnings, paths resolved against
- * the problem file's directory.
+ * with the JSON path of the field at fault, fields kerntune does not implement refused (never
+ * ignored), paths resolved against the problem file's directory, files read only when they are
+ * regular files and within a size limit.
  */
 #define _DEFAULT_SOURCE /* realpath */
 #include "t1.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
+
+char *t1_format(const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(NULL, 0, fmt, ap);
+    va_end(ap);
+    if (n < 0) return NULL;
+    char *s = malloc((size_t)n + 1);
+    if (s == NULL) return NULL;
+    va_start(ap, fmt);
+    vsnprintf(s, (size_t)n + 1, fmt, ap);
+    va_end(ap);
+    return s;
+}
+
+static const char *file_kind(mode_t m) {
+    if (S_ISDIR(m)) return "a directory";
+    if (S_ISFIFO(m)) return "a FIFO";
+    if (S_ISCHR(m)) return "a character device";
+    if (S_ISBLK(m)) return "a block device";
+    if (S_ISSOCK(m)) return "a socket";
+    return "not a regular file";
+}
+
+char *t1_read_file(const char *path, const char *what, size_t limit, size_t exact, size_t *len, char **err) {
+    *err = NULL;
+    /* O_NONBLOCK: opening a FIFO must not wait for a writer; the type is checked before reading */
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0) {
+        *err = t1_format("%s %s cannot be read: %s", what, path, strerror(errno));
+        return NULL;
+    }
+    struct stat st;
+    if (fstat(fd, &st) != 0) {
+        *err = t1_format("%s %s cannot be read: %s", what, path, strerror(errno));
+        close(fd);
+        return NULL;
+    }
+    if (!S_ISREG(st.st_mode)) {
+        *err = t1_format("%s %s is %s; expected a regular file", what, path, file_kind(st.st_mode));
+        close(fd);
+        return NULL;
+    }
+    size_t size = (size_t)st.st_size;
+    if (exact > 0) {
+        if (size < exact) {
+            *err = t1_format("%s %s holds %zu bytes; %zu expected", what, path, size, exact);
+            close(fd);
+            return NULL;
+        }
+        size = exact;
+    } else if (size > limit) {
+        *err = t1_format("%s %s is %zu bytes; kerntune reads at most %zu (%zu MiB)", what, path, size, limit, limit >> 20);
+        close(fd);
+        return NULL;
+    }
+    int flags = fcntl(fd, F_GETFL);
+    if (flags >= 0) fcntl(fd, F_SETFL, flags & ~O_NONBLOCK);
+    char *buf = malloc(size + 1);
+    if (buf == NULL) {
+        *err = t1_format("%s %s: cannot allocate %zu bytes", what, path, size + 1);
+        close(fd);
+        return NULL;
+    }
+    size_t got = 0;
+    while (got < size) {
+        ssize_t r = read(fd, buf + got, size - got);
+        if (r < 0 && errno == EINTR) continue;
+        if (r <= 0) {
+            *err = r < 0 ? t1_format("%s %s cannot be read: %s", what, path, strerror(errno))
+                         : t1_format("%s %s changed while it was read (%zu of %zu bytes)", what, path, got, size);
+            free(buf);
+            close(fd);
+            return NULL;
+        }
+        got += (size_t)r;
+    }
+    close(fd);
+    buf[size] = '\0';
+    if (len) *len = size;
+    return buf;
+}
 
 typedef struct ctx {
     const char *file;
-    FILE *warn;
-    char *err;
-    size_t errlen;
+    char **err;
     bool failed;
 } ctx;
 
@@ -24,11 +109,18 @@ static bool fail(ctx *c, const char *path, const char *fmt, ...) __attribute__((
 static bool fail(ctx *c, const char *path, const char *fmt, ...) {
     if (c->failed) return false;
     c->failed = true;
-    int n = snprintf(c->err, c->errlen, "%s: %s: ", c->file, path);
     va_list ap;
     va_start(ap, fmt);
-    if (n >= 0 && (size_t)n < c->errlen) vsnprintf(c->err + n, c->errlen - (size_t)n, fmt, ap);
+    int n = vsnprintf(NULL, 0, fmt, ap);
     va_end(ap);
+    char *msg = n >= 0 ? malloc((size_t)n + 1) : NULL;
+    if (msg) {
+        va_start(ap, fmt);
+        vsnprintf(msg, (size_t)n + 1, fmt, ap);
+        va_end(ap);
+    }
+    *c->err = t1_format("%s: %s: %s", c->file, path, msg ? msg : "out of memory");
+    free(msg);
     return false;
 }
 
@@ -45,21 +137,29 @@ static const char *kind_of(const json_t *v) {
     return "something else";
 }
 
-/* Warns about the members of obj not in known (NULL-terminated). */
-static void unknown_fields(ctx *c, json_t *obj, const char *path, const char *const *known) {
+/* Refuses the first member of obj not in known (NULL-terminated): a field kerntune does not
+ * read would be ignored, and an ignored field can make the run differ from what the file asks. */
+static bool known_fields(ctx *c, json_t *obj, const char *path, const char *const *known) {
     const char *key;
     json_t *v;
     json_object_foreach(obj, key, v) {
         bool found = false;
         for (const char *const *k = known; *k && !found; k++) found = strcmp(*k, key) == 0;
-        if (!found && c->warn) fprintf(c->warn, "%s: warning: ignoring unknown field %s%s%s\n", c->file, path, *path ? "." : "", key);
+        if (!found) {
+            char *full = t1_format("%s%s%s", path, *path ? "." : "", key);
+            fail(c, full ? full : key, "kerntune does not implement this field; it refuses the problem rather than ignore it");
+            free(full);
+            return false;
+        }
     }
+    return true;
 }
 
 /* Member key of obj, of JSON type `want` (or any when want < 0); NULL when absent (an error
- * when required) or of the wrong type (always an error). */
+ * when required) or of the wrong type (always an error). Paths are built from the schema's
+ * names and indices only. */
 static json_t *member(ctx *c, json_t *obj, const char *path, const char *key, int want, bool required, const char *what) {
-    char full[512];
+    char full[256];
     snprintf(full, sizeof full, "%s%s%s", path, *path ? "." : "", key);
     json_t *v = json_object_get(obj, key);
     if (v == NULL) {
@@ -94,97 +194,152 @@ kt_type t1_type(const char *name) {
     return 0;
 }
 
-static bool read_fill(ctx *c, json_t *obj, const char *path, t1_fill *fill, double *value, const char **source) {
+static bool read_fill(ctx *c, json_t *obj, const char *path, t1_fill *fill, double *value, const char **source,
+                      bool *has_seed, int64_t *seed) {
     const char *f = str_member(c, obj, path, "FillType", false, "a string (Constant, Random or BinaryRaw)");
     json_t *fv = member(c, obj, path, "FillValue", JSON_REAL, false, "a number");
+    json_t *sd = member(c, obj, path, "RandomSeed", JSON_INTEGER, false, "an integer");
+    const char *ds = str_member(c, obj, path, "DataSource", false, "a string (the file of raw elements)");
     *value = fv ? json_number_value(fv) : 0;
     *fill = T1_FILL_CONSTANT;
     *source = NULL;
+    *has_seed = sd != NULL;
+    *seed = sd ? json_integer_value(sd) : 0;
     if (c->failed) return false;
-    if (f == NULL || strcmp(f, "Constant") == 0) return true;
-    if (strcmp(f, "Random") == 0) {
-        *fill = T1_FILL_RANDOM;
-        return true;
+    char p[256];
+    if (f != NULL && strcmp(f, "Random") == 0) *fill = T1_FILL_RANDOM;
+    else if (f != NULL && strcmp(f, "BinaryRaw") == 0) *fill = T1_FILL_BINARY;
+    else if (f != NULL && strcmp(f, "Constant") != 0) {
+        snprintf(p, sizeof p, "%s.FillType", path);
+        return fail(c, p, "'%s' is not supported; expected Constant, Random or BinaryRaw", f);
     }
-    char p[512];
-    snprintf(p, sizeof p, "%s.FillType", path);
-    if (strcmp(f, "BinaryRaw") == 0) {
-        *fill = T1_FILL_BINARY;
-        *source = str_member(c, obj, path, "DataSource", true, "a string (the file of raw elements)");
-        return !c->failed;
+    if (*fill == T1_FILL_BINARY) {
+        *source = ds;
+        if (ds == NULL) return fail(c, path, "FillType BinaryRaw needs DataSource (the file of raw elements)");
+        if (fv) {
+            snprintf(p, sizeof p, "%s.FillValue", path);
+            return fail(c, p, "has no meaning with FillType BinaryRaw (the data comes from DataSource)");
+        }
+    } else if (ds != NULL) {
+        snprintf(p, sizeof p, "%s.DataSource", path);
+        return fail(c, p, "is read only with FillType BinaryRaw");
     }
-    return fail(c, p, "'%s' is not supported; expected Constant, Random or BinaryRaw", f);
+    if (sd && *fill != T1_FILL_RANDOM) {
+        snprintf(p, sizeof p, "%s.RandomSeed", path);
+        return fail(c, p, "is used only with FillType Random");
+    }
+    return true;
 }
 
 static bool read_params(ctx *c, t1 *p, json_t *cs) {
     static const char *const known_cs[] = {"TuningParameters", "Conditions", NULL};
     static const char *const known_param[] = {"Name", "Type", "Values", "Default", "Description", NULL};
     static const char *const known_cond[] = {"Expression", "Parameters", NULL};
-    unknown_fields(c, cs, "ConfigurationSpace", known_cs);
+    if (!known_fields(c, cs, "ConfigurationSpace", known_cs)) return false;
     json_t *params = member(c, cs, "ConfigurationSpace", "TuningParameters", JSON_ARRAY, true, "an array of parameters");
     if (params == NULL) return false;
     p->params = calloc(json_array_size(params) + 1, sizeof *p->params);
+    if (p->params == NULL) return fail(c, "ConfigurationSpace.TuningParameters", "out of memory");
     size_t i;
     json_t *v;
     json_array_foreach(params, i, v) {
-        char path[160];
+        char path[96];
         snprintf(path, sizeof path, "ConfigurationSpace.TuningParameters[%zu]", i);
         if (!json_is_object(v)) return fail(c, path, "expected an object, got %s", kind_of(v));
-        unknown_fields(c, v, path, known_param);
+        if (!known_fields(c, v, path, known_param)) return false;
         t1_param *tp = &p->params[p->nparams++];
         tp->name = str_member(c, v, path, "Name", true, "a string");
         tp->type = str_member(c, v, path, "Type", true, "a string (int, uint, float, bool or string)");
         tp->values = str_member(c, v, path, "Values", true, "a string (a Python list, e.g. \"[16, 32, 64]\")");
         tp->dflt = json_object_get(v, "Default");
+        str_member(c, v, path, "Description", false, "a string");
         if (c->failed) return false;
         static const char *const types[] = {"int", "uint", "float", "bool", "string"};
         bool ok = false;
         for (size_t k = 0; k < 5; k++) ok = ok || strcmp(types[k], tp->type) == 0;
         if (!ok) {
-            char tpath[200];
+            char tpath[128];
             snprintf(tpath, sizeof tpath, "%s.Type", path);
             return fail(c, tpath, "'%s' is not one of int, uint, float, bool, string", tp->type);
+        }
+        if (tp->dflt && !json_is_string(tp->dflt) && !json_is_number(tp->dflt) && !json_is_boolean(tp->dflt)) {
+            char dpath[128];
+            snprintf(dpath, sizeof dpath, "%s.Default", path);
+            return fail(c, dpath, "expected a number, a string or a boolean, got %s", kind_of(tp->dflt));
         }
     }
     if (p->nparams == 0) return fail(c, "ConfigurationSpace.TuningParameters", "expected at least one parameter");
     json_t *conds = member(c, cs, "ConfigurationSpace", "Conditions", JSON_ARRAY, false, "an array of conditions");
     if (c->failed) return false;
     p->conditions = calloc(json_array_size(conds) + 1, sizeof *p->conditions);
+    if (p->conditions == NULL) return fail(c, "ConfigurationSpace.Conditions", "out of memory");
     json_array_foreach(conds, i, v) {
-        char path[160];
+        char path[96];
         snprintf(path, sizeof path, "ConfigurationSpace.Conditions[%zu]", i);
         if (!json_is_object(v)) return fail(c, path, "expected an object, got %s", kind_of(v));
-        unknown_fields(c, v, path, known_cond);
+        if (!known_fields(c, v, path, known_cond)) return false;
         const char *e = str_member(c, v, path, "Expression", true, "a string (a Python expression)");
+        member(c, v, path, "Parameters", JSON_ARRAY, false, "an array of parameter names");
         if (c->failed) return false;
         p->conditions[p->nconditions++] = e;
     }
     return true;
 }
 
-static bool read_sizes(ctx *c, json_t *ks, const char *key, const char *out[3], char text[3][32]) {
+/* An expression's text for a size given as a string or an integer (allocated). */
+static char *size_text(ctx *c, json_t *v, const char *path) {
+    char *s = json_is_string(v) ? t1_format("%s", json_string_value(v)) : t1_format("%lld", (long long)json_integer_value(v));
+    if (s == NULL) fail(c, path, "out of memory");
+    return s;
+}
+
+/* GlobalSize or LocalSize: X, Y, Z as expression strings (or integers). */
+static bool read_sizes(ctx *c, json_t *obj, const char *key, char *out[3]) {
     static const char *const known[] = {"X", "Y", "Z", NULL};
-    json_t *obj = member(c, ks, "KernelSpecification", key, JSON_OBJECT, true, "an object with X, Y, Z");
-    if (obj == NULL) return false;
     char path[64];
     snprintf(path, sizeof path, "KernelSpecification.%s", key);
-    unknown_fields(c, obj, path, known);
+    if (!known_fields(c, obj, path, known)) return false;
     static const char *const dims[] = {"X", "Y", "Z"};
     for (int d = 0; d < 3; d++) {
         json_t *v = json_object_get(obj, dims[d]);
-        char dp[128];
+        char dp[96];
         snprintf(dp, sizeof dp, "%s.%s", path, dims[d]);
         if (v == NULL) {
             if (d == 0) return fail(c, dp, "missing; expected a string (an expression)");
-            out[d] = NULL;
-        } else if (json_is_string(v)) {
-            out[d] = json_string_value(v);
-        } else if (json_is_integer(v)) { /* an integer: as text, for the expression language */
-            snprintf(text[d], 32, "%lld", (long long)json_integer_value(v));
-            out[d] = text[d];
+        } else if (json_is_string(v) || json_is_integer(v)) {
+            if ((out[d] = size_text(c, v, dp)) == NULL) return false;
         } else {
             return fail(c, dp, "expected a string (an expression), got %s", kind_of(v));
         }
+    }
+    return true;
+}
+
+/* GridDivX/Y/Z: a list of factors (expressions or integers), as Kernel Tuner reads them; a
+ * single expression is one factor; null or an empty list is no GridDiv. */
+static bool read_grid_div(ctx *c, t1 *p, json_t *ks) {
+    static const char *const names[3] = {"GridDivX", "GridDivY", "GridDivZ"};
+    for (int d = 0; d < 3; d++) {
+        json_t *v = json_object_get(ks, names[d]);
+        char path[64];
+        snprintf(path, sizeof path, "KernelSpecification.%s", names[d]);
+        if (v == NULL || json_is_null(v)) continue;
+        size_t n = json_is_array(v) ? json_array_size(v) : 1;
+        if (!json_is_array(v) && !json_is_string(v) && !json_is_integer(v))
+            return fail(c, path, "expected an array of expressions (e.g. [\"block_size_x\", \"tile_size_x\"]), got %s", kind_of(v));
+        if (n == 0) continue;
+        if ((p->div[d] = calloc(n, sizeof *p->div[d])) == NULL) return fail(c, path, "out of memory");
+        for (size_t i = 0; i < n; i++) {
+            json_t *f = json_is_array(v) ? json_array_get(v, i) : v;
+            char fp[96];
+            if (json_is_array(v)) snprintf(fp, sizeof fp, "%s[%zu]", path, i);
+            else snprintf(fp, sizeof fp, "%s", path);
+            if (!json_is_string(f) && !json_is_integer(f))
+                return fail(c, fp, "expected a string (an expression) or an integer, got %s", kind_of(f));
+            if ((p->div[d][i] = size_text(c, f, fp)) == NULL) return false;
+            p->ndiv[d]++;
+        }
+        p->grid_div = true;
     }
     return true;
 }
@@ -195,23 +350,32 @@ static bool read_args(ctx *c, t1 *p, json_t *ks) {
     json_t *args = member(c, ks, "KernelSpecification", "Arguments", JSON_ARRAY, true, "an array of arguments");
     if (args == NULL) return false;
     p->args = calloc(json_array_size(args) + 1, sizeof *p->args);
+    if (p->args == NULL) return fail(c, "KernelSpecification.Arguments", "out of memory");
     size_t i;
     json_t *v;
     json_array_foreach(args, i, v) {
-        char path[160];
+        char path[96];
         snprintf(path, sizeof path, "KernelSpecification.Arguments[%zu]", i);
         if (!json_is_object(v)) return fail(c, path, "expected an object, got %s", kind_of(v));
-        unknown_fields(c, v, path, known);
+        if (!known_fields(c, v, path, known)) return false;
         t1_arg *a = &p->args[p->nargs++];
         a->name = str_member(c, v, path, "Name", false, "a string");
         const char *type = str_member(c, v, path, "Type", true, "a string (float, double, int32, ...)");
         const char *mem = str_member(c, v, path, "MemoryType", true, "a string (Scalar or Vector)");
         const char *access = str_member(c, v, path, "AccessType", false, "a string (ReadOnly, WriteOnly or ReadWrite)");
+        const char *memtype = str_member(c, v, path, "MemType", false, "a string (Constant)");
+        json_t *output = member(c, v, path, "Output", -1, false, "");
+        json_t *type_size = member(c, v, path, "TypeSize", JSON_INTEGER, false, "an integer (bytes)");
         if (c->failed) return false;
-        char fp[200];
+        char fp[128];
         if ((a->type = t1_type(type)) == 0) {
             snprintf(fp, sizeof fp, "%s.Type", path);
             return fail(c, fp, "'%s' is not supported; expected bool, int8..int64, uint8..uint64, half, float or double", type);
+        }
+        if (type_size && json_integer_value(type_size) != (json_int_t)kt_type_size(a->type)) {
+            snprintf(fp, sizeof fp, "%s.TypeSize", path);
+            return fail(c, fp, "%lld bytes, but a %s is %zu bytes", (long long)json_integer_value(type_size), type,
+                        kt_type_size(a->type));
         }
         if (strcmp(mem, "Vector") == 0) a->vector = true;
         else if (strcmp(mem, "Scalar") != 0) {
@@ -229,45 +393,121 @@ static bool read_args(ctx *c, t1 *p, json_t *ks) {
             snprintf(fp, sizeof fp, "%s.AccessType", path);
             return fail(c, fp, "'%s' is not one of ReadOnly, WriteOnly, ReadWrite", access);
         }
-        if (!read_fill(c, v, path, &a->fill, &a->fill_value, &a->data_source)) return false;
-        json_t *value = json_object_get(v, "Value"); /* a scalar may give its value here too */
-        if (value && json_is_number(value)) a->fill_value = json_number_value(value);
-        json_t *seed = member(c, v, path, "RandomSeed", JSON_INTEGER, false, "an integer");
-        if (seed) a->has_seed = true, a->seed = json_integer_value(seed);
+        if (!a->vector && a->access != KT_READ_ONLY) {
+            snprintf(fp, sizeof fp, "%s.AccessType", path);
+            return fail(c, fp, "'%s' on a Scalar: a scalar is passed by value and cannot be written", access);
+        }
+        if (memtype) {
+            snprintf(fp, sizeof fp, "%s.MemType", path);
+            if (strcmp(memtype, "Constant") != 0)
+                return fail(c, fp, "'%s' is not supported; expected Constant (constant memory)", memtype);
+            if (!a->vector) return fail(c, fp, "Constant on a Scalar: only a Vector can be placed in constant memory");
+            if (a->access != KT_READ_ONLY)
+                return fail(c, fp, "Constant on a %s argument: constant memory is read-only; expected AccessType ReadOnly",
+                            a->access == KT_WRITE_ONLY ? "WriteOnly" : "ReadWrite");
+            a->constant = true;
+        }
+        if (output) { /* Kernel Tuner's marker of an output: it must agree with AccessType */
+            snprintf(fp, sizeof fp, "%s.Output", path);
+            bool is_out;
+            if (json_is_boolean(output)) is_out = json_is_true(output);
+            else if (json_is_integer(output) && (json_integer_value(output) == 0 || json_integer_value(output) == 1))
+                is_out = json_integer_value(output) == 1;
+            else return fail(c, fp, "expected 0, 1 or a boolean, got %s", kind_of(output));
+            if (is_out != (a->access != KT_READ_ONLY))
+                return fail(c, fp, "%s, but AccessType is %s: kerntune validates the outputs AccessType names (WriteOnly or ReadWrite)",
+                            is_out ? "marks an output" : "marks an input", access ? access : "ReadOnly (the default)");
+        }
+        if (!read_fill(c, v, path, &a->fill, &a->fill_value, &a->data_source, &a->has_seed, &a->seed)) return false;
+        json_t *value = member(c, v, path, "Value", JSON_REAL, false, "a number");
+        if (c->failed) return false;
+        if (value) { /* kerntune's extension: a scalar's value */
+            snprintf(fp, sizeof fp, "%s.Value", path);
+            if (a->vector) return fail(c, fp, "gives a Scalar's value; a Vector is filled as FillType says");
+            if (json_object_get(v, "FillValue") && json_number_value(json_object_get(v, "FillValue")) != json_number_value(value))
+                return fail(c, fp, "%g differs from FillValue %g", json_number_value(value), json_number_value(json_object_get(v, "FillValue")));
+            a->fill_value = json_number_value(value);
+        }
+        if (!a->vector && a->fill != T1_FILL_CONSTANT) {
+            snprintf(fp, sizeof fp, "%s.FillType", path);
+            return fail(c, fp, "a Scalar takes FillValue (FillType Constant)");
+        }
+        json_t *size = json_object_get(v, "Size");
+        snprintf(fp, sizeof fp, "%s.Size", path);
         if (a->vector) {
-            json_t *size = json_object_get(v, "Size");
-            snprintf(fp, sizeof fp, "%s.Size", path);
             if (size == NULL) return fail(c, fp, "missing; expected an integer or an expression string");
             if (json_is_integer(size)) a->size = json_integer_value(size);
             else if (json_is_string(size)) a->size_expr = json_string_value(size);
             else return fail(c, fp, "expected an integer or an expression string, got %s", kind_of(size));
+            if (a->size_expr == NULL && a->size < 1) return fail(c, fp, "%lld elements; expected at least 1", (long long)a->size);
+        } else if (size && !(json_is_integer(size) && json_integer_value(size) == 1)) {
+            return fail(c, fp, "a Scalar is one element; expected 1 or no Size");
         }
-        if (c->failed) return false;
     }
     return true;
 }
 
 static bool read_refs(ctx *c, t1 *p, json_t *ks) {
-    static const char *const known[] = {"Name", "TargetName", "FillType", "FillValue", "DataSource", "RandomSeed", NULL};
+    static const char *const known[] = {"Name", "TargetName", "FillType", "FillValue", "DataSource", "RandomSeed",
+                                        "ValidationMethod", "ValidationThreshold", NULL};
     json_t *refs = member(c, ks, "KernelSpecification", "ReferenceArguments", JSON_ARRAY, false, "an array");
     if (c->failed) return false;
     p->refs = calloc(json_array_size(refs) + 1, sizeof *p->refs);
+    if (p->refs == NULL) return fail(c, "KernelSpecification.ReferenceArguments", "out of memory");
+    const char *method_seen = NULL;
+    double threshold_seen = 0;
     size_t i;
     json_t *v;
     json_array_foreach(refs, i, v) {
-        char path[160];
+        char path[96], tp[128];
         snprintf(path, sizeof path, "KernelSpecification.ReferenceArguments[%zu]", i);
         if (!json_is_object(v)) return fail(c, path, "expected an object, got %s", kind_of(v));
-        unknown_fields(c, v, path, known);
+        if (!known_fields(c, v, path, known)) return false;
         t1_reference *r = &p->refs[p->nrefs++];
+        str_member(c, v, path, "Name", false, "a string");
         r->target = str_member(c, v, path, "TargetName", true, "a string (the argument it gives the expected contents of)");
-        if (c->failed || !read_fill(c, v, path, &r->fill, &r->fill_value, &r->data_source)) return false;
-        bool found = false;
-        for (size_t a = 0; a < p->nargs; a++) found = found || strcmp(p->args[a].name, r->target) == 0;
-        if (!found) {
-            char tp[200];
+        const char *method = str_member(c, v, path, "ValidationMethod", false,
+                                        "a string (SideBySideComparison or SideBySideRelativeComparison)");
+        json_t *threshold = member(c, v, path, "ValidationThreshold", JSON_REAL, false, "a number");
+        if (c->failed || !read_fill(c, v, path, &r->fill, &r->fill_value, &r->data_source, &r->has_seed, &r->seed)) return false;
+        size_t a = 0;
+        while (a < p->nargs && strcmp(p->args[a].name, r->target) != 0) a++;
+        if (a == p->nargs) {
             snprintf(tp, sizeof tp, "%s.TargetName", path);
             return fail(c, tp, "'%s' names no argument", r->target);
+        }
+        if (p->args[a].access == KT_READ_ONLY) {
+            snprintf(tp, sizeof tp, "%s.TargetName", path);
+            return fail(c, tp, "'%s' is ReadOnly: only an output (WriteOnly or ReadWrite) has expected contents", r->target);
+        }
+        for (size_t k = 0; k + 1 < p->nrefs; k++)
+            if (strcmp(p->refs[k].target, r->target) == 0) {
+                snprintf(tp, sizeof tp, "%s.TargetName", path);
+                return fail(c, tp, "'%s' already has expected contents (ReferenceArguments[%zu])", r->target, k);
+            }
+        /* kerntune compares every element within atol + rtol * |expected|: the side-by-side
+         * methods are that with one of the two; a sum of differences is not implemented */
+        if (threshold && method == NULL) {
+            snprintf(tp, sizeof tp, "%s.ValidationThreshold", path);
+            return fail(c, tp, "needs ValidationMethod (SideBySideComparison or SideBySideRelativeComparison)");
+        }
+        if (method) {
+            snprintf(tp, sizeof tp, "%s.ValidationMethod", path);
+            if (strcmp(method, "SideBySideComparison") != 0 && strcmp(method, "SideBySideRelativeComparison") != 0)
+                return fail(c, tp, "'%s' is not supported; expected SideBySideComparison or SideBySideRelativeComparison", method);
+            if (threshold == NULL) return fail(c, tp, "needs ValidationThreshold");
+            double t = json_number_value(threshold);
+            if (!(t >= 0) || !isfinite(t)) {
+                snprintf(tp, sizeof tp, "%s.ValidationThreshold", path);
+                return fail(c, tp, "%g; expected a number >= 0", t);
+            }
+            if (method_seen && (strcmp(method_seen, method) != 0 || threshold_seen != t))
+                return fail(c, tp, "kerntune validates every output with one method and threshold; ReferenceArguments give two");
+            method_seen = method;
+            threshold_seen = t;
+            bool relative = strcmp(method, "SideBySideRelativeComparison") == 0;
+            p->atol = relative ? 0 : t;
+            p->rtol = relative ? t : 0;
         }
     }
     return true;
@@ -277,21 +517,29 @@ static bool read_budget(ctx *c, t1 *p) {
     json_t *budget = json_object_get(p->root, "Budget");
     if (budget == NULL) return true;
     if (!json_is_array(budget)) return fail(c, "Budget", "expected an array, got %s", kind_of(budget));
+    static const char *const known[] = {"Type", "BudgetValue", NULL};
     size_t i;
     json_t *v;
     json_array_foreach(budget, i, v) {
-        char path[96];
+        char path[64];
         snprintf(path, sizeof path, "Budget[%zu]", i);
         if (!json_is_object(v)) return fail(c, path, "expected an object, got %s", kind_of(v));
+        if (!known_fields(c, v, path, known)) return false;
         const char *type = str_member(c, v, path, "Type", true, "a string");
         json_t *value = member(c, v, path, "BudgetValue", JSON_REAL, true, "a number");
         if (c->failed) return false;
         double x = json_number_value(value);
+        char tp[96];
+        snprintf(tp, sizeof tp, "%s.BudgetValue", path);
+        if (!(x > 0) || !isfinite(x)) return fail(c, tp, "%g; expected a number above 0", x);
         if (strcmp(type, "TuningDuration") == 0) p->budget_seconds = x;
-        else if (strcmp(type, "ConfigurationCount") == 0) p->budget_count = (int64_t)x;
-        else if (strcmp(type, "ConfigurationFraction") == 0) p->budget_fraction = x;
-        else {
-            char tp[128];
+        else if (strcmp(type, "ConfigurationCount") == 0) {
+            if (x != floor(x) || x > 1e15) return fail(c, tp, "%g; expected a whole number of configurations", x);
+            p->budget_count = (int64_t)x;
+        } else if (strcmp(type, "ConfigurationFraction") == 0) {
+            if (x > 1) return fail(c, tp, "%g; expected a fraction of the space, at most 1", x);
+            p->budget_fraction = x;
+        } else {
             snprintf(tp, sizeof tp, "%s.Type", path);
             return fail(c, tp, "'%s' is not one of TuningDuration, ConfigurationCount, ConfigurationFraction", type);
         }
@@ -299,87 +547,226 @@ static bool read_budget(ctx *c, t1 *p) {
     return true;
 }
 
-bool t1_load(const char *path, t1 *p, FILE *warn, char *err, size_t errlen) {
-    memset(p, 0, sizeof *p);
-    p->device_id = -1;
-    ctx c = {path, warn, err, errlen, false};
-    json_error_t jerr;
-    p->root = json_load_file(path, JSON_REJECT_DUPLICATES, &jerr);
-    if (p->root == NULL) {
-        if (jerr.line < 0) snprintf(err, errlen, "%s: %s", path, jerr.text);
-        else snprintf(err, errlen, "%s:%d:%d: %s", path, jerr.line, jerr.column, jerr.text);
-        return false;
+static bool read_general(ctx *c, t1 *p, json_t *general) {
+    /* descriptive fields, and TimeUnit, which kerntune's T4 output follows */
+    static const char *const known[] = {"BenchmarkName", "OutputFormat", "OutputFile", "FormatVersion", "LoggingLevel",
+                                        "TimeUnit", NULL};
+    if (!known_fields(c, general, "General", known)) return false;
+    str_member(c, general, "General", "BenchmarkName", false, "a string");
+    const char *format = str_member(c, general, "General", "OutputFormat", false, "a string (JSON or XML)");
+    str_member(c, general, "General", "OutputFile", false, "a string");
+    member(c, general, "General", "FormatVersion", JSON_INTEGER, false, "an integer");
+    str_member(c, general, "General", "LoggingLevel", false, "a string");
+    const char *unit = str_member(c, general, "General", "TimeUnit", false, "a string (Nanoseconds, Microseconds, Milliseconds or Seconds)");
+    if (c->failed) return false;
+    if (format && strcmp(format, "JSON") != 0 && strcmp(format, "XML") != 0)
+        return fail(c, "General.OutputFormat", "'%s' is not one of JSON, XML", format);
+    if (unit) {
+        static const struct {
+            const char *t1, *t4;
+            double per_ms;
+        } units[] = {{"Nanoseconds", "nanoseconds", 1e6}, {"Microseconds", "microseconds", 1e3},
+                     {"Milliseconds", "milliseconds", 1}, {"Seconds", "seconds", 1e-3}};
+        size_t k = 0;
+        while (k < 4 && strcmp(units[k].t1, unit) != 0) k++;
+        if (k == 4) return fail(c, "General.TimeUnit", "'%s' is not one of Nanoseconds, Microseconds, Milliseconds, Seconds", unit);
+        p->time_unit = units[k].t4;
+        p->time_scale = units[k].per_ms;
     }
-    if (!json_is_object(p->root)) return fail(&c, "(top level)", "expected an object, got %s", kind_of(p->root));
-    snprintf(p->path, sizeof p->path, "%s", path);
-    char abs[4096];
-    if (realpath(path, abs) == NULL) snprintf(abs, sizeof abs, "%s", path);
-    snprintf(p->dir, sizeof p->dir, "%s", abs); /* absolute: messages give resolved paths */
-    char *slash = strrchr(p->dir, '/');
-    if (slash) *slash = '\0';
-    else snprintf(p->dir, sizeof p->dir, ".");
-    static const char *const known_top[] = {"General", "ConfigurationSpace", "KernelSpecification", "Budget", "Search", NULL};
-    unknown_fields(&c, p->root, "", known_top);
-    json_t *general = member(&c, p->root, "", "General", JSON_OBJECT, false, "an object");
-    json_t *cs = member(&c, p->root, "", "ConfigurationSpace", JSON_OBJECT, true, "an object");
-    json_t *ks = member(&c, p->root, "", "KernelSpecification", JSON_OBJECT, true, "an object");
-    if (c.failed || !read_params(&c, p, cs)) return false;
+    return true;
+}
+
+static bool read_device(ctx *c, t1 *p, json_t *ks) {
+    json_t *dev = member(c, ks, "KernelSpecification", "Device", JSON_OBJECT, false, "an object with Id or Name");
+    if (dev == NULL) return !c->failed;
+    static const char *const known[] = {"Id", "DeviceId", "Name", NULL};
+    const char *path = "KernelSpecification.Device";
+    if (json_object_get(dev, "PlatformId"))
+        return fail(c, "KernelSpecification.Device.PlatformId",
+                    "kerntune numbers a backend's devices across platforms: give Device.Id (see 'kerntune devices') or --device");
+    if (!known_fields(c, dev, path, known)) return false;
+    json_t *id = member(c, dev, path, "Id", JSON_INTEGER, false, "an integer");
+    json_t *did = member(c, dev, path, "DeviceId", JSON_INTEGER, false, "an integer");
+    p->device_name = str_member(c, dev, path, "Name", false, "a string");
+    if (c->failed) return false;
+    if (id && did && json_integer_value(id) != json_integer_value(did))
+        return fail(c, "KernelSpecification.Device.DeviceId", "%lld differs from Id %lld", (long long)json_integer_value(did),
+                    (long long)json_integer_value(id));
+    json_t *n = id ? id : did;
+    if (n) {
+        if (json_integer_value(n) < 0 || json_integer_value(n) > INT_MAX)
+            return fail(c, id ? "KernelSpecification.Device.Id" : "KernelSpecification.Device.DeviceId", "%lld; expected a device number >= 0",
+                        (long long)json_integer_value(n));
+        p->device_id = (int)json_integer_value(n);
+    }
+    return true;
+}
+
+static bool read_search(ctx *c, t1 *p) {
+    json_t *search = member(c, p->root, "", "Search", JSON_OBJECT, false, "an object with Name");
+    if (search == NULL) return !c->failed;
+    static const char *const known[] = {"Name", "Attributes", NULL};
+    if (!known_fields(c, search, "Search", known)) return false;
+    p->search = str_member(c, search, "Search", "Name", true, "a string");
+    json_t *attrs = member(c, search, "Search", "Attributes", JSON_ARRAY, false, "an array");
+    p->search_attributes = json_array_size(attrs) > 0;
+    return !c->failed;
+}
+
+static bool read_kernel_spec(ctx *c, t1 *p, json_t *ks) {
     static const char *const known_ks[] = {"Language", "CompilerOptions", "BenchmarkName", "KernelName", "KernelFile",
                                            "GlobalSizeType", "LocalSize", "GlobalSize", "GridDivX", "GridDivY", "GridDivZ",
                                            "ProblemSize", "SharedMemory", "Stream", "Arguments", "ReferenceArguments",
-                                           "Device", "Profiling", "SimulationInput", NULL};
-    unknown_fields(&c, ks, "KernelSpecification", known_ks);
-    p->language = str_member(&c, ks, "KernelSpecification", "Language", true, "a string (C, OpenCL or CUDA)");
-    p->kernel_name = str_member(&c, ks, "KernelSpecification", "KernelName", true, "a string");
-    const char *file = str_member(&c, ks, "KernelSpecification", "KernelFile", true, "a string (the kernel source's path)");
-    if (c.failed) return false;
+                                           "Device", "Profiling", NULL};
+    if (json_object_get(ks, "SimulationInput"))
+        return fail(c, "KernelSpecification.SimulationInput", "kerntune replays recorded data given with --simulate FILE only");
+    if (!known_fields(c, ks, "KernelSpecification", known_ks)) return false;
+    const char *K = "KernelSpecification";
+    p->language = str_member(c, ks, K, "Language", true, "a string (C, OpenCL or CUDA)");
+    p->kernel_name = str_member(c, ks, K, "KernelName", true, "a string");
+    const char *file = str_member(c, ks, K, "KernelFile", true, "a string (the kernel source's path)");
+    str_member(c, ks, K, "BenchmarkName", false, "a string");
+    if (c->failed) return false;
     if (strcmp(p->language, "C") != 0 && strcmp(p->language, "OpenCL") != 0 && strcmp(p->language, "CUDA") != 0)
-        return fail(&c, "KernelSpecification.Language", "'%s' is not supported; expected C, OpenCL or CUDA", p->language);
-    if (file[0] == '/') snprintf(p->kernel_file, sizeof p->kernel_file, "%s", file);
-    else snprintf(p->kernel_file, sizeof p->kernel_file, "%.2000s/%.2000s", p->dir, file);
-    json_t *opts = member(&c, ks, "KernelSpecification", "CompilerOptions", JSON_ARRAY, false, "an array of strings");
+        return fail(c, "KernelSpecification.Language", "'%s' is not supported; expected C, OpenCL or CUDA", p->language);
+    p->kernel_file = file[0] == '/' ? t1_format("%s", file) : t1_format("%s/%s", p->dir, file);
+    if (p->kernel_file == NULL) return fail(c, "KernelSpecification.KernelFile", "out of memory");
+    json_t *opts = member(c, ks, K, "CompilerOptions", JSON_ARRAY, false, "an array of strings");
+    if (c->failed) return false;
     p->options = calloc(json_array_size(opts) + 1, sizeof *p->options);
+    if (p->options == NULL) return fail(c, "KernelSpecification.CompilerOptions", "out of memory");
     size_t i;
     json_t *v;
     json_array_foreach(opts, i, v) {
         if (!json_is_string(v)) {
-            char op[128];
+            char op[96];
             snprintf(op, sizeof op, "KernelSpecification.CompilerOptions[%zu]", i);
-            return fail(&c, op, "expected a string, got %s", kind_of(v));
+            return fail(c, op, "expected a string, got %s", kind_of(v));
         }
         p->options[p->noptions++] = json_string_value(v);
     }
-    if (!read_sizes(&c, ks, "GlobalSize", p->global, p->size_text) || !read_sizes(&c, ks, "LocalSize", p->local, p->size_text + 3))
-        return false;
-    const char *gtype = str_member(&c, ks, "KernelSpecification", "GlobalSizeType", false, "a string (OpenCL or CUDA)");
-    if (c.failed) return false;
+    json_t *ps = member(c, ks, K, "ProblemSize", JSON_ARRAY, false, "an array of integers");
+    if (c->failed) return false;
+    json_array_foreach(ps, i, v) {
+        char pp[96];
+        snprintf(pp, sizeof pp, "KernelSpecification.ProblemSize[%zu]", i);
+        if (i >= 8) return fail(c, pp, "at most 8 dimensions");
+        if (!json_is_integer(v)) return fail(c, pp, "expected an integer, got %s", kind_of(v));
+        if (json_integer_value(v) < 1) return fail(c, pp, "%lld; expected a size of at least 1", (long long)json_integer_value(v));
+        p->problem_size[p->nproblem++] = json_integer_value(v);
+    }
+    /* geometry: LocalSize; GridDiv (Kernel Tuner's grid from ProblemSize) or GlobalSize */
+    json_t *local = member(c, ks, K, "LocalSize", JSON_OBJECT, true, "an object with X, Y, Z");
+    json_t *global = member(c, ks, K, "GlobalSize", JSON_OBJECT, false, "an object with X, Y, Z");
+    if (c->failed || !read_sizes(c, local, "LocalSize", p->local) || !read_grid_div(c, p, ks)) return false;
+    if (global && !read_sizes(c, global, "GlobalSize", p->global)) return false;
+    const char *gtype = str_member(c, ks, K, "GlobalSizeType", false, "a string (OpenCL or CUDA)");
+    if (c->failed) return false;
     p->geometry = strcmp(p->language, "CUDA") == 0 ? KT_GEOMETRY_GRID : KT_GEOMETRY_GLOBAL;
     if (gtype && strcmp(gtype, "CUDA") == 0) p->geometry = KT_GEOMETRY_GRID;
     else if (gtype && strcmp(gtype, "OpenCL") == 0) p->geometry = KT_GEOMETRY_GLOBAL;
-    else if (gtype) return fail(&c, "KernelSpecification.GlobalSizeType", "'%s' is not one of OpenCL, CUDA", gtype);
-    json_t *ps = member(&c, ks, "KernelSpecification", "ProblemSize", JSON_ARRAY, false, "an array of integers");
-    json_array_foreach(ps, i, v) {
-        if (!json_is_integer(v) || i >= 8) {
-            char pp[128];
-            snprintf(pp, sizeof pp, "KernelSpecification.ProblemSize[%zu]", i);
-            return fail(&c, pp, i >= 8 ? "at most 8 dimensions" : "expected an integer, got %s", kind_of(v));
+    else if (gtype) return fail(c, "KernelSpecification.GlobalSizeType", "'%s' is not one of OpenCL, CUDA", gtype);
+    if (global == NULL && !p->grid_div) {
+        if (p->nproblem == 0)
+            return fail(c, "KernelSpecification.GlobalSize", "missing; expected an object with X, Y, Z (or ProblemSize, from which the grid is computed)");
+        p->grid_div = true; /* no GlobalSize: Kernel Tuner's grid, each dimension divided by its LocalSize */
+    }
+    if (p->grid_div) {
+        if (p->nproblem == 0) {
+            const char *which = p->ndiv[0] ? "GridDivX" : p->ndiv[1] ? "GridDivY" : "GridDivZ";
+            char gp[64];
+            snprintf(gp, sizeof gp, "KernelSpecification.%s", which);
+            return fail(c, gp, "divides ProblemSize, which the problem does not give");
         }
-        p->problem_size[p->nproblem++] = json_integer_value(v);
+        p->geometry = KT_GEOMETRY_GRID; /* a grid of blocks, for CUDA and OpenCL alike (OpenCL: times LocalSize) */
+        for (int d = 0; d < 3; d++) {
+            free(p->global[d]);
+            p->global[d] = NULL;
+        }
     }
-    json_t *shm = member(&c, ks, "KernelSpecification", "SharedMemory", JSON_INTEGER, false, "an integer (bytes)");
+    json_t *shm = member(c, ks, K, "SharedMemory", JSON_INTEGER, false, "an integer (bytes)");
+    if (c->failed) return false;
     p->shared_memory = shm ? json_integer_value(shm) : 0;
-    json_t *dev = member(&c, ks, "KernelSpecification", "Device", JSON_OBJECT, false, "an object with Id");
-    if (dev) {
-        json_t *id = member(&c, dev, "KernelSpecification.Device", "Id", JSON_INTEGER, true, "an integer");
-        if (id) p->device_id = (int)json_integer_value(id);
+    if (p->shared_memory < 0) return fail(c, "KernelSpecification.SharedMemory", "%lld; expected bytes >= 0", (long long)p->shared_memory);
+    if (p->shared_memory > 0 && strcmp(p->language, "CUDA") != 0)
+        return fail(c, "KernelSpecification.SharedMemory",
+                    "%lld bytes of dynamic shared memory: only CUDA kernels are launched with it (an %s kernel declares its own)",
+                    (long long)p->shared_memory, strcmp(p->language, "OpenCL") == 0 ? "OpenCL" : "C");
+    json_t *stream = json_object_get(ks, "Stream");
+    if (stream && !json_is_null(stream))
+        return fail(c, "KernelSpecification.Stream", "kerntune runs every configuration on its own stream; expected null, got %s", kind_of(stream));
+    json_t *prof = member(c, ks, K, "Profiling", JSON_TRUE, false, "a boolean");
+    if (c->failed) return false;
+    if (prof && json_is_true(prof))
+        return fail(c, "KernelSpecification.Profiling", "true: kerntune does not collect profiling counters; expected false");
+    return read_device(c, p, ks) && read_args(c, p, ks) && read_refs(c, p, ks);
+}
+
+bool t1_load(const char *path, t1 *p, char **err) {
+    memset(p, 0, sizeof *p);
+    p->device_id = -1;
+    p->atol = p->rtol = -1;
+    p->time_scale = 1;
+    p->time_unit = "milliseconds";
+    *err = NULL;
+    ctx c = {path, err, false};
+    size_t len = 0;
+    char *rerr = NULL;
+    char *text = t1_read_file(path, "the problem file", T1_FILE_LIMIT, 0, &len, &rerr);
+    if (text == NULL) {
+        *err = rerr;
+        return false;
     }
-    if (c.failed || !read_args(&c, p, ks) || !read_refs(&c, p, ks) || !read_budget(&c, p)) return false;
-    json_t *search = member(&c, p->root, "", "Search", JSON_OBJECT, false, "an object with Name");
-    if (search) p->search = str_member(&c, search, "Search", "Name", true, "a string");
-    const char *bench = general ? str_member(&c, general, "General", "BenchmarkName", false, "a string") : NULL;
-    const char *kbench = str_member(&c, ks, "KernelSpecification", "BenchmarkName", false, "a string");
+    json_error_t jerr;
+    p->root = json_loadb(text, len, JSON_REJECT_DUPLICATES, &jerr);
+    free(text);
+    if (p->root == NULL) {
+        *err = t1_format("%s:%d:%d: %s", path, jerr.line, jerr.column, jerr.text);
+        return false;
+    }
+    if (!json_is_object(p->root)) return fail(&c, "(top level)", "expected an object, got %s", kind_of(p->root));
+    p->path = t1_format("%s", path);
+    char *abs = realpath(path, NULL); /* absolute: messages give resolved paths */
+    p->dir = abs ? abs : t1_format("%s", path);
+    if (p->path == NULL || p->dir == NULL) return fail(&c, "(top level)", "out of memory");
+    char *slash = strrchr(p->dir, '/');
+    if (slash == p->dir) slash[1] = '\0';
+    else if (slash) *slash = '\0';
+    else strcpy(p->dir, "."); /* "." fits: the path had at least one character */
+    static const char *const known_top[] = {"General", "ConfigurationSpace", "KernelSpecification", "Budget", "Search", NULL};
+    if (!known_fields(&c, p->root, "", known_top)) return false;
+    json_t *general = member(&c, p->root, "", "General", JSON_OBJECT, false, "an object");
+    json_t *cs = member(&c, p->root, "", "ConfigurationSpace", JSON_OBJECT, true, "an object");
+    json_t *ks = member(&c, p->root, "", "KernelSpecification", JSON_OBJECT, true, "an object");
+    if (c.failed || (general && !read_general(&c, p, general)) || !read_params(&c, p, cs)) return false;
+    if (!read_kernel_spec(&c, p, ks) || !read_budget(&c, p) || !read_search(&c, p)) return false;
+    const char *bench = general ? json_string_value(json_object_get(general, "BenchmarkName")) : NULL;
+    const char *kbench = json_string_value(json_object_get(ks, "BenchmarkName"));
     p->name = bench ? bench : kbench ? kbench : p->kernel_name;
     return !c.failed;
+}
+
+bool t1_grid(t1 *p, size_t nps, char **err) {
+    if (!p->grid_div) return true;
+    for (int d = 0; d < 3; d++) {
+        char *ps = (size_t)d < nps ? t1_format("ProblemSize[%d]", d) : t1_format("1");
+        char *div = t1_format("int(%s)", p->ndiv[d] ? p->div[d][0] : p->local[d] ? p->local[d] : "1");
+        for (size_t i = 1; div && ps && i < p->ndiv[d]; i++) {
+            char *more = t1_format("%s * int(%s)", div, p->div[d][i]);
+            free(div);
+            div = more;
+        }
+        free(p->global[d]);
+        /* rounded up: -(-a // b), with Python's floor division */
+        p->global[d] = ps && div ? t1_format("-(-%s // (%s))", ps, div) : NULL;
+        free(ps);
+        free(div);
+        if (p->global[d] == NULL) {
+            *err = t1_format("%s: out of memory", p->path);
+            return false;
+        }
+    }
+    return true;
 }
 
 void t1_free(t1 *p) {
@@ -388,6 +775,15 @@ void t1_free(t1 *p) {
     free(p->options);
     free(p->args);
     free(p->refs);
+    for (int d = 0; d < 3; d++) {
+        free(p->global[d]);
+        free(p->local[d]);
+        for (size_t i = 0; i < p->ndiv[d]; i++) free(p->div[d][i]);
+        free(p->div[d]);
+    }
+    free(p->path);
+    free(p->dir);
+    free(p->kernel_file);
     json_decref(p->root);
     memset(p, 0, sizeof *p);
 }

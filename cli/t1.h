@@ -1,11 +1,14 @@
 /*
  * t1.h - reading T1 tuning problems (JSON) for `kerntune tune`.
  *
- * T1 is the autotuning community's problem format (see ../shared/DESIGN.md and the TuningSchema
- * project). kerntune reads every field the shared benchmark_hub problems and Kernel Tuner's T1
- * examples use; a field it does not know is reported as a warning and ignored. Extensions:
- * "Language": "C" (a C function compiled by the system compiler), and "Size" given as an
- * expression string (as the benchmark_hub files do) as well as an integer.
+ * T1 is the autotuning community's problem format (see ../shared/DESIGN.md, the TuningSchema
+ * project and Kernel Tuner's reader). kerntune reads every field it implements and refuses,
+ * naming the JSON path, every field (or value of one) that would change what is run or measured
+ * and that it does not implement; purely descriptive fields (names, OutputFormat, ...) are
+ * accepted. The grid follows Kernel Tuner's rule when GridDivX/Y/Z are given (see t1_grid).
+ * Extensions: "Language": "C" (a C function compiled by the system compiler), "Size" given as
+ * an expression string (as the benchmark_hub files do) as well as an integer, and a scalar's
+ * "Value".
  */
 #ifndef KT_CLI_T1_H
 #define KT_CLI_T1_H
@@ -15,6 +18,9 @@
 #include <jansson.h>
 #include <stdbool.h>
 #include <stdio.h>
+
+/* The largest T1 problem or kernel source kerntune reads (bytes). */
+#define T1_FILE_LIMIT ((size_t)64 << 20)
 
 typedef struct t1_param {
     const char *name;
@@ -27,9 +33,10 @@ typedef enum t1_fill { T1_FILL_CONSTANT, T1_FILL_RANDOM, T1_FILL_BINARY } t1_fil
 
 typedef struct t1_arg {
     const char *name;      /* the Name, else auto_name ("arg3") */
-    char auto_name[24];
+    char auto_name[24];    /* "arg" and an index: always fits */
     kt_type type;          /* element type of a vector, or the scalar's type */
     bool vector;
+    bool constant;         /* "MemType": "Constant": the device's constant memory */
     kt_access access;
     const char *size_expr; /* vectors: the element count as an expression, or NULL */
     int64_t size;          /* or as an integer */
@@ -45,12 +52,14 @@ typedef struct t1_reference {
     t1_fill fill;
     double fill_value;
     const char *data_source;
+    bool has_seed;
+    int64_t seed;
 } t1_reference;
 
 typedef struct t1 {
     json_t *root;
-    char path[4096];
-    char dir[4096];
+    char *path;            /* as given */
+    char *dir;             /* the problem file's directory, absolute when it can be resolved */
     const char *name;      /* General.BenchmarkName, else KernelSpecification.BenchmarkName, else KernelName */
     t1_param *params;
     size_t nparams;
@@ -58,11 +67,17 @@ typedef struct t1 {
     size_t nconditions;
     const char *language;  /* C, OpenCL, CUDA */
     const char *kernel_name;
-    char kernel_file[4096]; /* resolved against the problem file's directory */
+    char *kernel_file;     /* resolved against the problem file's directory */
     const char **options;
     size_t noptions;
-    const char *global[3], *local[3];
-    char size_text[6][32]; /* sizes given as integers, as text for the expression language */
+    /* Launch geometry, as expressions for kt_space_set_geometry (NULL: 1). When grid_div is set
+     * (a GridDivX/Y/Z is given, or GlobalSize is not), global[] is Kernel Tuner's grid in blocks
+     * computed from ProblemSize (t1_grid) and geometry is KT_GEOMETRY_GRID; otherwise global[]
+     * is GlobalSize, in blocks or work-items as GlobalSizeType says. */
+    char *global[3], *local[3];
+    bool grid_div;
+    char **div[3];         /* GridDivX/Y/Z: each factor as an expression */
+    size_t ndiv[3];
     kt_geometry geometry;
     int64_t problem_size[8];
     size_t nproblem;
@@ -71,21 +86,42 @@ typedef struct t1 {
     size_t nargs;
     t1_reference *refs;
     size_t nrefs;
+    double atol, rtol;     /* ReferenceArguments' ValidationMethod/Threshold; negative: the defaults */
     double budget_seconds; /* 0: none */
     int64_t budget_count;  /* 0: none */
     double budget_fraction;
-    const char *search;
-    int device_id;         /* KernelSpecification.Device.Id, or -1 */
+    const char *search;    /* Search.Name, or NULL */
+    bool search_attributes;
+    int device_id;         /* KernelSpecification.Device.Id (or DeviceId), or -1 */
+    const char *device_name; /* KernelSpecification.Device.Name, or NULL */
+    double time_scale;     /* General.TimeUnit: one ms in that unit (T4 output) */
+    const char *time_unit; /* its T4 name: "milliseconds" unless TimeUnit says otherwise */
 } t1;
 
-/* Loads path into p. Errors (return false) are written into err as one line that starts with
- * the file's name: "FILE:LINE:COLUMN: message" for JSON syntax, "FILE: JSON.PATH: expected ..."
- * for the schema. Warnings (unknown fields) go to warn when it is not NULL. */
-bool t1_load(const char *path, t1 *p, FILE *warn, char *err, size_t errlen);
+/* Loads path into p. On failure returns false and stores in *err an allocated message (free
+ * it) of one line that starts with the file's name: "FILE:LINE:COLUMN: message" for JSON syntax,
+ * "FILE: JSON.PATH: message" for the schema. p must be released with t1_free either way. */
+bool t1_load(const char *path, t1 *p, char **err);
+
+/* Builds the global size expressions of p for the problem size ps (n of them) into p->global:
+ * Kernel Tuner's grid when p->grid_div (dimension d: ProblemSize[d] (1 beyond the given ones)
+ * divided by the product of GridDiv d's factors, each truncated to an integer, or by LocalSize
+ * d when that dimension has no GridDiv, rounded up). False (message in *err) when out of memory. */
+bool t1_grid(t1 *p, size_t nps, char **err);
 
 void t1_free(t1 *p);
 
 /* The kt_type of a T1 argument type name ("float", "int32", ...); 0 when unsupported. */
 kt_type t1_type(const char *name);
+
+/* Reads a whole regular file of at most limit bytes (a FIFO, a device or a directory is refused
+ * before anything is read from it), NUL-terminated, into an allocated buffer; *len (may be NULL)
+ * gets its length. With exact > 0 the file must hold at least exact bytes and only those are
+ * read. On failure returns NULL and an allocated message (free it) in *err that names path and
+ * says why, in the words of what ("the kernel file"). */
+char *t1_read_file(const char *path, const char *what, size_t limit, size_t exact, size_t *len, char **err);
+
+/* An allocated printf-formatted string; NULL when out of memory. */
+char *t1_format(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 #endif

@@ -3,10 +3,15 @@
  */
 #include "t4.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <math.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <zlib.h>
 
 void t4_value_text(const json_t *v, char *buf, size_t len) {
@@ -28,36 +33,81 @@ void t4_value_text(const json_t *v, char *buf, size_t len) {
     }
 }
 
-/* Reads a whole file, gzip or plain, into memory (NUL-terminated). */
-static char *read_all(const char *path, size_t *len, char *err, size_t errlen) {
-    gzFile gz = gzopen(path, "rb");
+char *t4_value_string(const json_t *v) {
+    if (!json_is_string(v)) {
+        char num[64]; /* a number: always fits */
+        t4_value_text(v, num, sizeof num);
+        return strdup(num);
+    }
+    return strdup(json_string_value(v));
+}
+
+static char *format(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static char *format(const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(NULL, 0, fmt, ap);
+    va_end(ap);
+    char *s = n >= 0 ? malloc((size_t)n + 1) : NULL;
+    if (s) {
+        va_start(ap, fmt);
+        vsnprintf(s, (size_t)n + 1, fmt, ap);
+        va_end(ap);
+    }
+    return s;
+}
+
+/* Reads a whole regular file, gzip or plain, into memory (NUL-terminated), at most
+ * T4_READ_LIMIT bytes once decompressed. A FIFO or a device is refused before anything is read
+ * from it (opened without waiting for a writer). */
+static char *read_all(const char *path, size_t *len, char **err) {
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    struct stat st;
+    if (fd < 0 || fstat(fd, &st) != 0) {
+        *err = format("%s: cannot open: %s", path, strerror(errno));
+        if (fd >= 0) close(fd);
+        return NULL;
+    }
+    if (!S_ISREG(st.st_mode)) {
+        *err = format("%s: %s; expected a regular file", path, S_ISDIR(st.st_mode) ? "a directory" : S_ISFIFO(st.st_mode) ? "a FIFO" : "not a regular file");
+        close(fd);
+        return NULL;
+    }
+    int flags = fcntl(fd, F_GETFL);
+    if (flags >= 0) fcntl(fd, F_SETFL, flags & ~O_NONBLOCK);
+    gzFile gz = gzdopen(fd, "rb");
     if (gz == NULL) {
-        snprintf(err, errlen, "%s: cannot open", path);
+        *err = format("%s: cannot open", path);
+        close(fd);
         return NULL;
     }
     size_t cap = 1 << 20, n = 0;
     char *buf = malloc(cap);
     int r = 0;
+    bool too_large = false;
     while (buf && (r = gzread(gz, buf + n, (unsigned)(cap - n - 1))) > 0) {
         n += (size_t)r;
+        if (n > T4_READ_LIMIT) {
+            too_large = true;
+            break;
+        }
         if (cap - n - 1 == 0) {
             char *nb = realloc(buf, cap *= 2);
-            if (nb == NULL) {
-                free(buf);
-                buf = NULL;
-            } else {
-                buf = nb;
-            }
+            if (nb == NULL) free(buf);
+            buf = nb;
         }
     }
     int gerr = 0;
-    const char *gmsg = gzerror(gz, &gerr);
+    char *gmsg = format("%s", gzerror(gz, &gerr));
     gzclose(gz);
-    if (buf == NULL || r < 0) {
-        snprintf(err, errlen, "%s: cannot read: %s", path, buf ? gmsg : "out of memory");
+    if (buf == NULL || r < 0 || too_large) {
+        if (too_large) *err = format("%s: more than %zu bytes (%zu MiB) of recorded data; kerntune reads at most that", path, T4_READ_LIMIT, T4_READ_LIMIT >> 20);
+        else *err = format("%s: cannot read: %s", path, buf ? gmsg : "out of memory");
         free(buf);
+        free(gmsg);
         return NULL;
     }
+    free(gmsg);
     buf[n] = '\0';
     *len = n;
     return buf;
@@ -73,21 +123,36 @@ static double unit_ns(const char *u) {
     return 1e6;
 }
 
-/* Builds the key of a configuration object; false when a name is missing. */
-static bool make_key(const json_t *cfg, const char *const *names, size_t n, char *buf, size_t len, const char **missing) {
-    size_t k = 0;
+/* Builds the key of a configuration object (allocated); NULL with *missing set when a name is
+ * missing, NULL alone when out of memory. */
+static char *make_key(const json_t *cfg, const char *const *names, size_t n, const char **missing) {
+    size_t cap = 64, k = 0;
+    char *buf = malloc(cap);
+    if (buf == NULL) return NULL;
     buf[0] = '\0';
     for (size_t i = 0; i < n; i++) {
         const json_t *v = json_object_get(cfg, names[i]);
         if (v == NULL) {
             *missing = names[i];
-            return false;
+            free(buf);
+            return NULL;
         }
-        char text[128];
-        t4_value_text(v, text, sizeof text);
-        k += (size_t)snprintf(buf + k, k < len ? len - k : 0, "%s%s=%s", i ? "," : "", names[i], text);
+        char *text = t4_value_string(v);
+        size_t need = (text ? strlen(text) : 0) + strlen(names[i]) + 3;
+        if (text && k + need > cap) {
+            while (k + need > cap) cap *= 2;
+            char *nb = realloc(buf, cap);
+            if (nb == NULL) free(text), text = NULL;
+            else buf = nb;
+        }
+        if (text == NULL) {
+            free(buf);
+            return NULL;
+        }
+        k += (size_t)snprintf(buf + k, cap - k, "%s%s=%s", i ? "," : "", names[i], text);
+        free(text);
     }
-    return k < len;
+    return buf;
 }
 
 static bool add_record(t4_records *out, const char *key, const json_t *runtimes, double scale, double objective,
@@ -98,9 +163,11 @@ static bool add_record(t4_records *out, const char *key, const json_t *runtimes,
     t4_record *rec = &out->recs[out->n];
     memset(rec, 0, sizeof *rec);
     rec->key = strdup(key);
+    rec->invalidity = strdup(strcmp(invalidity, "correct") == 0 && json_array_size(runtimes) == 0 && objective < 0 ? "runtime" : invalidity);
     size_t n = json_array_size(runtimes);
     rec->runtimes = calloc(n ? n : 1, sizeof *rec->runtimes);
-    if (rec->key == NULL || rec->runtimes == NULL) return false;
+    out->n++; /* counted from here on, so that t4_free releases what it holds */
+    if (rec->key == NULL || rec->runtimes == NULL || rec->invalidity == NULL) return false;
     double sum = 0;
     for (size_t i = 0; i < n; i++) {
         const json_t *t = json_array_get(runtimes, i);
@@ -111,10 +178,10 @@ static bool add_record(t4_records *out, const char *key, const json_t *runtimes,
     rec->mean_ns = objective >= 0 ? objective * scale : rec->nruntimes ? sum / (double)rec->nruntimes : -1;
     /* no unit round trip when the file is in ms, so that replay reports its numbers exactly */
     rec->mean_ms = objective >= 0 && scale == 1e6 ? objective : rec->mean_ns / 1e6;
-    snprintf(rec->invalidity, sizeof rec->invalidity, "%s", invalidity);
-    if (strcmp(invalidity, "correct") == 0 && rec->nruntimes == 0 && objective < 0)
-        snprintf(rec->invalidity, sizeof rec->invalidity, "runtime");
-    out->n++;
+    if (strcmp(rec->invalidity, "correct") == 0 && rec->nruntimes == 0 && objective < 0) { /* no number among them */
+        free(rec->invalidity);
+        if ((rec->invalidity = strdup("runtime")) == NULL) return false;
+    }
     return true;
 }
 
@@ -134,19 +201,19 @@ int t4_compare(const void *a, const void *b) {
     return strcmp(((const t4_record *)a)->key, ((const t4_record *)b)->key);
 }
 
-bool t4_read(const char *path, const char *const *names, size_t n, t4_records *out, char *err, size_t errlen) {
+bool t4_read(const char *path, const char *const *names, size_t n, t4_records *out, char **err) {
     memset(out, 0, sizeof *out);
+    *err = NULL;
     size_t len = 0;
-    char *text = read_all(path, &len, err, errlen);
+    char *text = read_all(path, &len, err);
     if (text == NULL) return false;
     json_error_t jerr;
     json_t *root = json_loadb(text, len, 0, &jerr);
     free(text);
     if (root == NULL) {
-        snprintf(err, errlen, "%s:%d:%d: %s", path, jerr.line, jerr.column, jerr.text);
+        *err = format("%s:%d:%d: %s", path, jerr.line, jerr.column, jerr.text);
         return false;
     }
-    char key[4096];
     const char *missing = NULL;
     bool ok = true;
     json_t *results = json_object_get(root, "results"), *cache = json_object_get(root, "cache");
@@ -157,17 +224,20 @@ bool t4_read(const char *path, const char *const *names, size_t n, t4_records *o
         json_t *res;
         json_array_foreach(results, i, res) {
             const json_t *cfg = json_object_get(res, "configuration"), *inv = json_object_get(res, "invalidity");
-            if (!json_is_object(cfg) || !make_key(cfg, names, n, key, sizeof key, &missing)) {
-                snprintf(err, errlen, "%s: results[%zu].configuration: %s%s", path, i,
-                         missing ? "no value for parameter " : "expected an object", missing ? missing : "");
+            char *key = json_is_object(cfg) ? make_key(cfg, names, n, &missing) : NULL;
+            if (key == NULL) {
+                *err = format("%s: results[%zu].configuration: %s%s", path, i,
+                              missing ? "no value for parameter " : json_is_object(cfg) ? "out of memory" : "expected an object",
+                              missing ? missing : "");
                 ok = false;
                 break;
             }
             const json_t *times = json_object_get(res, "times");
-            if (!add_record(out, key, json_object_get(times, "runtimes"), scale, time_measurement(res),
-                            json_is_string(inv) ? json_string_value(inv) : "correct")) {
-                snprintf(err, errlen, "%s: out of memory", path);
-                ok = false;
+            ok = add_record(out, key, json_object_get(times, "runtimes"), scale, time_measurement(res),
+                            json_is_string(inv) ? json_string_value(inv) : "correct");
+            free(key);
+            if (!ok) {
+                *err = format("%s: out of memory", path);
                 break;
             }
         }
@@ -175,9 +245,11 @@ bool t4_read(const char *path, const char *const *names, size_t n, t4_records *o
         const char *k;
         json_t *entry;
         json_object_foreach(cache, k, entry) {
-            if (!json_is_object(entry) || !make_key(entry, names, n, key, sizeof key, &missing)) {
-                snprintf(err, errlen, "%s: cache[\"%s\"]: %s%s", path, k, missing ? "no value for parameter " : "expected an object",
-                         missing ? missing : "");
+            char *key = json_is_object(entry) ? make_key(entry, names, n, &missing) : NULL;
+            if (key == NULL) {
+                *err = format("%s: cache[\"%s\"]: %s%s", path, k,
+                              missing ? "no value for parameter " : json_is_object(entry) ? "out of memory" : "expected an object",
+                              missing ? missing : "");
                 ok = false;
                 break;
             }
@@ -187,14 +259,15 @@ bool t4_read(const char *path, const char *const *names, size_t n, t4_records *o
                 const char *why = json_string_value(t);
                 inv = strstr(why, "Compil") ? "compile" : strstr(why, "Runtime") ? "runtime" : "constraints";
             }
-            if (!add_record(out, key, json_object_get(entry, "times"), 1e6, json_is_number(t) ? json_number_value(t) : -1, inv)) {
-                snprintf(err, errlen, "%s: out of memory", path);
-                ok = false;
+            ok = add_record(out, key, json_object_get(entry, "times"), 1e6, json_is_number(t) ? json_number_value(t) : -1, inv);
+            free(key);
+            if (!ok) {
+                *err = format("%s: out of memory", path);
                 break;
             }
         }
     } else {
-        snprintf(err, errlen, "%s: neither T4 results (a \"results\" array) nor a Kernel Tuner cache (a \"cache\" object)", path);
+        *err = format("%s: neither T4 results (a \"results\" array) nor a Kernel Tuner cache (a \"cache\" object)", path);
         ok = false;
     }
     json_decref(root);
@@ -215,33 +288,62 @@ void t4_free(t4_records *r) {
     for (size_t i = 0; i < r->n; i++) {
         free(r->recs[i].key);
         free(r->recs[i].runtimes);
+        free(r->recs[i].invalidity);
     }
     free(r->recs);
     memset(r, 0, sizeof *r);
 }
 
+/* Where the value of names[i] starts in text ("name=value,next=value"), or NULL. */
+static const char *value_of(const char *text, const char *name) {
+    size_t len = strlen(name);
+    for (const char *p = text; p && *p; p = strchr(p, ',') ? strchr(p, ',') + 1 : NULL)
+        if (strncmp(p, name, len) == 0 && p[len] == '=') return p + len + 1;
+    return NULL;
+}
+
 json_t *t4_configuration(const char *text, const char *const *names, size_t n) {
     json_t *cfg = json_object();
-    char *copy = strdup(text ? text : "");
-    char *save = NULL;
-    for (char *pair = strtok_r(copy, ",", &save); pair; pair = strtok_r(NULL, ",", &save)) {
-        char *eq = strchr(pair, '=');
-        if (eq == NULL) continue;
-        *eq = '\0';
-        bool wanted = false;
-        for (size_t i = 0; i < n && !wanted; i++) wanted = strcmp(names[i], pair) == 0;
-        if (!wanted) continue; /* derived values are not part of a T4 configuration */
-        const char *v = eq + 1;
-        char *end;
-        long long iv = strtoll(v, &end, 10);
-        if (*v && *end == '\0') {
-            json_object_set_new(cfg, pair, json_integer(iv));
-            continue;
+    if (text == NULL) return cfg;
+    /* parameters come in declaration order; a value ends where ",<next name>=" begins, so that
+     * a string value may hold a comma (derived values, which may follow, are left out) */
+    const char *p = text;
+    for (size_t i = 0; i < n; i++) {
+        const char *v = value_of(p, names[i]);
+        if (v == NULL) continue;
+        const char *end = v + strlen(v);
+        for (size_t j = i + 1; j < n; j++) {
+            size_t len = strlen(names[j]);
+            for (const char *c = strchr(v, ','); c && c < end; c = strchr(c + 1, ','))
+                if (strncmp(c + 1, names[j], len) == 0 && c[1 + len] == '=') {
+                    end = c;
+                    break;
+                }
         }
-        double dv = strtod(v, &end);
-        if (*v && *end == '\0') json_object_set_new(cfg, pair, json_real(dv));
-        else json_object_set_new(cfg, pair, json_string(v));
+        if (i + 1 == n) { /* the last parameter: up to a derived value's ",name=" if any */
+            for (const char *c = strchr(v, ','); c; c = strchr(c + 1, ',')) {
+                const char *eq = c + 1 + strcspn(c + 1, "=,");
+                if (*eq == '=' && eq > c + 1) {
+                    end = c;
+                    break;
+                }
+            }
+        }
+        char *value = malloc((size_t)(end - v) + 1);
+        if (value == NULL) break;
+        memcpy(value, v, (size_t)(end - v));
+        value[end - v] = '\0';
+        char *e;
+        long long iv = strtoll(value, &e, 10);
+        if (*value && *e == '\0') {
+            json_object_set_new(cfg, names[i], json_integer(iv));
+        } else {
+            double dv = strtod(value, &e);
+            if (*value && *e == '\0') json_object_set_new(cfg, names[i], json_real(dv));
+            else json_object_set_new(cfg, names[i], json_string(value));
+        }
+        free(value);
+        p = end;
     }
-    free(copy);
     return cfg;
 }

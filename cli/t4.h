@@ -17,7 +17,7 @@ typedef struct t4_record {
     size_t nruntimes;
     double mean_ns;     /* the recorded objective: the file's time measurement, else the mean */
     double mean_ms;     /* the same in milliseconds, as the file gives it when its unit is ms */
-    char invalidity[16];/* correct, compile, runtime, timeout, correctness, constraints */
+    char *invalidity;   /* correct, compile, runtime, timeout, correctness, constraints (as the file says) */
 } t4_record;
 
 typedef struct t4_records {
@@ -26,10 +26,14 @@ typedef struct t4_records {
     size_t best;        /* the fastest correct record, or n when none */
 } t4_records;
 
-/* Reads a T4 file or a Kernel Tuner cache file (gzip or plain). names (n of them) are the
- * space's parameters, which give the keys their order; a configuration without one of them is
- * an error. Errors go to err as one line naming the file. */
-bool t4_read(const char *path, const char *const *names, size_t n, t4_records *out, char *err, size_t errlen);
+/* The most recorded data t4_read reads (bytes, after decompression). */
+#define T4_READ_LIMIT ((size_t)1 << 30)
+
+/* Reads a T4 file or a Kernel Tuner cache file (gzip or plain): a regular file of at most
+ * T4_READ_LIMIT bytes once decompressed. names (n of them) are the space's parameters, which
+ * give the keys their order; a configuration without one of them is an error. Errors go to *err
+ * (allocated: free it) as one line naming the file. */
+bool t4_read(const char *path, const char *const *names, size_t n, t4_records *out, char **err);
 
 void t4_free(t4_records *r);
 
@@ -37,8 +41,12 @@ void t4_free(t4_records *r);
 int t4_compare(const void *a, const void *b);
 
 /* Formats a JSON value the way kerntune writes a define's value (integers as themselves, whole
- * and fractional floats as Python writes them, bools as 1/0, strings bare). */
+ * and fractional floats as Python writes them, bools as 1/0, strings bare). A number always
+ * fits in 32 bytes; a string is cut to len - 1 bytes (use t4_value_string for any value). */
 void t4_value_text(const json_t *v, char *buf, size_t len);
+
+/* The same, allocated (free it); NULL when out of memory. */
+char *t4_value_string(const json_t *v);
 
 /* Turns "name=value,..." into a JSON object of the names in names (values as integers, floats
  * or strings, whichever they read as). */

@@ -6,7 +6,15 @@
  * tuned with kt_op_tune and its decision's units become the table, the --json summary and the
  * T4 results. With --simulate the device is the replay backend (replay.c): the same engine,
  * served recorded runtimes, with no kernel source and no hardware.
+ *
+ * What can be found wrong before any work is found first (the problem file, the options, an
+ * empty space, an unwritable --t4, an unusable --cache), each error naming the option or the
+ * file and JSON path at fault. When every configuration fails, the failures are counted by kind
+ * and the first messages of each kind shown. With --json, stdout holds one JSON document and
+ * nothing else (an {"error": ...} document when the command fails); text goes to stderr.
  */
+#define _XOPEN_SOURCE 700 /* mkdtemp, nftw */
+#define _DEFAULT_SOURCE
 #include "tune.h"
 
 #include "replay.h"
@@ -14,11 +22,14 @@
 #include "t4.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -34,7 +45,8 @@ void help_tune(FILE *out) {
             "  --problem-size N[,N...]  override the problem's ProblemSize\n"
             "  --define NAME=VALUE      fix a tuning parameter to one value (repeatable)\n"
             "  --budget N | Ns          stop after N configurations, or after N seconds\n"
-            "  --strategy NAME          search strategy: exhaustive (the default and only one yet)\n"
+            "  --strategy NAME          search strategy: exhaustive (the default and only one yet; given\n"
+            "                           explicitly, it overrides the problem's Search)\n"
             "  --measure NAME           how configurations are measured: race (the default: drop a\n"
             "                           configuration as soon as it is slower than the best with 99%%\n"
             "                           confidence), triton (as Triton's do_bench: 25 ms of warm-up,\n"
@@ -44,17 +56,20 @@ void help_tune(FILE *out) {
             "  --device N               the kerntune device to use (see 'kerntune devices')\n"
             "  --seed N                 seed of Random fills, and of sampled replay (default 1)\n"
             "  --t4 FILE                write T4 results of every configuration tried, failures included\n"
+            "                           (checked for writing before any work)\n"
             "  --simulate FILE          replay a T4 file (gzip or plain) or a Kernel Tuner cache file\n"
             "                           instead of running: no kernel source and no device needed\n"
             "  --cache PATH|off         the persistent cache of decisions (default: KERNTUNE_CACHE, else\n"
             "                           ~/.cache/kerntune/cache.db): a decision recorded there for this\n"
             "                           problem, device and kerntune version is used without measuring;\n"
-            "                           a new one is recorded. --simulate never uses it. With --t4, pass\n"
-            "                           --cache off to measure every configuration again\n"
+            "                           a new one is recorded. A cache that cannot be used is an error.\n"
+            "                           --simulate never uses it. With --t4, pass --cache off to\n"
+            "                           measure every configuration again\n"
             "  --timeout S              the longest one run of a configuration may take (default 10);\n"
             "                           every configuration runs in a worker process, so one that\n"
             "                           crashes or hangs is disqualified (T4: runtime, timeout)\n"
-            "  --json                   print a machine-readable summary on stdout\n"
+            "  --json                   print a machine-readable summary on stdout, and nothing else\n"
+            "                           there (the text goes to stderr)\n"
             "  --quiet                  print nothing but errors (and the --json summary)\n"
             "  -h, --help               print this help\n"
             "\n"
@@ -68,11 +83,13 @@ typedef struct options {
     const char *problem;
     int64_t problem_size[8];
     size_t nproblem;
+    const char *problem_size_text;
     const char *defines[64];
     size_t ndefines;
     size_t budget_count;
     double budget_seconds;
     const char *strategy;
+    bool strategy_given;
     const char *measure;
     long device;
     uint64_t seed;
@@ -85,15 +102,34 @@ typedef struct options {
     bool quiet;
 } options;
 
+static char *usage_message; /* the last usage error, for --json */
+
 static int usage(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static int usage(const char *fmt, ...) {
-    fprintf(stderr, "kerntune tune: ");
     va_list ap;
     va_start(ap, fmt);
-    vfprintf(stderr, fmt, ap);
+    int n = vsnprintf(NULL, 0, fmt, ap);
     va_end(ap);
-    fprintf(stderr, "\nrun 'kerntune tune --help' for the options\n");
+    free(usage_message);
+    usage_message = n >= 0 ? malloc((size_t)n + 1) : NULL;
+    if (usage_message) {
+        va_start(ap, fmt);
+        vsnprintf(usage_message, (size_t)n + 1, fmt, ap);
+        va_end(ap);
+    }
+    fprintf(stderr, "kerntune tune: %s\nrun 'kerntune tune --help' for the options\n", usage_message ? usage_message : fmt);
     return 2;
+}
+
+/* Prints {"error": message} on stdout: with --json, stdout holds one JSON document even when
+ * the command fails. */
+static void json_error(const char *message) {
+    json_t *j = json_object();
+    json_object_set_new(j, "error", json_string(message));
+    char *text = json_dumps(j, JSON_COMPACT);
+    if (text) printf("%s\n", text);
+    free(text);
+    json_decref(j);
 }
 
 /* Parses a non-negative integer; false when text is not one. */
@@ -106,6 +142,23 @@ static bool parse_int(const char *text, int64_t *out) {
     return true;
 }
 
+/* Parses --problem-size's comma-separated sizes (each at least 1). */
+static bool parse_sizes(const char *v, options *o) {
+    o->nproblem = 0;
+    const char *s = v;
+    for (;;) {
+        size_t len = strcspn(s, ",");
+        char num[24];
+        if (len == 0 || len >= sizeof num || o->nproblem == 8) return false; /* longer than any int64 */
+        memcpy(num, s, len);
+        num[len] = '\0';
+        if (!parse_int(num, &o->problem_size[o->nproblem]) || o->problem_size[o->nproblem] < 1) return false;
+        o->nproblem++;
+        if (s[len] == '\0') return true;
+        s += len + 1;
+    }
+}
+
 static int parse_options(int argc, char **argv, options *o) {
     memset(o, 0, sizeof *o);
     o->strategy = "exhaustive";
@@ -115,31 +168,28 @@ static int parse_options(int argc, char **argv, options *o) {
     o->seed = 1;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = NULL;
-        char name[64];
         const char *eq = strncmp(a, "--", 2) == 0 ? strchr(a, '=') : NULL;
-        snprintf(name, sizeof name, "%.*s", eq ? (int)(eq - a) : (int)strlen(a), a);
+        size_t nlen = eq ? (size_t)(eq - a) : strlen(a);
         static const char *const with_value[] = {"--problem-size", "--define", "--budget", "--strategy", "--measure",
                                                  "--device", "--seed", "--t4", "--simulate", "--cache", "--timeout"};
-        bool takes = false;
-        for (size_t k = 0; k < sizeof with_value / sizeof with_value[0]; k++) takes = takes || strcmp(name, with_value[k]) == 0;
-        if (takes) {
+        const char *name = NULL; /* the option, when a known one takes a value */
+        for (size_t k = 0; k < sizeof with_value / sizeof with_value[0]; k++)
+            if (strlen(with_value[k]) == nlen && strncmp(a, with_value[k], nlen) == 0) name = with_value[k];
+        if (name) {
             if (eq) v = eq + 1;
             else if (i + 1 < argc) v = argv[++i];
             else return usage("%s needs a value", name);
+        } else if (eq) {
+            return usage("unknown option '%s'", a);
         }
-        if (strcmp(name, "--json") == 0) o->json = true;
-        else if (strcmp(name, "--quiet") == 0) o->quiet = true;
+        if (strcmp(a, "--json") == 0) o->json = true;
+        else if (strcmp(a, "--quiet") == 0) o->quiet = true;
+        else if (name == NULL && a[0] == '-') return usage("unknown option '%s'", a);
+        else if (name == NULL && o->problem == NULL) o->problem = a;
+        else if (name == NULL) return usage("unexpected argument '%s' (one problem file at a time)", a);
         else if (strcmp(name, "--problem-size") == 0) {
-            char buf[256];
-            snprintf(buf, sizeof buf, "%s", v);
-            char *save = NULL;
-            o->nproblem = 0;
-            for (char *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
-                if (o->nproblem == 8 || !parse_int(t, &o->problem_size[o->nproblem]))
-                    return usage("--problem-size '%s': expected up to 8 comma-separated integers", v);
-                o->nproblem++;
-            }
-            if (o->nproblem == 0) return usage("--problem-size '%s': expected integers", v);
+            if (!parse_sizes(v, o)) return usage("--problem-size '%s': expected up to 8 comma-separated sizes, each at least 1", v);
+            o->problem_size_text = v;
         } else if (strcmp(name, "--define") == 0) {
             const char *e = strchr(v, '=');
             if (e == NULL || e == v || e[1] == '\0') return usage("--define '%s': expected NAME=VALUE", v);
@@ -151,7 +201,7 @@ static int parse_options(int argc, char **argv, options *o) {
             if (len > 1 && v[len - 1] == 's') {
                 char *end;
                 o->budget_seconds = strtod(v, &end);
-                if (end != v + len - 1 || !(o->budget_seconds > 0))
+                if (end != v + len - 1 || !(o->budget_seconds > 0) || !isfinite(o->budget_seconds))
                     return usage("--budget '%s': expected a count of configurations (N) or seconds (Ns)", v);
             } else if (parse_int(v, &n) && n > 0) {
                 o->budget_count = (size_t)n;
@@ -161,6 +211,7 @@ static int parse_options(int argc, char **argv, options *o) {
         } else if (strcmp(name, "--strategy") == 0) {
             if (strcmp(v, "exhaustive") != 0) return usage("--strategy '%s': this version has exhaustive only", v);
             o->strategy = v;
+            o->strategy_given = true;
         } else if (strcmp(name, "--measure") == 0) {
             kt_policy pol;
             if (strcmp(v, "recorded") != 0 && (kt_policy_parse(v, &pol) != KT_OK || pol == KT_POLICY_FIXED))
@@ -168,25 +219,26 @@ static int parse_options(int argc, char **argv, options *o) {
             o->measure = v;
         } else if (strcmp(name, "--device") == 0) {
             int64_t n;
-            if (!parse_int(v, &n)) return usage("--device '%s': expected a device number", v);
+            if (!parse_int(v, &n) || n > 1000000) return usage("--device '%s': expected a device number", v);
             o->device = (long)n;
         } else if (strcmp(name, "--seed") == 0) {
             int64_t n;
             if (!parse_int(v, &n)) return usage("--seed '%s': expected a non-negative integer", v);
             o->seed = (uint64_t)n;
             o->seed_given = true;
-        } else if (strcmp(name, "--t4") == 0) o->t4 = v;
-        else if (strcmp(name, "--simulate") == 0) o->simulate = v;
-        else if (strcmp(name, "--cache") == 0) o->cache = v;
-        else if (strcmp(name, "--timeout") == 0) {
+        } else if (strcmp(name, "--t4") == 0) {
+            if (*v == '\0') return usage("--t4: expected a file name");
+            o->t4 = v;
+        } else if (strcmp(name, "--simulate") == 0) o->simulate = v;
+        else if (strcmp(name, "--cache") == 0) {
+            if (*v == '\0') return usage("--cache: expected a path or off");
+            o->cache = v;
+        } else if (strcmp(name, "--timeout") == 0) {
             char *end = NULL;
             o->timeout = strtod(v, &end);
             if (end == v || *end != '\0' || !(o->timeout > 0) || o->timeout > 1e6)
                 return usage("--timeout '%s': expected seconds, more than 0", v);
         }
-        else if (a[0] == '-') return usage("unknown option '%s'", a);
-        else if (o->problem == NULL) o->problem = a;
-        else return usage("unexpected argument '%s' (one problem file at a time)", a);
     }
     if (o->problem == NULL) return usage("no problem file given");
     if (strcmp(o->measure, "recorded") == 0 && o->simulate == NULL) return usage("--measure recorded needs --simulate");
@@ -256,25 +308,26 @@ static void put(kt_type t, void *dst, double value) {
     }
 }
 
-/* Fills count elements of type t as fill says; err names the argument on failure. */
-static bool fill_data(const t1 *p, const t1_arg *a, size_t idx, void *data, size_t count, uint64_t seed, char *err,
-                      size_t errlen) {
+/* Fills count elements of type t as fill says; *err names the argument on failure. */
+static bool fill_data(const t1 *p, const t1_arg *a, size_t idx, void *data, size_t count, uint64_t seed, char **err) {
     size_t es = kt_type_size(a->type);
     if (a->fill == T1_FILL_BINARY) {
-        char path[8200];
-        if (a->data_source[0] == '/') snprintf(path, sizeof path, "%s", a->data_source);
-        else snprintf(path, sizeof path, "%s/%s", p->dir, a->data_source);
-        FILE *f = fopen(path, "rb");
-        if (f == NULL) {
-            snprintf(err, errlen, "argument '%.200s': cannot open its DataSource %.2000s: %.200s", a->name, path, strerror(errno));
+        char *path = a->data_source[0] == '/' ? t1_format("%s", a->data_source) : t1_format("%s/%s", p->dir, a->data_source);
+        if (path == NULL) {
+            *err = t1_format("out of memory");
             return false;
         }
-        size_t got = fread(data, 1, count * es, f);
-        fclose(f);
-        if (got != count * es) {
-            snprintf(err, errlen, "argument '%.200s': %.2000s holds %zu bytes, %zu expected", a->name, path, got, count * es);
+        char *why = NULL;
+        /* exactly the argument's bytes are read: that is the limit */
+        char *bytes = t1_read_file(path, "its DataSource", 0, count * es, NULL, &why);
+        free(path);
+        if (bytes == NULL) {
+            *err = t1_format("argument '%s': %s", a->name, why ? why : "out of memory");
+            free(why);
             return false;
         }
+        memcpy(data, bytes, count * es);
+        free(bytes);
         return true;
     }
     uint64_t state = (a->has_seed ? (uint64_t)a->seed : seed) ^ (0x9e3779b97f4a7c15ull * (idx + 1));
@@ -317,134 +370,314 @@ static int write_reference(const kt_arg *args, size_t nargs, void *user, kt_resu
     return 0;
 }
 
-/* A Python literal of a JSON value, for a one-value parameter list. */
-static void literal(const json_t *v, char *buf, size_t len) {
-    if (json_is_string(v)) snprintf(buf, len, "'%s'", json_string_value(v));
-    else if (json_is_true(v)) snprintf(buf, len, "True");
-    else if (json_is_false(v)) snprintf(buf, len, "False");
-    else t4_value_text(v, buf, len);
+/* A Python literal of a JSON value, for a one-value parameter list (allocated). */
+static char *literal(const json_t *v) {
+    if (json_is_true(v)) return t1_format("True");
+    if (json_is_false(v)) return t1_format("False");
+    if (!json_is_string(v)) {
+        char num[64]; /* a number: always fits */
+        t4_value_text(v, num, sizeof num);
+        return t1_format("%s", num);
+    }
+    const char *s = json_string_value(v);
+    char *out = malloc(2 * strlen(s) + 3), *o = out;
+    if (out == NULL) return NULL;
+    *o++ = '\'';
+    for (; *s; s++) {
+        if (*s == '\'' || *s == '\\') *o++ = '\\';
+        *o++ = *s;
+    }
+    *o++ = '\'';
+    *o = '\0';
+    return out;
 }
 
-/* ---- the command ------------------------------------------------------------------------- */
+/* ---- the space ------------------------------------------------------------------------------ */
 
-#define FAIL(...)                                   \
-    do {                                            \
-        fprintf(stderr, "kerntune tune: " __VA_ARGS__); \
-        fprintf(stderr, "\n");                      \
-        goto done;                                  \
-    } while (0)
-#define KT(call)                                                                                 \
-    do {                                                                                         \
-        kt_status st_ = (call);                                                                  \
-        if (st_ != KT_OK) FAIL("%s: %s", kt_status_name(st_), kt_last_error());                 \
-    } while (0)
+static bool define_matches(const char *define, const char *name) {
+    size_t len = strcspn(define, "=");
+    return strlen(name) == len && strncmp(name, define, len) == 0;
+}
 
-/* Builds the space of the problem (with its --define and --problem-size overrides). When
- * defaults is set, each parameter is fixed to its Default (NULL when one has none). */
-static kt_space *make_space(const t1 *p, const options *o, bool defaults, const int64_t *ps, size_t nps, char *err,
-                            size_t errlen) {
+/* Whether --define NAME=VALUE gives values among parameter tp's own Values. */
+static bool define_in_values(const t1_param *tp, const char *define) {
+    kt_space *own = NULL, *given = NULL;
+    char *list = t1_format("[%s]", strchr(define, '=') + 1);
+    size_t n_own = 0, n_given = 0;
+    bool ok = list && kt_space_create(&own) == KT_OK && kt_space_create(&given) == KT_OK &&
+              kt_space_add_param(own, tp->name, tp->values) == KT_OK && kt_space_add_param(given, tp->name, list) == KT_OK &&
+              kt_space_enumerate(own, &n_own) == KT_OK && kt_space_enumerate(given, &n_given) == KT_OK;
+    free(list);
+    bool all = ok;
+    for (size_t g = 0; ok && all && g < n_given; g++) {
+        char a[4096], b[4096]; /* a value that does not fit is taken as not found: this only decides a note */
+        bool found = false;
+        if (kt_space_config_format(given, g, a, sizeof a) != KT_OK) found = false;
+        else
+            for (size_t k = 0; k < n_own && !found; k++) found = kt_space_config_format(own, k, b, sizeof b) == KT_OK && strcmp(a, b) == 0;
+        all = found;
+    }
+    kt_space_destroy(own);
+    kt_space_destroy(given);
+    return !ok || all; /* when it cannot tell, it does not say */
+}
+
+/* Sets each geometry expression alone first, so that an error names its own JSON path. */
+static bool check_geometry(const t1 *p, kt_space *sp, char **err) {
+    static const char *const dims = "XYZ";
+    for (int d = 0; d < 3; d++) {
+        for (size_t i = 0; i < p->ndiv[d]; i++) {
+            char *e = t1_format("int(%s)", p->div[d][i]);
+            const char *g[3] = {e, NULL, NULL};
+            kt_status st = e ? kt_space_set_geometry(sp, KT_GEOMETRY_GRID, g, NULL, NULL) : KT_ERR_NO_MEMORY;
+            free(e);
+            if (st != KT_OK) {
+                *err = t1_format("%s: KernelSpecification.GridDiv%c[%zu]: %s", p->path, dims[d], i, kt_last_error());
+                return false;
+            }
+        }
+        const char *sets[2] = {p->grid_div ? NULL : p->global[d], p->local[d]};
+        for (int k = 0; k < 2; k++) {
+            if (sets[k] == NULL) continue;
+            const char *g[3] = {sets[k], NULL, NULL};
+            if (kt_space_set_geometry(sp, KT_GEOMETRY_GRID, g, NULL, NULL) != KT_OK) {
+                *err = t1_format("%s: KernelSpecification.%s.%c: %s", p->path, k ? "LocalSize" : "GlobalSize", dims[d], kt_last_error());
+                return false;
+            }
+        }
+    }
+    return true;
+}
+
+/* Builds the space of the problem with these --define values (each NAME=VALUE). When defaults
+ * is set, each parameter is fixed to its Default instead (NULL without error when one has
+ * none). */
+static kt_space *make_space(const t1 *p, const char *const *defines, size_t ndefines, bool defaults, const int64_t *ps,
+                            size_t nps, char **err) {
     kt_space *sp = NULL;
-    if (kt_space_create(&sp) != KT_OK) return NULL;
+    *err = NULL;
+    if (kt_space_create(&sp) != KT_OK) {
+        *err = t1_format("%s", kt_last_error());
+        return NULL;
+    }
     bool ok = true;
     for (size_t i = 0; ok && i < p->nparams; i++) {
         const t1_param *tp = &p->params[i];
-        char values[512];
-        snprintf(values, sizeof values, "%s", tp->values);
-        for (size_t d = 0; d < o->ndefines; d++) {
-            size_t len = strcspn(o->defines[d], "=");
-            if (strlen(tp->name) == len && strncmp(tp->name, o->defines[d], len) == 0)
-                snprintf(values, sizeof values, "[%s]", o->defines[d] + len + 1);
-        }
+        char *values = NULL;
+        const char *define = NULL;
         if (defaults) {
             if (tp->dflt == NULL) {
                 kt_space_destroy(sp);
                 return NULL;
             }
-            char lit[256];
-            literal(tp->dflt, lit, sizeof lit);
-            snprintf(values, sizeof values, "[%s]", lit);
+            char *lit = literal(tp->dflt);
+            values = lit ? t1_format("[%s]", lit) : NULL;
+            free(lit);
+        } else {
+            for (size_t d = 0; d < ndefines; d++)
+                if (define_matches(defines[d], tp->name)) define = defines[d];
+            values = define ? t1_format("[%s]", strchr(define, '=') + 1) : t1_format("%s", tp->values);
         }
-        if (kt_space_add_param(sp, tp->name, values) != KT_OK) {
-            snprintf(err, errlen, "%.1000s: ConfigurationSpace.TuningParameters[%zu].Values: %.2000s", p->path, i, kt_last_error());
+        if (values == NULL) {
+            *err = t1_format("out of memory");
+            ok = false;
+        } else if (kt_space_add_param(sp, tp->name, values) != KT_OK) {
+            if (define) *err = t1_format("--define %s: %s", define, kt_last_error());
+            else if (defaults) *err = t1_format("%s: ConfigurationSpace.TuningParameters[%zu].Default: %s", p->path, i, kt_last_error());
+            else *err = t1_format("%s: ConfigurationSpace.TuningParameters[%zu].Values: %s", p->path, i, kt_last_error());
             ok = false;
         }
+        free(values);
     }
-    for (size_t d = 0; ok && d < o->ndefines; d++) {
-        size_t len = strcspn(o->defines[d], "=");
+    for (size_t d = 0; ok && d < ndefines; d++) {
         bool found = false;
-        for (size_t i = 0; i < p->nparams; i++) found = found || (strlen(p->params[i].name) == len && strncmp(p->params[i].name, o->defines[d], len) == 0);
+        for (size_t i = 0; i < p->nparams; i++) found = found || define_matches(defines[d], p->params[i].name);
         if (!found) {
-            snprintf(err, errlen, "--define %.*s: the problem has no parameter of that name", (int)len, o->defines[d]);
+            *err = t1_format("--define %.*s: the problem has no parameter of that name", (int)strcspn(defines[d], "="), defines[d]);
             ok = false;
         }
     }
-    ok = ok && kt_space_add_input(sp, "ProblemSize") == KT_OK && kt_space_bind_ints(sp, "ProblemSize", ps, nps) == KT_OK;
+    if (ok && (kt_space_add_input(sp, "ProblemSize") != KT_OK || kt_space_bind_ints(sp, "ProblemSize", ps, nps) != KT_OK)) {
+        *err = t1_format("%s: KernelSpecification.ProblemSize: %s", p->path, kt_last_error());
+        ok = false;
+    }
     for (size_t c = 0; ok && c < p->nconditions; c++) {
         if (kt_space_add_constraint(sp, p->conditions[c]) != KT_OK) {
-            snprintf(err, errlen, "%.1000s: ConfigurationSpace.Conditions[%zu].Expression: %.2000s", p->path, c, kt_last_error());
+            *err = t1_format("%s: ConfigurationSpace.Conditions[%zu].Expression: %s", p->path, c, kt_last_error());
             ok = false;
         }
     }
-    char shm[32];
+    ok = ok && check_geometry(p, sp, err);
+    char shm[32]; /* an integer: always fits */
     snprintf(shm, sizeof shm, "%lld", (long long)p->shared_memory);
-    if (ok && kt_space_set_geometry(sp, p->geometry, p->global, p->local, p->shared_memory ? shm : NULL) != KT_OK) {
-        snprintf(err, errlen, "%.1000s: KernelSpecification.GlobalSize/LocalSize: %.2000s", p->path, kt_last_error());
+    const char *const *global = (const char *const *)p->global, *const *local = (const char *const *)p->local;
+    if (ok && kt_space_set_geometry(sp, p->geometry, global, local, p->shared_memory ? shm : NULL) != KT_OK) {
+        *err = t1_format("%s: KernelSpecification.GlobalSize/LocalSize: %s", p->path, kt_last_error());
         ok = false;
     }
     if (!ok) {
+        if (*err == NULL) *err = t1_format("out of memory");
         kt_space_destroy(sp);
         return NULL;
     }
     return sp;
 }
 
-/* Reads the kernel source; NULL (with the resolved path in err) when it cannot. */
-static char *read_source(const char *path, char *err, size_t errlen) {
-    FILE *f = fopen(path, "rb");
-    if (f == NULL) {
-        snprintf(err, errlen, "the kernel file %.2000s cannot be read: %.200s", path, strerror(errno));
-        return NULL;
+/* The condition whose expression an error message quotes, or -1. */
+static long quoted_condition(const t1 *p, const char *msg) {
+    for (size_t c = 0; c < p->nconditions; c++) {
+        char *q = t1_format("expression '%s'", p->conditions[c]);
+        bool found = q && strstr(msg, q) != NULL;
+        free(q);
+        if (found) return (long)c;
     }
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *s = n >= 0 ? malloc((size_t)n + 1) : NULL;
-    if (s && fread(s, 1, (size_t)n, f) != (size_t)n) {
-        free(s);
-        s = NULL;
-    }
-    fclose(f);
-    if (s == NULL) snprintf(err, errlen, "the kernel file %.2000s cannot be read", path);
-    else s[n] = '\0';
-    return s;
+    return -1;
 }
 
-/* Picks the device: --device, else the first device of the Language's backend (T1's Device.Id
- * counts among those). */
-static long pick_device(kt_context *ctx, const t1 *p, const options *o, const char *backend, char *err, size_t errlen) {
+/* Enumerates sp; an error names the condition (or the space) at fault. */
+static bool enumerate(const t1 *p, kt_space *sp, size_t *count, char **err) {
+    if (kt_space_enumerate(sp, count) == KT_OK) return true;
+    const char *msg = kt_last_error();
+    long c = quoted_condition(p, msg);
+    if (c >= 0) *err = t1_format("%s: ConfigurationSpace.Conditions[%ld].Expression: %s", p->path, c, msg);
+    else *err = t1_format("%s: ConfigurationSpace: %s", p->path, msg);
+    return false;
+}
+
+/* How many configurations a variant of the space has (0 on an error, which the full space
+ * reports itself). */
+static size_t count_with(const t1 *p, const char *const *defines, size_t n, const int64_t *ps, size_t nps) {
+    char *err = NULL;
+    size_t count = 0;
+    kt_space *sp = make_space(p, defines, n, false, ps, nps, &err);
+    if (sp == NULL || kt_space_enumerate(sp, &count) != KT_OK) count = 0;
+    kt_space_destroy(sp);
+    free(err);
+    return count;
+}
+
+/* Says why the space is empty, blaming the option that emptied it where one did. */
+static char *empty_space(const t1 *p, const options *o, const int64_t *ps, size_t nps) {
+    if (o->ndefines > 0 && count_with(p, NULL, 0, ps, nps) > 0) {
+        for (size_t d = 0; d < o->ndefines; d++)
+            if (count_with(p, &o->defines[d], 1, ps, nps) == 0)
+                return t1_format("--define %s: no configuration meets the problem's ConfigurationSpace.Conditions with it", o->defines[d]);
+        return t1_format("--define: together, the %zu values given leave no configuration that meets the problem's "
+                         "ConfigurationSpace.Conditions", o->ndefines);
+    }
+    if (o->nproblem > 0 && count_with(p, o->defines, o->ndefines, p->problem_size, p->nproblem) > 0)
+        return t1_format("--problem-size %s: no configuration meets the problem's ConfigurationSpace.Conditions for this size",
+                         o->problem_size_text);
+    return t1_format("%s: ConfigurationSpace.Conditions: no configuration of the space meets them", p->path);
+}
+
+/* ---- files ---------------------------------------------------------------------------------- */
+
+/* Checks, before any work, that path can be written; NULL when it can, else why (allocated). */
+static char *check_writable(const char *path) {
+    struct stat st;
+    if (stat(path, &st) == 0) {
+        if (S_ISDIR(st.st_mode)) return t1_format("is a directory");
+        if (!S_ISREG(st.st_mode)) return t1_format("is not a regular file");
+        int fd = open(path, O_WRONLY | O_APPEND | O_CLOEXEC); /* writes nothing */
+        if (fd < 0) return t1_format("cannot be written: %s", strerror(errno));
+        close(fd);
+        return NULL;
+    }
+    if (errno != ENOENT) return t1_format("cannot be written: %s", strerror(errno));
+    const char *slash = strrchr(path, '/');
+    char *tmpl = slash ? t1_format("%.*s/.kerntune-t4-XXXXXX", (int)(slash - path), path) : t1_format(".kerntune-t4-XXXXXX");
+    if (tmpl == NULL) return t1_format("out of memory");
+    int fd = mkstemp(tmpl);
+    char *why = fd < 0 ? t1_format("cannot be written: %s", strerror(errno)) : NULL;
+    if (fd >= 0) {
+        close(fd);
+        unlink(tmpl);
+    }
+    free(tmpl);
+    return why;
+}
+
+/* Writes root to path through a temporary file in its directory, renamed into place: the file
+ * is whole or not there. NULL on success, else why (allocated). */
+static char *write_json(const char *path, json_t *root) {
+    const char *slash = strrchr(path, '/');
+    char *tmp = slash ? t1_format("%.*s/.kerntune-t4-XXXXXX", (int)(slash - path), path) : t1_format(".kerntune-t4-XXXXXX");
+    if (tmp == NULL) return t1_format("out of memory");
+    int fd = mkstemp(tmp);
+    if (fd < 0) {
+        char *why = t1_format("%s", strerror(errno));
+        free(tmp);
+        return why;
+    }
+    mode_t mask = umask(0); /* mkstemp made it 0600: give it the mode a new file gets */
+    umask(mask);
+    fchmod(fd, 0666 & ~mask);
+    FILE *f = fdopen(fd, "w");
+    errno = 0;
+    int rc = f ? json_dumpf(root, f, JSON_INDENT(1) | JSON_REAL_PRECISION(17)) : -1;
+    if (f && fputc('\n', f) == EOF) rc = -1;
+    if (f ? fclose(f) != 0 : close(fd) != 0) rc = -1;
+    char *why = NULL;
+    if (rc != 0) why = t1_format("%s", errno ? strerror(errno) : "write failed");
+    else if (rename(tmp, path) != 0) why = t1_format("%s", strerror(errno));
+    if (why) unlink(tmp);
+    free(tmp);
+    return why;
+}
+
+static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw) {
+    (void)st, (void)flag, (void)ftw;
+    return remove(path);
+}
+
+/* ---- devices -------------------------------------------------------------------------------- */
+
+/* Picks the device: --device, else the devices of the Language's backend (named like
+ * Device.Name when given), the Device.Id-th of them (the first without one). */
+static long pick_device(kt_context *ctx, const t1 *p, const options *o, const char *backend, char **err) {
     size_t n = kt_context_device_count(ctx);
     if (o->device >= 0) {
         if ((size_t)o->device >= n) {
-            snprintf(err, errlen, "--device %ld: no such device (there are %zu; see 'kerntune devices')", o->device, n);
+            *err = t1_format("--device %ld: no such device (there are %zu; see 'kerntune devices')", o->device, n);
             return -1;
         }
         const char *b = kt_device_backend(kt_context_device(ctx, (size_t)o->device));
         if (strcmp(b, backend) != 0) {
-            snprintf(err, errlen, "--device %ld is a %s device; the problem's Language %s needs %s", o->device, b, p->language, backend);
+            *err = t1_format("--device %ld is a %s device; the problem's Language %s needs %s", o->device, b, p->language, backend);
             return -1;
         }
         return o->device;
     }
-    long seen = 0;
+    long seen = 0, want = p->device_id < 0 ? 0 : p->device_id;
     for (size_t i = 0; i < n; i++) {
-        if (strcmp(kt_device_backend(kt_context_device(ctx, i)), backend) != 0) continue;
-        if (p->device_id < 0 || seen++ == p->device_id) return (long)i;
+        const kt_device *d = kt_context_device(ctx, i);
+        if (strcmp(kt_device_backend(d), backend) != 0) continue;
+        if (p->device_name && strstr(kt_device_name(d), p->device_name) == NULL) continue;
+        if (seen++ == want) return (long)i;
     }
-    int k = snprintf(err, errlen, "no %s device for the problem's Language %s", backend, p->language);
-    for (size_t i = 0; i < kt_context_unavailable_count(ctx) && k > 0 && (size_t)k < errlen; i++)
-        k += snprintf(err + k, errlen - (size_t)k, "; %s", kt_context_unavailable(ctx, i));
+    if (seen > 0 && p->device_id >= 0) {
+        *err = t1_format("%s: KernelSpecification.Device.Id: %d, but there %s %ld %s device%s%s%s%s (see 'kerntune devices')", p->path,
+                         p->device_id, seen == 1 ? "is" : "are", seen, backend, seen == 1 ? "" : "s", p->device_name ? " named like '" : "",
+                         p->device_name ? p->device_name : "", p->device_name ? "'" : "");
+        return -1;
+    }
+    if (p->device_name) {
+        *err = t1_format("%s: KernelSpecification.Device.Name: no %s device is named like '%s' (see 'kerntune devices')", p->path,
+                         backend, p->device_name);
+        return -1;
+    }
+    char *msg = t1_format("no %s device for the problem's Language %s", backend, p->language);
+    for (size_t i = 0; msg && i < kt_context_unavailable_count(ctx); i++) {
+        char *more = t1_format("%s; %s", msg, kt_context_unavailable(ctx, i));
+        free(msg);
+        msg = more;
+    }
+    *err = msg;
     return -1;
 }
+
+/* ---- results -------------------------------------------------------------------------------- */
 
 static const char *invalidity(kt_outcome o) {
     switch (o) {
@@ -459,6 +692,15 @@ static const char *invalidity(kt_outcome o) {
     }
 }
 
+/* The failure kinds as the summary names them, in the order it lists them. */
+static const struct {
+    kt_outcome outcome;
+    const char *name;
+} kinds[] = {{KT_OUTCOME_BUILD_FAILED, "compile"}, {KT_OUTCOME_FAILED, "runtime"},    {KT_OUTCOME_CRASHED, "crashed"},
+             {KT_OUTCOME_TIMEOUT, "timeout"},      {KT_OUTCOME_INVALID, "correctness"}, {KT_OUTCOME_REJECTED, "rejected"}};
+#define NKINDS (sizeof kinds / sizeof kinds[0])
+#define EXAMPLES 3 /* messages shown per kind */
+
 static double mean_ms(const kt_decision *d, size_t u) {
     const double *t;
     size_t n;
@@ -468,12 +710,32 @@ static double mean_ms(const kt_decision *d, size_t u) {
     return s / (double)n / 1e6;
 }
 
-static bool write_t4(const char *path, const t1 *p, kt_op *op, const kt_decision *d, const char *device,
-                     const char *const *names, size_t nnames) {
+/* The launch geometry unit u was planned with, as JSON; NULL for host code. */
+static json_t *geometry_json(const t1 *p, const kt_decision *d, size_t u) {
+    int64_t g[3], l[3], shm;
+    if (strcmp(p->language, "C") == 0 || kt_decision_unit_geometry(d, u, g, l, &shm) != KT_OK) return NULL;
+    json_t *j = json_object(), *ga = json_array(), *la = json_array();
+    for (int k = 0; k < 3; k++) {
+        json_array_append_new(ga, json_integer(g[k]));
+        json_array_append_new(la, json_integer(l[k]));
+    }
+    /* the global size counts blocks (a grid) or work-items, as the problem's geometry says */
+    json_object_set_new(j, p->geometry == KT_GEOMETRY_GRID ? "grid" : "global", ga);
+    json_object_set_new(j, "block", la);
+    json_object_set_new(j, "shared_memory", json_integer(shm));
+    return j;
+}
+
+static json_t *t4_document(const t1 *p, kt_op *op, const kt_decision *d, const char *device, const char *const *names,
+                           size_t nnames) {
     json_t *root = json_object(), *results = json_array();
     char stamp[64];
     time_t now = time(NULL);
-    strftime(stamp, sizeof stamp, "%Y-%m-%dT%H:%M:%SZ", gmtime(&now));
+    struct tm tmv;
+    strftime(stamp, sizeof stamp, "%Y-%m-%dT%H:%M:%SZ", gmtime_r(&now, &tmv));
+    const double k = p->time_scale; /* ms to the problem's TimeUnit */
+    const char *unit = strcmp(p->time_unit, "nanoseconds") == 0 ? "ns" : strcmp(p->time_unit, "microseconds") == 0 ? "us"
+                       : strcmp(p->time_unit, "seconds") == 0 ? "s" : "ms";
     for (size_t u = 0; u < kt_decision_unit_count(d); u++) {
         if (strcmp(kt_op_candidate_name(op, kt_decision_unit_candidate(d, u)), "kernel") != 0) continue;
         kt_outcome o = kt_decision_unit_outcome(d, u);
@@ -483,10 +745,10 @@ static bool write_t4(const char *path, const t1 *p, kt_op *op, const kt_decision
         const double *t;
         size_t n = 0;
         if (kt_decision_unit_runtimes(d, u, &t, &n) == KT_OK)
-            for (size_t i = 0; i < n; i++) json_array_append_new(runtimes, json_real(t[i] / 1e6));
+            for (size_t i = 0; i < n; i++) json_array_append_new(runtimes, json_real(t[i] / 1e6 * k));
         json_object_set_new(r, "timestamp", json_string(stamp));
         json_object_set_new(r, "configuration", t4_configuration(kt_decision_unit_config(d, u), names, nnames));
-        json_object_set_new(times, "compilation", json_real(kt_decision_unit_build_ms(d, u)));
+        json_object_set_new(times, "compilation", json_real(kt_decision_unit_build_ms(d, u) * k));
         json_object_set_new(times, "framework", json_real(0));
         json_object_set_new(times, "search_algorithm", json_real(0));
         json_object_set_new(times, "validation", json_real(0));
@@ -496,12 +758,12 @@ static bool write_t4(const char *path, const t1 *p, kt_op *op, const kt_decision
         json_object_set_new(r, "correctness", json_integer(o == KT_OUTCOME_MEASURED));
         json_t *m = json_object();
         json_object_set_new(m, "name", json_string("time"));
-        if (o == KT_OUTCOME_MEASURED) json_object_set_new(m, "value", json_real(mean_ms(d, u)));
+        if (o == KT_OUTCOME_MEASURED) json_object_set_new(m, "value", json_real(mean_ms(d, u) * k));
         else json_object_set_new(m, "value", json_string(o == KT_OUTCOME_BUILD_FAILED ? "CompilationFailedConfig"
                                                            : o == KT_OUTCOME_FAILED || o == KT_OUTCOME_CRASHED ? "RuntimeFailedConfig"
                                                            : o == KT_OUTCOME_TIMEOUT ? "TimeoutConfig"
                                                                                       : "InvalidConfig"));
-        json_object_set_new(m, "unit", json_string("ms"));
+        json_object_set_new(m, "unit", json_string(unit));
         json_t *ms = json_array();
         json_array_append_new(ms, m);
         json_object_set_new(r, "measurements", ms);
@@ -510,10 +772,12 @@ static bool write_t4(const char *path, const t1 *p, kt_op *op, const kt_decision
         json_object_set_new(r, "objectives", objs);
         const char *why = kt_decision_unit_message(d, u);
         if (why) json_object_set_new(r, "diagnostic", json_string(why));
+        json_t *geo = geometry_json(p, d, u);
+        if (geo) json_object_set_new(r, "geometry", geo); /* kerntune's: the launch it was run with */
         json_array_append_new(results, r);
     }
     json_t *meta = json_object();
-    json_object_set_new(meta, "timeunit", json_string("milliseconds"));
+    json_object_set_new(meta, "timeunit", json_string(p->time_unit));
     json_object_set_new(meta, "problem", json_string(p->name));
     json_object_set_new(meta, "device", json_string(device));
     char gen[64];
@@ -522,18 +786,97 @@ static bool write_t4(const char *path, const t1 *p, kt_op *op, const kt_decision
     json_object_set_new(root, "schema_version", json_string("1.0.0"));
     json_object_set_new(root, "metadata", meta);
     json_object_set_new(root, "results", results);
-    int rc = json_dump_file(root, path, JSON_INDENT(1) | JSON_REAL_PRECISION(17));
-    json_decref(root);
-    return rc == 0;
+    return root;
+}
+
+/* Prints a message indented, at most max_lines of it. */
+static void print_message(FILE *out, const char *msg, int max_lines) {
+    int lines = 0;
+    while (*msg && lines < max_lines) {
+        size_t len = strcspn(msg, "\n");
+        if (len > 0) {
+            fprintf(out, "      %.*s\n", (int)len, msg);
+            lines++;
+        }
+        msg += len;
+        if (*msg == '\n') msg++;
+    }
+    if (*msg) fprintf(out, "      ...\n");
+}
+
+/* ---- the command ------------------------------------------------------------------------- */
+
+typedef struct run_state {
+    options o;
+    char *error; /* the failure, printed at the end (and as the --json document) */
+} run_state;
+
+static void set_error(run_state *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void set_error(run_state *r, const char *fmt, ...) {
+    if (r->error) return;
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(NULL, 0, fmt, ap);
+    va_end(ap);
+    r->error = n >= 0 ? malloc((size_t)n + 1) : NULL;
+    if (r->error) {
+        va_start(ap, fmt);
+        vsnprintf(r->error, (size_t)n + 1, fmt, ap);
+        va_end(ap);
+    } else {
+        r->error = t1_format("out of memory");
+    }
+}
+
+#define FAIL(...)                      \
+    do {                               \
+        set_error(&run, __VA_ARGS__);  \
+        goto done;                     \
+    } while (0)
+#define KT(call)                                                                   \
+    do {                                                                           \
+        kt_status st_ = (call);                                                    \
+        if (st_ != KT_OK) FAIL("%s: %s", kt_status_name(st_), kt_last_error());   \
+    } while (0)
+
+/* Rewrites a geometry error of the tuning to name the JSON path of the expression at fault. */
+static char *geometry_error(const t1 *p, const char *msg) {
+    static const char *const dims = "XYZ";
+    for (int d = 0; d < 3; d++) {
+        for (int k = 0; k < 2; k++) {
+            const char *e = k ? p->local[d] : p->global[d];
+            if (e == NULL) continue;
+            char *q = t1_format("expression '%s'", e);
+            bool found = q && strstr(msg, q) != NULL;
+            free(q);
+            if (!found) continue;
+            if (k) return t1_format("%s: KernelSpecification.LocalSize.%c: %s", p->path, dims[d], msg);
+            if (!p->grid_div) return t1_format("%s: KernelSpecification.GlobalSize.%c: %s", p->path, dims[d], msg);
+            if (p->ndiv[d]) return t1_format("%s: KernelSpecification.GridDiv%c: %s", p->path, dims[d], msg);
+            return t1_format("%s: KernelSpecification.LocalSize.%c (the divisor of the grid's %c): %s", p->path, dims[d], dims[d], msg);
+        }
+    }
+    return NULL;
 }
 
 int run_tune(int argc, char **argv) {
-    options o;
-    int rc = parse_options(argc, argv, &o);
-    if (rc != 0) return rc;
+    run_state run = {0};
+    options *op_ = &run.o;
+    int rc = parse_options(argc, argv, op_);
+    if (rc != 0) {
+        for (int i = 1; i < argc; i++)
+            if (strcmp(argv[i], "--json") == 0) {
+                json_error(usage_message ? usage_message : "usage error");
+                break;
+            }
+        free(usage_message);
+        usage_message = NULL;
+        return rc;
+    }
+    const options o = *op_;
     rc = 1;
     t1 p;
-    char err[4096];
+    char *err = NULL;
     kt_context *ctx = NULL;
     kt_space *sp = NULL, *ref_sp = NULL;
     char *source = NULL;
@@ -543,15 +886,63 @@ int run_tune(int argc, char **argv) {
     long dev = -1;
     reference ref = {0};
     const char *names[64];
-    if (!t1_load(o.problem, &p, stderr, err, sizeof err)) {
-        fprintf(stderr, "kerntune tune: %s\n", err);
-        t1_free(&p);
-        return 1;
-    }
+    json_t *t4doc = NULL;
+    char replay_dir[] = "/tmp/kerntune-replay-XXXXXX"; /* replay artifacts are worthless: keep them out of the cache */
+    bool replay_dir_made = false;
+    FILE *txt = o.quiet ? NULL : o.json ? stderr : stdout; /* the human summary */
+    if (!t1_load(o.problem, &p, &err)) FAIL("%s", err ? err : "out of memory");
     if (p.nargs > 64 || p.nparams > 64) FAIL("%s: at most 64 arguments and 64 parameters", o.problem);
     for (size_t i = 0; i < p.nparams; i++) names[i] = p.params[i].name;
+    if (p.search && !o.strategy_given) {
+        if (strcmp(p.search, "brute_force") != 0 && strcmp(p.search, "exhaustive") != 0)
+            FAIL("%s: Search.Name: '%s': kerntune searches exhaustively only (pass --strategy exhaustive to tune so anyway)", o.problem,
+                 p.search);
+        if (p.search_attributes)
+            FAIL("%s: Search.Attributes: an exhaustive search takes none (pass --strategy exhaustive to tune without them)", o.problem);
+    }
     const int64_t *ps = o.nproblem ? o.problem_size : p.problem_size;
     size_t nps = o.nproblem ? o.nproblem : p.nproblem;
+    if (!t1_grid(&p, nps, &err)) FAIL("%s", err);
+
+    /* what the options name, checked before any work */
+    if (o.t4) {
+        char *why = check_writable(o.t4);
+        if (why) {
+            set_error(&run, "--t4 %s: %s", o.t4, why);
+            free(why);
+            goto done;
+        }
+    }
+    if (!o.simulate && !(o.cache && strcmp(o.cache, "off") == 0)) {
+        kt_cache *c = NULL;
+        kt_status st = kt_cache_open(o.cache, &c);
+        const char *env = getenv("KERNTUNE_CACHE");
+        if (st == KT_ERR_NOT_FOUND && o.cache == NULL) {
+            /* KERNTUNE_CACHE=off, or no home directory: decisions last as long as the process */
+        } else if (st != KT_OK) {
+            if (o.cache) FAIL("--cache %s: %s", o.cache, kt_last_error());
+            if (env) FAIL("KERNTUNE_CACHE=%s: %s", env, kt_last_error());
+            FAIL("the default cache: %s (--cache off tunes without it)", kt_last_error());
+        } else {
+            const char *w = kt_cache_warning(c);
+            char *asked = o.cache ? t1_format("--cache %s", o.cache) : env ? t1_format("KERNTUNE_CACHE=%s", env) : t1_format("the default cache");
+            const char *requested = o.cache ? o.cache : env;
+            bool memory = strcmp(kt_cache_path(c), ":memory:") == 0 && !(requested && strcmp(requested, ":memory:") == 0);
+            if (memory) { /* it could not be used: it would have been ignored */
+                char dflt[4096]; /* KT_ERR_LIMIT when it does not fit: then the library's words stand alone */
+                const char *path = o.cache ? o.cache : kt_cache_default_path(dflt, sizeof dflt) == KT_OK ? dflt : NULL;
+                if (path && access(path, R_OK | W_OK) != 0)
+                    set_error(&run, "%s: cannot be read and written: %s (--cache off tunes without a cache)", asked ? asked : "--cache", strerror(errno));
+                else
+                    set_error(&run, "%s: cannot be used: %s (--cache off tunes without a cache)", asked ? asked : "--cache", w);
+            } else if (w && *w && txt) {
+                fprintf(stderr, "kerntune tune: warning: %s: %s\n", asked ? asked : "--cache", w);
+            }
+            free(asked);
+            kt_cache_close(c);
+            if (run.error) goto done;
+        }
+    }
 
     KT(kt_context_create(&ctx));
     kt_policy policy = KT_POLICY_RACE;
@@ -563,25 +954,36 @@ int run_tune(int argc, char **argv) {
         replay.recorded = strcmp(o.measure, "recorded") == 0;
         replay.sampled = o.seed_given;
         replay.seed = o.seed;
-        if (!t4_read(o.simulate, names, p.nparams, &replay.recs, err, sizeof err)) FAIL("%s", err);
+        if (!t4_read(o.simulate, names, p.nparams, &replay.recs, &err)) FAIL("--simulate %s", err ? err : "out of memory");
         replay_bind(&replay);
         KT(kt_context_add_backend(ctx, replay_backend()));
-        char dir[] = "/tmp/kerntune-replay-XXXXXX"; /* replay artifacts are worthless: keep them out of the cache */
-        if (mkdtemp(dir) == NULL) FAIL("cannot create a temporary directory: %s", strerror(errno));
-        KT(kt_context_set_artifact_dir(ctx, dir));
+        if (mkdtemp(replay_dir) == NULL) FAIL("cannot create a temporary directory: %s", strerror(errno));
+        replay_dir_made = true;
+        KT(kt_context_set_artifact_dir(ctx, replay_dir));
         for (size_t i = 0; i < kt_context_device_count(ctx); i++)
             if (strcmp(kt_device_backend(kt_context_device(ctx, i)), "replay") == 0) dev = (long)i;
     } else {
         const char *backend = strcmp(p.language, "C") == 0 ? "c" : strcmp(p.language, "OpenCL") == 0 ? "opencl" : "cuda";
-        if ((dev = pick_device(ctx, &p, &o, backend, err, sizeof err)) < 0) FAIL("%s", err);
-        if ((source = read_source(p.kernel_file, err, sizeof err)) == NULL) FAIL("%s: KernelSpecification.KernelFile: %s", o.problem, err);
+        if ((dev = pick_device(ctx, &p, &o, backend, &err)) < 0) FAIL("%s", err ? err : "out of memory");
+        if ((source = t1_read_file(p.kernel_file, "the kernel file", T1_FILE_LIMIT, 0, NULL, &err)) == NULL)
+            FAIL("%s: KernelSpecification.KernelFile: %s", o.problem, err ? err : "out of memory");
     }
     bool host_dev = strcmp(kt_device_backend(kt_context_device(ctx, (size_t)dev)), "c") == 0;
     const char *dev_name = kt_device_name(kt_context_device(ctx, (size_t)dev));
 
-    if ((sp = make_space(&p, &o, false, ps, nps, err, sizeof err)) == NULL) FAIL("%s", err[0] ? err : kt_last_error());
+    if ((sp = make_space(&p, o.defines, o.ndefines, false, ps, nps, &err)) == NULL) FAIL("%s", err);
     size_t total = 0;
-    KT(kt_space_enumerate(sp, &total));
+    if (!enumerate(&p, sp, &total, &err)) FAIL("%s", err);
+    if (total == 0) {
+        err = empty_space(&p, &o, ps, nps);
+        FAIL("%s", err ? err : "out of memory");
+    }
+
+    for (size_t d = 0; txt && d < o.ndefines; d++)
+        for (size_t i = 0; i < p.nparams; i++)
+            if (define_matches(o.defines[d], p.params[i].name) && !define_in_values(&p.params[i], o.defines[d]))
+                fprintf(stderr, "kerntune tune: note: --define %s: not among the values of %s in the problem (%s)\n", o.defines[d],
+                        p.params[i].name, p.params[i].values);
 
     kt_op *op = NULL;
     KT(kt_op_create(ctx, p.name, &op));
@@ -602,16 +1004,19 @@ int run_tune(int argc, char **argv) {
             continue;
         }
         KT(kt_op_add_buffer(op, a->name, a->type, a->access));
+        if (a->constant) KT(kt_op_set_constant(op, i));
         int64_t count = a->size;
         if (a->size_expr && kt_space_eval_int(sp, a->size_expr, &count) != KT_OK)
             FAIL("%s: KernelSpecification.Arguments[%zu].Size: %s", o.problem, i, kt_last_error());
         if (count <= 0) FAIL("%s: KernelSpecification.Arguments[%zu].Size: %lld elements; expected at least 1", o.problem, i, (long long)count);
+        if ((uint64_t)count > SIZE_MAX / 16) FAIL("%s: KernelSpecification.Arguments[%zu].Size: %lld elements is too many", o.problem, i, (long long)count);
         if (o.simulate) count = 1; /* replay reads no data */
         size_t bytes = (size_t)count * kt_type_size(a->type);
         host[i] = malloc(bytes);
         if (host[i] == NULL) FAIL("argument '%s': cannot allocate %zu bytes", a->name, bytes);
         nbuf = i + 1;
-        if (!o.simulate && !fill_data(&p, a, i, host[i], (size_t)count, o.seed, err, sizeof err)) FAIL("%s", err);
+        if (!o.simulate && !fill_data(&p, a, i, host[i], (size_t)count, o.seed, &err))
+            FAIL("%s: KernelSpecification.Arguments[%zu]: %s", o.problem, i, err ? err : "out of memory");
         if (host_dev) {
             args[i] = kt_arg_buf(host[i], bytes);
         } else {
@@ -621,11 +1026,25 @@ int run_tune(int argc, char **argv) {
         }
     }
     /* the reference group (the Default configuration) goes first: it is the budget's unit 0 */
-    if (!o.simulate && p.nrefs == 0 && (ref_sp = make_space(&p, &o, true, ps, nps, err, sizeof err)) != NULL) {
-        KT(kt_op_add_variants(op, "reference", ref_sp, source, p.kernel_name, p.options, p.noptions));
-        KT(kt_op_set_default(op, "reference"));
+    const char *no_reference = NULL; /* why the first configuration is the reference instead */
+    if (!o.simulate && p.nrefs == 0) {
+        ref_sp = make_space(&p, NULL, 0, true, ps, nps, &err);
+        size_t nref = 0;
+        if (ref_sp == NULL && err) FAIL("%s", err);
+        if (ref_sp == NULL) no_reference = "a parameter has no Default";
+        else if (!enumerate(&p, ref_sp, &nref, &err)) FAIL("%s", err);
+        else if (nref == 0) {
+            no_reference = "the Default values break ConfigurationSpace.Conditions";
+            kt_space_destroy(ref_sp);
+            ref_sp = NULL;
+        }
+        if (ref_sp) {
+            KT(kt_op_add_variants(op, "reference", ref_sp, source, p.kernel_name, p.options, p.noptions));
+            KT(kt_op_set_default(op, "reference"));
+        }
     }
     KT(kt_op_add_variants(op, "kernel", sp, o.simulate ? "" : source, p.kernel_name, p.options, p.noptions));
+    if (p.atol >= 0) KT(kt_op_set_tolerance(op, p.atol, p.rtol));
     if (o.simulate) {
         KT(kt_op_set_validation(op, 0)); /* no outputs to compare: the recorded correctness stands */
     } else if (p.nrefs > 0) { /* the expected contents from ReferenceArguments */
@@ -636,13 +1055,14 @@ int run_tune(int argc, char **argv) {
             const t1_arg *ta = &p.args[a];
             t1_arg as_ref = *ta;
             as_ref.fill = p.refs[r].fill, as_ref.fill_value = p.refs[r].fill_value, as_ref.data_source = p.refs[r].data_source;
+            as_ref.has_seed = p.refs[r].has_seed, as_ref.seed = p.refs[r].seed;
             ref.arg[ref.n] = a;
             ref.bytes[ref.n] = args[a].bytes;
             ref.data[ref.n] = malloc(args[a].bytes);
             if (ref.data[ref.n] == NULL) FAIL("out of memory");
             ref.n++;
-            if (!fill_data(&p, &as_ref, a, ref.data[ref.n - 1], args[a].bytes / kt_type_size(ta->type), o.seed, err, sizeof err))
-                FAIL("ReferenceArguments[%zu]: %s", r, err);
+            if (!fill_data(&p, &as_ref, a, ref.data[ref.n - 1], args[a].bytes / kt_type_size(ta->type), o.seed, &err))
+                FAIL("%s: KernelSpecification.ReferenceArguments[%zu]: %s", o.problem, r, err ? err : "out of memory");
         }
         KT(kt_op_set_reference_fn(op, write_reference, &ref));
     } else if (ref_sp != NULL) {
@@ -651,6 +1071,7 @@ int run_tune(int argc, char **argv) {
         KT(kt_op_set_reference_only(op, 1));
     } else {
         KT(kt_op_set_reference(op, "kernel")); /* no defaults: the first configuration */
+        if (txt) fprintf(stderr, "kerntune tune: note: %s: the first configuration is the reference\n", no_reference);
     }
     size_t budget = o.budget_count ? o.budget_count : (size_t)p.budget_count;
     if (!o.budget_count && p.budget_fraction > 0) budget = (size_t)ceil(p.budget_fraction * (double)total);
@@ -658,7 +1079,7 @@ int run_tune(int argc, char **argv) {
     if (budget || seconds > 0) KT(kt_op_set_budget(op, budget, seconds));
     progress prog = {now_s(), 0, false, ref_sp ? 1 : 0};
     if (!o.quiet && isatty(2)) KT(kt_context_set_progress_fn(ctx, on_progress, &prog));
-    if (!o.quiet)
+    if (txt)
         fprintf(stderr, "kerntune tune: %s: %zu configurations on %s%s\n", p.name, total, dev_name,
                 o.simulate ? (replay.recorded ? " (recorded means)" : " (recorded runs)") : "");
 
@@ -667,8 +1088,16 @@ int run_tune(int argc, char **argv) {
     double wall = now_s() - t0;
     if (prog.shown) fprintf(stderr, "\n");
     const kt_decision *d = NULL;
-    if (st == KT_OK) st = kt_op_decision(op, args, p.nargs, &d);
-    if (st != KT_OK && st != KT_ERR_ALL_FAILED) FAIL("%s: %s", kt_status_name(st), kt_last_error());
+    if (st == KT_OK || st == KT_ERR_ALL_FAILED) st = kt_op_decision(op, args, p.nargs, &d);
+    if (st != KT_OK && (st != KT_ERR_ALL_FAILED || d == NULL)) {
+        char *g = geometry_error(&p, kt_last_error());
+        if (g) {
+            set_error(&run, "%s", g);
+            free(g);
+            goto done;
+        }
+        FAIL("%s: %s", kt_status_name(st), kt_last_error());
+    }
     /* what the persistent cache said: a rejected record, a decision below its requested confidence */
     const char *rejected = d ? kt_decision_cache_rejected(d) : NULL;
     bool low = d && kt_decision_below_confidence(d), reraced = d && kt_decision_reraced(d);
@@ -683,23 +1112,30 @@ int run_tune(int argc, char **argv) {
     /* the kernel's units: counts; the best is the library's winner, always a configuration of the
      * kernel's space (the reference group only validates) */
     size_t measured = 0, failed = 0, not_run = 0, best = (size_t)-1, fails[8] = {0};
-    for (size_t u = 0; d && u < kt_decision_unit_count(d); u++) {
-        if (strcmp(kt_op_candidate_name(op, kt_decision_unit_candidate(d, u)), "kernel") != 0) continue;
+    size_t examples[8][EXAMPLES], ref_unit = (size_t)-1;
+    for (size_t u = 0; u < kt_decision_unit_count(d); u++) {
+        const char *cand = kt_op_candidate_name(op, kt_decision_unit_candidate(d, u));
+        if (strcmp(cand, "reference") == 0 && ref_unit == (size_t)-1) ref_unit = u;
+        if (strcmp(cand, "kernel") != 0) continue;
         kt_outcome oc = kt_decision_unit_outcome(d, u);
         if (oc == KT_OUTCOME_MEASURED) measured++;
         else if (oc == KT_OUTCOME_NOT_RUN) not_run++;
-        else failed++, fails[oc]++;
+        else if ((unsigned)oc < 8) {
+            if (fails[oc] < EXAMPLES) examples[oc][fails[oc]] = u;
+            failed++, fails[oc]++;
+        }
     }
     double best_ms = -1;
     if (st == KT_OK) {
         best = kt_decision_winner_unit(d);
         best_ms = kt_decision_unit_time_ns(d, best) / 1e6;
     }
-    bool cached = d && kt_decision_source_of(d) == KT_SOURCE_CACHE;
+    bool cached = kt_decision_source_of(d) == KT_SOURCE_CACHE;
+    bool validated = kt_decision_validated(d) != 0;
     kt_cache *cache = kt_context_cache(ctx);
     const char *cache_path = cache ? kt_cache_path(cache) : NULL;
-    uint64_t runs = d ? kt_decision_total_runs(d) : 0;
-    double run_ns = d ? kt_decision_measure_ns(d) : 0, confidence = d ? kt_decision_confidence(d) : 0;
+    uint64_t runs = kt_decision_total_runs(d);
+    double run_ns = kt_decision_measure_ns(d), confidence = kt_decision_confidence(d);
     const t4_record *chosen = NULL, *truth = NULL; /* replay: the chosen configuration's record, the recorded best */
     if (o.simulate) {
         if (best != (size_t)-1) chosen = replay_find(&replay, kt_decision_unit_config(d, best));
@@ -709,29 +1145,51 @@ int run_tune(int argc, char **argv) {
         }
     }
     if (replay.recorded && chosen) best_ms = chosen->mean_ms; /* the recorded objective itself */
-    if (!o.quiet) {
+    if (txt) {
         if (best != (size_t)-1) {
             if (cached)
-                printf("best: %s  %.6g ms (recorded in the cache %s; confidence %.3f): nothing was compiled or measured\n",
-                       kt_decision_unit_config(d, best), best_ms, cache_path, confidence);
+                fprintf(txt, "best: %s  %.6g ms (recorded in the cache %s; confidence %.3f): nothing was compiled or measured\n",
+                        kt_decision_unit_config(d, best), best_ms, cache_path, confidence);
             else
-                printf("best: %s  %.6g ms (mean of %u runs; confidence %.3f)\n", kt_decision_unit_config(d, best), best_ms,
-                       kt_decision_unit_runs(d, best), confidence);
+                fprintf(txt, "best: %s  %.6g ms (mean of %u runs; confidence %.3f)\n", kt_decision_unit_config(d, best), best_ms,
+                        kt_decision_unit_runs(d, best), confidence);
         } else {
-            printf("no configuration is valid\n");
+            fprintf(txt, "no configuration is valid\n");
         }
-        if (!cached) printf("%zu configurations: %zu measured, %zu failed (%zu compile, %zu runtime, %zu crashed, %zu timeout, %zu correctness, %zu rejected), %zu not run\n",
-               total, measured, failed, fails[KT_OUTCOME_BUILD_FAILED], fails[KT_OUTCOME_FAILED], fails[KT_OUTCOME_CRASHED],
-               fails[KT_OUTCOME_TIMEOUT], fails[KT_OUTCOME_INVALID],
-               fails[KT_OUTCOME_REJECTED], not_run);
-        if (!cached) printf("measurement (%s): %llu runs, %.6g s of kernel time%s; tuning took %.3g s\n", kt_policy_name(policy),
-               (unsigned long long)runs, run_ns / 1e9, o.simulate ? " (simulated)" : "", wall);
+        if (!cached) {
+            fprintf(txt, "%zu configurations: %zu measured, %zu failed (", total, measured, failed);
+            for (size_t k = 0; k < NKINDS; k++) fprintf(txt, "%s%zu %s", k ? ", " : "", fails[kinds[k].outcome], kinds[k].name);
+            fprintf(txt, "), %zu not run\n", not_run);
+            for (size_t k = 0; k < NKINDS; k++) {
+                kt_outcome oc = kinds[k].outcome;
+                if (fails[oc] == 0) continue;
+                fprintf(txt, "  %s (%zu)%s:\n", kinds[k].name, fails[oc], fails[oc] > EXAMPLES ? ", the first ones" : "");
+                for (size_t e = 0; e < fails[oc] && e < EXAMPLES; e++) {
+                    const char *msg = kt_decision_unit_message(d, examples[oc][e]);
+                    fprintf(txt, "    %s\n", kt_decision_unit_config(d, examples[oc][e]));
+                    print_message(txt, msg ? msg : "(no message)", 4);
+                }
+            }
+            fprintf(txt, "measurement (%s): %llu runs, %.6g s of kernel time%s; tuning took %.3g s\n", kt_policy_name(policy),
+                    (unsigned long long)runs, run_ns / 1e9, o.simulate ? " (simulated)" : "", wall);
+        }
+        if (!validated && !o.simulate && !cached && best != (size_t)-1) {
+            fprintf(txt, "warning: the configurations were not validated: ");
+            if (ref_unit != (size_t)-1) {
+                const char *msg = kt_decision_unit_message(d, ref_unit);
+                fprintf(txt, "the reference (the Default configuration %s) %s\n", kt_decision_unit_config(d, ref_unit),
+                        kt_decision_unit_outcome(d, ref_unit) == KT_OUTCOME_MEASURED || msg == NULL ? "did not run" : "failed:");
+                if (msg) print_message(txt, msg, 4);
+            } else {
+                fprintf(txt, "the reference did not run\n");
+            }
+        }
         if (chosen && truth)
-            printf("recorded: the chosen configuration's mean is %.6g ms, the recorded best %.6g ms (%s): ratio %.4f\n",
-                   chosen->mean_ms, truth->mean_ms, truth->key, chosen->mean_ms / truth->mean_ms);
+            fprintf(txt, "recorded: the chosen configuration's mean is %.6g ms, the recorded best %.6g ms (%s): ratio %.4f\n",
+                    chosen->mean_ms, truth->mean_ms, truth->key, chosen->mean_ms / truth->mean_ms);
         /* the ten fastest */
         size_t order[10], k = 0;
-        for (size_t u = 0; d && u < kt_decision_unit_count(d); u++) {
+        for (size_t u = 0; u < kt_decision_unit_count(d); u++) {
             if (kt_decision_unit_outcome(d, u) != KT_OUTCOME_MEASURED) continue;
             if (strcmp(kt_op_candidate_name(op, kt_decision_unit_candidate(d, u)), "kernel") != 0) continue;
             size_t pos = k < 10 ? k++ : 10;
@@ -742,12 +1200,20 @@ int run_tune(int argc, char **argv) {
             if (pos < 10) order[pos] = u;
         }
         if (k > 1) {
-            printf("%4s  %12s  %s\n", "rank", "time (ms)", "configuration");
+            fprintf(txt, "%4s  %12s  %s\n", "rank", "time (ms)", "configuration");
             for (size_t i = 0; i < k; i++)
-                printf("%4zu  %12.6g  %s\n", i + 1, kt_decision_unit_time_ns(d, order[i]) / 1e6, kt_decision_unit_config(d, order[i]));
+                fprintf(txt, "%4zu  %12.6g  %s\n", i + 1, kt_decision_unit_time_ns(d, order[i]) / 1e6, kt_decision_unit_config(d, order[i]));
         }
     }
-    if (o.t4 && d && !write_t4(o.t4, &p, op, d, dev_name, names, p.nparams)) FAIL("cannot write %s", o.t4);
+    if (o.t4) {
+        t4doc = t4_document(&p, op, d, dev_name, names, p.nparams);
+        char *why = write_json(o.t4, t4doc);
+        if (why) {
+            set_error(&run, "--t4 %s: cannot be written: %s", o.t4, why);
+            free(why);
+            goto done;
+        }
+    }
     if (o.json) {
         json_t *j = json_object();
         json_object_set_new(j, "problem", json_string(p.name));
@@ -756,10 +1222,34 @@ int run_tune(int argc, char **argv) {
         json_object_set_new(j, "measured", json_integer((json_int_t)measured));
         json_object_set_new(j, "failed", json_integer((json_int_t)failed));
         json_object_set_new(j, "not_run", json_integer((json_int_t)not_run));
-        json_t *fj = json_object();
-        static const char *const fail_names[8] = {NULL, NULL, "rejected", "runtime", "correctness", "compile", "timeout", "crashed"};
-        for (int k = 2; k < 8; k++) json_object_set_new(fj, fail_names[k], json_integer((json_int_t)fails[k]));
+        json_t *fj = json_object(), *ej = json_object();
+        for (size_t k = 0; k < NKINDS; k++) {
+            kt_outcome oc = kinds[k].outcome;
+            json_object_set_new(fj, kinds[k].name, json_integer((json_int_t)fails[oc]));
+            if (fails[oc] == 0) continue;
+            json_t *list = json_array();
+            for (size_t e = 0; e < fails[oc] && e < EXAMPLES; e++) {
+                json_t *x = json_object();
+                const char *msg = kt_decision_unit_message(d, examples[oc][e]);
+                json_object_set_new(x, "configuration", t4_configuration(kt_decision_unit_config(d, examples[oc][e]), names, p.nparams));
+                json_object_set_new(x, "message", msg ? json_string(msg) : json_null());
+                json_array_append_new(list, x);
+            }
+            json_object_set_new(ej, kinds[k].name, list);
+        }
         json_object_set_new(j, "failures", fj);
+        json_object_set_new(j, "failure_examples", ej);
+        /* a decision from the cache does not say whether it was validated */
+        json_object_set_new(j, "validated", cached ? json_null() : json_boolean(validated));
+        if (ref_unit != (size_t)-1 && !validated) {
+            json_t *rj = json_object();
+            const char *msg = kt_decision_unit_message(d, ref_unit);
+            const char *inv = invalidity(kt_decision_unit_outcome(d, ref_unit));
+            json_object_set_new(rj, "configuration", t4_configuration(kt_decision_unit_config(d, ref_unit), names, p.nparams));
+            json_object_set_new(rj, "invalidity", inv ? json_string(inv) : json_null());
+            json_object_set_new(rj, "message", msg ? json_string(msg) : json_null());
+            json_object_set_new(j, "reference", rj);
+        }
         json_object_set_new(j, "policy", json_string(kt_policy_name(policy)));
         json_object_set_new(j, "source", json_string(cached ? "cache" : "measured"));
         json_object_set_new(j, "cache", cache_path ? json_string(cache_path) : json_null());
@@ -778,6 +1268,8 @@ int run_tune(int argc, char **argv) {
             json_object_set_new(b, "time_ms", json_real(best_ms));
             json_object_set_new(b, "runs", json_integer(kt_decision_unit_runs(d, best)));
             if (chosen) json_object_set_new(b, "recorded_ms", json_real(chosen->mean_ms));
+            json_t *geo = geometry_json(&p, d, best);
+            if (geo) json_object_set_new(b, "geometry", geo);
             json_object_set_new(j, "best", b);
         } else {
             json_object_set_new(j, "best", json_null());
@@ -795,21 +1287,26 @@ int run_tune(int argc, char **argv) {
     }
     rc = best != (size_t)-1 ? 0 : 1;
 done:
-    if (o.simulate && ctx && kt_context_artifact_dir(ctx) && strstr(kt_context_artifact_dir(ctx), "kerntune-replay-")) {
-        char rm[4200];
-        snprintf(rm, sizeof rm, "rm -rf '%s'", kt_context_artifact_dir(ctx));
-        if (system(rm) != 0) fprintf(stderr, "kerntune tune: could not remove %s\n", kt_context_artifact_dir(ctx));
+    if (run.error) {
+        fprintf(stderr, "kerntune tune: %s\n", run.error);
+        if (o.json) json_error(run.error); /* stdout stays one JSON document */
+        free(run.error);
+        rc = 1;
     }
+    if (replay_dir_made && nftw(replay_dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS) != 0)
+        fprintf(stderr, "kerntune tune: could not remove %s: %s\n", replay_dir, strerror(errno));
     for (size_t i = 0; i < nbuf; i++) {
         free(host[i]);
         if (dev_buf[i]) kt_device_free(ctx, (size_t)dev, dev_buf[i]);
     }
     for (size_t i = 0; i < ref.n; i++) free(ref.data[i]);
+    json_decref(t4doc);
     kt_space_destroy(sp);
     kt_space_destroy(ref_sp);
     kt_context_destroy(ctx);
     t4_free(&replay.recs);
     free(source);
+    free(err);
     t1_free(&p);
     return rc;
 }

@@ -1,9 +1,12 @@
 /*
- * test-cli.c - the kerntune command: --help and --version, `devices`, every subcommand's
- * --help, and usage errors, run as a real process (the built binary).
+ * test-cli.c - the kerntune command: --help and --version, `devices` (and its --json, one JSON
+ * document on stdout), every subcommand's --help, and usage errors, run as a real process (the
+ * built binary).
  */
 #define _GNU_SOURCE /* popen */
 #include "helpers.h"
+
+#include <jansson.h>
 
 #include <sys/wait.h>
 
@@ -67,6 +70,49 @@ static void test_devices(void **state) {
     assert_non_null(strstr(out, "fingerprint: cpu:"));
 }
 
+/* devices --json: stdout is one JSON document (stderr kept apart), the same devices as the table. */
+static void test_devices_json(void **state) {
+    (void)state;
+    char cmd[1024];
+    snprintf(cmd, sizeof cmd, "'%s' devices --json 2>/dev/null", KT_CLI);
+    FILE *p = popen(cmd, "r");
+    assert_non_null(p);
+    size_t n = fread(out, 1, sizeof out - 1, p);
+    out[n] = 0;
+    assert_int_equal(pclose(p), 0);
+    json_error_t e;
+    json_t *j = json_loads(out, 0, &e); /* the whole of stdout: nothing before or after */
+    if (j == NULL) fail_msg("not one JSON document (%s): %s", e.text, out);
+    json_t *devs = json_object_get(j, "devices");
+    assert_true(json_array_size(devs) >= 1);
+    json_t *d0 = json_array_get(devs, 0);
+    assert_int_equal(json_integer_value(json_object_get(d0, "index")), 0);
+    assert_string_equal(json_string_value(json_object_get(d0, "backend")), "c");
+    assert_memory_equal(json_string_value(json_object_get(d0, "fingerprint")), "cpu:", 4);
+    assert_true(json_is_array(json_object_get(j, "unavailable")));
+    size_t ndev = json_array_size(devs);
+    json_decref(j);
+    /* as many devices as the table lists */
+    char table[65536];
+    assert_int_equal(run(NULL, "devices", table, sizeof table), 0);
+    size_t rows = 0;
+    for (const char *l = strchr(table, '\n'); l && l[1]; l = strchr(l + 1, '\n'))
+        if (strncmp(l + 1, "unavailable:", 12) != 0) rows++;
+    assert_int_equal(rows, ndev);
+    /* a failure is a JSON document too */
+    snprintf(cmd, sizeof cmd, "KERNTUNE_MODE=sometimes '%s' devices --json 2>/dev/null", KT_CLI);
+    p = popen(cmd, "r");
+    assert_non_null(p);
+    n = fread(out, 1, sizeof out - 1, p);
+    out[n] = 0;
+    int status = pclose(p);
+    assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 1);
+    j = json_loads(out, 0, &e);
+    if (j == NULL) fail_msg("not one JSON document (%s): %s", e.text, out);
+    assert_non_null(strstr(json_string_value(json_object_get(j, "error")), "KERNTUNE_MODE='sometimes'"));
+    json_decref(j);
+}
+
 static void test_usage_errors(void **state) {
     (void)state;
     assert_int_equal(run(NULL, "", out, sizeof out), 2);
@@ -83,10 +129,18 @@ static void test_usage_errors(void **state) {
 }
 
 int main(void) {
+#ifdef KT_SANITIZED
+    /* ThreadSanitizer sleeps a second at the exit of every process that started threads */
+    const char *tsan = getenv("TSAN_OPTIONS");
+    char opts[1024];
+    snprintf(opts, sizeof opts, "%s%satexit_sleep_ms=0", tsan ? tsan : "", tsan && *tsan ? ":" : "");
+    setenv("TSAN_OPTIONS", opts, 1);
+#endif
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_help_and_version),
         cmocka_unit_test(test_every_command_has_help),
         cmocka_unit_test(test_devices),
+        cmocka_unit_test(test_devices_json),
         cmocka_unit_test(test_usage_errors),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
