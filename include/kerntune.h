@@ -818,12 +818,13 @@ KT_API uint64_t kt_op_measured_runs(const kt_op *op);
  * Decisions
  * ------------------------------------------------------------------------------------------- */
 
-/** Places ReadOnly buffer argument arg in the device's constant memory (T1's "MemType":
- *  "Constant"). CUDA: the kernel does not take it as a parameter; before every launch its bytes
- *  are copied into the module's `__constant__` variable named like the argument, which must be
- *  at least as large (a variant without one fails to load, with a message). OpenCL: it is
- *  passed as a kernel argument, which the kernel declares `__constant`. Host backends and
- *  native candidates receive it like any other buffer. */
+/** Places ReadOnly buffer argument arg in the device's constant memory too (T1's "MemType":
+ *  "Constant", as Kernel Tuner reads it). CUDA: before every launch its bytes are copied into
+ *  the module's `__constant__` variable named like the argument, which must be at least as
+ *  large (a variant without one fails to build, naming it); the kernel also receives the buffer
+ *  as its parameter, like every argument, and may ignore it. OpenCL: it is passed as the kernel
+ *  argument, which the kernel declares `__constant`. Host backends and native candidates
+ *  receive it like any other buffer. */
 KT_API kt_status kt_op_set_constant(kt_op *op, size_t arg);
 
 /** A recorded decision; owned by its op and valid as long as the op. Read-only. */

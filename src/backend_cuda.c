@@ -9,9 +9,10 @@
  * options; the kernel's lowered (mangled) name is found through a name expression, so kernels
  * need no extern "C". The artifact is a small header naming the lowered kernel and the
  * `__constant__` variables of the op's constant-memory arguments, then the cubin, loaded with
- * cuModuleLoadData. A constant-memory argument is no kernel parameter: before each launch its
- * buffer is copied into its variable (device to device, in stream order, outside the timed
- * region). Launches are timed with CUDA events.
+ * cuModuleLoadData. Before each launch a constant-memory argument's buffer is copied into its
+ * variable (device to device, in stream order, outside the timed region); the kernel receives
+ * it as a parameter too, like every argument (as Kernel Tuner's cmem_args and T1 reader do).
+ * Launches are timed with CUDA events.
  */
 #include "internal.h"
 
@@ -673,10 +674,7 @@ static kt_status cu_launch(void *state, size_t device, void *module, const kt_la
         return KT_ERR_LIMIT;
     }
     size_t np = 0;
-    for (size_t i = 0; i < nargs; i++) {
-        bool constant = false;
-        for (size_t c = 0; c < m->nconsts; c++) constant = constant || m->consts[c].arg == i;
-        if (constant) continue; /* copied into its __constant__ variable below, not a parameter */
+    for (size_t i = 0; i < nargs; i++) { /* every argument is a parameter, constant ones too (as Kernel Tuner passes them) */
         if (args[i].type == KT_TYPE_BUFFER) {
             ptrs[np] = DPTR(args[i].ptr);
             params[np] = &ptrs[np];

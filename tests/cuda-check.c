@@ -479,10 +479,11 @@ static void check_launch_sizes(void) {
 
 /* ---- constant memory (issue [8] C) ------------------------------------------------------------- */
 
-/* out[i] = in[i] * weights[i % 16]: the weights live in __constant__ memory, not a parameter */
+/* out[i] = in[i] * weights[i % 16]: the weights are read from __constant__ memory; the kernel
+ * takes the buffer as a parameter too (every argument is one) and ignores it */
 static const char *cmem_cu =
     "__constant__ float weights[16];\n"
-    "__global__ void weigh(float *out, const float *in, long n) {\n"
+    "__global__ void weigh(float *out, const float *in, const float *unused, long n) {\n"
     "    long i = (long)blockIdx.x * blockDim.x + threadIdx.x;\n"
     "    if (i < n) out[i] = in[i] * weights[i % 16] + OFFSET;\n"
     "}\n";

@@ -49,11 +49,11 @@ typedef struct kt_build_request {
     /* version 5: */
     const char *const *arg_names; /* the op's argument names */
     const unsigned char *arg_constant; /* nonzero: buffer argument i is in constant memory
-                                        * (kt_op_set_constant). A backend with such memory does
-                                        * not pass it as a kernel parameter: before each launch
-                                        * it copies the buffer into the module's variable named
-                                        * arg_names[i]. Others pass it like any buffer. An op
-                                        * with constant arguments is refused by backends of
+                                        * (kt_op_set_constant). A backend with such memory copies
+                                        * the buffer before each launch into the module's
+                                        * variable named arg_names[i], and passes it as a
+                                        * parameter as well; others pass it like any buffer. An
+                                        * op with constant arguments is refused by backends of
                                         * versions below 5. */
 } kt_build_request;
 
