@@ -11,6 +11,7 @@
  * to stderr, as without --json).
  */
 #include "cache.h"
+#include "text.h"
 
 #include <kerntune.h>
 
@@ -138,27 +139,6 @@ static bool json_mode;
 
 static void print_json(json_t *v);
 
-/* Formats into a new string (NULL when out of memory): messages hold paths and names of any
- * length, which a fixed buffer would cut. */
-static char *vformat(const char *fmt, va_list ap) {
-    va_list again;
-    va_copy(again, ap);
-    int n = vsnprintf(NULL, 0, fmt, ap);
-    char *s = n >= 0 ? malloc((size_t)n + 1) : NULL;
-    if (s != NULL) vsnprintf(s, (size_t)n + 1, fmt, again);
-    va_end(again);
-    return s;
-}
-
-static char *format(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static char *format(const char *fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    char *s = vformat(fmt, ap);
-    va_end(ap);
-    return s;
-}
-
 static void report_text(const char *sub, const char *msg) {
     fprintf(stderr, "kerntune cache%s%s: %s\n", sub ? " " : "", sub ? sub : "", msg ? msg : "out of memory");
     if (json_mode) {
@@ -174,7 +154,7 @@ static int report(int status, const char *sub, const char *fmt, ...) __attribute
 static int report(int status, const char *sub, const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
-    char *msg = vformat(fmt, ap);
+    char *msg = cli_vformat(fmt, ap);
     va_end(ap);
     report_text(sub, msg);
     free(msg);
@@ -185,7 +165,7 @@ static int usage(const char *sub, const char *fmt, ...) __attribute__((format(pr
 static int usage(const char *sub, const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
-    char *msg = vformat(fmt, ap);
+    char *msg = cli_vformat(fmt, ap);
     va_end(ap);
     report_text(sub, msg);
     free(msg);
@@ -347,7 +327,7 @@ static void fmt_key(json_t *key, char *buf, size_t len) {
 static char *fmt_winner(json_t *e) {
     json_t *w = json_object_get(e, "winner");
     const char *config = json_string_value(json_object_get(w, "config"));
-    return format("%s%s%s", str_of(w, "candidate"), config ? " " : "", config ? config : "");
+    return cli_format("%s%s%s", str_of(w, "candidate"), config ? " " : "", config ? config : "");
 }
 
 static void shorten(const char *s, char *buf, size_t len, size_t max) {

@@ -17,20 +17,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-char *t1_format(const char *fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    int n = vsnprintf(NULL, 0, fmt, ap);
-    va_end(ap);
-    if (n < 0) return NULL;
-    char *s = malloc((size_t)n + 1);
-    if (s == NULL) return NULL;
-    va_start(ap, fmt);
-    vsnprintf(s, (size_t)n + 1, fmt, ap);
-    va_end(ap);
-    return s;
-}
-
 static const char *file_kind(mode_t m) {
     if (S_ISDIR(m)) return "a directory";
     if (S_ISFIFO(m)) return "a FIFO";
@@ -45,30 +31,30 @@ char *t1_read_file(const char *path, const char *what, size_t limit, size_t exac
     /* O_NONBLOCK: opening a FIFO must not wait for a writer; the type is checked before reading */
     int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
     if (fd < 0) {
-        *err = t1_format("%s %s cannot be read: %s", what, path, strerror(errno));
+        *err = cli_format("%s %s cannot be read: %s", what, path, strerror(errno));
         return NULL;
     }
     struct stat st;
     if (fstat(fd, &st) != 0) {
-        *err = t1_format("%s %s cannot be read: %s", what, path, strerror(errno));
+        *err = cli_format("%s %s cannot be read: %s", what, path, strerror(errno));
         close(fd);
         return NULL;
     }
     if (!S_ISREG(st.st_mode)) {
-        *err = t1_format("%s %s is %s; expected a regular file", what, path, file_kind(st.st_mode));
+        *err = cli_format("%s %s is %s; expected a regular file", what, path, file_kind(st.st_mode));
         close(fd);
         return NULL;
     }
     size_t size = (size_t)st.st_size;
     if (exact > 0) {
         if (size < exact) {
-            *err = t1_format("%s %s holds %zu bytes; %zu expected", what, path, size, exact);
+            *err = cli_format("%s %s holds %zu bytes; %zu expected", what, path, size, exact);
             close(fd);
             return NULL;
         }
         size = exact;
     } else if (size > limit) {
-        *err = t1_format("%s %s is %zu bytes; kerntune reads at most %zu (%zu MiB)", what, path, size, limit, limit >> 20);
+        *err = cli_format("%s %s is %zu bytes; kerntune reads at most %zu (%zu MiB)", what, path, size, limit, limit >> 20);
         close(fd);
         return NULL;
     }
@@ -76,7 +62,7 @@ char *t1_read_file(const char *path, const char *what, size_t limit, size_t exac
     if (flags >= 0) fcntl(fd, F_SETFL, flags & ~O_NONBLOCK);
     char *buf = malloc(size + 1);
     if (buf == NULL) {
-        *err = t1_format("%s %s: cannot allocate %zu bytes", what, path, size + 1);
+        *err = cli_format("%s %s: cannot allocate %zu bytes", what, path, size + 1);
         close(fd);
         return NULL;
     }
@@ -85,8 +71,8 @@ char *t1_read_file(const char *path, const char *what, size_t limit, size_t exac
         ssize_t r = read(fd, buf + got, size - got);
         if (r < 0 && errno == EINTR) continue;
         if (r <= 0) {
-            *err = r < 0 ? t1_format("%s %s cannot be read: %s", what, path, strerror(errno))
-                         : t1_format("%s %s changed while it was read (%zu of %zu bytes)", what, path, got, size);
+            *err = r < 0 ? cli_format("%s %s cannot be read: %s", what, path, strerror(errno))
+                         : cli_format("%s %s changed while it was read (%zu of %zu bytes)", what, path, got, size);
             free(buf);
             close(fd);
             return NULL;
@@ -111,15 +97,9 @@ static bool fail(ctx *c, const char *path, const char *fmt, ...) {
     c->failed = true;
     va_list ap;
     va_start(ap, fmt);
-    int n = vsnprintf(NULL, 0, fmt, ap);
+    char *msg = cli_vformat(fmt, ap);
     va_end(ap);
-    char *msg = n >= 0 ? malloc((size_t)n + 1) : NULL;
-    if (msg) {
-        va_start(ap, fmt);
-        vsnprintf(msg, (size_t)n + 1, fmt, ap);
-        va_end(ap);
-    }
-    *c->err = t1_format("%s: %s: %s", c->file, path, msg ? msg : "out of memory");
+    *c->err = cli_format("%s: %s: %s", c->file, path, msg ? msg : "out of memory");
     free(msg);
     return false;
 }
@@ -146,7 +126,7 @@ static bool known_fields(ctx *c, json_t *obj, const char *path, const char *cons
         bool found = false;
         for (const char *const *k = known; *k && !found; k++) found = strcmp(*k, key) == 0;
         if (!found) {
-            char *full = t1_format("%s%s%s", path, *path ? "." : "", key);
+            char *full = cli_format("%s%s%s", path, *path ? "." : "", key);
             fail(c, full ? full : key, "kerntune does not implement this field; it refuses the problem rather than ignore it");
             free(full);
             return false;
@@ -288,7 +268,7 @@ static bool read_params(ctx *c, t1 *p, json_t *cs) {
 
 /* An expression's text for a size given as a string or an integer (allocated). */
 static char *size_text(ctx *c, json_t *v, const char *path) {
-    char *s = json_is_string(v) ? t1_format("%s", json_string_value(v)) : t1_format("%lld", (long long)json_integer_value(v));
+    char *s = json_is_string(v) ? cli_format("%s", json_string_value(v)) : cli_format("%lld", (long long)json_integer_value(v));
     if (s == NULL) fail(c, path, "out of memory");
     return s;
 }
@@ -629,7 +609,7 @@ static bool read_kernel_spec(ctx *c, t1 *p, json_t *ks) {
     if (c->failed) return false;
     if (strcmp(p->language, "C") != 0 && strcmp(p->language, "OpenCL") != 0 && strcmp(p->language, "CUDA") != 0)
         return fail(c, "KernelSpecification.Language", "'%s' is not supported; expected C, OpenCL or CUDA", p->language);
-    p->kernel_file = file[0] == '/' ? t1_format("%s", file) : t1_format("%s/%s", p->dir, file);
+    p->kernel_file = file[0] == '/' ? cli_format("%s", file) : cli_format("%s/%s", p->dir, file);
     if (p->kernel_file == NULL) return fail(c, "KernelSpecification.KernelFile", "out of memory");
     json_t *opts = member(c, ks, K, "CompilerOptions", JSON_ARRAY, false, "an array of strings");
     if (c->failed) return false;
@@ -721,13 +701,13 @@ bool t1_load(const char *path, t1 *p, char **err) {
     p->root = json_loadb(text, len, JSON_REJECT_DUPLICATES, &jerr);
     free(text);
     if (p->root == NULL) {
-        *err = t1_format("%s:%d:%d: %s", path, jerr.line, jerr.column, jerr.text);
+        *err = cli_format("%s:%d:%d: %s", path, jerr.line, jerr.column, jerr.text);
         return false;
     }
     if (!json_is_object(p->root)) return fail(&c, "(top level)", "expected an object, got %s", kind_of(p->root));
-    p->path = t1_format("%s", path);
+    p->path = cli_format("%s", path);
     char *abs = realpath(path, NULL); /* absolute: messages give resolved paths */
-    p->dir = abs ? abs : t1_format("%s", path);
+    p->dir = abs ? abs : cli_format("%s", path);
     if (p->path == NULL || p->dir == NULL) return fail(&c, "(top level)", "out of memory");
     char *slash = strrchr(p->dir, '/');
     if (slash == p->dir) slash[1] = '\0';
@@ -749,20 +729,20 @@ bool t1_load(const char *path, t1 *p, char **err) {
 bool t1_grid(t1 *p, size_t nps, char **err) {
     if (!p->grid_div) return true;
     for (int d = 0; d < 3; d++) {
-        char *ps = (size_t)d < nps ? t1_format("ProblemSize[%d]", d) : t1_format("1");
-        char *div = t1_format("int(%s)", p->ndiv[d] ? p->div[d][0] : p->local[d] ? p->local[d] : "1");
+        char *ps = (size_t)d < nps ? cli_format("ProblemSize[%d]", d) : cli_format("1");
+        char *div = cli_format("int(%s)", p->ndiv[d] ? p->div[d][0] : p->local[d] ? p->local[d] : "1");
         for (size_t i = 1; div && ps && i < p->ndiv[d]; i++) {
-            char *more = t1_format("%s * int(%s)", div, p->div[d][i]);
+            char *more = cli_format("%s * int(%s)", div, p->div[d][i]);
             free(div);
             div = more;
         }
         free(p->global[d]);
         /* rounded up: -(-a // b), with Python's floor division */
-        p->global[d] = ps && div ? t1_format("-(-%s // (%s))", ps, div) : NULL;
+        p->global[d] = ps && div ? cli_format("-(-%s // (%s))", ps, div) : NULL;
         free(ps);
         free(div);
         if (p->global[d] == NULL) {
-            *err = t1_format("%s: out of memory", p->path);
+            *err = cli_format("%s: out of memory", p->path);
             return false;
         }
     }

@@ -19,6 +19,8 @@
 #include <stdbool.h>
 #include <stdio.h>
 
+#include "text.h"
+
 /* The largest T1 problem or kernel source kerntune reads (bytes). */
 #define T1_FILE_LIMIT ((size_t)64 << 20)
 
@@ -120,8 +122,5 @@ kt_type t1_type(const char *name);
  * read. On failure returns NULL and an allocated message (free it) in *err that names path and
  * says why, in the words of what ("the kernel file"). */
 char *t1_read_file(const char *path, const char *what, size_t limit, size_t exact, size_t *len, char **err);
-
-/* An allocated printf-formatted string; NULL when out of memory. */
-char *t1_format(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 #endif

@@ -2,6 +2,7 @@
  * t4.c - reading recorded measurements for replay, and the helpers the T4 writer uses.
  */
 #include "t4.h"
+#include "text.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -42,21 +43,6 @@ char *t4_value_string(const json_t *v) {
     return strdup(json_string_value(v));
 }
 
-static char *format(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static char *format(const char *fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    int n = vsnprintf(NULL, 0, fmt, ap);
-    va_end(ap);
-    char *s = n >= 0 ? malloc((size_t)n + 1) : NULL;
-    if (s) {
-        va_start(ap, fmt);
-        vsnprintf(s, (size_t)n + 1, fmt, ap);
-        va_end(ap);
-    }
-    return s;
-}
-
 /* Reads a whole regular file, gzip or plain, into memory (NUL-terminated), at most
  * T4_READ_LIMIT bytes once decompressed. A FIFO or a device is refused before anything is read
  * from it (opened without waiting for a writer). */
@@ -64,12 +50,12 @@ static char *read_all(const char *path, size_t *len, char **err) {
     int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
     struct stat st;
     if (fd < 0 || fstat(fd, &st) != 0) {
-        *err = format("%s: cannot open: %s", path, strerror(errno));
+        *err = cli_format("%s: cannot open: %s", path, strerror(errno));
         if (fd >= 0) close(fd);
         return NULL;
     }
     if (!S_ISREG(st.st_mode)) {
-        *err = format("%s: %s; expected a regular file", path, S_ISDIR(st.st_mode) ? "a directory" : S_ISFIFO(st.st_mode) ? "a FIFO" : "not a regular file");
+        *err = cli_format("%s: %s; expected a regular file", path, S_ISDIR(st.st_mode) ? "a directory" : S_ISFIFO(st.st_mode) ? "a FIFO" : "not a regular file");
         close(fd);
         return NULL;
     }
@@ -77,7 +63,7 @@ static char *read_all(const char *path, size_t *len, char **err) {
     if (flags >= 0) fcntl(fd, F_SETFL, flags & ~O_NONBLOCK);
     gzFile gz = gzdopen(fd, "rb");
     if (gz == NULL) {
-        *err = format("%s: cannot open", path);
+        *err = cli_format("%s: cannot open", path);
         close(fd);
         return NULL;
     }
@@ -98,11 +84,11 @@ static char *read_all(const char *path, size_t *len, char **err) {
         }
     }
     int gerr = 0;
-    char *gmsg = format("%s", gzerror(gz, &gerr));
+    char *gmsg = cli_format("%s", gzerror(gz, &gerr));
     gzclose(gz);
     if (buf == NULL || r < 0 || too_large) {
-        if (too_large) *err = format("%s: more than %zu bytes (%zu MiB) of recorded data; kerntune reads at most that", path, T4_READ_LIMIT, T4_READ_LIMIT >> 20);
-        else *err = format("%s: cannot read: %s", path, buf ? gmsg : "out of memory");
+        if (too_large) *err = cli_format("%s: more than %zu bytes (%zu MiB) of recorded data; kerntune reads at most that", path, T4_READ_LIMIT, T4_READ_LIMIT >> 20);
+        else *err = cli_format("%s: cannot read: %s", path, buf ? gmsg : "out of memory");
         free(buf);
         free(gmsg);
         return NULL;
@@ -211,7 +197,7 @@ bool t4_read(const char *path, const char *const *names, size_t n, t4_records *o
     json_t *root = json_loadb(text, len, 0, &jerr);
     free(text);
     if (root == NULL) {
-        *err = format("%s:%d:%d: %s", path, jerr.line, jerr.column, jerr.text);
+        *err = cli_format("%s:%d:%d: %s", path, jerr.line, jerr.column, jerr.text);
         return false;
     }
     const char *missing = NULL;
@@ -226,7 +212,7 @@ bool t4_read(const char *path, const char *const *names, size_t n, t4_records *o
             const json_t *cfg = json_object_get(res, "configuration"), *inv = json_object_get(res, "invalidity");
             char *key = json_is_object(cfg) ? make_key(cfg, names, n, &missing) : NULL;
             if (key == NULL) {
-                *err = format("%s: results[%zu].configuration: %s%s", path, i,
+                *err = cli_format("%s: results[%zu].configuration: %s%s", path, i,
                               missing ? "no value for parameter " : json_is_object(cfg) ? "out of memory" : "expected an object",
                               missing ? missing : "");
                 ok = false;
@@ -237,7 +223,7 @@ bool t4_read(const char *path, const char *const *names, size_t n, t4_records *o
                             json_is_string(inv) ? json_string_value(inv) : "correct");
             free(key);
             if (!ok) {
-                *err = format("%s: out of memory", path);
+                *err = cli_format("%s: out of memory", path);
                 break;
             }
         }
@@ -247,7 +233,7 @@ bool t4_read(const char *path, const char *const *names, size_t n, t4_records *o
         json_object_foreach(cache, k, entry) {
             char *key = json_is_object(entry) ? make_key(entry, names, n, &missing) : NULL;
             if (key == NULL) {
-                *err = format("%s: cache[\"%s\"]: %s%s", path, k,
+                *err = cli_format("%s: cache[\"%s\"]: %s%s", path, k,
                               missing ? "no value for parameter " : json_is_object(entry) ? "out of memory" : "expected an object",
                               missing ? missing : "");
                 ok = false;
@@ -262,12 +248,12 @@ bool t4_read(const char *path, const char *const *names, size_t n, t4_records *o
             ok = add_record(out, key, json_object_get(entry, "times"), 1e6, json_is_number(t) ? json_number_value(t) : -1, inv);
             free(key);
             if (!ok) {
-                *err = format("%s: out of memory", path);
+                *err = cli_format("%s: out of memory", path);
                 break;
             }
         }
     } else {
-        *err = format("%s: neither T4 results (a \"results\" array) nor a Kernel Tuner cache (a \"cache\" object)", path);
+        *err = cli_format("%s: neither T4 results (a \"results\" array) nor a Kernel Tuner cache (a \"cache\" object)", path);
         ok = false;
     }
     json_decref(root);

@@ -20,6 +20,7 @@
 #include "replay.h"
 #include "t1.h"
 #include "t4.h"
+#include "text.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -312,9 +313,9 @@ static void put(kt_type t, void *dst, double value) {
 static bool fill_data(const t1 *p, const t1_arg *a, size_t idx, void *data, size_t count, uint64_t seed, char **err) {
     size_t es = kt_type_size(a->type);
     if (a->fill == T1_FILL_BINARY) {
-        char *path = a->data_source[0] == '/' ? t1_format("%s", a->data_source) : t1_format("%s/%s", p->dir, a->data_source);
+        char *path = a->data_source[0] == '/' ? cli_format("%s", a->data_source) : cli_format("%s/%s", p->dir, a->data_source);
         if (path == NULL) {
-            *err = t1_format("out of memory");
+            *err = cli_format("out of memory");
             return false;
         }
         char *why = NULL;
@@ -322,7 +323,7 @@ static bool fill_data(const t1 *p, const t1_arg *a, size_t idx, void *data, size
         char *bytes = t1_read_file(path, "its DataSource", 0, count * es, NULL, &why);
         free(path);
         if (bytes == NULL) {
-            *err = t1_format("argument '%s': %s", a->name, why ? why : "out of memory");
+            *err = cli_format("argument '%s': %s", a->name, why ? why : "out of memory");
             free(why);
             return false;
         }
@@ -372,12 +373,12 @@ static int write_reference(const kt_arg *args, size_t nargs, void *user, kt_resu
 
 /* A Python literal of a JSON value, for a one-value parameter list (allocated). */
 static char *literal(const json_t *v) {
-    if (json_is_true(v)) return t1_format("True");
-    if (json_is_false(v)) return t1_format("False");
+    if (json_is_true(v)) return cli_format("True");
+    if (json_is_false(v)) return cli_format("False");
     if (!json_is_string(v)) {
         char num[64]; /* a number: always fits */
         t4_value_text(v, num, sizeof num);
-        return t1_format("%s", num);
+        return cli_format("%s", num);
     }
     const char *s = json_string_value(v);
     char *out = malloc(2 * strlen(s) + 3), *o = out;
@@ -402,7 +403,7 @@ static bool define_matches(const char *define, const char *name) {
 /* Whether --define NAME=VALUE gives values among parameter tp's own Values. */
 static bool define_in_values(const t1_param *tp, const char *define) {
     kt_space *own = NULL, *given = NULL;
-    char *list = t1_format("[%s]", strchr(define, '=') + 1);
+    char *list = cli_format("[%s]", strchr(define, '=') + 1);
     size_t n_own = 0, n_given = 0;
     bool ok = list && kt_space_create(&own) == KT_OK && kt_space_create(&given) == KT_OK &&
               kt_space_add_param(own, tp->name, tp->values) == KT_OK && kt_space_add_param(given, tp->name, list) == KT_OK &&
@@ -427,12 +428,12 @@ static bool check_geometry(const t1 *p, kt_space *sp, char **err) {
     static const char *const dims = "XYZ";
     for (int d = 0; d < 3; d++) {
         for (size_t i = 0; i < p->ndiv[d]; i++) {
-            char *e = t1_format("int(%s)", p->div[d][i]);
+            char *e = cli_format("int(%s)", p->div[d][i]);
             const char *g[3] = {e, NULL, NULL};
             kt_status st = e ? kt_space_set_geometry(sp, KT_GEOMETRY_GRID, g, NULL, NULL) : KT_ERR_NO_MEMORY;
             free(e);
             if (st != KT_OK) {
-                *err = t1_format("%s: KernelSpecification.GridDiv%c[%zu]: %s", p->path, dims[d], i, kt_last_error());
+                *err = cli_format("%s: KernelSpecification.GridDiv%c[%zu]: %s", p->path, dims[d], i, kt_last_error());
                 return false;
             }
         }
@@ -441,7 +442,7 @@ static bool check_geometry(const t1 *p, kt_space *sp, char **err) {
             if (sets[k] == NULL) continue;
             const char *g[3] = {sets[k], NULL, NULL};
             if (kt_space_set_geometry(sp, KT_GEOMETRY_GRID, g, NULL, NULL) != KT_OK) {
-                *err = t1_format("%s: KernelSpecification.%s.%c: %s", p->path, k ? "LocalSize" : "GlobalSize", dims[d], kt_last_error());
+                *err = cli_format("%s: KernelSpecification.%s.%c: %s", p->path, k ? "LocalSize" : "GlobalSize", dims[d], kt_last_error());
                 return false;
             }
         }
@@ -457,7 +458,7 @@ static kt_space *make_space(const t1 *p, const char *const *defines, size_t ndef
     kt_space *sp = NULL;
     *err = NULL;
     if (kt_space_create(&sp) != KT_OK) {
-        *err = t1_format("%s", kt_last_error());
+        *err = cli_format("%s", kt_last_error());
         return NULL;
     }
     bool ok = true;
@@ -471,20 +472,20 @@ static kt_space *make_space(const t1 *p, const char *const *defines, size_t ndef
                 return NULL;
             }
             char *lit = literal(tp->dflt);
-            values = lit ? t1_format("[%s]", lit) : NULL;
+            values = lit ? cli_format("[%s]", lit) : NULL;
             free(lit);
         } else {
             for (size_t d = 0; d < ndefines; d++)
                 if (define_matches(defines[d], tp->name)) define = defines[d];
-            values = define ? t1_format("[%s]", strchr(define, '=') + 1) : t1_format("%s", tp->values);
+            values = define ? cli_format("[%s]", strchr(define, '=') + 1) : cli_format("%s", tp->values);
         }
         if (values == NULL) {
-            *err = t1_format("out of memory");
+            *err = cli_format("out of memory");
             ok = false;
         } else if (kt_space_add_param(sp, tp->name, values) != KT_OK) {
-            if (define) *err = t1_format("--define %s: %s", define, kt_last_error());
-            else if (defaults) *err = t1_format("%s: ConfigurationSpace.TuningParameters[%zu].Default: %s", p->path, i, kt_last_error());
-            else *err = t1_format("%s: ConfigurationSpace.TuningParameters[%zu].Values: %s", p->path, i, kt_last_error());
+            if (define) *err = cli_format("--define %s: %s", define, kt_last_error());
+            else if (defaults) *err = cli_format("%s: ConfigurationSpace.TuningParameters[%zu].Default: %s", p->path, i, kt_last_error());
+            else *err = cli_format("%s: ConfigurationSpace.TuningParameters[%zu].Values: %s", p->path, i, kt_last_error());
             ok = false;
         }
         free(values);
@@ -493,17 +494,17 @@ static kt_space *make_space(const t1 *p, const char *const *defines, size_t ndef
         bool found = false;
         for (size_t i = 0; i < p->nparams; i++) found = found || define_matches(defines[d], p->params[i].name);
         if (!found) {
-            *err = t1_format("--define %.*s: the problem has no parameter of that name", (int)strcspn(defines[d], "="), defines[d]);
+            *err = cli_format("--define %.*s: the problem has no parameter of that name", (int)strcspn(defines[d], "="), defines[d]);
             ok = false;
         }
     }
     if (ok && (kt_space_add_input(sp, "ProblemSize") != KT_OK || kt_space_bind_ints(sp, "ProblemSize", ps, nps) != KT_OK)) {
-        *err = t1_format("%s: KernelSpecification.ProblemSize: %s", p->path, kt_last_error());
+        *err = cli_format("%s: KernelSpecification.ProblemSize: %s", p->path, kt_last_error());
         ok = false;
     }
     for (size_t c = 0; ok && c < p->nconditions; c++) {
         if (kt_space_add_constraint(sp, p->conditions[c]) != KT_OK) {
-            *err = t1_format("%s: ConfigurationSpace.Conditions[%zu].Expression: %s", p->path, c, kt_last_error());
+            *err = cli_format("%s: ConfigurationSpace.Conditions[%zu].Expression: %s", p->path, c, kt_last_error());
             ok = false;
         }
     }
@@ -512,11 +513,11 @@ static kt_space *make_space(const t1 *p, const char *const *defines, size_t ndef
     snprintf(shm, sizeof shm, "%lld", (long long)p->shared_memory);
     const char *const *global = (const char *const *)p->global, *const *local = (const char *const *)p->local;
     if (ok && kt_space_set_geometry(sp, p->geometry, global, local, p->shared_memory ? shm : NULL) != KT_OK) {
-        *err = t1_format("%s: KernelSpecification.GlobalSize/LocalSize: %s", p->path, kt_last_error());
+        *err = cli_format("%s: KernelSpecification.GlobalSize/LocalSize: %s", p->path, kt_last_error());
         ok = false;
     }
     if (!ok) {
-        if (*err == NULL) *err = t1_format("out of memory");
+        if (*err == NULL) *err = cli_format("out of memory");
         kt_space_destroy(sp);
         return NULL;
     }
@@ -526,7 +527,7 @@ static kt_space *make_space(const t1 *p, const char *const *defines, size_t ndef
 /* The condition whose expression an error message quotes, or -1. */
 static long quoted_condition(const t1 *p, const char *msg) {
     for (size_t c = 0; c < p->nconditions; c++) {
-        char *q = t1_format("expression '%s'", p->conditions[c]);
+        char *q = cli_format("expression '%s'", p->conditions[c]);
         bool found = q && strstr(msg, q) != NULL;
         free(q);
         if (found) return (long)c;
@@ -539,8 +540,8 @@ static bool enumerate(const t1 *p, kt_space *sp, size_t *count, char **err) {
     if (kt_space_enumerate(sp, count) == KT_OK) return true;
     const char *msg = kt_last_error();
     long c = quoted_condition(p, msg);
-    if (c >= 0) *err = t1_format("%s: ConfigurationSpace.Conditions[%ld].Expression: %s", p->path, c, msg);
-    else *err = t1_format("%s: ConfigurationSpace: %s", p->path, msg);
+    if (c >= 0) *err = cli_format("%s: ConfigurationSpace.Conditions[%ld].Expression: %s", p->path, c, msg);
+    else *err = cli_format("%s: ConfigurationSpace: %s", p->path, msg);
     return false;
 }
 
@@ -561,14 +562,14 @@ static char *empty_space(const t1 *p, const options *o, const int64_t *ps, size_
     if (o->ndefines > 0 && count_with(p, NULL, 0, ps, nps) > 0) {
         for (size_t d = 0; d < o->ndefines; d++)
             if (count_with(p, &o->defines[d], 1, ps, nps) == 0)
-                return t1_format("--define %s: no configuration meets the problem's ConfigurationSpace.Conditions with it", o->defines[d]);
-        return t1_format("--define: together, the %zu values given leave no configuration that meets the problem's "
+                return cli_format("--define %s: no configuration meets the problem's ConfigurationSpace.Conditions with it", o->defines[d]);
+        return cli_format("--define: together, the %zu values given leave no configuration that meets the problem's "
                          "ConfigurationSpace.Conditions", o->ndefines);
     }
     if (o->nproblem > 0 && count_with(p, o->defines, o->ndefines, p->problem_size, p->nproblem) > 0)
-        return t1_format("--problem-size %s: no configuration meets the problem's ConfigurationSpace.Conditions for this size",
+        return cli_format("--problem-size %s: no configuration meets the problem's ConfigurationSpace.Conditions for this size",
                          o->problem_size_text);
-    return t1_format("%s: ConfigurationSpace.Conditions: no configuration of the space meets them", p->path);
+    return cli_format("%s: ConfigurationSpace.Conditions: no configuration of the space meets them", p->path);
 }
 
 /* ---- files ---------------------------------------------------------------------------------- */
@@ -577,19 +578,19 @@ static char *empty_space(const t1 *p, const options *o, const int64_t *ps, size_
 static char *check_writable(const char *path) {
     struct stat st;
     if (stat(path, &st) == 0) {
-        if (S_ISDIR(st.st_mode)) return t1_format("is a directory");
-        if (!S_ISREG(st.st_mode)) return t1_format("is not a regular file");
+        if (S_ISDIR(st.st_mode)) return cli_format("is a directory");
+        if (!S_ISREG(st.st_mode)) return cli_format("is not a regular file");
         int fd = open(path, O_WRONLY | O_APPEND | O_CLOEXEC); /* writes nothing */
-        if (fd < 0) return t1_format("cannot be written: %s", strerror(errno));
+        if (fd < 0) return cli_format("cannot be written: %s", strerror(errno));
         close(fd);
         return NULL;
     }
-    if (errno != ENOENT) return t1_format("cannot be written: %s", strerror(errno));
+    if (errno != ENOENT) return cli_format("cannot be written: %s", strerror(errno));
     const char *slash = strrchr(path, '/');
-    char *tmpl = slash ? t1_format("%.*s/.kerntune-t4-XXXXXX", (int)(slash - path), path) : t1_format(".kerntune-t4-XXXXXX");
-    if (tmpl == NULL) return t1_format("out of memory");
+    char *tmpl = slash ? cli_format("%.*s/.kerntune-t4-XXXXXX", (int)(slash - path), path) : cli_format(".kerntune-t4-XXXXXX");
+    if (tmpl == NULL) return cli_format("out of memory");
     int fd = mkstemp(tmpl);
-    char *why = fd < 0 ? t1_format("cannot be written: %s", strerror(errno)) : NULL;
+    char *why = fd < 0 ? cli_format("cannot be written: %s", strerror(errno)) : NULL;
     if (fd >= 0) {
         close(fd);
         unlink(tmpl);
@@ -602,11 +603,11 @@ static char *check_writable(const char *path) {
  * is whole or not there. NULL on success, else why (allocated). */
 static char *write_json(const char *path, json_t *root) {
     const char *slash = strrchr(path, '/');
-    char *tmp = slash ? t1_format("%.*s/.kerntune-t4-XXXXXX", (int)(slash - path), path) : t1_format(".kerntune-t4-XXXXXX");
-    if (tmp == NULL) return t1_format("out of memory");
+    char *tmp = slash ? cli_format("%.*s/.kerntune-t4-XXXXXX", (int)(slash - path), path) : cli_format(".kerntune-t4-XXXXXX");
+    if (tmp == NULL) return cli_format("out of memory");
     int fd = mkstemp(tmp);
     if (fd < 0) {
-        char *why = t1_format("%s", strerror(errno));
+        char *why = cli_format("%s", strerror(errno));
         free(tmp);
         return why;
     }
@@ -619,8 +620,8 @@ static char *write_json(const char *path, json_t *root) {
     if (f && fputc('\n', f) == EOF) rc = -1;
     if (f ? fclose(f) != 0 : close(fd) != 0) rc = -1;
     char *why = NULL;
-    if (rc != 0) why = t1_format("%s", errno ? strerror(errno) : "write failed");
-    else if (rename(tmp, path) != 0) why = t1_format("%s", strerror(errno));
+    if (rc != 0) why = cli_format("%s", errno ? strerror(errno) : "write failed");
+    else if (rename(tmp, path) != 0) why = cli_format("%s", strerror(errno));
     if (why) unlink(tmp);
     free(tmp);
     return why;
@@ -639,12 +640,12 @@ static long pick_device(kt_context *ctx, const t1 *p, const options *o, const ch
     size_t n = kt_context_device_count(ctx);
     if (o->device >= 0) {
         if ((size_t)o->device >= n) {
-            *err = t1_format("--device %ld: no such device (there are %zu; see 'kerntune devices')", o->device, n);
+            *err = cli_format("--device %ld: no such device (there are %zu; see 'kerntune devices')", o->device, n);
             return -1;
         }
         const char *b = kt_device_backend(kt_context_device(ctx, (size_t)o->device));
         if (strcmp(b, backend) != 0) {
-            *err = t1_format("--device %ld is a %s device; the problem's Language %s needs %s", o->device, b, p->language, backend);
+            *err = cli_format("--device %ld is a %s device; the problem's Language %s needs %s", o->device, b, p->language, backend);
             return -1;
         }
         return o->device;
@@ -657,19 +658,19 @@ static long pick_device(kt_context *ctx, const t1 *p, const options *o, const ch
         if (seen++ == want) return (long)i;
     }
     if (seen > 0 && p->device_id >= 0) {
-        *err = t1_format("%s: KernelSpecification.Device.Id: %d, but there %s %ld %s device%s%s%s%s (see 'kerntune devices')", p->path,
+        *err = cli_format("%s: KernelSpecification.Device.Id: %d, but there %s %ld %s device%s%s%s%s (see 'kerntune devices')", p->path,
                          p->device_id, seen == 1 ? "is" : "are", seen, backend, seen == 1 ? "" : "s", p->device_name ? " named like '" : "",
                          p->device_name ? p->device_name : "", p->device_name ? "'" : "");
         return -1;
     }
     if (p->device_name) {
-        *err = t1_format("%s: KernelSpecification.Device.Name: no %s device is named like '%s' (see 'kerntune devices')", p->path,
+        *err = cli_format("%s: KernelSpecification.Device.Name: no %s device is named like '%s' (see 'kerntune devices')", p->path,
                          backend, p->device_name);
         return -1;
     }
-    char *msg = t1_format("no %s device for the problem's Language %s", backend, p->language);
+    char *msg = cli_format("no %s device for the problem's Language %s", backend, p->language);
     for (size_t i = 0; msg && i < kt_context_unavailable_count(ctx); i++) {
-        char *more = t1_format("%s; %s", msg, kt_context_unavailable(ctx, i));
+        char *more = cli_format("%s; %s", msg, kt_context_unavailable(ctx, i));
         free(msg);
         msg = more;
     }
@@ -824,7 +825,7 @@ static void set_error(run_state *r, const char *fmt, ...) {
         vsnprintf(r->error, (size_t)n + 1, fmt, ap);
         va_end(ap);
     } else {
-        r->error = t1_format("out of memory");
+        r->error = cli_format("out of memory");
     }
 }
 
@@ -846,14 +847,14 @@ static char *geometry_error(const t1 *p, const char *msg) {
         for (int k = 0; k < 2; k++) {
             const char *e = k ? p->local[d] : p->global[d];
             if (e == NULL) continue;
-            char *q = t1_format("expression '%s'", e);
+            char *q = cli_format("expression '%s'", e);
             bool found = q && strstr(msg, q) != NULL;
             free(q);
             if (!found) continue;
-            if (k) return t1_format("%s: KernelSpecification.LocalSize.%c: %s", p->path, dims[d], msg);
-            if (!p->grid_div) return t1_format("%s: KernelSpecification.GlobalSize.%c: %s", p->path, dims[d], msg);
-            if (p->ndiv[d]) return t1_format("%s: KernelSpecification.GridDiv%c: %s", p->path, dims[d], msg);
-            return t1_format("%s: KernelSpecification.LocalSize.%c (the divisor of the grid's %c): %s", p->path, dims[d], dims[d], msg);
+            if (k) return cli_format("%s: KernelSpecification.LocalSize.%c: %s", p->path, dims[d], msg);
+            if (!p->grid_div) return cli_format("%s: KernelSpecification.GlobalSize.%c: %s", p->path, dims[d], msg);
+            if (p->ndiv[d]) return cli_format("%s: KernelSpecification.GridDiv%c: %s", p->path, dims[d], msg);
+            return cli_format("%s: KernelSpecification.LocalSize.%c (the divisor of the grid's %c): %s", p->path, dims[d], dims[d], msg);
         }
     }
     return NULL;
@@ -925,7 +926,7 @@ int run_tune(int argc, char **argv) {
             FAIL("the default cache: %s (--cache off tunes without it)", kt_last_error());
         } else {
             const char *w = kt_cache_warning(c);
-            char *asked = o.cache ? t1_format("--cache %s", o.cache) : env ? t1_format("KERNTUNE_CACHE=%s", env) : t1_format("the default cache");
+            char *asked = o.cache ? cli_format("--cache %s", o.cache) : env ? cli_format("KERNTUNE_CACHE=%s", env) : cli_format("the default cache");
             const char *requested = o.cache ? o.cache : env;
             bool memory = strcmp(kt_cache_path(c), ":memory:") == 0 && !(requested && strcmp(requested, ":memory:") == 0);
             if (memory) { /* it could not be used: it would have been ignored */
@@ -1108,6 +1109,8 @@ int run_tune(int argc, char **argv) {
         fprintf(stderr, "kerntune tune: warning: confidence %.3f is below the %.3f the race asked for%s\n", kt_decision_confidence(d),
                 kt_decision_requested_confidence(d),
                 kt_decision_source_of(d) == KT_SOURCE_CACHE ? " (served from the cache without measuring)" : ": the next tuning re-races the finalists");
+    if (reraced && txt)
+        fprintf(stderr, "kerntune tune: note: the cache's decision for this problem was below the confidence its race asked for: its finalists were raced again\n");
 
     /* the kernel's units: counts; the best is the library's winner, always a configuration of the
      * kernel's space (the reference group only validates) */

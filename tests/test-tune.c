@@ -478,12 +478,20 @@ static void tunes_for_real(const char *problem, size_t configs, const char *smal
     assert_true(json_is_true(json_object_get(s, "validated")));
     assert_true(json_is_object(json_object_get(json_object_get(s, "best"), "configuration")));
     assert_true(json_real_value(json_object_get(json_object_get(s, "best"), "time_ms")) > 0);
+    /* a machine this noisy can end a race below the confidence it asked for (its finalists
+     * close together): such a decision is re-raced next time, not served (issue [8] 12) */
+    bool settled = !json_is_true(json_object_get(s, "below_confidence"));
     json_decref(s);
     /* without --json the summary is on stdout (the decision, from the cache now) */
     snprintf(args, sizeof args, "tune '%s/t1/%s' --cache '%s/cache.db' %s", KT_DATA, problem, tmpdir, KT_TEST_LARGE ? "" : small);
     assert_int_equal(run(args), 0);
     assert_memory_equal(out, "best: ", 6);
-    assert_non_null(strstr(out, "nothing was compiled or measured"));
+    if (settled) {
+        assert_non_null(strstr(out, "nothing was compiled or measured"));
+    } else {
+        assert_null(strstr(out, "nothing was compiled or measured"));
+        assert_non_null(strstr(err, "its finalists were raced again"));
+    }
     remove_tmpdir();
 }
 

@@ -1,0 +1,16 @@
+/*
+ * text.h - strings of any length for the kerntune command's messages and expressions.
+ *
+ * Messages hold paths, names and values of any length, which a fixed buffer would cut; every
+ * part of the command formats them here instead.
+ */
+#ifndef KT_CLI_TEXT_H
+#define KT_CLI_TEXT_H
+
+#include <stdarg.h>
+
+/* Formats into a new string the caller frees; NULL when out of memory. */
+char *cli_format(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+char *cli_vformat(const char *fmt, va_list ap) __attribute__((format(printf, 1, 0)));
+
+#endif
