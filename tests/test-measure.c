@@ -167,7 +167,7 @@ static void test_reference_policy_counts(void **state) {
     kt_context *ctx = race_context();
     ok(kt_context_set_policy(ctx, KT_POLICY_KERNELTUNER));
     kt_op *op = test_op(ctx, "kt");
-    cand a = {.id = 1, .work = 1}, b = {.id = 2, .work = 10};
+    cand a = {.id = 1, .work = 1}, b = {.id = 2, .work = 10, .sleep_ms = 20}; /* b loses by construction */
     ok(kt_op_add_native(op, "a", cand_fn, &a));
     ok(kt_op_add_native(op, "b", cand_fn, &b));
     ok(kt_op_call(op, ARGS(1), 2));
@@ -250,7 +250,7 @@ static void test_flush_on_natives(void **state) {
     kt_context *ctx = race_context();
     ok(kt_context_set_flush(ctx, KT_FLUSH_ON));
     kt_op *op = test_op(ctx, "flush");
-    cand a = {.id = 1, .work = 100}, b = {.id = 2, .work = 1000};
+    cand a = {.id = 1, .work = 100}, b = {.id = 2, .work = 1000, .sleep_ms = 20};
     ok(kt_op_add_native(op, "a", cand_fn, &a));
     ok(kt_op_add_native(op, "b", cand_fn, &b));
     ok(kt_op_call(op, ARGS(1), 2));
@@ -269,7 +269,7 @@ static void test_reference_only(void **state) {
     ok(kt_op_add_buffer(op, "out", KT_TYPE_I32, KT_WRITE_ONLY));
     ok(kt_op_add_scalar(op, "n", KT_TYPE_I64));
     ok(kt_op_key_arg(op, 1, KT_BUCKET_EXACT));
-    cand ref = {.id = 7, .work = 1}, a = {.id = 7, .work = 100}, b = {.id = 7, .work = 1000};
+    cand ref = {.id = 7, .work = 1}, a = {.id = 7, .work = 100}, b = {.id = 7, .work = 1000, .sleep_ms = 20};
     ok(kt_op_add_native(op, "ref", cand_fn, &ref));
     ok(kt_op_add_native(op, "a", cand_fn, &a));
     ok(kt_op_add_native(op, "b", cand_fn, &b));
