@@ -545,7 +545,8 @@ KT_API kt_status kt_op_add_scalar(kt_op *op, const char *name, kt_type type);
 KT_API size_t kt_op_arg_count(const kt_op *op);
 
 /** Adds a key component: the value of scalar argument arg, or the byte size of buffer argument
- *  arg, bucketed as bucket. At most 8 key components per op. */
+ *  arg, bucketed as bucket. At most 8 declared key components per op (kt_op_key_*); kerntune
+ *  appends up to 8 of its own for arguments that reach a variant group's code or validity. */
 KT_API kt_status kt_op_key_arg(kt_op *op, size_t arg, kt_bucket bucket);
 
 /** Adds a key component: the value of integer scalar argument arg (or byte size of buffer arg)
@@ -858,7 +859,12 @@ KT_API size_t kt_decision_winner(const kt_decision *d);
 KT_API kt_decision_source kt_decision_source_of(const kt_decision *d);
 
 /** Returns the number of key components, and component index (0 when out of range). Key
- *  components are the op's key values in declaration order. */
+ *  components are the op's declared key values in declaration order, then the automatic ones:
+ *  the exact value of each argument that reaches a variant group's compiled code, constraints,
+ *  local size or shared memory (a scalar's value, a buffer's byte size), which kerntune keys
+ *  whatever bucket was declared, so that no decision is reused with code built or validity
+ *  judged for other arguments. An argument that reaches only a global size is not keyed: each
+ *  call computes that size from its own arguments. */
 KT_API size_t kt_decision_key_len(const kt_decision *d);
 KT_API int64_t kt_decision_key(const kt_decision *d, size_t index);
 
@@ -1029,7 +1035,7 @@ KT_API kt_status kt_cache_default_path(char *buf, size_t len);
  * KERNTUNE_CACHE=off; ":memory:": a private in-memory store), creating the file and its
  * directories (mode 0700) when missing, and stores the handle in *out (NULL on failure). The file is
  * put in WAL mode; calls wait up to 10 s for other processes' locks. A file of schema version 1
- * is migrated in place; a file written by a newer kerntune (a newer schema version), or a
+ * or 2 is migrated in place; a file written by a newer kerntune (a newer schema version), or a
  * database that is not a kerntune cache, is refused with KT_ERR_STATE and left untouched.
  * A damaged file (not a database, truncated, corrupt) is moved aside to
  * "<path>.corrupt-<unix time>" (never deleted) and a fresh store started; a store this process

@@ -580,9 +580,10 @@ static kt_status cu_load(void *state, size_t device, const char *path, const cha
         nconst = (cnl && *p >= '0' && *p <= '9') ? strtoull(p, &stop, 10) : 0;
         if (cnl == NULL || stop != cnl || nconst > 4096) nl = NULL;
         else names = p = cnl + 1;
-        for (unsigned long long i = 0; nl && i < nconst; i++) {
-            char *l = memchr(p, '\n', (size_t)(end - p));
-            if (l == NULL) nl = NULL;
+        for (unsigned long long i = 0; nl && i < nconst; i++) { /* "ARG NAME": digits, one space, a name */
+            char *l = memchr(p, '\n', (size_t)(end - p)), *q = p;
+            while (l && q < l && *q >= '0' && *q <= '9') q++;
+            if (l == NULL || q == p || q + 2 > l || *q != ' ' || memchr(q + 1, '\0', (size_t)(l - q - 1)) != NULL) nl = NULL;
             else p = l + 1;
         }
         cubin = p;
@@ -608,8 +609,8 @@ static kt_status cu_load(void *state, size_t device, const char *path, const cha
         s->api.ModuleUnload(m->module);
         st = KT_ERR_BACKEND;
     }
-    for (char *line = names; st == KT_OK && m->nconsts < nconst; m->nconsts++) {
-        char *l = strchr(line, '\n');
+    for (char *line = names; st == KT_OK && m->nconsts < nconst; m->nconsts++) { /* checked above */
+        char *l = memchr(line, '\n', (size_t)(end - line));
         *l = '\0';
         char *name = strchr(line, ' ');
         cu_const *c = &m->consts[m->nconsts];
@@ -698,8 +699,6 @@ static kt_status cu_launch(void *state, size_t device, void *module, const kt_la
                      args[k->arg].bytes, k->bytes);
             return KT_ERR_INVALID_ARGUMENT;
         }
-        if (args[k->arg].bytes > 0 && (rc = s->api.MemcpyDtoD(k->ptr, DPTR(args[k->arg].ptr), args[k->arg].bytes)) != 0)
-            return cu_fail(s, rc, "copying a constant-memory argument (cuMemcpyDtoD)", err, errlen);
     }
     CUevent start = NULL, stop = NULL;
     if (ns != NULL && (s->api.EventCreate(&start, 0) != 0 || s->api.EventCreate(&stop, 0) != 0)) {
@@ -707,11 +706,22 @@ static kt_status cu_launch(void *state, size_t device, void *module, const kt_la
         snprintf(err, errlen, "cuEventCreate failed");
         return KT_ERR_BACKEND;
     }
-    if (start) rc = s->api.EventRecord(start, NULL);
+    /* The module's __constant__ variables are one per module: two threads launching it at once
+     * must not interleave their copies and launches, or a kernel would read the other call's
+     * data. The lock covers enqueueing the copies and the launch, which the stream orders. */
+    if (m->nconsts > 0) pthread_mutex_lock(&m->lock);
+    const char *what = "a kernel launch";
+    for (size_t c = 0; rc == 0 && c < m->nconsts; c++) {
+        const cu_const *k = &m->consts[c];
+        if (args[k->arg].bytes > 0 && (rc = s->api.MemcpyDtoD(k->ptr, DPTR(args[k->arg].ptr), args[k->arg].bytes)) != 0)
+            what = "copying a constant-memory argument (cuMemcpyDtoD)";
+    }
+    if (rc == 0 && start) rc = s->api.EventRecord(start, NULL);
     if (rc == 0)
         rc = s->api.LaunchKernel(m->fn, grid[0], grid[1], grid[2], block[0], block[1], block[2],
                                  (unsigned)g->shared_memory, NULL, params, NULL);
     if (rc == 0 && stop) rc = s->api.EventRecord(stop, NULL);
+    if (m->nconsts > 0) pthread_mutex_unlock(&m->lock);
     if (rc == 0) rc = stop ? s->api.EventSynchronize(stop) : s->api.CtxSynchronize();
     if (rc == 0 && ns != NULL) {
         float ms = 0;
@@ -719,7 +729,7 @@ static kt_status cu_launch(void *state, size_t device, void *module, const kt_la
     }
     if (start) s->api.EventDestroy(start);
     if (stop) s->api.EventDestroy(stop);
-    return rc == 0 ? KT_OK : cu_fail(s, rc, "a kernel launch", err, errlen);
+    return rc == 0 ? KT_OK : cu_fail(s, rc, what, err, errlen);
 }
 
 static kt_status cu_limits(void *state, size_t device, kt_device_limits *out, char *err, size_t errlen) {

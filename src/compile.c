@@ -40,21 +40,26 @@ static kt_status mkdirs(const char *path) {
 }
 
 /* The default: KERNTUNE_ARTIFACTS, else $XDG_CACHE_HOME/kerntune/artifacts, else
- * ~/.cache/kerntune/artifacts, else /tmp/kerntune-<uid>/artifacts. */
-void kt__default_artifact_dir(char *out, size_t len) {
-    const char *v = getenv("KERNTUNE_ARTIFACTS");
+ * ~/.cache/kerntune/artifacts, else /tmp/kerntune-<uid>/artifacts; refused, naming the variable,
+ * when longer than KT__ARTIFACT_DIR_MAX. */
+kt_status kt__default_artifact_dir(char *out, size_t len) {
+    const char *v = getenv("KERNTUNE_ARTIFACTS"), *var = "KERNTUNE_ARTIFACTS";
+    int n;
     if (v && *v) {
-        snprintf(out, len, "%s", v);
-        return;
+        n = snprintf(out, len, "%s", v);
+    } else if ((v = getenv("XDG_CACHE_HOME")) && *v) {
+        var = "XDG_CACHE_HOME";
+        n = snprintf(out, len, "%s/kerntune/artifacts", v);
+    } else if ((v = getenv("HOME")) && *v) {
+        var = "HOME";
+        n = snprintf(out, len, "%s/.cache/kerntune/artifacts", v);
+    } else {
+        n = snprintf(out, len, "/tmp/kerntune-%u/artifacts", (unsigned)getuid());
     }
-    v = getenv("XDG_CACHE_HOME");
-    if (v && *v) {
-        snprintf(out, len, "%s/kerntune/artifacts", v);
-        return;
-    }
-    v = getenv("HOME");
-    if (v && *v) snprintf(out, len, "%s/.cache/kerntune/artifacts", v);
-    else snprintf(out, len, "/tmp/kerntune-%u/artifacts", (unsigned)getuid());
+    if (n < 0 || (size_t)n >= len || n > KT__ARTIFACT_DIR_MAX)
+        return kt__err(KT_ERR_ENV, "kt_context_create: %s makes an artifact directory of %d characters; at most %d", var, n,
+                       KT__ARTIFACT_DIR_MAX);
+    return KT_OK;
 }
 
 /* ---- keys ----------------------------------------------------------------------------------- */
@@ -93,8 +98,8 @@ static void build_key(const kt__build *bd, const char *compiler_id, char out[33]
     for (size_t i = 0; i < r->noptions; i++) hash_str(&h, r->options[i]);
     hash_bytes(&h, r->arg_types, r->nargs * sizeof *r->arg_types);
     hash_bytes(&h, r->arg_elems, r->nargs * sizeof *r->arg_elems);
-    for (size_t i = 0; r->arg_constant && i < r->nargs; i++) /* where a constant argument goes is part of the code */
-        if (r->arg_constant[i]) hash_str(&h, r->arg_names[i]);
+    for (size_t i = 0; r->arg_constant && i < r->nargs; i++) /* which argument goes into which variable */
+        if (r->arg_constant[i]) hash_bytes(&h, &i, sizeof i), hash_str(&h, r->arg_names[i]);
     snprintf(out, 33, "%016llx%016llx", (unsigned long long)h.a, (unsigned long long)h.b);
 }
 
@@ -194,7 +199,8 @@ kt_status kt__build_prepare(kt_context *ctx, kt__build *builds, size_t n) {
     for (size_t i = 0; i < n; i++) {
         kt__build *bd = &builds[i];
         build_key(bd, compiler, bd->key);
-        snprintf(bd->path, sizeof bd->path, "%.3950s/%s%.16s", ctx->artifact_dir, bd->key, b->artifact_ext ? b->artifact_ext : "");
+        /* at most KT__ARTIFACT_DIR_MAX + 1 + 32 + 16 characters: it fits */
+        snprintf(bd->path, sizeof bd->path, "%s/%s%.16s", ctx->artifact_dir, bd->key, b->artifact_ext ? b->artifact_ext : "");
         bd->dup_of = -1;
         for (size_t j = 0; j < i && bd->dup_of < 0; j++) /* the same code twice: build it once */
             if (builds[j].dup_of < 0 && strcmp(builds[j].key, bd->key) == 0) bd->dup_of = (long)j;

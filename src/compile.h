@@ -34,6 +34,6 @@ kt_status kt__build_prepare(kt_context *ctx, kt__build *builds, size_t n);
 kt_status kt__build_run(kt_context *ctx, kt__build *builds, size_t n);
 
 /* The default artifact directory (see kt_context_set_artifact_dir). */
-void kt__default_artifact_dir(char *out, size_t len);
+kt_status kt__default_artifact_dir(char *out, size_t len);
 
 #endif

@@ -110,14 +110,13 @@ kt_status kt_context_create(kt_context **out) {
         free(ctx);
         return kt__err(KT_ERR_SYSTEM, "kt_context_create: pthread_mutex_init failed");
     }
-    kt__default_artifact_dir(ctx->artifact_dir, sizeof ctx->artifact_dir);
-    kt_status st = read_env(ctx);
+    kt_status st = kt__default_artifact_dir(ctx->artifact_dir, sizeof ctx->artifact_dir);
+    if (st == KT_OK) st = read_env(ctx);
     if (st == KT_OK) st = add_backend(ctx, kt_backend_c());
     if (st != KT_OK) {
-        char saved[KT__ERRBUF];
-        strcpy(saved, kt_last_error());
+        char *saved = kt__error_save();
         kt_context_destroy(ctx);
-        return kt__err(st, "%s", saved);
+        return kt__error_restore(st, saved);
     }
     kt__log(ctx, KT_LOG_DEBUG, "context created (kerntune %s)", kt_version_string());
     *out = ctx;
@@ -172,8 +171,7 @@ kt_cache *kt__context_cache(kt_context *ctx) {
     if (atomic_load_explicit(&ctx->cache_tried, memory_order_acquire)) return ctx->cache;
     pthread_mutex_lock(&ctx->cache_lock);
     if (!atomic_load_explicit(&ctx->cache_tried, memory_order_relaxed)) {
-        char saved[KT__ERRBUF];
-        snprintf(saved, sizeof saved, "%s", kt_last_error()); /* opening must not disturb the caller's last error */
+        char *saved = kt__error_save(); /* opening must not disturb the caller's last error */
         char def[4096];
         bool off = ctx->cache_off || (ctx->cache_path == NULL && kt_cache_default_path(def, sizeof def) == KT_ERR_NOT_FOUND);
         if (!off && kt_cache_open(ctx->cache_path, &ctx->cache) != KT_OK) {
@@ -183,7 +181,7 @@ kt_cache *kt__context_cache(kt_context *ctx) {
         } else if (ctx->cache != NULL && kt_cache_warning(ctx->cache)[0]) {
             kt__log(ctx, KT_LOG_WARN, "%s", kt_cache_warning(ctx->cache));
         }
-        kt__err(KT_OK, "%s", saved);
+        kt__error_restore(KT_OK, saved);
         atomic_store_explicit(&ctx->cache_tried, 1, memory_order_release);
     }
     pthread_mutex_unlock(&ctx->cache_lock);
@@ -382,18 +380,16 @@ void kt__context_discover(kt_context *ctx) {
     if (!ctx->discovered) {
         ctx->discovered = true;
         const kt_backend *optional[] = {kt_backend_opencl(), kt_backend_cuda()};
-        char saved[KT__ERRBUF];
-        snprintf(saved, sizeof saved, "%s", kt_last_error());
+        char *saved = kt__error_save();
         for (size_t i = 0; i < sizeof optional / sizeof optional[0]; i++) {
             if (add_backend(ctx, optional[i]) == KT_OK || ctx->nunavailable == KT__MAX_BACKENDS) continue;
-            char note[600];
             const char *why = strstr(kt_last_error(), "): ");
-            snprintf(note, sizeof note, "%s: %s", optional[i]->name, why ? why + 3 : kt_last_error());
-            ctx->unavailable[ctx->nunavailable] = strdup(note);
+            kt__err(KT_OK, "%s: %s", optional[i]->name, why ? why + 3 : kt_last_error());
+            ctx->unavailable[ctx->nunavailable] = strdup(kt_last_error());
             if (ctx->unavailable[ctx->nunavailable]) ctx->nunavailable++;
-            kt__log(ctx, KT_LOG_INFO, "backend %s", note);
+            kt__log(ctx, KT_LOG_INFO, "backend %s", kt_last_error());
         }
-        kt__err(KT_OK, "%s", saved); /* a missing optional backend is not an error of the caller */
+        kt__error_restore(KT_OK, saved); /* a missing optional backend is not an error of the caller */
     }
     pthread_mutex_unlock(&ctx->lock);
 }
@@ -412,9 +408,9 @@ const char *kt_context_unavailable(kt_context *ctx, size_t index) {
 
 kt_status kt_context_set_artifact_dir(kt_context *ctx, const char *path) {
     if (ctx == NULL || path == NULL) return kt__err(KT_ERR_NULL, "kt_context_set_artifact_dir: %s is NULL", ctx ? "path" : "ctx");
-    if (*path == '\0' || strlen(path) >= sizeof ctx->artifact_dir - 64)
-        return kt__err(KT_ERR_INVALID_ARGUMENT, "kt_context_set_artifact_dir: path must have 1 to %zu characters",
-                       sizeof ctx->artifact_dir - 65);
+    if (*path == '\0' || strlen(path) > KT__ARTIFACT_DIR_MAX)
+        return kt__err(KT_ERR_INVALID_ARGUMENT, "kt_context_set_artifact_dir: path has %zu characters; 1 to %d allowed",
+                       strlen(path), KT__ARTIFACT_DIR_MAX);
     snprintf(ctx->artifact_dir, sizeof ctx->artifact_dir, "%s", path);
     return KT_OK;
 }
@@ -466,10 +462,9 @@ void kt_device_free(kt_context *ctx, size_t device, void *buffer) {
     const kt__backend_slot *bs = NULL;
     size_t local = 0;
     if (buffer == NULL) return;
-    char saved[KT__ERRBUF];
-    snprintf(saved, sizeof saved, "%s", kt_last_error());
+    char *saved = kt__error_save();
     if (device_slot(ctx, device, "kt_device_free", &bs, &local) == KT_OK) bs->backend->buffer_free(bs->state, local, buffer);
-    kt__err(KT_OK, "%s", saved);
+    kt__error_restore(KT_OK, saved);
 }
 
 static kt_status device_copy(kt_context *ctx, size_t device, void *dst, const void *src, size_t bytes, kt_copy_dir dir,

@@ -225,13 +225,12 @@ void kt__value_format(const kt__value *v, char *buf, size_t len) {
     case KT_V_FLOAT: format_float(v->f, buf, len); break;
     case KT_V_STR: snprintf(buf, len, "'%.*s'", (int)v->str.len, v->str.s); break;
     case KT_V_LIST: {
-        size_t used = 0;
-        buf[0] = '\0';
-        used += (size_t)snprintf(buf, len, "[");
-        for (size_t i = 0; i < v->list.n && used < len; i++) {
-            char item[64];
-            kt__value_format(&v->list.items[i], item, sizeof item);
-            used += (size_t)snprintf(buf + used, len - used, "%s%s", i ? ", " : "", item);
+        size_t used = (size_t)snprintf(buf, len, "[");
+        for (size_t i = 0; i < v->list.n && used + 1 < len; i++) { /* items straight into buf, whole */
+            if (i) used += (size_t)snprintf(buf + used, len - used, ", ");
+            if (used + 1 >= len) break;
+            kt__value_format(&v->list.items[i], buf + used, len - used);
+            used += strlen(buf + used);
         }
         if (used < len) snprintf(buf + used, len - used, "]");
         break;
@@ -239,16 +238,35 @@ void kt__value_format(const kt__value *v, char *buf, size_t len) {
     }
 }
 
+size_t kt__value_format_len(const kt__value *v) {
+    switch (v->t) {
+    case KT_V_STR: return v->str.len + 3;
+    case KT_V_LIST: {
+        size_t n = 3;
+        for (size_t i = 0; i < v->list.n; i++) n += kt__value_format_len(&v->list.items[i]) + 2;
+        return n;
+    }
+    default: return 64; /* None, a bool, an int, a float's shortest repr */
+    }
+}
+
 /* ---- errors ----------------------------------------------------------------------------------- */
 
 static kt_status expr_err(const char *where, const char *text, int col, const char *fmt, ...) KT__PRINTF(4, 5);
 static kt_status expr_err(const char *where, const char *text, int col, const char *fmt, ...) {
-    char what[256];
+    /* what went wrong first, then the whole message around it: the expression is quoted whole */
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(what, sizeof what, fmt, ap);
+    char *what = NULL;
+    va_list again;
+    va_copy(again, ap);
+    int n = vsnprintf(NULL, 0, fmt, ap);
+    if (n >= 0 && (what = malloc((size_t)n + 1)) != NULL) vsnprintf(what, (size_t)n + 1, fmt, again);
+    va_end(again);
     va_end(ap);
-    return kt__err(KT_ERR_INVALID_ARGUMENT, "%s: expression '%.200s': column %d: %s", where, text, col, what);
+    kt_status st = kt__err(KT_ERR_INVALID_ARGUMENT, "%s: expression '%s': column %d: %s", where, text, col, what ? what : "out of memory");
+    free(what);
+    return st;
 }
 
 /* ---- tokens ----------------------------------------------------------------------------------- */
@@ -480,11 +498,10 @@ static int32_t fold(parser *p, int32_t idx) {
     }
     if (!all) return idx;
     kt__value v;
-    char saved[KT__ERRBUF];
-    snprintf(saved, sizeof saved, "%s", kt_last_error());
+    char *saved = kt__error_save();
     kt__arena_reset(&p->scratch);
     kt_status st = eval_node(e, idx, NULL, &p->scratch, "fold", &v);
-    kt__err(KT_OK, "%s", saved); /* a failed fold is not an error of the call */
+    kt__error_restore(KT_OK, saved); /* a failed fold is not an error of the call */
     if (st != KT_OK) return idx;
     int32_t c = add_const(p, v, n.col);
     if (c < 0) return -1;

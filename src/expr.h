@@ -79,6 +79,9 @@ bool kt__value_truthy(const kt__value *v);
 /* Formats a value as Python's repr would (lists as [a, b], strings quoted with '). */
 void kt__value_format(const kt__value *v, char *buf, size_t len);
 
+/* Bytes that are always enough for kt__value_format of v, the NUL included. */
+size_t kt__value_format_len(const kt__value *v);
+
 /* Numeric conversions; false when the value is not a number (bools count as 0 and 1). */
 bool kt__value_to_int(const kt__value *v, int64_t *out);
 bool kt__value_to_double(const kt__value *v, double *out);

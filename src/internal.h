@@ -24,7 +24,8 @@
 #define KT__KEY_WORDS_MAX (KT__KEY_USER_MAX + KT__KEY_AUTO_MAX + KT__MASK_WORDS_MAX)
 #define KT__CALL_SLOTS_MAX 128       /* slots of a space whose global size a call computes */
 #define KT__CAND_MAX 4096            /* candidates per op */
-#define KT__ERRBUF 1024              /* bytes of the per-thread detail message */
+#define KT__ERRBUF 1024              /* bytes of the per-thread detail message (longer ones: the heap) */
+#define KT__ARTIFACT_DIR_MAX 3900    /* characters of an artifact directory (its files' paths fit 4096) */
 
 #if defined(__GNUC__)
 #define KT__LIKELY(x) __builtin_expect(!!(x), 1)
@@ -41,6 +42,12 @@
 /* Formats the calling thread's detail message and returns status, so that a failing path reads
  * `return kt__err(KT_ERR_X, "kt_fn(...): what", ...);`. */
 kt_status kt__err(kt_status status, const char *fmt, ...) KT__PRINTF(2, 3);
+
+/* A copy of the calling thread's detail message (NULL when out of memory), and putting such a
+ * copy back as the message (freeing it) with status returned: for work that must not disturb
+ * the caller's last error, or a message that must outlive further calls. */
+char *kt__error_save(void);
+kt_status kt__error_restore(kt_status status, char *saved);
 
 /* Emits one log line through ctx when level is at or below the context's level. */
 void kt__log(const kt_context *ctx, kt_log_level level, const char *fmt, ...) KT__PRINTF(3, 4);
@@ -110,7 +117,7 @@ struct kt_context {
     size_t nunavailable;
     pthread_mutex_t lock; /* guards the op list */
     kt_op *ops;
-    char artifact_dir[4096];
+    char artifact_dir[KT__ARTIFACT_DIR_MAX + 1];
     size_t compile_threads;     /* 0: one per core */
     kt_progress_fn progress_fn;
     void *progress_user;
@@ -458,6 +465,8 @@ typedef struct kt__reference {
     long unit;         /* the reference unit, or -1 for a reference function or none */
     bool active;       /* a reference ran: candidates are compared with it */
     bool wrote_input;  /* the reference candidate wrote into a ReadOnly buffer */
+    int failed_rc;     /* nonzero: the reference unit's run returned this */
+    char *failed_msg;  /* and the detail message it left (KT__RC_REPORTED), or NULL */
     char message[256];
     void **outputs;    /* per argument: the reference's WriteOnly/ReadWrite output, or NULL */
     size_t *out_bytes; /* per argument: its size */

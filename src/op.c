@@ -655,7 +655,7 @@ static kt_status key_fixed_inputs(kt_op *op) {
             op->keys[op->nkeys++] = (kt__keycomp){.kind = KT__KEY_ARG, .arg = (size_t)a, .bucket = KT_BUCKET_EXACT, .automatic = true};
             kt__log(op->ctx, KT_LOG_INFO,
                     "op '%s': argument '%s' reaches the %s of candidate '%s' (space input '%s'): it is keyed exactly", op->name,
-                    op->args[a].name, (fixed & bit) ? "compiled code or constraints" : "launch size", c->name,
+                    op->args[a].name, (fixed & bit) ? "compiled code, constraints or launch limits" : "launch size (a space too large to size per call)", c->name,
                     kt__space_input_name(c->space, k));
         }
     }

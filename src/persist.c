@@ -140,9 +140,9 @@ kt_status kt__persist_recall(kt_op *op, kt_decision *d, const kt_arg *args, bool
     kt_status st = kt__store_get(c, &id, &rec);
     if (st == KT_ERR_NOT_FOUND) return KT_OK;
     if (st == KT_ERR_INVALID_ARGUMENT) {
-        char why[KT__ERRBUF];
-        snprintf(why, sizeof why, "%s", kt_last_error());
-        reject(op, d, why);
+        char *why = kt__error_save();
+        reject(op, d, why ? why : "out of memory");
+        free(why);
         return KT_OK;
     }
     if (st != KT_OK) {
@@ -218,8 +218,15 @@ kt_status kt__persist_recall(kt_op *op, kt_decision *d, const kt_arg *args, bool
 /* The first line of a message, in buf. */
 static char *first_line(const char *msg, char *buf, size_t len) {
     if (msg == NULL) return NULL;
-    snprintf(buf, len, "%s", msg);
-    buf[strcspn(buf, "\n")] = '\0';
+    size_t n = strcspn(msg, "\n");
+    if (n >= len) { /* cut, but never inside a UTF-8 character: the export must stay valid JSON text */
+        n = len - 1;
+        while (n > 0 && ((unsigned char)msg[n] & 0xc0) == 0x80) n--;
+    }
+    memcpy(buf, msg, n);
+    buf[n] = '\0';
+    for (size_t i = 0; i < n; i++) /* a terminal's colour codes and the like: what wisdom refuses */
+        if (((unsigned char)buf[i] < 0x20 && buf[i] != '\t') || buf[i] == 0x7f) buf[i] = ' ';
     return buf;
 }
 

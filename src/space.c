@@ -194,6 +194,47 @@ static bool param_value_ok(const kt__value *v) {
 /* Copies values into the space's store. */
 static kt_status store_values(kt_space *sp, const kt__value *src, size_t n, kt__value **out, const char *where);
 
+/* A value as its define writes it (strings bare, bools 1/0), allocated. */
+static char *define_text(const kt__value *v) {
+    size_t n = kt__value_format_len(v);
+    char *t = malloc(n);
+    if (t == NULL) return NULL;
+    if (v->t == KT_V_STR) snprintf(t, n, "%.*s", (int)v->str.len, v->str.s);
+    else if (v->t == KT_V_BOOL) snprintf(t, n, "%d", v->b ? 1 : 0);
+    else kt__value_format(v, t, n);
+    return t;
+}
+
+typedef struct ranked_text {
+    char *text;
+    size_t index;
+} ranked_text;
+
+static int by_text(const void *a, const void *b) {
+    const ranked_text *x = a, *y = b;
+    int c = strcmp(x->text, y->text);
+    return c ? c : (x->index < y->index ? -1 : x->index > y->index);
+}
+
+/* Refuses a value list in which two values give the same define ([1, 1], [True, 1]): they
+ * would be one configuration measured twice, under one identity in the cache. */
+static kt_status distinct_values(const char *name, const char *values, const kt__value *list, const char *where) {
+    size_t n = list->list.n;
+    ranked_text *r = calloc(n ? n : 1, sizeof *r);
+    kt_status st = r ? KT_OK : kt__err(KT_ERR_NO_MEMORY, "%s: out of memory", where);
+    for (size_t i = 0; st == KT_OK && i < n; i++)
+        if ((r[i].text = define_text(&list->list.items[i])) == NULL) st = kt__err(KT_ERR_NO_MEMORY, "%s: out of memory", where);
+        else r[i].index = i;
+    if (st == KT_OK) qsort(r, n, sizeof *r, by_text);
+    for (size_t i = 1; st == KT_OK && i < n; i++)
+        if (strcmp(r[i - 1].text, r[i].text) == 0)
+            st = kt__err(KT_ERR_INVALID_ARGUMENT, "%s: parameter '%s': values '%s' give the value %s twice (items %zu and %zu)",
+                         where, name ? name : "", values, r[i].text, r[i - 1].index, r[i].index);
+    for (size_t i = 0; r && i < n; i++) free(r[i].text);
+    free(r);
+    return st;
+}
+
 kt_status kt_space_add_param(kt_space *sp, const char *name, const char *values) {
     const char *where = "kt_space_add_param";
     kt_status sst = changeable(sp, where);
@@ -217,6 +258,7 @@ kt_status kt_space_add_param(kt_space *sp, const char *name, const char *values)
         if (!param_value_ok(&v.list.items[i]))
             st = kt__err(KT_ERR_INVALID_ARGUMENT, "%s: parameter '%s': value %zu is not an int, float, bool or string", where,
                          name ? name : "", i);
+    if (st == KT_OK) st = distinct_values(name, values, &v, where);
     kt__value *stored = NULL;
     if (st == KT_OK) st = store_values(sp, v.list.items, v.list.n, &stored, where);
     if (st == KT_OK) st = add_slot(sp, name, SLOT_PARAM, sp->nparams, where);
@@ -595,17 +637,20 @@ kt_status kt__space_format_slots(const kt_space *sp, const kt__value *slots, con
     for (size_t i = 0; i < sp->nslots; i++) {
         if (sp->slots[i].kind == SLOT_INPUT) continue;
         const kt__value *v = &slots[i];
-        char num[64];
+        char num[64], *heap = NULL;
         const char *value = num;
         int vlen = -1;
-        if (v->t == KT_V_LIST || v->t == KT_V_NONE)
-            return kt__err(KT_ERR_INVALID_ARGUMENT, "'%s' is %s; a configuration's values (defines) must be numbers, bools or strings",
-                           sp->slots[i].name, v->t == KT_V_LIST ? "a list" : "None");
         if (v->t == KT_V_STR) value = v->str.s, vlen = (int)v->str.len;
         else if (v->t == KT_V_BOOL) snprintf(num, sizeof num, "%d", v->b ? 1 : 0);
-        else kt__value_format(v, num, sizeof num);
+        else if (v->t == KT_V_LIST) { /* a derived list, as Python writes it */
+            size_t n = kt__value_format_len(v);
+            if ((heap = malloc(n)) == NULL) return kt__err(KT_ERR_NO_MEMORY, "configuration text: out of memory");
+            kt__value_format(v, heap, n);
+            value = heap;
+        } else kt__value_format(v, num, sizeof num);
         if (vlen < 0) vlen = (int)strlen(value);
         int n = snprintf(buf + k, len > k ? len - k : 0, "%s%s%s=%.*s", k ? sep : "", prefix, sp->slots[i].name, vlen, value);
+        free(heap);
         if (n < 0 || k + (size_t)n >= len) return kt__err(KT_ERR_LIMIT, "configuration text needs more than %zu bytes", len);
         k += (size_t)n;
     }
@@ -616,8 +661,7 @@ size_t kt__space_format_len(const kt_space *sp, const kt__value *slots, const ch
     size_t n = 1;
     for (size_t i = 0; i < sp->nslots; i++) {
         if (sp->slots[i].kind == SLOT_INPUT) continue;
-        n += strlen(sep) + strlen(prefix) + strlen(sp->slots[i].name) + 1 + 64;
-        if (slots[i].t == KT_V_STR) n += slots[i].str.len;
+        n += strlen(sep) + strlen(prefix) + strlen(sp->slots[i].name) + 1 + kt__value_format_len(&slots[i]);
     }
     return n;
 }
@@ -690,8 +734,17 @@ static kt_status dim(const kt__expr *e, const kt__value *slots, kt__arena *arena
     return KT_OK;
 }
 
-uint64_t kt__space_fixed_inputs(const kt_space *sp) { return sp->code_inputs | sp->geometry_inputs; }
-uint64_t kt__space_global_inputs(const kt_space *sp, int d) { return sp->global_inputs[d]; }
+uint64_t kt__space_fixed_inputs(const kt_space *sp) {
+    uint64_t fixed = sp->code_inputs | sp->geometry_inputs;
+    for (int d = 0; d < 3; d++)
+        if (sp->kind == KT_GEOMETRY_GLOBAL && sp->local[d] != NULL) fixed |= sp->global_inputs[d];
+    return fixed;
+}
+uint64_t kt__space_global_inputs(const kt_space *sp, int d) {
+    /* a global size counted in work-items must be a multiple of its local size (OpenCL 1.2):
+     * where one is declared, the global size decides validity, so it is no per-call size */
+    return (sp->kind == KT_GEOMETRY_GLOBAL && sp->local[d] != NULL) ? 0 : sp->global_inputs[d];
+}
 size_t kt__space_input_slot(const kt_space *sp, size_t index) { return sp->inputs[index].slot; }
 
 kt_status kt__space_global(const kt_space *sp, int d, const kt__value *slots, kt__arena *arena, int64_t *out) {

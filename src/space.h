@@ -57,11 +57,12 @@ kt_status kt__space_format_slots(const kt_space *sp, const kt__value *slots, con
 /* Which inputs (bit i: input i) a configuration depends on beyond its launch size: those its
  * derived values (defines, so its compiled code), its constraints (whether it is valid), its
  * local size or its shared memory (what the device's limits judge) read, directly or through
- * derived values. An op keys an argument bound to such an input exactly. */
+ * derived values, and those of a global size counted in work-items (KT_GEOMETRY_GLOBAL) with a
+ * local size, which must divide it. An op keys an argument bound to such an input exactly. */
 uint64_t kt__space_fixed_inputs(const kt_space *sp);
 
-/* Which inputs the global size of dimension d (0..2) reads: a call computes that size from its
- * own arguments. */
+/* Which inputs the global size of dimension d (0..2) reads when no validity depends on it: a call
+ * computes that size from its own arguments. */
 uint64_t kt__space_global_inputs(const kt_space *sp, int d);
 
 /* The slot of input index. */

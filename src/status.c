@@ -11,7 +11,19 @@
 #include <stdlib.h>
 #include <string.h>
 
-static _Thread_local char kt__errbuf[KT__ERRBUF];
+/* The calling thread's detail message. It is formatted into whichever of two buffers does not
+ * hold the current message, so a message may quote the current one (kt__err(st, "...: %s",
+ * kt_last_error())); one longer than a buffer goes to the heap whole, never cut (a message can
+ * quote a long expression, path or compiler log). The heap copy is freed by the next message or
+ * at the thread's exit. */
+static _Thread_local char kt__errbufs[2][KT__ERRBUF];
+static _Thread_local const char *kt__errcur = "";
+static _Thread_local char *kt__errheap;
+static pthread_key_t kt__errkey;
+static pthread_once_t kt__erronce = PTHREAD_ONCE_INIT;
+
+static void heap_free(void *p) { free(p); }
+static void key_make(void) { pthread_key_create(&kt__errkey, heap_free); }
 
 const char *kt_strerror(kt_status status) {
     switch (status) {
@@ -35,30 +47,56 @@ const char *kt_status_name(kt_status status) {
     return "UNKNOWN";
 }
 
-const char *kt_last_error(void) { return kt__errbuf; }
+const char *kt_last_error(void) { return kt__errcur; }
 
 kt_status kt__err(kt_status status, const char *fmt, ...) {
-    va_list ap;
+    char *buf = kt__errbufs[kt__errcur == kt__errbufs[0] ? 1 : 0];
+    va_list ap, again;
     va_start(ap, fmt);
-    vsnprintf(kt__errbuf, sizeof kt__errbuf, fmt, ap);
+    va_copy(again, ap);
+    int n = vsnprintf(buf, KT__ERRBUF, fmt, ap);
     va_end(ap);
+    char *old = kt__errheap, *heap = NULL;
+    if (n >= KT__ERRBUF && (heap = malloc((size_t)n + 1)) != NULL) vsnprintf(heap, (size_t)n + 1, fmt, again);
+    va_end(again);
+    /* the arguments may have pointed into the old message: only now is it let go */
+    kt__errcur = heap ? heap : buf; /* out of memory: the message as far as it fits */
+    kt__errheap = heap;
+    if (heap || old) {
+        pthread_once(&kt__erronce, key_make);
+        pthread_setspecific(kt__errkey, heap);
+    }
+    free(old);
+    return status;
+}
+
+char *kt__error_save(void) { return strdup(kt__errcur); }
+
+kt_status kt__error_restore(kt_status status, char *saved) {
+    kt__err(status, "%s", saved ? saved : "");
+    free(saved);
     return status;
 }
 
 void kt__log(const kt_context *ctx, kt_log_level level, const char *fmt, ...) {
     if (ctx == NULL || (int)level > atomic_load_explicit(&ctx->log_level, memory_order_relaxed))
         return;
-    char line[1024];
-    va_list ap;
+    char small[1024], *line = small;
+    va_list ap, again;
     va_start(ap, fmt);
-    vsnprintf(line, sizeof line, fmt, ap);
+    va_copy(again, ap);
+    int n = vsnprintf(small, sizeof small, fmt, ap);
     va_end(ap);
+    if (n >= (int)sizeof small && (line = malloc((size_t)n + 1)) != NULL) vsnprintf(line, (size_t)n + 1, fmt, again);
+    else line = small; /* out of memory: the line as far as it fits */
+    va_end(again);
     if (ctx->log_fn != NULL) {
         ctx->log_fn(level, line, ctx->log_user);
-        return;
+    } else {
+        static const char *const names[] = {"none", "error", "warn", "info", "debug"};
+        fprintf(stderr, "kerntune: %s: %s\n", names[level], line);
     }
-    static const char *const names[] = {"none", "error", "warn", "info", "debug"};
-    fprintf(stderr, "kerntune: %s: %s\n", names[level], line);
+    if (line != small) free(line);
 }
 
 kt_status kt__dup_name(const char *name, const char *where, char **out) {

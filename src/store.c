@@ -92,6 +92,7 @@ void kt__store_rec_free(kt__store_rec *r) {
 
 #define KT__STORE_BUSY_MS 10000 /* how long a call waits for other processes' locks */
 #define KT__STORE_PATH_MAX 4096
+_Static_assert(KT__STORE_KEY_MAX == KT__KEY_WORDS_MAX, "the store keeps every word of a key");
 #define KT__KEYTEXT_MAX (KT__STORE_KEY_MAX * 21 + 1)
 
 struct kt_cache {
@@ -680,9 +681,7 @@ kt_status kt_cache_open(const char *path, kt_cache **out) {
     if (path == NULL) {
         kt_status st = kt_cache_default_path(def, sizeof def);
         if (st != KT_OK) {
-            char detail[KT__ERRBUF];
-            snprintf(detail, sizeof detail, "%s", kt_last_error() + strlen("kt_cache_default_path: "));
-            return kt__err(st, "kt_cache_open(NULL): %s", detail);
+            return kt__err(st, "kt_cache_open(NULL): %s", kt_last_error() + strlen("kt_cache_default_path: "));
         }
         path = def;
     }
@@ -1275,9 +1274,8 @@ static kt_status export_tx(kt_cache *c, void *arg, const char *where) {
         kt__store_rec r;
         st = load_decision(c, s, &r, where);
         if (st != KT_OK) {
-            char detail[KT__ERRBUF];
-            snprintf(detail, sizeof detail, "%s", kt_last_error());
-            kt__err(st, "%s (decision %lld; remove it, e.g. with 'kerntune cache rm --op NAME')", detail, (long long)sqlite3_column_int64(s, 0));
+            kt__err(st, "%s (decision %lld; remove it, e.g. with 'kerntune cache rm --op NAME')", kt_last_error(),
+                    (long long)sqlite3_column_int64(s, 0));
             break;
         }
         json_t *e = rec_json(&r);
@@ -1441,7 +1439,7 @@ static kt_status check_major(const char *path, const char *name, const char *ver
 /* Limits on what a wisdom entry may hold: a document that breaks one is refused, whatever the
  * op it names (import knows no op: these are the checks it can make alone). */
 #define KT__WISDOM_HASH_MAX 64          /* candidate_set, unit_hash */
-#define KT__WISDOM_CONFIG_MAX 4095      /* configuration text */
+#define KT__WISDOM_CONFIG_MAX (1 << 20) /* configuration text (string values of any length make it long) */
 #define KT__WISDOM_MESSAGE_MAX 4096     /* a unit's diagnostic */
 #define KT__WISDOM_UNITS_MAX (1 << 20)  /* units of one decision */
 #define KT__WISDOM_FUTURE_S 86400       /* how far in the future `created` may lie (clock skew) */
@@ -1488,8 +1486,8 @@ static size_t name_eq(const char *p) {
 }
 
 /* Whether text is configuration text as kerntune writes it: NAME=VALUE items joined by ',',
- * NAME an identifier appearing once, VALUE non-empty (a value may hold a comma, as a derived
- * list's does, as long as no "NAME=" follows it). Says what is wrong in why. */
+ * NAME an identifier appearing once, VALUE possibly empty (an empty string's) and possibly
+ * holding a comma, as a derived list's does, as long as no "NAME=" follows it). Says what is wrong in why. */
 static bool config_ok(const char *text, char *why, size_t len) {
     size_t cap = strlen(text) / 2 + 1, n = 0; /* an item takes at least 2 characters ("A=1,") */
     const char **names = malloc(cap * sizeof *names);
@@ -1512,11 +1510,7 @@ static bool config_ok(const char *text, char *why, size_t len) {
         names[n] = p, lens[n++] = k;
         const char *v = p + k + 1, *end = v;
         while (*end != '\0' && !(*end == ',' && name_eq(end + 1) > 0)) end++;
-        if (end == v) {
-            snprintf(why, len, "'%.60s': parameter '%.*s' has no value", text, (int)k, p);
-            ok = false;
-        }
-        if (*end == '\0') break;
+        if (*end == '\0') break; /* (a value may be empty: an empty string's) */
         p = end + 1;
     }
     free(names);

@@ -104,10 +104,8 @@ int kt__launch_fn(const kt_arg *args, size_t nargs, void *user) {
     char err[256];
     kt_launch_geometry g = l->geometry;
     if (l->slots != NULL && call_sizes(l, args, &g) != KT_OK) {
-        char why[KT__ERRBUF];
-        snprintf(why, sizeof why, "%s", kt_last_error());
         kt__err(KT_ERR_INVALID_ARGUMENT, "kt_op_call(op '%s'): candidate '%s': the launch size for these arguments: %s",
-                l->op->name, l->cand->name, why);
+                l->op->name, l->cand->name, kt_last_error());
         return KT__RC_REPORTED;
     }
     kt_status st = l->backend->launch(l->bstate, l->device, l->module, &g, args, nargs, NULL, err, sizeof err);
@@ -125,7 +123,7 @@ static kt_status run_unit(const kt_op *op, const kt__unit *u, const kt_arg *args
     int rc = result ? u->rfn(args, nargs, u->user, result) : u->fn(args, nargs, u->user);
     if (rc == 0) return KT_OK;
     if (result) kt_result_release(result);
-    if (rc == KT__RC_REPORTED) return KT_ERR_CANDIDATE_FAILED; /* the detail message says how */
+    if (rc == KT__RC_REPORTED && u->fn == kt__launch_fn) return KT_ERR_CANDIDATE_FAILED; /* the detail message says how */
     return kt__err(KT_ERR_CANDIDATE_FAILED, "kt_op_call(op '%s'): candidate '%s'%s%s returned %d", op->name,
                    op->cands[u->cand].name, u->text ? " " : "", u->text ? u->text : "", rc);
 }
@@ -146,11 +144,13 @@ static long default_candidate(const kt_op *op, const int64_t *key) {
     return -1;
 }
 
+/* Sets a unit's diagnostic from fmt, which takes detail (a %s) and code (a %d), whole. */
 static void set_message(kt__cand_result *r, const char *fmt, const char *detail, int code) {
-    char msg[KT__ERRBUF];
-    snprintf(msg, sizeof msg, fmt, detail ? detail : "", code);
+    int n = snprintf(NULL, 0, fmt, detail ? detail : "", code);
+    char *msg = n >= 0 ? malloc((size_t)n + 1) : NULL;
+    if (msg) snprintf(msg, (size_t)n + 1, fmt, detail ? detail : "", code);
     free(r->message);
-    r->message = strdup(msg);
+    r->message = msg; /* NULL when out of memory: no diagnostic, nothing worse */
 }
 
 /* ---- units: natives and the configurations of variant groups -------------------------------- */
@@ -313,15 +313,15 @@ static kt_status build_units(kt_op *op, kt_decision *d, unit_plan *plans) {
     }
     kt_status st = kt__build_prepare(op->ctx, builds, n);
     if (st != KT_OK) { /* no compiler, no artifact directory: the variants cannot run, the natives can */
-        char why[KT__ERRBUF];
-        snprintf(why, sizeof why, "%s", kt_last_error());
+        char *why = kt__error_save();
         for (size_t i = 0; i < n; i++) {
             kt__unit *u = &d->units[unit_of[i]];
             u->r.outcome = KT_OUTCOME_BUILD_FAILED;
             u->env_failed = true; /* not the unit's code: never recorded as its failure */
-            set_message(&u->r, "%s", why, 0);
+            set_message(&u->r, "%s", why ? why : "out of memory", 0);
         }
-        kt__log(op->ctx, KT_LOG_WARN, "op '%s': no variant can be built: %s", op->name, why);
+        kt__log(op->ctx, KT_LOG_WARN, "op '%s': no variant can be built: %s", op->name, why ? why : "out of memory");
+        free(why);
         free(builds), free(unit_of), free(types), free(elems), free(names), free(constant);
         return KT_OK;
     }
@@ -578,14 +578,15 @@ static kt_status validation_run(trial_ctx *t, const kt__reference *ref, kt__cand
     t->full = true;
     int rc = trial_run(t, args);
     t->full = false;
-    char msg[KT__ERRBUF] = "";
-    if (rc == KT__RC_REPORTED) snprintf(msg, sizeof msg, "%s", kt_last_error());
+    char msg[KT__ERRBUF] = ""; /* a comparison's diagnostic: an element and two values */
+    bool reported = rc == KT__RC_REPORTED && t->unit->fn == kt__launch_fn; /* (a native may return the same number) */
+    char *why = reported ? kt__error_save() : NULL;
     bool valid = rc != 0 || kt__validate(ref, t->ws, args, &t->result, msg, sizeof msg);
     st = trial_after(t);
-    if (rc == KT__RC_REPORTED) {
+    if (reported) {
         r->outcome = KT_OUTCOME_FAILED;
         r->fail_code = rc;
-        set_message(r, "%s", msg, 0);
+        set_message(r, "%s", why ? why : "out of memory", 0);
     } else if (rc != 0) {
         r->outcome = KT_OUTCOME_FAILED;
         r->fail_code = rc;
@@ -594,25 +595,36 @@ static kt_status validation_run(trial_ctx *t, const kt__reference *ref, kt__cand
         r->outcome = KT_OUTCOME_INVALID;
         set_message(r, "%s", msg, 0);
     }
+    free(why);
     return st;
 }
 
 /* Builds the ALL_FAILED message from the units' diagnostics. */
 static kt_status all_failed(const kt_op *op, kt_decision *d) {
-    char msg[KT__ERRBUF];
-    int len = snprintf(msg, sizeof msg, "kt_op_call(op '%s'): every candidate that accepts the arguments failed:", op->name);
-    for (size_t i = 0; i < d->nunits && len > 0 && (size_t)len < sizeof msg; i++) {
+    /* the first three failures whole, then how many more: kt_op_decision gives them all */
+    size_t shown = 0, more = 0;
+    kt__err(KT_ERR_ALL_FAILED, "kt_op_call(op '%s'): every candidate that accepts the arguments failed:", op->name);
+    for (size_t i = 0; i < d->nunits; i++) {
         const kt__unit *u = &d->units[i];
         const kt__cand_result *r = &u->r;
+        bool failed = r->outcome == KT_OUTCOME_FAILED || r->outcome == KT_OUTCOME_INVALID ||
+                      r->outcome == KT_OUTCOME_BUILD_FAILED || r->outcome == KT_OUTCOME_CRASHED ||
+                      r->outcome == KT_OUTCOME_TIMEOUT;
+        if (!failed) continue;
+        if (shown == 3) {
+            more++;
+            continue;
+        }
+        shown++;
         const char *name = op->cands[u->cand].name;
-        if (r->outcome == KT_OUTCOME_FAILED && r->message == NULL)
-            len += snprintf(msg + len, sizeof msg - (size_t)len, " '%s' returned %d;", name, r->fail_code);
-        else if (r->outcome == KT_OUTCOME_FAILED || r->outcome == KT_OUTCOME_INVALID || r->outcome == KT_OUTCOME_BUILD_FAILED)
-            len += snprintf(msg + len, sizeof msg - (size_t)len, " '%s'%s%s %s;", name, u->text ? " " : "",
-                            u->text ? u->text : "", r->message);
+        if (r->message == NULL) kt__err(KT_ERR_ALL_FAILED, "%s '%s'%s%s returned %d;", kt_last_error(), name, u->text ? " " : "",
+                                        u->text ? u->text : "", r->fail_code);
+        else kt__err(KT_ERR_ALL_FAILED, "%s '%s'%s%s %s;", kt_last_error(), name, u->text ? " " : "", u->text ? u->text : "",
+                     r->message);
     }
-    d->fail_msg = strdup(msg);
-    return kt__err(KT_ERR_ALL_FAILED, "%s", msg);
+    if (more) kt__err(KT_ERR_ALL_FAILED, "%s and %zu more (kt_op_decision gives each unit's outcome and message)", kt_last_error(), more);
+    d->fail_msg = kt__error_save();
+    return KT_ERR_ALL_FAILED;
 }
 
 /* Which units may run while tuning: built, and accepting both the caller's arguments (the
@@ -770,9 +782,7 @@ static kt_status measure_all(kt_op *op, kt_decision *d, const kt_arg *caller, bo
         worker = op->ctx->workers[op->device];
         if (st == KT_OK) st = kt__worker_ready(worker);
         if (st != KT_OK) {
-            char why[KT__ERRBUF];
-            snprintf(why, sizeof why, "%s", kt_last_error());
-            st = kt__err(st, "kt_op_call(op '%s'): %s", op->name, why);
+            st = kt__err(st, "kt_op_call(op '%s'): %s", op->name, kt_last_error());
         }
         for (size_t i = 0; st == KT_OK && i < d->nunits; i++) {
             if (!acc[i] || !isolate(op, &d->units[i])) continue;
@@ -785,7 +795,19 @@ static kt_status measure_all(kt_op *op, kt_decision *d, const kt_arg *caller, bo
     for (size_t i = 0; trials && i < d->nunits; i++) { /* the reference's isolated run */
         if (st == KT_OK && trials[i].iso_class == KT__ISO_INFRA)
             st = kt__err(KT_ERR_BACKEND, "kt_op_call(op '%s'): %s", op->name, trials[i].iso_msg);
-        trials[i].iso_class = 0; /* the engine runs it again: what it sees there counts */
+        if (st == KT_OK && (long)i == ref.unit && ref.failed_rc != 0) { /* it failed: it says why, and is not measured */
+            kt__unit *u = &d->units[i];
+            int c = trials[i].iso_class;
+            u->r.outcome = c == KT__ISO_CRASH ? KT_OUTCOME_CRASHED : c == KT__ISO_TIMEOUT ? KT_OUTCOME_TIMEOUT : KT_OUTCOME_FAILED;
+            u->r.fail_code = ref.failed_rc;
+            if (c != 0 && trials[i].iso_msg[0]) set_message(&u->r, "%s", trials[i].iso_msg, 0);
+            else if (ref.failed_msg) set_message(&u->r, "%s", ref.failed_msg, 0);
+            else set_message(&u->r, "%sreturned %d in its reference run", NULL, ref.failed_rc);
+            acc[i] = false;
+            kt__log(op->ctx, KT_LOG_WARN, "op '%s': the reference '%s'%s%s failed: %s", op->name, op->cands[u->cand].name,
+                    u->text ? " " : "", u->text ? u->text : "", u->r.message ? u->r.message : "");
+        }
+        trials[i].iso_class = 0; /* the engine runs the others again: what it sees there counts */
     }
     if (st == KT_OK && op->reference_only && ref.unit >= 0) acc[ref.unit] = false; /* it validates, never competes */
     bool recalled = false; /* units measured by an earlier tuning (the persistent cache): not again */
@@ -1039,7 +1061,7 @@ static KT__ALWAYS_INLINE kt_status call(kt_op *op, const kt_arg *args, size_t na
         int rc = result ? d->rfn(args, nargs, d->user, result) : d->fn(args, nargs, d->user);
         if (KT__LIKELY(rc == 0)) return KT_OK;
         if (result) kt_result_release(result);
-        if (rc == KT__RC_REPORTED) return KT_ERR_CANDIDATE_FAILED; /* the detail message says how */
+        if (rc == KT__RC_REPORTED && d->fn == kt__launch_fn) return KT_ERR_CANDIDATE_FAILED; /* the detail message says how */
         return kt__err(KT_ERR_CANDIDATE_FAILED, "kt_op_call(op '%s'): candidate '%s' returned %d", op->name,
                        op->cands[d->winner].name, rc);
     }

@@ -127,6 +127,10 @@ kt_status kt__reference_capture(kt__reference *ref, kt__workset *ws, const kt__u
     if (u == NULL) rc = op->reference_fn(args, op->nargs, op->reference_user, res);
     else if (run) rc = run(run_user, (size_t)(u - units), args, res);
     else rc = res ? u->rfn(args, op->nargs, u->user, res) : u->fn(args, op->nargs, u->user);
+    if (rc != 0 && u != NULL) { /* the unit's failure, for its outcome (the tuner records it) */
+        ref->failed_rc = rc;
+        if (rc == KT__RC_REPORTED && u->fn == kt__launch_fn) ref->failed_msg = kt__error_save();
+    }
     /* Keep the outputs before the post-hook runs: it may release substituted buffers. */
     for (size_t i = 0; rc == 0 && st == KT_OK && i < op->nargs; i++) {
         if (!is_output(&op->args[i])) continue;
@@ -210,4 +214,6 @@ void kt__reference_free(kt__reference *ref, kt__workset *ws) {
     ref->out_bytes = NULL;
     ws->cur -= ref->result.bytes;
     kt_result_release(&ref->result);
+    free(ref->failed_msg);
+    ref->failed_msg = NULL;
 }

@@ -238,7 +238,29 @@ static void test_bad_environment(void **state) {
     ok(kt_context_create(&ctx));
     assert_int_equal(kt_context_effort(ctx), KT_EFFORT_MEASURE);
     unsetenv("KERNTUNE_MODE");
+    /* an artifact directory is never cut short: too long a one is refused, naming its source */
+    char *longdir = malloc(5001);
+    assert_non_null(longdir);
+    memset(longdir, 'd', 5000);
+    longdir[0] = '/', longdir[5000] = '\0';
+    expect_err(KT_ERR_INVALID_ARGUMENT, "kt_context_set_artifact_dir: path has 5000 characters; 1 to 3900 allowed",
+               kt_context_set_artifact_dir(ctx, longdir));
+    longdir[3901] = '\0';
+    expect_err(KT_ERR_INVALID_ARGUMENT, "path has 3901 characters", kt_context_set_artifact_dir(ctx, longdir));
+    longdir[3900] = '\0';
+    ok(kt_context_set_artifact_dir(ctx, longdir));
+    assert_string_equal(kt_context_artifact_dir(ctx), longdir);
     kt_context_destroy(ctx);
+    const char *saved = getenv("KERNTUNE_ARTIFACTS");
+    char *keep = saved ? strdup(saved) : NULL;
+    longdir[3900] = 'd';
+    setenv("KERNTUNE_ARTIFACTS", longdir, 1); /* 3901 characters */
+    ctx = (kt_context *)&ctx;
+    expect_err(KT_ERR_ENV, "KERNTUNE_ARTIFACTS makes an artifact directory of 3901 characters; at most 3900", kt_context_create(&ctx));
+    assert_null(ctx);
+    if (keep) setenv("KERNTUNE_ARTIFACTS", keep, 1), free(keep);
+    else unsetenv("KERNTUNE_ARTIFACTS");
+    free(longdir);
 }
 
 /* A backend with two devices, one whose start fails, and malformed tables. */

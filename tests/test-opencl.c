@@ -271,6 +271,40 @@ static void test_launch_size_per_call(void **state) {
     kt_context_destroy(z.ctx);
 }
 
+/* A global size counted in work-items must be a multiple of the local size (OpenCL 1.2): an
+ * argument that reaches such a global size decides which configurations are valid, so it is
+ * keyed exactly rather than sized per call (n = 1000 is no multiple of 16). */
+static void test_work_items_with_local_size_keyed(void **state) {
+    (void)state;
+    sized z = {.ctx = test_context(2)};
+    ok(kt_context_set_artifact_dir(z.ctx, artifacts));
+    z.dev = opencl_device(z.ctx);
+    z.host = malloc(CAP * sizeof(float));
+    assert_non_null(z.host);
+    ok(kt_device_alloc(z.ctx, z.dev, CAP * sizeof(float), &z.din));
+    ok(kt_device_alloc(z.ctx, z.dev, CAP * sizeof(float), &z.dout));
+    kt_space *sp = NULL;
+    ok(kt_space_create(&sp));
+    ok(kt_space_add_input(sp, "n"));
+    ok(kt_space_add_param(sp, "PER", "[1]"));
+    ok(kt_space_add_param(sp, "L", "[8, 16]"));
+    const char *global[3] = {"n", NULL, NULL}, *local[3] = {"L", NULL, NULL};
+    ok(kt_space_set_geometry(sp, KT_GEOMETRY_GLOBAL, global, local, NULL));
+    kt_op *op = sized_op(&z, "grouped", twice_cl, "twice", sp, false);
+    call_sized(&z, op, 1024);
+    call_sized(&z, op, 1000); /* its own key: L = 16 cannot launch it */
+    assert_int_equal(kt_op_tune_count(op), 2);
+    const kt_decision *d = NULL;
+    kt_arg args[] = {kt_arg_buf(z.dout, 1000 * sizeof(float)), kt_arg_buf(z.din, 1000 * sizeof(float)), kt_arg_i64(1000)};
+    ok(kt_op_decision(op, args, 3, &d));
+    assert_int_equal(kt_decision_key_len(d), 1);
+    assert_int_equal(kt_decision_key(d, 0), 1000);
+    assert_string_equal(kt_decision_unit_config(d, kt_decision_winner_unit(d)), "PER=1,L=8");
+    kt_device_free(z.ctx, z.dev, z.din), kt_device_free(z.ctx, z.dev, z.dout);
+    free(z.host);
+    kt_context_destroy(z.ctx);
+}
+
 /* An argument that reaches the compiled code (a derived value, so a define) is keyed exactly,
  * whatever bucket the op declared: code compiled for n = 600 is never launched for n = 1000 or
  * n = 520 (issue [8] A). */
@@ -340,6 +374,7 @@ int main(void) {
         cmocka_unit_test(test_cpu_fingerprint_has_no_free_memory),
         cmocka_unit_test(test_launch_size_per_call),
         cmocka_unit_test(test_code_argument_keyed_exactly),
+        cmocka_unit_test(test_work_items_with_local_size_keyed),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
     char rm[300];

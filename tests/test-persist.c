@@ -739,6 +739,132 @@ static void test_32_processes(void **state) {
     kt_cache_close(c);
 }
 
+/* The longest key an op can have (8 declared components, 8 automatic ones of arguments that
+ * reach a define, validity-mask words) is recorded and served like any other. */
+static int64_t key_const(const kt_arg *args, size_t nargs, void *user) {
+    (void)args, (void)nargs;
+    return (int64_t)(intptr_t)user;
+}
+static int accept_all(const kt_arg *args, size_t nargs, void *user) {
+    (void)args, (void)nargs, (void)user;
+    return 1;
+}
+
+static kt_op *long_key_op(kt_context *ctx) {
+    kt_op *op = NULL;
+    ok(kt_op_create(ctx, "longkey", &op));
+    ok(kt_op_set_validation(op, 0));
+    ok(kt_op_add_buffer(op, "out", KT_TYPE_I32, KT_WRITE_ONLY));
+    kt_space *sp = NULL;
+    ok(kt_space_create(&sp));
+    char name[8];
+    for (int i = 0; i < 8; i++) {
+        snprintf(name, sizeof name, "s%d", i);
+        ok(kt_op_add_scalar(op, name, KT_TYPE_I64));
+        ok(kt_space_add_input(sp, name));
+        snprintf(name, sizeof name, "D%d", i);
+        char expr[8];
+        snprintf(expr, sizeof expr, "s%d", i);
+        ok(kt_space_add_derived(sp, name, expr));
+        ok(kt_op_key_fn(op, key_const, (void *)(intptr_t)(i + 100)));
+    }
+    ok(kt_space_add_param(sp, "P", "[1]"));
+    ok(kt_op_add_variants(op, "v", sp,
+                          "#include <stdint.h>\nvoid put(int32_t *out, long a, long b, long c, long d, long e, long f, long g, long h)"
+                          " { out[0] = (int32_t)(D0 + D7) + P; (void)a, (void)b, (void)c, (void)d, (void)e, (void)f, (void)g, (void)h; }\n",
+                          "put", NULL, 0));
+    kt_space_destroy(sp);
+    ok(kt_op_require_fn(op, "v", accept_all, NULL));
+    return op;
+}
+
+static void test_longest_key_recorded(void **state) {
+    (void)state;
+    remove_db();
+    kt_arg args[9] = {kt_arg_buf(buf, sizeof buf)};
+    for (int i = 0; i < 8; i++) args[1 + i] = kt_arg_i64(10 * i + 1);
+    for (int round = 0; round < 2; round++) {
+        kt_context *ctx = ctx_on(db);
+        kt_op *op = long_key_op(ctx);
+        buf[0] = 0;
+        ok(kt_op_call(op, args, 9));
+        assert_int_equal(buf[0], 1 + 71 + 1);
+        const kt_decision *d = NULL;
+        ok(kt_op_decision(op, args, 9, &d));
+        assert_int_equal(kt_decision_key_len(d), 16); /* 8 declared, 8 automatic (then a mask word) */
+        assert_int_equal(kt_decision_source_of(d), round ? KT_SOURCE_CACHE : KT_SOURCE_MEASURED);
+        kt_context_destroy(ctx);
+    }
+    kt_cache *c = NULL;
+    size_t count = 0;
+    ok(kt_cache_open(db, &c));
+    ok(kt_cache_count(c, "longkey", NULL, &count));
+    assert_int_equal(count, 1);
+    kt_cache_close(c);
+}
+
+/* Whatever the library records, wisdom export then import accepts: a string value of 4,500
+ * characters, an empty string value, a compiler log in colour (escape codes). */
+static void test_recorded_decisions_round_trip(void **state) {
+    (void)state;
+    remove_db();
+    const char *old = getenv("KERNTUNE_CFLAGS");
+    char *keep = old ? strdup(old) : NULL;
+    setenv("KERNTUNE_CFLAGS", "-O1 -fPIC -shared -fdiagnostics-color=always", 1);
+    kt_context *ctx = ctx_on(db);
+    if (keep) setenv("KERNTUNE_CFLAGS", keep, 1), free(keep);
+    else unsetenv("KERNTUNE_CFLAGS");
+    kt_op *op = NULL;
+    ok(kt_op_create(ctx, "awkward", &op));
+    ok(kt_op_set_validation(op, 0));
+    ok(kt_op_add_buffer(op, "out", KT_TYPE_I32, KT_WRITE_ONLY));
+    ok(kt_op_add_scalar(op, "n", KT_TYPE_I64));
+    size_t len = 4500;
+    char *values = malloc(len + 32);
+    assert_non_null(values);
+    size_t k = (size_t)sprintf(values, "['', 'bad', '");
+    memset(values + k, 'x', len);
+    sprintf(values + k + len, "']");
+    kt_space *sp = NULL;
+    ok(kt_space_create(&sp));
+    ok(kt_space_add_param(sp, "S", values));
+    ok(kt_op_add_variants(op, "v", sp,
+                          "#include <stdint.h>\n#define STR_(x) #x\n#define STR(x) STR_(x)\n"
+                          "void put(int32_t *out, long n) { (void)n; out[0] = (int32_t)sizeof(STR(S)); int x = ; }\n",
+                          "put", NULL, 0));
+    kt_space_destroy(sp);
+    free(values);
+    /* every variant has a syntax error: each fails to build, with the compiler's
+     * coloured log; a native gives the decision its winner */
+    cand only = {.id = 3, .work = 1};
+    ok(kt_op_add_native(op, "native", cand_fn, &only));
+    ok(kt_op_call(op, ARGS(1), 2));
+    const kt_decision *d = decision(op, 1);
+    assert_int_equal(kt_decision_unit_count(d), 4);
+    size_t colour = 0;
+    for (size_t u = 0; u < 3; u++) {
+        assert_int_equal(kt_decision_unit_outcome(d, u), KT_OUTCOME_BUILD_FAILED);
+        colour += strchr(kt_decision_unit_message(d, u), 0x1b) != NULL;
+    }
+    assert_true(colour > 0); /* the log really was in colour */
+    kt_context_destroy(ctx);
+    kt_cache *c = NULL;
+    char *doc = NULL;
+    ok(kt_cache_open(db, &c));
+    ok(kt_cache_export(c, "awkward", NULL, &doc));
+    kt_cache_close(c);
+    char other[160];
+    snprintf(other, sizeof other, "%s/other.db", dir);
+    remove(other);
+    size_t added = 0;
+    ok(kt_cache_open(other, &c));
+    ok(kt_cache_import(c, doc, 0, &added, NULL, NULL));
+    assert_int_equal(added, 1);
+    kt_cache_close(c);
+    kt_free(doc);
+    remove(other);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_warm_cache_and_new_candidates),
@@ -748,6 +874,8 @@ int main(void) {
         cmocka_unit_test(test_lying_wisdom),
         cmocka_unit_test(test_low_confidence_reraced),
         cmocka_unit_test(test_32_processes),
+        cmocka_unit_test(test_longest_key_recorded),
+        cmocka_unit_test(test_recorded_decisions_round_trip),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -200,6 +200,12 @@ static void test_space_errors(void **state) {
     expect_status(KT_ERR_INVALID_ARGUMENT, kt_space_add_param(sp, "b", "[[1]]"));
     expect_status(KT_ERR_INVALID_ARGUMENT, kt_space_add_param(sp, "2b", "[1]"));
     assert_non_null(strstr(kt_last_error(), "is not a valid name"));
+    /* two values that give one define would be one configuration measured twice */
+    expect_status(KT_ERR_INVALID_ARGUMENT, kt_space_add_param(sp, "d", "[1, 2, 1]"));
+    assert_string_equal(kt_last_error(), "kt_space_add_param: parameter 'd': values '[1, 2, 1]' give the value 1 twice (items 0 and 2)");
+    expect_status(KT_ERR_INVALID_ARGUMENT, kt_space_add_param(sp, "d", "[True, 1]"));
+    assert_non_null(strstr(kt_last_error(), "give the value 1 twice"));
+    ok(kt_space_add_param(sp, "d", "['', 'a', 1, '1.5', 1.5e0 + 0.25]"));
     expect_status(KT_ERR_INVALID_ARGUMENT, kt_space_add_constraint(sp, "a < c"));
     assert_non_null(strstr(kt_last_error(), "expression 'a < c': column 5: name 'c' is not defined"));
     expect_status(KT_ERR_INVALID_ARGUMENT, kt_space_bind_int(sp, "a", 3));
@@ -212,11 +218,40 @@ static void test_space_errors(void **state) {
     kt_space_destroy(NULL);
 }
 
+/* A message quotes what it blames whole, however long: a 3,000-character constraint that
+ * divides by zero is named in full with the failing column (the CLI finds the T1 field at
+ * fault by it), and a message may quote the previous one. */
+static void test_long_messages_whole(void **state) {
+    (void)state;
+    size_t n = 1000;
+    char *expr = malloc(3 * n + 32);
+    assert_non_null(expr);
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++) k += (size_t)sprintf(expr + k, "1+");
+    sprintf(expr + k, "TI // (TI - 4) > 0");
+    kt_space *sp = NULL;
+    ok(kt_space_create(&sp));
+    ok(kt_space_add_param(sp, "TI", "[2, 4]"));
+    ok(kt_space_add_constraint(sp, expr));
+    size_t count = 0;
+    expect_status(KT_ERR_INVALID_ARGUMENT, kt_space_enumerate(sp, &count));
+    const char *msg = kt_last_error();
+    assert_true(strlen(msg) > strlen(expr));
+    assert_non_null(strstr(msg, expr));
+    char col[32];
+    snprintf(col, sizeof col, "column %zu:", 2 * n + 4); /* the // */
+    assert_non_null(strstr(msg, col));
+    assert_non_null(strstr(msg, "by zero"));
+    kt_space_destroy(sp);
+    free(expr);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_convolution_matches_t4),   cmocka_unit_test(test_dedispersion_matches_t4),
         cmocka_unit_test(test_derived_inputs_callbacks), cmocka_unit_test(test_geometry_and_whole_space),
         cmocka_unit_test(test_space_errors),
+        cmocka_unit_test(test_long_messages_whole),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -435,6 +435,37 @@ static void test_long_inputs_never_cut(void **state) {
     free(opts), free(flags), free(values);
 }
 
+/* A derived value may be a list (a define the kernel need not read): its configuration text is
+ * Python's repr, and the variant builds and runs. */
+static void test_derived_list(void **state) {
+    (void)state;
+    kt_space *sp = NULL;
+    ok(kt_space_create(&sp));
+    ok(kt_space_add_param(sp, "P", "[1, 2]"));
+    ok(kt_space_add_derived(sp, "L", "[P, 2 * P, 'x' * 70]"));
+    size_t count = 0;
+    ok(kt_space_enumerate(sp, &count));
+    assert_int_equal(count, 2);
+    char text[256];
+    ok(kt_space_config_format(sp, 1, text, sizeof text));
+    char want[256];
+    snprintf(want, sizeof want, "P=2,L=[2, 4, '%s']", "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx");
+    assert_string_equal(text, want);
+    kt_context *ctx = variant_context();
+    kt_op *op = NULL;
+    ok(kt_op_create(ctx, "dlist", &op));
+    ok(kt_op_set_validation(op, 0));
+    ok(kt_op_add_buffer(op, "out", KT_TYPE_I32, KT_WRITE_ONLY));
+    ok(kt_op_add_scalar(op, "n", KT_TYPE_I64));
+    ok(kt_op_add_variants(op, "v", sp, "#include <stdint.h>\nvoid put(int32_t *out, long n) { (void)n; out[0] = P; }\n", "put", NULL, 0));
+    kt_space_destroy(sp);
+    int32_t out[1] = {0};
+    kt_arg args[] = {kt_arg_buf(out, sizeof out), kt_arg_i64(1)};
+    ok(kt_op_call(op, args, 2));
+    assert_true(out[0] == 1 || out[0] == 2);
+    kt_context_destroy(ctx);
+}
+
 static void test_second_process_compiles_nothing(void **state) {
     (void)state;
     char cmd[1024];
@@ -477,6 +508,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_corrupt_artifact_rebuilt),
         cmocka_unit_test(test_code_argument_keyed_exactly),
         cmocka_unit_test(test_long_inputs_never_cut),
+        cmocka_unit_test(test_derived_list),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
     char rm[300];
