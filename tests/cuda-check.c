@@ -14,6 +14,8 @@
 #define _GNU_SOURCE /* mkdtemp */
 #include <kerntune.h>
 
+#include <dirent.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -561,6 +563,112 @@ static void check_constant_memory(void) {
     kt_context_destroy(ctx);
 }
 
+/* Two threads hit one decision with their own constant data at once: each call's kernel reads
+ * its own (the module's __constant__ variable is shared; copy and launch go together). */
+typedef struct hitter {
+    kt_op *op;
+    kt_context *ctx;
+    size_t dev;
+    void *din, *dout, *dw;
+    float w[16];
+    int wrong, failed;
+} hitter;
+
+enum { HM = 4096, HITS = 400 };
+
+static void *hit_loop(void *p) {
+    hitter *h = p;
+    static float in[HM];
+    for (int i = 0; i < HM; i++) in[i] = (float)(i % 7) - 3;
+    float *out = malloc(HM * sizeof *out);
+    for (int k = 0; k < HITS && out; k++) {
+        kt_arg args[] = {kt_arg_buf(h->dout, HM * sizeof(float)), kt_arg_buf(h->din, HM * sizeof(float)),
+                         kt_arg_buf(h->dw, sizeof h->w), kt_arg_i64(HM)};
+        if (kt_op_call(h->op, args, 4) != KT_OK || kt_device_read(h->ctx, h->dev, out, h->dout, HM * sizeof *out) != KT_OK) {
+            h->failed++;
+            continue;
+        }
+        for (int i = 0; i < HM; i++)
+            if (out[i] != in[i] * h->w[i % 16]) {
+                h->wrong++;
+                break;
+            }
+    }
+    free(out);
+    return NULL;
+}
+
+static void check_constant_memory_threads(void) {
+    kt_context *ctx = context();
+    size_t dev = cuda_device(ctx);
+    if (dev == (size_t)-1) return;
+    kt_op *op = NULL;
+    OK(kt_op_create(ctx, "weigh2", &op));
+    OK(kt_op_set_device(op, dev));
+    OK(kt_op_add_buffer(op, "out", KT_TYPE_F32, KT_WRITE_ONLY));
+    OK(kt_op_add_buffer(op, "in", KT_TYPE_F32, KT_READ_ONLY));
+    OK(kt_op_add_buffer(op, "weights", KT_TYPE_F32, KT_READ_ONLY));
+    OK(kt_op_add_scalar(op, "n", KT_TYPE_I64));
+    OK(kt_op_set_constant(op, 2));
+    kt_space *sp = NULL;
+    OK(kt_space_create(&sp));
+    OK(kt_space_add_input(sp, "n"));
+    OK(kt_space_add_param(sp, "B", "[128]"));
+    OK(kt_space_add_param(sp, "OFFSET", "[0]"));
+    const char *grid[3] = {"(n + B - 1) // B", NULL, NULL}, *block[3] = {"B", NULL, NULL};
+    OK(kt_space_set_geometry(sp, KT_GEOMETRY_GRID, grid, block, NULL));
+    OK(kt_op_add_variants(op, "weigh", sp, cmem_cu, "weigh", NULL, 0));
+    kt_space_destroy(sp);
+    hitter h[2];
+    float in[HM];
+    for (int i = 0; i < HM; i++) in[i] = (float)(i % 7) - 3;
+    for (int t = 0; t < 2; t++) {
+        h[t] = (hitter){.op = op, .ctx = ctx, .dev = dev};
+        for (int k = 0; k < 16; k++) h[t].w[k] = t ? (float)(k + 100) : (float)(-k - 1);
+        OK(kt_device_alloc(ctx, dev, HM * sizeof(float), &h[t].din));
+        OK(kt_device_alloc(ctx, dev, HM * sizeof(float), &h[t].dout));
+        OK(kt_device_alloc(ctx, dev, sizeof h[t].w, &h[t].dw));
+        OK(kt_device_write(ctx, dev, h[t].din, in, sizeof in));
+        OK(kt_device_write(ctx, dev, h[t].dw, h[t].w, sizeof h[t].w));
+    }
+    hit_loop(&h[0]); /* tunes, then hits */
+    h[0].wrong = h[0].failed = 0;
+    pthread_t th[2];
+    for (int t = 0; t < 2; t++) pthread_create(&th[t], NULL, hit_loop, &h[t]);
+    for (int t = 0; t < 2; t++) pthread_join(th[t], NULL);
+    for (int t = 0; t < 2; t++)
+        CHECK(h[t].wrong == 0 && h[t].failed == 0, "thread %d: %d of %d calls read another call's constant data, %d failed", t,
+              h[t].wrong, HITS, h[t].failed);
+    for (int t = 0; t < 2; t++) kt_device_free(ctx, dev, h[t].din), kt_device_free(ctx, dev, h[t].dout), kt_device_free(ctx, dev, h[t].dw);
+    kt_context_destroy(ctx);
+}
+
+/* A CUDA artifact whose header is damaged (a NUL inside a constant-memory line) fails to load
+ * and is built again: the process does not crash, and the calls are right. */
+static void check_damaged_artifact(void) {
+    DIR *dir = opendir(artifacts);
+    int damaged = 0;
+    for (struct dirent *e; dir && (e = readdir(dir)) != NULL;) {
+        size_t n = strlen(e->d_name);
+        if (n < 6 || strcmp(e->d_name + n - 6, ".cubin") != 0) continue;
+        char path[600];
+        snprintf(path, sizeof path, "%s/%s", artifacts, e->d_name);
+        FILE *f = fopen(path, "r+b");
+        char head[512] = "";
+        size_t got = f ? fread(head, 1, sizeof head - 1, f) : 0;
+        char *at = got ? memmem(head, got, " weights\n", 9) : NULL;
+        if (f && at) { /* "2 weights\n" -> "2 we\0ghts\n" */
+            fseek(f, (long)(at - head) + 3, SEEK_SET);
+            fputc(0, f);
+            damaged++;
+        }
+        if (f) fclose(f);
+    }
+    if (dir) closedir(dir);
+    CHECK(damaged > 0, "no artifact with a constant-memory line to damage");
+    check_constant_memory_threads(); /* a fresh context loads them: fails, rebuilds, runs */
+}
+
 int main(void) {
     snprintf(artifacts, sizeof artifacts, "/tmp/kt-cuda-XXXXXX");
     if (mkdtemp(artifacts) == NULL) return 1;
@@ -572,6 +680,8 @@ int main(void) {
     check_isolation();
     check_launch_sizes();
     check_constant_memory();
+    check_constant_memory_threads();
+    check_damaged_artifact();
     char rm[300];
     snprintf(rm, sizeof rm, "rm -rf '%s'", artifacts);
     if (system(rm) != 0) failed++;
