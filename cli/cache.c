@@ -18,6 +18,7 @@
 #include <jansson.h>
 
 #include <errno.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -187,9 +188,10 @@ static int parse(const subcommand *s, int argc, char **argv, opts *o) {
             o->file = a;
             continue;
         }
-        char name[64];
+        /* the option's name is a[0 .. nlen): compared and printed from argv, whole */
         const char *eq = strncmp(a, "--", 2) == 0 ? strchr(a, '=') : NULL;
-        snprintf(name, sizeof name, "%.*s", eq ? (int)(eq - a) : (int)strlen(a), a);
+        size_t nlen = eq ? (size_t)(eq - a) : strlen(a);
+        int nl = nlen > INT_MAX ? INT_MAX : (int)nlen;
         static const struct {
             const char *name;
             unsigned bit; /* 0: --cache, allowed everywhere */
@@ -198,17 +200,17 @@ static int parse(const subcommand *s, int argc, char **argv, opts *o) {
                      {"-o", OPT_OUTPUT, true},   {"--output", OPT_OUTPUT, true}, {"--json", OPT_JSON, false},
                      {"--replace", OPT_REPLACE, false}, {"--yes", OPT_YES, false}};
         size_t k = 0;
-        while (k < sizeof known / sizeof known[0] && strcmp(known[k].name, name) != 0) k++;
+        while (k < sizeof known / sizeof known[0] && !(strlen(known[k].name) == nlen && strncmp(known[k].name, a, nlen) == 0)) k++;
         if (k == sizeof known / sizeof known[0] || (known[k].bit && !(s->allowed & known[k].bit)))
-            return usage(s->name, "unknown option '%s'", name);
+            return usage(s->name, "unknown option '%.*s'", nl, a);
         const char *v = NULL;
         if (known[k].value) {
             if (eq) v = eq + 1;
             else if (i + 1 < argc) v = argv[++i];
-            else return usage(s->name, "%s needs a value", name);
-            if (*v == '\0') return usage(s->name, "%s needs a non-empty value", name);
+            else return usage(s->name, "%s needs a value", known[k].name);
+            if (*v == '\0') return usage(s->name, "%s needs a non-empty value", known[k].name);
         } else if (eq) {
-            return usage(s->name, "%s takes no value", name);
+            return usage(s->name, "%s takes no value", known[k].name);
         }
         switch (known[k].bit) {
         case 0: o->cache = v; break;

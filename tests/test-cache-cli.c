@@ -835,6 +835,16 @@ static void test_errors(void **state) {
     assert_int_equal(cli(NULL, NULL, "cache", "import", "a.json", "b.json", NULL), 2);
     assert_int_equal(cli(NULL, NULL, "cache", "path", "--json=yes", NULL), 2);
     assert_string_equal(err, "kerntune cache path: --json takes no value\nrun 'kerntune cache path --help' for the options\n");
+    /* an unknown option of any length is printed whole (a 64-byte buffer cut it at 63) */
+    char longopt[300] = "--";
+    memset(longopt + 2, 'x', 250);
+    longopt[252] = '\0';
+    assert_int_equal(cli(NULL, NULL, "cache", "list", longopt, NULL), 2);
+    snprintf(expect, sizeof expect, "kerntune cache list: unknown option '%s'\nrun 'kerntune cache list --help' for the options\n", longopt);
+    assert_string_equal(err, expect);
+    strcat(longopt, "=value");
+    assert_int_equal(cli(NULL, NULL, "cache", "list", longopt, NULL), 2);
+    assert_string_equal(err, expect);
 
     snprintf(file, sizeof file, "%s/missing.json", dir);
     assert_int_equal(cli(NULL, NULL, "cache", "import", file, "--cache", db, NULL), 1);
