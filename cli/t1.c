@@ -17,15 +17,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-static const char *file_kind(mode_t m) {
-    if (S_ISDIR(m)) return "a directory";
-    if (S_ISFIFO(m)) return "a FIFO";
-    if (S_ISCHR(m)) return "a character device";
-    if (S_ISBLK(m)) return "a block device";
-    if (S_ISSOCK(m)) return "a socket";
-    return "not a regular file";
-}
-
 char *t1_read_file(const char *path, const char *what, size_t limit, size_t exact, size_t *len, char **err) {
     *err = NULL;
     /* O_NONBLOCK: opening a FIFO must not wait for a writer; the type is checked before reading */
@@ -41,7 +32,7 @@ char *t1_read_file(const char *path, const char *what, size_t limit, size_t exac
         return NULL;
     }
     if (!S_ISREG(st.st_mode)) {
-        *err = cli_format("%s %s is %s; expected a regular file", what, path, file_kind(st.st_mode));
+        *err = cli_format("%s %s is %s; expected a regular file", what, path, cli_file_kind(st.st_mode));
         close(fd);
         return NULL;
     }

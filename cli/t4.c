@@ -59,7 +59,7 @@ static char *read_all(const char *path, size_t *len, char **err) {
         return NULL;
     }
     if (!S_ISREG(st.st_mode)) {
-        *err = cli_format("%s: %s; expected a regular file", path, S_ISDIR(st.st_mode) ? "a directory" : S_ISFIFO(st.st_mode) ? "a FIFO" : "not a regular file");
+        *err = cli_format("%s: %s; expected a regular file", path, cli_file_kind(st.st_mode));
         close(fd);
         return NULL;
     }
