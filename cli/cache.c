@@ -732,28 +732,42 @@ static int run_path(const opts *o, kt_cache *c) {
     return 0;
 }
 
+static void print_cache_help(FILE *out, const void *unused) {
+    (void)unused;
+    help_cache(out);
+}
+
+static void print_sub_help(FILE *out, const void *s) { help_sub(s, out); }
+
+/* Prints a help: as text, or with --json as one document {"help": TEXT}. */
+static int print_help(void (*print)(FILE *out, const void *arg), const void *arg) {
+    if (!json_mode) {
+        print(stdout, arg);
+        return 0;
+    }
+    char *text = cli_capture(print, arg);
+    json_t *v = json_pack("{s:s}", "help", text ? text : "out of memory");
+    print_json(v);
+    json_decref(v);
+    free(text);
+    return text ? 0 : 1;
+}
+
 int run_cache(int argc, char **argv) {
+    json_mode = false;
+    for (int i = 1; i < argc; i++)
+        if (strcmp(argv[i], "--json") == 0) json_mode = true;
     if (argc < 2) {
         help_cache(stderr);
         return 2;
     }
-    if (strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0) {
-        help_cache(stdout);
-        return 0;
-    }
+    if (strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0) return print_help(print_cache_help, NULL);
     const subcommand *s = NULL;
     for (size_t i = 0; i < NSUBS && s == NULL; i++)
         if (strcmp(subs[i].name, argv[1]) == 0) s = &subs[i];
-    json_mode = false;
-    for (int i = 1; i < argc; i++)
-        if (strcmp(argv[i], "--json") == 0) json_mode = true;
     if (s == NULL) return report(2, NULL, "unknown command '%s'; run 'kerntune cache --help' for the list", argv[1]);
-    for (int i = 2; i < argc; i++) {
-        if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
-            help_sub(s, stdout);
-            return 0;
-        }
-    }
+    for (int i = 2; i < argc; i++)
+        if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) return print_help(print_sub_help, s);
     opts o;
     int status = parse(s, argc - 1, argv + 1, &o);
     if (status != 0) return status;
