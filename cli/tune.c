@@ -122,13 +122,13 @@ static int usage(const char *fmt, ...) {
     return 2;
 }
 
-/* Prints {"error": message} on stdout: with --json, stdout holds one JSON document even when
- * the command fails. */
-static void json_error(const char *message) {
+/* Prints {"error": message} on out (stdout's document): with --json, stdout holds one JSON
+ * document even when the command fails. */
+static void json_error(FILE *out, const char *message) {
     json_t *j = json_object();
     json_object_set_new(j, "error", json_string(message));
     char *text = json_dumps(j, JSON_COMPACT);
-    if (text) printf("%s\n", text);
+    if (text) fprintf(out, "%s\n", text);
     free(text);
     json_decref(j);
 }
@@ -867,7 +867,7 @@ int run_tune(int argc, char **argv) {
     if (rc != 0) {
         for (int i = 1; i < argc; i++)
             if (strcmp(argv[i], "--json") == 0) {
-                json_error(usage_message ? usage_message : "usage error");
+                json_error(stdout, usage_message ? usage_message : "usage error");
                 break;
             }
         free(usage_message);
@@ -876,6 +876,10 @@ int run_tune(int argc, char **argv) {
     }
     const options o = *op_;
     rc = 1;
+    /* the kernel (in its worker processes, which inherit file descriptor 1) and the platforms'
+     * libraries may print: with --json, all of that goes to stderr and the document alone to
+     * the real stdout */
+    FILE *jout = o.json ? cli_json_begin() : NULL, *doc_out = jout ? jout : stdout;
     t1 p;
     char *err = NULL;
     kt_context *ctx = NULL;
@@ -1284,7 +1288,7 @@ int run_tune(int argc, char **argv) {
             json_object_set_new(j, "recorded_best", b);
         }
         char *text = json_dumps(j, JSON_COMPACT | JSON_REAL_PRECISION(17));
-        if (text) printf("%s\n", text);
+        if (text) fprintf(doc_out, "%s\n", text);
         free(text);
         json_decref(j);
     }
@@ -1292,7 +1296,7 @@ int run_tune(int argc, char **argv) {
 done:
     if (run.error) {
         fprintf(stderr, "kerntune tune: %s\n", run.error);
-        if (o.json) json_error(run.error); /* stdout stays one JSON document */
+        if (o.json) json_error(doc_out, run.error); /* stdout stays one JSON document */
         free(run.error);
         rc = 1;
     }
@@ -1311,5 +1315,6 @@ done:
     free(source);
     free(err);
     t1_free(&p);
+    cli_json_end(jout);
     return rc;
 }

@@ -942,5 +942,6 @@ int main(void) {
         cmocka_unit_test_setup_teardown(test_tune_below_confidence, setup, teardown),
         cmocka_unit_test_setup_teardown(test_errors, setup, teardown),
     };
+    if (getenv("KT_TEST_FILTER")) cmocka_set_test_filter(getenv("KT_TEST_FILTER")); /* e.g. test_json* */
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -193,5 +193,6 @@ int main(void) {
         cmocka_unit_test(test_usage_errors),
         cmocka_unit_test(test_json_usage_and_help),
     };
+    if (getenv("KT_TEST_FILTER")) cmocka_set_test_filter(getenv("KT_TEST_FILTER")); /* e.g. test_json* */
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

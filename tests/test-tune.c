@@ -1041,6 +1041,37 @@ static void test_json_is_json(void **state) {
     remove_tmpdir();
 }
 
+/* A kernel that prints to stdout (in its worker process, which inherits the command's file
+ * descriptor 1) leaves --json's stdout one JSON document: what it prints goes to stderr. */
+static void test_json_kernel_prints(void **state) {
+    (void)state;
+    make_tmpdir();
+    char path[512];
+    snprintf(path, sizeof path, "%s/noisy.c", tmpdir);
+    write_file(path, "#include <stdio.h>\n"
+                     "void noisy(float *out, int n) {\n"
+                     "    printf(\"hello from the kernel\\n\");\n"
+                     "    fflush(stdout);\n"
+                     "    for (int i = 0; i < n; i++) out[i] = (float)(i % 7) * P;\n"
+                     "}\n");
+    snprintf(path, sizeof path, "%s/noisy.json", tmpdir);
+    write_file(path, "{\"ConfigurationSpace\": {\"TuningParameters\": [{\"Name\": \"P\", \"Type\": \"int\", \"Values\": \"[1, 1.0]\", \"Default\": 1}]},\n"
+                     " \"KernelSpecification\": {\"Language\": \"C\", \"KernelName\": \"noisy\", \"KernelFile\": \"noisy.c\", \"ProblemSize\": [64],\n"
+                     "   \"LocalSize\": {\"X\": \"1\"}, \"Arguments\": [\n"
+                     "     {\"Name\": \"out\", \"Type\": \"float\", \"MemoryType\": \"Vector\", \"AccessType\": \"WriteOnly\", \"Size\": 64},\n"
+                     "     {\"Name\": \"n\", \"Type\": \"int32\", \"MemoryType\": \"Scalar\", \"FillValue\": 64}]}}\n");
+    char args[1024];
+    snprintf(args, sizeof args, "tune '%s' --json", path);
+    if (run(args) != 0) fail_msg("%s", err);
+    json_t *s = doc(); /* the whole of stdout */
+    assert_int_equal(json_integer_value(json_object_get(s, "measured")), 2);
+    assert_true(json_is_true(json_object_get(s, "validated")));
+    json_decref(s);
+    assert_non_null(strstr(err, "hello from the kernel\n"));
+    assert_null(strstr(out, "hello"));
+    remove_tmpdir();
+}
+
 /* ---- [8] 7: no input is cut ----------------------------------------------------------------- */
 
 static void test_long_inputs(void **state) {
@@ -1276,9 +1307,11 @@ int main(void) {
         cmocka_unit_test(test_options),
         cmocka_unit_test(test_all_failed_says_why),
         cmocka_unit_test(test_json_is_json),
+        cmocka_unit_test(test_json_kernel_prints),
         cmocka_unit_test(test_long_inputs),
         cmocka_unit_test(test_fifo_refused),
         cmocka_unit_test(test_errors_name_their_source),
     };
+    if (getenv("KT_TEST_FILTER")) cmocka_set_test_filter(getenv("KT_TEST_FILTER")); /* e.g. test_json* */
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
