@@ -284,25 +284,44 @@ static uint64_t splitmix(uint64_t *s) {
     return z ^ (z >> 31);
 }
 
-/* Writes value as one element of type t. */
-static void put(kt_type t, void *dst, double value) {
+/* The IEEE binary16 value nearest to x, ties to even: subnormals where they fall, infinity past
+ * the largest half (65504; from 65520 on, the tie rounds up to infinity), a quiet NaN for NaN.
+ * Rounded once, from the double itself (through float first would round twice). */
+static uint16_t half_bits(double x) {
+    uint64_t b;
+    memcpy(&b, &x, sizeof b);
+    uint16_t sign = (uint16_t)((b >> 48) & 0x8000);
+    uint64_t mag = b & 0x7fffffffffffffffull;
+    if (mag >= 0x7ff0000000000000ull) return sign | (mag > 0x7ff0000000000000ull ? 0x7e00 : 0x7c00);
+    int e = (int)(mag >> 52); /* the double's biased exponent: 0 only for its subnormals, far below a half's */
+    if (e == 0) return sign;
+    uint64_t m = (mag & 0xfffffffffffffull) | (1ull << 52); /* x = m * 2^(e - 1075) */
+    int he = e - 1023 + 15; /* the half's biased exponent, when x is a normal half */
+    int shift = he >= 1 ? 42 : 42 + 1 - he; /* the bits of m below the half's last one (subnormals: exponent 1) */
+    if (shift > 53) return sign; /* below half the smallest subnormal: zero */
+    uint64_t q = m >> shift, rem = m & ((1ull << shift) - 1), halfway = 1ull << (shift - 1);
+    if (rem > halfway || (rem == halfway && (q & 1))) q++;
+    if (he < 1) return sign | (uint16_t)q; /* a subnormal; q = 1024 is the smallest normal, encoded alike */
+    uint64_t out = ((uint64_t)he << 10) + (q - 1024); /* q = 2048 (rounded up) carries into the exponent */
+    return sign | (uint16_t)(out >= 0x7c00 ? 0x7c00 : out);
+}
+
+/* Writes one element of type t: an integer type's value from its 64-bit two's complement bits
+ * (checked to fit when the problem was read), a float type's from value. */
+static void put(kt_type t, void *dst, double value, uint64_t bits) {
     switch (t) {
-    case KT_TYPE_I8: *(int8_t *)dst = (int8_t)value; break;
-    case KT_TYPE_U8: *(uint8_t *)dst = (uint8_t)value; break;
-    case KT_TYPE_I16: *(int16_t *)dst = (int16_t)value; break;
-    case KT_TYPE_U16: *(uint16_t *)dst = (uint16_t)value; break;
-    case KT_TYPE_I32: *(int32_t *)dst = (int32_t)value; break;
-    case KT_TYPE_U32: *(uint32_t *)dst = (uint32_t)value; break;
-    case KT_TYPE_I64: *(int64_t *)dst = (int64_t)value; break;
-    case KT_TYPE_U64: *(uint64_t *)dst = (uint64_t)value; break;
+    case KT_TYPE_I8: *(int8_t *)dst = (int8_t)(int64_t)bits; break;
+    case KT_TYPE_U8: *(uint8_t *)dst = (uint8_t)bits; break;
+    case KT_TYPE_I16: *(int16_t *)dst = (int16_t)(int64_t)bits; break;
+    case KT_TYPE_U16: *(uint16_t *)dst = (uint16_t)bits; break;
+    case KT_TYPE_I32: *(int32_t *)dst = (int32_t)(int64_t)bits; break;
+    case KT_TYPE_U32: *(uint32_t *)dst = (uint32_t)bits; break;
+    case KT_TYPE_I64: *(int64_t *)dst = (int64_t)bits; break;
+    case KT_TYPE_U64: *(uint64_t *)dst = bits; break;
     case KT_TYPE_F64: *(double *)dst = value; break;
-    case KT_TYPE_F16: { /* float to half, truncating: test data only */
-        float f = (float)value;
-        uint32_t x;
-        memcpy(&x, &f, 4);
-        uint16_t h = (uint16_t)(((x >> 16) & 0x8000) | ((((x >> 23) & 0xff) - 112) << 10 & 0x7c00) | ((x >> 13) & 0x3ff));
-        if (f == 0) h = 0;
-        memcpy(dst, &h, 2);
+    case KT_TYPE_F16: {
+        uint16_t h = half_bits(value);
+        memcpy(dst, &h, sizeof h);
         break;
     }
     default: *(float *)dst = (float)value; break;
@@ -320,10 +339,10 @@ static bool fill_data(const t1 *p, const t1_arg *a, size_t idx, void *data, size
         }
         char *why = NULL;
         /* exactly the argument's bytes are read: that is the limit */
-        char *bytes = t1_read_file(path, "its DataSource", 0, count * es, NULL, &why);
+        char *bytes = t1_read_file(path, "the file", 0, count * es, NULL, &why);
         free(path);
         if (bytes == NULL) {
-            *err = cli_format("argument '%s': %s", a->name, why ? why : "out of memory");
+            *err = cli_format("argument '%s' (%zu elements of %s): %s", a->name, count, a->type_name, why ? why : "out of memory");
             free(why);
             return false;
         }
@@ -331,16 +350,19 @@ static bool fill_data(const t1 *p, const t1_arg *a, size_t idx, void *data, size
         free(bytes);
         return true;
     }
+    if (a->fill == T1_FILL_CONSTANT) {
+        for (size_t i = 0; i < count; i++) put(a->type, (char *)data + i * es, a->fill_value, a->fill_bits);
+        return true;
+    }
+    /* Random: from 0 up to FillValue (above 0, and for an integer type at most one past its
+     * largest value: checked when the problem was read), else up to 1 (floats), 2 (bool) or 100 */
     uint64_t state = (a->has_seed ? (uint64_t)a->seed : seed) ^ (0x9e3779b97f4a7c15ull * (idx + 1));
     bool is_float = a->type == KT_TYPE_F32 || a->type == KT_TYPE_F64 || a->type == KT_TYPE_F16;
-    double scale = a->fill_value > 0 ? a->fill_value : is_float ? 1.0 : 100.0;
+    double scale = a->fill_value > 0 ? a->fill_value : is_float ? 1.0 : strcmp(a->type_name, "bool") == 0 ? 2.0 : 100.0;
     for (size_t i = 0; i < count; i++) {
-        double v = a->fill_value;
-        if (a->fill == T1_FILL_RANDOM) {
-            double u = (double)(splitmix(&state) >> 11) * 0x1p-53; /* [0, 1) */
-            v = is_float ? u * scale : floor(u * scale);
-        }
-        put(a->type, (char *)data + i * es, v);
+        double u = (double)(splitmix(&state) >> 11) * 0x1p-53; /* [0, 1) */
+        double v = is_float ? u * scale : floor(u * scale);
+        put(a->type, (char *)data + i * es, v, is_float ? 0 : (uint64_t)v);
     }
     return true;
 }
@@ -700,6 +722,13 @@ static const struct {
 } kinds[] = {{KT_OUTCOME_BUILD_FAILED, "compile"}, {KT_OUTCOME_FAILED, "runtime"},    {KT_OUTCOME_CRASHED, "crashed"},
              {KT_OUTCOME_TIMEOUT, "timeout"},      {KT_OUTCOME_INVALID, "correctness"}, {KT_OUTCOME_REJECTED, "rejected"}};
 #define NKINDS (sizeof kinds / sizeof kinds[0])
+
+/* A unit's outcome as the summary names it: a failure kind, "measured" or "not run". */
+static const char *outcome_name(kt_outcome o) {
+    for (size_t k = 0; k < NKINDS; k++)
+        if (kinds[k].outcome == o) return kinds[k].name;
+    return o == KT_OUTCOME_MEASURED ? "measured" : "not run";
+}
 #define EXAMPLES 3 /* messages shown per kind */
 
 static double mean_ms(const kt_decision *d, size_t u) {
@@ -883,7 +912,7 @@ int run_tune(int argc, char **argv) {
     t1 p;
     char *err = NULL;
     kt_context *ctx = NULL;
-    kt_space *sp = NULL, *ref_sp = NULL;
+    kt_space *sp = NULL, *ref_sp = NULL, *full_sp = NULL;
     char *source = NULL;
     replay_data replay = {0};
     void *host[64] = {0}, *dev_buf[64] = {0};
@@ -905,6 +934,9 @@ int run_tune(int argc, char **argv) {
         if (p.search_attributes)
             FAIL("%s: Search.Attributes: an exhaustive search takes none (pass --strategy exhaustive to tune without them)", o.problem);
     }
+    if (o.nproblem && p.nproblem && o.nproblem != p.nproblem) /* sizes and grids index ProblemSize's dimensions */
+        FAIL("--problem-size %s: %zu dimension%s; the problem's KernelSpecification.ProblemSize has %zu", o.problem_size_text, o.nproblem,
+             o.nproblem == 1 ? "" : "s", p.nproblem);
     const int64_t *ps = o.nproblem ? o.problem_size : p.problem_size;
     size_t nps = o.nproblem ? o.nproblem : p.nproblem;
     if (!t1_grid(&p, nps, &err)) FAIL("%s", err);
@@ -996,41 +1028,8 @@ int run_tune(int argc, char **argv) {
     /* a configuration that crashes or hangs must not take the command down */
     KT(kt_op_set_isolation(op, o.simulate ? KT_ISOLATE_OFF : KT_ISOLATE_ON));
     KT(kt_op_set_timeout(op, o.timeout));
-    kt_arg args[64];
-    for (size_t i = 0; i < p.nargs; i++) {
-        const t1_arg *a = &p.args[i];
-        if (!a->vector) {
-            KT(kt_op_add_scalar(op, a->name, a->type));
-            args[i] = (kt_arg){.type = a->type};
-            if (a->type == KT_TYPE_F32) args[i].f32 = (float)a->fill_value;
-            else if (a->type == KT_TYPE_F64) args[i].f64 = a->fill_value;
-            else if (a->type >= KT_TYPE_U8 && a->type <= KT_TYPE_U64) args[i].u = (uint64_t)a->fill_value;
-            else args[i].i = (int64_t)a->fill_value;
-            continue;
-        }
-        KT(kt_op_add_buffer(op, a->name, a->type, a->access));
-        if (a->constant) KT(kt_op_set_constant(op, i));
-        int64_t count = a->size;
-        if (a->size_expr && kt_space_eval_int(sp, a->size_expr, &count) != KT_OK)
-            FAIL("%s: KernelSpecification.Arguments[%zu].Size: %s", o.problem, i, kt_last_error());
-        if (count <= 0) FAIL("%s: KernelSpecification.Arguments[%zu].Size: %lld elements; expected at least 1", o.problem, i, (long long)count);
-        if ((uint64_t)count > SIZE_MAX / 16) FAIL("%s: KernelSpecification.Arguments[%zu].Size: %lld elements is too many", o.problem, i, (long long)count);
-        if (o.simulate) count = 1; /* replay reads no data */
-        size_t bytes = (size_t)count * kt_type_size(a->type);
-        host[i] = malloc(bytes);
-        if (host[i] == NULL) FAIL("argument '%s': cannot allocate %zu bytes", a->name, bytes);
-        nbuf = i + 1;
-        if (!o.simulate && !fill_data(&p, a, i, host[i], (size_t)count, o.seed, &err))
-            FAIL("%s: KernelSpecification.Arguments[%zu]: %s", o.problem, i, err ? err : "out of memory");
-        if (host_dev) {
-            args[i] = kt_arg_buf(host[i], bytes);
-        } else {
-            KT(kt_device_alloc(ctx, (size_t)dev, bytes, &dev_buf[i]));
-            KT(kt_device_write(ctx, (size_t)dev, dev_buf[i], host[i], bytes));
-            args[i] = kt_arg_buf(dev_buf[i], bytes);
-        }
-    }
-    /* the reference group (the Default configuration) goes first: it is the budget's unit 0 */
+    /* the reference: the Default configuration, when every parameter has a Default that meets
+     * the conditions (else the first configuration) */
     const char *no_reference = NULL; /* why the first configuration is the reference instead */
     if (!o.simulate && p.nrefs == 0) {
         ref_sp = make_space(&p, NULL, 0, true, ps, nps, &err);
@@ -1041,12 +1040,60 @@ int run_tune(int argc, char **argv) {
         else if (nref == 0) {
             no_reference = "the Default values break ConfigurationSpace.Conditions";
             kt_space_destroy(ref_sp);
+    kt_space_destroy(full_sp);
             ref_sp = NULL;
         }
-        if (ref_sp) {
-            KT(kt_op_add_variants(op, "reference", ref_sp, source, p.kernel_name, p.options, p.noptions));
-            KT(kt_op_set_default(op, "reference"));
+    }
+    /* A buffer holds what every configuration that may run writes: its Size is evaluated over the
+     * problem's whole space (as Kernel Tuner sizes it), over the space the --define values leave
+     * (a value outside the problem's Values) and over the Default configuration (the reference,
+     * which --define does not restrict), and the largest is taken. */
+    if (o.ndefines > 0 && (full_sp = make_space(&p, NULL, 0, false, ps, nps, &err)) == NULL) FAIL("%s", err);
+    kt_space *const sizing[3] = {sp, full_sp, ref_sp};
+    kt_arg args[64];
+    for (size_t i = 0; i < p.nargs; i++) {
+        const t1_arg *a = &p.args[i];
+        if (!a->vector) {
+            KT(kt_op_add_scalar(op, a->name, a->type));
+            args[i] = (kt_arg){.type = a->type};
+            if (a->type == KT_TYPE_F32) args[i].f32 = (float)a->fill_value;
+            else if (a->type == KT_TYPE_F64) args[i].f64 = a->fill_value;
+            else if (a->type >= KT_TYPE_U8 && a->type <= KT_TYPE_U64) args[i].u = a->fill_bits;
+            else args[i].i = (int64_t)a->fill_bits; /* in range: checked when the problem was read */
+            continue;
         }
+        KT(kt_op_add_buffer(op, a->name, a->type, a->access));
+        if (a->constant) KT(kt_op_set_constant(op, i));
+        int64_t count = a->size;
+        for (int k = 0; a->size_expr && k < 3; k++) {
+            int64_t n;
+            if (sizing[k] == NULL) continue;
+            if (kt_space_eval_int(sizing[k], a->size_expr, &n) != KT_OK)
+                FAIL("%s: KernelSpecification.Arguments[%zu].Size: %s%s", o.problem, i, kt_last_error(),
+                     k == 1 ? " (over the problem's whole space)" : k == 2 ? " (for the Default configuration)" : "");
+            if (k == 0 || n > count) count = n;
+        }
+        if (count <= 0) FAIL("%s: KernelSpecification.Arguments[%zu].Size: %lld elements; expected at least 1", o.problem, i, (long long)count);
+        if ((uint64_t)count > SIZE_MAX / 16) FAIL("%s: KernelSpecification.Arguments[%zu].Size: %lld elements is too many", o.problem, i, (long long)count);
+        if (o.simulate) count = 1; /* replay reads no data */
+        size_t bytes = (size_t)count * kt_type_size(a->type);
+        host[i] = malloc(bytes);
+        if (host[i] == NULL) FAIL("argument '%s': cannot allocate %zu bytes", a->name, bytes);
+        nbuf = i + 1;
+        if (!o.simulate && !fill_data(&p, a, i, host[i], (size_t)count, o.seed, &err)) /* only reading DataSource fails */
+            FAIL("%s: KernelSpecification.Arguments[%zu].DataSource: %s", o.problem, i, err ? err : "out of memory");
+        if (host_dev) {
+            args[i] = kt_arg_buf(host[i], bytes);
+        } else {
+            KT(kt_device_alloc(ctx, (size_t)dev, bytes, &dev_buf[i]));
+            KT(kt_device_write(ctx, (size_t)dev, dev_buf[i], host[i], bytes));
+            args[i] = kt_arg_buf(dev_buf[i], bytes);
+        }
+    }
+    /* the reference group (the Default configuration) goes first: it is the budget's unit 0 */
+    if (ref_sp) {
+        KT(kt_op_add_variants(op, "reference", ref_sp, source, p.kernel_name, p.options, p.noptions));
+        KT(kt_op_set_default(op, "reference"));
     }
     KT(kt_op_add_variants(op, "kernel", sp, o.simulate ? "" : source, p.kernel_name, p.options, p.noptions));
     if (p.atol >= 0) KT(kt_op_set_tolerance(op, p.atol, p.rtol));
@@ -1059,7 +1106,8 @@ int run_tune(int argc, char **argv) {
             while (strcmp(p.args[a].name, p.refs[r].target) != 0) a++;
             const t1_arg *ta = &p.args[a];
             t1_arg as_ref = *ta;
-            as_ref.fill = p.refs[r].fill, as_ref.fill_value = p.refs[r].fill_value, as_ref.data_source = p.refs[r].data_source;
+            as_ref.fill = p.refs[r].fill, as_ref.fill_value = p.refs[r].fill_value, as_ref.fill_bits = p.refs[r].fill_bits;
+            as_ref.data_source = p.refs[r].data_source;
             as_ref.has_seed = p.refs[r].has_seed, as_ref.seed = p.refs[r].seed;
             ref.arg[ref.n] = a;
             ref.bytes[ref.n] = args[a].bytes;
@@ -1067,7 +1115,7 @@ int run_tune(int argc, char **argv) {
             if (ref.data[ref.n] == NULL) FAIL("out of memory");
             ref.n++;
             if (!fill_data(&p, &as_ref, a, ref.data[ref.n - 1], args[a].bytes / kt_type_size(ta->type), o.seed, &err))
-                FAIL("%s: KernelSpecification.ReferenceArguments[%zu]: %s", o.problem, r, err ? err : "out of memory");
+                FAIL("%s: KernelSpecification.ReferenceArguments[%zu].DataSource: %s", o.problem, r, err ? err : "out of memory");
         }
         KT(kt_op_set_reference_fn(op, write_reference, &ref));
     } else if (ref_sp != NULL) {
@@ -1078,8 +1126,13 @@ int run_tune(int argc, char **argv) {
         KT(kt_op_set_reference(op, "kernel")); /* no defaults: the first configuration */
         if (txt) fprintf(stderr, "kerntune tune: note: %s: the first configuration is the reference\n", no_reference);
     }
+    /* --budget N replaces the problem's ConfigurationCount and ConfigurationFraction; given
+     * both, the problem's budget is the smaller of the two */
     size_t budget = o.budget_count ? o.budget_count : (size_t)p.budget_count;
-    if (!o.budget_count && p.budget_fraction > 0) budget = (size_t)ceil(p.budget_fraction * (double)total);
+    if (!o.budget_count && p.budget_fraction > 0) {
+        size_t part = (size_t)ceil(p.budget_fraction * (double)total);
+        if (budget == 0 || part < budget) budget = part;
+    }
     double seconds = o.budget_seconds > 0 ? o.budget_seconds : p.budget_seconds;
     if (budget || seconds > 0) KT(kt_op_set_budget(op, budget, seconds));
     progress prog = {now_s(), 0, false, ref_sp ? 1 : 0};
@@ -1180,12 +1233,17 @@ int run_tune(int argc, char **argv) {
             fprintf(txt, "measurement (%s): %llu runs, %.6g s of kernel time%s; tuning took %.3g s\n", kt_policy_name(policy),
                     (unsigned long long)runs, run_ns / 1e9, o.simulate ? " (simulated)" : "", wall);
         }
-        if (!validated && !o.simulate && !cached && best != (size_t)-1) {
+        if (!validated && !o.simulate && !cached && (best != (size_t)-1 || ref_unit != (size_t)-1)) {
             fprintf(txt, "warning: the configurations were not validated: ");
             if (ref_unit != (size_t)-1) {
+                /* what the library recorded of the reference's run: "did not run" only when it did not */
                 const char *msg = kt_decision_unit_message(d, ref_unit);
-                fprintf(txt, "the reference (the Default configuration %s) %s\n", kt_decision_unit_config(d, ref_unit),
-                        kt_decision_unit_outcome(d, ref_unit) == KT_OUTCOME_MEASURED || msg == NULL ? "did not run" : "failed:");
+                kt_outcome ro = kt_decision_unit_outcome(d, ref_unit);
+                fprintf(txt, "the reference (the Default configuration %s) ", kt_decision_unit_config(d, ref_unit));
+                if (ro != KT_OUTCOME_MEASURED && ro != KT_OUTCOME_NOT_RUN) fprintf(txt, "failed (%s)%s\n", outcome_name(ro), msg ? ":" : "");
+                else if (msg) fprintf(txt, "could not be used:\n");
+                else if (ro == KT_OUTCOME_MEASURED) fprintf(txt, "ran, but could not be used\n");
+                else fprintf(txt, "did not run\n");
                 if (msg) print_message(txt, msg, 4);
             } else {
                 fprintf(txt, "the reference did not run\n");
@@ -1251,8 +1309,10 @@ int run_tune(int argc, char **argv) {
         if (ref_unit != (size_t)-1 && !validated) {
             json_t *rj = json_object();
             const char *msg = kt_decision_unit_message(d, ref_unit);
-            const char *inv = invalidity(kt_decision_unit_outcome(d, ref_unit));
+            kt_outcome ro = kt_decision_unit_outcome(d, ref_unit);
+            const char *inv = ro == KT_OUTCOME_MEASURED ? NULL : invalidity(ro); /* T4's class of a failure */
             json_object_set_new(rj, "configuration", t4_configuration(kt_decision_unit_config(d, ref_unit), names, p.nparams));
+            json_object_set_new(rj, "outcome", json_string(outcome_name(ro)));
             json_object_set_new(rj, "invalidity", inv ? json_string(inv) : json_null());
             json_object_set_new(rj, "message", msg ? json_string(msg) : json_null());
             json_object_set_new(j, "reference", rj);
@@ -1310,6 +1370,7 @@ done:
     json_decref(t4doc);
     kt_space_destroy(sp);
     kt_space_destroy(ref_sp);
+    kt_space_destroy(full_sp);
     kt_context_destroy(ctx);
     t4_free(&replay.recs);
     free(source);
