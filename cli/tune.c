@@ -596,28 +596,38 @@ static char *empty_space(const t1 *p, const options *o, const int64_t *ps, size_
 
 /* ---- files ---------------------------------------------------------------------------------- */
 
-/* Checks, before any work, that path can be written; NULL when it can, else why (allocated). */
+/* Checks, before any work, that path can be written as write_json writes it: a temporary file
+ * is made in its directory (then removed), so a directory that refuses new files is found even
+ * when path exists and could be written in place; an existing path must be a regular file that
+ * can be written. NULL when it can, else why (allocated). */
 static char *check_writable(const char *path) {
     struct stat st;
     if (stat(path, &st) == 0) {
         if (S_ISDIR(st.st_mode)) return cli_format("is a directory");
-        if (!S_ISREG(st.st_mode)) return cli_format("is not a regular file");
+        if (!S_ISREG(st.st_mode)) return cli_format("is %s; expected a regular file", cli_file_kind(st.st_mode));
         int fd = open(path, O_WRONLY | O_APPEND | O_CLOEXEC); /* writes nothing */
         if (fd < 0) return cli_format("cannot be written: %s", strerror(errno));
         close(fd);
-        return NULL;
+    } else if (errno != ENOENT) {
+        return cli_format("cannot be written: %s", strerror(errno));
     }
-    if (errno != ENOENT) return cli_format("cannot be written: %s", strerror(errno));
     const char *slash = strrchr(path, '/');
-    char *tmpl = slash ? cli_format("%.*s/.kerntune-t4-XXXXXX", (int)(slash - path), path) : cli_format(".kerntune-t4-XXXXXX");
-    if (tmpl == NULL) return cli_format("out of memory");
+    char *dir = slash ? cli_format("%.*s", slash == path ? 1 : (int)(slash - path), path) : cli_format(".");
+    char *tmpl = dir ? cli_format("%s%s.kerntune-t4-XXXXXX", dir, strcmp(dir, "/") == 0 ? "" : "/") : NULL;
+    if (tmpl == NULL) {
+        free(dir);
+        return cli_format("out of memory");
+    }
     int fd = mkstemp(tmpl);
-    char *why = fd < 0 ? cli_format("cannot be written: %s", strerror(errno)) : NULL;
+    char *why = fd < 0 ? cli_format("cannot be written: its directory %s takes no new file (T4 output is written to a temporary file there, "
+                                    "then renamed into place): %s", dir, strerror(errno))
+                       : NULL;
     if (fd >= 0) {
         close(fd);
         unlink(tmpl);
     }
     free(tmpl);
+    free(dir);
     return why;
 }
 

@@ -1616,6 +1616,41 @@ static void test_errors_name_their_source(void **state) {
     remove_tmpdir();
 }
 
+/* --t4 is written through a temporary file in its directory: an existing, writable T4 file in a
+ * directory that takes no new file is refused before any work (it passed the check, then the
+ * tuning ran and its results could not be written). As another user when this runs as root. */
+static void test_t4_directory_not_writable(void **state) {
+    (void)state;
+    make_tmpdir();
+    char dir[512], file[600], args[2048], want[2048];
+    snprintf(dir, sizeof dir, "%s/results", tmpdir);
+    assert_int_equal(mkdir(dir, 0755), 0);
+    snprintf(file, sizeof file, "%s/out.json", dir);
+    write_file(file, "{}");
+    const char *as = "";
+    if (geteuid() == 0) {
+        if (system("command -v setpriv >/dev/null 2>&1") != 0) {
+            remove_tmpdir();
+            return; /* nobody to be */
+        }
+        assert_int_equal(chown(file, 65534, 65534), 0); /* nobody may write the file, not its directory (root's, 0755) */
+        assert_int_equal(chmod(file, 0644), 0);
+        assert_int_equal(chmod(tmpdir, 0755), 0);
+        as = "setpriv --reuid=65534 --regid=65534 --clear-groups env KERNTUNE_ARTIFACTS=/nonexistent";
+    } else {
+        assert_int_equal(chmod(dir, 0555), 0);
+    }
+    snprintf(args, sizeof args, "tune '%s/t1/matmul_c.json' --t4 '%s' --cache off", KT_DATA, file);
+    assert_int_equal(run_env(as, args), 1);
+    snprintf(want, sizeof want,
+             "--t4 %s: cannot be written: its directory %s takes no new file (T4 output is written to a temporary file there, then "
+             "renamed into place): Permission denied",
+             file, dir);
+    expect_error(want);
+    assert_null(strstr(err, "configurations on")); /* before any work */
+    remove_tmpdir();
+}
+
 int main(void) {
 #ifdef KT_SANITIZED
     /* ThreadSanitizer sleeps a second at the exit of every process that started threads (to
@@ -1652,6 +1687,7 @@ int main(void) {
         cmocka_unit_test(test_long_inputs),
         cmocka_unit_test(test_fifo_refused),
         cmocka_unit_test(test_errors_name_their_source),
+        cmocka_unit_test(test_t4_directory_not_writable),
     };
     if (getenv("KT_TEST_FILTER")) cmocka_set_test_filter(getenv("KT_TEST_FILTER")); /* e.g. test_json* */
     return cmocka_run_group_tests(tests, NULL, NULL);
