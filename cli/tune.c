@@ -160,6 +160,12 @@ static bool parse_sizes(const char *v, options *o) {
     }
 }
 
+/* Whether paths a and b name one existing file. */
+static bool same_file(const char *a, const char *b) {
+    struct stat sa, sb;
+    return stat(a, &sa) == 0 && stat(b, &sb) == 0 && sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+}
+
 static int parse_options(int argc, char **argv, options *o) {
     memset(o, 0, sizeof *o);
     o->strategy = "exhaustive";
@@ -195,6 +201,10 @@ static int parse_options(int argc, char **argv, options *o) {
             const char *e = strchr(v, '=');
             if (e == NULL || e == v || e[1] == '\0') return usage("--define '%s': expected NAME=VALUE", v);
             if (o->ndefines == 64) return usage("at most 64 --define options");
+            for (size_t d = 0; d < o->ndefines; d++) /* the last would win silently */
+                if (strcspn(o->defines[d], "=") == (size_t)(e - v) && strncmp(o->defines[d], v, (size_t)(e - v)) == 0)
+                    return usage("--define %s: %.*s is already given (--define %s); give each parameter once", v, (int)(e - v), v,
+                                 o->defines[d]);
             o->defines[o->ndefines++] = v;
         } else if (strcmp(name, "--budget") == 0) {
             size_t len = strlen(v);
@@ -243,6 +253,15 @@ static int parse_options(int argc, char **argv, options *o) {
     }
     if (o->problem == NULL) return usage("no problem file given");
     if (strcmp(o->measure, "recorded") == 0 && o->simulate == NULL) return usage("--measure recorded needs --simulate");
+    if (o->device >= 0 && o->simulate)
+        return usage("--device %ld with --simulate: a replay runs on no device (the recording is its device); leave --device out", o->device);
+    /* --t4 replaces its file: never one the command reads */
+    const char *inputs[3][2] = {{o->problem, "the problem file"}, {o->simulate, "the --simulate recording"},
+                                {o->cache && strcmp(o->cache, "off") != 0 ? o->cache : NULL, "the --cache file"}};
+    for (int k = 0; o->t4 && k < 3; k++)
+        if (inputs[k][0] && same_file(o->t4, inputs[k][0]))
+            return usage("--t4 %s is %s%s%s: the results would replace it", o->t4, inputs[k][1], strcmp(o->t4, inputs[k][0]) ? " " : "",
+                         strcmp(o->t4, inputs[k][0]) ? inputs[k][0] : "");
     return 0;
 }
 
@@ -849,6 +868,7 @@ static void print_message(FILE *out, const char *msg, int max_lines) {
 typedef struct run_state {
     options o;
     char *error; /* the failure, printed at the end (and as the --json document) */
+    bool usage;  /* the failure is the options' (exit status 2) */
 } run_state;
 
 static void set_error(run_state *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -943,6 +963,19 @@ int run_tune(int argc, char **argv) {
                  p.search);
         if (p.search_attributes)
             FAIL("%s: Search.Attributes: an exhaustive search takes none (pass --strategy exhaustive to tune without them)", o.problem);
+    }
+    for (size_t i = 0; o.t4 && i < p.nargs + p.nrefs + 1; i++) { /* what the problem names: --t4 would replace it too */
+        const char *src = i == 0 ? p.kernel_file : i <= p.nargs ? p.args[i - 1].data_source : p.refs[i - 1 - p.nargs].data_source;
+        if (src == NULL || (i == 0 && o.simulate)) continue;
+        char *path = src[0] == '/' || i == 0 ? cli_format("%s", src) : cli_format("%s/%s", p.dir, src);
+        bool same = path && same_file(o.t4, path);
+        free(path);
+        if (!same) continue;
+        run.usage = true;
+        if (i == 0) FAIL("--t4 %s is the problem's KernelSpecification.KernelFile: the results would replace it", o.t4);
+        if (i <= p.nargs) FAIL("--t4 %s is the problem's KernelSpecification.Arguments[%zu].DataSource: the results would replace it", o.t4, i - 1);
+        FAIL("--t4 %s is the problem's KernelSpecification.ReferenceArguments[%zu].DataSource: the results would replace it", o.t4,
+             i - 1 - p.nargs);
     }
     if (o.nproblem && p.nproblem && o.nproblem != p.nproblem) /* sizes and grids index ProblemSize's dimensions */
         FAIL("--problem-size %s: %zu dimension%s; the problem's KernelSpecification.ProblemSize has %zu", o.problem_size_text, o.nproblem,
@@ -1368,7 +1401,7 @@ done:
         fprintf(stderr, "kerntune tune: %s\n", run.error);
         if (o.json) json_error(doc_out, run.error); /* stdout stays one JSON document */
         free(run.error);
-        rc = 1;
+        rc = run.usage ? 2 : 1;
     }
     if (replay_dir_made && nftw(replay_dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS) != 0)
         fprintf(stderr, "kerntune tune: could not remove %s: %s\n", replay_dir, strerror(errno));

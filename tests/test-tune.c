@@ -1082,6 +1082,61 @@ static void test_options(void **state) {
     assert_non_null(strstr(out, "usage: kerntune tune PROBLEM.json"));
 }
 
+/* Options that were accepted and then ignored or harmful are refused, naming them: a parameter
+ * given twice with --define (the last won), --device with --simulate (ignored), a --t4 that is
+ * a file the command reads (the results replaced it). Nothing is written then. */
+static void test_options_refused(void **state) {
+    (void)state;
+    make_tmpdir();
+    char args[4096], want[2048], problem[512], rec[512], db[512], kernel[512], copy[512];
+    snprintf(args, sizeof args, "tune '%s/t1/matmul_c.json' --define TI=4 --define TK=8 --define TI=16", KT_DATA);
+    assert_int_equal(run(args), 2);
+    expect_error("--define TI=16: TI is already given (--define TI=4); give each parameter once");
+    snprintf(args, sizeof args, "tune '%s/t1/matmul_c.json' --device 0 --simulate '%s/t1/matmul_c.ktcache.json'", KT_DATA, KT_DATA);
+    assert_int_equal(run(args), 2);
+    expect_error("--device 0 with --simulate: a replay runs on no device (the recording is its device); leave --device out");
+    /* copies, so that a failure of this test replaces nothing of the repository's */
+    snprintf(kernel, sizeof kernel, "%s/matmul.c", tmpdir);
+    snprintf(args, sizeof args, "cp '%s/t1/matmul.c' '%s/t1/matmul_c.ktcache.json' '%s/'", KT_DATA, KT_DATA, tmpdir);
+    assert_int_equal(system(args), 0);
+    mutate("matmul_c.json", "p.json", "KernelSpecification.KernelFile", "\"matmul.c\"");
+    snprintf(problem, sizeof problem, "%s/p.json", tmpdir);
+    snprintf(rec, sizeof rec, "%s/matmul_c.ktcache.json", tmpdir);
+    snprintf(db, sizeof db, "%s/cache.db", tmpdir);
+    write_file(db, "");
+    json_t *before = load(problem);
+    snprintf(args, sizeof args, "tune '%s' --t4 '%s' --json", problem, problem);
+    assert_int_equal(run(args), 2);
+    snprintf(want, sizeof want, "--t4 %s is the problem file: the results would replace it", problem);
+    expect_error(want);
+    json_t *j = doc();
+    assert_string_equal(json_string_value(json_object_get(j, "error")), want);
+    json_decref(j);
+    snprintf(copy, sizeof copy, "%s/./p.json", tmpdir); /* another name of the same file */
+    snprintf(args, sizeof args, "tune '%s' --t4 '%s'", problem, copy);
+    assert_int_equal(run(args), 2);
+    snprintf(want, sizeof want, "--t4 %s is the problem file %s: the results would replace it", copy, problem);
+    expect_error(want);
+    json_t *after = load(problem);
+    assert_true(json_equal(before, after)); /* untouched */
+    json_decref(before);
+    json_decref(after);
+    snprintf(args, sizeof args, "tune '%s' --simulate '%s' --t4 '%s'", problem, rec, rec);
+    assert_int_equal(run(args), 2);
+    snprintf(want, sizeof want, "--t4 %s is the --simulate recording: the results would replace it", rec);
+    expect_error(want);
+    snprintf(args, sizeof args, "tune '%s' --cache '%s' --t4 '%s'", problem, db, db);
+    assert_int_equal(run(args), 2);
+    snprintf(want, sizeof want, "--t4 %s is the --cache file: the results would replace it", db);
+    expect_error(want);
+    snprintf(args, sizeof args, "tune '%s' --t4 '%s'", problem, kernel);
+    assert_int_equal(run(args), 2);
+    snprintf(want, sizeof want, "--t4 %s is the problem's KernelSpecification.KernelFile: the results would replace it", kernel);
+    expect_error(want);
+    assert_null(strstr(err, "configurations on"));
+    remove_tmpdir();
+}
+
 /* ---- [8] 5: when every configuration fails, the user is told why ---------------------------- */
 
 /* Counts the results of a T4 file by invalidity. */
@@ -1678,6 +1733,7 @@ int main(void) {
         cmocka_unit_test(test_crashing_problem),
         cmocka_unit_test(test_decision_recorded),
         cmocka_unit_test(test_options),
+        cmocka_unit_test(test_options_refused),
         cmocka_unit_test(test_all_failed_says_why),
         cmocka_unit_test(test_json_is_json),
         cmocka_unit_test(test_json_kernel_prints),
