@@ -553,7 +553,11 @@ static kt_space *make_space(const t1 *p, const char *const *defines, size_t ndef
     char shm[32]; /* an integer: always fits */
     snprintf(shm, sizeof shm, "%lld", (long long)p->shared_memory);
     const char *const *global = (const char *const *)p->global, *const *local = (const char *const *)p->local;
-    if (ok && kt_space_set_geometry(sp, p->geometry, global, local, p->shared_memory ? shm : NULL) != KT_OK) {
+    /* a C kernel is called, not launched: its geometry, checked as written above, is never
+     * computed (one configuration's grid that cannot be computed must not stop its tuning) */
+    static const char *const none[3] = {NULL, NULL, NULL};
+    if (strcmp(p->language, "C") == 0) global = local = none;
+    if (ok && kt_space_set_geometry(sp, p->geometry, global, local, p->shared_memory && global != none ? shm : NULL) != KT_OK) {
         *err = cli_format("%s: KernelSpecification.GlobalSize/LocalSize: %s", p->path, kt_last_error());
         ok = false;
     }
@@ -565,24 +569,28 @@ static kt_space *make_space(const t1 *p, const char *const *defines, size_t ndef
     return sp;
 }
 
-/* The condition whose expression an error message quotes, or -1. */
-static long quoted_condition(const t1 *p, const char *msg) {
-    for (size_t c = 0; c < p->nconditions; c++) {
-        char *q = cli_format("expression '%s'", p->conditions[c]);
-        bool found = q && strstr(msg, q) != NULL;
-        free(q);
-        if (found) return (long)c;
-    }
-    return -1;
-}
-
-/* Enumerates sp; an error names the condition (or the space) at fault. */
-static bool enumerate(const t1 *p, kt_space *sp, size_t *count, char **err) {
+/* Enumerates sp, the space of p with these defines (or its Default values); an error names the
+ * condition at fault, found by enumerating again with one more condition at a time (the first
+ * whose addition fails is it, whatever the library's message quotes of its text), else the
+ * space. */
+static bool enumerate(const t1 *p, kt_space *sp, const char *const *defines, size_t ndefines, bool defaults, const int64_t *ps,
+                      size_t nps, size_t *count, char **err) {
     if (kt_space_enumerate(sp, count) == KT_OK) return true;
-    const char *msg = kt_last_error();
-    long c = quoted_condition(p, msg);
-    if (c >= 0) *err = cli_format("%s: ConfigurationSpace.Conditions[%ld].Expression: %s", p->path, c, msg);
-    else *err = cli_format("%s: ConfigurationSpace: %s", p->path, msg);
+    char *msg = cli_format("%s", kt_last_error());
+    long at = -1;
+    t1 q = *p; /* p with its first conditions only */
+    for (size_t c = 0; msg && at < 0 && c < p->nconditions; c++) {
+        q.nconditions = c + 1;
+        char *why = NULL;
+        size_t n;
+        kt_space *some = make_space(&q, defines, ndefines, defaults, ps, nps, &why);
+        if (some && kt_space_enumerate(some, &n) != KT_OK) at = (long)c;
+        kt_space_destroy(some);
+        free(why);
+    }
+    if (at >= 0) *err = cli_format("%s: ConfigurationSpace.Conditions[%ld].Expression: %s", p->path, at, msg);
+    else *err = cli_format("%s: ConfigurationSpace: %s", p->path, msg ? msg : "out of memory");
+    free(msg);
     return false;
 }
 
@@ -899,24 +907,158 @@ static void set_error(run_state *r, const char *fmt, ...) {
         if (st_ != KT_OK) FAIL("%s: %s", kt_status_name(st_), kt_last_error());   \
     } while (0)
 
-/* Rewrites a geometry error of the tuning to name the JSON path of the expression at fault. */
-static char *geometry_error(const t1 *p, const char *msg) {
-    static const char *const dims = "XYZ";
-    for (int d = 0; d < 3; d++) {
-        for (int k = 0; k < 2; k++) {
-            const char *e = k ? p->local[d] : p->global[d];
-            if (e == NULL) continue;
-            char *q = cli_format("expression '%s'", e);
-            bool found = q && strstr(msg, q) != NULL;
-            free(q);
-            if (!found) continue;
-            if (k) return cli_format("%s: KernelSpecification.LocalSize.%c: %s", p->path, dims[d], msg);
-            if (!p->grid_div) return cli_format("%s: KernelSpecification.GlobalSize.%c: %s", p->path, dims[d], msg);
-            if (p->ndiv[d]) return cli_format("%s: KernelSpecification.GridDiv%c: %s", p->path, dims[d], msg);
-            return cli_format("%s: KernelSpecification.LocalSize.%c (the divisor of the grid's %c): %s", p->path, dims[d], dims[d], msg);
+/* ---- a launch geometry that cannot be computed --------------------------------------------- */
+
+/* One expression of the launch geometry and the JSON path it comes from. */
+typedef struct geo_expr {
+    char *text, *path;
+    bool size; /* a size: a whole number >= 0 (a GridDiv factor only has to evaluate) */
+} geo_expr;
+
+/* The search for the first configuration whose geometry cannot be computed. */
+typedef struct geo_search {
+    const t1 *p;
+    const int64_t *ps;
+    size_t nps;
+    const geo_expr *ex;
+    size_t nex;
+    char *config; /* found: the configuration, as the tuning names it */
+    size_t at;    /* and the expression that fails for it */
+} geo_search;
+
+/* Configuration idx of sp's last enumeration as kt_space_config_format writes it (allocated;
+ * NULL when out of memory). */
+static char *format_config(const kt_space *sp, size_t idx) {
+    for (size_t len = 256;; len *= 2) {
+        char *buf = malloc(len);
+        if (buf == NULL) return NULL;
+        kt_status st = kt_space_config_format(sp, idx, buf, len);
+        if (st == KT_OK) return buf;
+        free(buf);
+        if (st != KT_ERR_LIMIT) return NULL;
+    }
+}
+
+/* A Python literal of parameter k's value in cfg (allocated): a string quoted, a bool as T1's
+ * Type says, a whole number as an integer, another number as the shortest text that reads back. */
+static char *config_literal(const kt_config *cfg, size_t k, const char *type) {
+    const char *s = kt_config_string(cfg, k);
+    json_t *j = NULL;
+    if (s) j = json_string(s);
+    else if (strcmp(type, "bool") == 0) return cli_format("%s", kt_config_int(cfg, k) ? "True" : "False");
+    else if ((double)kt_config_int(cfg, k) == kt_config_double(cfg, k)) return cli_format("%lld", (long long)kt_config_int(cfg, k));
+    else j = json_real(kt_config_double(cfg, k));
+    char *lit = j ? literal(j) : NULL;
+    json_decref(j);
+    return lit;
+}
+
+/* A constraint callback that accepts every configuration and, until one is found, checks each
+ * one's geometry: a space of that configuration alone gets the geometry's expressions as derived
+ * values one at a time (a derived value is computed per configuration, as a launch computes its
+ * geometry), a size with a constraint that it is a whole number >= 0, and the first that fails
+ * to evaluate or is no size is recorded with the configuration. */
+static int find_geometry(const kt_config *cfg, void *user) {
+    geo_search *g = user;
+    if (g->config) return 1;
+    kt_space *one = NULL;
+    bool ok = kt_space_create(&one) == KT_OK;
+    for (size_t k = 0; ok && k < g->p->nparams; k++) {
+        char *lit = config_literal(cfg, k, g->p->params[k].type);
+        char *list = lit ? cli_format("[%s]", lit) : NULL;
+        ok = list && kt_space_add_param(one, g->p->params[k].name, list) == KT_OK;
+        free(lit);
+        free(list);
+    }
+    size_t n = 0;
+    ok = ok && kt_space_add_input(one, "ProblemSize") == KT_OK && kt_space_bind_ints(one, "ProblemSize", g->ps, g->nps) == KT_OK &&
+         kt_space_enumerate(one, &n) == KT_OK && n == 1;
+    char *text = ok ? format_config(one, 0) : NULL;
+    for (size_t e = 0; text && e < g->nex; e++) {
+        char name[48]; /* an index: always fits */
+        snprintf(name, sizeof name, "kt_geometry_%zu", e);
+        if (kt_space_add_derived(one, name, g->ex[e].text) != KT_OK) break;
+        char *is_size = g->ex[e].size ? cli_format("%s >= 0 and %s == int(%s)", name, name, name) : NULL;
+        if (g->ex[e].size && (is_size == NULL || kt_space_add_constraint(one, is_size) != KT_OK)) {
+            free(is_size);
+            break;
+        }
+        free(is_size);
+        if (kt_space_enumerate(one, &n) != KT_OK || n != 1) { /* it fails to evaluate, or is no size */
+            g->config = text, g->at = e, text = NULL;
+            break;
         }
     }
-    return NULL;
+    free(text);
+    kt_space_destroy(one);
+    return 1;
+}
+
+/* The launch geometry's expressions in the order a launch computes them, each with its JSON path:
+ * per dimension, the GridDiv factors, the global size (the grid from ProblemSize and GridDiv, or
+ * GlobalSize) and the local size. *n gets how many; NULL when out of memory. */
+static geo_expr *geometry_exprs(const t1 *p, size_t *n) {
+    static const char dims[] = "XYZ";
+    size_t cap = 6;
+    for (int d = 0; d < 3; d++) cap += p->ndiv[d];
+    geo_expr *ex = calloc(cap, sizeof *ex);
+    *n = 0;
+    bool ok = ex != NULL;
+    for (int d = 0; ok && d < 3; d++) {
+        for (size_t i = 0; ok && i < p->ndiv[d]; i++, ++*n) {
+            ex[*n].text = cli_format("int(%s)", p->div[d][i]);
+            ex[*n].path = cli_format("KernelSpecification.GridDiv%c[%zu]", dims[d], i);
+            ok = ex[*n].text && ex[*n].path;
+        }
+        if (ok && p->global[d]) {
+            ex[*n].size = true;
+            ex[*n].text = cli_format("%s", p->global[d]);
+            ex[*n].path = !p->grid_div ? cli_format("KernelSpecification.GlobalSize.%c", dims[d])
+                          : p->ndiv[d] ? cli_format("KernelSpecification.GridDiv%c", dims[d])
+                                       : cli_format("KernelSpecification.LocalSize.%c (the divisor of the grid's %c)", dims[d], dims[d]);
+            ok = ex[*n].text && ex[*n].path;
+            ++*n;
+        }
+        if (ok && p->local[d]) {
+            ex[*n].size = true;
+            ex[*n].text = cli_format("%s", p->local[d]);
+            ex[*n].path = cli_format("KernelSpecification.LocalSize.%c", dims[d]);
+            ok = ex[*n].text && ex[*n].path;
+            ++*n;
+        }
+    }
+    if (!ok && ex) {
+        for (size_t i = 0; i <= *n && i < cap; i++) free(ex[i].text), free(ex[i].path);
+        free(ex);
+        return NULL;
+    }
+    return ex;
+}
+
+/* For a tuning that stopped on a geometry it could not compute (msg, the library's words), the
+ * JSON path of the expression at fault and the configuration it fails for: the first such
+ * configuration of the reference's space (the Default values, when it has one), then of the
+ * tuned space (allocated; NULL when none is found). */
+static char *geometry_failure(const t1 *p, const options *o, const int64_t *ps, size_t nps, bool reference, const char *msg) {
+    size_t nex = 0;
+    geo_expr *ex = geometry_exprs(p, &nex);
+    geo_search g = {p, ps, nps, ex, nex, NULL, 0};
+    int k = reference ? 0 : 1;
+    for (; ex && g.config == NULL && k < 2; k++) {
+        char *why = NULL;
+        size_t n;
+        kt_space *sp = make_space(p, o->defines, k ? o->ndefines : 0, k == 0, ps, nps, &why);
+        if (sp && kt_space_add_constraint_fn(sp, find_geometry, &g) == KT_OK) kt_space_enumerate(sp, &n);
+        kt_space_destroy(sp);
+        free(why);
+        if (g.config) break;
+    }
+    char *out = g.config ? cli_format("%s: %s: %sconfiguration %s: %s", p->path, ex[g.at].path, k == 0 ? "the Default " : "", g.config, msg)
+                         : NULL;
+    for (size_t i = 0; i < nex; i++) free(ex[i].text), free(ex[i].path);
+    free(ex);
+    free(g.config);
+    return out;
 }
 
 int run_tune(int argc, char **argv) {
@@ -1053,7 +1195,7 @@ int run_tune(int argc, char **argv) {
 
     if ((sp = make_space(&p, o.defines, o.ndefines, false, ps, nps, &err)) == NULL) FAIL("%s", err);
     size_t total = 0;
-    if (!enumerate(&p, sp, &total, &err)) FAIL("%s", err);
+    if (!enumerate(&p, sp, o.defines, o.ndefines, false, ps, nps, &total, &err)) FAIL("%s", err);
     if (total == 0) {
         err = empty_space(&p, &o, ps, nps);
         FAIL("%s", err ? err : "out of memory");
@@ -1079,7 +1221,7 @@ int run_tune(int argc, char **argv) {
         size_t nref = 0;
         if (ref_sp == NULL && err) FAIL("%s", err);
         if (ref_sp == NULL) no_reference = "a parameter has no Default";
-        else if (!enumerate(&p, ref_sp, &nref, &err)) FAIL("%s", err);
+        else if (!enumerate(&p, ref_sp, NULL, 0, true, ps, nps, &nref, &err)) FAIL("%s", err);
         else if (nref == 0) {
             no_reference = "the Default values break ConfigurationSpace.Conditions";
             kt_space_destroy(ref_sp);
@@ -1191,13 +1333,15 @@ int run_tune(int argc, char **argv) {
     const kt_decision *d = NULL;
     if (st == KT_OK || st == KT_ERR_ALL_FAILED) st = kt_op_decision(op, args, p.nargs, &d);
     if (st != KT_OK && (st != KT_ERR_ALL_FAILED || d == NULL)) {
-        char *g = geometry_error(&p, kt_last_error());
-        if (g) {
-            set_error(&run, "%s", g);
-            free(g);
-            goto done;
-        }
-        FAIL("%s: %s", kt_status_name(st), kt_last_error());
+        /* a grid that cannot be computed for a configuration is the problem's error: named with
+         * its JSON path and the configuration */
+        char *msg = cli_format("%s", kt_last_error());
+        char *g = msg && strncmp(msg, "geometry: ", 10) == 0 ? geometry_failure(&p, &o, ps, nps, ref_sp != NULL, msg) : NULL;
+        if (g) set_error(&run, "%s", g);
+        else set_error(&run, "%s: %s", kt_status_name(st), msg ? msg : "out of memory");
+        free(g);
+        free(msg);
+        goto done;
     }
     /* what the persistent cache said: a rejected record, a decision below its requested confidence */
     const char *rejected = d ? kt_decision_cache_rejected(d) : NULL;

@@ -1597,15 +1597,50 @@ static void test_errors_name_their_source(void **state) {
              "column 4: integer division or modulo by zero",
              tmpdir);
     expect_error(want);
-    /* a GridDiv that divides by zero, found when the launch is planned (before any compile) */
-    mutate("matmul_c.json", "grid0.json", "KernelSpecification.GridDivX", "[\"TI - TI\"]");
+    /* a grid that cannot be computed for a configuration, found when the launch is planned
+     * (before any compile): its JSON path and the configuration (the Default one first) */
+    mutate("matmul_cl.json", "grid0.json", "KernelSpecification.GridDivX", "[\"1 if TM == 1 else TM - 2\"]");
     snprintf(args, sizeof args, "tune '%s/grid0.json'", tmpdir);
     assert_int_equal(run(args), 1);
     snprintf(want, sizeof want,
-             "%s/grid0.json: KernelSpecification.GridDivX: geometry: global size: expression '-(-ProblemSize[0] // (int(TI - TI)))': "
-             "column 19: integer division or modulo by zero",
+             "%s/grid0.json: KernelSpecification.GridDivX: configuration TM=2,LX=4: geometry: global size: expression "
+             "'-(-ProblemSize[0] // (int(1 if TM == 1 else TM - 2)))': column 19: integer division or modulo by zero",
              tmpdir);
     expect_error(want);
+    mutate("matmul_cl.json", "grid_neg.json", "KernelSpecification.GridDivX", "[\"TM - 2\"]"); /* -1 for TM=1: a negative grid */
+    snprintf(args, sizeof args, "tune '%s/grid_neg.json'", tmpdir);
+    assert_int_equal(run(args), 1);
+    snprintf(want, sizeof want,
+             "%s/grid_neg.json: KernelSpecification.GridDivX: the Default configuration TM=1,LX=4: geometry: global size: expression "
+             "'-(-ProblemSize[0] // (int(TM - 2)))' does not give a size >= 0",
+             tmpdir);
+    expect_error(want);
+    mutate("matmul_cl.json", "grid1.json", "KernelSpecification.GridDivX", "[\"TM - 1\"]");
+    snprintf(args, sizeof args, "tune '%s/grid1.json' --define TM=2 --json", tmpdir);
+    assert_int_equal(run(args), 1);
+    snprintf(want, sizeof want,
+             "%s/grid1.json: KernelSpecification.GridDivX: the Default configuration TM=1,LX=4: geometry: global size: expression "
+             "'-(-ProblemSize[0] // (int(TM - 1)))': column 19: integer division or modulo by zero",
+             tmpdir);
+    expect_error(want);
+    json_t *e = doc();
+    assert_string_equal(json_string_value(json_object_get(e, "error")), want);
+    json_decref(e);
+    mutate("matmul_cl.json", "local0.json", "KernelSpecification.LocalSize.X", "\"LX // (TM - 2) if TM > 1 else LX\"");
+    snprintf(args, sizeof args, "tune '%s/local0.json' --define LX=4", tmpdir);
+    assert_int_equal(run(args), 1);
+    snprintf(want, sizeof want,
+             "%s/local0.json: KernelSpecification.LocalSize.X: configuration TM=2,LX=4: geometry: local size: expression "
+             "'LX // (TM - 2) if TM > 1 else LX': column 4: integer division or modulo by zero",
+             tmpdir);
+    expect_error(want);
+    /* a C kernel is called, not launched: a grid it never uses does not stop its tuning */
+    mutate("matmul_c.json", "grid_c.json", "KernelSpecification.GridDivX", "[\"TI - 4\"]");
+    snprintf(args, sizeof args, "tune '%s/grid_c.json' --define TI=4 --json", tmpdir);
+    if (run(args) != 0) fail_msg("%s", err);
+    e = doc();
+    assert_int_equal(json_integer_value(json_object_get(e, "measured")), 2);
+    json_decref(e);
     /* a --define value blames the option */
     snprintf(args, sizeof args, "tune '%s/t1/matmul_c.json' --define TI=abc", KT_DATA);
     assert_int_equal(run(args), 1);
@@ -1667,6 +1702,38 @@ static void test_errors_name_their_source(void **state) {
     snprintf(args, sizeof args, "tune '%s/t1/matmul_c.json' --cache '%s'", KT_DATA, unreadable);
     assert_int_equal(run_env(as, args), 1);
     snprintf(want, sizeof want, "--cache %s: cannot be read and written: Permission denied (--cache off tunes without a cache)", unreadable);
+    expect_error(want);
+    remove_tmpdir();
+}
+
+/* Expressions longer than 200 characters: an error still names its JSON path and quotes the
+ * whole expression (the library cut it at 200, and the CLI, matching the quoted text, lost the
+ * path). */
+static void test_long_expressions_named(void **state) {
+    (void)state;
+    make_tmpdir();
+    char tail[400] = "", cond[512], grid[512], args[2048], want[4096], value[600];
+    for (int i = 0; i < 60; i++) strcat(tail, " + 1");
+    snprintf(cond, sizeof cond, "TI %% 0 == 0%s > 0", tail); /* the division comes first */
+    snprintf(grid, sizeof grid, "1 if TM == 1 else TM - 2 + 0 * (1%s)", tail); /* zero for TM=2 */
+    assert_true(strlen(cond) > 200 && strlen(grid) > 200);
+    snprintf(value, sizeof value, "\"%s\"", cond);
+    mutate("matmul_c.json", "cond.json", "ConfigurationSpace.Conditions[0].Expression", value);
+    snprintf(args, sizeof args, "tune '%s/cond.json'", tmpdir);
+    assert_int_equal(run(args), 1);
+    snprintf(want, sizeof want,
+             "%s/cond.json: ConfigurationSpace.Conditions[0].Expression: kt_space_enumerate: constraint: expression '%s': column 4: "
+             "integer division or modulo by zero",
+             tmpdir, cond);
+    expect_error(want);
+    snprintf(value, sizeof value, "[\"%s\"]", grid);
+    mutate("matmul_cl.json", "grid.json", "KernelSpecification.GridDivX", value);
+    snprintf(args, sizeof args, "tune '%s/grid.json'", tmpdir);
+    assert_int_equal(run(args), 1);
+    snprintf(want, sizeof want,
+             "%s/grid.json: KernelSpecification.GridDivX: configuration TM=2,LX=4: geometry: global size: expression "
+             "'-(-ProblemSize[0] // (int(%s)))': column 19: integer division or modulo by zero",
+             tmpdir, grid);
     expect_error(want);
     remove_tmpdir();
 }
@@ -1744,6 +1811,7 @@ int main(void) {
         cmocka_unit_test(test_fifo_refused),
         cmocka_unit_test(test_errors_name_their_source),
         cmocka_unit_test(test_t4_directory_not_writable),
+        cmocka_unit_test(test_long_expressions_named),
     };
     if (getenv("KT_TEST_FILTER")) cmocka_set_test_filter(getenv("KT_TEST_FILTER")); /* e.g. test_json* */
     return cmocka_run_group_tests(tests, NULL, NULL);
