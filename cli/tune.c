@@ -11,7 +11,8 @@
  * empty space, an unwritable --t4, an unusable --cache), each error naming the option or the
  * file and JSON path at fault. When every configuration fails, the failures are counted by kind
  * and the first messages of each kind shown. With --json, stdout holds one JSON document and
- * nothing else (an {"error": ...} document when the command fails); text goes to stderr.
+ * nothing else (an {"error": ...} document when the command fails); text, and whatever the
+ * kernel prints, goes to stderr.
  */
 #define _XOPEN_SOURCE 700 /* mkdtemp, nftw */
 #define _DEFAULT_SOURCE
@@ -54,7 +55,8 @@ void help_tune(FILE *out) {
             "                           100 ms of runs), kerneltuner (1 warm-up, 7 runs, the mean), or\n"
             "                           recorded (with --simulate: race on each configuration's\n"
             "                           recorded mean instead of its recorded runs)\n"
-            "  --device N               the kerntune device to use (see 'kerntune devices')\n"
+            "  --device N               the kerntune device to use (see 'kerntune devices'; not with\n"
+            "                           --simulate)\n"
             "  --seed N                 seed of Random fills, and of sampled replay (default 1)\n"
             "  --t4 FILE                write T4 results of every configuration tried, failures included\n"
             "                           (checked for writing before any work)\n"
@@ -70,7 +72,7 @@ void help_tune(FILE *out) {
             "                           every configuration runs in a worker process, so one that\n"
             "                           crashes or hangs is disqualified (T4: runtime, timeout)\n"
             "  --json                   print a machine-readable summary on stdout, and nothing else\n"
-            "                           there (the text goes to stderr)\n"
+            "                           there (the text, and what the kernel prints, go to stderr)\n"
             "  --quiet                  print nothing but errors (and the --json summary)\n"
             "  -h, --help               print this help\n"
             "\n"
