@@ -18,13 +18,17 @@
 #include <jansson.h>
 
 #include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 enum {
     OPT_JSON = 1 << 0,
@@ -187,9 +191,10 @@ static int parse(const subcommand *s, int argc, char **argv, opts *o) {
             o->file = a;
             continue;
         }
-        char name[64];
+        /* the option's name is a[0 .. nlen): compared and printed from argv, whole */
         const char *eq = strncmp(a, "--", 2) == 0 ? strchr(a, '=') : NULL;
-        snprintf(name, sizeof name, "%.*s", eq ? (int)(eq - a) : (int)strlen(a), a);
+        size_t nlen = eq ? (size_t)(eq - a) : strlen(a);
+        int nl = nlen > INT_MAX ? INT_MAX : (int)nlen;
         static const struct {
             const char *name;
             unsigned bit; /* 0: --cache, allowed everywhere */
@@ -198,17 +203,17 @@ static int parse(const subcommand *s, int argc, char **argv, opts *o) {
                      {"-o", OPT_OUTPUT, true},   {"--output", OPT_OUTPUT, true}, {"--json", OPT_JSON, false},
                      {"--replace", OPT_REPLACE, false}, {"--yes", OPT_YES, false}};
         size_t k = 0;
-        while (k < sizeof known / sizeof known[0] && strcmp(known[k].name, name) != 0) k++;
+        while (k < sizeof known / sizeof known[0] && !(strlen(known[k].name) == nlen && strncmp(known[k].name, a, nlen) == 0)) k++;
         if (k == sizeof known / sizeof known[0] || (known[k].bit && !(s->allowed & known[k].bit)))
-            return usage(s->name, "unknown option '%s'", name);
+            return usage(s->name, "unknown option '%.*s'", nl, a);
         const char *v = NULL;
         if (known[k].value) {
             if (eq) v = eq + 1;
             else if (i + 1 < argc) v = argv[++i];
-            else return usage(s->name, "%s needs a value", name);
-            if (*v == '\0') return usage(s->name, "%s needs a non-empty value", name);
+            else return usage(s->name, "%s needs a value", known[k].name);
+            if (*v == '\0') return usage(s->name, "%s needs a non-empty value", known[k].name);
         } else if (eq) {
-            return usage(s->name, "%s takes no value", name);
+            return usage(s->name, "%s takes no value", known[k].name);
         }
         switch (known[k].bit) {
         case 0: o->cache = v; break;
@@ -523,6 +528,34 @@ static int run_show(const opts *o, kt_cache *c) {
     return status;
 }
 
+/* Writes text to path, a regular file or a new one: a FIFO, a device or a directory is refused
+ * before anything is written (and opened without waiting for a reader). NULL on success, else
+ * why (allocated). */
+static char *write_regular(const char *path, const char *text) {
+    struct stat st;
+    if (stat(path, &st) == 0 && !S_ISREG(st.st_mode))
+        return cli_format("is %s; expected a regular file (or a new one)", cli_file_kind(st.st_mode));
+    int fd = open(path, O_WRONLY | O_CREAT | O_NONBLOCK | O_CLOEXEC, 0666);
+    if (fd < 0) return cli_format("%s", strerror(errno));
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) { /* replaced since it was looked at */
+        char *why = cli_format("is %s; expected a regular file (or a new one)", cli_file_kind(st.st_mode));
+        close(fd);
+        return why;
+    }
+    int flags = fcntl(fd, F_GETFL);
+    if (flags >= 0) fcntl(fd, F_SETFL, flags & ~O_NONBLOCK);
+    size_t len = strlen(text), at = 0;
+    int e = ftruncate(fd, 0) == 0 ? 0 : errno;
+    while (e == 0 && at < len) {
+        ssize_t w = write(fd, text + at, len - at);
+        if (w < 0 && errno == EINTR) continue;
+        if (w <= 0) e = w < 0 ? errno : EIO;
+        else at += (size_t)w;
+    }
+    if (close(fd) != 0 && e == 0) e = errno;
+    return e ? cli_format("%s", strerror(e)) : NULL;
+}
+
 static int run_export(const opts *o, kt_cache *c) {
     char *text = NULL;
     if (kt_cache_export(c, o->op, o->device, &text) != KT_OK) return failed(o);
@@ -531,16 +564,16 @@ static int run_export(const opts *o, kt_cache *c) {
         kt_free(text);
         return 0;
     }
-    FILE *f = fopen(o->output, "w");
-    size_t len = strlen(text);
-    bool ok = f != NULL && fwrite(text, 1, len, f) == len;
-    int err = errno;
-    if (f != NULL && fclose(f) != 0 && ok) ok = false, err = errno;
     json_t *doc = json_loads(text, 0, NULL);
     size_t n = json_array_size(json_object_get(doc, "entries"));
     json_decref(doc);
+    char *why = write_regular(o->output, text);
     kt_free(text);
-    if (!ok) return report(1, "export", "%s: %s", o->output, strerror(err));
+    if (why != NULL) {
+        report(1, "export", "%s: %s", o->output, why);
+        free(why);
+        return 1;
+    }
     if (o->json) {
         json_t *v = json_pack("{s:I, s:s}", "exported", (json_int_t)n, "file", o->output);
         print_json(v);
@@ -551,47 +584,88 @@ static int run_export(const opts *o, kt_cache *c) {
     return 0;
 }
 
-/* Reads a whole file (or stdin for "-") into a NUL-terminated buffer; NULL with errno set. */
-static char *read_all(const char *path) {
-    FILE *f = strcmp(path, "-") == 0 ? stdin : fopen(path, "rb");
-    if (f == NULL) return NULL;
-    size_t n = 0, cap = 65536;
+/* The largest wisdom document import reads (bytes): far more than a cache of thousands of
+ * decisions with every unit of their spaces, and a bound on what a wrong file costs. */
+#define WISDOM_LIMIT ((size_t)256 << 20)
+
+/* Reads a wisdom document into a NUL-terminated buffer: a regular file of at most WISDOM_LIMIT
+ * bytes (a FIFO, a device or a directory is refused before anything is read from it, so
+ * nothing waits on a writer or reads without end), or stdin for "-", read up to the same
+ * limit. NULL on failure, with the reason in *why (allocated; NULL when out of memory). */
+static char *read_wisdom(const char *path, const char *name, char **why) {
+    *why = NULL;
+    bool in = strcmp(path, "-") == 0;
+    int fd = in ? 0 : open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    struct stat st;
+    if (fd < 0 || (!in && fstat(fd, &st) != 0)) {
+        *why = cli_format("%s: %s", name, strerror(errno));
+        if (fd >= 0) close(fd);
+        return NULL;
+    }
+    size_t want = WISDOM_LIMIT + 1; /* stdin: up to one byte past the limit, to know it is past */
+    if (!in) {
+        if (!S_ISREG(st.st_mode))
+            *why = cli_format("%s: is %s; expected a regular file (or - for stdin)", name, cli_file_kind(st.st_mode));
+        else if ((uintmax_t)st.st_size > WISDOM_LIMIT)
+            *why = cli_format("%s: is %jd bytes; kerntune reads at most %zu MiB of wisdom", name, (intmax_t)st.st_size,
+                              WISDOM_LIMIT >> 20);
+        if (*why != NULL) {
+            close(fd);
+            return NULL;
+        }
+        int flags = fcntl(fd, F_GETFL);
+        if (flags >= 0) fcntl(fd, F_SETFL, flags & ~O_NONBLOCK);
+        want = (size_t)st.st_size; /* what it holds now: a file that grows meanwhile is read as it was */
+    }
+    size_t n = 0, cap = in ? 65536 : want + 1;
     char *buf = malloc(cap);
-    while (buf != NULL) {
-        if (n + 1 == cap) {
-            char *p = realloc(buf, cap * 2);
+    while (buf != NULL && n < want) {
+        if (n + 1 == cap) { /* stdin only: grow, never past the limit and its extra byte */
+            size_t more = cap > (want + 1) / 2 ? want + 1 : cap * 2;
+            char *p = realloc(buf, more);
             if (p == NULL) {
                 free(buf);
                 buf = NULL;
-                errno = ENOMEM;
                 break;
             }
             buf = p;
-            cap *= 2;
+            cap = more;
         }
-        size_t got = fread(buf + n, 1, cap - 1 - n, f);
-        n += got;
-        if (got == 0) {
-            if (ferror(f)) {
-                int e = errno;
-                free(buf);
-                buf = NULL;
-                errno = e ? e : EIO;
-            }
-            break;
+        size_t room = cap - 1 - n;
+        ssize_t got = read(fd, buf + n, room < want - n ? room : want - n);
+        if (got < 0 && errno == EINTR) continue;
+        if (got > 0) {
+            n += (size_t)got;
+            continue;
         }
+        if (got < 0 || !in) { /* an error, or a file shorter than it was: it changed while it was read */
+            *why = got < 0 ? cli_format("%s: %s", name, strerror(errno))
+                           : cli_format("%s: changed while it was read (%zu of %zu bytes)", name, n, want);
+            free(buf);
+            buf = NULL;
+        }
+        break;
+    }
+    if (!in) close(fd);
+    if (buf != NULL && n > WISDOM_LIMIT) {
+        *why = cli_format("%s: more than %zu MiB; kerntune reads at most %zu MiB of wisdom", name, WISDOM_LIMIT >> 20,
+                          WISDOM_LIMIT >> 20);
+        free(buf);
+        buf = NULL;
     }
     if (buf != NULL) buf[n] = '\0';
-    int e = errno;
-    if (f != stdin) fclose(f);
-    errno = e;
     return buf;
 }
 
 static int run_import(const opts *o, kt_cache *c) {
     const char *name = strcmp(o->file, "-") == 0 ? "(stdin)" : o->file;
-    char *text = read_all(o->file);
-    if (text == NULL) return report(1, "import", "%s: %s", name, strerror(errno));
+    char *why = NULL;
+    char *text = read_wisdom(o->file, name, &why);
+    if (text == NULL) {
+        report(1, "import", "%s", why ? why : "out of memory");
+        free(why);
+        return 1;
+    }
     /* syntax errors reported as FILE:LINE:COLUMN, as for T1 problems */
     json_error_t err;
     json_t *doc = json_loads(text, JSON_REJECT_DUPLICATES, &err);
@@ -658,28 +732,42 @@ static int run_path(const opts *o, kt_cache *c) {
     return 0;
 }
 
+static void print_cache_help(FILE *out, const void *unused) {
+    (void)unused;
+    help_cache(out);
+}
+
+static void print_sub_help(FILE *out, const void *s) { help_sub(s, out); }
+
+/* Prints a help: as text, or with --json as one document {"help": TEXT}. */
+static int print_help(void (*print)(FILE *out, const void *arg), const void *arg) {
+    if (!json_mode) {
+        print(stdout, arg);
+        return 0;
+    }
+    char *text = cli_capture(print, arg);
+    json_t *v = json_pack("{s:s}", "help", text ? text : "out of memory");
+    print_json(v);
+    json_decref(v);
+    free(text);
+    return text ? 0 : 1;
+}
+
 int run_cache(int argc, char **argv) {
+    json_mode = false;
+    for (int i = 1; i < argc; i++)
+        if (strcmp(argv[i], "--json") == 0) json_mode = true;
     if (argc < 2) {
         help_cache(stderr);
         return 2;
     }
-    if (strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0) {
-        help_cache(stdout);
-        return 0;
-    }
+    if (strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0) return print_help(print_cache_help, NULL);
     const subcommand *s = NULL;
     for (size_t i = 0; i < NSUBS && s == NULL; i++)
         if (strcmp(subs[i].name, argv[1]) == 0) s = &subs[i];
-    json_mode = false;
-    for (int i = 1; i < argc; i++)
-        if (strcmp(argv[i], "--json") == 0) json_mode = true;
     if (s == NULL) return report(2, NULL, "unknown command '%s'; run 'kerntune cache --help' for the list", argv[1]);
-    for (int i = 2; i < argc; i++) {
-        if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
-            help_sub(s, stdout);
-            return 0;
-        }
-    }
+    for (int i = 2; i < argc; i++)
+        if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) return print_help(print_sub_help, s);
     opts o;
     int status = parse(s, argc - 1, argv + 1, &o);
     if (status != 0) return status;

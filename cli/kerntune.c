@@ -3,15 +3,18 @@
  *
  * Each subcommand is a function taking its own argv; each accepts --help. Exit status: 0 on
  * success, 1 when the work failed, 2 on a usage error. A subcommand given --json prints one JSON
- * document on stdout and nothing else.
+ * document on stdout and nothing else: its result, {"error": MESSAGE} when it fails (usage
+ * errors included), or {"help": TEXT} for --help.
  */
 #include <kerntune.h>
 
 #include "cache.h"
+#include "text.h"
 #include "tune.h"
 
 #include <jansson.h>
 
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -41,39 +44,47 @@ static void help_devices(FILE *out) {
             "  -h, --help      print this help\n");
 }
 
+/* Prints {"name": value} on out, one JSON document. */
+static void print_member(FILE *out, const char *name, const char *value) {
+    json_t *j = json_object();
+    json_object_set_new(j, name, json_string(value ? value : "out of memory"));
+    char *text = json_dumps(j, JSON_COMPACT);
+    if (text) fprintf(out, "%s\n", text);
+    free(text);
+    json_decref(j);
+}
+
 static int run_devices(int argc, char **argv) {
     int verbose = 0, json = 0;
+    for (int i = 1; i < argc; i++)
+        if (strcmp(argv[i], "--json") == 0) json = 1;
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "-v") == 0 || strcmp(argv[i], "--verbose") == 0) {
             verbose = 1;
-        } else if (strcmp(argv[i], "--json") == 0) {
-            json = 1;
-        } else {
+        } else if (strcmp(argv[i], "--json") != 0) {
             fprintf(stderr, "kerntune devices: unknown argument '%s'\n", argv[i]);
-            help_devices(stderr);
+            if (json) { /* stdout stays one JSON document */
+                char *msg = cli_format("unknown argument '%s'", argv[i]);
+                print_member(stdout, "error", msg);
+                free(msg);
+            } else {
+                help_devices(stderr);
+            }
             return 2;
         }
     }
+    /* a platform's library, loaded by kt_context_create, may print: not on the document's stdout */
+    FILE *jout = json ? cli_json_begin() : NULL, *doc = jout ? jout : stdout;
     kt_context *ctx;
     kt_status st = kt_context_create(&ctx);
     if (st != KT_OK) {
         fprintf(stderr, "kerntune devices: %s: %s\n", kt_status_name(st), kt_last_error());
-        if (json) { /* stdout stays one JSON document */
-            json_t *j = json_object();
-            char *msg = NULL;
-            size_t len = 0;
-            FILE *m = open_memstream(&msg, &len);
-            if (m) {
-                fprintf(m, "%s: %s", kt_status_name(st), kt_last_error());
-                fclose(m);
-            }
-            json_object_set_new(j, "error", json_string(msg ? msg : kt_status_name(st)));
+        if (json) {
+            char *msg = cli_format("%s: %s", kt_status_name(st), kt_last_error());
+            print_member(doc, "error", msg);
             free(msg);
-            char *text = json_dumps(j, JSON_COMPACT);
-            if (text) printf("%s\n", text);
-            free(text);
-            json_decref(j);
         }
+        cli_json_end(jout);
         return 1;
     }
     size_t n = kt_context_device_count(ctx);
@@ -92,10 +103,11 @@ static int run_devices(int argc, char **argv) {
         json_object_set_new(j, "devices", devs);
         json_object_set_new(j, "unavailable", un);
         char *text = json_dumps(j, JSON_COMPACT);
-        if (text) printf("%s\n", text);
+        if (text) fprintf(doc, "%s\n", text);
         free(text);
         json_decref(j);
         kt_context_destroy(ctx);
+        cli_json_end(jout);
         return 0;
     }
     printf("%-8s %-6s %s\n", "BACKEND", "DEVICE", "NAME");
@@ -177,6 +189,8 @@ static void usage_main(FILE *out) {
             "  KERNTUNE_CACHE  the persistent cache file, or off\n");
 }
 
+static void print_help(FILE *out, const void *c) { ((const command *)c)->help(out); }
+
 int main(int argc, char **argv) {
     if (argc < 2) {
         usage_main(stderr);
@@ -193,9 +207,17 @@ int main(int argc, char **argv) {
         fprintf(stderr, "kerntune: unknown command '%s'; run 'kerntune --help' for the list\n", cmd);
         return 2;
     }
+    bool json = false; /* --json: the help is a JSON document too, {"help": TEXT} */
+    for (int i = 2; i < argc; i++) json = json || strcmp(argv[i], "--json") == 0;
     for (int i = 2; i < argc && !c->own_help; i++) {
         if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
-            c->help(stdout);
+            if (json) {
+                char *text = cli_capture(print_help, c);
+                print_member(stdout, "help", text);
+                free(text);
+            } else {
+                c->help(stdout);
+            }
             return 0;
         }
     }

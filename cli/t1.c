@@ -6,6 +6,7 @@
  */
 #define _DEFAULT_SOURCE /* realpath */
 #include "t1.h"
+#include "t4.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -16,15 +17,6 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
-
-static const char *file_kind(mode_t m) {
-    if (S_ISDIR(m)) return "a directory";
-    if (S_ISFIFO(m)) return "a FIFO";
-    if (S_ISCHR(m)) return "a character device";
-    if (S_ISBLK(m)) return "a block device";
-    if (S_ISSOCK(m)) return "a socket";
-    return "not a regular file";
-}
 
 char *t1_read_file(const char *path, const char *what, size_t limit, size_t exact, size_t *len, char **err) {
     *err = NULL;
@@ -41,13 +33,13 @@ char *t1_read_file(const char *path, const char *what, size_t limit, size_t exac
         return NULL;
     }
     if (!S_ISREG(st.st_mode)) {
-        *err = cli_format("%s %s is %s; expected a regular file", what, path, file_kind(st.st_mode));
+        *err = cli_format("%s %s is %s; expected a regular file", what, path, cli_file_kind(st.st_mode));
         close(fd);
         return NULL;
     }
     size_t size = (size_t)st.st_size;
     if (exact > 0) {
-        if (size < exact) {
+        if (size != exact) { /* a file longer than its argument would be cut, one shorter not fill it */
             *err = cli_format("%s %s holds %zu bytes; %zu expected", what, path, size, exact);
             close(fd);
             return NULL;
@@ -174,13 +166,15 @@ kt_type t1_type(const char *name) {
     return 0;
 }
 
-static bool read_fill(ctx *c, json_t *obj, const char *path, t1_fill *fill, double *value, const char **source,
+/* Reads FillType, DataSource and RandomSeed, and FillValue as JSON (*value: NULL when absent),
+ * checked by fill_value once the element type is known. */
+static bool read_fill(ctx *c, json_t *obj, const char *path, t1_fill *fill, json_t **value, const char **source,
                       bool *has_seed, int64_t *seed) {
     const char *f = str_member(c, obj, path, "FillType", false, "a string (Constant, Random or BinaryRaw)");
     json_t *fv = member(c, obj, path, "FillValue", JSON_REAL, false, "a number");
     json_t *sd = member(c, obj, path, "RandomSeed", JSON_INTEGER, false, "an integer");
     const char *ds = str_member(c, obj, path, "DataSource", false, "a string (the file of raw elements)");
-    *value = fv ? json_number_value(fv) : 0;
+    *value = fv;
     *fill = T1_FILL_CONSTANT;
     *source = NULL;
     *has_seed = sd != NULL;
@@ -211,6 +205,95 @@ static bool read_fill(ctx *c, json_t *obj, const char *path, t1_fill *fill, doub
     return true;
 }
 
+/* The whole numbers an integer type holds: [lo, hi) (exact as doubles), and as text. */
+static bool int_range(kt_type t, bool is_bool, double *lo, double *hi, const char **text) {
+    static const struct {
+        kt_type type;
+        double lo, hi;
+        const char *text;
+    } ranges[] = {{KT_TYPE_I8, -128.0, 128.0, "-128 to 127"},
+                  {KT_TYPE_U8, 0.0, 256.0, "0 to 255"},
+                  {KT_TYPE_I16, -32768.0, 32768.0, "-32768 to 32767"},
+                  {KT_TYPE_U16, 0.0, 65536.0, "0 to 65535"},
+                  {KT_TYPE_I32, -2147483648.0, 2147483648.0, "-2147483648 to 2147483647"},
+                  {KT_TYPE_U32, 0.0, 4294967296.0, "0 to 4294967295"},
+                  {KT_TYPE_I64, -0x1p63, 0x1p63, "-9223372036854775808 to 9223372036854775807"},
+                  {KT_TYPE_U64, 0.0, 0x1p64, "0 to 18446744073709551615"}};
+    if (is_bool) { /* a byte holding 0 or 1 */
+        *lo = 0, *hi = 2, *text = "0 to 1";
+        return true;
+    }
+    for (size_t i = 0; i < sizeof ranges / sizeof ranges[0]; i++)
+        if (ranges[i].type == t) {
+            *lo = ranges[i].lo, *hi = ranges[i].hi, *text = ranges[i].text;
+            return true;
+        }
+    return false;
+}
+
+/* Checks the value fv (FillValue or Value, at path) of a fill for an element of type type_name
+ * and sets *value and *bits: an integer type takes a whole number it holds for Constant (kept
+ * exactly in *bits) and a bound it can reach for Random (values from 0 up to, not including,
+ * the bound); a Random bound is above 0. A float type takes any number (rounded to the nearest
+ * value of the type; beyond its range, infinity). */
+static bool fill_value(ctx *c, const char *path, json_t *fv, kt_type type, const char *type_name, t1_fill fill, double *value,
+                       uint64_t *bits) {
+    *value = fv ? json_number_value(fv) : 0;
+    *bits = 0;
+    if (fv == NULL || fill == T1_FILL_BINARY) return true;
+    char text[64]; /* a number: always fits */
+    t4_value_text(fv, text, sizeof text);
+    const char *an = type_name[0] == 'i' ? "an" : "a"; /* an int8, a uint8 */
+    if (fill == T1_FILL_RANDOM && !(*value > 0))
+        return fail(c, path, "%s: the bound of Random values (from 0 up to it); expected a number above 0", text);
+    double lo, hi;
+    const char *range;
+    if (!int_range(type, strcmp(type_name, "bool") == 0, &lo, &hi, &range)) return true;
+    if (fill == T1_FILL_RANDOM) {
+        if (*value > hi)
+            return fail(c, path, "%s: Random values go from 0 up to it, and %s %s holds at most %.0f", text, an, type_name, hi - 1);
+        return true;
+    }
+    if (json_is_integer(fv)) { /* exactly, even where a double is not */
+        json_int_t i = json_integer_value(fv);
+        bool in = type == KT_TYPE_I64 || (type == KT_TYPE_U64 ? i >= 0 : (double)i >= lo && (double)i < hi);
+        if (!in)
+            return fail(c, path, "%s is out of range: %s %s holds whole numbers from %s", text, an, type_name, range);
+        *bits = (uint64_t)i;
+        return true;
+    }
+    if (*value != floor(*value))
+        return fail(c, path, "%s is not a whole number: %s %s holds whole numbers from %s", text, an, type_name, range);
+    if (*value < lo || *value >= hi)
+        return fail(c, path, "%s is out of range: %s %s holds whole numbers from %s", text, an, type_name, range);
+    *bits = *value < 0 ? (uint64_t)(int64_t)*value : (uint64_t)*value;
+    return true;
+}
+
+/* A parameter's name is a name in expressions and a define in the kernel's code: an identifier,
+ * not a word of the expression language, not ProblemSize (the problem's size, which every
+ * expression reads), and not the name of an earlier parameter. */
+static bool param_name(ctx *c, const t1 *p, const char *path, const char *name) {
+    static const char *const words[] = {"and", "or", "not", "if", "else", "in", "is", "lambda", "for", "True", "False", "None"};
+    char np[128];
+    snprintf(np, sizeof np, "%s.Name", path);
+    bool ident = name[0] == '_' || (name[0] >= 'A' && name[0] <= 'Z') || (name[0] >= 'a' && name[0] <= 'z');
+    for (const char *ch = name; ident && *ch; ch++)
+        ident = *ch == '_' || (*ch >= '0' && *ch <= '9') || (*ch >= 'A' && *ch <= 'Z') || (*ch >= 'a' && *ch <= 'z');
+    if (!ident)
+        return fail(c, np, "'%s' is not a name: expected a letter or _ followed by letters, digits and _ (it is a name in "
+                    "expressions and a define in the kernel)", name);
+    for (size_t k = 0; k < sizeof words / sizeof words[0]; k++)
+        if (strcmp(words[k], name) == 0) return fail(c, np, "'%s' is a word of the expression language; choose another name", name);
+    if (strcmp(name, "ProblemSize") == 0)
+        return fail(c, np, "'ProblemSize' names the problem's size (KernelSpecification.ProblemSize) in every expression; "
+                    "choose another name");
+    for (size_t k = 0; k + 1 < p->nparams; k++)
+        if (strcmp(p->params[k].name, name) == 0)
+            return fail(c, np, "'%s' is already the name of ConfigurationSpace.TuningParameters[%zu]", name, k);
+    return true;
+}
+
 static bool read_params(ctx *c, t1 *p, json_t *cs) {
     static const char *const known_cs[] = {"TuningParameters", "Conditions", NULL};
     static const char *const known_param[] = {"Name", "Type", "Values", "Default", "Description", NULL};
@@ -234,6 +317,7 @@ static bool read_params(ctx *c, t1 *p, json_t *cs) {
         tp->dflt = json_object_get(v, "Default");
         str_member(c, v, path, "Description", false, "a string");
         if (c->failed) return false;
+        if (!param_name(c, p, path, tp->name)) return false;
         static const char *const types[] = {"int", "uint", "float", "bool", "string"};
         bool ok = false;
         for (size_t k = 0; k < 5; k++) ok = ok || strcmp(types[k], tp->type) == 0;
@@ -362,10 +446,22 @@ static bool read_args(ctx *c, t1 *p, json_t *ks) {
             snprintf(fp, sizeof fp, "%s.MemoryType", path);
             return fail(c, fp, "'%s' is not supported; expected Scalar or Vector", mem);
         }
+        a->type_name = type;
+        if (!a->vector && (a->type == KT_TYPE_F16 || a->type == KT_TYPE_BF16)) {
+            snprintf(fp, sizeof fp, "%s.Type", path);
+            return fail(c, fp, "'%s' on a Scalar: kerntune passes scalars of the integer types, float and double only; "
+                        "give a half as a Vector of Size 1", type);
+        }
         if (a->name == NULL) {
             snprintf(a->auto_name, sizeof a->auto_name, "arg%zu", i);
             a->name = a->auto_name;
         }
+        for (size_t k = 0; k + 1 < p->nargs; k++) /* a ReferenceArguments' TargetName must name one argument */
+            if (strcmp(p->args[k].name, a->name) == 0) {
+                snprintf(fp, sizeof fp, "%s.Name", path);
+                return fail(c, fp, "'%s' is already the name of Arguments[%zu]%s", a->name, k,
+                            p->args[k].name == p->args[k].auto_name ? " (the name kerntune gives an argument without one)" : "");
+            }
         a->access = KT_READ_ONLY;
         if (access && strcmp(access, "WriteOnly") == 0) a->access = KT_WRITE_ONLY;
         else if (access && strcmp(access, "ReadWrite") == 0) a->access = KT_READ_WRITE;
@@ -398,20 +494,30 @@ static bool read_args(ctx *c, t1 *p, json_t *ks) {
                 return fail(c, fp, "%s, but AccessType is %s: kerntune validates the outputs AccessType names (WriteOnly or ReadWrite)",
                             is_out ? "marks an output" : "marks an input", access ? access : "ReadOnly (the default)");
         }
-        if (!read_fill(c, v, path, &a->fill, &a->fill_value, &a->data_source, &a->has_seed, &a->seed)) return false;
+        json_t *fv = NULL;
+        if (!read_fill(c, v, path, &a->fill, &fv, &a->data_source, &a->has_seed, &a->seed)) return false;
         json_t *value = member(c, v, path, "Value", JSON_REAL, false, "a number");
         if (c->failed) return false;
+        snprintf(fp, sizeof fp, "%s.FillValue", path);
         if (value) { /* kerntune's extension: a scalar's value */
             snprintf(fp, sizeof fp, "%s.Value", path);
             if (a->vector) return fail(c, fp, "gives a Scalar's value; a Vector is filled as FillType says");
-            if (json_object_get(v, "FillValue") && json_number_value(json_object_get(v, "FillValue")) != json_number_value(value))
-                return fail(c, fp, "%g differs from FillValue %g", json_number_value(value), json_number_value(json_object_get(v, "FillValue")));
-            a->fill_value = json_number_value(value);
+            bool same = fv == NULL || (json_is_integer(fv) && json_is_integer(value) ? json_integer_value(fv) == json_integer_value(value)
+                                                                                      : json_number_value(fv) == json_number_value(value));
+            if (!same) {
+                char a_text[64], b_text[64]; /* numbers: always fit */
+                t4_value_text(value, a_text, sizeof a_text);
+                t4_value_text(fv, b_text, sizeof b_text);
+                return fail(c, fp, "%s differs from FillValue %s", a_text, b_text);
+            }
+            fv = value;
         }
         if (!a->vector && a->fill != T1_FILL_CONSTANT) {
-            snprintf(fp, sizeof fp, "%s.FillType", path);
-            return fail(c, fp, "a Scalar takes FillValue (FillType Constant)");
+            char ft[128];
+            snprintf(ft, sizeof ft, "%s.FillType", path);
+            return fail(c, ft, "a Scalar takes FillValue (FillType Constant)");
         }
+        if (!fill_value(c, fp, fv, a->type, type, a->fill, &a->fill_value, &a->fill_bits)) return false;
         json_t *size = json_object_get(v, "Size");
         snprintf(fp, sizeof fp, "%s.Size", path);
         if (a->vector) {
@@ -449,13 +555,16 @@ static bool read_refs(ctx *c, t1 *p, json_t *ks) {
         const char *method = str_member(c, v, path, "ValidationMethod", false,
                                         "a string (SideBySideComparison or SideBySideRelativeComparison)");
         json_t *threshold = member(c, v, path, "ValidationThreshold", JSON_REAL, false, "a number");
-        if (c->failed || !read_fill(c, v, path, &r->fill, &r->fill_value, &r->data_source, &r->has_seed, &r->seed)) return false;
+        json_t *fv = NULL;
+        if (c->failed || !read_fill(c, v, path, &r->fill, &fv, &r->data_source, &r->has_seed, &r->seed)) return false;
         size_t a = 0;
         while (a < p->nargs && strcmp(p->args[a].name, r->target) != 0) a++;
         if (a == p->nargs) {
             snprintf(tp, sizeof tp, "%s.TargetName", path);
             return fail(c, tp, "'%s' names no argument", r->target);
         }
+        snprintf(tp, sizeof tp, "%s.FillValue", path);
+        if (!fill_value(c, tp, fv, p->args[a].type, p->args[a].type_name, r->fill, &r->fill_value, &r->fill_bits)) return false;
         if (p->args[a].access == KT_READ_ONLY) {
             snprintf(tp, sizeof tp, "%s.TargetName", path);
             return fail(c, tp, "'%s' is ReadOnly: only an output (WriteOnly or ReadWrite) has expected contents", r->target);
@@ -512,6 +621,11 @@ static bool read_budget(ctx *c, t1 *p) {
         char tp[96];
         snprintf(tp, sizeof tp, "%s.BudgetValue", path);
         if (!(x > 0) || !isfinite(x)) return fail(c, tp, "%g; expected a number above 0", x);
+        for (size_t k = 0; k < i; k++) /* Kernel Tuner reads Budget[0] only: two of a kind would leave one unread */
+            if (strcmp(json_string_value(json_object_get(json_array_get(budget, k), "Type")), type) == 0) {
+                snprintf(tp, sizeof tp, "%s.Type", path);
+                return fail(c, tp, "a second %s (Budget[%zu] is one): give each kind of budget once", type, k);
+            }
         if (strcmp(type, "TuningDuration") == 0) p->budget_seconds = x;
         else if (strcmp(type, "ConfigurationCount") == 0) {
             if (x != floor(x) || x > 1e15) return fail(c, tp, "%g; expected a whole number of configurations", x);
@@ -625,11 +739,16 @@ static bool read_kernel_spec(ctx *c, t1 *p, json_t *ks) {
         }
         p->options[p->noptions++] = json_string_value(v);
     }
-    json_t *ps = member(c, ks, K, "ProblemSize", JSON_ARRAY, false, "an array of integers");
-    if (c->failed) return false;
-    json_array_foreach(ps, i, v) {
+    /* an array of sizes, or one integer: one dimension, as Kernel Tuner reads it */
+    json_t *ps = json_object_get(ks, "ProblemSize");
+    if (ps && !json_is_array(ps) && !json_is_integer(ps))
+        return fail(c, "KernelSpecification.ProblemSize", "expected an array of integers (or one integer), got %s", kind_of(ps));
+    size_t nps = json_is_integer(ps) ? 1 : json_array_size(ps);
+    for (i = 0; i < nps; i++) {
+        v = json_is_integer(ps) ? ps : json_array_get(ps, i);
         char pp[96];
-        snprintf(pp, sizeof pp, "KernelSpecification.ProblemSize[%zu]", i);
+        if (json_is_integer(ps)) snprintf(pp, sizeof pp, "KernelSpecification.ProblemSize");
+        else snprintf(pp, sizeof pp, "KernelSpecification.ProblemSize[%zu]", i);
         if (i >= 8) return fail(c, pp, "at most 8 dimensions");
         if (!json_is_integer(v)) return fail(c, pp, "expected an integer, got %s", kind_of(v));
         if (json_integer_value(v) < 1) return fail(c, pp, "%lld; expected a size of at least 1", (long long)json_integer_value(v));

@@ -37,13 +37,15 @@ typedef struct t1_arg {
     const char *name;      /* the Name, else auto_name ("arg3") */
     char auto_name[24];    /* "arg" and an index: always fits */
     kt_type type;          /* element type of a vector, or the scalar's type */
+    const char *type_name; /* its T1 name (bool, int8, float, ...) */
     bool vector;
     bool constant;         /* "MemType": "Constant": the device's constant memory */
     kt_access access;
     const char *size_expr; /* vectors: the element count as an expression, or NULL */
     int64_t size;          /* or as an integer */
     t1_fill fill;
-    double fill_value;
+    double fill_value;     /* Constant: the value (a float type's); Random: the bound of the values */
+    uint64_t fill_bits;    /* Constant of an integer type: the value, exactly, in 64-bit two's complement */
     const char *data_source; /* BinaryRaw: a file of raw elements */
     bool has_seed;
     int64_t seed;
@@ -52,7 +54,8 @@ typedef struct t1_arg {
 typedef struct t1_reference {
     const char *target;    /* the argument whose expected contents this gives */
     t1_fill fill;
-    double fill_value;
+    double fill_value;     /* as t1_arg's, for the target's type */
+    uint64_t fill_bits;
     const char *data_source;
     bool has_seed;
     int64_t seed;
@@ -118,8 +121,7 @@ kt_type t1_type(const char *name);
 
 /* Reads a whole regular file of at most limit bytes (a FIFO, a device or a directory is refused
  * before anything is read from it), NUL-terminated, into an allocated buffer; *len (may be NULL)
- * gets its length. With exact > 0 the file must hold at least exact bytes and only those are
- * read. On failure returns NULL and an allocated message (free it) in *err that names path and
+ * gets its length. With exact > 0 the file must hold exactly exact bytes. On failure returns NULL and an allocated message (free it) in *err that names path and
  * says why, in the words of what ("the kernel file"). */
 char *t1_read_file(const char *path, const char *what, size_t limit, size_t exact, size_t *len, char **err);
 

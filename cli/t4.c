@@ -19,12 +19,16 @@ void t4_value_text(const json_t *v, char *buf, size_t len) {
     if (json_is_integer(v)) {
         snprintf(buf, len, "%lld", (long long)json_integer_value(v));
     } else if (json_is_real(v)) {
+        /* the shortest text that reads back, as Python writes it: %.17g and a sign, an
+         * exponent and ".0" fit in 32 (found in a buffer of its own, so that no build's
+         * analysis sees the caller's buffer written before its length is known good) */
         double f = json_real_value(v);
-        for (int prec = 1; prec <= 17; prec++) { /* the shortest that reads back, as Python */
-            snprintf(buf, len, "%.*g", prec, f);
-            if (strtod(buf, NULL) == f) break;
+        char tmp[32];
+        for (int prec = 1; prec <= 17; prec++) {
+            snprintf(tmp, sizeof tmp, "%.*g", prec, f);
+            if (strtod(tmp, NULL) == f) break;
         }
-        if (strpbrk(buf, ".eEn") == NULL && strlen(buf) + 2 < len) strcat(buf, ".0");
+        snprintf(buf, len, "%s%s", tmp, strpbrk(tmp, ".eEn") ? "" : ".0");
     } else if (json_is_boolean(v)) {
         snprintf(buf, len, "%d", json_is_true(v) ? 1 : 0);
     } else if (json_is_string(v)) {
@@ -55,7 +59,7 @@ static char *read_all(const char *path, size_t *len, char **err) {
         return NULL;
     }
     if (!S_ISREG(st.st_mode)) {
-        *err = cli_format("%s: %s; expected a regular file", path, S_ISDIR(st.st_mode) ? "a directory" : S_ISFIFO(st.st_mode) ? "a FIFO" : "not a regular file");
+        *err = cli_format("%s: %s; expected a regular file", path, cli_file_kind(st.st_mode));
         close(fd);
         return NULL;
     }

@@ -1,10 +1,13 @@
 /*
- * text.c - strings of any length (see text.h).
+ * text.c - strings of any length, and where the command's output goes (see text.h).
  */
 #include "text.h"
 
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 char *cli_vformat(const char *fmt, va_list ap) {
     va_list again;
@@ -22,4 +25,51 @@ char *cli_format(const char *fmt, ...) {
     char *s = cli_vformat(fmt, ap);
     va_end(ap);
     return s;
+}
+
+const char *cli_file_kind(mode_t m) {
+    if (S_ISREG(m)) return "a regular file";
+    if (S_ISDIR(m)) return "a directory";
+    if (S_ISFIFO(m)) return "a FIFO";
+    if (S_ISCHR(m)) return "a character device";
+    if (S_ISBLK(m)) return "a block device";
+    if (S_ISSOCK(m)) return "a socket";
+    return "not a regular file";
+}
+
+FILE *cli_json_begin(void) {
+    fflush(stdout);
+    int fd = fcntl(1, F_DUPFD_CLOEXEC, 3); /* not inherited by the processes this one starts */
+    if (fd < 0) return NULL;
+    FILE *json = fdopen(fd, "w");
+    if (json == NULL) {
+        close(fd);
+        return NULL;
+    }
+    if (dup2(2, 1) < 0) {
+        fclose(json);
+        return NULL;
+    }
+    return json;
+}
+
+void cli_json_end(FILE *json) {
+    if (json == NULL) return;
+    fflush(stdout); /* what was printed meanwhile goes to stderr */
+    fflush(json);
+    dup2(fileno(json), 1);
+    fclose(json);
+}
+
+char *cli_capture(void (*print)(FILE *out, const void *arg), const void *arg) {
+    char *text = NULL;
+    size_t len = 0;
+    FILE *m = open_memstream(&text, &len);
+    if (m == NULL) return NULL;
+    print(m, arg);
+    if (fclose(m) != 0) {
+        free(text);
+        return NULL;
+    }
+    return text;
 }

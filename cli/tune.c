@@ -11,7 +11,8 @@
  * empty space, an unwritable --t4, an unusable --cache), each error naming the option or the
  * file and JSON path at fault. When every configuration fails, the failures are counted by kind
  * and the first messages of each kind shown. With --json, stdout holds one JSON document and
- * nothing else (an {"error": ...} document when the command fails); text goes to stderr.
+ * nothing else (an {"error": ...} document when the command fails); text, and whatever the
+ * kernel prints, goes to stderr.
  */
 #define _XOPEN_SOURCE 700 /* mkdtemp, nftw */
 #define _DEFAULT_SOURCE
@@ -54,7 +55,8 @@ void help_tune(FILE *out) {
             "                           100 ms of runs), kerneltuner (1 warm-up, 7 runs, the mean), or\n"
             "                           recorded (with --simulate: race on each configuration's\n"
             "                           recorded mean instead of its recorded runs)\n"
-            "  --device N               the kerntune device to use (see 'kerntune devices')\n"
+            "  --device N               the kerntune device to use (see 'kerntune devices'; not with\n"
+            "                           --simulate)\n"
             "  --seed N                 seed of Random fills, and of sampled replay (default 1)\n"
             "  --t4 FILE                write T4 results of every configuration tried, failures included\n"
             "                           (checked for writing before any work)\n"
@@ -70,7 +72,7 @@ void help_tune(FILE *out) {
             "                           every configuration runs in a worker process, so one that\n"
             "                           crashes or hangs is disqualified (T4: runtime, timeout)\n"
             "  --json                   print a machine-readable summary on stdout, and nothing else\n"
-            "                           there (the text goes to stderr)\n"
+            "                           there (the text, and what the kernel prints, go to stderr)\n"
             "  --quiet                  print nothing but errors (and the --json summary)\n"
             "  -h, --help               print this help\n"
             "\n"
@@ -122,13 +124,13 @@ static int usage(const char *fmt, ...) {
     return 2;
 }
 
-/* Prints {"error": message} on stdout: with --json, stdout holds one JSON document even when
- * the command fails. */
-static void json_error(const char *message) {
+/* Prints {"error": message} on out (stdout's document): with --json, stdout holds one JSON
+ * document even when the command fails. */
+static void json_error(FILE *out, const char *message) {
     json_t *j = json_object();
     json_object_set_new(j, "error", json_string(message));
     char *text = json_dumps(j, JSON_COMPACT);
-    if (text) printf("%s\n", text);
+    if (text) fprintf(out, "%s\n", text);
     free(text);
     json_decref(j);
 }
@@ -158,6 +160,12 @@ static bool parse_sizes(const char *v, options *o) {
         if (s[len] == '\0') return true;
         s += len + 1;
     }
+}
+
+/* Whether paths a and b name one existing file. */
+static bool same_file(const char *a, const char *b) {
+    struct stat sa, sb;
+    return stat(a, &sa) == 0 && stat(b, &sb) == 0 && sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
 }
 
 static int parse_options(int argc, char **argv, options *o) {
@@ -195,6 +203,10 @@ static int parse_options(int argc, char **argv, options *o) {
             const char *e = strchr(v, '=');
             if (e == NULL || e == v || e[1] == '\0') return usage("--define '%s': expected NAME=VALUE", v);
             if (o->ndefines == 64) return usage("at most 64 --define options");
+            for (size_t d = 0; d < o->ndefines; d++) /* the last would win silently */
+                if (strcspn(o->defines[d], "=") == (size_t)(e - v) && strncmp(o->defines[d], v, (size_t)(e - v)) == 0)
+                    return usage("--define %s: %.*s is already given (--define %s); give each parameter once", v, (int)(e - v), v,
+                                 o->defines[d]);
             o->defines[o->ndefines++] = v;
         } else if (strcmp(name, "--budget") == 0) {
             size_t len = strlen(v);
@@ -243,6 +255,15 @@ static int parse_options(int argc, char **argv, options *o) {
     }
     if (o->problem == NULL) return usage("no problem file given");
     if (strcmp(o->measure, "recorded") == 0 && o->simulate == NULL) return usage("--measure recorded needs --simulate");
+    if (o->device >= 0 && o->simulate)
+        return usage("--device %ld with --simulate: a replay runs on no device (the recording is its device); leave --device out", o->device);
+    /* --t4 replaces its file: never one the command reads */
+    const char *inputs[3][2] = {{o->problem, "the problem file"}, {o->simulate, "the --simulate recording"},
+                                {o->cache && strcmp(o->cache, "off") != 0 ? o->cache : NULL, "the --cache file"}};
+    for (int k = 0; o->t4 && k < 3; k++)
+        if (inputs[k][0] && same_file(o->t4, inputs[k][0]))
+            return usage("--t4 %s is %s%s%s: the results would replace it", o->t4, inputs[k][1], strcmp(o->t4, inputs[k][0]) ? " " : "",
+                         strcmp(o->t4, inputs[k][0]) ? inputs[k][0] : "");
     return 0;
 }
 
@@ -284,25 +305,44 @@ static uint64_t splitmix(uint64_t *s) {
     return z ^ (z >> 31);
 }
 
-/* Writes value as one element of type t. */
-static void put(kt_type t, void *dst, double value) {
+/* The IEEE binary16 value nearest to x, ties to even: subnormals where they fall, infinity past
+ * the largest half (65504; from 65520 on, the tie rounds up to infinity), a quiet NaN for NaN.
+ * Rounded once, from the double itself (through float first would round twice). */
+static uint16_t half_bits(double x) {
+    uint64_t b;
+    memcpy(&b, &x, sizeof b);
+    uint16_t sign = (uint16_t)((b >> 48) & 0x8000);
+    uint64_t mag = b & 0x7fffffffffffffffull;
+    if (mag >= 0x7ff0000000000000ull) return sign | (mag > 0x7ff0000000000000ull ? 0x7e00 : 0x7c00);
+    int e = (int)(mag >> 52); /* the double's biased exponent: 0 only for its subnormals, far below a half's */
+    if (e == 0) return sign;
+    uint64_t m = (mag & 0xfffffffffffffull) | (1ull << 52); /* x = m * 2^(e - 1075) */
+    int he = e - 1023 + 15; /* the half's biased exponent, when x is a normal half */
+    int shift = he >= 1 ? 42 : 42 + 1 - he; /* the bits of m below the half's last one (subnormals: exponent 1) */
+    if (shift > 53) return sign; /* below half the smallest subnormal: zero */
+    uint64_t q = m >> shift, rem = m & ((1ull << shift) - 1), halfway = 1ull << (shift - 1);
+    if (rem > halfway || (rem == halfway && (q & 1))) q++;
+    if (he < 1) return sign | (uint16_t)q; /* a subnormal; q = 1024 is the smallest normal, encoded alike */
+    uint64_t out = ((uint64_t)he << 10) + (q - 1024); /* q = 2048 (rounded up) carries into the exponent */
+    return sign | (uint16_t)(out >= 0x7c00 ? 0x7c00 : out);
+}
+
+/* Writes one element of type t: an integer type's value from its 64-bit two's complement bits
+ * (checked to fit when the problem was read), a float type's from value. */
+static void put(kt_type t, void *dst, double value, uint64_t bits) {
     switch (t) {
-    case KT_TYPE_I8: *(int8_t *)dst = (int8_t)value; break;
-    case KT_TYPE_U8: *(uint8_t *)dst = (uint8_t)value; break;
-    case KT_TYPE_I16: *(int16_t *)dst = (int16_t)value; break;
-    case KT_TYPE_U16: *(uint16_t *)dst = (uint16_t)value; break;
-    case KT_TYPE_I32: *(int32_t *)dst = (int32_t)value; break;
-    case KT_TYPE_U32: *(uint32_t *)dst = (uint32_t)value; break;
-    case KT_TYPE_I64: *(int64_t *)dst = (int64_t)value; break;
-    case KT_TYPE_U64: *(uint64_t *)dst = (uint64_t)value; break;
+    case KT_TYPE_I8: *(int8_t *)dst = (int8_t)(int64_t)bits; break;
+    case KT_TYPE_U8: *(uint8_t *)dst = (uint8_t)bits; break;
+    case KT_TYPE_I16: *(int16_t *)dst = (int16_t)(int64_t)bits; break;
+    case KT_TYPE_U16: *(uint16_t *)dst = (uint16_t)bits; break;
+    case KT_TYPE_I32: *(int32_t *)dst = (int32_t)(int64_t)bits; break;
+    case KT_TYPE_U32: *(uint32_t *)dst = (uint32_t)bits; break;
+    case KT_TYPE_I64: *(int64_t *)dst = (int64_t)bits; break;
+    case KT_TYPE_U64: *(uint64_t *)dst = bits; break;
     case KT_TYPE_F64: *(double *)dst = value; break;
-    case KT_TYPE_F16: { /* float to half, truncating: test data only */
-        float f = (float)value;
-        uint32_t x;
-        memcpy(&x, &f, 4);
-        uint16_t h = (uint16_t)(((x >> 16) & 0x8000) | ((((x >> 23) & 0xff) - 112) << 10 & 0x7c00) | ((x >> 13) & 0x3ff));
-        if (f == 0) h = 0;
-        memcpy(dst, &h, 2);
+    case KT_TYPE_F16: {
+        uint16_t h = half_bits(value);
+        memcpy(dst, &h, sizeof h);
         break;
     }
     default: *(float *)dst = (float)value; break;
@@ -320,10 +360,10 @@ static bool fill_data(const t1 *p, const t1_arg *a, size_t idx, void *data, size
         }
         char *why = NULL;
         /* exactly the argument's bytes are read: that is the limit */
-        char *bytes = t1_read_file(path, "its DataSource", 0, count * es, NULL, &why);
+        char *bytes = t1_read_file(path, "the file", 0, count * es, NULL, &why);
         free(path);
         if (bytes == NULL) {
-            *err = cli_format("argument '%s': %s", a->name, why ? why : "out of memory");
+            *err = cli_format("argument '%s' (%zu elements of %s): %s", a->name, count, a->type_name, why ? why : "out of memory");
             free(why);
             return false;
         }
@@ -331,16 +371,19 @@ static bool fill_data(const t1 *p, const t1_arg *a, size_t idx, void *data, size
         free(bytes);
         return true;
     }
+    if (a->fill == T1_FILL_CONSTANT) {
+        for (size_t i = 0; i < count; i++) put(a->type, (char *)data + i * es, a->fill_value, a->fill_bits);
+        return true;
+    }
+    /* Random: from 0 up to FillValue (above 0, and for an integer type at most one past its
+     * largest value: checked when the problem was read), else up to 1 (floats), 2 (bool) or 100 */
     uint64_t state = (a->has_seed ? (uint64_t)a->seed : seed) ^ (0x9e3779b97f4a7c15ull * (idx + 1));
     bool is_float = a->type == KT_TYPE_F32 || a->type == KT_TYPE_F64 || a->type == KT_TYPE_F16;
-    double scale = a->fill_value > 0 ? a->fill_value : is_float ? 1.0 : 100.0;
+    double scale = a->fill_value > 0 ? a->fill_value : is_float ? 1.0 : strcmp(a->type_name, "bool") == 0 ? 2.0 : 100.0;
     for (size_t i = 0; i < count; i++) {
-        double v = a->fill_value;
-        if (a->fill == T1_FILL_RANDOM) {
-            double u = (double)(splitmix(&state) >> 11) * 0x1p-53; /* [0, 1) */
-            v = is_float ? u * scale : floor(u * scale);
-        }
-        put(a->type, (char *)data + i * es, v);
+        double u = (double)(splitmix(&state) >> 11) * 0x1p-53; /* [0, 1) */
+        double v = is_float ? u * scale : floor(u * scale);
+        put(a->type, (char *)data + i * es, v, is_float ? 0 : (uint64_t)v);
     }
     return true;
 }
@@ -512,7 +555,11 @@ static kt_space *make_space(const t1 *p, const char *const *defines, size_t ndef
     char shm[32]; /* an integer: always fits */
     snprintf(shm, sizeof shm, "%lld", (long long)p->shared_memory);
     const char *const *global = (const char *const *)p->global, *const *local = (const char *const *)p->local;
-    if (ok && kt_space_set_geometry(sp, p->geometry, global, local, p->shared_memory ? shm : NULL) != KT_OK) {
+    /* a C kernel is called, not launched: its geometry, checked as written above, is never
+     * computed (one configuration's grid that cannot be computed must not stop its tuning) */
+    static const char *const none[3] = {NULL, NULL, NULL};
+    if (strcmp(p->language, "C") == 0) global = local = none;
+    if (ok && kt_space_set_geometry(sp, p->geometry, global, local, p->shared_memory && global != none ? shm : NULL) != KT_OK) {
         *err = cli_format("%s: KernelSpecification.GlobalSize/LocalSize: %s", p->path, kt_last_error());
         ok = false;
     }
@@ -524,24 +571,28 @@ static kt_space *make_space(const t1 *p, const char *const *defines, size_t ndef
     return sp;
 }
 
-/* The condition whose expression an error message quotes, or -1. */
-static long quoted_condition(const t1 *p, const char *msg) {
-    for (size_t c = 0; c < p->nconditions; c++) {
-        char *q = cli_format("expression '%s'", p->conditions[c]);
-        bool found = q && strstr(msg, q) != NULL;
-        free(q);
-        if (found) return (long)c;
-    }
-    return -1;
-}
-
-/* Enumerates sp; an error names the condition (or the space) at fault. */
-static bool enumerate(const t1 *p, kt_space *sp, size_t *count, char **err) {
+/* Enumerates sp, the space of p with these defines (or its Default values); an error names the
+ * condition at fault, found by enumerating again with one more condition at a time (the first
+ * whose addition fails is it, whatever the library's message quotes of its text), else the
+ * space. */
+static bool enumerate(const t1 *p, kt_space *sp, const char *const *defines, size_t ndefines, bool defaults, const int64_t *ps,
+                      size_t nps, size_t *count, char **err) {
     if (kt_space_enumerate(sp, count) == KT_OK) return true;
-    const char *msg = kt_last_error();
-    long c = quoted_condition(p, msg);
-    if (c >= 0) *err = cli_format("%s: ConfigurationSpace.Conditions[%ld].Expression: %s", p->path, c, msg);
-    else *err = cli_format("%s: ConfigurationSpace: %s", p->path, msg);
+    char *msg = cli_format("%s", kt_last_error());
+    long at = -1;
+    t1 q = *p; /* p with its first conditions only */
+    for (size_t c = 0; msg && at < 0 && c < p->nconditions; c++) {
+        q.nconditions = c + 1;
+        char *why = NULL;
+        size_t n;
+        kt_space *some = make_space(&q, defines, ndefines, defaults, ps, nps, &why);
+        if (some && kt_space_enumerate(some, &n) != KT_OK) at = (long)c;
+        kt_space_destroy(some);
+        free(why);
+    }
+    if (at >= 0) *err = cli_format("%s: ConfigurationSpace.Conditions[%ld].Expression: %s", p->path, at, msg);
+    else *err = cli_format("%s: ConfigurationSpace: %s", p->path, msg ? msg : "out of memory");
+    free(msg);
     return false;
 }
 
@@ -574,28 +625,38 @@ static char *empty_space(const t1 *p, const options *o, const int64_t *ps, size_
 
 /* ---- files ---------------------------------------------------------------------------------- */
 
-/* Checks, before any work, that path can be written; NULL when it can, else why (allocated). */
+/* Checks, before any work, that path can be written as write_json writes it: a temporary file
+ * is made in its directory (then removed), so a directory that refuses new files is found even
+ * when path exists and could be written in place; an existing path must be a regular file that
+ * can be written. NULL when it can, else why (allocated). */
 static char *check_writable(const char *path) {
     struct stat st;
     if (stat(path, &st) == 0) {
         if (S_ISDIR(st.st_mode)) return cli_format("is a directory");
-        if (!S_ISREG(st.st_mode)) return cli_format("is not a regular file");
+        if (!S_ISREG(st.st_mode)) return cli_format("is %s; expected a regular file", cli_file_kind(st.st_mode));
         int fd = open(path, O_WRONLY | O_APPEND | O_CLOEXEC); /* writes nothing */
         if (fd < 0) return cli_format("cannot be written: %s", strerror(errno));
         close(fd);
-        return NULL;
+    } else if (errno != ENOENT) {
+        return cli_format("cannot be written: %s", strerror(errno));
     }
-    if (errno != ENOENT) return cli_format("cannot be written: %s", strerror(errno));
     const char *slash = strrchr(path, '/');
-    char *tmpl = slash ? cli_format("%.*s/.kerntune-t4-XXXXXX", (int)(slash - path), path) : cli_format(".kerntune-t4-XXXXXX");
-    if (tmpl == NULL) return cli_format("out of memory");
+    char *dir = slash ? cli_format("%.*s", slash == path ? 1 : (int)(slash - path), path) : cli_format(".");
+    char *tmpl = dir ? cli_format("%s%s.kerntune-t4-XXXXXX", dir, strcmp(dir, "/") == 0 ? "" : "/") : NULL;
+    if (tmpl == NULL) {
+        free(dir);
+        return cli_format("out of memory");
+    }
     int fd = mkstemp(tmpl);
-    char *why = fd < 0 ? cli_format("cannot be written: %s", strerror(errno)) : NULL;
+    char *why = fd < 0 ? cli_format("cannot be written: its directory %s takes no new file (T4 output is written to a temporary file there, "
+                                    "then renamed into place): %s", dir, strerror(errno))
+                       : NULL;
     if (fd >= 0) {
         close(fd);
         unlink(tmpl);
     }
     free(tmpl);
+    free(dir);
     return why;
 }
 
@@ -700,6 +761,13 @@ static const struct {
 } kinds[] = {{KT_OUTCOME_BUILD_FAILED, "compile"}, {KT_OUTCOME_FAILED, "runtime"},    {KT_OUTCOME_CRASHED, "crashed"},
              {KT_OUTCOME_TIMEOUT, "timeout"},      {KT_OUTCOME_INVALID, "correctness"}, {KT_OUTCOME_REJECTED, "rejected"}};
 #define NKINDS (sizeof kinds / sizeof kinds[0])
+
+/* A unit's outcome as the summary names it: a failure kind, "measured" or "not run". */
+static const char *outcome_name(kt_outcome o) {
+    for (size_t k = 0; k < NKINDS; k++)
+        if (kinds[k].outcome == o) return kinds[k].name;
+    return o == KT_OUTCOME_MEASURED ? "measured" : "not run";
+}
 #define EXAMPLES 3 /* messages shown per kind */
 
 static double mean_ms(const kt_decision *d, size_t u) {
@@ -810,6 +878,7 @@ static void print_message(FILE *out, const char *msg, int max_lines) {
 typedef struct run_state {
     options o;
     char *error; /* the failure, printed at the end (and as the --json document) */
+    bool usage;  /* the failure is the options' (exit status 2) */
 } run_state;
 
 static void set_error(run_state *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -840,24 +909,158 @@ static void set_error(run_state *r, const char *fmt, ...) {
         if (st_ != KT_OK) FAIL("%s: %s", kt_status_name(st_), kt_last_error());   \
     } while (0)
 
-/* Rewrites a geometry error of the tuning to name the JSON path of the expression at fault. */
-static char *geometry_error(const t1 *p, const char *msg) {
-    static const char *const dims = "XYZ";
-    for (int d = 0; d < 3; d++) {
-        for (int k = 0; k < 2; k++) {
-            const char *e = k ? p->local[d] : p->global[d];
-            if (e == NULL) continue;
-            char *q = cli_format("expression '%s'", e);
-            bool found = q && strstr(msg, q) != NULL;
-            free(q);
-            if (!found) continue;
-            if (k) return cli_format("%s: KernelSpecification.LocalSize.%c: %s", p->path, dims[d], msg);
-            if (!p->grid_div) return cli_format("%s: KernelSpecification.GlobalSize.%c: %s", p->path, dims[d], msg);
-            if (p->ndiv[d]) return cli_format("%s: KernelSpecification.GridDiv%c: %s", p->path, dims[d], msg);
-            return cli_format("%s: KernelSpecification.LocalSize.%c (the divisor of the grid's %c): %s", p->path, dims[d], dims[d], msg);
+/* ---- a launch geometry that cannot be computed --------------------------------------------- */
+
+/* One expression of the launch geometry and the JSON path it comes from. */
+typedef struct geo_expr {
+    char *text, *path;
+    bool size; /* a size: a whole number >= 0 (a GridDiv factor only has to evaluate) */
+} geo_expr;
+
+/* The search for the first configuration whose geometry cannot be computed. */
+typedef struct geo_search {
+    const t1 *p;
+    const int64_t *ps;
+    size_t nps;
+    const geo_expr *ex;
+    size_t nex;
+    char *config; /* found: the configuration, as the tuning names it */
+    size_t at;    /* and the expression that fails for it */
+} geo_search;
+
+/* Configuration idx of sp's last enumeration as kt_space_config_format writes it (allocated;
+ * NULL when out of memory). */
+static char *format_config(const kt_space *sp, size_t idx) {
+    for (size_t len = 256;; len *= 2) {
+        char *buf = malloc(len);
+        if (buf == NULL) return NULL;
+        kt_status st = kt_space_config_format(sp, idx, buf, len);
+        if (st == KT_OK) return buf;
+        free(buf);
+        if (st != KT_ERR_LIMIT) return NULL;
+    }
+}
+
+/* A Python literal of parameter k's value in cfg (allocated): a string quoted, a bool as T1's
+ * Type says, a whole number as an integer, another number as the shortest text that reads back. */
+static char *config_literal(const kt_config *cfg, size_t k, const char *type) {
+    const char *s = kt_config_string(cfg, k);
+    json_t *j = NULL;
+    if (s) j = json_string(s);
+    else if (strcmp(type, "bool") == 0) return cli_format("%s", kt_config_int(cfg, k) ? "True" : "False");
+    else if ((double)kt_config_int(cfg, k) == kt_config_double(cfg, k)) return cli_format("%lld", (long long)kt_config_int(cfg, k));
+    else j = json_real(kt_config_double(cfg, k));
+    char *lit = j ? literal(j) : NULL;
+    json_decref(j);
+    return lit;
+}
+
+/* A constraint callback that accepts every configuration and, until one is found, checks each
+ * one's geometry: a space of that configuration alone gets the geometry's expressions as derived
+ * values one at a time (a derived value is computed per configuration, as a launch computes its
+ * geometry), a size with a constraint that it is a whole number >= 0, and the first that fails
+ * to evaluate or is no size is recorded with the configuration. */
+static int find_geometry(const kt_config *cfg, void *user) {
+    geo_search *g = user;
+    if (g->config) return 1;
+    kt_space *one = NULL;
+    bool ok = kt_space_create(&one) == KT_OK;
+    for (size_t k = 0; ok && k < g->p->nparams; k++) {
+        char *lit = config_literal(cfg, k, g->p->params[k].type);
+        char *list = lit ? cli_format("[%s]", lit) : NULL;
+        ok = list && kt_space_add_param(one, g->p->params[k].name, list) == KT_OK;
+        free(lit);
+        free(list);
+    }
+    size_t n = 0;
+    ok = ok && kt_space_add_input(one, "ProblemSize") == KT_OK && kt_space_bind_ints(one, "ProblemSize", g->ps, g->nps) == KT_OK &&
+         kt_space_enumerate(one, &n) == KT_OK && n == 1;
+    char *text = ok ? format_config(one, 0) : NULL;
+    for (size_t e = 0; text && e < g->nex; e++) {
+        char name[48]; /* an index: always fits */
+        snprintf(name, sizeof name, "kt_geometry_%zu", e);
+        if (kt_space_add_derived(one, name, g->ex[e].text) != KT_OK) break;
+        char *is_size = g->ex[e].size ? cli_format("%s >= 0 and %s == int(%s)", name, name, name) : NULL;
+        if (g->ex[e].size && (is_size == NULL || kt_space_add_constraint(one, is_size) != KT_OK)) {
+            free(is_size);
+            break;
+        }
+        free(is_size);
+        if (kt_space_enumerate(one, &n) != KT_OK || n != 1) { /* it fails to evaluate, or is no size */
+            g->config = text, g->at = e, text = NULL;
+            break;
         }
     }
-    return NULL;
+    free(text);
+    kt_space_destroy(one);
+    return 1;
+}
+
+/* The launch geometry's expressions in the order a launch computes them, each with its JSON path:
+ * per dimension, the GridDiv factors, the global size (the grid from ProblemSize and GridDiv, or
+ * GlobalSize) and the local size. *n gets how many; NULL when out of memory. */
+static geo_expr *geometry_exprs(const t1 *p, size_t *n) {
+    static const char dims[] = "XYZ";
+    size_t cap = 6;
+    for (int d = 0; d < 3; d++) cap += p->ndiv[d];
+    geo_expr *ex = calloc(cap, sizeof *ex);
+    *n = 0;
+    bool ok = ex != NULL;
+    for (int d = 0; ok && d < 3; d++) {
+        for (size_t i = 0; ok && i < p->ndiv[d]; i++, ++*n) {
+            ex[*n].text = cli_format("int(%s)", p->div[d][i]);
+            ex[*n].path = cli_format("KernelSpecification.GridDiv%c[%zu]", dims[d], i);
+            ok = ex[*n].text && ex[*n].path;
+        }
+        if (ok && p->global[d]) {
+            ex[*n].size = true;
+            ex[*n].text = cli_format("%s", p->global[d]);
+            ex[*n].path = !p->grid_div ? cli_format("KernelSpecification.GlobalSize.%c", dims[d])
+                          : p->ndiv[d] ? cli_format("KernelSpecification.GridDiv%c", dims[d])
+                                       : cli_format("KernelSpecification.LocalSize.%c (the divisor of the grid's %c)", dims[d], dims[d]);
+            ok = ex[*n].text && ex[*n].path;
+            ++*n;
+        }
+        if (ok && p->local[d]) {
+            ex[*n].size = true;
+            ex[*n].text = cli_format("%s", p->local[d]);
+            ex[*n].path = cli_format("KernelSpecification.LocalSize.%c", dims[d]);
+            ok = ex[*n].text && ex[*n].path;
+            ++*n;
+        }
+    }
+    if (!ok && ex) {
+        for (size_t i = 0; i <= *n && i < cap; i++) free(ex[i].text), free(ex[i].path);
+        free(ex);
+        return NULL;
+    }
+    return ex;
+}
+
+/* For a tuning that stopped on a geometry it could not compute (msg, the library's words), the
+ * JSON path of the expression at fault and the configuration it fails for: the first such
+ * configuration of the reference's space (the Default values, when it has one), then of the
+ * tuned space (allocated; NULL when none is found). */
+static char *geometry_failure(const t1 *p, const options *o, const int64_t *ps, size_t nps, bool reference, const char *msg) {
+    size_t nex = 0;
+    geo_expr *ex = geometry_exprs(p, &nex);
+    geo_search g = {p, ps, nps, ex, nex, NULL, 0};
+    int k = reference ? 0 : 1;
+    for (; ex && g.config == NULL && k < 2; k++) {
+        char *why = NULL;
+        size_t n;
+        kt_space *sp = make_space(p, o->defines, k ? o->ndefines : 0, k == 0, ps, nps, &why);
+        if (sp && kt_space_add_constraint_fn(sp, find_geometry, &g) == KT_OK) kt_space_enumerate(sp, &n);
+        kt_space_destroy(sp);
+        free(why);
+        if (g.config) break;
+    }
+    char *out = g.config ? cli_format("%s: %s: %sconfiguration %s: %s", p->path, ex[g.at].path, k == 0 ? "the Default " : "", g.config, msg)
+                         : NULL;
+    for (size_t i = 0; i < nex; i++) free(ex[i].text), free(ex[i].path);
+    free(ex);
+    free(g.config);
+    return out;
 }
 
 int run_tune(int argc, char **argv) {
@@ -867,7 +1070,7 @@ int run_tune(int argc, char **argv) {
     if (rc != 0) {
         for (int i = 1; i < argc; i++)
             if (strcmp(argv[i], "--json") == 0) {
-                json_error(usage_message ? usage_message : "usage error");
+                json_error(stdout, usage_message ? usage_message : "usage error");
                 break;
             }
         free(usage_message);
@@ -876,10 +1079,14 @@ int run_tune(int argc, char **argv) {
     }
     const options o = *op_;
     rc = 1;
+    /* the kernel (in its worker processes, which inherit file descriptor 1) and the platforms'
+     * libraries may print: with --json, all of that goes to stderr and the document alone to
+     * the real stdout */
+    FILE *jout = o.json ? cli_json_begin() : NULL, *doc_out = jout ? jout : stdout;
     t1 p;
     char *err = NULL;
     kt_context *ctx = NULL;
-    kt_space *sp = NULL, *ref_sp = NULL;
+    kt_space *sp = NULL, *ref_sp = NULL, *full_sp = NULL;
     char *source = NULL;
     replay_data replay = {0};
     void *host[64] = {0}, *dev_buf[64] = {0};
@@ -901,6 +1108,22 @@ int run_tune(int argc, char **argv) {
         if (p.search_attributes)
             FAIL("%s: Search.Attributes: an exhaustive search takes none (pass --strategy exhaustive to tune without them)", o.problem);
     }
+    for (size_t i = 0; o.t4 && i < p.nargs + p.nrefs + 1; i++) { /* what the problem names: --t4 would replace it too */
+        const char *src = i == 0 ? p.kernel_file : i <= p.nargs ? p.args[i - 1].data_source : p.refs[i - 1 - p.nargs].data_source;
+        if (src == NULL || (i == 0 && o.simulate)) continue;
+        char *path = src[0] == '/' || i == 0 ? cli_format("%s", src) : cli_format("%s/%s", p.dir, src);
+        bool same = path && same_file(o.t4, path);
+        free(path);
+        if (!same) continue;
+        run.usage = true;
+        if (i == 0) FAIL("--t4 %s is the problem's KernelSpecification.KernelFile: the results would replace it", o.t4);
+        if (i <= p.nargs) FAIL("--t4 %s is the problem's KernelSpecification.Arguments[%zu].DataSource: the results would replace it", o.t4, i - 1);
+        FAIL("--t4 %s is the problem's KernelSpecification.ReferenceArguments[%zu].DataSource: the results would replace it", o.t4,
+             i - 1 - p.nargs);
+    }
+    if (o.nproblem && p.nproblem && o.nproblem != p.nproblem) /* sizes and grids index ProblemSize's dimensions */
+        FAIL("--problem-size %s: %zu dimension%s; the problem's KernelSpecification.ProblemSize has %zu", o.problem_size_text, o.nproblem,
+             o.nproblem == 1 ? "" : "s", p.nproblem);
     const int64_t *ps = o.nproblem ? o.problem_size : p.problem_size;
     size_t nps = o.nproblem ? o.nproblem : p.nproblem;
     if (!t1_grid(&p, nps, &err)) FAIL("%s", err);
@@ -974,7 +1197,7 @@ int run_tune(int argc, char **argv) {
 
     if ((sp = make_space(&p, o.defines, o.ndefines, false, ps, nps, &err)) == NULL) FAIL("%s", err);
     size_t total = 0;
-    if (!enumerate(&p, sp, &total, &err)) FAIL("%s", err);
+    if (!enumerate(&p, sp, o.defines, o.ndefines, false, ps, nps, &total, &err)) FAIL("%s", err);
     if (total == 0) {
         err = empty_space(&p, &o, ps, nps);
         FAIL("%s", err ? err : "out of memory");
@@ -992,6 +1215,28 @@ int run_tune(int argc, char **argv) {
     /* a configuration that crashes or hangs must not take the command down */
     KT(kt_op_set_isolation(op, o.simulate ? KT_ISOLATE_OFF : KT_ISOLATE_ON));
     KT(kt_op_set_timeout(op, o.timeout));
+    /* the reference: the Default configuration, when every parameter has a Default that meets
+     * the conditions (else the first configuration) */
+    const char *no_reference = NULL; /* why the first configuration is the reference instead */
+    if (!o.simulate && p.nrefs == 0) {
+        ref_sp = make_space(&p, NULL, 0, true, ps, nps, &err);
+        size_t nref = 0;
+        if (ref_sp == NULL && err) FAIL("%s", err);
+        if (ref_sp == NULL) no_reference = "a parameter has no Default";
+        else if (!enumerate(&p, ref_sp, NULL, 0, true, ps, nps, &nref, &err)) FAIL("%s", err);
+        else if (nref == 0) {
+            no_reference = "the Default values break ConfigurationSpace.Conditions";
+            kt_space_destroy(ref_sp);
+    kt_space_destroy(full_sp);
+            ref_sp = NULL;
+        }
+    }
+    /* A buffer holds what every configuration that may run writes: its Size is evaluated over the
+     * problem's whole space (as Kernel Tuner sizes it), over the space the --define values leave
+     * (a value outside the problem's Values) and over the Default configuration (the reference,
+     * which --define does not restrict), and the largest is taken. */
+    if (o.ndefines > 0 && (full_sp = make_space(&p, NULL, 0, false, ps, nps, &err)) == NULL) FAIL("%s", err);
+    kt_space *const sizing[3] = {sp, full_sp, ref_sp};
     kt_arg args[64];
     for (size_t i = 0; i < p.nargs; i++) {
         const t1_arg *a = &p.args[i];
@@ -1000,15 +1245,21 @@ int run_tune(int argc, char **argv) {
             args[i] = (kt_arg){.type = a->type};
             if (a->type == KT_TYPE_F32) args[i].f32 = (float)a->fill_value;
             else if (a->type == KT_TYPE_F64) args[i].f64 = a->fill_value;
-            else if (a->type >= KT_TYPE_U8 && a->type <= KT_TYPE_U64) args[i].u = (uint64_t)a->fill_value;
-            else args[i].i = (int64_t)a->fill_value;
+            else if (a->type >= KT_TYPE_U8 && a->type <= KT_TYPE_U64) args[i].u = a->fill_bits;
+            else args[i].i = (int64_t)a->fill_bits; /* in range: checked when the problem was read */
             continue;
         }
         KT(kt_op_add_buffer(op, a->name, a->type, a->access));
         if (a->constant) KT(kt_op_set_constant(op, i));
         int64_t count = a->size;
-        if (a->size_expr && kt_space_eval_int(sp, a->size_expr, &count) != KT_OK)
-            FAIL("%s: KernelSpecification.Arguments[%zu].Size: %s", o.problem, i, kt_last_error());
+        for (int k = 0; a->size_expr && k < 3; k++) {
+            int64_t n;
+            if (sizing[k] == NULL) continue;
+            if (kt_space_eval_int(sizing[k], a->size_expr, &n) != KT_OK)
+                FAIL("%s: KernelSpecification.Arguments[%zu].Size: %s%s", o.problem, i, kt_last_error(),
+                     k == 1 ? " (over the problem's whole space)" : k == 2 ? " (for the Default configuration)" : "");
+            if (k == 0 || n > count) count = n;
+        }
         if (count <= 0) FAIL("%s: KernelSpecification.Arguments[%zu].Size: %lld elements; expected at least 1", o.problem, i, (long long)count);
         if ((uint64_t)count > SIZE_MAX / 16) FAIL("%s: KernelSpecification.Arguments[%zu].Size: %lld elements is too many", o.problem, i, (long long)count);
         if (o.simulate) count = 1; /* replay reads no data */
@@ -1016,8 +1267,8 @@ int run_tune(int argc, char **argv) {
         host[i] = malloc(bytes);
         if (host[i] == NULL) FAIL("argument '%s': cannot allocate %zu bytes", a->name, bytes);
         nbuf = i + 1;
-        if (!o.simulate && !fill_data(&p, a, i, host[i], (size_t)count, o.seed, &err))
-            FAIL("%s: KernelSpecification.Arguments[%zu]: %s", o.problem, i, err ? err : "out of memory");
+        if (!o.simulate && !fill_data(&p, a, i, host[i], (size_t)count, o.seed, &err)) /* only reading DataSource fails */
+            FAIL("%s: KernelSpecification.Arguments[%zu].DataSource: %s", o.problem, i, err ? err : "out of memory");
         if (host_dev) {
             args[i] = kt_arg_buf(host[i], bytes);
         } else {
@@ -1027,22 +1278,9 @@ int run_tune(int argc, char **argv) {
         }
     }
     /* the reference group (the Default configuration) goes first: it is the budget's unit 0 */
-    const char *no_reference = NULL; /* why the first configuration is the reference instead */
-    if (!o.simulate && p.nrefs == 0) {
-        ref_sp = make_space(&p, NULL, 0, true, ps, nps, &err);
-        size_t nref = 0;
-        if (ref_sp == NULL && err) FAIL("%s", err);
-        if (ref_sp == NULL) no_reference = "a parameter has no Default";
-        else if (!enumerate(&p, ref_sp, &nref, &err)) FAIL("%s", err);
-        else if (nref == 0) {
-            no_reference = "the Default values break ConfigurationSpace.Conditions";
-            kt_space_destroy(ref_sp);
-            ref_sp = NULL;
-        }
-        if (ref_sp) {
-            KT(kt_op_add_variants(op, "reference", ref_sp, source, p.kernel_name, p.options, p.noptions));
-            KT(kt_op_set_default(op, "reference"));
-        }
+    if (ref_sp) {
+        KT(kt_op_add_variants(op, "reference", ref_sp, source, p.kernel_name, p.options, p.noptions));
+        KT(kt_op_set_default(op, "reference"));
     }
     KT(kt_op_add_variants(op, "kernel", sp, o.simulate ? "" : source, p.kernel_name, p.options, p.noptions));
     if (p.atol >= 0) KT(kt_op_set_tolerance(op, p.atol, p.rtol));
@@ -1055,7 +1293,8 @@ int run_tune(int argc, char **argv) {
             while (strcmp(p.args[a].name, p.refs[r].target) != 0) a++;
             const t1_arg *ta = &p.args[a];
             t1_arg as_ref = *ta;
-            as_ref.fill = p.refs[r].fill, as_ref.fill_value = p.refs[r].fill_value, as_ref.data_source = p.refs[r].data_source;
+            as_ref.fill = p.refs[r].fill, as_ref.fill_value = p.refs[r].fill_value, as_ref.fill_bits = p.refs[r].fill_bits;
+            as_ref.data_source = p.refs[r].data_source;
             as_ref.has_seed = p.refs[r].has_seed, as_ref.seed = p.refs[r].seed;
             ref.arg[ref.n] = a;
             ref.bytes[ref.n] = args[a].bytes;
@@ -1063,7 +1302,7 @@ int run_tune(int argc, char **argv) {
             if (ref.data[ref.n] == NULL) FAIL("out of memory");
             ref.n++;
             if (!fill_data(&p, &as_ref, a, ref.data[ref.n - 1], args[a].bytes / kt_type_size(ta->type), o.seed, &err))
-                FAIL("%s: KernelSpecification.ReferenceArguments[%zu]: %s", o.problem, r, err ? err : "out of memory");
+                FAIL("%s: KernelSpecification.ReferenceArguments[%zu].DataSource: %s", o.problem, r, err ? err : "out of memory");
         }
         KT(kt_op_set_reference_fn(op, write_reference, &ref));
     } else if (ref_sp != NULL) {
@@ -1074,8 +1313,13 @@ int run_tune(int argc, char **argv) {
         KT(kt_op_set_reference(op, "kernel")); /* no defaults: the first configuration */
         if (txt) fprintf(stderr, "kerntune tune: note: %s: the first configuration is the reference\n", no_reference);
     }
+    /* --budget N replaces the problem's ConfigurationCount and ConfigurationFraction; given
+     * both, the problem's budget is the smaller of the two */
     size_t budget = o.budget_count ? o.budget_count : (size_t)p.budget_count;
-    if (!o.budget_count && p.budget_fraction > 0) budget = (size_t)ceil(p.budget_fraction * (double)total);
+    if (!o.budget_count && p.budget_fraction > 0) {
+        size_t part = (size_t)ceil(p.budget_fraction * (double)total);
+        if (budget == 0 || part < budget) budget = part;
+    }
     double seconds = o.budget_seconds > 0 ? o.budget_seconds : p.budget_seconds;
     if (budget || seconds > 0) KT(kt_op_set_budget(op, budget, seconds));
     progress prog = {now_s(), 0, false, ref_sp ? 1 : 0};
@@ -1091,13 +1335,15 @@ int run_tune(int argc, char **argv) {
     const kt_decision *d = NULL;
     if (st == KT_OK || st == KT_ERR_ALL_FAILED) st = kt_op_decision(op, args, p.nargs, &d);
     if (st != KT_OK && (st != KT_ERR_ALL_FAILED || d == NULL)) {
-        char *g = geometry_error(&p, kt_last_error());
-        if (g) {
-            set_error(&run, "%s", g);
-            free(g);
-            goto done;
-        }
-        FAIL("%s: %s", kt_status_name(st), kt_last_error());
+        /* a grid that cannot be computed for a configuration is the problem's error: named with
+         * its JSON path and the configuration */
+        char *msg = cli_format("%s", kt_last_error());
+        char *g = msg && strncmp(msg, "geometry: ", 10) == 0 ? geometry_failure(&p, &o, ps, nps, ref_sp != NULL, msg) : NULL;
+        if (g) set_error(&run, "%s", g);
+        else set_error(&run, "%s: %s", kt_status_name(st), msg ? msg : "out of memory");
+        free(g);
+        free(msg);
+        goto done;
     }
     /* what the persistent cache said: a rejected record, a decision below its requested confidence */
     const char *rejected = d ? kt_decision_cache_rejected(d) : NULL;
@@ -1176,12 +1422,17 @@ int run_tune(int argc, char **argv) {
             fprintf(txt, "measurement (%s): %llu runs, %.6g s of kernel time%s; tuning took %.3g s\n", kt_policy_name(policy),
                     (unsigned long long)runs, run_ns / 1e9, o.simulate ? " (simulated)" : "", wall);
         }
-        if (!validated && !o.simulate && !cached && best != (size_t)-1) {
+        if (!validated && !o.simulate && !cached && (best != (size_t)-1 || ref_unit != (size_t)-1)) {
             fprintf(txt, "warning: the configurations were not validated: ");
             if (ref_unit != (size_t)-1) {
+                /* what the library recorded of the reference's run: "did not run" only when it did not */
                 const char *msg = kt_decision_unit_message(d, ref_unit);
-                fprintf(txt, "the reference (the Default configuration %s) %s\n", kt_decision_unit_config(d, ref_unit),
-                        kt_decision_unit_outcome(d, ref_unit) == KT_OUTCOME_MEASURED || msg == NULL ? "did not run" : "failed:");
+                kt_outcome ro = kt_decision_unit_outcome(d, ref_unit);
+                fprintf(txt, "the reference (the Default configuration %s) ", kt_decision_unit_config(d, ref_unit));
+                if (ro != KT_OUTCOME_MEASURED && ro != KT_OUTCOME_NOT_RUN) fprintf(txt, "failed (%s)%s\n", outcome_name(ro), msg ? ":" : "");
+                else if (msg) fprintf(txt, "could not be used:\n");
+                else if (ro == KT_OUTCOME_MEASURED) fprintf(txt, "ran, but could not be used\n");
+                else fprintf(txt, "did not run\n");
                 if (msg) print_message(txt, msg, 4);
             } else {
                 fprintf(txt, "the reference did not run\n");
@@ -1247,8 +1498,10 @@ int run_tune(int argc, char **argv) {
         if (ref_unit != (size_t)-1 && !validated) {
             json_t *rj = json_object();
             const char *msg = kt_decision_unit_message(d, ref_unit);
-            const char *inv = invalidity(kt_decision_unit_outcome(d, ref_unit));
+            kt_outcome ro = kt_decision_unit_outcome(d, ref_unit);
+            const char *inv = ro == KT_OUTCOME_MEASURED ? NULL : invalidity(ro); /* T4's class of a failure */
             json_object_set_new(rj, "configuration", t4_configuration(kt_decision_unit_config(d, ref_unit), names, p.nparams));
+            json_object_set_new(rj, "outcome", json_string(outcome_name(ro)));
             json_object_set_new(rj, "invalidity", inv ? json_string(inv) : json_null());
             json_object_set_new(rj, "message", msg ? json_string(msg) : json_null());
             json_object_set_new(j, "reference", rj);
@@ -1284,7 +1537,7 @@ int run_tune(int argc, char **argv) {
             json_object_set_new(j, "recorded_best", b);
         }
         char *text = json_dumps(j, JSON_COMPACT | JSON_REAL_PRECISION(17));
-        if (text) printf("%s\n", text);
+        if (text) fprintf(doc_out, "%s\n", text);
         free(text);
         json_decref(j);
     }
@@ -1292,9 +1545,9 @@ int run_tune(int argc, char **argv) {
 done:
     if (run.error) {
         fprintf(stderr, "kerntune tune: %s\n", run.error);
-        if (o.json) json_error(run.error); /* stdout stays one JSON document */
+        if (o.json) json_error(doc_out, run.error); /* stdout stays one JSON document */
         free(run.error);
-        rc = 1;
+        rc = run.usage ? 2 : 1;
     }
     if (replay_dir_made && nftw(replay_dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS) != 0)
         fprintf(stderr, "kerntune tune: could not remove %s: %s\n", replay_dir, strerror(errno));
@@ -1306,10 +1559,12 @@ done:
     json_decref(t4doc);
     kt_space_destroy(sp);
     kt_space_destroy(ref_sp);
+    kt_space_destroy(full_sp);
     kt_context_destroy(ctx);
     t4_free(&replay.recs);
     free(source);
     free(err);
     t1_free(&p);
+    cli_json_end(jout);
     return rc;
 }

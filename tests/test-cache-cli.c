@@ -103,6 +103,7 @@ static int cli(const char *env, const char *stdin_path, ...) {
         dup2(in, 0);
         dup2(o, 1);
         dup2(r, 2);
+        alarm(120); /* kept across exec: a command that hangs is killed, and the test fails */
         execv(KT_CLI, (char *const *)argv);
         _exit(127);
     }
@@ -835,6 +836,16 @@ static void test_errors(void **state) {
     assert_int_equal(cli(NULL, NULL, "cache", "import", "a.json", "b.json", NULL), 2);
     assert_int_equal(cli(NULL, NULL, "cache", "path", "--json=yes", NULL), 2);
     assert_string_equal(err, "kerntune cache path: --json takes no value\nrun 'kerntune cache path --help' for the options\n");
+    /* an unknown option of any length is printed whole (a 64-byte buffer cut it at 63) */
+    char longopt[300] = "--";
+    memset(longopt + 2, 'x', 250);
+    longopt[252] = '\0';
+    assert_int_equal(cli(NULL, NULL, "cache", "list", longopt, NULL), 2);
+    snprintf(expect, sizeof expect, "kerntune cache list: unknown option '%s'\nrun 'kerntune cache list --help' for the options\n", longopt);
+    assert_string_equal(err, expect);
+    strcat(longopt, "=value");
+    assert_int_equal(cli(NULL, NULL, "cache", "list", longopt, NULL), 2);
+    assert_string_equal(err, expect);
 
     snprintf(file, sizeof file, "%s/missing.json", dir);
     assert_int_equal(cli(NULL, NULL, "cache", "import", file, "--cache", db, NULL), 1);
@@ -867,6 +878,44 @@ static void test_errors(void **state) {
     assert_int_equal(cli(NULL, NULL, "cache", "list", "--op", "renamed", "--cache", db, NULL), 0);
     assert_string_equal(out, "no decisions\n");
 
+    /* what is not a regular file is refused before anything is read from it or written to
+     * it (a FIFO waited for a writer or a reader forever; /dev/zero was read until memory ran
+     * out); stdin is read up to the same limit as a file */
+    char fifo[600];
+    snprintf(fifo, sizeof fifo, "%s/fifo", dir);
+    assert_int_equal(mkfifo(fifo, 0600), 0);
+    assert_int_equal(cli(NULL, NULL, "cache", "import", fifo, "--cache", db, NULL), 1);
+    snprintf(expect, sizeof expect, "kerntune cache import: %s: is a FIFO; expected a regular file (or - for stdin)\n", fifo);
+    assert_string_equal(err, expect);
+    assert_int_equal(cli(NULL, NULL, "cache", "import", "/dev/zero", "--cache", db, NULL), 1);
+    assert_string_equal(err, "kerntune cache import: /dev/zero: is a character device; expected a regular file (or - for stdin)\n");
+    assert_int_equal(cli(NULL, NULL, "cache", "import", dir, "--cache", db, "--json", NULL), 1);
+    snprintf(expect, sizeof expect, "%s: is a directory; expected a regular file (or - for stdin)", dir);
+    expect_json_error("import", expect);
+    assert_int_equal(cli(NULL, "/dev/zero", "cache", "import", "-", "--cache", db, NULL), 1);
+    assert_string_equal(err, "kerntune cache import: (stdin): more than 256 MiB; kerntune reads at most 256 MiB of wisdom\n");
+    snprintf(file, sizeof file, "%s/stdin.json", dir);
+    write_text(file, "{\"kerntune_wisdom\": 1, \"library_version\": \"0.1.0\", \"entries\": []}");
+    assert_int_equal(cli(NULL, file, "cache", "import", "-", "--cache", db, NULL), 0);
+    assert_string_equal(out, "imported (stdin): 0 added, 0 replaced, 0 kept\n");
+    assert_int_equal(cli(NULL, NULL, "cache", "export", "-o", fifo, "--cache", db, NULL), 1);
+    snprintf(expect, sizeof expect, "kerntune cache export: %s: is a FIFO; expected a regular file (or a new one)\n", fifo);
+    assert_string_equal(err, expect);
+    assert_int_equal(cli(NULL, NULL, "cache", "export", "-o", "/dev/null", "--cache", db, "--json", NULL), 1);
+    expect_json_error("export", "/dev/null: is a character device; expected a regular file (or a new one)");
+    /* an existing file is replaced whole: a longer one leaves nothing of its old end */
+    snprintf(file, sizeof file, "%s/old.json", dir);
+    char longer[1 << 16];
+    memset(longer, ' ', sizeof longer - 1);
+    longer[sizeof longer - 1] = '\0';
+    write_text(file, longer);
+    assert_int_equal(cli(NULL, NULL, "cache", "export", "-o", file, "--cache", db, NULL), 0);
+    assert_int_equal(cli(NULL, NULL, "cache", "export", "--cache", db, NULL), 0);
+    static char exported[sizeof out];
+    snprintf(exported, sizeof exported, "%s", out);
+    slurp(file, out, sizeof out);
+    assert_string_equal(out, exported);
+
     /* another major version */
     snprintf(file, sizeof file, "%s/major.json", dir);
     write_text(file, "{\"kerntune_wisdom\": 1, \"library_version\": \"7.0.1\", \"entries\": []}");
@@ -893,5 +942,6 @@ int main(void) {
         cmocka_unit_test_setup_teardown(test_tune_below_confidence, setup, teardown),
         cmocka_unit_test_setup_teardown(test_errors, setup, teardown),
     };
+    if (getenv("KT_TEST_FILTER")) cmocka_set_test_filter(getenv("KT_TEST_FILTER")); /* e.g. test_json* */
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

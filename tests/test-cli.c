@@ -1,7 +1,7 @@
 /*
  * test-cli.c - the kerntune command: --help and --version, `devices` (and its --json, one JSON
- * document on stdout), every subcommand's --help, and usage errors, run as a real process (the
- * built binary).
+ * document on stdout), every subcommand's --help, and usage errors (with --json, JSON too, help
+ * included), run as a real process (the built binary).
  */
 #define _GNU_SOURCE /* popen */
 #include "helpers.h"
@@ -113,6 +113,55 @@ static void test_devices_json(void **state) {
     json_decref(j);
 }
 
+/* Runs `kerntune ARGS` with stderr discarded; stdout goes to out. Returns the exit status. */
+static int run_stdout(const char *cli_args) {
+    char cmd[1024];
+    snprintf(cmd, sizeof cmd, "'%s' %s 2>/dev/null", KT_CLI, cli_args);
+    FILE *p = popen(cmd, "r");
+    assert_non_null(p);
+    size_t n = fread(out, 1, sizeof out - 1, p);
+    out[n] = 0;
+    int status = pclose(p);
+    assert_true(WIFEXITED(status));
+    return WEXITSTATUS(status);
+}
+
+/* The whole of stdout as one JSON object with member name, a string; returns it (owned by j). */
+static const char *json_member(json_t **j, const char *name) {
+    json_error_t e;
+    *j = json_loads(out, 0, &e);
+    if (*j == NULL) fail_msg("stdout is not one JSON document (%s): '%s'", e.text, out);
+    const char *v = json_string_value(json_object_get(*j, name));
+    if (v == NULL) fail_msg("no string '%s' in %s", name, out);
+    return v;
+}
+
+/* With --json, stdout is one JSON document on every path: a usage error of devices is
+ * {"error": ...}, and --help is {"help": TEXT} with the text --help prints without --json. */
+static void test_json_usage_and_help(void **state) {
+    (void)state;
+    json_t *j;
+    assert_int_equal(run_stdout("devices --json --bogus"), 2);
+    assert_string_equal(json_member(&j, "error"), "unknown argument '--bogus'");
+    json_decref(j);
+    assert_int_equal(run_stdout("devices --bogus --json"), 2);
+    assert_string_equal(json_member(&j, "error"), "unknown argument '--bogus'");
+    json_decref(j);
+    static const char *const cmds[][2] = {{"tune --json --help", "tune --help"},
+                                          {"devices --help --json", "devices --help"},
+                                          {"cache list --json --help", "cache list --help"},
+                                          {"cache --help --json", "cache --help"}};
+    static char text[sizeof out];
+    for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++) {
+        assert_int_equal(run_stdout(cmds[i][1]), 0);
+        snprintf(text, sizeof text, "%s", out);
+        assert_memory_equal(text, "usage: kerntune ", 16);
+        if (run_stdout(cmds[i][0]) != 0) fail_msg("%s: exit status", cmds[i][0]);
+        assert_string_equal(json_member(&j, "help"), text);
+        json_decref(j);
+    }
+}
+
 static void test_usage_errors(void **state) {
     (void)state;
     assert_int_equal(run(NULL, "", out, sizeof out), 2);
@@ -142,6 +191,8 @@ int main(void) {
         cmocka_unit_test(test_devices),
         cmocka_unit_test(test_devices_json),
         cmocka_unit_test(test_usage_errors),
+        cmocka_unit_test(test_json_usage_and_help),
     };
+    if (getenv("KT_TEST_FILTER")) cmocka_set_test_filter(getenv("KT_TEST_FILTER")); /* e.g. test_json* */
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -717,6 +717,181 @@ static void test_refused_fields(void **state) {
     remove_tmpdir();
 }
 
+/* Checked when the problem is read, each refused with the JSON path at fault: fill values
+ * against their argument's type (a whole number in range for an integer type: int32
+ * 10000000000.7 became 1410065408, uint32 -1 4294967295, int8 300 44; a Random bound the type
+ * can reach), names (arguments and parameters named twice, a parameter named ProblemSize, or
+ * not a name), a half Scalar, a second Budget of a kind, ProblemSize as one integer. */
+static void test_checked_at_load(void **state) {
+    (void)state;
+    make_tmpdir();
+    static const struct {
+        const char *path, *value, *path2, *value2, *message; /* path2 NULL: one change; message NULL: accepted */
+    } cases[] = {
+        {"KernelSpecification.Arguments[3].FillValue", "10000000000.7", NULL, NULL,
+         "KernelSpecification.Arguments[3].FillValue: 10000000000.7 is not a whole number: an int32 holds whole numbers from -2147483648 to 2147483647"},
+        {"KernelSpecification.Arguments[3].FillValue", "10000000000", NULL, NULL,
+         "KernelSpecification.Arguments[3].FillValue: 10000000000 is out of range: an int32 holds whole numbers from -2147483648 to 2147483647"},
+        {"KernelSpecification.Arguments[3].Type", "\"uint32\"", "KernelSpecification.Arguments[3].FillValue", "-1",
+         "KernelSpecification.Arguments[3].FillValue: -1 is out of range: a uint32 holds whole numbers from 0 to 4294967295"},
+        {"KernelSpecification.Arguments[3].Type", "\"int8\"", "KernelSpecification.Arguments[3].FillValue", "300",
+         "KernelSpecification.Arguments[3].FillValue: 300 is out of range: an int8 holds whole numbers from -128 to 127"},
+        {"KernelSpecification.Arguments[3].Type", "\"bool\"", "KernelSpecification.Arguments[3].FillValue", "2",
+         "KernelSpecification.Arguments[3].FillValue: 2 is out of range: a bool holds whole numbers from 0 to 1"},
+        {"KernelSpecification.Arguments[3].Type", "\"uint64\"", "KernelSpecification.Arguments[3].FillValue", "1.8446744073709552e19",
+         "KernelSpecification.Arguments[3].FillValue: 1.8446744073709552e+19 is out of range: a uint64 holds whole numbers from 0 to 18446744073709551615"},
+        {"KernelSpecification.Arguments[3].FillValue", NULL, "KernelSpecification.Arguments[3].Value", "2.5",
+         "KernelSpecification.Arguments[3].Value: 2.5 is not a whole number: an int32 holds whole numbers from -2147483648 to 2147483647"},
+        {"KernelSpecification.Arguments[1].Type", "\"int8\"", "KernelSpecification.Arguments[1].FillValue", "300",
+         "KernelSpecification.Arguments[1].FillValue: 300: Random values go from 0 up to it, and an int8 holds at most 127"},
+        {"KernelSpecification.Arguments[1].FillValue", "-1", NULL, NULL,
+         "KernelSpecification.Arguments[1].FillValue: -1: the bound of Random values (from 0 up to it); expected a number above 0"},
+        {"KernelSpecification.Arguments[0].Type", "\"int32\"", "KernelSpecification.ReferenceArguments",
+         "[{\"Name\": \"r\", \"TargetName\": \"c\", \"FillType\": \"Constant\", \"FillValue\": 0.5}]",
+         "KernelSpecification.ReferenceArguments[0].FillValue: 0.5 is not a whole number: an int32 holds whole numbers from -2147483648 to 2147483647"},
+        {"KernelSpecification.Arguments[3].Type", "\"half\"", NULL, NULL,
+         "KernelSpecification.Arguments[3].Type: 'half' on a Scalar: kerntune passes scalars of the integer types, float and double only; "
+         "give a half as a Vector of Size 1"},
+        {"KernelSpecification.Arguments[2].Name", "\"a\"", NULL, NULL, "KernelSpecification.Arguments[2].Name: 'a' is already the name of Arguments[1]"},
+        {"KernelSpecification.Arguments[1].Name", NULL, "KernelSpecification.Arguments[2].Name", "\"arg1\"",
+         "KernelSpecification.Arguments[2].Name: 'arg1' is already the name of Arguments[1] (the name kerntune gives an argument without one)"},
+        {"ConfigurationSpace.TuningParameters[1].Name", "\"TI\"", NULL, NULL,
+         "ConfigurationSpace.TuningParameters[1].Name: 'TI' is already the name of ConfigurationSpace.TuningParameters[0]"},
+        {"ConfigurationSpace.TuningParameters[0].Name", "\"ProblemSize\"", NULL, NULL,
+         "ConfigurationSpace.TuningParameters[0].Name: 'ProblemSize' names the problem's size (KernelSpecification.ProblemSize) in every "
+         "expression; choose another name"},
+        {"ConfigurationSpace.TuningParameters[0].Name", "\"a b\"", NULL, NULL,
+         "ConfigurationSpace.TuningParameters[0].Name: 'a b' is not a name: expected a letter or _ followed by letters, digits and _ (it is "
+         "a name in expressions and a define in the kernel)"},
+        {"ConfigurationSpace.TuningParameters[0].Name", "\"\"", NULL, NULL,
+         "ConfigurationSpace.TuningParameters[0].Name: '' is not a name: expected a letter or _ followed by letters, digits and _ (it is "
+         "a name in expressions and a define in the kernel)"},
+        {"ConfigurationSpace.TuningParameters[0].Name", "\"if\"", NULL, NULL,
+         "ConfigurationSpace.TuningParameters[0].Name: 'if' is a word of the expression language; choose another name"},
+        {"Budget", "[{\"Type\": \"ConfigurationCount\", \"BudgetValue\": 3}, {\"Type\": \"ConfigurationCount\", \"BudgetValue\": 2}]", NULL, NULL,
+         "Budget[1].Type: a second ConfigurationCount (Budget[0] is one): give each kind of budget once"},
+        {"KernelSpecification.ProblemSize", "\"64\"", NULL, NULL,
+         "KernelSpecification.ProblemSize: expected an array of integers (or one integer), got a string"},
+        {"KernelSpecification.ProblemSize", "0", NULL, NULL, "KernelSpecification.ProblemSize: 0; expected a size of at least 1"},
+        /* accepted */
+        {"KernelSpecification.ProblemSize", "64", NULL, NULL, NULL},
+        {"KernelSpecification.Arguments[3].Type", "\"int64\"", "KernelSpecification.Arguments[3].FillValue", "9223372036854775807", NULL},
+        {"KernelSpecification.Arguments[3].Type", "\"int64\"", "KernelSpecification.Arguments[3].FillValue", "-9223372036854775808", NULL},
+        {"KernelSpecification.Arguments[3].Type", "\"uint8\"", "KernelSpecification.Arguments[3].FillValue", "255.0", NULL},
+        {"KernelSpecification.Arguments[1].Type", "\"uint8\"", "KernelSpecification.Arguments[1].FillValue", "256", NULL},
+        {"Budget", "[{\"Type\": \"ConfigurationCount\", \"BudgetValue\": 3}, {\"Type\": \"ConfigurationFraction\", \"BudgetValue\": 0.5}]",
+         NULL, NULL, NULL},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char name[64], file[512], args[1024], want[2048];
+        snprintf(name, sizeof name, "load%02zu.json", i);
+        mutate("matmul_c.json", name, cases[i].path, cases[i].value);
+        snprintf(file, sizeof file, "%s/%s", tmpdir, name);
+        if (cases[i].path2) {
+            json_t *j = load(file);
+            json_error_t e;
+            set_path(j, cases[i].path2, json_loads(cases[i].value2, JSON_DECODE_ANY, &e));
+            write_json(file, j);
+            json_decref(j);
+        }
+        /* an accepted case is replayed (read, not run); a refused one fails before any work */
+        snprintf(args, sizeof args, "tune '%s' --quiet%s", file, cases[i].message ? "" : " --simulate " KT_DATA "/t1/matmul_c.ktcache.json");
+        int rc = run(args);
+        if (cases[i].message == NULL) {
+            if (rc != 0) fail_msg("case %zu (%s = %s) refused: %s", i, cases[i].path, cases[i].value, err);
+            continue;
+        }
+        snprintf(want, sizeof want, "kerntune tune: %s: %s\n", file, cases[i].message);
+        if (rc != 1 || strcmp(err, want) != 0) fail_msg("case %zu (exit %d):\n  got  %s  want %s", i, rc, err, want);
+    }
+    /* --problem-size gives as many dimensions as the problem's ProblemSize */
+    char args[1024];
+    snprintf(args, sizeof args, "tune '%s/t1/matmul_c.json' --problem-size 8,8", KT_DATA);
+    assert_int_equal(run(args), 1);
+    expect_error("--problem-size 8,8: 2 dimensions; the problem's KernelSpecification.ProblemSize has 1");
+    snprintf(args, sizeof args, "tune '%s/hub/two.json' --problem-size 8", tmpdir);
+    mutate("matmul_c.json", "two.json", "KernelSpecification.ProblemSize", "[64, 64]");
+    snprintf(args, sizeof args, "tune '%s/two.json' --problem-size 8 --quiet", tmpdir);
+    assert_int_equal(run(args), 1);
+    expect_error("--problem-size 8: 1 dimension; the problem's KernelSpecification.ProblemSize has 2");
+    remove_tmpdir();
+}
+
+/* ConfigurationCount and ConfigurationFraction together: the smaller budget (a fraction had
+ * overridden the count). Replayed: the recording's 5 configurations, of which one failed to
+ * compile (a failed build costs no budget), measured in order until the budget is spent. */
+static void test_budget_count_and_fraction(void **state) {
+    (void)state;
+    make_tmpdir();
+    static const struct {
+        const char *budget;
+        int measured;
+    } cases[] = {
+        {"[{\"Type\": \"ConfigurationCount\", \"BudgetValue\": 2}, {\"Type\": \"ConfigurationFraction\", \"BudgetValue\": 0.8}]", 2},
+        {"[{\"Type\": \"ConfigurationFraction\", \"BudgetValue\": 0.8}, {\"Type\": \"ConfigurationCount\", \"BudgetValue\": 1}]", 1},
+        {"[{\"Type\": \"ConfigurationCount\", \"BudgetValue\": 3}, {\"Type\": \"ConfigurationFraction\", \"BudgetValue\": 0.2}]", 1},
+        {"[{\"Type\": \"ConfigurationFraction\", \"BudgetValue\": 0.5}]", 3}, /* ceil(2.5) */
+        {"[{\"Type\": \"ConfigurationCount\", \"BudgetValue\": 2}]", 2},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char name[64], args[1024];
+        snprintf(name, sizeof name, "budget%zu.json", i);
+        mutate("matmul_c.json", name, "Budget", cases[i].budget);
+        snprintf(args, sizeof args, "tune '%s/%s' --simulate '%s/t1/matmul_c.ktcache.json' --quiet --json", tmpdir, name, KT_DATA);
+        if (run(args) != 0) fail_msg("%s", err);
+        json_t *s = doc();
+        json_int_t measured = json_integer_value(json_object_get(s, "measured"));
+        if (measured != cases[i].measured) fail_msg("budget %s: %lld measured, expected %d", cases[i].budget, (long long)measured, cases[i].measured);
+        json_decref(s);
+    }
+    remove_tmpdir();
+}
+
+/* A ProblemSize given as one integer is one dimension, as Kernel Tuner reads it (its
+ * test_cache_file_T1_input.json gives "ProblemSize": 100): the grid divides it (replayed). */
+static void test_scalar_problem_size(void **state) {
+    (void)state;
+    make_tmpdir();
+    char path[512], rec[512];
+    snprintf(path, sizeof path, "%s/vector_add.json", tmpdir);
+    write_file(path,
+               "{\"General\": {\"BenchmarkName\": \"vector_add\", \"OutputFormat\": \"JSON\"},\n"
+               " \"ConfigurationSpace\": {\"TuningParameters\": [{\"Name\": \"block_size_x\", \"Type\": \"int\", \"Values\": \"[32, 64, 128]\", \"Default\": 64}],\n"
+               "   \"Conditions\": []},\n"
+               " \"KernelSpecification\": {\"Language\": \"CUDA\", \"CompilerOptions\": [\"-std=c++11\"], \"BenchmarkName\": \"vector_add\",\n"
+               "   \"KernelName\": \"vector_add\", \"KernelFile\": \"vector_add.cu\", \"GlobalSizeType\": \"CUDA\",\n"
+               "   \"LocalSize\": {\"X\": \"block_size_x\", \"Y\": \"1\", \"Z\": \"1\"}, \"GlobalSize\": {\"X\": \"10000000 // block_size_x\", \"Y\": \"1\", \"Z\": \"1\"},\n"
+               "   \"GridDivX\": [\"block_size_x\"], \"ProblemSize\": 100, \"SharedMemory\": 0, \"Stream\": null,\n"
+               "   \"Arguments\": [\n"
+               "     {\"Name\": \"a\", \"Type\": \"float\", \"MemoryType\": \"Vector\", \"AccessType\": \"ReadOnly\", \"FillType\": \"Random\", \"Size\": 100, \"FillValue\": 1.0},\n"
+               "     {\"Name\": \"c\", \"Type\": \"float\", \"MemoryType\": \"Vector\", \"AccessType\": \"WriteOnly\", \"FillType\": \"Constant\", \"Size\": \"ProblemSize[0]\", \"FillValue\": 0.0},\n"
+               "     {\"Name\": \"n\", \"Type\": \"int32\", \"MemoryType\": \"Scalar\", \"AccessType\": \"ReadOnly\", \"FillValue\": 100}]}}\n");
+    json_t *t4 = json_pack("{s:{s:s}, s:[]}", "metadata", "timeunit", "milliseconds", "results");
+    for (int b = 32; b <= 128; b *= 2)
+        json_array_append_new(json_object_get(t4, "results"),
+                              json_pack("{s:{s:i}, s:s, s:{s:[f]}, s:[{s:s,s:f,s:s}]}", "configuration", "block_size_x", b, "invalidity", "correct",
+                                        "times", "runtimes", 1.0 / b, "measurements", "name", "time", "value", 1.0 / b, "unit", "ms"));
+    snprintf(rec, sizeof rec, "%s/vector_add.t4.json", tmpdir);
+    write_json(rec, t4);
+    json_decref(t4);
+    char args[2048], out4[512];
+    snprintf(out4, sizeof out4, "%s/out.t4.json", tmpdir);
+    snprintf(args, sizeof args, "tune '%s' --simulate '%s' --measure recorded --json --t4 '%s'", path, rec, out4);
+    if (run(args) != 0) fail_msg("%s", err);
+    json_decref(doc());
+    t4 = load(out4);
+    size_t i;
+    json_t *r;
+    json_array_foreach(json_object_get(t4, "results"), i, r) {
+        json_int_t b = json_integer_value(json_object_get(json_object_get(r, "configuration"), "block_size_x"));
+        json_t *grid = json_object_get(json_object_get(r, "geometry"), "grid");
+        assert_int_equal(json_integer_value(json_array_get(grid, 0)), (100 + b - 1) / b); /* 4, 2, 1 */
+    }
+    assert_int_equal(json_array_size(json_object_get(t4, "results")), 3);
+    json_decref(t4);
+    remove_tmpdir();
+}
+
 /* Kernel Tuner's formats: its cache files replay (a failed compile classified), and a problem
  * in its T1 style (list(range(...)), GridDivX, MemType, Output, a null Stream) tunes. */
 static void test_kernel_tuner_formats(void **state) {
@@ -907,6 +1082,61 @@ static void test_options(void **state) {
     assert_non_null(strstr(out, "usage: kerntune tune PROBLEM.json"));
 }
 
+/* Options that were accepted and then ignored or harmful are refused, naming them: a parameter
+ * given twice with --define (the last won), --device with --simulate (ignored), a --t4 that is
+ * a file the command reads (the results replaced it). Nothing is written then. */
+static void test_options_refused(void **state) {
+    (void)state;
+    make_tmpdir();
+    char args[4096], want[2048], problem[512], rec[512], db[512], kernel[512], copy[512];
+    snprintf(args, sizeof args, "tune '%s/t1/matmul_c.json' --define TI=4 --define TK=8 --define TI=16", KT_DATA);
+    assert_int_equal(run(args), 2);
+    expect_error("--define TI=16: TI is already given (--define TI=4); give each parameter once");
+    snprintf(args, sizeof args, "tune '%s/t1/matmul_c.json' --device 0 --simulate '%s/t1/matmul_c.ktcache.json'", KT_DATA, KT_DATA);
+    assert_int_equal(run(args), 2);
+    expect_error("--device 0 with --simulate: a replay runs on no device (the recording is its device); leave --device out");
+    /* copies, so that a failure of this test replaces nothing of the repository's */
+    snprintf(kernel, sizeof kernel, "%s/matmul.c", tmpdir);
+    snprintf(args, sizeof args, "cp '%s/t1/matmul.c' '%s/t1/matmul_c.ktcache.json' '%s/'", KT_DATA, KT_DATA, tmpdir);
+    assert_int_equal(system(args), 0);
+    mutate("matmul_c.json", "p.json", "KernelSpecification.KernelFile", "\"matmul.c\"");
+    snprintf(problem, sizeof problem, "%s/p.json", tmpdir);
+    snprintf(rec, sizeof rec, "%s/matmul_c.ktcache.json", tmpdir);
+    snprintf(db, sizeof db, "%s/cache.db", tmpdir);
+    write_file(db, "");
+    json_t *before = load(problem);
+    snprintf(args, sizeof args, "tune '%s' --t4 '%s' --json", problem, problem);
+    assert_int_equal(run(args), 2);
+    snprintf(want, sizeof want, "--t4 %s is the problem file: the results would replace it", problem);
+    expect_error(want);
+    json_t *j = doc();
+    assert_string_equal(json_string_value(json_object_get(j, "error")), want);
+    json_decref(j);
+    snprintf(copy, sizeof copy, "%s/./p.json", tmpdir); /* another name of the same file */
+    snprintf(args, sizeof args, "tune '%s' --t4 '%s'", problem, copy);
+    assert_int_equal(run(args), 2);
+    snprintf(want, sizeof want, "--t4 %s is the problem file %s: the results would replace it", copy, problem);
+    expect_error(want);
+    json_t *after = load(problem);
+    assert_true(json_equal(before, after)); /* untouched */
+    json_decref(before);
+    json_decref(after);
+    snprintf(args, sizeof args, "tune '%s' --simulate '%s' --t4 '%s'", problem, rec, rec);
+    assert_int_equal(run(args), 2);
+    snprintf(want, sizeof want, "--t4 %s is the --simulate recording: the results would replace it", rec);
+    expect_error(want);
+    snprintf(args, sizeof args, "tune '%s' --cache '%s' --t4 '%s'", problem, db, db);
+    assert_int_equal(run(args), 2);
+    snprintf(want, sizeof want, "--t4 %s is the --cache file: the results would replace it", db);
+    expect_error(want);
+    snprintf(args, sizeof args, "tune '%s' --t4 '%s'", problem, kernel);
+    assert_int_equal(run(args), 2);
+    snprintf(want, sizeof want, "--t4 %s is the problem's KernelSpecification.KernelFile: the results would replace it", kernel);
+    expect_error(want);
+    assert_null(strstr(err, "configurations on"));
+    remove_tmpdir();
+}
+
 /* ---- [8] 5: when every configuration fails, the user is told why ---------------------------- */
 
 /* Counts the results of a T4 file by invalidity. */
@@ -1041,6 +1271,178 @@ static void test_json_is_json(void **state) {
     remove_tmpdir();
 }
 
+/* A kernel that prints to stdout (in its worker process, which inherits the command's file
+ * descriptor 1) leaves --json's stdout one JSON document: what it prints goes to stderr. */
+static void test_json_kernel_prints(void **state) {
+    (void)state;
+    make_tmpdir();
+    char path[512];
+    snprintf(path, sizeof path, "%s/noisy.c", tmpdir);
+    write_file(path, "#include <stdio.h>\n"
+                     "void noisy(float *out, int n) {\n"
+                     "    printf(\"hello from the kernel\\n\");\n"
+                     "    fflush(stdout);\n"
+                     "    for (int i = 0; i < n; i++) out[i] = (float)(i % 7) * P;\n"
+                     "}\n");
+    snprintf(path, sizeof path, "%s/noisy.json", tmpdir);
+    write_file(path, "{\"ConfigurationSpace\": {\"TuningParameters\": [{\"Name\": \"P\", \"Type\": \"int\", \"Values\": \"[1, 1.0]\", \"Default\": 1}]},\n"
+                     " \"KernelSpecification\": {\"Language\": \"C\", \"KernelName\": \"noisy\", \"KernelFile\": \"noisy.c\", \"ProblemSize\": [64],\n"
+                     "   \"LocalSize\": {\"X\": \"1\"}, \"Arguments\": [\n"
+                     "     {\"Name\": \"out\", \"Type\": \"float\", \"MemoryType\": \"Vector\", \"AccessType\": \"WriteOnly\", \"Size\": 64},\n"
+                     "     {\"Name\": \"n\", \"Type\": \"int32\", \"MemoryType\": \"Scalar\", \"FillValue\": 64}]}}\n");
+    char args[1024];
+    snprintf(args, sizeof args, "tune '%s' --json", path);
+    if (run(args) != 0) fail_msg("%s", err);
+    json_t *s = doc(); /* the whole of stdout */
+    assert_int_equal(json_integer_value(json_object_get(s, "measured")), 2);
+    assert_true(json_is_true(json_object_get(s, "validated")));
+    json_decref(s);
+    assert_non_null(strstr(err, "hello from the kernel\n"));
+    assert_null(strstr(out, "hello"));
+    remove_tmpdir();
+}
+
+/* A problem whose scratch buffer's Size depends on a parameter (max(TI) * 1024), with a
+ * Default (the reference) of TI = 256: the kernel writes TI * 1024 elements of it. */
+static void write_tiles_problem(const char *crash_values, int crash_default) {
+    char path[512], text[4096];
+    snprintf(path, sizeof path, "%s/tiles.c", tmpdir);
+    write_file(path, "#include <stdlib.h>\n"
+                     "void tiles(float *out, float *scratch, int n) {\n"
+                     "    if (CRASH) abort();\n"
+                     "    for (int j = 0; j < TI * 1024; j++) scratch[j] = 0.0f;\n"
+                     "    for (int i = 0; i < n; i++) out[i] = (float)(i % 13);\n"
+                     "}\n");
+    snprintf(text, sizeof text,
+             "{\"ConfigurationSpace\": {\"TuningParameters\": [\n"
+             "   {\"Name\": \"TI\", \"Type\": \"int\", \"Values\": \"[1, 2, 256]\", \"Default\": 256},\n"
+             "   {\"Name\": \"CRASH\", \"Type\": \"int\", \"Values\": \"%s\", \"Default\": %d}]},\n"
+             " \"KernelSpecification\": {\"Language\": \"C\", \"KernelName\": \"tiles\", \"KernelFile\": \"tiles.c\", \"ProblemSize\": [1000],\n"
+             "   \"LocalSize\": {\"X\": \"1\"}, \"Arguments\": [\n"
+             "     {\"Name\": \"out\", \"Type\": \"float\", \"MemoryType\": \"Vector\", \"AccessType\": \"WriteOnly\", \"Size\": \"ProblemSize[0]\"},\n"
+             "     {\"Name\": \"scratch\", \"Type\": \"float\", \"MemoryType\": \"Vector\", \"AccessType\": \"ReadWrite\", \"Size\": \"max(TI) * 1024\", \"FillValue\": 0},\n"
+             "     {\"Name\": \"n\", \"Type\": \"int32\", \"MemoryType\": \"Scalar\", \"FillValue\": 1000}]}}\n",
+             crash_values, crash_default);
+    snprintf(path, sizeof path, "%s/tiles.json", tmpdir);
+    write_file(path, text);
+}
+
+/* --define restricts the space, not the buffers: a Size is evaluated over the problem's whole
+ * space, the --define'd one and the Default configuration, and the largest taken. Sized from
+ * the --define TI=1 space alone, the scratch buffer held 1024 elements and the Default
+ * reference (TI = 256) wrote 262144. A --define outside the Values sizes for its own value. */
+static void test_define_sizes_buffers(void **state) {
+    (void)state;
+    make_tmpdir();
+    write_tiles_problem("[0]", 0);
+    static const char *const defines[] = {"--define TI=1", "--define TI=2", "--define TI=512"};
+    for (int i = 0; i < 3; i++) {
+        char args[1024];
+        snprintf(args, sizeof args, "tune '%s/tiles.json' %s --json", tmpdir, defines[i]);
+        if (run(args) != 0) fail_msg("%s: %s", defines[i], err);
+        json_t *s = doc();
+        assert_int_equal(json_integer_value(json_object_get(s, "configurations")), 1);
+        assert_int_equal(json_integer_value(json_object_get(s, "measured")), 1);
+        if (!json_is_true(json_object_get(s, "validated"))) fail_msg("%s: not validated:\n%s", defines[i], err);
+        json_decref(s);
+    }
+    remove_tmpdir();
+}
+
+/* A reference that ran and failed is reported as failed, with its outcome and message (the
+ * library records them on the reference's unit), never as "did not run". */
+static void test_reference_failure_reported(void **state) {
+    (void)state;
+    make_tmpdir();
+    write_tiles_problem("[0, 1]", 1); /* the Default configuration aborts */
+    char args[1024];
+    snprintf(args, sizeof args, "tune '%s/tiles.json' --define CRASH=0 --json", tmpdir);
+    assert_int_equal(run(args), 0);
+    json_t *s = doc();
+    json_t *ref = json_object_get(s, "reference");
+    char outcome[64];
+    snprintf(outcome, sizeof outcome, "%s", ref ? json_string_value(json_object_get(ref, "outcome")) : "(no reference)");
+    bool validated = json_is_true(json_object_get(s, "validated")), told = json_is_string(json_object_get(ref, "invalidity")) &&
+                                                                           json_is_string(json_object_get(ref, "message"));
+    json_int_t crash = json_integer_value(json_object_get(json_object_get(ref, "configuration"), "CRASH"));
+    json_decref(s); /* before any assertion: a failed one leaks nothing */
+    assert_false(validated);
+    assert_int_equal(crash, 1);
+    if (strcmp(outcome, "not run") == 0 || strcmp(outcome, "measured") == 0) fail_msg("the reference failed; its outcome says %s", outcome);
+    assert_true(told);
+    assert_non_null(strstr(err, "warning: the configurations were not validated: the reference (the Default configuration TI=256,CRASH=1) failed ("));
+    assert_null(strstr(err, "did not run"));
+    remove_tmpdir();
+}
+
+/* A half fill is the IEEE half nearest to FillValue, ties to even, rounded once from the
+ * double: a kernel copies the bits of one-element half vectors into a uint16 output, validated
+ * exactly against the bit patterns expected (subnormals, overflow to infinity, ties, -0). */
+static void test_half_fill(void **state) {
+    (void)state;
+    make_tmpdir();
+    static const struct {
+        const char *value;
+        uint16_t bits;
+    } cases[] = {
+        {"1.0", 0x3c00},
+        {"-2.0", 0xc000},
+        {"0.1", 0x2e66},
+        {"1e-5", 0x00a8},                      /* subnormal: 167.77 * 2^-24 */
+        {"3e-5", 0x01f7},                      /* subnormal: 503.3 * 2^-24 (was NaN) */
+        {"5.9604644775390625e-08", 0x0001},    /* 2^-24, the smallest subnormal */
+        {"2.98023223876953125e-08", 0x0000},   /* 2^-25: a tie between 0 and 2^-24, to even */
+        {"8.94069671630859375e-08", 0x0002},   /* 3 * 2^-25: a tie between 1 and 2, to even */
+        {"6.10053539276123046875e-05", 0x0400}, /* 1023.5 * 2^-24: a tie, to the smallest normal */
+        {"65504.0", 0x7bff},                   /* the largest half */
+        {"65519.99", 0x7bff},
+        {"65520.0", 0x7c00},                   /* a tie between 65504 and 65536: to even, infinity */
+        {"1e5", 0x7c00},                       /* overflow: infinity (was NaN) */
+        {"-1e5", 0xfc00},
+        {"1.00048828125", 0x3c00},             /* 1 + 2^-11: a tie, to even */
+        {"1.00146484375", 0x3c02},             /* 1 + 3 * 2^-11: a tie, to even */
+        {"1.000488281250909494701772928237915039062500", 0x3c01}, /* 1 + 2^-11 + 2^-40: above the tie (through float: 0x3c00) */
+        {"-0.0", 0x8000},
+    };
+    enum { N = sizeof cases / sizeof cases[0] };
+    char kernel[8192] = "void halves(unsigned short *out", body[4096] = "", args[16384] = "", path[512];
+    uint16_t expected[N];
+    for (int i = 0; i < N; i++) {
+        snprintf(kernel + strlen(kernel), sizeof kernel - strlen(kernel), ", const unsigned short *h%d", i);
+        snprintf(body + strlen(body), sizeof body - strlen(body), "    out[%d] = h%d[0];\n", i, i);
+        snprintf(args + strlen(args), sizeof args - strlen(args),
+                 ",\n {\"Name\": \"h%d\", \"Type\": \"half\", \"MemoryType\": \"Vector\", \"Size\": 1, \"FillValue\": %s}", i,
+                 cases[i].value);
+        expected[i] = cases[i].bits;
+    }
+    snprintf(kernel + strlen(kernel), sizeof kernel - strlen(kernel), ") {\n%s}\n", body);
+    snprintf(path, sizeof path, "%s/halves.c", tmpdir);
+    write_file(path, kernel);
+    snprintf(path, sizeof path, "%s/expected.bin", tmpdir);
+    FILE *f = fopen(path, "wb");
+    assert_non_null(f);
+    assert_int_equal(fwrite(expected, sizeof expected[0], N, f), N);
+    assert_int_equal(fclose(f), 0);
+    char problem[32768];
+    snprintf(problem, sizeof problem,
+             "{\"ConfigurationSpace\": {\"TuningParameters\": [{\"Name\": \"P\", \"Type\": \"int\", \"Values\": \"[1]\"}]},\n"
+             " \"KernelSpecification\": {\"Language\": \"C\", \"KernelName\": \"halves\", \"KernelFile\": \"halves.c\", \"ProblemSize\": [1],\n"
+             "   \"LocalSize\": {\"X\": \"1\"}, \"Arguments\": [\n"
+             " {\"Name\": \"out\", \"Type\": \"uint16\", \"MemoryType\": \"Vector\", \"AccessType\": \"WriteOnly\", \"Size\": %d}%s],\n"
+             "   \"ReferenceArguments\": [{\"Name\": \"bits\", \"TargetName\": \"out\", \"FillType\": \"BinaryRaw\", \"DataSource\": \"expected.bin\"}]}}\n",
+             N, args);
+    snprintf(path, sizeof path, "%s/halves.json", tmpdir);
+    write_file(path, problem);
+    char cmd[1024];
+    snprintf(cmd, sizeof cmd, "tune '%s' --json", path);
+    if (run(cmd) != 0) fail_msg("%s", err);
+    json_t *s = doc();
+    assert_int_equal(json_integer_value(json_object_get(s, "measured")), 1);
+    assert_true(json_is_true(json_object_get(s, "validated")));
+    json_decref(s);
+    remove_tmpdir();
+}
+
 /* ---- [8] 7: no input is cut ----------------------------------------------------------------- */
 
 static void test_long_inputs(void **state) {
@@ -1133,7 +1535,9 @@ static void test_fifo_refused(void **state) {
     json_decref(j);
     snprintf(args, sizeof args, "tune '%s/fifo_data.json'", tmpdir);
     assert_int_equal(run(args), 1);
-    snprintf(want, sizeof want, "%s/fifo_data.json: KernelSpecification.Arguments[1]: argument 'a': its DataSource %s is a FIFO; expected a regular file",
+    snprintf(want, sizeof want,
+             "%s/fifo_data.json: KernelSpecification.Arguments[1].DataSource: argument 'a' (4096 elements of float): the file %s is a FIFO; "
+             "expected a regular file",
              tmpdir, fifo);
     expect_error(want);
     /* the problem file itself, and recorded data */
@@ -1155,7 +1559,26 @@ static void test_fifo_refused(void **state) {
     json_decref(j);
     snprintf(args, sizeof args, "tune '%s/fifo_data.json'", tmpdir);
     assert_int_equal(run(args), 1);
-    snprintf(want, sizeof want, "%s/fifo_data.json: KernelSpecification.Arguments[1]: argument 'a': its DataSource %s holds 4 bytes; 16384 expected",
+    snprintf(want, sizeof want,
+             "%s/fifo_data.json: KernelSpecification.Arguments[1].DataSource: argument 'a' (4096 elements of float): the file %s holds 4 bytes; "
+             "16384 expected",
+             tmpdir, fifo);
+    expect_error(want);
+    /* and one longer than its argument: refused too, never cut (the README says exactly its bytes) */
+    snprintf(fifo, sizeof fifo, "%s/long.bin", tmpdir);
+    static char longer[16388];
+    memset(longer, 'x', sizeof longer - 1);
+    write_file(fifo, longer);
+    j = load(strcat(strcpy(args, tmpdir), "/fifo_data.json"));
+    a1 = json_array_get(json_object_get(json_object_get(j, "KernelSpecification"), "Arguments"), 1);
+    json_object_set_new(a1, "DataSource", json_string("long.bin"));
+    write_json(args, j);
+    json_decref(j);
+    snprintf(args, sizeof args, "tune '%s/fifo_data.json'", tmpdir);
+    assert_int_equal(run(args), 1);
+    snprintf(want, sizeof want,
+             "%s/fifo_data.json: KernelSpecification.Arguments[1].DataSource: argument 'a' (4096 elements of float): the file %s holds 16387 "
+             "bytes; 16384 expected",
              tmpdir, fifo);
     expect_error(want);
     remove_tmpdir();
@@ -1176,15 +1599,50 @@ static void test_errors_name_their_source(void **state) {
              "column 4: integer division or modulo by zero",
              tmpdir);
     expect_error(want);
-    /* a GridDiv that divides by zero, found when the launch is planned (before any compile) */
-    mutate("matmul_c.json", "grid0.json", "KernelSpecification.GridDivX", "[\"TI - TI\"]");
+    /* a grid that cannot be computed for a configuration, found when the launch is planned
+     * (before any compile): its JSON path and the configuration (the Default one first) */
+    mutate("matmul_cl.json", "grid0.json", "KernelSpecification.GridDivX", "[\"1 if TM == 1 else TM - 2\"]");
     snprintf(args, sizeof args, "tune '%s/grid0.json'", tmpdir);
     assert_int_equal(run(args), 1);
     snprintf(want, sizeof want,
-             "%s/grid0.json: KernelSpecification.GridDivX: geometry: global size: expression '-(-ProblemSize[0] // (int(TI - TI)))': "
-             "column 19: integer division or modulo by zero",
+             "%s/grid0.json: KernelSpecification.GridDivX: configuration TM=2,LX=4: geometry: global size: expression "
+             "'-(-ProblemSize[0] // (int(1 if TM == 1 else TM - 2)))': column 19: integer division or modulo by zero",
              tmpdir);
     expect_error(want);
+    mutate("matmul_cl.json", "grid_neg.json", "KernelSpecification.GridDivX", "[\"TM - 2\"]"); /* -1 for TM=1: a negative grid */
+    snprintf(args, sizeof args, "tune '%s/grid_neg.json'", tmpdir);
+    assert_int_equal(run(args), 1);
+    snprintf(want, sizeof want,
+             "%s/grid_neg.json: KernelSpecification.GridDivX: the Default configuration TM=1,LX=4: geometry: global size: expression "
+             "'-(-ProblemSize[0] // (int(TM - 2)))' does not give a size >= 0",
+             tmpdir);
+    expect_error(want);
+    mutate("matmul_cl.json", "grid1.json", "KernelSpecification.GridDivX", "[\"TM - 1\"]");
+    snprintf(args, sizeof args, "tune '%s/grid1.json' --define TM=2 --json", tmpdir);
+    assert_int_equal(run(args), 1);
+    snprintf(want, sizeof want,
+             "%s/grid1.json: KernelSpecification.GridDivX: the Default configuration TM=1,LX=4: geometry: global size: expression "
+             "'-(-ProblemSize[0] // (int(TM - 1)))': column 19: integer division or modulo by zero",
+             tmpdir);
+    expect_error(want);
+    json_t *e = doc();
+    assert_string_equal(json_string_value(json_object_get(e, "error")), want);
+    json_decref(e);
+    mutate("matmul_cl.json", "local0.json", "KernelSpecification.LocalSize.X", "\"LX // (TM - 2) if TM > 1 else LX\"");
+    snprintf(args, sizeof args, "tune '%s/local0.json' --define LX=4", tmpdir);
+    assert_int_equal(run(args), 1);
+    snprintf(want, sizeof want,
+             "%s/local0.json: KernelSpecification.LocalSize.X: configuration TM=2,LX=4: geometry: local size: expression "
+             "'LX // (TM - 2) if TM > 1 else LX': column 4: integer division or modulo by zero",
+             tmpdir);
+    expect_error(want);
+    /* a C kernel is called, not launched: a grid it never uses does not stop its tuning */
+    mutate("matmul_c.json", "grid_c.json", "KernelSpecification.GridDivX", "[\"TI - 4\"]");
+    snprintf(args, sizeof args, "tune '%s/grid_c.json' --define TI=4 --json", tmpdir);
+    if (run(args) != 0) fail_msg("%s", err);
+    e = doc();
+    assert_int_equal(json_integer_value(json_object_get(e, "measured")), 2);
+    json_decref(e);
     /* a --define value blames the option */
     snprintf(args, sizeof args, "tune '%s/t1/matmul_c.json' --define TI=abc", KT_DATA);
     assert_int_equal(run(args), 1);
@@ -1250,6 +1708,73 @@ static void test_errors_name_their_source(void **state) {
     remove_tmpdir();
 }
 
+/* Expressions longer than 200 characters: an error still names its JSON path and quotes the
+ * whole expression (the library cut it at 200, and the CLI, matching the quoted text, lost the
+ * path). */
+static void test_long_expressions_named(void **state) {
+    (void)state;
+    make_tmpdir();
+    char tail[400] = "", cond[512], grid[512], args[2048], want[4096], value[600];
+    for (int i = 0; i < 60; i++) strcat(tail, " + 1");
+    snprintf(cond, sizeof cond, "TI %% 0 == 0%s > 0", tail); /* the division comes first */
+    snprintf(grid, sizeof grid, "1 if TM == 1 else TM - 2 + 0 * (1%s)", tail); /* zero for TM=2 */
+    assert_true(strlen(cond) > 200 && strlen(grid) > 200);
+    snprintf(value, sizeof value, "\"%s\"", cond);
+    mutate("matmul_c.json", "cond.json", "ConfigurationSpace.Conditions[0].Expression", value);
+    snprintf(args, sizeof args, "tune '%s/cond.json'", tmpdir);
+    assert_int_equal(run(args), 1);
+    snprintf(want, sizeof want,
+             "%s/cond.json: ConfigurationSpace.Conditions[0].Expression: kt_space_enumerate: constraint: expression '%s': column 4: "
+             "integer division or modulo by zero",
+             tmpdir, cond);
+    expect_error(want);
+    snprintf(value, sizeof value, "[\"%s\"]", grid);
+    mutate("matmul_cl.json", "grid.json", "KernelSpecification.GridDivX", value);
+    snprintf(args, sizeof args, "tune '%s/grid.json'", tmpdir);
+    assert_int_equal(run(args), 1);
+    snprintf(want, sizeof want,
+             "%s/grid.json: KernelSpecification.GridDivX: configuration TM=2,LX=4: geometry: global size: expression "
+             "'-(-ProblemSize[0] // (int(%s)))': column 19: integer division or modulo by zero",
+             tmpdir, grid);
+    expect_error(want);
+    remove_tmpdir();
+}
+
+/* --t4 is written through a temporary file in its directory: an existing, writable T4 file in a
+ * directory that takes no new file is refused before any work (it passed the check, then the
+ * tuning ran and its results could not be written). As another user when this runs as root. */
+static void test_t4_directory_not_writable(void **state) {
+    (void)state;
+    make_tmpdir();
+    char dir[512], file[600], args[2048], want[2048];
+    snprintf(dir, sizeof dir, "%s/results", tmpdir);
+    assert_int_equal(mkdir(dir, 0755), 0);
+    snprintf(file, sizeof file, "%s/out.json", dir);
+    write_file(file, "{}");
+    const char *as = "";
+    if (geteuid() == 0) {
+        if (system("command -v setpriv >/dev/null 2>&1") != 0) {
+            remove_tmpdir();
+            return; /* nobody to be */
+        }
+        assert_int_equal(chown(file, 65534, 65534), 0); /* nobody may write the file, not its directory (root's, 0755) */
+        assert_int_equal(chmod(file, 0644), 0);
+        assert_int_equal(chmod(tmpdir, 0755), 0);
+        as = "setpriv --reuid=65534 --regid=65534 --clear-groups env KERNTUNE_ARTIFACTS=/nonexistent";
+    } else {
+        assert_int_equal(chmod(dir, 0555), 0);
+    }
+    snprintf(args, sizeof args, "tune '%s/t1/matmul_c.json' --t4 '%s' --cache off", KT_DATA, file);
+    assert_int_equal(run_env(as, args), 1);
+    snprintf(want, sizeof want,
+             "--t4 %s: cannot be written: its directory %s takes no new file (T4 output is written to a temporary file there, then "
+             "renamed into place): Permission denied",
+             file, dir);
+    expect_error(want);
+    assert_null(strstr(err, "configurations on")); /* before any work */
+    remove_tmpdir();
+}
+
 int main(void) {
 #ifdef KT_SANITIZED
     /* ThreadSanitizer sleeps a second at the exit of every process that started threads (to
@@ -1270,15 +1795,26 @@ int main(void) {
         cmocka_unit_test(test_malformed_problems),
         cmocka_unit_test(test_refused_fields),
         cmocka_unit_test(test_kernel_tuner_formats),
+        cmocka_unit_test(test_checked_at_load),
+        cmocka_unit_test(test_budget_count_and_fraction),
+        cmocka_unit_test(test_scalar_problem_size),
         cmocka_unit_test(test_replay_policies),
         cmocka_unit_test(test_crashing_problem),
         cmocka_unit_test(test_decision_recorded),
         cmocka_unit_test(test_options),
+        cmocka_unit_test(test_options_refused),
         cmocka_unit_test(test_all_failed_says_why),
         cmocka_unit_test(test_json_is_json),
+        cmocka_unit_test(test_json_kernel_prints),
+        cmocka_unit_test(test_half_fill),
+        cmocka_unit_test(test_define_sizes_buffers),
+        cmocka_unit_test(test_reference_failure_reported),
         cmocka_unit_test(test_long_inputs),
         cmocka_unit_test(test_fifo_refused),
         cmocka_unit_test(test_errors_name_their_source),
+        cmocka_unit_test(test_t4_directory_not_writable),
+        cmocka_unit_test(test_long_expressions_named),
     };
+    if (getenv("KT_TEST_FILTER")) cmocka_set_test_filter(getenv("KT_TEST_FILTER")); /* e.g. test_json* */
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
