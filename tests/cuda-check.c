@@ -491,6 +491,25 @@ static const char *cmem_cu =
     "    if (i < n) out[i] = in[i] * weights[i % 16] + OFFSET;\n"
     "}\n";
 
+/* The op out[i] = in[i] * weights[i % 16] (+ OFFSET) with its third argument in constant memory
+ * under the name cname, over the values B and OFFSET take; NULL (a failure counted) when it
+ * cannot be made. */
+static kt_op *weigh_op(kt_context *ctx, size_t dev, const char *name, const char *cname, const char *bs, const char *offsets) {
+    kt_op *op = NULL;
+    kt_space *sp = NULL;
+    const char *grid[3] = {"(n + B - 1) // B", NULL, NULL}, *block[3] = {"B", NULL, NULL};
+    if (kt_op_create(ctx, name, &op) || kt_op_set_device(op, dev) || kt_op_add_buffer(op, "out", KT_TYPE_F32, KT_WRITE_ONLY) ||
+        kt_op_add_buffer(op, "in", KT_TYPE_F32, KT_READ_ONLY) || kt_op_add_buffer(op, cname, KT_TYPE_F32, KT_READ_ONLY) ||
+        kt_op_add_scalar(op, "n", KT_TYPE_I64) || kt_op_set_constant(op, 2) || kt_space_create(&sp) ||
+        kt_space_add_input(sp, "n") || kt_space_add_param(sp, "B", bs) || kt_space_add_param(sp, "OFFSET", offsets) ||
+        kt_space_set_geometry(sp, KT_GEOMETRY_GRID, grid, block, NULL) || kt_op_add_variants(op, "weigh", sp, cmem_cu, "weigh", NULL, 0)) {
+        CHECK(0, "op %s: %s", name, kt_last_error());
+        op = NULL;
+    }
+    kt_space_destroy(sp);
+    return op;
+}
+
 static void check_constant_memory(void) {
     kt_context *ctx = context();
     size_t dev = cuda_device(ctx);
@@ -503,23 +522,9 @@ static void check_constant_memory(void) {
     OK(kt_device_alloc(ctx, dev, sizeof out, &dout));
     OK(kt_device_alloc(ctx, dev, sizeof w, &dw));
     OK(kt_device_write(ctx, dev, din, in, sizeof in));
-    kt_op *op = NULL;
-    OK(kt_op_create(ctx, "weigh", &op));
-    OK(kt_op_set_device(op, dev));
-    OK(kt_op_add_buffer(op, "out", KT_TYPE_F32, KT_WRITE_ONLY));
-    OK(kt_op_add_buffer(op, "in", KT_TYPE_F32, KT_READ_ONLY));
-    OK(kt_op_add_buffer(op, "weights", KT_TYPE_F32, KT_READ_ONLY));
-    OK(kt_op_add_scalar(op, "n", KT_TYPE_I64));
-    OK(kt_op_set_constant(op, 2));
-    kt_space *sp = NULL;
-    OK(kt_space_create(&sp));
-    OK(kt_space_add_input(sp, "n"));
-    OK(kt_space_add_param(sp, "B", "[64, 256]"));
-    OK(kt_space_add_param(sp, "OFFSET", "[0, 1]")); /* OFFSET=1 is wrong: validation must catch it */
-    const char *grid[3] = {"(n + B - 1) // B", NULL, NULL}, *block[3] = {"B", NULL, NULL};
-    OK(kt_space_set_geometry(sp, KT_GEOMETRY_GRID, grid, block, NULL));
-    OK(kt_op_add_variants(op, "weigh", sp, cmem_cu, "weigh", NULL, 0));
-    kt_space_destroy(sp);
+    /* OFFSET=1 is wrong: validation must catch it */
+    kt_op *op = weigh_op(ctx, dev, "weigh", "weights", "[64, 256]", "[0, 1]");
+    if (op == NULL) return;
     OK(kt_op_set_reference(op, "weigh")); /* its first configuration, B=64 OFFSET=0 */
     for (int round = 0; round < 2; round++) { /* tune, then a hit with other weights */
         for (int k = 0; k < 16; k++) w[k] = round ? (float)(k * k) * 0.25f : (float)k + 1;
@@ -538,21 +543,8 @@ static void check_constant_memory(void) {
         CHECK(invalid == 2, "%d OFFSET=1 configurations invalid, expected 2", invalid);
     }
     /* a variant without the __constant__ variable fails to build or load, with the name */
-    kt_op *bad = NULL;
-    OK(kt_op_create(ctx, "noconst", &bad));
-    OK(kt_op_set_device(bad, dev));
-    OK(kt_op_add_buffer(bad, "out", KT_TYPE_F32, KT_WRITE_ONLY));
-    OK(kt_op_add_buffer(bad, "in", KT_TYPE_F32, KT_READ_ONLY));
-    OK(kt_op_add_buffer(bad, "filter", KT_TYPE_F32, KT_READ_ONLY));
-    OK(kt_op_add_scalar(bad, "n", KT_TYPE_I64));
-    OK(kt_op_set_constant(bad, 2));
-    OK(kt_space_create(&sp));
-    OK(kt_space_add_input(sp, "n"));
-    OK(kt_space_add_param(sp, "B", "[64]"));
-    OK(kt_space_add_param(sp, "OFFSET", "[0]"));
-    OK(kt_space_set_geometry(sp, KT_GEOMETRY_GRID, grid, block, NULL));
-    OK(kt_op_add_variants(bad, "weigh", sp, cmem_cu, "weigh", NULL, 0));
-    kt_space_destroy(sp);
+    kt_op *bad = weigh_op(ctx, dev, "noconst", "filter", "[64]", "[0]");
+    if (bad == NULL) return;
     kt_arg args[] = {kt_arg_buf(dout, sizeof out), kt_arg_buf(din, sizeof in), kt_arg_buf(dw, sizeof w), kt_arg_i64(M)};
     kt_status st = kt_op_call(bad, args, 4);
     const kt_decision *d = NULL;
@@ -603,23 +595,8 @@ static void check_constant_memory_threads(void) {
     kt_context *ctx = context();
     size_t dev = cuda_device(ctx);
     if (dev == (size_t)-1) return;
-    kt_op *op = NULL;
-    OK(kt_op_create(ctx, "weigh2", &op));
-    OK(kt_op_set_device(op, dev));
-    OK(kt_op_add_buffer(op, "out", KT_TYPE_F32, KT_WRITE_ONLY));
-    OK(kt_op_add_buffer(op, "in", KT_TYPE_F32, KT_READ_ONLY));
-    OK(kt_op_add_buffer(op, "weights", KT_TYPE_F32, KT_READ_ONLY));
-    OK(kt_op_add_scalar(op, "n", KT_TYPE_I64));
-    OK(kt_op_set_constant(op, 2));
-    kt_space *sp = NULL;
-    OK(kt_space_create(&sp));
-    OK(kt_space_add_input(sp, "n"));
-    OK(kt_space_add_param(sp, "B", "[128]"));
-    OK(kt_space_add_param(sp, "OFFSET", "[0]"));
-    const char *grid[3] = {"(n + B - 1) // B", NULL, NULL}, *block[3] = {"B", NULL, NULL};
-    OK(kt_space_set_geometry(sp, KT_GEOMETRY_GRID, grid, block, NULL));
-    OK(kt_op_add_variants(op, "weigh", sp, cmem_cu, "weigh", NULL, 0));
-    kt_space_destroy(sp);
+    kt_op *op = weigh_op(ctx, dev, "weigh2", "weights", "[128]", "[0]");
+    if (op == NULL) return;
     hitter h[2];
     float in[HM];
     for (int i = 0; i < HM; i++) in[i] = (float)(i % 7) - 3;

@@ -193,6 +193,24 @@ typedef struct sized {
     float *host;
 } sized;
 
+/* A context on the first OpenCL device with two device buffers of CAP floats. */
+static sized sized_open(void) {
+    sized z = {.ctx = test_context(2)};
+    ok(kt_context_set_artifact_dir(z.ctx, artifacts));
+    z.dev = opencl_device(z.ctx);
+    z.host = malloc(CAP * sizeof(float));
+    assert_non_null(z.host);
+    ok(kt_device_alloc(z.ctx, z.dev, CAP * sizeof(float), &z.din));
+    ok(kt_device_alloc(z.ctx, z.dev, CAP * sizeof(float), &z.dout));
+    return z;
+}
+
+static void sized_close(sized *z) {
+    kt_device_free(z->ctx, z->dev, z->din), kt_device_free(z->ctx, z->dev, z->dout);
+    free(z->host);
+    kt_context_destroy(z->ctx);
+}
+
 /* Calls op on the first n elements of the device buffers (their real size is CAP), then checks
  * every element below n holds 2 in + 1 and that nothing at or past n was written. */
 static void call_sized(sized *z, kt_op *op, int64_t n) {
@@ -227,13 +245,7 @@ static kt_op *sized_op(sized *z, const char *name, const char *source, const cha
  * is n // PER, tuned at one n, launched at others, with and without a key (issue [8] A). */
 static void test_launch_size_per_call(void **state) {
     (void)state;
-    sized z = {.ctx = test_context(2)};
-    ok(kt_context_set_artifact_dir(z.ctx, artifacts));
-    z.dev = opencl_device(z.ctx);
-    z.host = malloc(CAP * sizeof(float));
-    assert_non_null(z.host);
-    ok(kt_device_alloc(z.ctx, z.dev, CAP * sizeof(float), &z.din));
-    ok(kt_device_alloc(z.ctx, z.dev, CAP * sizeof(float), &z.dout));
+    sized z = sized_open();
     const char *global[3] = {"n // PER", NULL, NULL};
     for (int pow2 = 0; pow2 < 2; pow2++) {
         kt_space *sp = NULL;
@@ -266,9 +278,7 @@ static void test_launch_size_per_call(void **state) {
             assert_int_equal(g[0], 600 / (strstr(kt_decision_unit_config(d, kt_decision_winner_unit(d)), "PER=4") ? 4 : 1));
         }
     }
-    kt_device_free(z.ctx, z.dev, z.din), kt_device_free(z.ctx, z.dev, z.dout);
-    free(z.host);
-    kt_context_destroy(z.ctx);
+    sized_close(&z);
 }
 
 /* A global size counted in work-items must be a multiple of the local size (OpenCL 1.2): an
@@ -276,13 +286,7 @@ static void test_launch_size_per_call(void **state) {
  * keyed exactly rather than sized per call (n = 1000 is no multiple of 16). */
 static void test_work_items_with_local_size_keyed(void **state) {
     (void)state;
-    sized z = {.ctx = test_context(2)};
-    ok(kt_context_set_artifact_dir(z.ctx, artifacts));
-    z.dev = opencl_device(z.ctx);
-    z.host = malloc(CAP * sizeof(float));
-    assert_non_null(z.host);
-    ok(kt_device_alloc(z.ctx, z.dev, CAP * sizeof(float), &z.din));
-    ok(kt_device_alloc(z.ctx, z.dev, CAP * sizeof(float), &z.dout));
+    sized z = sized_open();
     kt_space *sp = NULL;
     ok(kt_space_create(&sp));
     ok(kt_space_add_input(sp, "n"));
@@ -300,9 +304,7 @@ static void test_work_items_with_local_size_keyed(void **state) {
     assert_int_equal(kt_decision_key_len(d), 1);
     assert_int_equal(kt_decision_key(d, 0), 1000);
     assert_string_equal(kt_decision_unit_config(d, kt_decision_winner_unit(d)), "PER=1,L=8");
-    kt_device_free(z.ctx, z.dev, z.din), kt_device_free(z.ctx, z.dev, z.dout);
-    free(z.host);
-    kt_context_destroy(z.ctx);
+    sized_close(&z);
 }
 
 /* An argument that reaches the compiled code (a derived value, so a define) is keyed exactly,
@@ -310,13 +312,7 @@ static void test_work_items_with_local_size_keyed(void **state) {
  * n = 520 (issue [8] A). */
 static void test_code_argument_keyed_exactly(void **state) {
     (void)state;
-    sized z = {.ctx = test_context(2)};
-    ok(kt_context_set_artifact_dir(z.ctx, artifacts));
-    z.dev = opencl_device(z.ctx);
-    z.host = malloc(CAP * sizeof(float));
-    assert_non_null(z.host);
-    ok(kt_device_alloc(z.ctx, z.dev, CAP * sizeof(float), &z.din));
-    ok(kt_device_alloc(z.ctx, z.dev, CAP * sizeof(float), &z.dout));
+    sized z = sized_open();
     kt_space *sp = NULL;
     ok(kt_space_create(&sp));
     ok(kt_space_add_input(sp, "n"));
@@ -338,9 +334,7 @@ static void test_code_argument_keyed_exactly(void **state) {
     assert_int_equal(kt_decision_key(d, 0), 1024);
     assert_int_equal(kt_decision_key(d, 1), 1000);
     assert_string_equal(kt_decision_unit_config(d, kt_decision_winner_unit(d)), "G=64,COUNT=1000");
-    kt_device_free(z.ctx, z.dev, z.din), kt_device_free(z.ctx, z.dev, z.dout);
-    free(z.host);
-    kt_context_destroy(z.ctx);
+    sized_close(&z);
 }
 
 /* A fingerprint holds only what identifies the device and its software. PoCL reports a CPU
