@@ -24,12 +24,12 @@ check-normal: build
 	ctest --test-dir build --output-on-failure -j$(JOBS)
 
 check-asan: deps
-	@cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DKT_SANITIZE=address -DKT_TEST_INSTALL=OFF $(CMAKE_FLAGS) >/dev/null
+	@cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DKT_SANITIZE=address -DKT_TEST_INSTALL=OFF -DKT_BUILD_EXAMPLES=OFF $(CMAKE_FLAGS) >/dev/null
 	@cmake --build build-asan -j$(JOBS)
 	ctest --test-dir build-asan --output-on-failure -j$(JOBS)
 
 check-tsan: deps
-	@cmake -S . -B build-tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DKT_SANITIZE=thread -DKT_TEST_INSTALL=OFF $(CMAKE_FLAGS) >/dev/null
+	@cmake -S . -B build-tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DKT_SANITIZE=thread -DKT_TEST_INSTALL=OFF -DKT_BUILD_EXAMPLES=OFF $(CMAKE_FLAGS) >/dev/null
 	@cmake --build build-tsan -j$(JOBS)
 	ctest --test-dir build-tsan --output-on-failure -j$(JOBS)
 
