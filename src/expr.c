@@ -254,19 +254,13 @@ size_t kt__value_format_len(const kt__value *v) {
 
 static kt_status expr_err(const char *where, const char *text, int col, const char *fmt, ...) KT__PRINTF(4, 5);
 static kt_status expr_err(const char *where, const char *text, int col, const char *fmt, ...) {
-    /* what went wrong first, then the whole message around it: the expression is quoted whole */
+    /* what went wrong first, then the whole message around it (a message may quote the one
+     * before it), the expression quoted whole */
     va_list ap;
     va_start(ap, fmt);
-    char *what = NULL;
-    va_list again;
-    va_copy(again, ap);
-    int n = vsnprintf(NULL, 0, fmt, ap);
-    if (n >= 0 && (what = malloc((size_t)n + 1)) != NULL) vsnprintf(what, (size_t)n + 1, fmt, again);
-    va_end(again);
+    kt__verr(KT_ERR_INVALID_ARGUMENT, fmt, ap);
     va_end(ap);
-    kt_status st = kt__err(KT_ERR_INVALID_ARGUMENT, "%s: expression '%s': column %d: %s", where, text, col, what ? what : "out of memory");
-    free(what);
-    return st;
+    return kt__err(KT_ERR_INVALID_ARGUMENT, "%s: expression '%s': column %d: %s", where, text, col, kt_last_error());
 }
 
 /* ---- tokens ----------------------------------------------------------------------------------- */

@@ -42,6 +42,7 @@
 /* Formats the calling thread's detail message and returns status, so that a failing path reads
  * `return kt__err(KT_ERR_X, "kt_fn(...): what", ...);`. */
 kt_status kt__err(kt_status status, const char *fmt, ...) KT__PRINTF(2, 3);
+kt_status kt__verr(kt_status status, const char *fmt, va_list ap);
 
 /* A copy of the calling thread's detail message (NULL when out of memory), and putting such a
  * copy back as the message (freeing it) with status returned: for work that must not disturb
@@ -242,6 +243,16 @@ int kt__launch_fn(const kt_arg *args, size_t nargs, void *user);
 
 /* A candidate's return code meaning "failed, and the detail message says how". */
 #define KT__RC_REPORTED (-7002)
+
+/* Whether candidate function fn's return code rc is such a described failure: only the launch
+ * of a device variant reports so (a native may return the same number for its own reasons). */
+static inline bool kt__rc_reported(kt_native_fn fn, int rc) { return rc == KT__RC_REPORTED && fn == kt__launch_fn; }
+
+/* Whether an outcome is a failure of the unit's own (not a rejection, not "not run"). */
+static inline bool kt__outcome_failed(int o) {
+    return o == KT_OUTCOME_FAILED || o == KT_OUTCOME_INVALID || o == KT_OUTCOME_BUILD_FAILED || o == KT_OUTCOME_TIMEOUT ||
+           o == KT_OUTCOME_CRASHED;
+}
 
 /* One thing a decision considers: a native candidate, or one configuration of a variant group. */
 typedef struct kt__unit {

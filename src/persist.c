@@ -289,8 +289,7 @@ static void apply_unit(kt__unit *u, const kt__store_unit *su, bool held) {
         u->r.time_ns = su->time_ns;
         u->r.ci_low_ns = su->ci_low_ns;
         u->r.ci_high_ns = su->ci_high_ns;
-    } else if (su->outcome == KT_OUTCOME_FAILED || su->outcome == KT_OUTCOME_INVALID || su->outcome == KT_OUTCOME_BUILD_FAILED ||
-               su->outcome == KT_OUTCOME_TIMEOUT || su->outcome == KT_OUTCOME_CRASHED) {
+    } else if (kt__outcome_failed(su->outcome)) {
         u->r.outcome = (kt_outcome)su->outcome;
         char msg[512];
         snprintf(msg, sizeof msg, "recorded in the cache: %s", su->message ? su->message : "failed");

@@ -194,15 +194,36 @@ static bool param_value_ok(const kt__value *v) {
 /* Copies values into the space's store. */
 static kt_status store_values(kt_space *sp, const kt__value *src, size_t n, kt__value **out, const char *where);
 
-/* A value as its define writes it (strings bare, bools 1/0), allocated. */
+/* A value as its define writes it: strings bare, bools 1/0, the rest as Python writes them.
+ * Returns the text (*vlen bytes, not always NUL-terminated): num (64 bytes) when it fits there,
+ * the string's own bytes, or *heap, which the caller frees; NULL when out of memory. */
+static const char *value_text(const kt__value *v, char num[64], char **heap, int *vlen) {
+    *heap = NULL;
+    if (v->t == KT_V_STR) {
+        *vlen = (int)v->str.len;
+        return v->str.s;
+    }
+    if (v->t == KT_V_BOOL) snprintf(num, 64, "%d", v->b ? 1 : 0);
+    else if (v->t == KT_V_LIST) { /* a derived list */
+        size_t n = kt__value_format_len(v);
+        if ((*heap = malloc(n)) == NULL) return NULL;
+        kt__value_format(v, *heap, n);
+        *vlen = (int)strlen(*heap);
+        return *heap;
+    } else kt__value_format(v, num, 64);
+    *vlen = (int)strlen(num);
+    return num;
+}
+
+/* The same, allocated and NUL-terminated. */
 static char *define_text(const kt__value *v) {
-    size_t n = kt__value_format_len(v);
-    char *t = malloc(n);
-    if (t == NULL) return NULL;
-    if (v->t == KT_V_STR) snprintf(t, n, "%.*s", (int)v->str.len, v->str.s);
-    else if (v->t == KT_V_BOOL) snprintf(t, n, "%d", v->b ? 1 : 0);
-    else kt__value_format(v, t, n);
-    return t;
+    char num[64], *heap;
+    int len;
+    const char *t = value_text(v, num, &heap, &len);
+    if (t == NULL || t == heap) return heap;
+    char *copy = malloc((size_t)len + 1);
+    if (copy) memcpy(copy, t, (size_t)len), copy[len] = '\0';
+    return copy;
 }
 
 typedef struct ranked_text {
@@ -636,19 +657,10 @@ kt_status kt__space_format_slots(const kt_space *sp, const kt__value *slots, con
     if (len) buf[0] = '\0';
     for (size_t i = 0; i < sp->nslots; i++) {
         if (sp->slots[i].kind == SLOT_INPUT) continue;
-        const kt__value *v = &slots[i];
-        char num[64], *heap = NULL;
-        const char *value = num;
-        int vlen = -1;
-        if (v->t == KT_V_STR) value = v->str.s, vlen = (int)v->str.len;
-        else if (v->t == KT_V_BOOL) snprintf(num, sizeof num, "%d", v->b ? 1 : 0);
-        else if (v->t == KT_V_LIST) { /* a derived list, as Python writes it */
-            size_t n = kt__value_format_len(v);
-            if ((heap = malloc(n)) == NULL) return kt__err(KT_ERR_NO_MEMORY, "configuration text: out of memory");
-            kt__value_format(v, heap, n);
-            value = heap;
-        } else kt__value_format(v, num, sizeof num);
-        if (vlen < 0) vlen = (int)strlen(value);
+        char num[64], *heap;
+        int vlen;
+        const char *value = value_text(&slots[i], num, &heap, &vlen);
+        if (value == NULL) return kt__err(KT_ERR_NO_MEMORY, "configuration text: out of memory");
         int n = snprintf(buf + k, len > k ? len - k : 0, "%s%s%s=%.*s", k ? sep : "", prefix, sp->slots[i].name, vlen, value);
         free(heap);
         if (n < 0 || k + (size_t)n >= len) return kt__err(KT_ERR_LIMIT, "configuration text needs more than %zu bytes", len);

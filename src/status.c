@@ -50,12 +50,18 @@ const char *kt_status_name(kt_status status) {
 const char *kt_last_error(void) { return kt__errcur; }
 
 kt_status kt__err(kt_status status, const char *fmt, ...) {
-    char *buf = kt__errbufs[kt__errcur == kt__errbufs[0] ? 1 : 0];
-    va_list ap, again;
+    va_list ap;
     va_start(ap, fmt);
+    kt__verr(status, fmt, ap);
+    va_end(ap);
+    return status;
+}
+
+kt_status kt__verr(kt_status status, const char *fmt, va_list ap) {
+    char *buf = kt__errbufs[kt__errcur == kt__errbufs[0] ? 1 : 0];
+    va_list again;
     va_copy(again, ap);
     int n = vsnprintf(buf, KT__ERRBUF, fmt, ap);
-    va_end(ap);
     char *old = kt__errheap, *heap = NULL;
     if (n >= KT__ERRBUF && (heap = malloc((size_t)n + 1)) != NULL) vsnprintf(heap, (size_t)n + 1, fmt, again);
     va_end(again);

@@ -110,11 +110,8 @@ int kt__launch_fn(const kt_arg *args, size_t nargs, void *user) {
     }
     kt_status st = l->backend->launch(l->bstate, l->device, l->module, &g, args, nargs, NULL, err, sizeof err);
     if (st == KT_OK) return 0;
-    if (l->op != NULL) {
-        kt__err(st, "kt_op_call(op '%s'): candidate '%s': %s", l->op->name, l->cand->name, err);
-        return KT__RC_REPORTED;
-    }
-    return (int)st;
+    kt__err(st, "kt_op_call(op '%s'): candidate '%s': %s", l->op->name, l->cand->name, err);
+    return KT__RC_REPORTED;
 }
 
 /* Runs unit u on the caller's arguments as a dispatched call (result: NULL unless the op
@@ -123,7 +120,7 @@ static kt_status run_unit(const kt_op *op, const kt__unit *u, const kt_arg *args
     int rc = result ? u->rfn(args, nargs, u->user, result) : u->fn(args, nargs, u->user);
     if (rc == 0) return KT_OK;
     if (result) kt_result_release(result);
-    if (rc == KT__RC_REPORTED && u->fn == kt__launch_fn) return KT_ERR_CANDIDATE_FAILED; /* the detail message says how */
+    if (kt__rc_reported(u->fn, rc)) return KT_ERR_CANDIDATE_FAILED; /* the detail message says how */
     return kt__err(KT_ERR_CANDIDATE_FAILED, "kt_op_call(op '%s'): candidate '%s'%s%s returned %d", op->name,
                    op->cands[u->cand].name, u->text ? " " : "", u->text ? u->text : "", rc);
 }
@@ -210,9 +207,9 @@ static kt_status plan_unit(const kt_op *op, const kt__cand *c, const kt__configs
         else plan->ndefines = split_defines(plan->defines_buf, plan->defines, kt__space_param_count_all(c->space) + 1);
     }
     if (st == KT_OK) st = kt__space_geometry(c->space, slots, &arena, &u->launch.geometry);
+    u->launch.op = op; /* a launch names them in its messages */
+    u->launch.cand = c;
     if (st == KT_OK && c->call_dims != 0) { /* each call computes its global sizes from these */
-        u->launch.op = op;
-        u->launch.cand = c;
         u->launch.slots = calloc(nslots ? nslots : 1, sizeof *u->launch.slots);
         if (u->launch.slots == NULL) st = kt__err(KT_ERR_NO_MEMORY, "kt_op_call(op '%s'): out of memory", op->name);
         for (size_t i = 0; st == KT_OK && i < nslots; i++)
@@ -357,7 +354,6 @@ static kt_status build_units(kt_op *op, kt_decision *d, unit_plan *plans) {
             u->launch.bstate = bstate;
             u->launch.device = local;
             u->launch.module = builds[i].module;
-            if (u->launch.op == NULL) u->launch.op = op, u->launch.cand = &op->cands[u->cand]; /* for messages */
             if (b->entry != NULL) {
                 u->fn = b->entry(bstate, builds[i].module);
             } else {
@@ -579,7 +575,7 @@ static kt_status validation_run(trial_ctx *t, const kt__reference *ref, kt__cand
     int rc = trial_run(t, args);
     t->full = false;
     char msg[KT__ERRBUF] = ""; /* a comparison's diagnostic: an element and two values */
-    bool reported = rc == KT__RC_REPORTED && t->unit->fn == kt__launch_fn; /* (a native may return the same number) */
+    bool reported = kt__rc_reported(t->unit->fn, rc);
     char *why = reported ? kt__error_save() : NULL;
     bool valid = rc != 0 || kt__validate(ref, t->ws, args, &t->result, msg, sizeof msg);
     st = trial_after(t);
@@ -607,10 +603,7 @@ static kt_status all_failed(const kt_op *op, kt_decision *d) {
     for (size_t i = 0; i < d->nunits; i++) {
         const kt__unit *u = &d->units[i];
         const kt__cand_result *r = &u->r;
-        bool failed = r->outcome == KT_OUTCOME_FAILED || r->outcome == KT_OUTCOME_INVALID ||
-                      r->outcome == KT_OUTCOME_BUILD_FAILED || r->outcome == KT_OUTCOME_CRASHED ||
-                      r->outcome == KT_OUTCOME_TIMEOUT;
-        if (!failed) continue;
+        if (!kt__outcome_failed(r->outcome)) continue;
         if (shown == 3) {
             more++;
             continue;
@@ -698,6 +691,11 @@ static void tuning_trial(void *p, size_t i, kt__trial *out) {
 static void tuning_progress(void *p, size_t done, size_t total, size_t valid, size_t failed, double best_ns) {
     const kt_context *ctx = ((tuning *)p)->op->ctx;
     ctx->progress_fn(done, total, valid, failed, best_ns, ctx->progress_user);
+}
+
+/* The outcome of a unit whose run in a worker went wrong in the way iso_class says. */
+static kt_outcome iso_outcome(int iso_class) {
+    return iso_class == KT__ISO_CRASH ? KT_OUTCOME_CRASHED : iso_class == KT__ISO_TIMEOUT ? KT_OUTCOME_TIMEOUT : KT_OUTCOME_FAILED;
 }
 
 /* Whether a unit runs in a worker process while tuning: compiled variants when the op says
@@ -798,7 +796,7 @@ static kt_status measure_all(kt_op *op, kt_decision *d, const kt_arg *caller, bo
         if (st == KT_OK && (long)i == ref.unit && ref.failed_rc != 0) { /* it failed: it says why, and is not measured */
             kt__unit *u = &d->units[i];
             int c = trials[i].iso_class;
-            u->r.outcome = c == KT__ISO_CRASH ? KT_OUTCOME_CRASHED : c == KT__ISO_TIMEOUT ? KT_OUTCOME_TIMEOUT : KT_OUTCOME_FAILED;
+            u->r.outcome = iso_outcome(c);
             u->r.fail_code = ref.failed_rc;
             if (c != 0 && trials[i].iso_msg[0]) set_message(&u->r, "%s", trials[i].iso_msg, 0);
             else if (ref.failed_msg) set_message(&u->r, "%s", ref.failed_msg, 0);
@@ -829,9 +827,7 @@ static kt_status measure_all(kt_op *op, kt_decision *d, const kt_arg *caller, bo
     for (size_t i = 0; trials && i < d->nunits; i++) { /* what the worker saw */
         kt__cand_result *r = &d->units[i].r;
         if (trials[i].iso_class == 0 || trials[i].iso_class == KT__ISO_INFRA || r->outcome != KT_OUTCOME_FAILED) continue;
-        if (trials[i].iso_class != KT__ISO_FAILED)
-            r->outcome = trials[i].iso_class == KT__ISO_TIMEOUT ? KT_OUTCOME_TIMEOUT : KT_OUTCOME_CRASHED;
-        else r->outcome = KT_OUTCOME_FAILED;
+        r->outcome = iso_outcome(trials[i].iso_class);
         free(r->message);
         r->message = strdup(trials[i].iso_msg);
         kt__log(op->ctx, KT_LOG_WARN, "op '%s': candidate '%s'%s%s disqualified in its worker process: %s", op->name,
@@ -1061,7 +1057,7 @@ static KT__ALWAYS_INLINE kt_status call(kt_op *op, const kt_arg *args, size_t na
         int rc = result ? d->rfn(args, nargs, d->user, result) : d->fn(args, nargs, d->user);
         if (KT__LIKELY(rc == 0)) return KT_OK;
         if (result) kt_result_release(result);
-        if (rc == KT__RC_REPORTED && d->fn == kt__launch_fn) return KT_ERR_CANDIDATE_FAILED; /* the detail message says how */
+        if (kt__rc_reported(d->fn, rc)) return KT_ERR_CANDIDATE_FAILED; /* the detail message says how */
         return kt__err(KT_ERR_CANDIDATE_FAILED, "kt_op_call(op '%s'): candidate '%s' returned %d", op->name,
                        op->cands[d->winner].name, rc);
     }

@@ -129,7 +129,7 @@ kt_status kt__reference_capture(kt__reference *ref, kt__workset *ws, const kt__u
     else rc = res ? u->rfn(args, op->nargs, u->user, res) : u->fn(args, op->nargs, u->user);
     if (rc != 0 && u != NULL) { /* the unit's failure, for its outcome (the tuner records it) */
         ref->failed_rc = rc;
-        if (rc == KT__RC_REPORTED && u->fn == kt__launch_fn) ref->failed_msg = kt__error_save();
+        if (kt__rc_reported(u->fn, rc)) ref->failed_msg = kt__error_save();
     }
     /* Keep the outputs before the post-hook runs: it may release substituted buffers. */
     for (size_t i = 0; rc == 0 && st == KT_OK && i < op->nargs; i++) {
