@@ -575,7 +575,8 @@ static bool read_refs(ctx *c, t1 *p, json_t *ks) {
                 return fail(c, tp, "'%s' already has expected contents (ReferenceArguments[%zu])", r->target, k);
             }
         /* kerntune compares every element within atol + rtol * |expected|: the side-by-side
-         * methods are that with one of the two; a sum of differences is not implemented */
+         * methods are that with one of the two; any other method (a sum of differences) is
+         * refused below */
         if (threshold && method == NULL) {
             snprintf(tp, sizeof tp, "%s.ValidationThreshold", path);
             return fail(c, tp, "needs ValidationMethod (SideBySideComparison or SideBySideRelativeComparison)");

@@ -625,6 +625,13 @@ static char *empty_space(const t1 *p, const options *o, const int64_t *ps, size_
 
 /* ---- files ---------------------------------------------------------------------------------- */
 
+/* The mkstemp template of a temporary file beside path (in its directory); NULL when out of
+ * memory. The check before work and the writer use the same one. */
+static char *temp_beside(const char *path) {
+    const char *slash = strrchr(path, '/');
+    return slash ? cli_format("%.*s/.kerntune-t4-XXXXXX", (int)(slash - path), path) : cli_format(".kerntune-t4-XXXXXX");
+}
+
 /* Checks, before any work, that path can be written as write_json writes it: a temporary file
  * is made in its directory (then removed), so a directory that refuses new files is found even
  * when path exists and could be written in place; an existing path must be a regular file that
@@ -640,31 +647,26 @@ static char *check_writable(const char *path) {
     } else if (errno != ENOENT) {
         return cli_format("cannot be written: %s", strerror(errno));
     }
-    const char *slash = strrchr(path, '/');
-    char *dir = slash ? cli_format("%.*s", slash == path ? 1 : (int)(slash - path), path) : cli_format(".");
-    char *tmpl = dir ? cli_format("%s%s.kerntune-t4-XXXXXX", dir, strcmp(dir, "/") == 0 ? "" : "/") : NULL;
-    if (tmpl == NULL) {
-        free(dir);
-        return cli_format("out of memory");
-    }
+    char *tmpl = temp_beside(path);
+    if (tmpl == NULL) return cli_format("out of memory");
     int fd = mkstemp(tmpl);
-    char *why = fd < 0 ? cli_format("cannot be written: its directory %s takes no new file (T4 output is written to a temporary file there, "
-                                    "then renamed into place): %s", dir, strerror(errno))
+    const char *slash = strrchr(tmpl, '/');
+    char *why = fd < 0 ? cli_format("cannot be written: its directory %.*s takes no new file (T4 output is written to a temporary file "
+                                    "there, then renamed into place): %s",
+                                    slash ? (slash == tmpl ? 1 : (int)(slash - tmpl)) : 1, slash ? tmpl : ".", strerror(errno))
                        : NULL;
     if (fd >= 0) {
         close(fd);
         unlink(tmpl);
     }
     free(tmpl);
-    free(dir);
     return why;
 }
 
 /* Writes root to path through a temporary file in its directory, renamed into place: the file
  * is whole or not there. NULL on success, else why (allocated). */
 static char *write_json(const char *path, json_t *root) {
-    const char *slash = strrchr(path, '/');
-    char *tmp = slash ? cli_format("%.*s/.kerntune-t4-XXXXXX", (int)(slash - path), path) : cli_format(".kerntune-t4-XXXXXX");
+    char *tmp = temp_beside(path);
     if (tmp == NULL) return cli_format("out of memory");
     int fd = mkstemp(tmp);
     if (fd < 0) {
