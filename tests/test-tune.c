@@ -31,6 +31,7 @@
 #endif
 
 static char out[1 << 22]; /* stdout of the last run */
+static const char *cli = KT_CLI; /* the command that runs: the build's, or a copy another user can reach */
 static char err[1 << 20]; /* its stderr */
 
 /* Runs `env KT_CLI args` (env may be NULL) with a 120 s limit, so that a hang fails the test
@@ -43,7 +44,7 @@ static int run_env(const char *env, const char *args) {
     snprintf(errpath, sizeof errpath, "/tmp/kt-test-tune-%d.err", (int)getpid());
     bool fixed_runs = !KT_TEST_LARGE && strncmp(args, "tune ", 5) == 0 && strstr(args, "--simulate") == NULL &&
                       strstr(args, "--measure") == NULL;
-    snprintf(cmd, sizeof cmd, "%s timeout 120 '%s' %s%s 2>'%s'", env ? env : "", KT_CLI, fixed_runs ? "tune --measure kerneltuner " : "",
+    snprintf(cmd, sizeof cmd, "%s timeout 120 '%s' %s%s 2>'%s'", env ? env : "", cli, fixed_runs ? "tune --measure kerneltuner " : "",
              fixed_runs ? args + 5 : args, errpath);
     struct timespec t0, t1;
     clock_gettime(CLOCK_MONOTONIC, &t0);
@@ -67,6 +68,25 @@ static int run_env(const char *env, const char *args) {
 }
 
 static int run(const char *args) { return run_env(NULL, args); }
+
+/* When the test runs as root, which reads and writes everything, a refusal is shown as user
+ * nobody (65534) through setpriv: the command and the C problem (with its kernel) are copied
+ * into dir (made 0755 with its parent), since the build tree may lie where nobody cannot reach
+ * (a clone in a 0700 temporary directory). Writes the problem's path into problem and returns
+ * the prefix that runs as nobody; NULL when there is no setpriv (the caller skips). */
+static const char *as_nobody(const char *dir, char *problem, size_t len) {
+    if (system("command -v setpriv >/dev/null 2>&1") != 0) return NULL;
+    char cmd[4096];
+    snprintf(cmd, sizeof cmd, "mkdir -p '%s' && cp '%s' '%s/kerntune' && cp '%s/t1/matmul_c.json' '%s/t1/matmul.c' '%s/' && "
+             "chmod 0755 '%s' '%s/kerntune' && chmod 0644 '%s/matmul_c.json' '%s/matmul.c'",
+             dir, KT_CLI, dir, KT_DATA, KT_DATA, dir, dir, dir, dir, dir);
+    assert_int_equal(system(cmd), 0);
+    static char staged[600];
+    snprintf(staged, sizeof staged, "%s/kerntune", dir);
+    cli = staged;
+    snprintf(problem, len, "%s/matmul_c.json", dir);
+    return "setpriv --reuid=65534 --regid=65534 --clear-groups env KERNTUNE_ARTIFACTS=/nonexistent";
+}
 
 /* Options that make a real tuning smaller in sanitizer builds (part of its space), none in the
  * normal build. */
@@ -1692,17 +1712,22 @@ static void test_errors_name_their_source(void **state) {
     write_file(unreadable, "");
     assert_int_equal(chmod(unreadable, 0), 0);
     const char *as = "";
+    char problem[600];
+    snprintf(problem, sizeof problem, "%s/t1/matmul_c.json", KT_DATA);
     if (geteuid() == 0) {
-        if (system("command -v setpriv >/dev/null 2>&1") != 0) {
+        char stage[600];
+        snprintf(stage, sizeof stage, "%s/nobody", tmpdir);
+        assert_int_equal(chmod(tmpdir, 0777), 0);
+        if ((as = as_nobody(stage, problem, sizeof problem)) == NULL) {
             remove_tmpdir();
             return; /* nobody to be */
         }
         assert_int_equal(chown(unreadable, 65534, 65534), 0);
-        assert_int_equal(chmod(tmpdir, 0777), 0);
-        as = "setpriv --reuid=65534 --regid=65534 --clear-groups env KERNTUNE_ARTIFACTS=/nonexistent";
     }
-    snprintf(args, sizeof args, "tune '%s/t1/matmul_c.json' --cache '%s'", KT_DATA, unreadable);
-    assert_int_equal(run_env(as, args), 1);
+    snprintf(args, sizeof args, "tune '%s' --cache '%s'", problem, unreadable);
+    int rc = run_env(as, args);
+    cli = KT_CLI;
+    assert_int_equal(rc, 1);
     snprintf(want, sizeof want, "--cache %s: cannot be read and written: Permission denied (--cache off tunes without a cache)", unreadable);
     expect_error(want);
     remove_tmpdir();
@@ -1752,20 +1777,25 @@ static void test_t4_directory_not_writable(void **state) {
     snprintf(file, sizeof file, "%s/out.json", dir);
     write_file(file, "{}");
     const char *as = "";
+    char problem[600];
+    snprintf(problem, sizeof problem, "%s/t1/matmul_c.json", KT_DATA);
     if (geteuid() == 0) {
-        if (system("command -v setpriv >/dev/null 2>&1") != 0) {
+        char stage[600];
+        snprintf(stage, sizeof stage, "%s/nobody", tmpdir);
+        assert_int_equal(chmod(tmpdir, 0755), 0);
+        if ((as = as_nobody(stage, problem, sizeof problem)) == NULL) {
             remove_tmpdir();
             return; /* nobody to be */
         }
         assert_int_equal(chown(file, 65534, 65534), 0); /* nobody may write the file, not its directory (root's, 0755) */
         assert_int_equal(chmod(file, 0644), 0);
-        assert_int_equal(chmod(tmpdir, 0755), 0);
-        as = "setpriv --reuid=65534 --regid=65534 --clear-groups env KERNTUNE_ARTIFACTS=/nonexistent";
     } else {
         assert_int_equal(chmod(dir, 0555), 0);
     }
-    snprintf(args, sizeof args, "tune '%s/t1/matmul_c.json' --t4 '%s' --cache off", KT_DATA, file);
-    assert_int_equal(run_env(as, args), 1);
+    snprintf(args, sizeof args, "tune '%s' --t4 '%s' --cache off", problem, file);
+    int rc = run_env(as, args);
+    cli = KT_CLI;
+    assert_int_equal(rc, 1);
     snprintf(want, sizeof want,
              "--t4 %s: cannot be written: its directory %s takes no new file (T4 output is written to a temporary file there, then "
              "renamed into place): Permission denied",
