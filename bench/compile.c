@@ -8,7 +8,8 @@
  *   --no-load   build the artifacts only (to see which phase limits parallelism)
  */
 #define _GNU_SOURCE /* mkdtemp */
-#include "../src/compile.h"
+#include "build/compile.h"
+#include "op/op.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -91,8 +92,8 @@ static double run(kt_context *ctx, const kt_device *dev, const char *src, const 
                                 .no_load = no_load};
     }
     double t0 = now();
-    kt_status st = kt__build_prepare(ctx, builds, (size_t)n);
-    if (st == KT_OK) st = kt__build_run(ctx, builds, (size_t)n);
+    kt_status st = kt__build_prepare(&ctx->artifacts, builds, (size_t)n);
+    if (st == KT_OK) st = kt__build_run(&ctx->artifacts, builds, (size_t)n);
     double t = now() - t0;
     *failures = st == KT_OK ? 0 : n;
     for (int i = 0; i < n; i++) {

@@ -13,7 +13,7 @@
  * Usage: store [--rounds R]
  */
 #define _GNU_SOURCE /* mkdtemp */
-#include "../src/store.h"
+#include "store/store.h"
 
 #include <jansson.h>
 #include <kerntune.h>

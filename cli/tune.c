@@ -699,16 +699,32 @@ static int remove_entry(const char *path, const struct stat *st, int flag, struc
 
 /* Picks the device: --device, else the devices of the Language's backend (named like
  * Device.Name when given), the Device.Id-th of them (the first without one). */
-static long pick_device(kt_context *ctx, const t1 *p, const options *o, const char *backend, char **err) {
+/* Whether the device's backend builds variants in the problem's Language. */
+static bool speaks(const kt_device *d, const char *language) {
+    const char *l = kt_device_language(d);
+    return l != NULL && strcmp(l, language) == 0;
+}
+
+/* The name of the backend that builds the problem's Language, for messages ("" when none has
+ * a device). */
+static const char *backend_for(kt_context *ctx, const char *language) {
+    for (size_t i = 0; i < kt_context_device_count(ctx); i++)
+        if (speaks(kt_context_device(ctx, i), language)) return kt_device_backend(kt_context_device(ctx, i));
+    return "";
+}
+
+static long pick_device(kt_context *ctx, const t1 *p, const options *o, char **err) {
     size_t n = kt_context_device_count(ctx);
+    const char *backend = backend_for(ctx, p->language);
     if (o->device >= 0) {
         if ((size_t)o->device >= n) {
             *err = cli_format("--device %ld: no such device (there are %zu; see 'kerntune devices')", o->device, n);
             return -1;
         }
-        const char *b = kt_device_backend(kt_context_device(ctx, (size_t)o->device));
-        if (strcmp(b, backend) != 0) {
-            *err = cli_format("--device %ld is a %s device; the problem's Language %s needs %s", o->device, b, p->language, backend);
+        const kt_device *d = kt_context_device(ctx, (size_t)o->device);
+        if (!speaks(d, p->language)) {
+            *err = cli_format("--device %ld is a %s device, which does not build the problem's Language %s", o->device,
+                              kt_device_backend(d), p->language);
             return -1;
         }
         return o->device;
@@ -716,7 +732,7 @@ static long pick_device(kt_context *ctx, const t1 *p, const options *o, const ch
     long seen = 0, want = p->device_id < 0 ? 0 : p->device_id;
     for (size_t i = 0; i < n; i++) {
         const kt_device *d = kt_context_device(ctx, i);
-        if (strcmp(kt_device_backend(d), backend) != 0) continue;
+        if (!speaks(d, p->language)) continue;
         if (p->device_name && strstr(kt_device_name(d), p->device_name) == NULL) continue;
         if (seen++ == want) return (long)i;
     }
@@ -726,12 +742,12 @@ static long pick_device(kt_context *ctx, const t1 *p, const options *o, const ch
                          p->device_name ? p->device_name : "", p->device_name ? "'" : "");
         return -1;
     }
-    if (p->device_name) {
+    if (p->device_name && backend[0]) {
         *err = cli_format("%s: KernelSpecification.Device.Name: no %s device is named like '%s' (see 'kerntune devices')", p->path,
                          backend, p->device_name);
         return -1;
     }
-    char *msg = cli_format("no %s device for the problem's Language %s", backend, p->language);
+    char *msg = cli_format("no device builds the problem's Language %s", p->language);
     for (size_t i = 0; msg && i < kt_context_unavailable_count(ctx); i++) {
         char *more = cli_format("%s; %s", msg, kt_context_unavailable(ctx, i));
         free(msg);
@@ -1189,12 +1205,11 @@ int run_tune(int argc, char **argv) {
         for (size_t i = 0; i < kt_context_device_count(ctx); i++)
             if (strcmp(kt_device_backend(kt_context_device(ctx, i)), "replay") == 0) dev = (long)i;
     } else {
-        const char *backend = strcmp(p.language, "C") == 0 ? "c" : strcmp(p.language, "OpenCL") == 0 ? "opencl" : "cuda";
-        if ((dev = pick_device(ctx, &p, &o, backend, &err)) < 0) FAIL("%s", err ? err : "out of memory");
+        if ((dev = pick_device(ctx, &p, &o, &err)) < 0) FAIL("%s", err ? err : "out of memory");
         if ((source = t1_read_file(p.kernel_file, "the kernel file", T1_FILE_LIMIT, 0, NULL, &err)) == NULL)
             FAIL("%s: KernelSpecification.KernelFile: %s", o.problem, err ? err : "out of memory");
     }
-    bool host_dev = strcmp(kt_device_backend(kt_context_device(ctx, (size_t)dev)), "c") == 0;
+    bool host_dev = (kt_device_caps(kt_context_device(ctx, (size_t)dev)) & KT_BACKEND_CAP_HOST_MEMORY) != 0;
     const char *dev_name = kt_device_name(kt_context_device(ctx, (size_t)dev));
 
     if ((sp = make_space(&p, o.defines, o.ndefines, false, ps, nps, &err)) == NULL) FAIL("%s", err);

@@ -25,7 +25,7 @@
  * "writer=<W>,u=<j>", unit hashes "h<j>-<W>"), so a reader can tell a whole record from a mix
  * of two writers' rows.
  */
-#include "store.h"
+#include "store/store.h"
 
 #include <kerntune.h>
 

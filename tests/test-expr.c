@@ -7,7 +7,7 @@
  */
 #include "helpers.h"
 
-#include "../src/expr.h"
+#include "space/expr.h"
 
 #ifndef KT_EXPR_CASES
 #error "KT_EXPR_CASES must name tests/data/expr_cases.tsv"

@@ -5,7 +5,7 @@
  */
 #include "helpers.h"
 
-#include "../src/space.h"
+#include "space/space.h"
 
 #include <jansson.h>
 #include <zlib.h>

@@ -9,7 +9,7 @@
 #define KT_TEST_CACHE_ENV /* its tests set KERNTUNE_CACHE themselves */
 #include "helpers.h"
 
-#include "store.h"
+#include "store/store.h"
 
 #include <dirent.h>
 #include <errno.h>

@@ -5,7 +5,7 @@
  * Started by the library, never by hand. Reads requests until the request pipe closes. It
  * prints nothing: what goes wrong is in its replies, or in how it died.
  */
-#include "../src/isolate.h"
+#include "isolate/isolate.h"
 
 #include <kerntune/backend.h>
 

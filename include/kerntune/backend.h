@@ -26,7 +26,7 @@
 extern "C" {
 #endif
 
-#define KT_BACKEND_ABI_VERSION 5
+#define KT_BACKEND_ABI_VERSION 6
 
 /** Longest device name and fingerprint, terminating NUL included. */
 #define KT_DEVICE_NAME_MAX 256
@@ -73,6 +73,24 @@ typedef struct kt_device_limits {
 } kt_device_limits;
 
 /** Directions of kt_backend.buffer_copy. */
+/** What a backend can do (kt_backend.caps, ABI 6): the core asks these flags, never a
+ *  backend's name. A backend of an older ABI has none of them. */
+typedef enum kt_backend_cap {
+    /** Its buffers are host memory: the core reads and writes them directly and flushes the
+     *  host's caches itself. */
+    KT_BACKEND_CAP_HOST_MEMORY = 1u << 0,
+    /** A worker process can run its variants (KT_ISOLATE_ON): the worker finds the table by its
+     *  symbol in the shared object (or program) that defines it and calls init there, so init
+     *  must need nothing from the caller's process. */
+    KT_BACKEND_CAP_WORKER = 1u << 1,
+    /** A faulting variant leaves the process's device context unusable, so KT_ISOLATE_AUTO runs
+     *  its variants in a worker process. */
+    KT_BACKEND_CAP_FAULT_POISONS = 1u << 2,
+    /** launch can enqueue on a caller's stream or queue and return before the kernel ends
+     *  (asynchronous dispatch, issue [10]); no built-in backend sets it yet. */
+    KT_BACKEND_CAP_ASYNC_LAUNCH = 1u << 3
+} kt_backend_cap;
+
 typedef enum kt_copy_dir {
     KT_COPY_HOST_TO_DEVICE = 1,
     KT_COPY_DEVICE_TO_HOST = 2,
@@ -140,6 +158,13 @@ struct kt_backend {
      *  region. Optional (NULL: never flushed); host backends leave it NULL, the core flushes
      *  the host's cache itself. */
     kt_status (*flush)(void *state, size_t device, char *err, size_t errlen);
+
+    /* ---- version 6: what it can do. */
+    /** KT_BACKEND_CAP_* flags. */
+    unsigned caps;
+    /** The language its variants are written in, as T1 problem files name it ("C", "OpenCL",
+     *  "CUDA"); NULL when it builds none. */
+    const char *language;
 };
 
 /** Registers a backend with the context and enumerates its devices. The table must outlive the
@@ -153,6 +178,13 @@ KT_API kt_status kt_context_add_backend(kt_context *ctx, const kt_backend *backe
 KT_API const kt_backend *kt_backend_c(void);
 KT_API const kt_backend *kt_backend_opencl(void);
 KT_API const kt_backend *kt_backend_cuda(void);
+
+/** Returns the KT_BACKEND_CAP_* flags of the backend that found the device (0 for NULL). */
+KT_API unsigned kt_device_caps(const kt_device *dev);
+
+/** Returns the language of the variants the device's backend builds (see kt_backend.language),
+ *  or NULL. */
+KT_API const char *kt_device_language(const kt_device *dev);
 
 #ifdef __cplusplus
 }

@@ -8,19 +8,9 @@
  * the same candidates accept, so a recorded winner can never be launched on arguments it
  * rejects. This file is on the hit path: no allocation, no system call, no lock.
  */
-#include "internal.h"
+#include "op/op.h"
 
 #include <string.h>
-
-uint64_t kt__fnv1a(const void *data, size_t len, uint64_t seed) {
-    const unsigned char *p = data;
-    uint64_t h = 0xcbf29ce484222325ull ^ seed;
-    for (size_t i = 0; i < len; i++) {
-        h ^= p[i];
-        h *= 0x100000001b3ull;
-    }
-    return h;
-}
 
 kt_status kt__check_args(const kt_op *op, const kt_arg *args, size_t nargs, const char *where) {
     if (KT__UNLIKELY(nargs != op->nargs))

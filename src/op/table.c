@@ -8,7 +8,7 @@
  * reader still probing one is never left with freed memory; the geometric growth bounds what
  * they cost to less than the live table's size.
  */
-#include "internal.h"
+#include "op/op.h"
 
 #include <stdlib.h>
 

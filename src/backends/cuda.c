@@ -14,7 +14,11 @@
  * it as a parameter too, like every argument (as Kernel Tuner's cmem_args and T1 reader do).
  * Launches are timed with CUDA events.
  */
-#include "internal.h"
+#include <kerntune/backend.h>
+
+#include "util/util.h"
+
+#include <pthread.h>
 
 #include <dlfcn.h>
 #include <pthread.h>
@@ -786,6 +790,8 @@ static const kt_backend kt__backend_cuda = {
     .launch = cu_launch,
     .limits = cu_limits,
     .flush = cu_flush,
+    .caps = KT_BACKEND_CAP_WORKER | KT_BACKEND_CAP_FAULT_POISONS,
+    .language = "CUDA",
 };
 
 const kt_backend *kt_backend_cuda(void) { return &kt__backend_cuda; }

@@ -13,60 +13,16 @@
  * engine (bench.c) measures it. After the decision the caller's buffers are restored once more
  * and the winner runs once on them: the caller sees exactly one launch of the winner.
  */
-#include "compile.h"
-#include "space.h"
+#include "build/compile.h"
+#include "backends/backends.h"
+#include "isolate/isolate.h"
+#include "space/space.h"
+#include "tune/tune.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-
-void kt_result_release(kt_result *r) {
-    if (r == NULL) return;
-    if (r->release != NULL && r->ptr != NULL) r->release(r->ptr, r->release_user);
-    memset(r, 0, sizeof *r);
-}
-
-/* Frees what a unit's launch holds for per-call sizes. */
-static void free_launch_slots(kt__launch *l) {
-    free(l->slots);
-    l->slots = NULL;
-    kt__arena_free(&l->slots_arena);
-}
-
-static void free_units(kt_decision *d) {
-    for (size_t i = 0; i < d->nunits; i++) {
-        free_launch_slots(&d->units[i].launch);
-        free(d->units[i].text);
-        free(d->units[i].artifact);
-        free(d->units[i].r.message);
-        free(d->units[i].r.times);
-    }
-    free(d->units);
-    d->units = NULL;
-    d->nunits = 0;
-}
-
-void kt__decision_reset(kt_decision *d) {
-    free_units(d);
-    free(d->fail_msg);
-    d->fail_msg = NULL;
-    free(d->cache_rejected); /* what the persistent cache said (persist.c) */
-    d->cache_rejected = NULL;
-    d->rerace = false;
-    d->requested_confidence = 0;
-    d->validated = false;
-    d->peak_extra = 0;
-    d->confidence = 0;
-    d->total_runs = 0;
-    d->measure_ns = 0;
-}
-
-void kt__decision_free(kt_decision *d) {
-    if (d == NULL) return;
-    kt__decision_reset(d);
-    free(d);
-}
 
 /* A space input's value from the argument that binds it: a scalar's value, a buffer's element
  * count. */
@@ -308,7 +264,7 @@ static kt_status build_units(kt_op *op, kt_decision *d, unit_plan *plans) {
                                         .arg_names = names, .arg_constant = constant}};
         unit_of[k++] = i;
     }
-    kt_status st = kt__build_prepare(op->ctx, builds, n);
+    kt_status st = kt__build_prepare(&op->ctx->artifacts, builds, n);
     if (st != KT_OK) { /* no compiler, no artifact directory: the variants cannot run, the natives can */
         char *why = kt__error_save();
         for (size_t i = 0; i < n; i++) {
@@ -328,7 +284,7 @@ static kt_status build_units(kt_op *op, kt_decision *d, unit_plan *plans) {
             for (size_t m = 0; m < op->nmodules && builds[i].dup_of < 0; m++)
                 if (strcmp(op->modules[m].key, builds[i].key) == 0) builds[i].module = op->modules[m].module;
         pthread_mutex_unlock(&op->lock);
-        st = kt__build_run(op->ctx, builds, n);
+        st = kt__build_run(&op->ctx->artifacts, builds, n);
     }
     if (st == KT_OK) {
         pthread_mutex_lock(&op->lock);
@@ -434,7 +390,7 @@ kt_status kt__make_units(kt_op *op, kt_decision *d, const kt_arg *args, long onl
             *u = (kt__unit){.cand = i, .r = {.time_ns = -1}};
             st = plan_unit(op, c, &cfgs[i], k, inputs[i], have_lim ? &lim : NULL, u, &plans[ui]);
             if (st == KT_OK && only_text != NULL && strcmp(u->text, only_text) != 0) { /* not the one asked for */
-                free_launch_slots(&u->launch);
+                kt__launch_free_slots(&u->launch);
                 free(u->text);
                 free(u->r.message);
                 free(plans[ui].defines_buf);
@@ -704,7 +660,7 @@ static kt_outcome iso_outcome(int iso_class) {
 static bool isolate(const kt_op *op, const kt__unit *u) {
     if (u->text == NULL || u->artifact == NULL || op->isolation == KT_ISOLATE_OFF) return false;
     if (op->isolation == KT_ISOLATE_ON) return true;
-    return strcmp(u->launch.backend->name, "cuda") == 0;
+    return (kt__backend_caps(u->launch.backend) & KT_BACKEND_CAP_FAULT_POISONS) != 0;
 }
 
 /* Whether a native runs in a fork of this process: when the op asks (KT_ISOLATE_ON), on host

@@ -9,7 +9,9 @@
  * constraints that read them (or that are callbacks) are checked at the leaves. A valid
  * configuration is stored as one value index per parameter.
  */
-#include "space.h"
+#include "space/space.h"
+
+#include <stdatomic.h>
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -5,7 +5,8 @@
  * An op is mutable until its first call and immutable afterwards, so the call path reads its
  * declarations without locks. Every building call checks that and names itself in errors.
  */
-#include "space.h"
+#include "op/op.h"
+#include "space/space.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -694,7 +695,7 @@ kt_status kt__op_freeze(kt_op *op) {
         op->cands[i].mask_bit = (op->cands[i].nreqs > 0 || op->cands[i].accept != NULL) ? bit++ : -1;
     op->npredicated = npred;
     op->nmask_words = (npred + 63) / 64;
-    kt__persist_identity(op);
+    kt__op_identity(op);
     atomic_store_explicit(&op->frozen, 1, memory_order_release);
     kt__log(op->ctx, KT_LOG_DEBUG, "op '%s' frozen: %zu argument(s), %zu key component(s), %zu candidate(s), effort %d",
             op->name, op->nargs, op->nkeys, op->ncands, (int)op->effective);

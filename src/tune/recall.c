@@ -26,86 +26,27 @@
  *     that may not measure (CACHE_ONLY) serves it as it is.
  * The store failing (locked past its timeout, a full disk) costs a warning, never the call.
  */
-#include "internal.h"
-#include "space.h"
-#include "store.h"
+#include "tune/tune.h"
+#include "space/space.h"
+#include "store/store.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
-static uint64_t hash_str(const char *s, uint64_t h) { return kt__fnv1a(s ? s : "", s ? strlen(s) + 1 : 1, h); }
-
-static void hex(uint64_t a, uint64_t b, char out[33]) {
-    snprintf(out, 33, "%016llx%016llx", (unsigned long long)a, (unsigned long long)b);
-}
-
-static bool has_variants(const kt_op *op);
-
-/* The compiler identity of the op's device ("" for an op without variants, or when the
- * backend cannot say). */
-static void compiler_of(const kt_op *op, char *out, size_t len) {
-    const kt_backend *b;
-    void *bstate;
-    size_t local;
-    const char *fp;
-    char err[256];
-    out[0] = '\0';
-    if (!has_variants(op)) return;
-    kt__op_backend(op, &b, &bstate, &local, &fp);
-    if (b->abi_version >= 3 && b->compiler_id && b->compiler_id(bstate, local, out, len, err, sizeof err) != KT_OK) out[0] = '\0';
-}
-
-static bool has_variants(const kt_op *op) {
-    for (size_t i = 0; i < op->ncands; i++)
-        if (op->cands[i].space) return true;
-    return false;
-}
-
-void kt__persist_identity(kt_op *op) {
-    char compiler[1024];
-    compiler_of(op, compiler, sizeof compiler);
-    uint64_t h[2] = {0x6b65726e74756e65ull, 0x63616e6469646174ull};
-    for (int k = 0; k < 2; k++) {
-        uint64_t x = h[k];
-        x = kt__fnv1a(&op->nargs, sizeof op->nargs, x);
-        for (size_t a = 0; a < op->nargs; a++) {
-            const kt__argdecl *d = &op->args[a];
-            int t[3] = {(int)d->type, (int)d->elem, (int)d->access};
-            x = kt__fnv1a(t, sizeof t, hash_str(d->name, x));
-            if (d->constant) x = hash_str("constant memory", x); /* (absent before: old records still match) */
-        }
-        for (size_t i = 0; i < op->nkeys; i++) {
-            const kt__keycomp *kc = &op->keys[i];
-            int t[2] = {(int)kc->kind, (int)kc->bucket};
-            x = kt__fnv1a(&kc->arg, sizeof kc->arg, kt__fnv1a(t, sizeof t, x));
-        }
-        for (size_t i = 0; i < op->ncands; i++) {
-            const kt__cand *c = &op->cands[i];
-            x = hash_str(c->name, x);
-            x = kt__fnv1a(&c->nreqs, sizeof c->nreqs, x);
-            if (c->space == NULL) continue;
-            x = hash_str(c->source, hash_str(c->kernel, x));
-            for (size_t o = 0; o < c->noptions; o++) x = hash_str(c->options[o], x);
-            x = kt__space_hash(c->space, x);
-        }
-        h[k] = hash_str(compiler, x);
-        if (k == 0) h[1] ^= h[0] * 0x9e3779b97f4a7c15ull;
-    }
-    hex(h[0], h[1], op->set_hash);
-}
+_Static_assert(KT__STORE_KEY_MAX == KT__KEY_WORDS_MAX, "the store keeps every word of a key");
 
 /* A unit's code identity, as hex. */
 static void unit_hash(const kt_op *op, const kt__unit *u, const char *compiler, char out[33]) {
     const kt__cand *c = &op->cands[u->cand];
-    uint64_t a = hash_str(c->name, 0x756e6974ull), b = hash_str(c->name, 0x636f6465ull);
+    uint64_t a = kt__hash_str(c->name, 0x756e6974ull), b = kt__hash_str(c->name, 0x636f6465ull);
     if (c->space) {
-        a = hash_str(u->text, hash_str(c->kernel, hash_str(c->source, a)));
-        b = hash_str(compiler, hash_str(u->text, hash_str(c->source, b)));
-        for (size_t o = 0; o < c->noptions; o++) a = hash_str(c->options[o], a);
+        a = kt__hash_str(u->text, kt__hash_str(c->kernel, kt__hash_str(c->source, a)));
+        b = kt__hash_str(compiler, kt__hash_str(u->text, kt__hash_str(c->source, b)));
+        for (size_t o = 0; o < c->noptions; o++) a = kt__hash_str(c->options[o], a);
     }
-    hex(a, b, out);
+    kt__hex128(a, b, out);
 }
 
 /* The identity of d's record; strings point into op and d. */
@@ -243,7 +184,7 @@ void kt__persist_record(kt_op *op, kt_decision *d) {
     char (*hashes)[33] = calloc(d->nunits ? d->nunits : 1, sizeof *hashes);
     char (*lines)[256] = calloc(d->nunits ? d->nunits : 1, sizeof *lines);
     char compiler[1024];
-    compiler_of(op, compiler, sizeof compiler);
+    kt__op_compiler(op, compiler, sizeof compiler);
     if (units == NULL || hashes == NULL || lines == NULL) {
         kt__log(op->ctx, KT_LOG_WARN, "op '%s': out of memory recording a decision", op->name);
     } else {
@@ -322,7 +263,7 @@ void kt__persist_units(kt_op *op, kt_decision *d) {
     /* a rejected record lends nothing; the re-raced one lends only through `own` */
     bool skip_own = d->cache_rejected != NULL || d->rerace;
     char compiler[1024];
-    compiler_of(op, compiler, sizeof compiler);
+    kt__op_compiler(op, compiler, sizeof compiler);
     for (size_t i = 0; i < d->nunits; i++) {
         kt__unit *u = &d->units[i];
         if (u->r.outcome != KT_OUTCOME_NOT_RUN) continue;

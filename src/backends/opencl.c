@@ -11,7 +11,11 @@
  * set-and-enqueue.
  */
 #define CL_TARGET_OPENCL_VERSION 120
-#include "internal.h"
+#include <kerntune/backend.h>
+
+#include "util/util.h"
+
+#include <pthread.h>
 
 #include <CL/cl.h>
 #include <dlfcn.h>
@@ -550,6 +554,8 @@ static const kt_backend kt__backend_opencl = {
     .launch = cl_launch,
     .limits = cl_limits,
     .flush = cl_flush,
+    .caps = KT_BACKEND_CAP_WORKER,
+    .language = "OpenCL",
 };
 
 const kt_backend *kt_backend_opencl(void) { return &kt__backend_opencl; }

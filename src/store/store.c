@@ -40,9 +40,13 @@
  * Threads
  *   One connection per kt_cache, used under the handle's mutex.
  */
-#include "store.h"
+#include "store/store.h"
 
-#include "internal.h"
+#include <kerntune/backend.h>
+#include <pthread.h>
+#include <stdatomic.h>
+
+#include "util/util.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -92,7 +96,6 @@ void kt__store_rec_free(kt__store_rec *r) {
 
 #define KT__STORE_BUSY_MS 10000 /* how long a call waits for other processes' locks */
 #define KT__STORE_PATH_MAX 4096
-_Static_assert(KT__STORE_KEY_MAX == KT__KEY_WORDS_MAX, "the store keeps every word of a key");
 #define KT__KEYTEXT_MAX (KT__STORE_KEY_MAX * 21 + 1)
 
 struct kt_cache {

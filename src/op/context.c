@@ -5,7 +5,10 @@
  * one consistent configuration; a value kerntune does not understand fails creation loudly
  * rather than being ignored.
  */
-#include "compile.h"
+#include "backends/backends.h"
+#include "build/compile.h"
+#include "isolate/isolate.h"
+#include "op/op.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -110,9 +113,11 @@ kt_status kt_context_create(kt_context **out) {
         free(ctx);
         return kt__err(KT_ERR_SYSTEM, "kt_context_create: pthread_mutex_init failed");
     }
-    kt_status st = kt__default_artifact_dir(ctx->artifact_dir, sizeof ctx->artifact_dir);
+    kt_status st = kt__default_artifact_dir(ctx->artifacts.dir, sizeof ctx->artifacts.dir);
     if (st == KT_OK) st = read_env(ctx);
-    if (st == KT_OK) st = add_backend(ctx, kt_backend_c());
+    size_t nbuiltin;
+    const kt_backend *const *builtin = kt__backends_builtin(&nbuiltin);
+    if (st == KT_OK) st = add_backend(ctx, builtin[0]); /* the host's: device 0 */
     if (st != KT_OK) {
         char *saved = kt__error_save();
         kt_context_destroy(ctx);
@@ -340,6 +345,7 @@ static kt_status add_backend(kt_context *ctx, const kt_backend *b) {
         }
         kt_device *d = &ctx->devices[base + added];
         d->slot = ctx->nbackends;
+        d->table = b;
         d->local = added;
         d->backend = strdup(b->name);
         d->name = strdup(name);
@@ -379,9 +385,10 @@ void kt__context_discover(kt_context *ctx) {
     pthread_mutex_lock(&ctx->lock);
     if (!ctx->discovered) {
         ctx->discovered = true;
-        const kt_backend *optional[] = {kt_backend_opencl(), kt_backend_cuda()};
+        size_t n;
+        const kt_backend *const *optional = kt__backends_builtin(&n);
         char *saved = kt__error_save();
-        for (size_t i = 0; i < sizeof optional / sizeof optional[0]; i++) {
+        for (size_t i = 1; i < n; i++) {
             if (add_backend(ctx, optional[i]) == KT_OK || ctx->nunavailable == KT__MAX_BACKENDS) continue;
             const char *why = strstr(kt_last_error(), "): ");
             kt__err(KT_OK, "%s: %s", optional[i]->name, why ? why + 3 : kt_last_error());
@@ -411,11 +418,11 @@ kt_status kt_context_set_artifact_dir(kt_context *ctx, const char *path) {
     if (*path == '\0' || strlen(path) > KT__ARTIFACT_DIR_MAX)
         return kt__err(KT_ERR_INVALID_ARGUMENT, "kt_context_set_artifact_dir: path has %zu characters; 1 to %d allowed",
                        strlen(path), KT__ARTIFACT_DIR_MAX);
-    snprintf(ctx->artifact_dir, sizeof ctx->artifact_dir, "%s", path);
+    snprintf(ctx->artifacts.dir, sizeof ctx->artifacts.dir, "%s", path);
     return KT_OK;
 }
 
-const char *kt_context_artifact_dir(const kt_context *ctx) { return ctx ? ctx->artifact_dir : NULL; }
+const char *kt_context_artifact_dir(const kt_context *ctx) { return ctx ? ctx->artifacts.dir : NULL; }
 
 kt_status kt_context_set_progress_fn(kt_context *ctx, kt_progress_fn fn, void *user) {
     if (ctx == NULL) return kt__err(KT_ERR_NULL, "kt_context_set_progress_fn: ctx is NULL");
@@ -427,12 +434,12 @@ kt_status kt_context_set_progress_fn(kt_context *ctx, kt_progress_fn fn, void *u
 kt_status kt_context_set_compile_threads(kt_context *ctx, size_t threads) {
     if (ctx == NULL) return kt__err(KT_ERR_NULL, "kt_context_set_compile_threads: ctx is NULL");
     if (threads > 64) return kt__err(KT_ERR_INVALID_ARGUMENT, "kt_context_set_compile_threads: %zu threads; at most 64", threads);
-    ctx->compile_threads = threads;
+    ctx->artifacts.threads = threads;
     return KT_OK;
 }
 
-uint64_t kt_context_compile_count(const kt_context *ctx) { return ctx ? atomic_load(&ctx->compiles) : 0; }
-uint64_t kt_context_artifact_hits(const kt_context *ctx) { return ctx ? atomic_load(&ctx->artifact_hits) : 0; }
+uint64_t kt_context_compile_count(const kt_context *ctx) { return ctx ? atomic_load(&ctx->artifacts.compiles) : 0; }
+uint64_t kt_context_artifact_hits(const kt_context *ctx) { return ctx ? atomic_load(&ctx->artifacts.hits) : 0; }
 
 /* Finds device index's backend for a buffer call; reports as `where`. */
 static kt_status device_slot(kt_context *ctx, size_t device, const char *where, const kt__backend_slot **bs, size_t *local) {
@@ -502,3 +509,28 @@ const kt_device *kt_context_device(kt_context *ctx, size_t index) {
 const char *kt_device_backend(const kt_device *dev) { return dev ? dev->backend : NULL; }
 const char *kt_device_name(const kt_device *dev) { return dev ? dev->name : NULL; }
 const char *kt_device_fingerprint(const kt_device *dev) { return dev ? dev->fingerprint : NULL; }
+unsigned kt_device_caps(const kt_device *dev) { return dev ? kt__backend_caps(dev->table) : 0; }
+const char *kt_device_language(const kt_device *dev) {
+    return dev && dev->table->abi_version >= 6 ? dev->table->language : NULL;
+}
+
+void kt__log(const kt_context *ctx, kt_log_level level, const char *fmt, ...) {
+    if (ctx == NULL || (int)level > atomic_load_explicit(&ctx->log_level, memory_order_relaxed))
+        return;
+    char small[1024], *line = small;
+    va_list ap, again;
+    va_start(ap, fmt);
+    va_copy(again, ap);
+    int n = vsnprintf(small, sizeof small, fmt, ap);
+    va_end(ap);
+    if (n >= (int)sizeof small && (line = malloc((size_t)n + 1)) != NULL) vsnprintf(line, (size_t)n + 1, fmt, again);
+    else line = small; /* out of memory: the line as far as it fits */
+    va_end(again);
+    if (ctx->log_fn != NULL) {
+        ctx->log_fn(level, line, ctx->log_user);
+    } else {
+        static const char *const names[] = {"none", "error", "warn", "info", "debug"};
+        fprintf(stderr, "kerntune: %s: %s\n", names[level], line);
+    }
+    if (line != small) free(line);
+}

@@ -10,7 +10,8 @@
  * shows. Extra memory goes through the C backend's buffer methods (the buffer interface that
  * device backends implement too) and is counted, so a tuning can report its peak.
  */
-#include "internal.h"
+#include "backends/backends.h"
+#include "tune/tune.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -126,12 +127,11 @@ const void *kt__poison(kt_type t) {
     }
 }
 
-/* ---- extra memory, through the C backend's buffer methods ---------------------------------- */
+/* ---- extra host memory, counted --------------------------------------------------------- */
 
 kt_status kt__extra_alloc(kt__workset *ws, size_t bytes, void **out) {
-    char err[256] = "";
-    kt_status st = kt_backend_c()->buffer_alloc(NULL, 0, bytes, out, err, sizeof err);
-    if (st != KT_OK) return kt__err(st, "kt_op_call(op '%s'): tuning: %s", ws->op->name, err);
+    *out = malloc(bytes ? bytes : 1);
+    if (*out == NULL) return kt__err(KT_ERR_NO_MEMORY, "kt_op_call(op '%s'): tuning: out of memory allocating %zu bytes", ws->op->name, bytes);
     ws->cur += bytes;
     if (ws->cur > ws->peak) ws->peak = ws->cur;
     return KT_OK;
@@ -139,7 +139,7 @@ kt_status kt__extra_alloc(kt__workset *ws, size_t bytes, void **out) {
 
 void kt__extra_free(kt__workset *ws, void *p, size_t bytes) {
     if (p == NULL) return;
-    kt_backend_c()->buffer_free(NULL, 0, p);
+    free(p);
     ws->cur -= bytes;
 }
 
@@ -333,7 +333,7 @@ kt_status kt__workset_init(kt__workset *ws, const kt_op *op, kt_inputs inputs, c
     size_t local = 0;
     kt__op_backend(op, &ws->b, &ws->bstate, &local, NULL);
     ws->dev = local;
-    ws->host = ws->b == kt_backend_c();
+    ws->host = (kt__backend_caps(ws->b) & KT_BACKEND_CAP_HOST_MEMORY) != 0;
     ws->inputs = inputs;
     ws->caller = caller;
     size_t n = op->nargs ? op->nargs : 1;

@@ -24,7 +24,9 @@
 
 #include <kerntune/backend.h>
 
+#include <stdbool.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 enum { KT__MSG_SETUP = 1, KT__MSG_LOAD = 2, KT__MSG_RUN = 3 };
 enum { KT__RUN_FLUSH = 1 };
@@ -72,5 +74,67 @@ typedef struct kt__reply {
     double ns;        /* RUN: the kernel's time */
     char msg[512];
 } kt__reply;
+
+/* ---- isolate.c: the tuning side --------------------------------------------------------------- */
+
+typedef struct kt__workset kt__workset;
+typedef struct kt__worker kt__worker;
+
+/* How an isolated run went wrong: the candidate failed, crashed or hung; or (INFRA) the
+ * isolation itself failed (no worker, a copy failed): not the candidate's, the tuning stops. */
+enum { KT__ISO_FAILED = 1, KT__ISO_CRASH = 2, KT__ISO_TIMEOUT = 3, KT__ISO_INFRA = 4 };
+
+/* The code a trial reports for a unit that failed in its worker (the class is kept aside). */
+#define KT__ISO_FAIL_CODE (-7001)
+
+struct kt__msg_setup;
+struct kt__msg_load;
+
+typedef struct kt__worker_mod {
+    struct kt__msg_load *load; /* how to load it */
+    uint64_t incarnation;      /* the worker process it was loaded into */
+    uint32_t worker_id;        /* its id there */
+} kt__worker_mod;
+
+/* A worker process and what it was asked to hold. */
+struct kt__worker {
+    pid_t pid;                 /* -1: not running */
+    int req, rep;              /* the socket to it */
+    uint64_t incarnation;      /* counts replacements */
+    int region_fd;
+    unsigned char *region;
+    size_t region_bytes;
+    struct kt__msg_setup *setup;
+    size_t setup_len;
+    bool set_up;
+    bool primed;               /* the inputs that do not change are in its buffers */
+    kt__worker_mod *mods;
+    size_t nmods;
+    /* natives: a fork of the caller runs call(call_user, unit, args, nargs) instead */
+    int (*call)(void *user, size_t unit, const kt_arg *args, size_t nargs);
+    void *call_user;
+};
+
+/* Prepares *w (created when NULL) for a tuning on backend's device device_fp with arguments
+ * laid out as args. The process starts at the first run. */
+kt_status kt__worker_setup(kt__worker **w, const char *backend, const char *device_fp, const kt_arg *args, size_t nargs);
+
+/* Starts the worker and sets it up now, so that a worker that cannot start fails the tuning
+ * rather than its candidates. */
+kt_status kt__worker_ready(kt__worker *w);
+
+/* Registers an artifact to run; *id names it in kt__worker_run. */
+kt_status kt__worker_add(kt__worker *w, const char *path, const char *kernel, const kt_launch_geometry *g, size_t *id);
+
+/* Runs module id once on run_args (the workset's): copies them to the worker and back (full:
+ * every buffer both ways, for a validation run; otherwise what changes between runs only).
+ * Returns 0 with the kernel's time in *ns, or KT__ISO_FAILED (it returned a failure),
+ * KT__ISO_CRASH or KT__ISO_TIMEOUT with msg saying what happened. */
+int kt__worker_run(kt__worker *w, size_t id, const kt__workset *ws, const kt_arg *run_args, size_t nargs, bool flush, bool full,
+                   double timeout_s, double *ns, char *msg, size_t len);
+
+/* Kills the worker and frees it; NULL is harmless. */
+void kt__worker_free(kt__worker *w);
+
 
 #endif

@@ -4,7 +4,22 @@
 #ifndef KT_COMPILE_H
 #define KT_COMPILE_H
 
-#include "internal.h"
+#include <kerntune/backend.h>
+
+#include "util/util.h"
+
+#include <stdatomic.h>
+
+#define KT__ARTIFACT_DIR_MAX 3900    /* characters of an artifact directory (its files' paths fit 4096) */
+
+/* Where artifacts go and how many threads build them: a context owns one (its settings and
+ * counters); the functions below read it. */
+typedef struct kt__artifacts {
+    char dir[KT__ARTIFACT_DIR_MAX + 1];
+    size_t threads;               /* 0: one per core */
+    _Atomic uint64_t compiles;    /* builds run (artifact cache misses) */
+    _Atomic uint64_t hits;        /* artifacts found on disk */
+} kt__artifacts;
 
 /* One variant to build. The caller fills backend..req (req.out_path is the pool's); prepare
  * fills key and path; run fills status, log, cached and module. A build whose module is
@@ -27,11 +42,11 @@ typedef struct kt__build {
 } kt__build;
 
 /* Computes every build's key and artifact path; finds duplicates. */
-kt_status kt__build_prepare(kt_context *ctx, kt__build *builds, size_t n);
+kt_status kt__build_prepare(kt__artifacts *arts, kt__build *builds, size_t n);
 
-/* Builds what is not on disk and loads every artifact, on ctx's pool of threads. Failures are
+/* Builds what is not on disk and loads every artifact, on a pool of arts->threads threads. Failures are
  * per build (status, log); the call itself fails only when nothing can be tried. */
-kt_status kt__build_run(kt_context *ctx, kt__build *builds, size_t n);
+kt_status kt__build_run(kt__artifacts *arts, kt__build *builds, size_t n);
 
 /* The default artifact directory (see kt_context_set_artifact_dir). */
 kt_status kt__default_artifact_dir(char *out, size_t len);

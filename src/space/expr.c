@@ -8,8 +8,8 @@
  * floor toward negative infinity, `and`/`or` return an operand, comparisons chain, bools are
  * integers in arithmetic, integers are 64-bit (overflow is an error rather than a bignum).
  */
-#include "expr.h"
-#include "internal.h"
+#include "space/expr.h"
+#include "util/util.h"
 
 #include <ctype.h>
 #include <errno.h>

@@ -11,7 +11,9 @@
  * Builds run on a pool of threads (the C backend's threads each drive a compiler process);
  * variants with the same key are built once; the loaded module of a key is shared.
  */
-#include "compile.h"
+#include "build/compile.h"
+
+#include <pthread.h>
 
 #include <errno.h>
 #include <stdio.h>
@@ -106,7 +108,7 @@ static void build_key(const kt__build *bd, const char *compiler_id, char out[33]
 /* ---- the pool ------------------------------------------------------------------------------- */
 
 typedef struct pool {
-    kt_context *ctx;
+    kt__artifacts *arts;
     kt__build *builds;
     size_t n;
     size_t *unique;        /* indices of the first build of each key */
@@ -139,7 +141,7 @@ static void build_one(pool *p, kt__build *bd) {
     bd->status = b->build(bd->bstate, bd->device, &bd->req, bd->log, sizeof bd->log);
     clock_gettime(CLOCK_MONOTONIC, &t1);
     bd->build_ms = (double)(t1.tv_sec - t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - t0.tv_nsec) / 1e6;
-    atomic_fetch_add(&p->ctx->compiles, 1);
+    atomic_fetch_add(&p->arts->compiles, 1);
     bd->req.out_path = NULL;
     if (bd->status == KT_OK && rename(tmp, bd->path) != 0) {
         snprintf(bd->log, sizeof bd->log, "cannot move the artifact to %.1900s: %s", bd->path, strerror(errno));
@@ -164,7 +166,7 @@ static void run_one(pool *p, kt__build *bd) {
         if (bd->status != KT_OK) return;
     }
     if (bd->no_load) {
-        if (cached) bd->cached = true, atomic_fetch_add(&p->ctx->artifact_hits, 1);
+        if (cached) bd->cached = true, atomic_fetch_add(&p->arts->hits, 1);
         return;
     }
     load_one(bd);
@@ -176,7 +178,7 @@ static void run_one(pool *p, kt__build *bd) {
     }
     if (cached) {
         bd->cached = true;
-        atomic_fetch_add(&p->ctx->artifact_hits, 1);
+        atomic_fetch_add(&p->arts->hits, 1);
     }
 }
 
@@ -189,18 +191,18 @@ static void *worker(void *arg) {
     }
 }
 
-kt_status kt__build_prepare(kt_context *ctx, kt__build *builds, size_t n) {
+kt_status kt__build_prepare(kt__artifacts *arts, kt__build *builds, size_t n) {
     if (n == 0) return KT_OK;
     const kt_backend *b = builds[0].backend;
     char compiler[1024] = "", err[1024] = "";
     kt_status st = b->compiler_id(builds[0].bstate, builds[0].device, compiler, sizeof compiler, err, sizeof err);
     if (st != KT_OK) return kt__err(st, "building variants: the %s backend's compiler: %s", b->name, err);
-    if ((st = mkdirs(ctx->artifact_dir)) != KT_OK) return st;
+    if ((st = mkdirs(arts->dir)) != KT_OK) return st;
     for (size_t i = 0; i < n; i++) {
         kt__build *bd = &builds[i];
         build_key(bd, compiler, bd->key);
         /* at most KT__ARTIFACT_DIR_MAX + 1 + 32 + 16 characters: it fits */
-        snprintf(bd->path, sizeof bd->path, "%s/%s%.16s", ctx->artifact_dir, bd->key, b->artifact_ext ? b->artifact_ext : "");
+        snprintf(bd->path, sizeof bd->path, "%s/%s%.16s", arts->dir, bd->key, b->artifact_ext ? b->artifact_ext : "");
         bd->dup_of = -1;
         for (size_t j = 0; j < i && bd->dup_of < 0; j++) /* the same code twice: build it once */
             if (builds[j].dup_of < 0 && strcmp(builds[j].key, bd->key) == 0) bd->dup_of = (long)j;
@@ -208,9 +210,9 @@ kt_status kt__build_prepare(kt_context *ctx, kt__build *builds, size_t n) {
     return KT_OK;
 }
 
-kt_status kt__build_run(kt_context *ctx, kt__build *builds, size_t n) {
+kt_status kt__build_run(kt__artifacts *arts, kt__build *builds, size_t n) {
     if (n == 0) return KT_OK;
-    pool p = {.ctx = ctx, .builds = builds, .n = n, .dir = ctx->artifact_dir};
+    pool p = {.arts = arts, .builds = builds, .n = n, .dir = arts->dir};
     p.unique = malloc(n * sizeof *p.unique);
     if (p.unique == NULL) return kt__err(KT_ERR_NO_MEMORY, "building variants: out of memory");
     for (size_t i = 0; i < n; i++) {
@@ -222,7 +224,7 @@ kt_status kt__build_run(kt_context *ctx, kt__build *builds, size_t n) {
         }
         p.unique[p.nunique++] = i;
     }
-    size_t threads = ctx->compile_threads ? ctx->compile_threads : (size_t)sysconf(_SC_NPROCESSORS_ONLN);
+    size_t threads = arts->threads ? arts->threads : (size_t)sysconf(_SC_NPROCESSORS_ONLN);
     if (threads < 1) threads = 1;
     if (threads > p.nunique) threads = p.nunique;
     if (threads > 64) threads = 64;

@@ -42,7 +42,7 @@
  * flushing caches, hooks and releasing returned outputs happen in the trial's before() and
  * after(), outside. A device variant's time comes from the backend's timing events.
  */
-#include "internal.h"
+#include "tune/tune.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -54,8 +54,6 @@ static double now_ns(void) {
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
 }
-
-double kt__now_s(void) { return now_ns() * 1e-9; }
 
 static int cmp_double(const void *a, const void *b) {
     double x = *(const double *)a, y = *(const double *)b;

@@ -5,7 +5,11 @@
  * run here. The fingerprint records what can change a decision on a CPU: the model, the
  * instruction-set flags, the number of hardware threads and the cache sizes.
  */
-#include "internal.h"
+#include <kerntune/backend.h>
+
+#include "util/util.h"
+
+#include <pthread.h>
 
 #include <dlfcn.h>
 #include <errno.h>
@@ -427,6 +431,8 @@ static const kt_backend kt__backend_c = {
     .entry = c_entry,
     .launch = NULL,
     .limits = NULL,
+    .caps = KT_BACKEND_CAP_HOST_MEMORY | KT_BACKEND_CAP_WORKER,
+    .language = "C",
 };
 
 const kt_backend *kt_backend_c(void) { return &kt__backend_c; }

@@ -4,8 +4,10 @@
 #ifndef KT_SPACE_H
 #define KT_SPACE_H
 
-#include "expr.h"
-#include "internal.h"
+#include <kerntune/backend.h>
+
+#include "space/expr.h"
+#include "util/util.h"
 
 #include <limits.h>
 

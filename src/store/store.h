@@ -26,7 +26,7 @@
 #define KT__STORE_SCHEMA 3
 
 /* Longest key a record may have, in 64-bit words. */
-#define KT__STORE_KEY_MAX 24 /* every word a key can have: KT__KEY_WORDS_MAX (checked in store.c) */
+#define KT__STORE_KEY_MAX 24 /* every word a key can have: KT__KEY_WORDS_MAX (checked in recall.c) */
 
 /* One unit of a decision: a native candidate, or one configuration of a variant group. */
 typedef struct kt__store_unit {

@@ -5,7 +5,9 @@
  * failing call formats what failed and where into a thread-local buffer (kt__err), which the
  * caller reads with kt_last_error(); nothing is printed unless logging is switched on.
  */
-#include "internal.h"
+#include "util/util.h"
+
+#include <pthread.h>
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -82,27 +84,6 @@ kt_status kt__error_restore(kt_status status, char *saved) {
     kt__err(status, "%s", saved ? saved : "");
     free(saved);
     return status;
-}
-
-void kt__log(const kt_context *ctx, kt_log_level level, const char *fmt, ...) {
-    if (ctx == NULL || (int)level > atomic_load_explicit(&ctx->log_level, memory_order_relaxed))
-        return;
-    char small[1024], *line = small;
-    va_list ap, again;
-    va_start(ap, fmt);
-    va_copy(again, ap);
-    int n = vsnprintf(small, sizeof small, fmt, ap);
-    va_end(ap);
-    if (n >= (int)sizeof small && (line = malloc((size_t)n + 1)) != NULL) vsnprintf(line, (size_t)n + 1, fmt, again);
-    else line = small; /* out of memory: the line as far as it fits */
-    va_end(again);
-    if (ctx->log_fn != NULL) {
-        ctx->log_fn(level, line, ctx->log_user);
-    } else {
-        static const char *const names[] = {"none", "error", "warn", "info", "debug"};
-        fprintf(stderr, "kerntune: %s: %s\n", names[level], line);
-    }
-    if (line != small) free(line);
 }
 
 kt_status kt__dup_name(const char *name, const char *where, char **out) {

@@ -10,8 +10,9 @@
  * signal reported; a failed launch that left the device unusable gets the worker replaced.
  * Modules are loaded again into a replacement as needed.
  */
-#include "internal.h"
-#include "isolate.h"
+#include "util/util.h"
+#include "isolate/isolate.h"
+#include "tune/tune.h" /* FIXME(issue 9): isolate reads the workset */
 
 #include <errno.h>
 #include <fcntl.h>

@@ -1,0 +1,397 @@
+/*
+ * op.h - the model every call and tuning works on: the context (its backends, devices and
+ * settings), the op (its signature, key components and candidates) and its decisions (the
+ * table of finished and running tunings). Owned by src/op/; read by src/tune/ and src/call/,
+ * never by the stages below them. Not installed.
+ */
+#ifndef KT_OP_H
+#define KT_OP_H
+
+#include <kerntune.h>
+#include <kerntune/backend.h>
+
+#include "build/compile.h"
+#include "space/expr.h"
+#include "util/util.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+
+#define KT__KEY_USER_MAX 8           /* key components an op may declare */
+#define KT__KEY_AUTO_MAX 8           /* components the op adds itself (arguments that reach code) */
+#define KT__MASK_WORDS_MAX 8         /* 64-bit words of validity mask: 512 candidates */
+#define KT__KEY_WORDS_MAX (KT__KEY_USER_MAX + KT__KEY_AUTO_MAX + KT__MASK_WORDS_MAX)
+#define KT__CALL_SLOTS_MAX 128       /* slots of a space whose global size a call computes */
+#define KT__CAND_MAX 4096            /* candidates per op */
+
+/* ---- context.c ----------------------------------------------------------------------------- */
+
+struct kt_device {
+    const kt_backend *table; /* the backend that found it */
+    char *backend;
+    char *name;
+    char *fingerprint;
+    size_t slot;   /* the backend's index in ctx->backends */
+    size_t local;  /* the device's index within its backend */
+};
+
+typedef struct kt__backend_slot {
+    const kt_backend *backend;
+    void *state;
+} kt__backend_slot;
+
+typedef struct kt__force {
+    char *op;
+    char *candidate;
+} kt__force;
+
+typedef struct kt__worker kt__worker;
+
+typedef struct kt__measure_cfg {
+    kt_policy policy;
+    unsigned warmup_runs; /* the fixed policy */
+    unsigned min_runs;
+    unsigned max_runs;
+    double min_time_s;
+    double confidence;    /* the race */
+    double tolerance;
+    unsigned race_max_runs;
+    kt_flush flush;
+} kt__measure_cfg;
+
+/* Limits on one tuning; 0: none. */
+typedef struct kt__budget {
+    size_t units;
+    double seconds;
+    uint64_t runs;
+} kt__budget;
+
+#define KT__MAX_BACKENDS 16
+#define KT__MAX_DEVICES 64
+
+struct kt_context {
+    kt_effort effort;     /* set by kt_context_set_effort */
+    kt_effort env_mode;   /* from KERNTUNE_MODE; KT_EFFORT_INHERIT when unset */
+    kt__force *forces;    /* from KERNTUNE_FORCE */
+    size_t nforces;
+    _Atomic int log_level;
+    kt_log_fn log_fn;
+    void *log_user;
+    kt__measure_cfg measure;
+    kt__backend_slot backends[KT__MAX_BACKENDS]; /* fixed arrays: entries never move, so */
+    size_t nbackends;                            /* readers need no lock once they see */
+    kt_device devices[KT__MAX_DEVICES];          /* a count that covers them */
+    _Atomic size_t ndevices;
+    bool discovered;                             /* the optional backends were tried */
+    char *unavailable[KT__MAX_BACKENDS];         /* "name: why", for each that is not there */
+    size_t nunavailable;
+    pthread_mutex_t lock; /* guards the op list */
+    kt_op *ops;
+    kt__artifacts artifacts;    /* where variants are built, and counts of builds */
+    kt_progress_fn progress_fn;
+    void *progress_user;
+    pthread_mutex_t iso_lock;   /* held by an isolated tuning: one at a time per context */
+    kt__worker *workers[KT__MAX_DEVICES]; /* warm worker processes, per device */
+    pthread_mutex_t cache_lock; /* guards opening the cache */
+    char *cache_path;           /* as set; NULL: the default */
+    bool cache_off;
+    _Atomic int cache_tried;    /* the cache was opened, or failed to open */
+    kt_cache *cache;            /* NULL when off or unavailable */
+    _Atomic uint64_t cache_hits, cache_rejected;
+};
+
+/* Emits one log line through ctx when level is at or below the context's level. */
+void kt__log(const kt_context *ctx, kt_log_level level, const char *fmt, ...) KT__PRINTF(3, 4);
+
+/* The context's persistent cache, opened at the first need; NULL when it is off or cannot be
+ * opened (said once in the log). */
+kt_cache *kt__context_cache(kt_context *ctx);
+
+/* Returns the candidate forced for op name by KERNTUNE_FORCE, or NULL. */
+const char *kt__context_forced(const kt_context *ctx, const char *op_name);
+
+/* Registers the optional built-in backends (OpenCL, CUDA) the first time devices are asked
+ * for; thread-safe. */
+void kt__context_discover(kt_context *ctx);
+
+/* Unlinks op from its context's list (called by kt_op_destroy). */
+void kt__context_unlink(kt_context *ctx, kt_op *op);
+
+/* ---- op.c: declarations -------------------------------------------------------------------- */
+
+typedef struct kt__argdecl {
+    char *name;
+    kt_type type;     /* KT_TYPE_BUFFER or the scalar type */
+    kt_type elem;     /* element type of a buffer */
+    kt_access access; /* buffers only */
+    size_t esize;     /* element size of a buffer; size of a scalar */
+    bool accumulate;  /* WriteOnly buffer filled with acc_value before every tuning run */
+    double acc_value;
+    bool constant;    /* a ReadOnly buffer in the device's constant memory (kt_op_set_constant) */
+    kt_gen gen;       /* GENERATED mode: how to fill it */
+    double gen_value;
+    kt_generate_fn gen_fn;
+    void *gen_user;
+} kt__argdecl;
+
+typedef enum kt__key_kind { KT__KEY_ARG, KT__KEY_ARG_FN, KT__KEY_ALIGN, KT__KEY_FN } kt__key_kind;
+
+typedef struct kt__keycomp {
+    kt__key_kind kind;
+    size_t arg;
+    kt_bucket bucket;
+    kt_bucket_fn bucket_fn;
+    kt_key_fn key_fn;
+    void *user;
+    uint64_t max_align;
+    bool automatic;   /* added at freeze: the argument reaches a variant group's code or validity */
+} kt__keycomp;
+
+typedef enum kt__req_kind { KT__REQ_ALIGN, KT__REQ_MULTIPLE } kt__req_kind;
+
+typedef struct kt__req {
+    kt__req_kind kind;
+    size_t arg;
+    int64_t value;
+} kt__req;
+
+typedef struct kt__cand {
+    char *name;
+    kt_native_fn fn;     /* natives: exactly one of fn and rfn is set; variant groups: neither */
+    kt_result_fn rfn;
+    void *user;
+    kt_space *space;     /* variant groups: the space, the source, the kernel, the options */
+    char *source;
+    char *kernel;
+    char **options;
+    size_t noptions;
+    long *input_arg;     /* per space input: the op argument that binds it, or -1 */
+    uint8_t call_dims;   /* bit d: the global size of dimension d reads an argument; each call
+                          * computes it from its own (set at freeze) */
+    kt__req *reqs;
+    size_t nreqs;
+    kt_accept_fn accept;
+    void *accept_user;
+    int mask_bit; /* bit in the key's validity mask; -1 when the candidate accepts everything */
+} kt__cand;
+
+/* Result of one unit within a decision. */
+typedef struct kt__cand_result {
+    kt_outcome outcome;
+    double time_ns;
+    unsigned runs;
+    int fail_code;
+    char *message;  /* diagnostic of a failed or invalid candidate */
+    double *times;  /* the measured runs in ns, in order (runs of them) */
+    double build_ms;
+    unsigned warmups;         /* warm-up runs (validation excluded) */
+    double ci_low_ns, ci_high_ns; /* confidence interval of time_ns */
+    double spent_ns;          /* time of its warm-ups and measured runs */
+    bool finalist;            /* measured and not dropped when the race stopped (set by the engine) */
+} kt__cand_result;
+
+/* How a device variant is launched: the user data of kt__launch_fn. */
+typedef struct kt__launch {
+    const kt_backend *backend;
+    void *bstate;
+    size_t device;
+    void *module;
+    kt_launch_geometry geometry;   /* as planned for the tuning's arguments */
+    /* A group whose global size reads arguments (cand->call_dims): the configuration's slots as
+     * planned (parameters, derived values, inputs), from which each call computes those sizes
+     * with its own arguments in place of the inputs. NULL otherwise. */
+    const kt_op *op;
+    const kt__cand *cand;
+    kt__value *slots;
+    kt__arena slots_arena;         /* what strings and lists among them point into */
+} kt__launch;
+
+/* A native candidate calling a device variant through its backend (no timing). On a failure it
+ * describes it in the thread's detail message and returns KT__RC_REPORTED. */
+int kt__launch_fn(const kt_arg *args, size_t nargs, void *user);
+
+/* A candidate's return code meaning "failed, and the detail message says how". */
+#define KT__RC_REPORTED (-7002)
+
+/* Whether candidate function fn's return code rc is such a described failure: only the launch
+ * of a device variant reports so (a native may return the same number for its own reasons). */
+static inline bool kt__rc_reported(kt_native_fn fn, int rc) { return rc == KT__RC_REPORTED && fn == kt__launch_fn; }
+
+/* Whether an outcome is a failure of the unit's own (not a rejection, not "not run"). */
+static inline bool kt__outcome_failed(int o) {
+    return o == KT_OUTCOME_FAILED || o == KT_OUTCOME_INVALID || o == KT_OUTCOME_BUILD_FAILED || o == KT_OUTCOME_TIMEOUT ||
+           o == KT_OUTCOME_CRASHED;
+}
+
+/* One thing a decision considers: a native candidate, or one configuration of a variant group. */
+typedef struct kt__unit {
+    size_t cand;
+    char *text;            /* the configuration, "NAME=value,..."; NULL for natives */
+    kt__cand_result r;
+    kt_native_fn fn;       /* how to run it (set once it is built) */
+    kt_result_fn rfn;
+    void *user;
+    kt__launch launch;     /* device variants: fn is kt__launch_fn and user points here */
+    char *artifact;        /* variants: the artifact file (a worker process loads it from there) */
+    bool recalled;         /* measured by an earlier tuning: its time comes from the cache */
+    bool held;             /* recalled as a non-finalist of a decision being re-raced: keeps its
+                              recorded result and never competes (persist.c) */
+    bool env_failed;       /* failed for a reason outside its code (no artifact directory) */
+} kt__unit;
+
+/* Entry states. FAILED is final (every candidate failed); ABANDONED means the tuning stopped on
+ * an error that is not the candidates' (out of memory, a hook): the next call tunes again. */
+enum { KT__TUNING = 0, KT__DONE = 1, KT__FAILED = 2, KT__ABANDONED = 3 };
+
+struct kt_decision {
+    uint64_t hash;
+    size_t keylen;                   /* words of key: user components, then mask words */
+    size_t nuser;                    /* user components */
+    int64_t key[KT__KEY_WORDS_MAX];
+    _Atomic int state;               /* KT__TUNING, KT__DONE, KT__FAILED or KT__ABANDONED */
+    kt_native_fn fn;                 /* the winner, copied for the hit path */
+    kt_result_fn rfn;
+    void *user;
+    size_t winner;                   /* its candidate */
+    size_t winner_unit;
+    kt__unit *units;                 /* set when decided */
+    size_t nunits;
+    bool validated;
+    size_t peak_extra;
+    kt_decision_source source;
+    kt_status fail_status;
+    char *fail_msg;
+    size_t ncand;
+    kt_policy policy;                /* how it was measured */
+    double confidence;
+    double requested_confidence;     /* what its race asked for; <= 0: nothing (persist.c) */
+    bool rerace;                     /* a recorded decision below its requested confidence is being
+                                        re-raced: measure its finalists only (persist.c) */
+    char *cache_rejected;            /* why the recorded decision for this key was rejected, or NULL */
+    uint64_t total_runs;
+    double measure_ns;
+};
+
+/* A module the op loaded, shared by every decision that uses it. */
+typedef struct kt__module {
+    char key[33];
+    void *module;
+} kt__module;
+
+/* Open-addressed table of decisions. Readers probe it without a lock; writers hold op->lock,
+ * publish an entry with a release store, and replace a full table by a copy twice the size. */
+typedef struct kt__table {
+    size_t mask;
+    struct kt__table *retired_next; /* older tables, freed with the op */
+    _Atomic(kt_decision *) slot[];
+} kt__table;
+
+struct kt_op {
+    kt_context *ctx;
+    kt_op *next;                   /* context's list */
+    char *name;
+    kt__argdecl *args;
+    size_t nargs;
+    kt__keycomp keys[KT__KEY_USER_MAX + KT__KEY_AUTO_MAX]; /* declared, then automatic (freeze) */
+    size_t nkeys;
+    kt__cand *cands;
+    size_t ncands;
+    size_t nmask_words;            /* set at freeze */
+    size_t npredicated;            /* candidates with requirements */
+    long default_idx, fallback_idx, forced_idx;  /* -1 when not set */
+    size_t device;                 /* index in ctx->devices where variants run */
+    kt__module *modules;           /* loaded variant modules (op->lock) */
+    size_t nmodules;
+    kt_inputs inputs;              /* where tuning runs take inputs from */
+    uint64_t seed;
+    kt_hook_fn pre_hook, post_hook;
+    void *hook_user;
+    bool has_result;               /* candidates return their output */
+    kt_type result_elem;
+    long reference_idx;            /* -1 when not set */
+    bool reference_only;           /* the reference validates, never competes */
+    kt_reference_fn reference_fn;
+    void *reference_user;
+    bool validate;
+    bool tol_set;
+    double atol, rtol;
+    kt__budget budget;             /* 0s: no limit */
+    kt_isolation isolation;        /* where variants run while tuning */
+    double timeout_s;              /* one isolated run's limit */
+    kt_effort effort;              /* as set on the op */
+    kt_effort effective;           /* resolved at freeze */
+    _Atomic int frozen;
+    pthread_mutex_t lock;          /* guards insertion, the done list, freezing */
+    pthread_cond_t cond;           /* signalled when a decision finishes */
+    _Atomic(kt__table *) table;
+    size_t count;                  /* decisions in the table */
+    kt_decision **done;            /* finished decisions, in order */
+    size_t ndone, done_cap;
+    _Atomic uint64_t tune_count;
+    _Atomic uint64_t measured_runs;
+    char set_hash[33];             /* the candidate set's identity in the cache (set at freeze) */
+};
+
+/* Checks the op is still being built; reports as `where`. */
+kt_status kt__op_building(const kt_op *op, const char *where);
+
+/* Freezes the op on its first call: checks it, resolves effort and forced candidate, assigns
+ * mask bits. Idempotent and thread-safe. */
+kt_status kt__op_freeze(kt_op *op);
+
+/* ---- key.c --------------------------------------------------------------------------------- */
+
+/* Checks nargs and types against the signature. */
+kt_status kt__check_args(const kt_op *op, const kt_arg *args, size_t nargs, const char *where);
+
+/* Computes the full key (user components, then validity mask words) into key; returns its
+ * length in words. Arguments must have been checked. */
+size_t kt__key_compute(const kt_op *op, const kt_arg *args, int64_t *key);
+
+/* Hashes a key. */
+uint64_t kt__key_hash(const int64_t *key, size_t len);
+
+/* Whether candidate idx accepts the arguments whose full key is key. */
+bool kt__key_accepts(const kt_op *op, const int64_t *key, size_t idx);
+
+/* Maps value by bucket (see kt_bucket). */
+int64_t kt__bucket(int64_t value, kt_bucket bucket);
+
+/* ---- table.c ------------------------------------------------------------------------------- */
+
+kt_decision *kt__table_find(const kt__table *t, const int64_t *key, size_t len, uint64_t hash);
+
+/* Inserts d (op->lock held); grows the table when it is half full. */
+kt_status kt__table_insert(kt_op *op, kt_decision *d);
+
+/* Frees every table and decision of the op. */
+void kt__table_free(kt_op *op);
+
+/* ---- identity.c ---------------------------------------------------------------------------- */
+
+/* Computes op->set_hash (at freeze). */
+void kt__op_identity(kt_op *op);
+
+/* Whether the op has a variant group. */
+bool kt__op_has_variants(const kt_op *op);
+
+/* The compiler identity of the op's device ("" for an op without variants, or when the
+ * backend cannot say). */
+void kt__op_compiler(const kt_op *op, char *out, size_t len);
+
+/* The op's device: its backend, backend state, local index and fingerprint (op.c). */
+void kt__op_backend(const kt_op *op, const kt_backend **b, void **state, size_t *local, const char **fp);
+
+/* ---- decision.c ------------------------------------------------------------------------------ */
+
+/* Frees a decision's units and results (not the decision). */
+void kt__decision_reset(kt_decision *d);
+
+/* Frees what a unit's launch holds for per-call sizes. */
+void kt__launch_free_slots(kt__launch *l);
+
+/* Frees a decision. */
+void kt__decision_free(kt_decision *d);
+
+#endif /* KT_OP_H */

@@ -1,0 +1,58 @@
+/*
+ * util.h - what every stage of the library may use: the per-thread detail message, names,
+ * hashing and the clock. Depends on nothing but the public header; not installed.
+ *
+ * Internal names carry a kt__ prefix (public ones kt_).
+ */
+#ifndef KT_UTIL_H
+#define KT_UTIL_H
+
+#include <kerntune.h>
+
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define KT__NAME_MAX 127             /* longest op, argument or candidate name */
+#define KT__ERRBUF 1024              /* bytes of the per-thread detail message (longer ones: the heap) */
+
+#if defined(__GNUC__)
+#define KT__LIKELY(x) __builtin_expect(!!(x), 1)
+#define KT__UNLIKELY(x) __builtin_expect(!!(x), 0)
+#define KT__PRINTF(f, a) __attribute__((format(printf, f, a)))
+#else
+#define KT__LIKELY(x) (x)
+#define KT__UNLIKELY(x) (x)
+#define KT__PRINTF(f, a)
+#endif
+
+/* ---- status.c: the per-thread detail message ------------------------------------------------ */
+/* Formats the calling thread's detail message and returns status, so that a failing path reads
+ * `return kt__err(KT_ERR_X, "kt_fn(...): what", ...);`. */
+kt_status kt__err(kt_status status, const char *fmt, ...) KT__PRINTF(2, 3);
+kt_status kt__verr(kt_status status, const char *fmt, va_list ap);
+
+/* A copy of the calling thread's detail message (NULL when out of memory), and putting such a
+ * copy back as the message (freeing it) with status returned: for work that must not disturb
+ * the caller's last error, or a message that must outlive further calls. */
+char *kt__error_save(void);
+kt_status kt__error_restore(kt_status status, char *saved);
+
+
+/* Duplicates a name after checking it is 1..KT__NAME_MAX characters; reports as `where`. */
+kt_status kt__dup_name(const char *name, const char *where, char **out);
+
+/* Writes a 64-bit FNV-1a hash of the bytes (hash.c). */
+uint64_t kt__fnv1a(const void *data, size_t len, uint64_t seed);
+
+/* Hashes a string with its terminator (NULL as ""), continuing from h (util.c). */
+uint64_t kt__hash_str(const char *s, uint64_t h);
+
+/* Writes two 64-bit words as 32 hex digits and a NUL (util.c). */
+void kt__hex128(uint64_t a, uint64_t b, char out[33]);
+
+/* Seconds on the monotonic clock (hash.c). */
+double kt__now_s(void);
+
+#endif /* KT_UTIL_H */
