@@ -12,7 +12,7 @@
  */
 #include "util/util.h"
 #include "isolate/isolate.h"
-#include "tune/tune.h" /* FIXME(issue 9): isolate reads the workset */
+#include "tune/stages.h" /* FIXME(issue 9): isolate reads the workset */
 
 #include <errno.h>
 #include <fcntl.h>

@@ -52,3 +52,122 @@ void kt__decision_free(kt_decision *d) {
     kt__decision_reset(d);
     free(d);
 }
+
+/* ---- the public accessors ---------------------------------------------------------------- */
+
+size_t kt_decision_winner(const kt_decision *d) { return d ? d->winner : 0; }
+kt_decision_source kt_decision_source_of(const kt_decision *d) { return d ? d->source : 0; }
+size_t kt_decision_key_len(const kt_decision *d) { return d ? d->nuser : 0; }
+int64_t kt_decision_key(const kt_decision *d, size_t index) { return (d && index < d->nuser) ? d->key[index] : 0; }
+int kt_decision_validated(const kt_decision *d) { return d ? d->validated : 0; }
+size_t kt_decision_peak_extra_bytes(const kt_decision *d) { return d ? d->peak_extra : 0; }
+
+/* The unit that speaks for candidate c: the winner when c won, else c's fastest measured
+ * unit, else its first; NULL when the decision did not consider c. */
+static const kt__unit *cand_unit(const kt_decision *d, size_t c) {
+    if (d == NULL || c >= d->ncand || d->units == NULL) return NULL;
+    if (d->winner == c && d->winner_unit < d->nunits && d->units[d->winner_unit].cand == c) return &d->units[d->winner_unit];
+    const kt__unit *first = NULL, *best = NULL;
+    for (size_t i = 0; i < d->nunits; i++) {
+        const kt__unit *u = &d->units[i];
+        if (u->cand != c) continue;
+        if (first == NULL) first = u;
+        if (u->r.outcome == KT_OUTCOME_MEASURED && (best == NULL || u->r.time_ns < best->r.time_ns)) best = u;
+    }
+    return best ? best : first;
+}
+
+kt_outcome kt_decision_outcome(const kt_decision *d, size_t c) {
+    const kt__unit *u = cand_unit(d, c);
+    return u ? u->r.outcome : KT_OUTCOME_NOT_RUN;
+}
+double kt_decision_time_ns(const kt_decision *d, size_t c) {
+    const kt__unit *u = cand_unit(d, c);
+    return u ? u->r.time_ns : -1;
+}
+unsigned kt_decision_runs(const kt_decision *d, size_t c) {
+    const kt__unit *u = cand_unit(d, c);
+    return u ? u->r.runs : 0;
+}
+int kt_decision_fail_code(const kt_decision *d, size_t c) {
+    const kt__unit *u = cand_unit(d, c);
+    return u ? u->r.fail_code : 0;
+}
+const char *kt_decision_message(const kt_decision *d, size_t c) {
+    const kt__unit *u = cand_unit(d, c);
+    return u ? u->r.message : NULL;
+}
+
+size_t kt_decision_unit_count(const kt_decision *d) { return d ? d->nunits : 0; }
+
+kt_status kt_decision_unit_runtimes(const kt_decision *d, size_t u, const double **times, size_t *n) {
+    if (times == NULL || n == NULL) return kt__err(KT_ERR_NULL, "kt_decision_unit_runtimes: %s is NULL", times ? "n" : "times");
+    *times = NULL;
+    *n = 0;
+    if (d == NULL || u >= d->nunits || d->units[u].r.times == NULL || d->units[u].r.runs == 0)
+        return kt__err(KT_ERR_NOT_FOUND, "kt_decision_unit_runtimes: unit %zu has no measured runs", u);
+    *times = d->units[u].r.times;
+    *n = d->units[u].r.runs;
+    return KT_OK;
+}
+
+double kt_decision_unit_build_ms(const kt_decision *d, size_t u) { return (d && u < d->nunits) ? d->units[u].r.build_ms : 0; }
+size_t kt_decision_winner_unit(const kt_decision *d) { return d ? d->winner_unit : 0; }
+static const kt__unit *unit_at(const kt_decision *d, size_t u) { return (d && u < d->nunits) ? &d->units[u] : NULL; }
+size_t kt_decision_unit_candidate(const kt_decision *d, size_t u) {
+    const kt__unit *x = unit_at(d, u);
+    return x ? x->cand : 0;
+}
+const char *kt_decision_unit_config(const kt_decision *d, size_t u) {
+    const kt__unit *x = unit_at(d, u);
+    return x ? x->text : NULL;
+}
+kt_outcome kt_decision_unit_outcome(const kt_decision *d, size_t u) {
+    const kt__unit *x = unit_at(d, u);
+    return x ? x->r.outcome : KT_OUTCOME_NOT_RUN;
+}
+double kt_decision_unit_time_ns(const kt_decision *d, size_t u) {
+    const kt__unit *x = unit_at(d, u);
+    return x ? x->r.time_ns : -1;
+}
+unsigned kt_decision_unit_runs(const kt_decision *d, size_t u) {
+    const kt__unit *x = unit_at(d, u);
+    return x ? x->r.runs : 0;
+}
+const char *kt_decision_unit_message(const kt_decision *d, size_t u) {
+    const kt__unit *x = unit_at(d, u);
+    return x ? x->r.message : NULL;
+}
+
+kt_status kt_decision_unit_geometry(const kt_decision *d, size_t u, int64_t global[3], int64_t local[3],
+                                    int64_t *shared_memory) {
+    const kt__unit *x = unit_at(d, u);
+    if (x == NULL || x->text == NULL)
+        return kt__err(KT_ERR_NOT_FOUND, "kt_decision_unit_geometry: unit %zu is not a planned variant", u);
+    const kt_launch_geometry *g = &x->launch.geometry;
+    for (int i = 0; i < 3; i++) {
+        if (global) global[i] = g->global[i];
+        if (local) local[i] = g->local[i];
+    }
+    if (shared_memory) *shared_memory = g->shared_memory;
+    return KT_OK;
+}
+
+unsigned kt_decision_unit_warmups(const kt_decision *d, size_t u) {
+    const kt__unit *x = unit_at(d, u);
+    return x ? x->r.warmups : 0;
+}
+double kt_decision_unit_ci_low_ns(const kt_decision *d, size_t u) {
+    const kt__unit *x = unit_at(d, u);
+    return x && x->r.outcome == KT_OUTCOME_MEASURED && x->r.runs ? x->r.ci_low_ns : -1;
+}
+double kt_decision_unit_ci_high_ns(const kt_decision *d, size_t u) {
+    const kt__unit *x = unit_at(d, u);
+    return x && x->r.outcome == KT_OUTCOME_MEASURED && x->r.runs ? x->r.ci_high_ns : -1;
+}
+double kt_decision_confidence(const kt_decision *d) {
+    return d && (d->source == KT_SOURCE_MEASURED || d->source == KT_SOURCE_CACHE) && d->confidence > 0 ? d->confidence : 0;
+}
+uint64_t kt_decision_total_runs(const kt_decision *d) { return d ? d->total_runs : 0; }
+double kt_decision_measure_ns(const kt_decision *d) { return d ? d->measure_ns : 0; }
+kt_policy kt_decision_policy(const kt_decision *d) { return d ? d->policy : KT_POLICY_RACE; }

@@ -245,6 +245,8 @@ typedef struct kt__unit {
 enum { KT__TUNING = 0, KT__DONE = 1, KT__FAILED = 2, KT__ABANDONED = 3 };
 
 struct kt_decision {
+    const char *where;               /* the call that is tuning it ("kt_op_call", "kt_op_tune"...),
+                                        for messages */
     uint64_t hash;
     size_t keylen;                   /* words of key: user components, then mask words */
     size_t nuser;                    /* user components */

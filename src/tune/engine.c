@@ -42,7 +42,7 @@
  * flushing caches, hooks and releasing returned outputs happen in the trial's before() and
  * after(), outside. A device variant's time comes from the backend's timing events.
  */
-#include "tune/tune.h"
+#include "tune/stages.h"
 
 #include <math.h>
 #include <stdlib.h>

@@ -26,7 +26,7 @@
  *     that may not measure (CACHE_ONLY) serves it as it is.
  * The store failing (locked past its timeout, a full disk) costs a warning, never the call.
  */
-#include "tune/tune.h"
+#include "tune/stages.h"
 #include "space/space.h"
 #include "store/store.h"
 

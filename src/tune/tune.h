@@ -1,183 +1,22 @@
 /*
- * tune.h - the stages of one tuning, shared by the files of src/tune/: the work arguments,
- * the reference, the measurement engine, unit expansion and recall from the persistent cache.
- * Not installed.
+ * tune.h - what the tuning stage offers the call stage: deciding a key that has no finished
+ * decision. Not installed.
  */
 #ifndef KT_TUNE_H
 #define KT_TUNE_H
 
 #include "op/op.h"
 
-/* ---- workset.c: the arguments tuning runs use ------------------------------------------------ */
+/* How a miss ends: with the final launch on the caller's arguments (kt_op_call and
+ * kt_op_call_result), or with the decision alone (kt_op_tune). */
+typedef enum kt__finish { KT__FINISH_LAUNCH, KT__FINISH_DECIDE } kt__finish;
 
-/* The arguments of a tuning: buffers on the op's device through its backend's buffer methods
- * (host memory when the backend has KT_BACKEND_CAP_HOST_MEMORY), with the extra bytes a tuning
- * holds counted. */
-typedef struct kt__workset kt__workset;
-struct kt__workset {
-    const kt_op *op;
-    const kt_backend *b; /* the op's device: its backend, state and local index; host: */
-    void *bstate;        /* the C backend, whose buffers are host memory */
-    size_t dev;
-    bool host;
-    void *scratch;       /* host memory for reading device buffers back */
-    size_t scratch_bytes;
-    kt_inputs inputs;  /* the op's mode, or CLONE for kt_op_tune in PROTECT mode */
-    const kt_arg *caller;
-    kt_arg *args;      /* the arguments tuning runs start from (caller's, clones or generated) */
-    kt_arg *run_args;  /* one run's copy, which a pre-hook may change */
-    void **pristine;   /* per argument: the bytes to restore a ReadWrite buffer from, or NULL */
-    void **owned;      /* per argument: the allocation behind a CLONE or GENERATED buffer, or NULL */
-    size_t *owned_bytes;
-    uint64_t *ro_hash; /* per argument: hash of a ReadOnly buffer's contents at the start */
-    size_t cur, peak;  /* extra bytes held now, and at most */
-};
-
-/* Sets up the work arguments for a tuning from the caller's arguments, by inputs. A copied or
- * generated buffer keeps the caller's pointer's alignment (modulo the largest alignment any
- * requirement or key of the op looks at). launching: the caller's buffers will be launched on,
- * so they must not be NULL. */
-kt_status kt__workset_init(kt__workset *ws, const kt_op *op, kt_inputs inputs, const kt_arg *caller, bool launching);
-
-/* Prepares one tuning run, outside any timed region: restores ReadWrite buffers, fills
- * accumulating outputs, poisons the other WriteOnly outputs when poison is set, copies the
- * arguments and runs the pre-hook. *run_args receives the arguments to run on. */
-kt_status kt__workset_before(kt__workset *ws, bool poison, const kt_arg **run_args);
-
-/* Runs the post-hook after one tuning run, if a pre-hook ran. */
-kt_status kt__workset_after(kt__workset *ws);
-
-/* Whether a ReadOnly buffer of the work arguments changed since the start; names it in msg.
- * A changed buffer is put back (copied from the caller again in CLONE, regenerated in
- * GENERATED) or, in PROTECT where no copy exists, taken as the new baseline, so that the next
- * candidate is judged on its own writes only. */
-bool kt__workset_ro_changed(kt__workset *ws, char *msg, size_t len);
-
-/* After the last tuning run, on success or not: restores the caller's ReadWrite buffers and
- * fills its accumulating outputs (PROTECT mode), so the final launch sees the caller's data. */
-kt_status kt__workset_finish(kt__workset *ws, const kt_arg *caller);
-
-void kt__workset_free(kt__workset *ws);
-
-/* Copies bytes of an argument buffer (the op's device's memory) into host memory dst. */
-kt_status kt__to_host(kt__workset *ws, void *dst, const void *src, size_t bytes);
-
-/* Returns host memory holding an argument buffer's bytes: the buffer itself on the host, a
- * copy in the workset's scratch memory otherwise (valid until the next call). NULL on error. */
-const void *kt__output_host(kt__workset *ws, const void *buf, size_t bytes);
-
-/* Allocates/frees extra host memory counted in ws. */
-kt_status kt__extra_alloc(kt__workset *ws, size_t bytes, void **out);
-void kt__extra_free(kt__workset *ws, void *p, size_t bytes);
-
-/* Writes value converted to type t into out (kt_type_size(t) bytes). */
-void kt__encode(kt_type t, double value, void *out);
-
-/* Reads element i of a buffer of type t as a double. */
-double kt__decode(kt_type t, const void *base, size_t i);
-
-/* The poison pattern of type t (kt_type_size(t) bytes). */
-const void *kt__poison(kt_type t);
-
-/* ---- validate.c: the reference and comparisons --------------------------------------------- */
-
-typedef struct kt__reference {
-    long unit;         /* the reference unit, or -1 for a reference function or none */
-    bool active;       /* a reference ran: candidates are compared with it */
-    bool wrote_input;  /* the reference candidate wrote into a ReadOnly buffer */
-    int failed_rc;     /* nonzero: the reference unit's run returned this */
-    char *failed_msg;  /* and the detail message it left (KT__RC_REPORTED), or NULL */
-    char message[256];
-    void **outputs;    /* per argument: the reference's WriteOnly/ReadWrite output, or NULL */
-    size_t *out_bytes; /* per argument: its size */
-    kt_result result;  /* the reference's returned output */
-} kt__reference;
-
-/* Runs the reference on the work arguments (a validation run: poisoned outputs) and keeps its
- * outputs. Leaves ref->active false, and says why in the log, when there is no usable reference. */
-/* Runs unit index of a tuning on args (res: where a result-returning candidate puts it). */
-typedef int (*kt__unit_runner)(void *user, size_t unit, const kt_arg *args, kt_result *res);
-
-kt_status kt__reference_capture(kt__reference *ref, kt__workset *ws, const kt__unit *units, size_t nunits,
-                                const bool *accepts, kt__unit_runner run, void *run_user);
-
-/* Compares one validation run's outputs (run_args, result) with the reference's. Returns true
- * when they match; otherwise writes the diagnostic into msg. */
-bool kt__validate(const kt__reference *ref, kt__workset *ws, const kt_arg *run_args,
-                  const kt_result *result, char *msg, size_t len);
-
-void kt__reference_free(kt__reference *ref, kt__workset *ws);
-
-/* Copies bytes of a work buffer (device memory on a device backend) to host memory dst, and
- * host memory src into a work buffer. */
-kt_status kt__workset_to_host(const kt__workset *ws, void *dst, const void *buf, size_t bytes);
-kt_status kt__workset_from_host(const kt__workset *ws, void *buf, const void *src, size_t bytes);
-
-/* ---- engine.c: the measurement engine ----------------------------------------------------- */
-
-/* One candidate as the engine sees it: before() prepares a run outside the timed region and
- * hands back the arguments; run() is the timed call (returns the candidate's code); after()
- * cleans up outside the timed region. */
-typedef struct kt__trial {
-    kt_status (*before)(void *ctx, const kt_arg **args);
-    int (*run)(void *ctx, const kt_arg *args);
-    kt_status (*after)(void *ctx);
-    /* optional: the device time of the last run in ns (timing events), used instead of the
-     * CPU clock; negative when there is none */
-    double (*device_ns)(void *ctx);
-    void *ctx;
-} kt__trial;
-
-/* How the engine reaches the units it measures. */
-typedef struct kt__engine_io {
-    void *user;
-    /* Prepares unit i (its validation run): *usable says whether it may be measured (when not,
-     * its outcome says why), *runs how many times it ran. An error is not the unit's. */
-    kt_status (*admit)(void *user, size_t i, bool *usable, unsigned *runs);
-    /* Unit i's result record and trial (called once admitted). */
-    kt__cand_result *(*result)(void *user, size_t i);
-    void (*trial)(void *user, size_t i, kt__trial *out);
-    /* Optional progress, as kt_progress_fn. */
-    void (*progress)(void *user, size_t done, size_t total, size_t valid, size_t failed, double best_ns);
-} kt__engine_io;
-
-typedef struct kt__engine_out {
-    long best;          /* the winning unit, -1 when none was measured */
-    double confidence;  /* see bench.c */
-    uint64_t runs;      /* every run: validation, warm-ups, measured */
-    double measure_ns;  /* time of the warm-ups and measured runs */
-    size_t valid, failed;
-} kt__engine_out;
-
-/* Measures the eligible of n units by cfg's policy within budget and picks the fastest. A
- * unit whose run returns nonzero ends KT_OUTCOME_FAILED with its code; units the budget left
- * out stay KT_OUTCOME_NOT_RUN. Returns an error only when it is not the units'. */
-kt_status kt__engine_run(const kt__measure_cfg *cfg, const kt__budget *budget, const kt__engine_io *io,
-                         const bool *eligible, size_t n, kt__engine_out *out);
-
-/* ---- tuner.c ------------------------------------------------------------------------------- */
-
-/* Makes the decision's units (see tuner.c); only_text picks one configuration of group only. */
-kt_status kt__make_units(kt_op *op, kt_decision *d, const kt_arg *args, long only, const char *only_text);
-
-/* Whether a unit is built and not yet decided. */
-bool kt__unit_runnable(const kt__unit *u);
-
-/* ---- recall.c ------------------------------------------------------------------------------- */
-
-/* Looks d's key up in the persistent cache; when a usable record is there, makes its winner
- * runnable and sets *found. A rejected record is counted, logged and its reason kept in
- * d->cache_rejected. A usable record below the confidence its race asked for is served only
- * when the op may not measure; otherwise d->rerace is set and *found stays false. */
-kt_status kt__persist_recall(kt_op *op, kt_decision *d, const kt_arg *args, bool *found);
-
-/* Sets what a measured decision's race asked for (d->requested_confidence) and records the
- * decision with all its units (failures are logged, never returned). */
-void kt__persist_record(kt_op *op, kt_decision *d);
-
-/* Marks the units the cache already knows: recorded failures (not built or run again) and
- * recorded measurements (recalled). Nothing comes from a record that was rejected; when d is
- * re-raced, its record's finalists are left to be measured and its other units are held. */
-void kt__persist_units(kt_op *op, kt_decision *d);
+/* Decides the key of args (key[0..len), hash) for a call named where: finds it being decided by
+ * another thread (then waits, or hands back the fallback candidate), or inserts it and decides
+ * it by the op's effort (recalled, measured, forced or default). With KT__FINISH_LAUNCH *launch
+ * receives what to run on the caller's arguments: the winner, or the fallback written into
+ * *fallback. */
+kt_status kt__tune_miss(kt_op *op, const kt_arg *args, size_t nargs, const int64_t *key, size_t len, uint64_t hash,
+                        kt__finish how, const char *where, kt__unit *fallback, const kt__unit **launch);
 
 #endif /* KT_TUNE_H */

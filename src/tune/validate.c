@@ -8,7 +8,7 @@
  * with NaN, and an element still holding the poison pattern as unwritten. Elements that the
  * reference itself left unwritten are not checked.
  */
-#include "tune/tune.h"
+#include "tune/stages.h"
 
 #include <inttypes.h>
 #include <math.h>

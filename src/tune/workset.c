@@ -11,7 +11,7 @@
  * device backends implement too) and is counted, so a tuning can report its peak.
  */
 #include "backends/backends.h"
-#include "tune/tune.h"
+#include "tune/stages.h"
 
 #include <math.h>
 #include <stdio.h>

@@ -1,0 +1,146 @@
+/*
+ * dispatch.c - calling an op. Two straight lines:
+ *   hit:  arguments -> key -> lookup -> launch the winner;
+ *   miss: arguments -> key -> lookup -> tune (src/tune/: units, build, validate, measure,
+ *         record) -> launch the winner.
+ * A finished decision is dispatched at once: that path allocates nothing, makes no system call
+ * and takes no lock. After a tuning the caller's buffers are as they were, and the winner runs
+ * once on them: the caller sees exactly one launch of the winner.
+ */
+#include "op/op.h"
+#include "tune/tune.h"
+
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- calls ---------------------------------------------------------------------------------- */
+
+#if defined(__GNUC__)
+#define KT__ALWAYS_INLINE inline __attribute__((always_inline))
+#else
+#define KT__ALWAYS_INLINE inline
+#endif
+
+/* Runs unit u (a tuning's winner or the fallback) on the caller's arguments for the call
+ * named where (result: NULL unless the op returns one). */
+static kt_status launch(const kt_op *op, const kt__unit *u, const kt_arg *args, size_t nargs, kt_result *result,
+                        const char *where) {
+    int rc = result ? u->rfn(args, nargs, u->user, result) : u->fn(args, nargs, u->user);
+    if (rc == 0) return KT_OK;
+    if (result) kt_result_release(result);
+    if (kt__rc_reported(u->fn, rc)) return KT_ERR_CANDIDATE_FAILED; /* the detail message says how */
+    return kt__err(KT_ERR_CANDIDATE_FAILED, "%s(op '%s'): candidate '%s'%s%s returned %d", where, op->name,
+                   op->cands[u->cand].name, u->text ? " " : "", u->text ? u->text : "", rc);
+}
+
+/* Freezes the op on its first call. */
+static KT__ALWAYS_INLINE kt_status freeze(kt_op *op) {
+    return KT__LIKELY(atomic_load_explicit(&op->frozen, memory_order_acquire)) ? KT_OK : kt__op_freeze(op);
+}
+
+/* kt_op_call (result NULL) and kt_op_call_result: always inlined, so each caller gets a copy
+ * with `result` a constant. */
+static KT__ALWAYS_INLINE kt_status call(kt_op *op, const kt_arg *args, size_t nargs, kt_result *result) {
+    const char *where = result ? "kt_op_call_result" : "kt_op_call";
+    kt_status st = freeze(op);
+    if (KT__UNLIKELY(st != KT_OK)) return st;
+    if (KT__UNLIKELY(op->has_result != (result != NULL)))
+        return kt__err(KT_ERR_STATE, result ? "kt_op_call_result(op '%s'): the op returns no result; use kt_op_call"
+                                            : "kt_op_call(op '%s'): the op returns a result; use kt_op_call_result",
+                       op->name);
+    st = kt__check_args(op, args, nargs, where);
+    if (KT__UNLIKELY(st != KT_OK)) return st;
+    /* hit: key -> lookup -> launch */
+    int64_t key[KT__KEY_WORDS_MAX];
+    size_t len = kt__key_compute(op, args, key);
+    uint64_t hash = kt__key_hash(key, len);
+    const kt_decision *d = kt__table_find(atomic_load_explicit(&op->table, memory_order_acquire), key, len, hash);
+    if (KT__LIKELY(d != NULL && atomic_load_explicit(&d->state, memory_order_acquire) == KT__DONE)) {
+        int rc = result ? d->rfn(args, nargs, d->user, result) : d->fn(args, nargs, d->user);
+        if (KT__LIKELY(rc == 0)) return KT_OK;
+        if (result) kt_result_release(result);
+        if (kt__rc_reported(d->fn, rc)) return KT_ERR_CANDIDATE_FAILED; /* the detail message says how */
+        return kt__err(KT_ERR_CANDIDATE_FAILED, "%s(op '%s'): candidate '%s' returned %d", where, op->name,
+                       op->cands[d->winner].name, rc);
+    }
+    /* miss: tune -> launch */
+    kt__unit fallback;
+    const kt__unit *u = NULL;
+    st = kt__tune_miss(op, args, nargs, key, len, hash, KT__FINISH_LAUNCH, where, &fallback, &u);
+    return st == KT_OK ? launch(op, u, args, nargs, result, where) : st;
+}
+
+kt_status kt_op_call(kt_op *op, const kt_arg *args, size_t nargs) {
+    if (KT__UNLIKELY(op == NULL)) return kt__err(KT_ERR_NULL, "kt_op_call: op is NULL");
+    return call(op, args, nargs, NULL);
+}
+
+kt_status kt_op_tune(kt_op *op, const kt_arg *args, size_t nargs) {
+    if (op == NULL) return kt__err(KT_ERR_NULL, "kt_op_tune: op is NULL");
+    kt_status st = freeze(op);
+    if (st == KT_OK) st = kt__check_args(op, args, nargs, "kt_op_tune");
+    if (st != KT_OK) return st;
+    int64_t key[KT__KEY_WORDS_MAX];
+    size_t len = kt__key_compute(op, args, key);
+    uint64_t hash = kt__key_hash(key, len);
+    const kt_decision *d = kt__table_find(atomic_load_explicit(&op->table, memory_order_acquire), key, len, hash);
+    if (d != NULL && atomic_load_explicit(&d->state, memory_order_acquire) == KT__DONE) return KT_OK;
+    return kt__tune_miss(op, args, nargs, key, len, hash, KT__FINISH_DECIDE, "kt_op_tune", NULL, NULL);
+}
+
+kt_status kt_op_call_result(kt_op *op, const kt_arg *args, size_t nargs, kt_result *result) {
+    if (result == NULL) return kt__err(KT_ERR_NULL, "kt_op_call_result: result is NULL");
+    memset(result, 0, sizeof *result);
+    if (op == NULL) return kt__err(KT_ERR_NULL, "kt_op_call_result: op is NULL");
+    return call(op, args, nargs, result);
+}
+
+uint64_t kt_op_tune_count(const kt_op *op) { return op ? atomic_load(&op->tune_count) : 0; }
+uint64_t kt_op_measured_runs(const kt_op *op) { return op ? atomic_load(&op->measured_runs) : 0; }
+
+/* ---- decisions ------------------------------------------------------------------------------ */
+
+kt_status kt_op_decision(const kt_op *op, const kt_arg *args, size_t nargs, const kt_decision **out) {
+    if (out == NULL) return kt__err(KT_ERR_NULL, "kt_op_decision: out is NULL");
+    *out = NULL;
+    if (op == NULL) return kt__err(KT_ERR_NULL, "kt_op_decision: op is NULL");
+    if (!atomic_load_explicit(&op->frozen, memory_order_acquire))
+        return kt__err(KT_ERR_NOT_FOUND, "kt_op_decision(op '%s'): the op has not been called yet", op->name);
+    kt_status st = kt__check_args(op, args, nargs, "kt_op_decision");
+    if (st != KT_OK) return st;
+    int64_t key[KT__KEY_WORDS_MAX];
+    size_t len = kt__key_compute(op, args, key);
+    const kt_decision *d =
+        kt__table_find(atomic_load_explicit(&op->table, memory_order_acquire), key, len, kt__key_hash(key, len));
+    int state = d ? atomic_load_explicit(&d->state, memory_order_acquire) : KT__TUNING;
+    if (state == KT__FAILED) { /* its units say why */
+        *out = d;
+        return kt__err(KT_ERR_ALL_FAILED, "%s", d->fail_msg ? d->fail_msg : "kt_op_decision: every candidate failed");
+    }
+    if (state != KT__DONE)
+        return kt__err(KT_ERR_NOT_FOUND, "kt_op_decision(op '%s'): no finished decision for the key of these arguments",
+                       op->name);
+    *out = d;
+    return KT_OK;
+}
+
+size_t kt_op_decision_count(const kt_op *op) {
+    if (op == NULL) return 0;
+    kt_op *m = (kt_op *)op; /* the lock is not part of the op's logical state */
+    pthread_mutex_lock(&m->lock);
+    size_t n = op->ndone;
+    pthread_mutex_unlock(&m->lock);
+    return n;
+}
+
+const kt_decision *kt_op_decision_at(const kt_op *op, size_t index) {
+    if (op == NULL) return NULL;
+    kt_op *m = (kt_op *)op;
+    pthread_mutex_lock(&m->lock);
+    const kt_decision *d = index < op->ndone ? op->done[index] : NULL;
+    pthread_mutex_unlock(&m->lock);
+    return d;
+}
+

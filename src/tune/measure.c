@@ -1,0 +1,436 @@
+/*
+ * measure.c - deciding a key by measurement. Works on a workset (workset.c): the arguments
+ * every tuning run uses, with the caller's ReadWrite buffers restored before each run (or
+ * clones, or generated inputs). The reference runs first; each other candidate's first run is
+ * its validation run; then the engine (engine.c) measures it. Units run in the caller's
+ * process, or in a worker process (src/isolate/) when the op or their backend asks.
+ */
+#include "backends/backends.h"
+#include "isolate/isolate.h"
+#include "tune/stages.h"
+
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* ---- measuring one unit ---------------------------------------------------------------------- */
+
+/* Where a unit's runs are flushed from the cache: its backend flushes a device's; the core
+ * flushes the host's by writing a buffer as large as its last-level cache. */
+enum { FLUSH_NONE, FLUSH_DEVICE, FLUSH_HOST };
+
+typedef struct trial_ctx {
+    const kt_op *op;
+    kt__workset *ws;
+    const kt__unit *unit;
+    kt_result result;
+    double device_ns;
+    int flush;
+    unsigned char *host_flush; /* the tuning's host flush buffer */
+    size_t host_flush_len;
+    kt__worker *worker;        /* isolated: the worker process that runs it, and its id there */
+    size_t worker_id;
+    int iso_class;             /* KT__ISO_CRASH or KT__ISO_TIMEOUT once it did that */
+    bool full;                 /* this run's outputs are looked at (validation, the reference) */
+    char iso_msg[512];
+} trial_ctx;
+
+static int flush_kind(const kt_op *op, const kt__unit *u) {
+    kt_flush mode = op->ctx->measure.flush;
+    if (mode == KT_FLUSH_OFF) return FLUSH_NONE;
+    if (u->fn == kt__launch_fn) {
+        const kt_backend *b = u->launch.backend;
+        return (b->abi_version >= 4 && b->flush != NULL) ? FLUSH_DEVICE : FLUSH_NONE;
+    }
+    return (u->text != NULL || mode == KT_FLUSH_ON) ? FLUSH_HOST : FLUSH_NONE;
+}
+
+/* The host's last-level cache size in bytes (8 MiB when the system does not say). */
+static size_t host_llc_bytes(void) {
+    long v = -1;
+#ifdef _SC_LEVEL3_CACHE_SIZE
+    v = sysconf(_SC_LEVEL3_CACHE_SIZE);
+    if (v <= 0) v = sysconf(_SC_LEVEL2_CACHE_SIZE);
+#endif
+    return v > 0 ? (size_t)v : (size_t)8 << 20;
+}
+
+static kt_status trial_flush(trial_ctx *t) {
+    if (t->flush == FLUSH_DEVICE) {
+        char err[256] = "";
+        const kt__launch *l = &t->unit->launch;
+        kt_status st = l->backend->flush(l->bstate, l->device, err, sizeof err);
+        return st == KT_OK ? KT_OK : kt__err(st, "op '%s': flushing the device's cache: %s", t->op->name, err);
+    }
+    if (t->host_flush == NULL) return KT_OK;
+    /* writing every line evicts what the candidate left; the counter keeps it from being elided */
+    static _Atomic unsigned char round;
+    memset(t->host_flush, atomic_fetch_add_explicit(&round, 1, memory_order_relaxed), t->host_flush_len);
+    return KT_OK;
+}
+
+static kt_status trial_before(void *p, const kt_arg **args) {
+    trial_ctx *t = p;
+    kt_status st = kt__workset_before(t->ws, false, args);
+    /* an isolated device variant is flushed by its worker, on the worker's context */
+    if (st == KT_OK && t->flush != FLUSH_NONE && !(t->worker && t->flush == FLUSH_DEVICE)) st = trial_flush(t);
+    return st;
+}
+
+static int trial_run(void *p, const kt_arg *args) {
+    trial_ctx *t = p;
+    const kt__unit *u = t->unit;
+    t->device_ns = -1;
+    if (t->worker) { /* in the worker process */
+        char msg[512];
+        int rc = kt__worker_run(t->worker, t->worker_id, t->ws, args, t->op->nargs, t->flush == FLUSH_DEVICE, t->full,
+                                t->op->timeout_s, &t->device_ns, msg, sizeof msg);
+        if (rc != 0) {
+            t->iso_class = rc;
+            snprintf(t->iso_msg, sizeof t->iso_msg, "%s", msg);
+        }
+        return rc == 0 ? 0 : KT__ISO_FAIL_CODE; /* INFRA: after() stops the tuning */
+    }
+    if (u->fn == kt__launch_fn) { /* a device variant: timed by the device's events */
+        char err[256];
+        const kt__launch *l = &u->launch;
+        kt_status st = l->backend->launch(l->bstate, l->device, l->module, &l->geometry, args, t->op->nargs, &t->device_ns,
+                                          err, sizeof err);
+        return st == KT_OK ? 0 : (int)st;
+    }
+    if (u->rfn) return u->rfn(args, t->op->nargs, u->user, &t->result);
+    return u->fn(args, t->op->nargs, u->user);
+}
+
+static double trial_device_ns(void *p) { return ((trial_ctx *)p)->device_ns; }
+
+static kt_status trial_after(void *p) {
+    trial_ctx *t = p;
+    kt_result_release(&t->result); /* outputs of tuning runs never reach the caller */
+    kt_status st = kt__workset_after(t->ws);
+    if (st == KT_OK && t->iso_class == KT__ISO_INFRA) /* the isolation failed, not the candidate */
+        st = kt__err(KT_ERR_BACKEND, "kt_op_call(op '%s'): %s", t->op->name, t->iso_msg);
+    return st;
+}
+
+/* The validation run of a unit: poisoned outputs, then a comparison with the reference before
+ * the post-hook. Sets the outcome to FAILED or INVALID when it does not pass. */
+static kt_status validation_run(trial_ctx *t, const kt__reference *ref, kt__cand_result *r) {
+    const kt_arg *args = NULL;
+    kt_status st = kt__workset_before(t->ws, true, &args);
+    if (st != KT_OK) return st;
+    t->result = (kt_result){0};
+    t->full = true;
+    int rc = trial_run(t, args);
+    t->full = false;
+    char msg[KT__ERRBUF] = ""; /* a comparison's diagnostic: an element and two values */
+    bool reported = kt__rc_reported(t->unit->fn, rc);
+    char *why = reported ? kt__error_save() : NULL;
+    bool valid = rc != 0 || kt__validate(ref, t->ws, args, &t->result, msg, sizeof msg);
+    st = trial_after(t);
+    if (reported) {
+        r->outcome = KT_OUTCOME_FAILED;
+        r->fail_code = rc;
+        kt__unit_message(r, "%s", why ? why : "out of memory", 0);
+    } else if (rc != 0) {
+        r->outcome = KT_OUTCOME_FAILED;
+        r->fail_code = rc;
+        kt__unit_message(r, "%sreturned %d in its validation run", NULL, rc);
+    } else if (!valid) {
+        r->outcome = KT_OUTCOME_INVALID;
+        kt__unit_message(r, "%s", msg, 0);
+    }
+    free(why);
+    return st;
+}
+
+/* Builds the ALL_FAILED message from the units' diagnostics. */
+static kt_status all_failed(const kt_op *op, kt_decision *d) {
+    /* the first three failures whole, then how many more: kt_op_decision gives them all */
+    size_t shown = 0, more = 0;
+    kt__err(KT_ERR_ALL_FAILED, "kt_op_call(op '%s'): every candidate that accepts the arguments failed:", op->name);
+    for (size_t i = 0; i < d->nunits; i++) {
+        const kt__unit *u = &d->units[i];
+        const kt__cand_result *r = &u->r;
+        if (!kt__outcome_failed(r->outcome)) continue;
+        if (shown == 3) {
+            more++;
+            continue;
+        }
+        shown++;
+        const char *name = op->cands[u->cand].name;
+        if (r->message == NULL) kt__err(KT_ERR_ALL_FAILED, "%s '%s'%s%s returned %d;", kt_last_error(), name, u->text ? " " : "",
+                                        u->text ? u->text : "", r->fail_code);
+        else kt__err(KT_ERR_ALL_FAILED, "%s '%s'%s%s %s;", kt_last_error(), name, u->text ? " " : "", u->text ? u->text : "",
+                     r->message);
+    }
+    if (more) kt__err(KT_ERR_ALL_FAILED, "%s and %zu more (kt_op_decision gives each unit's outcome and message)", kt_last_error(), more);
+    d->fail_msg = kt__error_save();
+    return KT_ERR_ALL_FAILED;
+}
+
+/* Which units may run while tuning: built, and accepting both the caller's arguments (the
+ * key) and the work arguments they will actually run on (copies keep the caller's alignment,
+ * and this makes sure of it, predicate functions included). Units that may not are marked
+ * REJECTED here. */
+static bool *accepting(const kt_op *op, kt_decision *d, const kt__workset *ws) {
+    bool *acc = calloc(d->nunits ? d->nunits : 1, sizeof *acc);
+    if (acc == NULL) return NULL;
+    int64_t wkey[KT__KEY_WORDS_MAX];
+    kt__key_compute(op, ws->args, wkey);
+    for (size_t i = 0; i < d->nunits; i++) {
+        kt__unit *u = &d->units[i];
+        size_t c = u->cand;
+        acc[i] = kt__unit_runnable(u) && kt__key_accepts(op, d->key, c) && kt__key_accepts(op, wkey, c);
+        if (!acc[i] && u->r.outcome == KT_OUTCOME_NOT_RUN) {
+            u->r.outcome = KT_OUTCOME_REJECTED;
+            if (kt__key_accepts(op, d->key, c))
+                kt__unit_message(&u->r, "%sits requirements reject the copies of the arguments that tuning runs on", NULL, 0);
+        }
+    }
+    return acc;
+}
+
+/* What the engine needs of one tuning. */
+typedef struct tuning {
+    kt_op *op;
+    kt_decision *d;
+    kt__workset *ws;
+    const kt__reference *ref;
+    trial_ctx *trials; /* one per unit */
+    unsigned char *host_flush; /* allocated when a unit first needs it */
+    size_t host_flush_len;
+} tuning;
+
+static kt_status tuning_admit(void *p, size_t i, bool *usable, unsigned *runs) {
+    tuning *tu = p;
+    kt_op *op = tu->op;
+    kt__unit *u = &tu->d->units[i];
+    trial_ctx *t = &tu->trials[i];
+    if (t->flush == FLUSH_HOST && tu->host_flush == NULL) {
+        tu->host_flush_len = host_llc_bytes();
+        tu->host_flush = malloc(tu->host_flush_len);
+        if (tu->host_flush == NULL) return kt__err(KT_ERR_NO_MEMORY, "op '%s': out of memory for a cache flush buffer", op->name);
+    }
+    t->host_flush = t->flush == FLUSH_HOST ? tu->host_flush : NULL;
+    t->host_flush_len = tu->host_flush_len;
+    kt_status st = KT_OK;
+    *runs = 0;
+    u->r.outcome = KT_OUTCOME_MEASURED;
+    if ((long)i == tu->ref->unit && tu->ref->wrote_input) {
+        u->r.outcome = KT_OUTCOME_INVALID;
+        kt__unit_message(&u->r, "%s", tu->ref->message, 0);
+    } else if (op->validate) {
+        *runs = 1; /* the reference's own run is its validation run */
+        if ((long)i != tu->ref->unit) st = validation_run(t, tu->ref, &u->r);
+    }
+    *usable = st == KT_OK && u->r.outcome == KT_OUTCOME_MEASURED;
+    if (st == KT_OK && !*usable)
+        kt__log(op->ctx, KT_LOG_WARN, "op '%s': candidate '%s'%s%s disqualified: %s", op->name, op->cands[u->cand].name,
+                u->text ? " " : "", u->text ? u->text : "", u->r.message ? u->r.message : "");
+    return st;
+}
+
+static kt__cand_result *tuning_result(void *p, size_t i) { return &((tuning *)p)->d->units[i].r; }
+
+static void tuning_trial(void *p, size_t i, kt__trial *out) {
+    *out = (kt__trial){trial_before, trial_run, trial_after, trial_device_ns, &((tuning *)p)->trials[i]};
+}
+
+static void tuning_progress(void *p, size_t done, size_t total, size_t valid, size_t failed, double best_ns) {
+    const kt_context *ctx = ((tuning *)p)->op->ctx;
+    ctx->progress_fn(done, total, valid, failed, best_ns, ctx->progress_user);
+}
+
+/* The outcome of a unit whose run in a worker went wrong in the way iso_class says. */
+static kt_outcome iso_outcome(int iso_class) {
+    return iso_class == KT__ISO_CRASH ? KT_OUTCOME_CRASHED : iso_class == KT__ISO_TIMEOUT ? KT_OUTCOME_TIMEOUT : KT_OUTCOME_FAILED;
+}
+
+/* Whether a unit runs in a worker process while tuning: compiled variants when the op says
+ * so, and by default CUDA variants (a sticky error would poison the caller's context). Natives
+ * always run in-process: their code lives in the caller's address space only. */
+static bool isolate(const kt_op *op, const kt__unit *u) {
+    if (u->text == NULL || u->artifact == NULL || op->isolation == KT_ISOLATE_OFF) return false;
+    if (op->isolation == KT_ISOLATE_ON) return true;
+    return (kt__backend_caps(u->launch.backend) & KT_BACKEND_CAP_FAULT_POISONS) != 0;
+}
+
+/* Whether a native runs in a fork of this process: when the op asks (KT_ISOLATE_ON), on host
+ * memory, and not one that returns its output (that cannot cross processes). */
+static bool isolate_native(const kt_op *op, const kt__workset *ws, const kt__unit *u) {
+    return u->text == NULL && op->isolation == KT_ISOLATE_ON && ws->host && u->fn != NULL && u->rfn == NULL;
+}
+
+static int tuning_call_native(void *p, size_t i, const kt_arg *args, size_t nargs) {
+    const kt__unit *u = &((tuning *)p)->d->units[i];
+    return u->fn(args, nargs, u->user);
+}
+
+/* The reference's run, through its trial (so in its worker when isolated). */
+static int tuning_run_unit(void *p, size_t i, const kt_arg *args, kt_result *res) {
+    tuning *tu = p;
+    const kt__unit *u = &tu->d->units[i];
+    if (tu->trials[i].worker) {
+        tu->trials[i].full = true;
+        int rc = trial_run(&tu->trials[i], args);
+        tu->trials[i].full = false;
+        return rc;
+    }
+    return res ? u->rfn(args, tu->op->nargs, u->user, res) : u->fn(args, tu->op->nargs, u->user);
+}
+
+kt_status kt__measure_all(kt_op *op, kt_decision *d, const kt_arg *caller, bool launching) {
+    const kt__measure_cfg cfg = op->ctx->measure;
+    kt_inputs inputs = (!launching && op->inputs == KT_INPUTS_PROTECT) ? KT_INPUTS_CLONE : op->inputs;
+    kt__workset ws;
+    kt__reference ref = {.unit = -1};
+    bool *acc = NULL;
+    trial_ctx *trials = NULL;
+    kt_status st = kt__make_units(op, d, caller, -1, NULL);
+    if (st == KT_OK) st = kt__workset_init(&ws, op, inputs, caller, launching);
+    else memset(&ws, 0, sizeof ws);
+    if (st == KT_OK && ((acc = accepting(op, d, &ws)) == NULL || (trials = calloc(d->nunits ? d->nunits : 1, sizeof *trials)) == NULL))
+        st = kt__err(KT_ERR_NO_MEMORY, "kt_op_call(op '%s'): out of memory", op->name);
+    bool isolated = false, natives = false;
+    for (size_t i = 0; st == KT_OK && i < d->nunits; i++) {
+        trials[i] = (trial_ctx){.op = op, .ws = &ws, .unit = &d->units[i], .device_ns = -1, .flush = flush_kind(op, &d->units[i])};
+        isolated = isolated || (acc[i] && isolate(op, &d->units[i]));
+        natives = natives || (acc[i] && isolate_native(op, &ws, &d->units[i]));
+    }
+    tuning tu = {op, d, &ws, &ref, trials, NULL, 0};
+    kt__worker *native_worker = NULL; /* forked for this tuning: it holds this tuning's natives */
+    if (st == KT_OK && natives) {
+        st = kt__worker_setup(&native_worker, "native", "", ws.args, op->nargs);
+        if (st == KT_OK) {
+            native_worker->call = tuning_call_native;
+            native_worker->call_user = &tu;
+            st = kt__worker_ready(native_worker);
+        }
+        for (size_t i = 0; st == KT_OK && i < d->nunits; i++)
+            if (acc[i] && isolate_native(op, &ws, &d->units[i])) trials[i].worker = native_worker, trials[i].worker_id = i;
+    }
+    kt__worker *worker = NULL;
+    bool iso_locked = false;
+    if (st == KT_OK && isolated) {
+        pthread_mutex_lock(&op->ctx->iso_lock); /* held to the end of the tuning */
+        iso_locked = true;
+        const kt_backend *b;
+        void *bstate;
+        size_t local;
+        const char *fp;
+        kt__op_backend(op, &b, &bstate, &local, &fp);
+        st = kt__worker_setup(&op->ctx->workers[op->device], b->name, fp, ws.args, op->nargs);
+        worker = op->ctx->workers[op->device];
+        if (st == KT_OK) st = kt__worker_ready(worker);
+        if (st != KT_OK) {
+            st = kt__err(st, "kt_op_call(op '%s'): %s", op->name, kt_last_error());
+        }
+        for (size_t i = 0; st == KT_OK && i < d->nunits; i++) {
+            if (!acc[i] || !isolate(op, &d->units[i])) continue;
+            trials[i].worker = worker;
+            st = kt__worker_add(worker, d->units[i].artifact, op->cands[d->units[i].cand].kernel, &d->units[i].launch.geometry,
+                                &trials[i].worker_id);
+        }
+    }
+    if (st == KT_OK) st = kt__reference_capture(&ref, &ws, d->units, d->nunits, acc, tuning_run_unit, &tu);
+    for (size_t i = 0; trials && i < d->nunits; i++) { /* the reference's isolated run */
+        if (st == KT_OK && trials[i].iso_class == KT__ISO_INFRA)
+            st = kt__err(KT_ERR_BACKEND, "kt_op_call(op '%s'): %s", op->name, trials[i].iso_msg);
+        if (st == KT_OK && (long)i == ref.unit && ref.failed_rc != 0) { /* it failed: it says why, and is not measured */
+            kt__unit *u = &d->units[i];
+            int c = trials[i].iso_class;
+            u->r.outcome = iso_outcome(c);
+            u->r.fail_code = ref.failed_rc;
+            if (c != 0 && trials[i].iso_msg[0]) kt__unit_message(&u->r, "%s", trials[i].iso_msg, 0);
+            else if (ref.failed_msg) kt__unit_message(&u->r, "%s", ref.failed_msg, 0);
+            else kt__unit_message(&u->r, "%sreturned %d in its reference run", NULL, ref.failed_rc);
+            acc[i] = false;
+            kt__log(op->ctx, KT_LOG_WARN, "op '%s': the reference '%s'%s%s failed: %s", op->name, op->cands[u->cand].name,
+                    u->text ? " " : "", u->text ? u->text : "", u->r.message ? u->r.message : "");
+        }
+        trials[i].iso_class = 0; /* the engine runs the others again: what it sees there counts */
+    }
+    if (st == KT_OK && op->reference_only && ref.unit >= 0) acc[ref.unit] = false; /* it validates, never competes */
+    bool recalled = false; /* units measured by an earlier tuning (the persistent cache): not again */
+    for (size_t i = 0; st == KT_OK && i < d->nunits; i++) {
+        if (!acc[i] || !d->units[i].recalled) continue;
+        acc[i] = false;
+        recalled = true;
+        if ((long)i == ref.unit && ref.wrote_input) { /* the reference changed an input: out */
+            d->units[i].recalled = false;
+            d->units[i].r.outcome = KT_OUTCOME_INVALID;
+            kt__unit_message(&d->units[i].r, "%s", ref.message, 0);
+        }
+    }
+    d->validated = ref.active;
+    kt__engine_io io = {&tu, tuning_admit, tuning_result, tuning_trial, op->ctx->progress_fn ? tuning_progress : NULL};
+    kt__engine_out out = {.best = -1};
+    if (st == KT_OK) st = kt__engine_run(&cfg, &op->budget, &io, acc, d->nunits, &out);
+    uint64_t runs = 0;
+    for (size_t i = 0; trials && i < d->nunits; i++) { /* what the worker saw */
+        kt__cand_result *r = &d->units[i].r;
+        if (trials[i].iso_class == 0 || trials[i].iso_class == KT__ISO_INFRA || r->outcome != KT_OUTCOME_FAILED) continue;
+        r->outcome = iso_outcome(trials[i].iso_class);
+        free(r->message);
+        r->message = strdup(trials[i].iso_msg);
+        kt__log(op->ctx, KT_LOG_WARN, "op '%s': candidate '%s'%s%s disqualified in its worker process: %s", op->name,
+                op->cands[d->units[i].cand].name, d->units[i].text ? " " : "", d->units[i].text ? d->units[i].text : "",
+                trials[i].iso_msg);
+    }
+    if (iso_locked) pthread_mutex_unlock(&op->ctx->iso_lock);
+    kt__worker_free(native_worker);
+    for (size_t i = 0; i < d->nunits; i++) {
+        kt__unit *u = &d->units[i];
+        runs += u->r.runs;
+        if (u->r.outcome == KT_OUTCOME_FAILED && u->r.message == NULL) {
+            kt__unit_message(&u->r, "%sreturned %d while measured", NULL, u->r.fail_code);
+            kt__log(op->ctx, KT_LOG_WARN, "op '%s': candidate '%s'%s%s disqualified: %s", op->name, op->cands[u->cand].name,
+                    u->text ? " " : "", u->text ? u->text : "", u->r.message ? u->r.message : "");
+        } else if (u->r.outcome == KT_OUTCOME_MEASURED) {
+            kt__log(op->ctx, KT_LOG_DEBUG, "op '%s': candidate '%s'%s%s %.0f ns (%u runs, %u warm-ups)", op->name,
+                    op->cands[u->cand].name, u->text ? " " : "", u->text ? u->text : "", u->r.time_ns, u->r.runs,
+                    u->r.warmups);
+        }
+    }
+    if (launching && ws.op != NULL) kt__workset_finish(&ws, caller);
+    if (ws.op != NULL) {
+        kt__reference_free(&ref, &ws);
+        d->peak_extra = ws.peak;
+        kt__workset_free(&ws);
+    }
+    free(tu.host_flush);
+    free(trials);
+    free(acc);
+    atomic_fetch_add(&op->measured_runs, runs);
+    d->policy = cfg.policy;
+    d->confidence = out.confidence;
+    d->total_runs = out.runs;
+    d->measure_ns = out.measure_ns;
+    if (st != KT_OK) return st;
+    atomic_fetch_add(&op->tune_count, 1);
+    long best = out.best;
+    for (size_t i = 0; recalled && i < d->nunits; i++) {
+        kt__unit *u = &d->units[i];
+        if (!u->recalled || !kt__unit_runnable(u) || !kt__key_accepts(op, d->key, u->cand)) continue;
+        if (u->held) { /* a non-finalist of a re-raced decision (persist.c): kept as recorded, never competes */
+            if (u->r.time_ns >= 0) u->r.outcome = KT_OUTCOME_MEASURED;
+            continue;
+        }
+        u->r.outcome = KT_OUTCOME_MEASURED; /* its recorded time competes with today's */
+        if (best < 0 || u->r.time_ns < d->units[best].r.time_ns) best = (long)i;
+    }
+    if (best < 0) return all_failed(op, d);
+    d->winner_unit = (size_t)best;
+    d->winner = d->units[best].cand;
+    d->source = KT_SOURCE_MEASURED;
+    kt__log(op->ctx, KT_LOG_INFO,
+            "op '%s': tuned a new key in %llu runs (%s); winner '%s'%s%s (%.0f ns, confidence %.3f)%s", op->name,
+            (unsigned long long)out.runs, kt_policy_name(cfg.policy), op->cands[d->winner].name,
+            d->units[best].text ? " " : "", d->units[best].text ? d->units[best].text : "", d->units[best].r.time_ns,
+            out.confidence, d->validated ? "" : ", not validated");
+    return KT_OK;
+}
+

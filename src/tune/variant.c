@@ -1,0 +1,382 @@
+/*
+ * variant.c - units: the things a decision considers (native candidates, and one unit per
+ * configuration of a variant group), planned from the group's space for the call's arguments,
+ * built in parallel into artifacts and loaded; and the launch of a device variant, whose
+ * global size a call may compute from its own arguments.
+ */
+#include "build/compile.h"
+#include "space/space.h"
+#include "tune/stages.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* A space input's value from the argument that binds it: a scalar's value, a buffer's element
+ * count. */
+static kt__value input_of(const kt__argdecl *d, const kt_arg *a) {
+    if (d->type == KT_TYPE_BUFFER) return (kt__value){.t = KT_V_INT, .i = (int64_t)(a->bytes / d->esize)};
+    if (d->type == KT_TYPE_F32) return (kt__value){.t = KT_V_FLOAT, .f = a->f32};
+    if (d->type == KT_TYPE_F64) return (kt__value){.t = KT_V_FLOAT, .f = a->f64};
+    if (d->type >= KT_TYPE_U8 && d->type <= KT_TYPE_U64) return (kt__value){.t = KT_V_INT, .i = (int64_t)a->u};
+    return (kt__value){.t = KT_V_INT, .i = a->i};
+}
+
+/* The global sizes a call computes from its own arguments (see key_fixed_inputs in op.c): the
+ * planned slots with this call's inputs in place, on the stack; evaluating a size allocates
+ * nothing unless its expression builds a list or a string. */
+static kt_status call_sizes(const kt__launch *l, const kt_arg *args, kt_launch_geometry *g) {
+    const kt__cand *c = l->cand;
+    const kt_space *sp = c->space;
+    size_t n = kt__space_slot_count(sp);
+    kt__value slots[KT__CALL_SLOTS_MAX];
+    memcpy(slots, l->slots, n * sizeof *slots);
+    for (size_t i = 0; i < kt__space_input_count(sp); i++) {
+        long a = c->input_arg[i];
+        if (a >= 0) slots[kt__space_input_slot(sp, i)] = input_of(&l->op->args[a], &args[a]);
+    }
+    kt__arena arena = {0};
+    kt_status st = KT_OK;
+    for (int d = 0; d < 3 && st == KT_OK; d++)
+        if (c->call_dims & (1u << d)) st = kt__space_global(sp, d, slots, &arena, &g->global[d]);
+    kt__arena_free(&arena);
+    return st;
+}
+
+int kt__launch_fn(const kt_arg *args, size_t nargs, void *user) {
+    const kt__launch *l = user;
+    char err[256];
+    kt_launch_geometry g = l->geometry;
+    if (l->slots != NULL && call_sizes(l, args, &g) != KT_OK) {
+        kt__err(KT_ERR_INVALID_ARGUMENT, "kt_op_call(op '%s'): candidate '%s': the launch size for these arguments: %s",
+                l->op->name, l->cand->name, kt_last_error());
+        return KT__RC_REPORTED;
+    }
+    kt_status st = l->backend->launch(l->bstate, l->device, l->module, &g, args, nargs, NULL, err, sizeof err);
+    if (st == KT_OK) return 0;
+    kt__err(st, "kt_op_call(op '%s'): candidate '%s': %s", l->op->name, l->cand->name, err);
+    return KT__RC_REPORTED;
+}
+
+void kt__unit_message(kt__cand_result *r, const char *fmt, const char *detail, int code) {
+    int n = snprintf(NULL, 0, fmt, detail ? detail : "", code);
+    char *msg = n >= 0 ? malloc((size_t)n + 1) : NULL;
+    if (msg) snprintf(msg, (size_t)n + 1, fmt, detail ? detail : "", code);
+    free(r->message);
+    r->message = msg; /* NULL when out of memory: no diagnostic, nothing worse */
+}
+
+/* ---- units: natives and the configurations of variant groups -------------------------------- */
+
+/* The inputs of a variant group's space for a call: op arguments where they bind one (a
+ * scalar's value, a buffer's element count), the space's bound values otherwise. */
+static kt_status group_inputs(const kt_op *op, const kt__cand *c, const kt_arg *args, kt__value *inputs) {
+    for (size_t i = 0; i < kt__space_input_count(c->space); i++) {
+        long a = c->input_arg[i];
+        if (a < 0) {
+            if (!kt__space_input_value(c->space, i, &inputs[i]))
+                return kt__err(KT_ERR_STATE, "kt_op_call(op '%s'): candidate '%s': space input '%s' is neither an argument of the op nor bound",
+                               op->name, c->name, kt__space_input_name(c->space, i));
+            continue;
+        }
+        inputs[i] = input_of(&op->args[a], &args[a]);
+    }
+    return KT_OK;
+}
+
+/* Everything one variant unit needs before it is built. */
+typedef struct unit_plan {
+    char *defines_buf;   /* NAME=VALUE\x1f... */
+    const char **defines;
+    size_t ndefines;
+} unit_plan;
+
+/* Splits text at \x1f into strings (in place). */
+static size_t split_defines(char *text, const char **out, size_t max) {
+    size_t n = 0;
+    if (*text == '\0') return 0;
+    for (char *p = text; p && n < max;) {
+        out[n++] = p;
+        p = strchr(p, '\x1f');
+        if (p) *p++ = '\0';
+    }
+    return n;
+}
+
+/* Fills unit u of variant group c (configuration idx of cfgs) and its plan: configuration text,
+ * defines, geometry; rejects it when the geometry breaks the device's limits. */
+static kt_status plan_unit(const kt_op *op, const kt__cand *c, const kt__configs *cfgs, size_t idx, const kt__value *inputs,
+                           const kt_device_limits *lim, kt__unit *u, unit_plan *plan) {
+    size_t nslots = kt__space_slot_count(c->space);
+    kt__value *slots = calloc(nslots ? nslots : 1, sizeof *slots);
+    kt__arena arena = {0};
+    kt_status st = slots ? kt__space_slots(c->space, cfgs, idx, inputs, slots, &arena)
+                         : kt__err(KT_ERR_NO_MEMORY, "kt_op_call(op '%s'): out of memory", op->name);
+    size_t len = st == KT_OK ? kt__space_format_len(c->space, slots, "", "\x1f") : 0; /* "," is as long */
+    if (st == KT_OK && ((u->text = malloc(len)) == NULL || (plan->defines_buf = malloc(len)) == NULL))
+        st = kt__err(KT_ERR_NO_MEMORY, "kt_op_call(op '%s'): out of memory", op->name);
+    if (st == KT_OK) st = kt__space_format_slots(c->space, slots, "", ",", u->text, len);
+    if (st == KT_OK) st = kt__space_format_slots(c->space, slots, "", "\x1f", plan->defines_buf, len);
+    if (st == KT_OK) {
+        plan->defines = calloc(kt__space_param_count_all(c->space) + 1, sizeof *plan->defines);
+        if (!plan->defines) st = kt__err(KT_ERR_NO_MEMORY, "kt_op_call: out of memory");
+        else plan->ndefines = split_defines(plan->defines_buf, plan->defines, kt__space_param_count_all(c->space) + 1);
+    }
+    if (st == KT_OK) st = kt__space_geometry(c->space, slots, &arena, &u->launch.geometry);
+    u->launch.op = op; /* a launch names them in its messages */
+    u->launch.cand = c;
+    if (st == KT_OK && c->call_dims != 0) { /* each call computes its global sizes from these */
+        u->launch.slots = calloc(nslots ? nslots : 1, sizeof *u->launch.slots);
+        if (u->launch.slots == NULL) st = kt__err(KT_ERR_NO_MEMORY, "kt_op_call(op '%s'): out of memory", op->name);
+        for (size_t i = 0; st == KT_OK && i < nslots; i++)
+            if (!kt__value_copy(&slots[i], &u->launch.slots_arena, &u->launch.slots[i]))
+                st = kt__err(KT_ERR_NO_MEMORY, "kt_op_call(op '%s'): out of memory", op->name);
+    }
+    if (st == KT_OK && lim != NULL) {
+        const kt_launch_geometry *g = &u->launch.geometry;
+        int64_t threads = g->local[0] * g->local[1] * g->local[2];
+        char why[256] = "";
+        if (lim->max_threads_per_block > 0 && threads > lim->max_threads_per_block)
+            snprintf(why, sizeof why, "needs %lld threads per block; the device allows %lld", (long long)threads,
+                     (long long)lim->max_threads_per_block);
+        for (int dd = 0; dd < 3 && !why[0]; dd++)
+            if (lim->max_block[dd] > 0 && g->local[dd] > lim->max_block[dd])
+                snprintf(why, sizeof why, "block dimension %d is %lld; the device allows %lld", dd, (long long)g->local[dd],
+                         (long long)lim->max_block[dd]);
+        if (!why[0] && lim->max_shared_memory > 0 && g->shared_memory > lim->max_shared_memory)
+            snprintf(why, sizeof why, "needs %lld bytes of shared memory; the device allows %lld",
+                     (long long)g->shared_memory, (long long)lim->max_shared_memory);
+        if (why[0]) {
+            u->r.outcome = KT_OUTCOME_REJECTED;
+            kt__unit_message(&u->r, "%s", why, 0);
+        }
+    }
+    kt__arena_free(&arena);
+    free(slots);
+    return st;
+}
+
+/* Adopts loaded modules into the op's table (op->lock held): a key already loaded keeps the
+ * first module, and a second load of it is unloaded. */
+static void adopt_modules(kt_op *op, kt__build *builds, size_t n, const kt_backend *b) {
+    for (size_t i = 0; i < n; i++) {
+        kt__build *bd = &builds[i];
+        if (bd->dup_of >= 0 || bd->status != KT_OK || bd->module == NULL) continue;
+        size_t m = 0;
+        while (m < op->nmodules && strcmp(op->modules[m].key, bd->key) != 0) m++;
+        if (m < op->nmodules) {
+            if (op->modules[m].module != bd->module) b->unload(bd->bstate, bd->device, bd->module);
+            bd->module = op->modules[m].module;
+            continue;
+        }
+        kt__module *mods = realloc(op->modules, (op->nmodules + 1) * sizeof *mods);
+        if (mods == NULL) { /* keep it loaded anyway: leaking a module beats a dangling one */
+            continue;
+        }
+        op->modules = mods;
+        snprintf(op->modules[op->nmodules].key, sizeof op->modules[op->nmodules].key, "%s", bd->key);
+        op->modules[op->nmodules++].module = bd->module;
+    }
+    for (size_t i = 0; i < n; i++)
+        if (builds[i].dup_of >= 0) builds[i].module = builds[builds[i].dup_of].module;
+}
+
+/* Builds the variant units that are still to be built (those with a plan), in parallel, and
+ * makes them runnable, or BUILD_FAILED with the first lines of their log. */
+static kt_status build_units(kt_op *op, kt_decision *d, unit_plan *plans) {
+    const kt_backend *b;
+    void *bstate;
+    size_t local;
+    const char *fp;
+    kt__op_backend(op, &b, &bstate, &local, &fp);
+    size_t n = 0;
+    for (size_t i = 0; i < d->nunits; i++) n += plans[i].defines_buf != NULL && d->units[i].r.outcome == KT_OUTCOME_NOT_RUN;
+    if (n == 0) return KT_OK;
+    if (b->abi_version < 3 || b->build == NULL || b->load == NULL || (b->entry == NULL && b->launch == NULL))
+        return kt__err(KT_ERR_BACKEND, "kt_op_call(op '%s'): backend '%s' cannot build variants", op->name, b->name);
+    bool constants = false;
+    for (size_t a = 0; a < op->nargs; a++) constants = constants || op->args[a].constant;
+    if (constants && b->abi_version < 5)
+        return kt__err(KT_ERR_BACKEND, "kt_op_call(op '%s'): backend '%s' (ABI %d) cannot place arguments in constant memory (ABI 5)",
+                       op->name, b->name, b->abi_version);
+    size_t na = op->nargs ? op->nargs : 1;
+    kt__build *builds = calloc(n, sizeof *builds);
+    size_t *unit_of = calloc(n, sizeof *unit_of);
+    kt_type *types = calloc(na, sizeof *types), *elems = calloc(na, sizeof *elems);
+    const char **names = calloc(na, sizeof *names);
+    unsigned char *constant = calloc(na, 1);
+    if (!builds || !unit_of || !types || !elems || !names || !constant) {
+        free(builds), free(unit_of), free(types), free(elems), free(names), free(constant);
+        return kt__err(KT_ERR_NO_MEMORY, "kt_op_call(op '%s'): out of memory", op->name);
+    }
+    for (size_t a = 0; a < op->nargs; a++) {
+        types[a] = op->args[a].type, elems[a] = op->args[a].elem;
+        names[a] = op->args[a].name, constant[a] = op->args[a].constant;
+    }
+    size_t k = 0;
+    for (size_t i = 0; i < d->nunits; i++) {
+        if (plans[i].defines_buf == NULL || d->units[i].r.outcome != KT_OUTCOME_NOT_RUN) continue;
+        const kt__cand *c = &op->cands[d->units[i].cand];
+        builds[k] = (kt__build){.backend = b, .bstate = bstate, .device = local, .device_fp = fp,
+                                .req = {.source = c->source, .kernel_name = c->kernel, .defines = plans[i].defines,
+                                        .ndefines = plans[i].ndefines, .options = (const char *const *)c->options,
+                                        .noptions = c->noptions, .arg_types = types, .arg_elems = elems, .nargs = op->nargs,
+                                        .arg_names = names, .arg_constant = constant}};
+        unit_of[k++] = i;
+    }
+    kt_status st = kt__build_prepare(&op->ctx->artifacts, builds, n);
+    if (st != KT_OK) { /* no compiler, no artifact directory: the variants cannot run, the natives can */
+        char *why = kt__error_save();
+        for (size_t i = 0; i < n; i++) {
+            kt__unit *u = &d->units[unit_of[i]];
+            u->r.outcome = KT_OUTCOME_BUILD_FAILED;
+            u->env_failed = true; /* not the unit's code: never recorded as its failure */
+            kt__unit_message(&u->r, "%s", why ? why : "out of memory", 0);
+        }
+        kt__log(op->ctx, KT_LOG_WARN, "op '%s': no variant can be built: %s", op->name, why ? why : "out of memory");
+        free(why);
+        free(builds), free(unit_of), free(types), free(elems), free(names), free(constant);
+        return KT_OK;
+    }
+    {
+        pthread_mutex_lock(&op->lock); /* modules another tuning loaded already */
+        for (size_t i = 0; i < n; i++)
+            for (size_t m = 0; m < op->nmodules && builds[i].dup_of < 0; m++)
+                if (strcmp(op->modules[m].key, builds[i].key) == 0) builds[i].module = op->modules[m].module;
+        pthread_mutex_unlock(&op->lock);
+        st = kt__build_run(&op->ctx->artifacts, builds, n);
+    }
+    if (st == KT_OK) {
+        pthread_mutex_lock(&op->lock);
+        adopt_modules(op, builds, n, b);
+        pthread_mutex_unlock(&op->lock);
+        for (size_t i = 0; i < n; i++) {
+            kt__unit *u = &d->units[unit_of[i]];
+            if (builds[i].status != KT_OK) {
+                u->r.outcome = KT_OUTCOME_BUILD_FAILED;
+                u->r.build_ms = builds[i].build_ms;
+                char head[1024];
+                snprintf(head, sizeof head, "%s", builds[i].log);
+                for (int lines = 0, j = 0; head[j]; j++) /* keep the first lines */
+                    if (head[j] == '\n' && ++lines == 8) head[j] = '\0';
+                kt__unit_message(&u->r, "%s", head, 0);
+                kt__log(op->ctx, KT_LOG_WARN, "op '%s': variant %s of '%s' failed to build: %s", op->name, u->text,
+                        op->cands[u->cand].name, head);
+                continue;
+            }
+            u->r.build_ms = builds[i].build_ms;
+            u->artifact = strdup(builds[i].path);
+            u->launch.backend = b;
+            u->launch.bstate = bstate;
+            u->launch.device = local;
+            u->launch.module = builds[i].module;
+            if (b->entry != NULL) {
+                u->fn = b->entry(bstate, builds[i].module);
+            } else {
+                u->fn = kt__launch_fn;
+                u->user = &u->launch;
+            }
+        }
+    }
+    free(builds);
+    free(unit_of);
+    free(types);
+    free(elems);
+    free(names);
+    free(constant);
+    return st;
+}
+
+/* Makes the decision's units: all candidates (only < 0) or only candidate `only`'s
+ * configuration only_text (NULL: its first); natives are runnable at once, variant units are
+ * planned and built. A full set first learns from the persistent cache what it recorded of
+ * each unit (kt__persist_units): recorded failures are not built again. */
+kt_status kt__make_units(kt_op *op, kt_decision *d, const kt_arg *args, long only, const char *only_text) {
+    size_t total = 0;
+    kt__configs *cfgs = calloc(op->ncands, sizeof *cfgs);
+    kt__value **inputs = calloc(op->ncands, sizeof *inputs);
+    kt_status st = (cfgs && inputs) ? KT_OK : kt__err(KT_ERR_NO_MEMORY, "kt_op_call(op '%s'): out of memory", op->name);
+    for (size_t i = 0; st == KT_OK && i < op->ncands; i++) {
+        const kt__cand *c = &op->cands[i];
+        if (only >= 0 && (long)i != only) continue;
+        if (c->space == NULL || !kt__key_accepts(op, d->key, i)) {
+            total++;
+            continue;
+        }
+        size_t ni = kt__space_input_count(c->space);
+        inputs[i] = calloc(ni ? ni : 1, sizeof **inputs);
+        if (inputs[i] == NULL) st = kt__err(KT_ERR_NO_MEMORY, "kt_op_call(op '%s'): out of memory", op->name);
+        if (st == KT_OK) st = group_inputs(op, c, args, inputs[i]);
+        if (st == KT_OK) st = kt__space_enum(c->space, inputs[i], &cfgs[i]);
+        if (st == KT_OK && only >= 0 && only_text == NULL && cfgs[i].n > 1) cfgs[i].n = 1;
+        total += cfgs[i].n ? cfgs[i].n : 1; /* an empty space still gets a unit, to say so */
+    }
+    unit_plan *plans = NULL;
+    if (st == KT_OK) {
+        d->units = calloc(total ? total : 1, sizeof *d->units);
+        plans = calloc(total ? total : 1, sizeof *plans);
+        if (!d->units || !plans) st = kt__err(KT_ERR_NO_MEMORY, "kt_op_call(op '%s'): out of memory", op->name);
+    }
+    kt_device_limits lim = {0};
+    bool have_lim = false;
+    if (st == KT_OK) {
+        const kt_backend *b;
+        void *bstate;
+        size_t local;
+        const char *fp;
+        kt__op_backend(op, &b, &bstate, &local, &fp);
+        char err[256];
+        have_lim = b->abi_version >= 3 && b->limits && b->limits(bstate, local, &lim, err, sizeof err) == KT_OK;
+    }
+    for (size_t i = 0; st == KT_OK && i < op->ncands; i++) {
+        const kt__cand *c = &op->cands[i];
+        if (only >= 0 && (long)i != only) continue;
+        bool accepted = kt__key_accepts(op, d->key, i);
+        if (c->space == NULL || !accepted) {
+            kt__unit *u = &d->units[d->nunits++];
+            *u = (kt__unit){.cand = i, .fn = c->fn, .rfn = c->rfn, .user = c->user, .r = {.time_ns = -1}};
+            if (!accepted) u->r.outcome = KT_OUTCOME_REJECTED;
+            continue;
+        }
+        if (cfgs[i].n == 0) {
+            kt__unit *u = &d->units[d->nunits++];
+            *u = (kt__unit){.cand = i, .r = {.outcome = KT_OUTCOME_REJECTED, .time_ns = -1}};
+            kt__unit_message(&u->r, "%sits space has no valid configuration for these arguments", NULL, 0);
+            continue;
+        }
+        for (size_t k = 0; st == KT_OK && k < cfgs[i].n; k++) {
+            size_t ui = d->nunits++;
+            kt__unit *u = &d->units[ui];
+            *u = (kt__unit){.cand = i, .r = {.time_ns = -1}};
+            st = plan_unit(op, c, &cfgs[i], k, inputs[i], have_lim ? &lim : NULL, u, &plans[ui]);
+            if (st == KT_OK && only_text != NULL && strcmp(u->text, only_text) != 0) { /* not the one asked for */
+                kt__launch_free_slots(&u->launch);
+                free(u->text);
+                free(u->r.message);
+                free(plans[ui].defines_buf);
+                free(plans[ui].defines);
+                plans[ui] = (unit_plan){0};
+                d->nunits--;
+            }
+        }
+    }
+    if (st == KT_OK && only < 0) kt__persist_units(op, d);
+    if (st == KT_OK) st = build_units(op, d, plans);
+    for (size_t i = 0; plans && i < d->nunits; i++) {
+        free(plans[i].defines_buf);
+        free(plans[i].defines);
+    }
+    free(plans);
+    for (size_t i = 0; cfgs && inputs && i < op->ncands; i++) {
+        kt__configs_free(&cfgs[i]);
+        free(inputs[i]);
+    }
+    free(cfgs);
+    free(inputs);
+    return st;
+}
+
+bool kt__unit_runnable(const kt__unit *u) {
+    return (u->fn != NULL || u->rfn != NULL) && u->r.outcome == KT_OUTCOME_NOT_RUN;
+}
+
