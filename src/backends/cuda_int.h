@@ -1,0 +1,145 @@
+/*
+ * cuda_int.h - what the files of the CUDA backend share (cuda.c: starting, devices, buffers,
+ * limits, flushing; cuda_variants.c: building, loading and launching variants): the few
+ * driver API and NVRTC types and constants used, declared here so the library builds without
+ * the CUDA toolkit, and the backend's state. Not installed.
+ */
+#ifndef KT_CUDA_INT_H
+#define KT_CUDA_INT_H
+
+#include <kerntune/backend.h>
+
+#include "util/util.h"
+
+#include <pthread.h>
+#include <stdint.h>
+
+typedef int CUresult;
+typedef int CUdevice;
+typedef void *CUcontext;
+typedef void *CUmodule;
+typedef void *CUfunction;
+typedef void *CUevent;
+typedef void *CUstream;
+typedef unsigned long long CUdeviceptr;
+typedef int nvrtcResult;
+typedef void *nvrtcProgram;
+
+enum {
+    ATTR_MAX_THREADS_PER_BLOCK = 1,
+    ATTR_MAX_BLOCK_DIM_X = 2,
+    ATTR_MAX_SHARED_PER_BLOCK = 8,
+    ATTR_MULTIPROCESSOR_COUNT = 16,
+    ATTR_L2_CACHE_SIZE = 38,
+    ATTR_CC_MAJOR = 75,
+    ATTR_CC_MINOR = 76,
+    ATTR_MAX_SHARED_PER_BLOCK_OPTIN = 97,
+    FUNC_ATTR_MAX_DYNAMIC_SHARED = 8,
+    STATIC_SHARED_DEFAULT_LIMIT = 48 * 1024
+};
+
+typedef struct cu_api {
+    CUresult (*Init)(unsigned);
+    CUresult (*DriverGetVersion)(int *);
+    CUresult (*DeviceGetCount)(int *);
+    CUresult (*DeviceGet)(CUdevice *, int);
+    CUresult (*DeviceGetName)(char *, int, CUdevice);
+    CUresult (*DeviceGetAttribute)(int *, int, CUdevice);
+    CUresult (*DeviceTotalMem)(size_t *, CUdevice);
+    CUresult (*DevicePrimaryCtxRetain)(CUcontext *, CUdevice);
+    CUresult (*DevicePrimaryCtxRelease)(CUdevice);
+    CUresult (*CtxSetCurrent)(CUcontext);
+    CUresult (*CtxSynchronize)(void);
+    CUresult (*MemAlloc)(CUdeviceptr *, size_t);
+    CUresult (*MemFree)(CUdeviceptr);
+    CUresult (*MemcpyHtoD)(CUdeviceptr, const void *, size_t);
+    CUresult (*MemcpyDtoH)(void *, CUdeviceptr, size_t);
+    CUresult (*MemcpyDtoD)(CUdeviceptr, CUdeviceptr, size_t);
+    CUresult (*MemsetD8)(CUdeviceptr, unsigned char, size_t);
+    CUresult (*MemsetD16)(CUdeviceptr, unsigned short, size_t);
+    CUresult (*MemsetD32)(CUdeviceptr, unsigned int, size_t);
+    CUresult (*ModuleLoadData)(CUmodule *, const void *);
+    CUresult (*ModuleUnload)(CUmodule);
+    CUresult (*ModuleGetFunction)(CUfunction *, CUmodule, const char *);
+    CUresult (*ModuleGetGlobal)(CUdeviceptr *, size_t *, CUmodule, const char *);
+    CUresult (*FuncSetAttribute)(CUfunction, int, int);
+    CUresult (*LaunchKernel)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, CUstream,
+                             void **, void **);
+    CUresult (*EventCreate)(CUevent *, unsigned);
+    CUresult (*EventRecord)(CUevent, CUstream);
+    CUresult (*EventSynchronize)(CUevent);
+    CUresult (*EventElapsedTime)(float *, CUevent, CUevent);
+    CUresult (*EventDestroy)(CUevent);
+    CUresult (*GetErrorString)(CUresult, const char **);
+    nvrtcResult (*rtcVersion)(int *, int *);
+    nvrtcResult (*rtcCreateProgram)(nvrtcProgram *, const char *, const char *, int, const char *const *,
+                                    const char *const *);
+    nvrtcResult (*rtcAddNameExpression)(nvrtcProgram, const char *);
+    nvrtcResult (*rtcCompileProgram)(nvrtcProgram, int, const char *const *);
+    nvrtcResult (*rtcGetProgramLogSize)(nvrtcProgram, size_t *);
+    nvrtcResult (*rtcGetProgramLog)(nvrtcProgram, char *);
+    nvrtcResult (*rtcGetCUBINSize)(nvrtcProgram, size_t *);
+    nvrtcResult (*rtcGetCUBIN)(nvrtcProgram, char *);
+    nvrtcResult (*rtcGetLoweredName)(nvrtcProgram, const char *, const char **);
+    nvrtcResult (*rtcDestroyProgram)(nvrtcProgram *);
+    const char *(*rtcGetErrorString)(nvrtcResult);
+} cu_api;
+
+typedef struct cu_dev {
+    CUdevice dev;
+    CUcontext ctx;
+    int cc_major, cc_minor;
+    char name[KT_DEVICE_NAME_MAX];
+    char fingerprint[KT_DEVICE_FINGERPRINT_MAX];
+    pthread_mutex_t flush_lock; /* guards creating flush */
+    CUdeviceptr flush;          /* a buffer as large as the L2 cache, made at the first flush */
+    size_t flush_bytes;
+} cu_dev;
+
+typedef struct cu_state {
+    void *cuda, *nvrtc;
+    cu_api api;
+    int driver;
+    int rtc_major, rtc_minor;
+    cu_dev *devs;
+    size_t ndevs;
+} cu_state;
+
+/* A constant-memory argument of a loaded module: which argument, and its variable. */
+typedef struct cu_const {
+    size_t arg;
+    CUdeviceptr ptr;
+    size_t bytes;
+} cu_const;
+
+typedef struct cu_module {
+    CUmodule module;
+    CUfunction fn;
+    cu_const *consts;
+    size_t nconsts;
+    int dynamic_limit; /* the dynamic shared memory the function is allowed now */
+    pthread_mutex_t lock;
+} cu_module;
+
+#define DPTR(p) ((CUdeviceptr)(uintptr_t)(p))
+
+/* The message of a driver error code. */
+const char *kt__cu_errstr(cu_state *s, CUresult rc);
+
+/* Writes "what failed: CUDA error N (message)" into err; KT_ERR_NO_MEMORY for out of memory,
+ * KT_ERR_BACKEND otherwise. */
+kt_status kt__cu_fail(cu_state *s, CUresult rc, const char *what, char *err, size_t errlen);
+
+/* Makes device's primary context current on this thread. */
+kt_status kt__cu_use(cu_state *s, size_t device, char *err, size_t errlen);
+
+/* The variant methods of the backend table (cuda_variants.c). */
+kt_status kt__cu_compiler_id(void *state, size_t device, char *out, size_t len, char *err, size_t errlen);
+kt_status kt__cu_build(void *state, size_t device, const kt_build_request *req, char *log, size_t loglen);
+kt_status kt__cu_load(void *state, size_t device, const char *path, const char *kernel_name, void **module, char *err,
+                      size_t errlen);
+void kt__cu_unload(void *state, size_t device, void *module);
+kt_status kt__cu_launch(void *state, size_t device, void *module, const kt_launch_geometry *g, const kt_arg *args,
+                        size_t nargs, double *ns, char *err, size_t errlen);
+
+#endif
