@@ -70,13 +70,13 @@ void kt__unit_message(kt__cand_result *r, const char *fmt, const char *detail, i
 
 /* The inputs of a variant group's space for a call: op arguments where they bind one (a
  * scalar's value, a buffer's element count), the space's bound values otherwise. */
-static kt_status group_inputs(const kt_op *op, const kt__cand *c, const kt_arg *args, kt__value *inputs) {
+static kt_status group_inputs(const kt_op *op, const kt__cand *c, const kt_arg *args, kt__value *inputs, const char *where) {
     for (size_t i = 0; i < kt__space_input_count(c->space); i++) {
         long a = c->input_arg[i];
         if (a < 0) {
             if (!kt__space_input_value(c->space, i, &inputs[i]))
-                return kt__err(KT_ERR_STATE, "kt_op_call(op '%s'): candidate '%s': space input '%s' is neither an argument of the op nor bound",
-                               op->name, c->name, kt__space_input_name(c->space, i));
+                return kt__err(KT_ERR_STATE, "%s(op '%s'): candidate '%s': space input '%s' is neither an argument of the op nor bound",
+                               where, op->name, c->name, kt__space_input_name(c->space, i));
             continue;
         }
         inputs[i] = input_of(&op->args[a], &args[a]);
@@ -105,21 +105,21 @@ static size_t split_defines(char *text, const char **out, size_t max) {
 
 /* Fills unit u of variant group c (configuration idx of cfgs) and its plan: configuration text,
  * defines, geometry; rejects it when the geometry breaks the device's limits. */
-static kt_status plan_unit(const kt_op *op, const kt__cand *c, const kt__configs *cfgs, size_t idx, const kt__value *inputs,
+static kt_status plan_unit(const char *where, const kt_op *op, const kt__cand *c, const kt__configs *cfgs, size_t idx, const kt__value *inputs,
                            const kt_device_limits *lim, kt__unit *u, unit_plan *plan) {
     size_t nslots = kt__space_slot_count(c->space);
     kt__value *slots = calloc(nslots ? nslots : 1, sizeof *slots);
     kt__arena arena = {0};
     kt_status st = slots ? kt__space_slots(c->space, cfgs, idx, inputs, slots, &arena)
-                         : kt__err(KT_ERR_NO_MEMORY, "kt_op_call(op '%s'): out of memory", op->name);
+                         : kt__err(KT_ERR_NO_MEMORY, "%s(op '%s'): out of memory", where, op->name);
     size_t len = st == KT_OK ? kt__space_format_len(c->space, slots, "", "\x1f") : 0; /* "," is as long */
     if (st == KT_OK && ((u->text = malloc(len)) == NULL || (plan->defines_buf = malloc(len)) == NULL))
-        st = kt__err(KT_ERR_NO_MEMORY, "kt_op_call(op '%s'): out of memory", op->name);
+        st = kt__err(KT_ERR_NO_MEMORY, "%s(op '%s'): out of memory", where, op->name);
     if (st == KT_OK) st = kt__space_format_slots(c->space, slots, "", ",", u->text, len);
     if (st == KT_OK) st = kt__space_format_slots(c->space, slots, "", "\x1f", plan->defines_buf, len);
     if (st == KT_OK) {
         plan->defines = calloc(kt__space_param_count_all(c->space) + 1, sizeof *plan->defines);
-        if (!plan->defines) st = kt__err(KT_ERR_NO_MEMORY, "kt_op_call: out of memory");
+        if (!plan->defines) st = kt__err(KT_ERR_NO_MEMORY, "%s(op '%s'): out of memory", where, op->name);
         else plan->ndefines = split_defines(plan->defines_buf, plan->defines, kt__space_param_count_all(c->space) + 1);
     }
     if (st == KT_OK) st = kt__space_geometry(c->space, slots, &arena, &u->launch.geometry);
@@ -127,10 +127,10 @@ static kt_status plan_unit(const kt_op *op, const kt__cand *c, const kt__configs
     u->launch.cand = c;
     if (st == KT_OK && c->call_dims != 0) { /* each call computes its global sizes from these */
         u->launch.slots = calloc(nslots ? nslots : 1, sizeof *u->launch.slots);
-        if (u->launch.slots == NULL) st = kt__err(KT_ERR_NO_MEMORY, "kt_op_call(op '%s'): out of memory", op->name);
+        if (u->launch.slots == NULL) st = kt__err(KT_ERR_NO_MEMORY, "%s(op '%s'): out of memory", where, op->name);
         for (size_t i = 0; st == KT_OK && i < nslots; i++)
             if (!kt__value_copy(&slots[i], &u->launch.slots_arena, &u->launch.slots[i]))
-                st = kt__err(KT_ERR_NO_MEMORY, "kt_op_call(op '%s'): out of memory", op->name);
+                st = kt__err(KT_ERR_NO_MEMORY, "%s(op '%s'): out of memory", where, op->name);
     }
     if (st == KT_OK && lim != NULL) {
         const kt_launch_geometry *g = &u->launch.geometry;
@@ -193,12 +193,12 @@ static kt_status build_units(kt_op *op, kt_decision *d, unit_plan *plans) {
     for (size_t i = 0; i < d->nunits; i++) n += plans[i].defines_buf != NULL && d->units[i].r.outcome == KT_OUTCOME_NOT_RUN;
     if (n == 0) return KT_OK;
     if (b->abi_version < 3 || b->build == NULL || b->load == NULL || (b->entry == NULL && b->launch == NULL))
-        return kt__err(KT_ERR_BACKEND, "kt_op_call(op '%s'): backend '%s' cannot build variants", op->name, b->name);
+        return kt__err(KT_ERR_BACKEND, "%s(op '%s'): backend '%s' cannot build variants", d->where, op->name, b->name);
     bool constants = false;
     for (size_t a = 0; a < op->nargs; a++) constants = constants || op->args[a].constant;
     if (constants && b->abi_version < 5)
-        return kt__err(KT_ERR_BACKEND, "kt_op_call(op '%s'): backend '%s' (ABI %d) cannot place arguments in constant memory (ABI 5)",
-                       op->name, b->name, b->abi_version);
+        return kt__err(KT_ERR_BACKEND, "%s(op '%s'): backend '%s' (ABI %d) cannot place arguments in constant memory (ABI 5)",
+                       d->where, op->name, b->name, b->abi_version);
     size_t na = op->nargs ? op->nargs : 1;
     kt__build *builds = calloc(n, sizeof *builds);
     size_t *unit_of = calloc(n, sizeof *unit_of);
@@ -207,7 +207,7 @@ static kt_status build_units(kt_op *op, kt_decision *d, unit_plan *plans) {
     unsigned char *constant = calloc(na, 1);
     if (!builds || !unit_of || !types || !elems || !names || !constant) {
         free(builds), free(unit_of), free(types), free(elems), free(names), free(constant);
-        return kt__err(KT_ERR_NO_MEMORY, "kt_op_call(op '%s'): out of memory", op->name);
+        return kt__err(KT_ERR_NO_MEMORY, "%s(op '%s'): out of memory", d->where, op->name);
     }
     for (size_t a = 0; a < op->nargs; a++) {
         types[a] = op->args[a].type, elems[a] = op->args[a].elem;
@@ -295,7 +295,7 @@ kt_status kt__make_units(kt_op *op, kt_decision *d, const kt_arg *args, long onl
     size_t total = 0;
     kt__configs *cfgs = calloc(op->ncands, sizeof *cfgs);
     kt__value **inputs = calloc(op->ncands, sizeof *inputs);
-    kt_status st = (cfgs && inputs) ? KT_OK : kt__err(KT_ERR_NO_MEMORY, "kt_op_call(op '%s'): out of memory", op->name);
+    kt_status st = (cfgs && inputs) ? KT_OK : kt__err(KT_ERR_NO_MEMORY, "%s(op '%s'): out of memory", d->where, op->name);
     for (size_t i = 0; st == KT_OK && i < op->ncands; i++) {
         const kt__cand *c = &op->cands[i];
         if (only >= 0 && (long)i != only) continue;
@@ -305,8 +305,8 @@ kt_status kt__make_units(kt_op *op, kt_decision *d, const kt_arg *args, long onl
         }
         size_t ni = kt__space_input_count(c->space);
         inputs[i] = calloc(ni ? ni : 1, sizeof **inputs);
-        if (inputs[i] == NULL) st = kt__err(KT_ERR_NO_MEMORY, "kt_op_call(op '%s'): out of memory", op->name);
-        if (st == KT_OK) st = group_inputs(op, c, args, inputs[i]);
+        if (inputs[i] == NULL) st = kt__err(KT_ERR_NO_MEMORY, "%s(op '%s'): out of memory", d->where, op->name);
+        if (st == KT_OK) st = group_inputs(op, c, args, inputs[i], d->where);
         if (st == KT_OK) st = kt__space_enum(c->space, inputs[i], &cfgs[i]);
         if (st == KT_OK && only >= 0 && only_text == NULL && cfgs[i].n > 1) cfgs[i].n = 1;
         total += cfgs[i].n ? cfgs[i].n : 1; /* an empty space still gets a unit, to say so */
@@ -315,7 +315,7 @@ kt_status kt__make_units(kt_op *op, kt_decision *d, const kt_arg *args, long onl
     if (st == KT_OK) {
         d->units = calloc(total ? total : 1, sizeof *d->units);
         plans = calloc(total ? total : 1, sizeof *plans);
-        if (!d->units || !plans) st = kt__err(KT_ERR_NO_MEMORY, "kt_op_call(op '%s'): out of memory", op->name);
+        if (!d->units || !plans) st = kt__err(KT_ERR_NO_MEMORY, "%s(op '%s'): out of memory", d->where, op->name);
     }
     kt_device_limits lim = {0};
     bool have_lim = false;
@@ -348,7 +348,7 @@ kt_status kt__make_units(kt_op *op, kt_decision *d, const kt_arg *args, long onl
             size_t ui = d->nunits++;
             kt__unit *u = &d->units[ui];
             *u = (kt__unit){.cand = i, .r = {.time_ns = -1}};
-            st = plan_unit(op, c, &cfgs[i], k, inputs[i], have_lim ? &lim : NULL, u, &plans[ui]);
+            st = plan_unit(d->where, op, c, &cfgs[i], k, inputs[i], have_lim ? &lim : NULL, u, &plans[ui]);
             if (st == KT_OK && only_text != NULL && strcmp(u->text, only_text) != 0) { /* not the one asked for */
                 kt__launch_free_slots(&u->launch);
                 free(u->text);
