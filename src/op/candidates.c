@@ -20,6 +20,7 @@ void kt__cand_free(kt__cand *c) {
     for (size_t k = 0; k < c->noptions; k++) free(c->options[k]);
     free(c->options);
     free(c->input_arg);
+    free(c->version);
 }
 
 kt_status kt__op_find_cand(const kt_op *op, const char *name, const char *where, size_t *idx) {
@@ -198,4 +199,21 @@ kt_status kt_op_force(kt_op *op, const char *name) {
 
 kt_status kt_op_set_reference(kt_op *op, const char *name) {
     return set_named(op, name, false, "kt_op_set_reference", op ? &op->reference_idx : NULL);
+}
+
+kt_status kt_op_set_candidate_version(kt_op *op, const char *name, const char *version) {
+    const char *where = "kt_op_set_candidate_version";
+    KT__CHECK_OP(op, where);
+    kt_status st = kt__op_building(op, where);
+    size_t idx = 0;
+    if (st == KT_OK) st = kt__op_find_cand(op, name, where, &idx);
+    if (st != KT_OK) return st;
+    if (version != NULL && version[0] == '\0')
+        return kt__err(KT_ERR_INVALID_ARGUMENT, "%s(op '%s'): candidate '%s': the version is empty; pass NULL to clear it",
+                       where, op->name, name);
+    char *copy = NULL;
+    if (version != NULL && (copy = strdup(version)) == NULL) return kt__err(KT_ERR_NO_MEMORY, "%s: out of memory", where);
+    free(op->cands[idx].version);
+    op->cands[idx].version = copy;
+    return KT_OK;
 }
