@@ -68,7 +68,7 @@ static bool note_build_id(const unsigned char *seg, size_t size, size_t align, c
         memcpy(&h, seg + off, sizeof h);
         size_t name = off + sizeof h;
         if (h.n_namesz > size - name) return false;
-        size_t desc = name + pad(h.n_namesz, align);
+        size_t desc = pad(name + h.n_namesz, align); /* name and desc start aligned within the segment */
         if (desc > size || h.n_descsz > size - desc) return false;
         if (h.n_type == NT_GNU_BUILD_ID && h.n_namesz == 4 && memcmp(seg + name, "GNU", 4) == 0 && h.n_descsz > 0) {
             if (h.n_descsz <= NOTE_MAX) {
@@ -81,7 +81,7 @@ static bool note_build_id(const unsigned char *seg, size_t size, size_t align, c
             }
             return true;
         }
-        size_t next = desc + pad(h.n_descsz, align);
+        size_t next = pad(desc + h.n_descsz, align);
         if (next <= off || next > size) return false;
         off = next;
     }
