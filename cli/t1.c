@@ -629,7 +629,8 @@ static bool read_budget(ctx *c, t1 *p) {
             }
         if (strcmp(type, "TuningDuration") == 0) p->budget_seconds = x;
         else if (strcmp(type, "ConfigurationCount") == 0) {
-            if (x != floor(x) || x > 1e15) return fail(c, tp, "%g; expected a whole number of configurations", x);
+            if (x != floor(x)) return fail(c, tp, "%g; expected a whole number of configurations", x);
+            if (x > 1e15) return fail(c, tp, "%g configurations is out of range: at most 1000000000000000", x);
             p->budget_count = (int64_t)x;
         } else if (strcmp(type, "ConfigurationFraction") == 0) {
             if (x > 1) return fail(c, tp, "%g; expected a fraction of the space, at most 1", x);

@@ -145,13 +145,35 @@ static bool parse_int(const char *text, int64_t *out) {
     return true;
 }
 
-/* Parses --problem-size's comma-separated sizes (each at least 1). */
-static bool parse_sizes(const char *v, options *o) {
+/* The largest whole number an option takes (int64_t's), as the messages write it. */
+#define INT_MAX_TEXT "9223372036854775807"
+
+/* Whether the first len characters of text (all of it when len is 0) are decimal digits that
+ * make a number above INT_MAX_TEXT: a value out of range rather than a malformed one. */
+static bool too_large(const char *text, size_t len) {
+    if (len == 0) len = strlen(text);
+    size_t lead = 0;
+    while (lead + 1 < len && text[lead] == '0') lead++; /* leading zeros change nothing */
+    for (size_t k = 0; k < len; k++)
+        if (text[k] < '0' || text[k] > '9') return false;
+    size_t digits = len - lead, max = strlen(INT_MAX_TEXT);
+    return digits > max || (digits == max && strncmp(text + lead, INT_MAX_TEXT, max) > 0);
+}
+
+/* Parses --problem-size's comma-separated sizes (each at least 1). A size too large for an
+ * int64_t is pointed to by *big (with its length in *big_len). */
+static bool parse_sizes(const char *v, options *o, const char **big, int *big_len) {
     o->nproblem = 0;
+    *big = NULL;
     const char *s = v;
     for (;;) {
         size_t len = strcspn(s, ",");
         char num[24];
+        if (len > 0 && too_large(s, len)) {
+            *big = s;
+            *big_len = len > 64 ? 64 : (int)len;
+            return false;
+        }
         if (len == 0 || len >= sizeof num || o->nproblem == 8) return false; /* longer than any int64 */
         memcpy(num, s, len);
         num[len] = '\0';
@@ -197,7 +219,13 @@ static int parse_options(int argc, char **argv, options *o) {
         else if (name == NULL && o->problem == NULL) o->problem = a;
         else if (name == NULL) return usage("unexpected argument '%s' (one problem file at a time)", a);
         else if (strcmp(name, "--problem-size") == 0) {
-            if (!parse_sizes(v, o)) return usage("--problem-size '%s': expected up to 8 comma-separated sizes, each at least 1", v);
+            const char *big;
+            int big_len = 0;
+            if (!parse_sizes(v, o, &big, &big_len)) {
+                if (big) return usage("--problem-size '%s': %.*s%s is out of range: a size is at most " INT_MAX_TEXT, v, big_len, big,
+                                      big_len == 64 ? "..." : "");
+                return usage("--problem-size '%s': expected up to 8 comma-separated sizes, each at least 1", v);
+            }
             o->problem_size_text = v;
         } else if (strcmp(name, "--define") == 0) {
             const char *e = strchr(v, '=');
@@ -217,7 +245,12 @@ static int parse_options(int argc, char **argv, options *o) {
                 if (end != v + len - 1 || !(o->budget_seconds > 0) || !isfinite(o->budget_seconds))
                     return usage("--budget '%s': expected a count of configurations (N) or seconds (Ns)", v);
             } else if (parse_int(v, &n) && n > 0) {
+#if SIZE_MAX < INT64_MAX
+                if ((uint64_t)n > SIZE_MAX) return usage("--budget '%s': out of range: at most %zu configurations", v, (size_t)SIZE_MAX);
+#endif
                 o->budget_count = (size_t)n;
+            } else if (too_large(v, 0)) {
+                return usage("--budget '%s': out of range: at most " INT_MAX_TEXT " configurations", v);
             } else {
                 return usage("--budget '%s': expected a count of configurations (N) or seconds (Ns)", v);
             }
@@ -232,10 +265,13 @@ static int parse_options(int argc, char **argv, options *o) {
             o->measure = v;
         } else if (strcmp(name, "--device") == 0) {
             int64_t n;
-            if (!parse_int(v, &n) || n > 1000000) return usage("--device '%s': expected a device number", v);
+            if ((parse_int(v, &n) && n > 1000000) || too_large(v, 0))
+                return usage("--device '%s': out of range: expected a device number from 0 to 1000000", v);
+            if (!parse_int(v, &n)) return usage("--device '%s': expected a device number", v);
             o->device = (long)n;
         } else if (strcmp(name, "--seed") == 0) {
             int64_t n;
+            if (too_large(v, 0)) return usage("--seed '%s': out of range: expected an integer from 0 to " INT_MAX_TEXT, v);
             if (!parse_int(v, &n)) return usage("--seed '%s': expected a non-negative integer", v);
             o->seed = (uint64_t)n;
             o->seed_given = true;
@@ -249,8 +285,8 @@ static int parse_options(int argc, char **argv, options *o) {
         } else if (strcmp(name, "--timeout") == 0) {
             char *end = NULL;
             o->timeout = strtod(v, &end);
-            if (end == v || *end != '\0' || !(o->timeout > 0) || o->timeout > 1e6)
-                return usage("--timeout '%s': expected seconds, more than 0", v);
+            if (end == v || *end != '\0' || !(o->timeout > 0)) return usage("--timeout '%s': expected seconds, more than 0", v);
+            if (o->timeout > 1e6) return usage("--timeout '%s': out of range: expected seconds, more than 0 and at most 1000000", v);
         }
     }
     if (o->problem == NULL) return usage("no problem file given");
@@ -1334,7 +1370,8 @@ int run_tune(int argc, char **argv) {
      * both, the problem's budget is the smaller of the two */
     size_t budget = o.budget_count ? o.budget_count : (size_t)p.budget_count;
     if (!o.budget_count && p.budget_fraction > 0) {
-        size_t part = (size_t)ceil(p.budget_fraction * (double)total);
+        double want = ceil(p.budget_fraction * (double)total); /* a fraction <= 1: at most total, */
+        size_t part = want >= (double)total ? total : (size_t)want; /* which a double may round up */
         if (budget == 0 || part < budget) budget = part;
     }
     double seconds = o.budget_seconds > 0 ? o.budget_seconds : p.budget_seconds;

@@ -1108,6 +1108,19 @@ KT_API kt_status kt_cache_remove(kt_cache *cache, const char *op, const char *de
  *  harmless. */
 KT_API void kt_free(void *p);
 
+/* ---- issue [9]: native candidates keyed by build ---- */
+
+/** Sets the version of candidate name: a string the caller changes whenever the candidate's
+ *  behaviour changes in a way its identity does not show (NULL clears it; an empty string is
+ *  refused). It becomes part of the candidate set's identity and of the candidate's own in the
+ *  persistent cache, so a recorded decision or measurement of another version misses. Without
+ *  it a native candidate is identified by its name and the build-id of the executable or shared
+ *  object holding its function (ELF NT_GNU_BUILD_ID; for an object linked with
+ *  --build-id=none, a hash of its loaded read-only segments), so a rebuilt object with changed
+ *  code misses; a variant group by its source, kernel, options and space (not the files its
+ *  source includes: set a version when those change). Only while the op is being built. */
+KT_API kt_status kt_op_set_candidate_version(kt_op *op, const char *name, const char *version);
+
 #ifdef __cplusplus
 }
 #endif

@@ -690,6 +690,10 @@ static void test_refused_fields(void **state) {
         {"matmul_c.json", "Search", "{\"Name\": \"brute_force\"}", NULL},
         {"matmul_c.json", "Budget", "[{\"Type\": \"ConfigurationCount\", \"BudgetValue\": 0}]",
          "Budget[0].BudgetValue: 0; expected a number above 0"},
+        {"matmul_c.json", "Budget", "[{\"Type\": \"ConfigurationCount\", \"BudgetValue\": 1e30}]",
+         "Budget[0].BudgetValue: 1e+30 configurations is out of range: at most 1000000000000000"},
+        {"matmul_c.json", "Budget", "[{\"Type\": \"ConfigurationCount\", \"BudgetValue\": 2.5}]",
+         "Budget[0].BudgetValue: 2.5; expected a whole number of configurations"},
         {"matmul_c.json", "General.TimeUnit", "\"Fortnights\"",
          "General.TimeUnit: 'Fortnights' is not one of Nanoseconds, Microseconds, Milliseconds, Seconds"},
         {"matmul_c.json", "General.OutputFormat", "\"JSON\"", NULL},
@@ -1090,6 +1094,19 @@ static void test_options(void **state) {
         {"tune x.json --seed", "--seed needs a value"},
         {"tune x.json --problem-size 0", "--problem-size '0': expected up to 8 comma-separated sizes, each at least 1"},
         {"tune x.json --problem-size 4,,4", "--problem-size '4,,4': expected up to 8 comma-separated sizes, each at least 1"},
+        /* numbers out of range are refused naming the option, never converted */
+        {"tune x.json --budget 1e30", "--budget '1e30': expected a count of configurations (N) or seconds (Ns)"},
+        {"tune x.json --budget 99999999999999999999", "--budget '99999999999999999999': out of range: at most 9223372036854775807 configurations"},
+        {"tune x.json --budget 9223372036854775808", "--budget '9223372036854775808': out of range: at most 9223372036854775807 configurations"},
+        {"tune x.json --seed 18446744073709551616", "--seed '18446744073709551616': out of range: expected an integer from 0 to 9223372036854775807"},
+        {"tune x.json --seed 1e30", "--seed '1e30': expected a non-negative integer"},
+        {"tune x.json --device 1000001", "--device '1000001': out of range: expected a device number from 0 to 1000000"},
+        {"tune x.json --device 99999999999999999999", "--device '99999999999999999999': out of range: expected a device number from 0 to 1000000"},
+        {"tune x.json --device 1e30", "--device '1e30': expected a device number"},
+        {"tune x.json --timeout 1e30", "--timeout '1e30': out of range: expected seconds, more than 0 and at most 1000000"},
+        {"tune x.json --timeout 1e400", "--timeout '1e400': out of range: expected seconds, more than 0 and at most 1000000"},
+        {"tune x.json --problem-size 8,99999999999999999999",
+         "--problem-size '8,99999999999999999999': 99999999999999999999 is out of range: a size is at most 9223372036854775807"},
     };
     for (size_t i = 0; i < sizeof usage / sizeof usage[0]; i++) {
         assert_int_equal(run(usage[i].args), 2);

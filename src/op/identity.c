@@ -1,6 +1,8 @@
 /*
  * identity.c - what names an op's candidate set in the persistent cache: its signature, key
- * components, candidates (sources, options, spaces) and the compiler of its device.
+ * components, candidates (natives: the build of the object holding the function; variant
+ * groups: sources, options, spaces; either: a version set by the caller) and the compiler of
+ * its device.
  */
 #include "op/op.h"
 #include "space/space.h"
@@ -25,7 +27,50 @@ void kt__op_compiler(const kt_op *op, char *out, size_t len) {
     if (b->abi_version >= 3 && b->compiler_id && b->compiler_id(bstate, local, out, len, err, sizeof err) != KT_OK) out[0] = '\0';
 }
 
+/* The address of a native candidate's function (NULL for a variant group). */
+static const void *native_addr(const kt__cand *c) {
+    void *p = NULL;
+    _Static_assert(sizeof c->fn == sizeof p && sizeof c->rfn == sizeof p, "function pointers fit a void *");
+    if (c->fn) memcpy(&p, &c->fn, sizeof p);
+    else if (c->rfn) memcpy(&p, &c->rfn, sizeof p);
+    return p;
+}
+
+/* Sets each native's code_id: the build of the object that holds its function, looked up once
+ * per object. A native in no loaded object (generated code) is identified by its name (and
+ * version) only, and an object without a build-id by a hash of its code: both said in the
+ * debug log. */
+static void native_ids(kt_op *op) {
+    for (size_t i = 0; i < op->ncands; i++) {
+        kt__cand *c = &op->cands[i];
+        c->code_id[0] = '\0';
+        c->code_base = NULL;
+        const void *addr = native_addr(c);
+        if (addr == NULL) continue;
+        kt__code_object obj = {.file = "", .base = NULL};
+        kt__code_id_kind kind = KT__CODE_ID_NONE;
+        if (kt__code_object_of(addr, &obj)) {
+            for (size_t j = 0; j < i && c->code_base == NULL; j++)
+                if (op->cands[j].code_base == obj.base) {
+                    memcpy(c->code_id, op->cands[j].code_id, sizeof c->code_id);
+                    c->code_base = obj.base;
+                }
+            if (c->code_base != NULL) continue;
+            kind = kt__code_id(addr, c->code_id, &obj);
+            c->code_base = obj.base;
+        }
+        if (kind == KT__CODE_ID_NONE)
+            kt__log(op->ctx, KT_LOG_DEBUG, "op '%s': candidate '%s' is in no loaded object: the cache knows it by its name%s only",
+                    op->name, c->name, c->version ? " and version" : "");
+        else if (kind == KT__CODE_ID_IMAGE)
+            kt__log(op->ctx, KT_LOG_DEBUG,
+                    "op '%s': candidate '%s' is in '%s', which has no build-id (linked with --build-id=none): the cache knows it by a hash of that object's loaded code (%s)",
+                    op->name, c->name, obj.file, c->code_id);
+    }
+}
+
 void kt__op_identity(kt_op *op) {
+    native_ids(op);
     char compiler[1024];
     kt__op_compiler(op, compiler, sizeof compiler);
     uint64_t h[2] = {0x6b65726e74756e65ull, 0x63616e6469646174ull};
@@ -47,6 +92,9 @@ void kt__op_identity(kt_op *op) {
             const kt__cand *c = &op->cands[i];
             x = kt__hash_str(c->name, x);
             x = kt__fnv1a(&c->nreqs, sizeof c->nreqs, x);
+            /* (absent for variant groups without a version: their old records still match) */
+            if (c->code_id[0]) x = kt__hash_str(c->code_id, kt__hash_str("native code", x));
+            if (c->version) x = kt__hash_str(c->version, kt__hash_str("version", x));
             if (c->space == NULL) continue;
             x = kt__hash_str(c->source, kt__hash_str(c->kernel, x));
             for (size_t o = 0; o < c->noptions; o++) x = kt__hash_str(c->options[o], x);

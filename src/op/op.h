@@ -12,6 +12,7 @@
 
 #include "build/compile.h"
 #include "space/expr.h"
+#include "util/buildid.h"
 #include "util/util.h"
 
 #include <pthread.h>
@@ -174,6 +175,11 @@ typedef struct kt__cand {
     kt_accept_fn accept;
     void *accept_user;
     int mask_bit; /* bit in the key's validity mask; -1 when the candidate accepts everything */
+    char *version;       /* kt_op_set_candidate_version; NULL when not set */
+    /* natives: the identity of the loaded object that holds the function (util/buildid.h), ""
+     * when it is in none; set at freeze, part of the candidate set's and the unit's identity */
+    char code_id[KT__CODE_ID_MAX];
+    const void *code_base;  /* that object's base address (to identify each object once) */
 } kt__cand;
 
 /* Result of one unit within a decision. */

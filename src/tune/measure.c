@@ -395,7 +395,7 @@ kt_status kt__measure_all(kt_op *op, kt_decision *d, const kt_arg *caller, bool 
                     u->r.warmups);
         }
     }
-    if (launching && ws.op != NULL) kt__workset_finish(&ws, caller);
+    if (launching && ws.op != NULL) st = kt__workset_finish(&ws, caller, st);
     if (ws.op != NULL) {
         kt__reference_free(&ref, &ws);
         d->peak_extra = ws.peak;

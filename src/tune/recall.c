@@ -4,17 +4,18 @@
  * The store (store.c) keeps records; this file decides what identifies them and whether a
  * record may be used:
  *   - identity: op name, candidate-set hash (the op's signature and key, every candidate's
- *     name and kind, and for variant groups their source, kernel name, options, space and the
- *     backend's compiler identity), the device fingerprint (driver included), the library
- *     version and the tuning key (validity mask words included);
+ *     name, kind and version, for natives the build of the object holding the function, and
+ *     for variant groups their source, kernel name, options, space and the backend's compiler
+ *     identity), the device fingerprint (driver included), the library version and the tuning
+ *     key (validity mask words included);
  *   - a record is used only if its winner is a candidate of the op that accepts the key, and, for
  *     a variant group, a configuration of today's space for these arguments that builds; any
  *     other record is rejected, counted and logged, never launched;
  *   - a rejected record lends nothing: the key is measured from scratch (none of that record's
  *     units' times, runs or failures is reused), and the reason is kept on the new decision
  *     (kt_decision_cache_rejected) so that a program can say so without a log;
- *   - a unit is identified across candidate sets by a hash of its code (name, source, kernel,
- *     options, configuration, compiler), so that a tuning after a candidate was added measures
+ *   - a unit is identified across candidate sets by a hash of its code (name, version, a
+ *     native's build; a configuration's source, kernel, options, configuration, compiler), so that a tuning after a candidate was added measures
  *     only what is new, and a recorded failure is not tried again;
  *   - a decision records the confidence its race asked for (the context's race confidence; none
  *     for the other policies) and which units were finalists: measured and not dropped when
@@ -37,10 +38,13 @@
 
 _Static_assert(KT__STORE_KEY_MAX == KT__KEY_WORDS_MAX, "the store keeps every word of a key");
 
-/* A unit's code identity, as hex. */
+/* A unit's code identity, as hex: a native's name and build (the object holding its function),
+ * a configuration's source, kernel, options, configuration and compiler; either's version. */
 static void unit_hash(const kt_op *op, const kt__unit *u, const char *compiler, char out[33]) {
     const kt__cand *c = &op->cands[u->cand];
     uint64_t a = kt__hash_str(c->name, 0x756e6974ull), b = kt__hash_str(c->name, 0x636f6465ull);
+    if (c->code_id[0]) a = kt__hash_str(c->code_id, a), b = kt__hash_str(c->code_id, b);
+    if (c->version) a = kt__hash_str(c->version, kt__hash_str("version", a)), b = kt__hash_str(c->version, kt__hash_str("version", b));
     if (c->space) {
         a = kt__hash_str(u->text, kt__hash_str(c->kernel, kt__hash_str(c->source, a)));
         b = kt__hash_str(compiler, kt__hash_str(u->text, kt__hash_str(c->source, b)));

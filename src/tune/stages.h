@@ -55,8 +55,11 @@ kt_status kt__workset_after(kt__workset *ws);
 bool kt__workset_ro_changed(kt__workset *ws, char *msg, size_t len);
 
 /* After the last tuning run, on success or not: restores the caller's ReadWrite buffers and
- * fills its accumulating outputs (PROTECT mode), so the final launch sees the caller's data. */
-kt_status kt__workset_finish(kt__workset *ws, const kt_arg *caller);
+ * fills its accumulating outputs (PROTECT mode), so the final launch sees the caller's data.
+ * st is the tuning's status so far. Returns st when it is an error (its message kept; a buffer
+ * that could not be restored is then logged), else KT_OK, or the status of the first buffer
+ * that could not be restored, with a message naming it and the op. */
+kt_status kt__workset_finish(kt__workset *ws, const kt_arg *caller, kt_status st);
 
 void kt__workset_free(kt__workset *ws);
 

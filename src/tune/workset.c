@@ -1,5 +1,5 @@
 /*
- * args.c - the arguments that tuning runs use, and keeping the caller's data safe from them.
+ * workset.c - the arguments that tuning runs use, and keeping the caller's data safe from them.
  *
  * Tuning runs every candidate many times. In PROTECT mode they run on the caller's buffers:
  * each ReadWrite buffer is copied once (the snapshot) and restored before every run, outside
@@ -424,21 +424,36 @@ bool kt__workset_ro_changed(kt__workset *ws, char *msg, size_t len) {
     return changed;
 }
 
-kt_status kt__workset_finish(kt__workset *ws, const kt_arg *caller) {
+kt_status kt__workset_finish(kt__workset *ws, const kt_arg *caller, kt_status st) {
     const kt_op *op = ws->op;
-    if (ws->inputs != KT_INPUTS_PROTECT || ws->args == NULL) return KT_OK;
+    if (ws->inputs != KT_INPUTS_PROTECT || ws->args == NULL) return st;
+    char *earlier = st != KT_OK ? kt__error_save() : NULL; /* the tuning's own error comes first */
     for (size_t i = 0; i < op->nargs; i++) {
         const kt__argdecl *d = &op->args[i];
         if (d->type != KT_TYPE_BUFFER) continue;
+        kt_status rs = KT_OK;
+        char err[256] = "";
+        const char *what = "restore buffer argument";
         if (ws->pristine[i] != NULL) {
-            dcopy(ws, caller[i].ptr, ws->pristine[i], caller[i].bytes, KT_COPY_DEVICE_TO_DEVICE);
+            rs = ws->b->buffer_copy(ws->bstate, ws->dev, caller[i].ptr, ws->pristine[i], caller[i].bytes,
+                                    KT_COPY_DEVICE_TO_DEVICE, err, sizeof err);
         } else if (d->access == KT_WRITE_ONLY && d->accumulate && caller[i].ptr != NULL) {
             unsigned char v[8];
             kt__encode(d->elem, d->acc_value, v);
-            dfill(ws, caller[i].ptr, caller[i].bytes, v, d->esize);
+            rs = ws->b->buffer_fill(ws->bstate, ws->dev, caller[i].ptr, caller[i].bytes, v, d->esize, err, sizeof err);
+            what = "refill accumulating buffer argument";
         }
+        if (rs == KT_OK) continue;
+        /* Every buffer is still tried; the first failure is the one reported. */
+        if (st == KT_OK)
+            st = kt__err(rs, "kt_op_call(op '%s'): tuning could not %s '%s' for the final launch (it may hold a tuning run's data): %s",
+                         op->name, what, d->name, err[0] ? err : "the backend gave no reason");
+        else
+            kt__log(op->ctx, KT_LOG_WARN, "op '%s': after a failed tuning, could not %s '%s' (it may hold a tuning run's data): %s",
+                    op->name, what, d->name, err[0] ? err : "the backend gave no reason");
     }
-    return KT_OK;
+    if (earlier != NULL) kt__error_restore(st, earlier);
+    return st;
 }
 
 void kt__workset_free(kt__workset *ws) {
