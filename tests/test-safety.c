@@ -635,6 +635,39 @@ static void test_bench_hooks(void **state) {
     kt_context_destroy(ctx);
 }
 
+/* A failure while tuning names the call that tuned: kt_op_tune, kt_op_call or
+ * kt_op_call_result, never kt_op_call for all three. */
+static void test_messages_name_the_call(void **state) {
+    (void)state;
+    static hooks h;
+    kt_context *ctx = ctx_measure();
+    kt_op *op = NULL;
+    ok(kt_op_create(ctx, "named", &op));
+    ok(kt_op_add_buffer(op, "v", KT_TYPE_F32, KT_READ_WRITE));
+    ok(kt_op_add_scalar(op, "s", KT_TYPE_F32));
+    ok(kt_op_add_native(op, "a", hooked_scale, (void *)1));
+    ok(kt_op_add_native(op, "b", hooked_scale, (void *)8));
+    ok(kt_op_set_bench_hooks(op, pre_hook, post_hook, &h));
+    float v[N];
+    for (int i = 0; i < N; i++) v[i] = (float)i;
+    kt_arg args[] = {kt_arg_buf(v, sizeof v), kt_arg_f32(4.0f)};
+    memset(&h, 0, sizeof h);
+    hook_state = &h;
+    h.fail_pre_at = 1;
+    expect_status(KT_ERR_HOOK, kt_op_tune(op, args, 2));
+    assert_string_equal(kt_last_error(), "kt_op_tune(op 'named'): the pre-benchmark hook returned 7");
+    memset(&h, 0, sizeof h);
+    h.fail_pre_at = 1;
+    expect_status(KT_ERR_HOOK, kt_op_call(op, args, 2));
+    assert_string_equal(kt_last_error(), "kt_op_call(op 'named'): the pre-benchmark hook returned 7");
+    kt_op *empty = NULL;
+    ok(kt_op_create(ctx, "empty", &empty));
+    ok(kt_op_add_scalar(empty, "s", KT_TYPE_F32));
+    expect_status(KT_ERR_NO_CANDIDATES, kt_op_tune(empty, args + 1, 1));
+    assert_string_equal(kt_last_error(), "kt_op_tune(op 'empty'): the op has no candidates; add one with kt_op_add_native");
+    kt_context_destroy(ctx);
+}
+
 /* Nothing but the candidate call is timed: a pre-hook that sleeps 10 ms and a 4 MB restore
  * before every run of a candidate that does almost nothing must not show in its time. */
 static int sleepy_pre(kt_arg *args, size_t nargs, void *user) {
@@ -840,6 +873,7 @@ int main(void) {
         cmocka_unit_test(test_clone_and_generated_untouched),
         cmocka_unit_test(test_generated_values),
         cmocka_unit_test(test_bench_hooks),
+        cmocka_unit_test(test_messages_name_the_call),
         cmocka_unit_test(test_only_the_call_is_timed),
         cmocka_unit_test(test_error_restores_readwrite),
         cmocka_unit_test(test_copies_keep_alignment),

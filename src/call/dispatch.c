@@ -36,15 +36,15 @@ static kt_status launch(const kt_op *op, const kt__unit *u, const kt_arg *args, 
 }
 
 /* Freezes the op on its first call. */
-static KT__ALWAYS_INLINE kt_status freeze(kt_op *op) {
-    return KT__LIKELY(atomic_load_explicit(&op->frozen, memory_order_acquire)) ? KT_OK : kt__op_freeze(op);
+static KT__ALWAYS_INLINE kt_status freeze(kt_op *op, const char *where) {
+    return KT__LIKELY(atomic_load_explicit(&op->frozen, memory_order_acquire)) ? KT_OK : kt__op_freeze(op, where);
 }
 
 /* kt_op_call (result NULL) and kt_op_call_result: always inlined, so each caller gets a copy
  * with `result` a constant. */
 static KT__ALWAYS_INLINE kt_status call(kt_op *op, const kt_arg *args, size_t nargs, kt_result *result) {
     const char *where = result ? "kt_op_call_result" : "kt_op_call";
-    kt_status st = freeze(op);
+    kt_status st = freeze(op, where);
     if (KT__UNLIKELY(st != KT_OK)) return st;
     if (KT__UNLIKELY(op->has_result != (result != NULL)))
         return kt__err(KT_ERR_STATE, result ? "kt_op_call_result(op '%s'): the op returns no result; use kt_op_call"
@@ -79,7 +79,7 @@ kt_status kt_op_call(kt_op *op, const kt_arg *args, size_t nargs) {
 
 kt_status kt_op_tune(kt_op *op, const kt_arg *args, size_t nargs) {
     if (op == NULL) return kt__err(KT_ERR_NULL, "kt_op_tune: op is NULL");
-    kt_status st = freeze(op);
+    kt_status st = freeze(op, "kt_op_tune");
     if (st == KT_OK) st = kt__check_args(op, args, nargs, "kt_op_tune");
     if (st != KT_OK) return st;
     int64_t key[KT__KEY_WORDS_MAX];

@@ -10,14 +10,14 @@
 
 /* Resolves what the op will do on a miss. Precedence: KERNTUNE_FORCE for this op, then
  * KERNTUNE_MODE, then the op's own level, then the context's. */
-static kt_status resolve_effort(kt_op *op) {
+static kt_status resolve_effort(kt_op *op, const char *where) {
     const kt_context *ctx = op->ctx;
     const char *forced = kt__context_forced(ctx, op->name);
     if (forced != NULL) {
         size_t idx = 0;
-        if (kt__op_find_cand(op, forced, "kt_op_call", &idx) != KT_OK)
-            return kt__err(KT_ERR_UNKNOWN_CANDIDATE, "kt_op_call(op '%s'): KERNTUNE_FORCE names candidate '%s', which the op does not have",
-                           op->name, forced);
+        if (kt__op_find_cand(op, forced, where, &idx) != KT_OK)
+            return kt__err(KT_ERR_UNKNOWN_CANDIDATE, "%s(op '%s'): KERNTUNE_FORCE names candidate '%s', which the op does not have",
+                           where, op->name, forced);
         op->forced_idx = (long)idx;
         op->effective = KT_EFFORT_FORCED;
         return KT_OK;
@@ -45,7 +45,7 @@ static bool keyed_exactly(const kt_op *op, size_t a) {
  *     sizes from its own arguments (cand->call_dims), so n = 600 and n = 1000 may share a
  *     decision and each launch covers its own n. A space too large to copy on the call path
  *     (more than KT__CALL_SLOTS_MAX slots) keys such an argument exactly instead. */
-static kt_status key_fixed_inputs(kt_op *op) {
+static kt_status key_fixed_inputs(kt_op *op, const char *where) {
     for (size_t i = 0; i < op->ncands; i++) {
         kt__cand *c = &op->cands[i];
         if (c->space == NULL) continue;
@@ -66,8 +66,8 @@ static kt_status key_fixed_inputs(kt_op *op) {
             }
             if (keyed_exactly(op, (size_t)a)) continue;
             if (op->nkeys >= KT__KEY_USER_MAX + KT__KEY_AUTO_MAX)
-                return kt__err(KT_ERR_LIMIT, "kt_op_call(op '%s'): too many arguments reach the variants' code: at most %d key components in all",
-                               op->name, KT__KEY_USER_MAX + KT__KEY_AUTO_MAX);
+                return kt__err(KT_ERR_LIMIT, "%s(op '%s'): too many arguments reach the variants' code: at most %d key components in all",
+                               where, op->name, KT__KEY_USER_MAX + KT__KEY_AUTO_MAX);
             op->keys[op->nkeys++] = (kt__keycomp){.kind = KT__KEY_ARG, .arg = (size_t)a, .bucket = KT_BUCKET_EXACT, .automatic = true};
             kt__log(op->ctx, KT_LOG_INFO,
                     "op '%s': argument '%s' reaches the %s of candidate '%s' (space input '%s'): it is keyed exactly", op->name,
@@ -78,24 +78,24 @@ static kt_status key_fixed_inputs(kt_op *op) {
     return KT_OK;
 }
 
-kt_status kt__op_freeze(kt_op *op) {
+kt_status kt__op_freeze(kt_op *op, const char *where) {
     pthread_mutex_lock(&op->lock);
     kt_status st = KT_OK;
     if (atomic_load_explicit(&op->frozen, memory_order_relaxed)) goto out;
     if (op->ncands == 0) {
-        st = kt__err(KT_ERR_NO_CANDIDATES, "kt_op_call(op '%s'): the op has no candidates; add one with kt_op_add_native",
-                     op->name);
+        st = kt__err(KT_ERR_NO_CANDIDATES, "%s(op '%s'): the op has no candidates; add one with kt_op_add_native",
+                     where, op->name);
         goto out;
     }
     size_t npred = 0;
     for (size_t i = 0; i < op->ncands; i++)
         if (op->cands[i].nreqs > 0 || op->cands[i].accept != NULL) npred++;
     if (npred > 64 * KT__MASK_WORDS_MAX) {
-        st = kt__err(KT_ERR_LIMIT, "kt_op_call(op '%s'): %zu candidates have requirements; at most %d may", op->name, npred,
+        st = kt__err(KT_ERR_LIMIT, "%s(op '%s'): %zu candidates have requirements; at most %d may", where, op->name, npred,
                      64 * KT__MASK_WORDS_MAX);
         goto out;
     }
-    if ((st = resolve_effort(op)) != KT_OK) goto out;
+    if ((st = resolve_effort(op, where)) != KT_OK) goto out;
     for (size_t i = 0; i < op->ncands; i++) { /* space inputs named like an argument take its value */
         kt__cand *c = &op->cands[i];
         for (size_t k = 0; c->space && k < kt__space_input_count(c->space); k++) {
@@ -104,7 +104,7 @@ kt_status kt__op_freeze(kt_op *op) {
                 if (strcmp(op->args[a].name, kt__space_input_name(c->space, k)) == 0) c->input_arg[k] = (long)a;
         }
     }
-    if ((st = key_fixed_inputs(op)) != KT_OK) goto out;
+    if ((st = key_fixed_inputs(op, where)) != KT_OK) goto out;
     int bit = 0;
     for (size_t i = 0; i < op->ncands; i++)
         op->cands[i].mask_bit = (op->cands[i].nreqs > 0 || op->cands[i].accept != NULL) ? bit++ : -1;

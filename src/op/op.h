@@ -345,8 +345,8 @@ struct kt_op {
 kt_status kt__op_building(const kt_op *op, const char *where);
 
 /* Freezes the op on its first call: checks it, resolves effort and forced candidate, assigns
- * mask bits. Idempotent and thread-safe. */
-kt_status kt__op_freeze(kt_op *op);
+ * mask bits. Idempotent and thread-safe. where: the call that froze it, for messages. */
+kt_status kt__op_freeze(kt_op *op, const char *where);
 
 /* ---- key.c --------------------------------------------------------------------------------- */
 

@@ -38,7 +38,7 @@ kt_status kt__table_insert(kt_op *op, kt_decision *d) {
     if (2 * (op->count + 1) > t->mask + 1) {
         size_t size = 2 * (t->mask + 1);
         kt__table *nt = calloc(1, sizeof *nt + size * sizeof nt->slot[0]);
-        if (nt == NULL) return kt__err(KT_ERR_NO_MEMORY, "kt_op_call(op '%s'): out of memory growing its table", op->name);
+        if (nt == NULL) return kt__err(KT_ERR_NO_MEMORY, "%s(op '%s'): out of memory growing its table", d->where, op->name);
         nt->mask = size - 1;
         for (size_t i = 0; i <= t->mask; i++) {
             kt_decision *e = atomic_load_explicit(&t->slot[i], memory_order_relaxed);

@@ -290,7 +290,7 @@ kt_status kt__measure_all(kt_op *op, kt_decision *d, const kt_arg *caller, bool 
     bool *acc = NULL;
     trial_ctx *trials = NULL;
     kt_status st = kt__make_units(op, d, caller, -1, NULL);
-    if (st == KT_OK) st = kt__workset_init(&ws, op, inputs, caller, launching);
+    if (st == KT_OK) st = kt__workset_init(&ws, op, d->where, inputs, caller, launching);
     else memset(&ws, 0, sizeof ws);
     if (st == KT_OK && ((acc = accepting(op, d, &ws)) == NULL || (trials = calloc(d->nunits ? d->nunits : 1, sizeof *trials)) == NULL))
         st = kt__err(KT_ERR_NO_MEMORY, "kt_op_call(op '%s'): out of memory", op->name);

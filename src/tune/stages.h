@@ -17,6 +17,7 @@
 typedef struct kt__workset kt__workset;
 struct kt__workset {
     const kt_op *op;
+    const char *where;   /* the call that tunes ("kt_op_call", "kt_op_tune"...), for messages */
     const kt_backend *b; /* the op's device: its backend, state and local index; host: */
     void *bstate;        /* the C backend, whose buffers are host memory */
     size_t dev;
@@ -38,7 +39,8 @@ struct kt__workset {
  * generated buffer keeps the caller's pointer's alignment (modulo the largest alignment any
  * requirement or key of the op looks at). launching: the caller's buffers will be launched on,
  * so they must not be NULL. */
-kt_status kt__workset_init(kt__workset *ws, const kt_op *op, kt_inputs inputs, const kt_arg *caller, bool launching);
+kt_status kt__workset_init(kt__workset *ws, const kt_op *op, const char *where, kt_inputs inputs, const kt_arg *caller,
+                          bool launching);
 
 /* Prepares one tuning run, outside any timed region: restores ReadWrite buffers, fills
  * accumulating outputs, poisons the other WriteOnly outputs when poison is set, copies the

@@ -117,7 +117,7 @@ kt_status kt__reference_capture(kt__reference *ref, kt__workset *ws, const kt__u
     }
     ref->outputs = calloc(op->nargs ? op->nargs : 1, sizeof *ref->outputs);
     ref->out_bytes = calloc(op->nargs ? op->nargs : 1, sizeof *ref->out_bytes);
-    if (ref->outputs == NULL || ref->out_bytes == NULL) return kt__err(KT_ERR_NO_MEMORY, "kt_op_call(op '%s'): out of memory", op->name);
+    if (ref->outputs == NULL || ref->out_bytes == NULL) return kt__err(KT_ERR_NO_MEMORY, "%s(op '%s'): out of memory", ws->where, op->name);
 
     const kt_arg *args = NULL;
     kt_status st = kt__workset_before(ws, true, &args);

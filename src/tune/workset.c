@@ -131,7 +131,7 @@ const void *kt__poison(kt_type t) {
 
 kt_status kt__extra_alloc(kt__workset *ws, size_t bytes, void **out) {
     *out = malloc(bytes ? bytes : 1);
-    if (*out == NULL) return kt__err(KT_ERR_NO_MEMORY, "kt_op_call(op '%s'): tuning: out of memory allocating %zu bytes", ws->op->name, bytes);
+    if (*out == NULL) return kt__err(KT_ERR_NO_MEMORY, "%s(op '%s'): tuning: out of memory allocating %zu bytes", ws->where, ws->op->name, bytes);
     ws->cur += bytes;
     if (ws->cur > ws->peak) ws->peak = ws->cur;
     return KT_OK;
@@ -148,7 +148,7 @@ void kt__extra_free(kt__workset *ws, void *p, size_t bytes) {
 static kt_status dcopy(kt__workset *ws, void *dst, const void *src, size_t bytes, kt_copy_dir dir) {
     char err[256] = "";
     kt_status st = ws->b->buffer_copy(ws->bstate, ws->dev, dst, src, bytes, dir, err, sizeof err);
-    if (st != KT_OK) return kt__err(st, "kt_op_call(op '%s'): tuning: %s", ws->op->name, err);
+    if (st != KT_OK) return kt__err(st, "%s(op '%s'): tuning: %s", ws->where, ws->op->name, err);
     return KT_OK;
 }
 
@@ -171,14 +171,14 @@ kt_status kt__workset_from_host(const kt__workset *ws, void *buf, const void *sr
 static kt_status dfill(kt__workset *ws, void *dst, size_t bytes, const void *pattern, size_t pattern_bytes) {
     char err[256] = "";
     kt_status st = ws->b->buffer_fill(ws->bstate, ws->dev, dst, bytes, pattern, pattern_bytes, err, sizeof err);
-    if (st != KT_OK) return kt__err(st, "kt_op_call(op '%s'): tuning: %s", ws->op->name, err);
+    if (st != KT_OK) return kt__err(st, "%s(op '%s'): tuning: %s", ws->where, ws->op->name, err);
     return KT_OK;
 }
 
 static kt_status dalloc(kt__workset *ws, size_t bytes, void **out) {
     char err[256] = "";
     kt_status st = ws->b->buffer_alloc(ws->bstate, ws->dev, bytes, out, err, sizeof err);
-    if (st != KT_OK) return kt__err(st, "kt_op_call(op '%s'): tuning: %s", ws->op->name, err);
+    if (st != KT_OK) return kt__err(st, "%s(op '%s'): tuning: %s", ws->where, ws->op->name, err);
     ws->cur += bytes;
     if (ws->cur > ws->peak) ws->peak = ws->cur;
     return KT_OK;
@@ -246,12 +246,14 @@ static uint64_t splitmix(uint64_t *s) {
     return z ^ (z >> 31);
 }
 
-static kt_status generate_host(const kt_op *op, size_t arg, void *dst, size_t bytes, const kt_arg *caller) {
+static kt_status generate_host(const kt__workset *ws, size_t arg, void *dst, size_t bytes) {
+    const kt_op *op = ws->op;
+    const kt_arg *caller = ws->caller;
     const kt__argdecl *d = &op->args[arg];
     if (d->gen_fn != NULL) {
         int rc = d->gen_fn(dst, bytes, d->elem, caller, op->nargs, d->gen_user);
         if (rc != 0)
-            return kt__err(KT_ERR_HOOK, "kt_op_call(op '%s'): the generator of argument '%s' returned %d", op->name,
+            return kt__err(KT_ERR_HOOK, "%s(op '%s'): the generator of argument '%s' returned %d", ws->where, op->name,
                            d->name, rc);
         return KT_OK;
     }
@@ -274,10 +276,10 @@ static kt_status generate_host(const kt_op *op, size_t arg, void *dst, size_t by
 
 /* Fills device buffer dst with argument arg's generated values. */
 static kt_status generate(kt__workset *ws, size_t arg, void *dst, size_t bytes) {
-    if (ws->host) return generate_host(ws->op, arg, dst, bytes, ws->caller);
+    if (ws->host) return generate_host(ws, arg, dst, bytes);
     void *tmp = NULL;
     kt_status st = kt__extra_alloc(ws, bytes, &tmp);
-    if (st == KT_OK) st = generate_host(ws->op, arg, tmp, bytes, ws->caller);
+    if (st == KT_OK) st = generate_host(ws, arg, tmp, bytes);
     if (st == KT_OK) st = dcopy(ws, dst, tmp, bytes, KT_COPY_HOST_TO_DEVICE);
     kt__extra_free(ws, tmp, bytes);
     return st;
@@ -327,9 +329,11 @@ static kt_status fill_input(kt__workset *ws, size_t i) {
     return generate(ws, i, ws->args[i].ptr, ws->args[i].bytes);
 }
 
-kt_status kt__workset_init(kt__workset *ws, const kt_op *op, kt_inputs inputs, const kt_arg *caller, bool launching) {
+kt_status kt__workset_init(kt__workset *ws, const kt_op *op, const char *where, kt_inputs inputs, const kt_arg *caller,
+                          bool launching) {
     memset(ws, 0, sizeof *ws);
     ws->op = op;
+    ws->where = where;
     size_t local = 0;
     kt__op_backend(op, &ws->b, &ws->bstate, &local, NULL);
     ws->dev = local;
@@ -344,7 +348,7 @@ kt_status kt__workset_init(kt__workset *ws, const kt_op *op, kt_inputs inputs, c
     ws->owned_bytes = calloc(n, sizeof *ws->owned_bytes);
     ws->ro_hash = calloc(n, sizeof *ws->ro_hash);
     if (!ws->args || !ws->run_args || !ws->pristine || !ws->owned || !ws->owned_bytes || !ws->ro_hash)
-        return kt__err(KT_ERR_NO_MEMORY, "kt_op_call(op '%s'): out of memory", op->name);
+        return kt__err(KT_ERR_NO_MEMORY, "%s(op '%s'): out of memory", ws->where, op->name);
     memcpy(ws->args, caller, op->nargs * sizeof *caller);
     for (size_t i = 0; i < op->nargs; i++) {
         const kt__argdecl *d = &op->args[i];
@@ -352,8 +356,8 @@ kt_status kt__workset_init(kt__workset *ws, const kt_op *op, kt_inputs inputs, c
         size_t bytes = caller[i].bytes;
         bool reads = d->access != KT_WRITE_ONLY;
         if (bytes > 0 && caller[i].ptr == NULL && (launching || (inputs != KT_INPUTS_GENERATED && reads)))
-            return kt__err(KT_ERR_INVALID_ARGUMENT, "kt_op_call(op '%s'): buffer argument %zu ('%s') is NULL with %zu bytes%s",
-                           op->name, i, d->name, bytes, launching ? "" : " (only GENERATED inputs may be NULL)");
+            return kt__err(KT_ERR_INVALID_ARGUMENT, "%s(op '%s'): buffer argument %zu ('%s') is NULL with %zu bytes%s",
+                           ws->where, op->name, i, d->name, bytes, launching ? "" : " (only GENERATED inputs may be NULL)");
         kt_status st;
         if (inputs != KT_INPUTS_PROTECT) {
             if ((st = alloc_mirror(ws, i, bytes)) != KT_OK) return st;
@@ -394,7 +398,7 @@ kt_status kt__workset_before(kt__workset *ws, bool poison, const kt_arg **run_ar
     *run_args = ws->run_args;
     if (op->pre_hook != NULL) {
         int rc = op->pre_hook(ws->run_args, op->nargs, op->hook_user);
-        if (rc != 0) return kt__err(KT_ERR_HOOK, "kt_op_call(op '%s'): the pre-benchmark hook returned %d", op->name, rc);
+        if (rc != 0) return kt__err(KT_ERR_HOOK, "%s(op '%s'): the pre-benchmark hook returned %d", ws->where, op->name, rc);
     }
     return KT_OK;
 }
@@ -404,7 +408,7 @@ kt_status kt__workset_after(kt__workset *ws) {
     if (op->post_hook != NULL) {
         int rc = op->post_hook(ws->run_args, op->nargs, op->hook_user);
         if (rc != 0)
-            return kt__err(KT_ERR_HOOK, "kt_op_call(op '%s'): the post-benchmark hook returned %d", op->name, rc);
+            return kt__err(KT_ERR_HOOK, "%s(op '%s'): the post-benchmark hook returned %d", ws->where, op->name, rc);
     }
     return KT_OK;
 }
@@ -446,8 +450,8 @@ kt_status kt__workset_finish(kt__workset *ws, const kt_arg *caller, kt_status st
         if (rs == KT_OK) continue;
         /* Every buffer is still tried; the first failure is the one reported. */
         if (st == KT_OK)
-            st = kt__err(rs, "kt_op_call(op '%s'): tuning could not %s '%s' for the final launch (it may hold a tuning run's data): %s",
-                         op->name, what, d->name, err[0] ? err : "the backend gave no reason");
+            st = kt__err(rs, "%s(op '%s'): tuning could not %s '%s' for the final launch (it may hold a tuning run's data): %s",
+                         ws->where, op->name, what, d->name, err[0] ? err : "the backend gave no reason");
         else
             kt__log(op->ctx, KT_LOG_WARN, "op '%s': after a failed tuning, could not %s '%s' (it may hold a tuning run's data): %s",
                     op->name, what, d->name, err[0] ? err : "the backend gave no reason");
