@@ -3,6 +3,8 @@
  */
 #include "replay.h"
 
+#include <kerntune/backend.h>
+
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>

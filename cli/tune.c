@@ -18,6 +18,14 @@
 #define _DEFAULT_SOURCE
 #include "tune.h"
 
+#include <kerntune/backend.h>
+#include <kerntune/cache.h>
+#include <kerntune/decision.h>
+#include <kerntune/device.h>
+#include <kerntune/measure.h>
+#include <kerntune/validation.h>
+#include <kerntune/variants.h>
+
 #include "replay.h"
 #include "t1.h"
 #include "t4.h"

@@ -421,7 +421,7 @@ kt_status kt_op_set_isolation(kt_op *op, kt_isolation isolation) {
     CHECK_OP(op, "kt_op_set_isolation");
     kt_status st = kt__op_building(op, "kt_op_set_isolation");
     if (st != KT_OK) return st;
-    if (isolation != KT_ISOLATE_AUTO && isolation != KT_ISOLATE_OFF && isolation != KT_ISOLATE_ON)
+    if (kt_isolation_name(isolation) == NULL)
         return kt__err(KT_ERR_INVALID_ARGUMENT, "kt_op_set_isolation(op '%s'): %d is not a kt_isolation", op->name, (int)isolation);
     op->isolation = isolation;
     return KT_OK;
@@ -449,7 +449,7 @@ kt_status kt_op_set_effort(kt_op *op, kt_effort effort) {
     CHECK_OP(op, "kt_op_set_effort");
     kt_status st = kt__op_building(op, "kt_op_set_effort");
     if (st != KT_OK) return st;
-    if (effort < KT_EFFORT_INHERIT || effort > KT_EFFORT_FORCED)
+    if (kt_effort_name(effort) == NULL)
         return kt__err(KT_ERR_INVALID_ARGUMENT, "kt_op_set_effort(op '%s'): effort %d is not a level (0..4)", op->name,
                        (int)effort);
     op->effort = effort;
@@ -460,7 +460,7 @@ kt_status kt_op_set_inputs(kt_op *op, kt_inputs inputs) {
     CHECK_OP(op, "kt_op_set_inputs");
     kt_status st = kt__op_building(op, "kt_op_set_inputs");
     if (st != KT_OK) return st;
-    if (inputs != KT_INPUTS_PROTECT && inputs != KT_INPUTS_CLONE && inputs != KT_INPUTS_GENERATED)
+    if (kt_inputs_name(inputs) == NULL)
         return kt__err(KT_ERR_INVALID_ARGUMENT, "kt_op_set_inputs(op '%s'): inputs %d is not PROTECT, CLONE or GENERATED",
                        op->name, (int)inputs);
     op->inputs = inputs;
@@ -697,8 +697,8 @@ kt_status kt__op_freeze(kt_op *op) {
     op->nmask_words = (npred + 63) / 64;
     kt__op_identity(op);
     atomic_store_explicit(&op->frozen, 1, memory_order_release);
-    kt__log(op->ctx, KT_LOG_DEBUG, "op '%s' frozen: %zu argument(s), %zu key component(s), %zu candidate(s), effort %d",
-            op->name, op->nargs, op->nkeys, op->ncands, (int)op->effective);
+    kt__log(op->ctx, KT_LOG_DEBUG, "op '%s' frozen: %zu argument(s), %zu key component(s), %zu candidate(s), effort %s",
+            op->name, op->nargs, op->nkeys, op->ncands, kt_effort_name(op->effective));
 out:
     pthread_mutex_unlock(&op->lock);
     return st;

@@ -9,6 +9,13 @@
 
 #include <kerntune.h>
 #include <kerntune/backend.h>
+#include <kerntune/cache.h>
+#include <kerntune/decision.h>
+#include <kerntune/device.h>
+#include <kerntune/inputs.h>
+#include <kerntune/measure.h>
+#include <kerntune/validation.h>
+#include <kerntune/variants.h>
 
 #include "build/compile.h"
 #include "space/expr.h"
