@@ -294,6 +294,14 @@ KT_API kt_status kt_context_set_log_level(kt_context *ctx, kt_log_level level);
 /** Routes log lines to fn instead of stderr; fn NULL restores stderr. */
 KT_API kt_status kt_context_set_log_fn(kt_context *ctx, kt_log_fn fn, void *user);
 
+/** Stores a pointer for the caller's own use (NULL clears it): kerntune never reads, writes or
+ *  frees it, so callbacks that receive the context, or code that holds it, find their data
+ *  without globals. Not synchronised: set it before other threads read it. */
+KT_API kt_status kt_context_set_user(kt_context *ctx, void *user);
+
+/** Returns the pointer given to kt_context_set_user (NULL when none was, or for a NULL ctx). */
+KT_API void *kt_context_user(const kt_context *ctx);
+
 /* ---------------------------------------------------------------------------------------------
  * Ops
  *
@@ -402,6 +410,15 @@ KT_API size_t kt_op_candidate_count(const kt_op *op);
 
 /** Returns the name of candidate index, or NULL when out of range. */
 KT_API const char *kt_op_candidate_name(const kt_op *op, size_t index);
+
+/** Stores a pointer for the caller's own use (NULL clears it), as kt_context_set_user does for a
+ *  context: kerntune never reads, writes or frees it. It may be set at any time, also after the
+ *  op's first call (it is not part of the op's declaration). Not synchronised: set it before
+ *  other threads read it. */
+KT_API kt_status kt_op_set_user(kt_op *op, void *user);
+
+/** Returns the pointer given to kt_op_set_user (NULL when none was, or for a NULL op). */
+KT_API void *kt_op_user(const kt_op *op);
 
 /* ---- Candidates that return their output --------------------------------------------------- */
 

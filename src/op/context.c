@@ -246,6 +246,14 @@ kt_status kt_context_set_log_fn(kt_context *ctx, kt_log_fn fn, void *user) {
     return KT_OK;
 }
 
+kt_status kt_context_set_user(kt_context *ctx, void *user) {
+    if (ctx == NULL) return kt__err(KT_ERR_NULL, "kt_context_set_user: ctx is NULL");
+    ctx->user = user;
+    return KT_OK;
+}
+
+void *kt_context_user(const kt_context *ctx) { return ctx ? ctx->user : NULL; }
+
 kt_status kt_context_set_measure(kt_context *ctx, unsigned warmup_runs, unsigned min_runs,
                                  unsigned max_runs, double min_time_s) {
     if (ctx == NULL) return kt__err(KT_ERR_NULL, "kt_context_set_measure: ctx is NULL");

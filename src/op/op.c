@@ -112,6 +112,15 @@ const char *kt_op_name(const kt_op *op) { return op ? op->name : NULL; }
 size_t kt_op_arg_count(const kt_op *op) { return op ? op->nargs : 0; }
 size_t kt_op_candidate_count(const kt_op *op) { return op ? op->ncands : 0; }
 
+/* The user pointer is the caller's alone: it may change after the op is frozen. */
+kt_status kt_op_set_user(kt_op *op, void *user) {
+    CHECK_OP(op, "kt_op_set_user");
+    op->user = user;
+    return KT_OK;
+}
+
+void *kt_op_user(const kt_op *op) { return op ? op->user : NULL; }
+
 const char *kt_op_candidate_name(const kt_op *op, size_t index) {
     return (op && index < op->ncands) ? op->cands[index].name : NULL;
 }
