@@ -1205,8 +1205,7 @@ int run_tune(int argc, char **argv) {
         replay.sampled = o.seed_given;
         replay.seed = o.seed;
         if (!t4_read(o.simulate, names, p.nparams, &replay.recs, &err)) FAIL("--simulate %s", err ? err : "out of memory");
-        replay_bind(&replay);
-        KT(kt_context_add_backend(ctx, replay_backend()));
+        KT(kt_context_add_backend(ctx, replay_backend(&replay)));
         if (mkdtemp(replay_dir) == NULL) FAIL("cannot create a temporary directory: %s", strerror(errno));
         replay_dir_made = true;
         KT(kt_context_set_artifact_dir(ctx, replay_dir));
