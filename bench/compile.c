@@ -11,6 +11,9 @@
 #include "build/compile.h"
 #include "op/op.h"
 
+#include <kerntune/device.h>
+#include <kerntune/variants.h>
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

@@ -16,6 +16,12 @@
  */
 #define _GNU_SOURCE /* mkdtemp */
 #include <kerntune.h>
+#include <kerntune/cache.h>
+#include <kerntune/decision.h>
+#include <kerntune/device.h>
+#include <kerntune/measure.h>
+#include <kerntune/validation.h>
+#include <kerntune/variants.h>
 
 #include <math.h>
 #include <stdio.h>

@@ -9,6 +9,7 @@
  * Usage: space [--rounds R]
  */
 #include <kerntune.h>
+#include <kerntune/variants.h>
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -17,6 +17,9 @@
 
 #include <jansson.h>
 #include <kerntune.h>
+#include <kerntune/cache.h>
+#include <kerntune/validation.h>
+#include <kerntune/variants.h>
 
 #include <stdio.h>
 #include <stdlib.h>

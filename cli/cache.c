@@ -14,6 +14,7 @@
 #include "text.h"
 
 #include <kerntune.h>
+#include <kerntune/cache.h>
 
 #include <jansson.h>
 

@@ -7,6 +7,7 @@
  * errors included), or {"help": TEXT} for --help.
  */
 #include <kerntune.h>
+#include <kerntune/device.h>
 
 #include "cache.h"
 #include "text.h"

@@ -3,14 +3,13 @@
  */
 #include "replay.h"
 
+#include <kerntune/backend.h>
+
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-static replay_data *bound;
-
-void replay_bind(replay_data *data) { bound = data; }
 
 typedef struct replay_module {
     t4_record *rec;
@@ -18,13 +17,11 @@ typedef struct replay_module {
     uint64_t rng;
 } replay_module;
 
+/* The table is the backend member of its replay_data (replay_backend), which becomes the state
+ * every other callback receives. */
 static kt_status r_init(const kt_backend *self, void **state, char *err, size_t errlen) {
-    (void)self;
-    if (bound == NULL) {
-        snprintf(err, errlen, "no recorded data bound");
-        return KT_ERR_BACKEND;
-    }
-    *state = bound;
+    (void)err, (void)errlen;
+    *state = (replay_data *)((const char *)self - offsetof(replay_data, backend));
     return KT_OK;
 }
 
@@ -193,7 +190,7 @@ static kt_status r_launch(void *state, size_t device, void *module, const kt_lau
     return KT_OK;
 }
 
-static const kt_backend replay = {
+static const kt_backend replay_table = {
     .abi_version = KT_BACKEND_ABI_VERSION,
     .name = "replay",
     .init = r_init,
@@ -213,4 +210,7 @@ static const kt_backend replay = {
     .limits = NULL,
 };
 
-const kt_backend *replay_backend(void) { return &replay; }
+const kt_backend *replay_backend(replay_data *data) {
+    data->backend = replay_table;
+    return &data->backend;
+}

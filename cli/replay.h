@@ -16,6 +16,8 @@
 #include <kerntune/backend.h>
 
 typedef struct replay_data {
+    kt_backend backend;   /* the table registered with the context (replay_backend): replay's
+                           * callbacks find this data through it, so none needs a global */
     const char *source;   /* the recorded file */
     t4_records recs;
     int recorded;         /* serve each configuration's recorded mean */
@@ -25,10 +27,9 @@ typedef struct replay_data {
     uint64_t served_runs;
 } replay_data;
 
-/* The backend table; its state is the replay_data given through replay_bind before the
- * backend is added to a context. */
-const kt_backend *replay_backend(void);
-void replay_bind(replay_data *data);
+/* Fills in data's backend table and returns it, for kt_context_add_backend: the backend's state
+ * is data itself, which must outlive the context. */
+const kt_backend *replay_backend(replay_data *data);
 
 /* The record of a configuration given as kerntune's configuration text, or NULL. */
 const t4_record *replay_find(const replay_data *data, const char *config);

@@ -8,6 +8,8 @@
 #include "t1.h"
 #include "t4.h"
 
+#include <kerntune/variants.h>
+
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>

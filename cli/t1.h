@@ -14,6 +14,7 @@
 #define KT_CLI_T1_H
 
 #include <kerntune.h>
+#include <kerntune/variants.h>
 
 #include <jansson.h>
 #include <stdbool.h>

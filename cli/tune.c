@@ -18,6 +18,14 @@
 #define _DEFAULT_SOURCE
 #include "tune.h"
 
+#include <kerntune/backend.h>
+#include <kerntune/cache.h>
+#include <kerntune/decision.h>
+#include <kerntune/device.h>
+#include <kerntune/measure.h>
+#include <kerntune/validation.h>
+#include <kerntune/variants.h>
+
 #include "replay.h"
 #include "t1.h"
 #include "t4.h"
@@ -1233,8 +1241,7 @@ int run_tune(int argc, char **argv) {
         replay.sampled = o.seed_given;
         replay.seed = o.seed;
         if (!t4_read(o.simulate, names, p.nparams, &replay.recs, &err)) FAIL("--simulate %s", err ? err : "out of memory");
-        replay_bind(&replay);
-        KT(kt_context_add_backend(ctx, replay_backend()));
+        KT(kt_context_add_backend(ctx, replay_backend(&replay)));
         if (mkdtemp(replay_dir) == NULL) FAIL("cannot create a temporary directory: %s", strerror(errno));
         replay_dir_made = true;
         KT(kt_context_set_artifact_dir(ctx, replay_dir));

@@ -11,6 +11,9 @@
  * Usage: matmul_demo [N ...]   (default sizes: 128 256 250)
  */
 #include <kerntune.h>
+#include <kerntune/decision.h>
+#include <kerntune/device.h>
+#include <kerntune/measure.h>
 
 #include <math.h>
 #include <stdio.h>

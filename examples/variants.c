@@ -9,6 +9,9 @@
  * Usage: variants [N]   (matrix size, default 128, a multiple of 32)
  */
 #include <kerntune.h>
+#include <kerntune/decision.h>
+#include <kerntune/device.h>
+#include <kerntune/variants.h>
 
 #include <stdbool.h>
 #include <stdio.h>

@@ -1,5 +1,5 @@
 /*
- * kerntune.h - the stable public API of kerntune.
+ * kerntune.h - the stable core of kerntune's public API.
  *
  * kerntune picks, by measurement, the fastest correct implementation of an operation for each
  * problem key and device, and remembers the pick. The unit of work is an *op*: a named operation
@@ -16,6 +16,28 @@
  *  - Strings returned by accessors are owned by the handle they came from and live as long as it.
  *  - The library never aborts, exits or prints, unless logging is switched on (KERNTUNE_LOG or
  *    kt_context_set_log_level), in which case it writes to stderr or to the caller's log function.
+ *
+ * This header is the core, what a first program needs: status codes, argument values, the
+ * context, declaring an op (arguments, key, candidates), calling and tuning it, and which
+ * candidate a decision chose. The rest of the API is in headers under kerntune/; each one
+ * includes this header and whatever else it needs, and this header includes none of them:
+ *   kerntune/measure.h     how candidates are measured: policies, the race, cache flushing,
+ *                          budgets, isolation in worker processes, timeouts, progress
+ *   kerntune/inputs.h      what tuning runs compute on: the caller's buffers protected, clones or
+ *                          generated inputs; accumulators, generators, benchmark hooks
+ *   kerntune/validation.h  checking each candidate's outputs against a reference: tolerances
+ *   kerntune/decision.h    a decision in detail: each candidate's and unit's outcome, times, runs,
+ *                          diagnostic; confidence, cost, re-racing
+ *   kerntune/variants.h    runtime-compiled variants: spaces, variant groups, constant memory,
+ *                          the artifact directory, build threads
+ *   kerntune/device.h      devices, device memory, running an op's variants on a device
+ *   kerntune/cache.h       the persistent cache of decisions, and wisdom (its JSON export)
+ *   kerntune/backend.h     the backend plug-in interface
+ *
+ * Enums with names are generated from one list each, KT_<NAME>_LIST(X), which calls
+ * X(enumerator, value, name) once per value (kt_type's adds the element size, and the status
+ * list, the oldest, gives names without the KT_ prefix and a message); the enum and its name
+ * function both expand the list, so they cannot disagree.
  */
 #ifndef KERNTUNE_H
 #define KERNTUNE_H
@@ -32,6 +54,9 @@ extern "C" {
 #else
 #define KT_API
 #endif
+
+/* Expands one entry of a KT_<NAME>_LIST into an enumerator (internal). */
+#define KT__ENUMERATOR(name, value, ...) name = value,
 
 /* ---------------------------------------------------------------------------------------------
  * Version
@@ -104,21 +129,22 @@ KT_API const char *kt_last_error(void);
 
 /** Element types of buffers and types of scalar arguments. F16 and BF16 are buffer element types
  *  only. KT_TYPE_BUFFER marks an argument value that is a buffer. */
-typedef enum kt_type {
-    KT_TYPE_I8 = 1,
-    KT_TYPE_I16,
-    KT_TYPE_I32,
-    KT_TYPE_I64,
-    KT_TYPE_U8,
-    KT_TYPE_U16,
-    KT_TYPE_U32,
-    KT_TYPE_U64,
-    KT_TYPE_F32,
-    KT_TYPE_F64,
-    KT_TYPE_F16,
-    KT_TYPE_BF16,
-    KT_TYPE_BUFFER = 64
-} kt_type;
+#define KT_TYPE_LIST(X)                  \
+    X(KT_TYPE_I8, 1, "i8", 1)            \
+    X(KT_TYPE_I16, 2, "i16", 2)          \
+    X(KT_TYPE_I32, 3, "i32", 4)          \
+    X(KT_TYPE_I64, 4, "i64", 8)          \
+    X(KT_TYPE_U8, 5, "u8", 1)            \
+    X(KT_TYPE_U16, 6, "u16", 2)          \
+    X(KT_TYPE_U32, 7, "u32", 4)          \
+    X(KT_TYPE_U64, 8, "u64", 8)          \
+    X(KT_TYPE_F32, 9, "f32", 4)          \
+    X(KT_TYPE_F64, 10, "f64", 8)         \
+    X(KT_TYPE_F16, 11, "f16", 2)         \
+    X(KT_TYPE_BF16, 12, "bf16", 2)       \
+    X(KT_TYPE_BUFFER, 64, "buffer", 0)
+
+typedef enum kt_type { KT_TYPE_LIST(KT__ENUMERATOR) } kt_type;
 
 /** Returns the size in bytes of one element of the type (0 for KT_TYPE_BUFFER or an unknown
  *  type). */
@@ -207,22 +233,33 @@ typedef struct kt_context kt_context;
  * The default candidate is the one named with kt_op_set_default, else the first added; when it
  * does not accept the arguments, the first candidate in order that does is used.
  * KT_EFFORT_INHERIT (ops only) takes the context's level. */
-typedef enum kt_effort {
-    KT_EFFORT_INHERIT = 0,
-    KT_EFFORT_MEASURE = 1,
-    KT_EFFORT_CACHE_ONLY = 2,
-    KT_EFFORT_OFF = 3,
-    KT_EFFORT_FORCED = 4
-} kt_effort;
+#define KT_EFFORT_LIST(X)                    \
+    X(KT_EFFORT_INHERIT, 0, "inherit")       \
+    X(KT_EFFORT_MEASURE, 1, "tune")          \
+    X(KT_EFFORT_CACHE_ONLY, 2, "cache-only") \
+    X(KT_EFFORT_OFF, 3, "off")               \
+    X(KT_EFFORT_FORCED, 4, "forced")
+
+typedef enum kt_effort { KT_EFFORT_LIST(KT__ENUMERATOR) } kt_effort;
+
+/** Returns an effort level's name: as KERNTUNE_MODE spells it ("tune" for MEASURE, "cache-only",
+ *  "off"), and "inherit" or "forced" for the two that KERNTUNE_MODE does not take; NULL for an
+ *  unknown value. */
+KT_API const char *kt_effort_name(kt_effort effort);
 
 /** Log levels; messages at or above the level set are emitted. */
-typedef enum kt_log_level {
-    KT_LOG_NONE = 0,
-    KT_LOG_ERROR = 1,
-    KT_LOG_WARN = 2,
-    KT_LOG_INFO = 3,
-    KT_LOG_DEBUG = 4
-} kt_log_level;
+#define KT_LOG_LEVEL_LIST(X)       \
+    X(KT_LOG_NONE, 0, "none")      \
+    X(KT_LOG_ERROR, 1, "error")    \
+    X(KT_LOG_WARN, 2, "warn")      \
+    X(KT_LOG_INFO, 3, "info")      \
+    X(KT_LOG_DEBUG, 4, "debug")
+
+typedef enum kt_log_level { KT_LOG_LEVEL_LIST(KT__ENUMERATOR) } kt_log_level;
+
+/** Returns a log level's name as KERNTUNE_LOG spells it and log lines to stderr show it
+ *  ("none", "error", "warn", "info", "debug"), or NULL for an unknown value. */
+KT_API const char *kt_log_level_name(kt_log_level level);
 
 /** Receives one log line (no trailing newline). May be called from any thread that calls into
  *  the context, so it must be thread-safe. */
@@ -257,244 +294,21 @@ KT_API kt_status kt_context_set_log_level(kt_context *ctx, kt_log_level level);
 /** Routes log lines to fn instead of stderr; fn NULL restores stderr. */
 KT_API kt_status kt_context_set_log_fn(kt_context *ctx, kt_log_fn fn, void *user);
 
-/**
- * How candidates are measured (the measurement engine, src/bench.c).
- *  - KT_POLICY_RACE (default): every candidate runs once after a warm-up; then the survivors
- *    run in rounds, and a candidate is dropped as soon as it is, at the race's confidence,
- *    slower than the current best by more than its tolerance. The race stops when one is
- *    left, when the survivors are within the tolerance of the best with confidence, when each
- *    reached its run cap, or when a budget is spent (kt_context_set_race).
- *  - KT_POLICY_TRITON: as Triton's do_bench: one call, five runs to estimate the time, warm-up
- *    runs filling 25 ms, repetitions filling 100 ms (at least one of each), their median.
- *  - KT_POLICY_KERNELTUNER: as Kernel Tuner: one warm-up, seven runs, their mean.
- *  - KT_POLICY_FIXED: the counts and time of kt_context_set_measure, the median.
- */
-typedef enum kt_policy {
-    KT_POLICY_RACE = 0,
-    KT_POLICY_TRITON = 1,
-    KT_POLICY_KERNELTUNER = 2,
-    KT_POLICY_FIXED = 3
-} kt_policy;
+/** Stores a pointer for the caller's own use (NULL clears it): kerntune never reads, writes or
+ *  frees it, so callbacks that receive the context, or code that holds it, find their data
+ *  without globals. Not synchronised: set it before other threads read it. */
+KT_API kt_status kt_context_set_user(kt_context *ctx, void *user);
 
-/** Selects the measurement policy. */
-KT_API kt_status kt_context_set_policy(kt_context *ctx, kt_policy policy);
-
-/** Returns the measurement policy in use. */
-KT_API kt_policy kt_context_policy(const kt_context *ctx);
-
-/** Returns a policy's name ("race", "triton", "kerneltuner", "fixed"), or NULL for an unknown
- *  value. */
-KT_API const char *kt_policy_name(kt_policy policy);
-
-/** Parses a policy name as kt_policy_name writes it; KT_ERR_INVALID_ARGUMENT otherwise. */
-KT_API kt_status kt_policy_parse(const char *name, kt_policy *out);
-
-/**
- * Sets the race: confidence in [0.5, 0.999999] (default 0.99), tolerance >= 0 as a fraction
- * (default 0.01: candidates within 1% of each other count as equally fast) and the most
- * measured runs one candidate gets, 3 to 10000000 (default 100).
- */
-KT_API kt_status kt_context_set_race(kt_context *ctx, double confidence, double tolerance, unsigned max_runs);
-
-/**
- * Selects KT_POLICY_FIXED and sets it: warmup_runs unmeasured runs, then measured runs until at
- * least min_runs have run and min_time_s seconds were measured, or max_runs have run; the
- * estimate is the median. Defaults: 1 warm-up, 3 to 1000 runs, 2 ms. Requires 1 <= min_runs
- * <= max_runs <= 10000000 and min_time_s >= 0. With validation on, a candidate's validation
- * run counts as its first warm-up.
- */
-KT_API kt_status kt_context_set_measure(kt_context *ctx, unsigned warmup_runs, unsigned min_runs,
-                                        unsigned max_runs, double min_time_s);
-
-/** Cache flushing between measured runs, outside the timed region. */
-typedef enum kt_flush {
-    KT_FLUSH_AUTO = 0, /* default: variants of backends that can flush (the C backend writes a
-                          buffer as large as the CPU's last-level cache, OpenCL and CUDA one as
-                          large as the device's); native candidates are not flushed */
-    KT_FLUSH_OFF = 1,  /* never */
-    KT_FLUSH_ON = 2    /* as AUTO, and native candidates too (the host's last-level cache) */
-} kt_flush;
-
-/** Sets cache flushing. */
-KT_API kt_status kt_context_set_flush(kt_context *ctx, kt_flush flush);
-
-/** Sets the directory of compiled artifacts (created when needed). Default: KERNTUNE_ARTIFACTS,
- *  else $XDG_CACHE_HOME/kerntune/artifacts, else ~/.cache/kerntune/artifacts. An artifact is
- *  keyed by a hash of backend, compiler identity and default options, device, kernel name,
- *  source, defines, options and the op's signature, so a second process with the same inputs
- *  compiles nothing. */
-KT_API kt_status kt_context_set_artifact_dir(kt_context *ctx, const char *path);
-
-/** Returns the artifact directory in use. */
-KT_API const char *kt_context_artifact_dir(const kt_context *ctx);
-
-/** Reports progress while an op tunes: after each unit (a native candidate or a variant's
- *  configuration) is decided, done of total units are through, valid of them measured, failed
- *  disqualified, and best_ns is the fastest time so far (negative before the first). Called on
- *  the tuning thread. */
-typedef void (*kt_progress_fn)(size_t done, size_t total, size_t valid, size_t failed, double best_ns, void *user);
-
-/** Sets the progress function (NULL: none, the default). */
-KT_API kt_status kt_context_set_progress_fn(kt_context *ctx, kt_progress_fn fn, void *user);
-
-/** Sets how many variants build at once (0, the default: one per core; at most 64). */
-KT_API kt_status kt_context_set_compile_threads(kt_context *ctx, size_t threads);
-
-/** Returns how many variants the context has compiled (artifact cache misses), and how many
- *  it found compiled already (hits). */
-KT_API uint64_t kt_context_compile_count(const kt_context *ctx);
-KT_API uint64_t kt_context_artifact_hits(const kt_context *ctx);
-
-/* ---------------------------------------------------------------------------------------------
- * Devices
- * ------------------------------------------------------------------------------------------- */
-
-/** A device found by a backend; owned by its context. */
-typedef struct kt_device kt_device;
-
-/** Returns the number of devices that the context's backends found. Device 0 is always the host
- *  CPU (the C backend); the first call that asks about devices also starts the optional
- *  backends (OpenCL, CUDA), whose devices follow. Safe to call while ops run. */
-KT_API size_t kt_context_device_count(kt_context *ctx);
-
-/** Returns device number index, or NULL when index is out of range. */
-KT_API const kt_device *kt_context_device(kt_context *ctx, size_t index);
-
-/** Device memory for ops that run on a device (kt_op_set_device): allocates bytes bytes on
- *  device index and stores the handle in *out (a host pointer for device 0, a cl_mem for an
- *  OpenCL device, a CUdeviceptr for a CUDA device); pass it to ops with kt_arg_buf. */
-KT_API kt_status kt_device_alloc(kt_context *ctx, size_t device, size_t bytes, void **out);
-
-/** Frees memory from kt_device_alloc. NULL is harmless. */
-KT_API void kt_device_free(kt_context *ctx, size_t device, void *buffer);
-
-/** Copies bytes bytes from host memory src to device buffer dst, or from device buffer src to
- *  host memory dst; both wait for the copy to finish. */
-KT_API kt_status kt_device_write(kt_context *ctx, size_t device, void *dst, const void *src, size_t bytes);
-KT_API kt_status kt_device_read(kt_context *ctx, size_t device, void *dst, const void *src, size_t bytes);
-
-/** Returns how many built-in backends could not start, and the reason for number index as
- *  "name: why" (e.g. "cuda: libcuda.so.1 is not installed"), or NULL when out of range. */
-KT_API size_t kt_context_unavailable_count(kt_context *ctx);
-KT_API const char *kt_context_unavailable(kt_context *ctx, size_t index);
-
-/** Returns the name of the backend that found the device ("c" for the host CPU). */
-KT_API const char *kt_device_backend(const kt_device *dev);
-
-/** Returns a human-readable device name, e.g. the CPU model. */
-KT_API const char *kt_device_name(const kt_device *dev);
-
-/** Returns the device fingerprint: a string that changes whenever the device, its driver or
- *  anything else that can change a tuning decision changes. */
-KT_API const char *kt_device_fingerprint(const kt_device *dev);
-
-/* ---------------------------------------------------------------------------------------------
- * Spaces
- *
- * A space is the set of variants of one kernel source: named parameters with value lists, the
- * constraints that valid combinations meet, values derived from them, and the launch geometry
- * they imply. Values, constraints, derived values and geometry are expression strings in the
- * Python subset that T1 files use: literals (int, float, bool, string), lists and range(),
- * + - * / // % ** (Python semantics: floor division and modulo toward negative infinity),
- * chained comparisons, and / or / not, x if c else y, min max abs int float len round sum,
- * indexing (ProblemSize[0]). A name in an expression is a parameter, a derived value or an
- * input; an unknown name is an error naming the expression and the column.
- * Inputs are values the space does not choose: problem sizes and key values, bound before
- * enumerating (kt_space_bind_*). In sizes and geometry evaluated for the whole space (not one
- * configuration), a parameter's name stands for its list of values: max(filter_width).
- * ------------------------------------------------------------------------------------------- */
-
-typedef struct kt_space kt_space;
-
-/** A configuration being checked by a constraint callback; read it with kt_config_*. */
-typedef struct kt_config kt_config;
-
-/** Creates an empty space; release with kt_space_destroy. */
-KT_API kt_status kt_space_create(kt_space **out);
-
-/** Releases the caller's reference to a space (ops it was added to keep theirs). NULL is
- *  harmless. */
-KT_API void kt_space_destroy(kt_space *sp);
-
-/** Adds a parameter whose values are the list that expression values gives ("[16, 32, 64]",
- *  "range(1, 9)", "['float', 'double']"); values must be ints, floats, bools or strings, and
- *  the list must not be empty. Parameters vary in declaration order, the last fastest. */
-KT_API kt_status kt_space_add_param(kt_space *sp, const char *name, const char *values);
-
-/** Adds an integer parameter with n values. */
-KT_API kt_status kt_space_add_param_ints(kt_space *sp, const char *name, const int64_t *values, size_t n);
-
-/** Declares an input: a value bound before enumeration, by name (a problem size, a key value:
- *  "K", "ProblemSize"). Expressions may use it once declared. */
-KT_API kt_status kt_space_add_input(kt_space *sp, const char *name);
-
-/** Binds an input to an integer, or to a list of integers. */
-KT_API kt_status kt_space_bind_int(kt_space *sp, const char *name, int64_t value);
-KT_API kt_status kt_space_bind_ints(kt_space *sp, const char *name, const int64_t *values, size_t n);
-
-/** Adds a constraint: a configuration is valid only when expression is true. */
-KT_API kt_status kt_space_add_constraint(kt_space *sp, const char *expression);
-
-/** A constraint callback: returns nonzero when the configuration is valid. */
-typedef int (*kt_constraint_fn)(const kt_config *cfg, void *user);
-
-/** Adds a constraint callback, evaluated once every parameter has its value. */
-KT_API kt_status kt_space_add_constraint_fn(kt_space *sp, kt_constraint_fn fn, void *user);
-
-/** Adds a derived value computed from parameters, inputs and earlier derived values (e.g.
- *  "EVEN_K", "K % TK == 0"); it reaches the kernel as a define like a parameter. */
-KT_API kt_status kt_space_add_derived(kt_space *sp, const char *name, const char *expression);
-
-/** How the global geometry is given: as a grid of blocks (CUDA's grid; T1 "GlobalSizeType":
- *  "CUDA") or as a total number of work-items (OpenCL's global size). */
-typedef enum kt_geometry {
-    KT_GEOMETRY_GRID = 0,
-    KT_GEOMETRY_GLOBAL = 1
-} kt_geometry;
-
-/** Sets the launch geometry: global sizes (grid or total, per kind), local sizes (block) and
- *  dynamic shared memory in bytes, as expressions per dimension; NULL means 1 (0 for shared
- *  memory). */
-KT_API kt_status kt_space_set_geometry(kt_space *sp, kt_geometry kind, const char *const global[3],
-                                       const char *const local[3], const char *shared_memory);
-
-/** Enumerates the valid configurations for the inputs bound now; *count receives how many.
- *  Fails when an input is unbound or an expression fails to evaluate, naming it. */
-KT_API kt_status kt_space_enumerate(kt_space *sp, size_t *count);
-
-/** Returns the number of parameters, and parameter index's name (NULL when out of range). */
-KT_API size_t kt_space_param_count(const kt_space *sp);
-KT_API const char *kt_space_param_name(const kt_space *sp, size_t index);
-
-/** Returns the number of configurations of the last enumeration. */
-KT_API size_t kt_space_config_count(const kt_space *sp);
-
-/** Formats configuration index of the last enumeration as "name=value,name=value" into buf:
- *  parameters and derived values in declaration order, each value as it reaches the kernel as a
- *  define (numbers as Python writes them, bools as 1 or 0, strings without quotes). Returns
- *  KT_ERR_INVALID_ARGUMENT when index is out of range, KT_ERR_LIMIT when buf is too small. */
-KT_API kt_status kt_space_config_format(const kt_space *sp, size_t index, char *buf, size_t len);
-
-/** Evaluates expression over the whole space (parameters stand for their value lists, inputs for
- *  their bound values, as in T1 argument sizes: "max(filter_width) * ProblemSize[0]") and stores
- *  the integer result in *out (a whole float counts; anything else fails naming the expression). */
-KT_API kt_status kt_space_eval_int(const kt_space *sp, const char *expression, int64_t *out);
-
-/** Reads parameter param of configuration index as an integer (bools count; floats and
- *  strings fail with KT_ERR_ARG_TYPE). */
-KT_API kt_status kt_space_config_int(const kt_space *sp, size_t index, size_t param, int64_t *out);
-
-/** Within a constraint callback: parameter param's value as an integer (0 when it is not one),
- *  a double, or a string (NULL when it is not one). */
-KT_API int64_t kt_config_int(const kt_config *cfg, size_t param);
-KT_API double kt_config_double(const kt_config *cfg, size_t param);
-KT_API const char *kt_config_string(const kt_config *cfg, size_t param);
+/** Returns the pointer given to kt_context_set_user (NULL when none was, or for a NULL ctx). */
+KT_API void *kt_context_user(const kt_context *ctx);
 
 /* ---------------------------------------------------------------------------------------------
  * Ops
  *
  * An op is built (arguments, key, candidates, requirements) and then called. Its first call
- * freezes it: building calls after that fail with KT_ERR_STATE.
+ * freezes it: building calls after that fail with KT_ERR_STATE. How tuning measures the
+ * candidates (kerntune/measure.h), what they run on meanwhile (kerntune/inputs.h) and how their
+ * outputs are checked (kerntune/validation.h) have defaults a first program can keep.
  * ------------------------------------------------------------------------------------------- */
 
 typedef struct kt_op kt_op;
@@ -564,6 +378,17 @@ KT_API kt_status kt_op_key_fn(kt_op *op, kt_key_fn fn, void *user);
  *  At most 4096 candidates per op. */
 KT_API kt_status kt_op_add_native(kt_op *op, const char *name, kt_native_fn fn, void *user);
 
+/** Sets the version of candidate name: a string the caller changes whenever the candidate's
+ *  behaviour changes in a way its identity does not show (NULL clears it; an empty string is
+ *  refused). It becomes part of the candidate set's identity and of the candidate's own in the
+ *  persistent cache, so a recorded decision or measurement of another version misses. Without
+ *  it a native candidate is identified by its name and the build-id of the executable or shared
+ *  object holding its function (ELF NT_GNU_BUILD_ID; for an object linked with
+ *  --build-id=none, a hash of its loaded read-only segments), so a rebuilt object with changed
+ *  code misses; a variant group by its source, kernel, options and space (not the files its
+ *  source includes: set a version when those change). Only while the op is being built. */
+KT_API kt_status kt_op_set_candidate_version(kt_op *op, const char *name, const char *version);
+
 /** Declares that candidate name accepts only calls where buffer argument arg's pointer is a
  *  multiple of align (a power of two). */
 KT_API kt_status kt_op_require_align(kt_op *op, const char *name, size_t arg, size_t align);
@@ -588,34 +413,6 @@ KT_API kt_status kt_op_set_fallback(kt_op *op, const char *name);
  *  candidate and sets the effort back to KT_EFFORT_INHERIT. KERNTUNE_FORCE wins over this. */
 KT_API kt_status kt_op_force(kt_op *op, const char *name);
 
-/** Limits each tuning of the op: at most max_units units (native candidates and variant
- *  configurations, in order; 0: no limit) are validated and measured, and none is started after
- *  max_seconds of wall time (0: no limit). Units left out end KT_OUTCOME_NOT_RUN. */
-KT_API kt_status kt_op_set_budget(kt_op *op, size_t max_units, double max_seconds);
-
-/** Where compiled variants run while tuning:
- *  - KT_ISOLATE_AUTO (default): CUDA variants in a worker process (an illegal address would
- *    leave the caller's context unusable), others in the caller's process;
- *  - KT_ISOLATE_ON: every variant in a worker process (the kerntune-worker program, found
- *    through KERNTUNE_WORKER, its install path or the build tree): one that crashes, hangs
- *    past the timeout or poisons its device context is disqualified (KT_OUTCOME_CRASHED,
- *    KT_OUTCOME_TIMEOUT, KT_OUTCOME_FAILED) and the worker replaced;
- *  - KT_ISOLATE_OFF: every variant in the caller's process.
- *  Native candidates always run in the caller's process. The final launch of the winner is
- *  always the caller's, on the caller's data. */
-typedef enum kt_isolation { KT_ISOLATE_AUTO = 0, KT_ISOLATE_OFF = 1, KT_ISOLATE_ON = 2 } kt_isolation;
-
-KT_API kt_status kt_op_set_isolation(kt_op *op, kt_isolation isolation);
-
-/** Sets how long one isolated run may take before its worker is killed (seconds > 0;
- *  default 10). */
-KT_API kt_status kt_op_set_timeout(kt_op *op, double seconds);
-
-/** Limits every tuning of the op to max_runs runs of candidates in all (validation runs,
- *  warm-ups and measured runs; 0: no limit). The first candidate that passes validation always
- *  gets one measured run, so a key is never left undecided by a budget. */
-KT_API kt_status kt_op_set_run_budget(kt_op *op, uint64_t max_runs);
-
 /** Sets the op's effort level (KT_EFFORT_INHERIT: the context's). */
 KT_API kt_status kt_op_set_effort(kt_op *op, kt_effort effort);
 
@@ -625,79 +422,14 @@ KT_API size_t kt_op_candidate_count(const kt_op *op);
 /** Returns the name of candidate index, or NULL when out of range. */
 KT_API const char *kt_op_candidate_name(const kt_op *op, size_t index);
 
-/* ---- Arguments during tuning ---------------------------------------------------------------
- *
- * Tuning runs candidates many times; none of that may show in the caller's data. After the
- * first (tuning) call every argument holds exactly what one launch of the winner produces from
- * the caller's original data: bit-exact for ReadWrite buffers and for every WriteOnly element
- * the winner writes, and ReadOnly buffers untouched (by candidates that respect their declared
- * access; CLONE mode protects the caller even from those that do not). WriteOnly elements that
- * the winner does not write are unspecified after a tuning call: declare such a buffer
- * KT_READ_WRITE if it must keep them. When a tuning call fails, ReadWrite buffers hold the
- * caller's data again and WriteOnly contents are unspecified.
- * Copies and generated buffers keep the caller's pointer's alignment, and a candidate whose
- * requirements reject the copies it would run on is not run (KT_OUTCOME_REJECTED).
- * ------------------------------------------------------------------------------------------- */
+/** Stores a pointer for the caller's own use (NULL clears it), as kt_context_set_user does for a
+ *  context: kerntune never reads, writes or frees it. It may be set at any time, also after the
+ *  op's first call (it is not part of the op's declaration). Not synchronised: set it before
+ *  other threads read it. */
+KT_API kt_status kt_op_set_user(kt_op *op, void *user);
 
-/** Where tuning runs take their inputs from.
- *  - PROTECT (default): the caller's buffers. ReadWrite buffers are snapshot once per tuning and
- *    restored before every run, outside the timed region; before the final launch they are
- *    restored once more. Extra memory: the ReadWrite buffers' total size.
- *  - CLONE: private copies of every buffer; the caller's buffers are not read after the copy
- *    and not written until the single final launch. Extra memory: every buffer's size (plus up
- *    to its alignment window) and the ReadWrite buffers' again (a pristine copy to restore from).
- *  - GENERATED: buffers allocated at the call's sizes and filled by each buffer's generator
- *    (kt_op_set_generator); the caller's buffers are not touched at all until the final launch. */
-typedef enum kt_inputs {
-    KT_INPUTS_PROTECT = 0,
-    KT_INPUTS_CLONE = 1,
-    KT_INPUTS_GENERATED = 2
-} kt_inputs;
-
-/** Sets where tuning runs take their inputs from (default KT_INPUTS_PROTECT). */
-KT_API kt_status kt_op_set_inputs(kt_op *op, kt_inputs inputs);
-
-/** Declares that candidates accumulate into WriteOnly buffer arg (out += ...): during tuning it
- *  is filled with value (converted to its element type) before every run, and in PROTECT mode,
- *  where the runs used the caller's buffer, once more before the final launch. The caller is
- *  expected to pass it filled with that value, as for any launch; if its prior contents matter,
- *  declare it KT_READ_WRITE instead. Ordinary (tuned) calls never fill it. */
-KT_API kt_status kt_op_set_accumulate(kt_op *op, size_t arg, double value);
-
-/** How GENERATED mode fills a buffer: RANDOM (default): floats uniform in [-1, 1), integers
- *  uniform in [0, 16), from the op's seed and the argument index; CONSTANT: every element equal
- *  to value. */
-typedef enum kt_gen {
-    KT_GEN_RANDOM = 0,
-    KT_GEN_CONSTANT = 1
-} kt_gen;
-
-/** Sets buffer argument arg's generator for GENERATED mode; value is used by KT_GEN_CONSTANT. */
-KT_API kt_status kt_op_set_generator(kt_op *op, size_t arg, kt_gen gen, double value);
-
-/** Fills ptr (bytes bytes of elements of type elem) for buffer argument arg; receives the call's
- *  arguments (for sizes and scalars; their buffer pointers are the caller's and must not be
- *  read). Returns 0 on success. */
-typedef int (*kt_generate_fn)(void *ptr, size_t bytes, kt_type elem, const kt_arg *args, size_t nargs,
-                              void *user);
-
-/** Sets a user generator for buffer argument arg in GENERATED mode. */
-KT_API kt_status kt_op_set_generator_fn(kt_op *op, size_t arg, kt_generate_fn fn, void *user);
-
-/** Sets the seed of KT_GEN_RANDOM (default 0x6b65726e74756e65). */
-KT_API kt_status kt_op_set_seed(kt_op *op, uint64_t seed);
-
-/** A benchmark hook. It receives the arguments a tuning run is about to use (or has used), as
- *  a mutable array: a pre-hook may substitute arguments (e.g. point a buffer at a scratch copy)
- *  for that run only; substitutes must meet the candidates' requirements. Returns 0 on success;
- *  nonzero stops the tuning with KT_ERR_HOOK (nothing is recorded; the next call tunes again).
- *  After a failing pre-hook the post-hook is not run: a pre-hook cleans up its own failure. */
-typedef int (*kt_hook_fn)(kt_arg *args, size_t nargs, void *user);
-
-/** Sets hooks run before and after every run made while tuning (validation, warm-up and
- *  measured runs, and the reference run), outside the timed region; never around the final
- *  launch or a dispatched call. Either may be NULL. */
-KT_API kt_status kt_op_set_bench_hooks(kt_op *op, kt_hook_fn pre, kt_hook_fn post, void *user);
+/** Returns the pointer given to kt_op_set_user (NULL when none was, or for a NULL op). */
+KT_API void *kt_op_user(const kt_op *op);
 
 /* ---- Candidates that return their output --------------------------------------------------- */
 
@@ -714,74 +446,15 @@ KT_API kt_status kt_op_set_result(kt_op *op, kt_type elem);
 /** Adds a candidate that returns its output (the op must have kt_op_set_result). */
 KT_API kt_status kt_op_add_native_result(kt_op *op, const char *name, kt_result_fn fn, void *user);
 
-/* ---- Runtime-compiled variants ------------------------------------------------------------- */
-
-/** Runs the op's compiled variants on device index of the context (kt_context_device); the
- *  op's buffer arguments are then that device's buffers. Default: device 0, the host CPU (the
- *  C backend). */
-KT_API kt_status kt_op_set_device(kt_op *op, size_t device);
-
-/**
- * Adds a group of candidates named name: one variant of source per configuration of space,
- * compiled by the op's device's backend with the configuration's parameters and derived values
- * as defines (NAME=VALUE), plus options. kernel_name is the function (C: `void NAME(...)`
- * taking the op's arguments in order, a buffer as a pointer to its element type and a scalar
- * by value) or the kernel (OpenCL, CUDA) to call. A space input whose name is an op argument
- * takes that argument's value (a scalar's, or a buffer's element count) at each tuning; other
- * inputs must be bound in the space. The op keeps a reference to the space, which can no
- * longer change (its setters then fail with KT_ERR_STATE); source and options are copied. Variants are compiled in parallel on first use, into the context's
- * artifact directory; a variant that fails to compile or load is disqualified with the first
- * lines of its log (KT_OUTCOME_BUILD_FAILED), and tuning goes on.
- */
-KT_API kt_status kt_op_add_variants(kt_op *op, const char *name, kt_space *space, const char *source,
-                                    const char *kernel_name, const char *const *options, size_t noptions);
-
-/* ---- Validation ---------------------------------------------------------------------------
- *
- * While tuning, each candidate's first run is a validation run: ReadWrite inputs restored,
- * WriteOnly outputs poisoned (filled with a pattern: a NaN with a payload for floats, 0xA5 bytes
- * for integers) unless declared accumulating, and afterwards every WriteOnly and ReadWrite
- * buffer and the returned output are compared with the reference's: integers exactly, floats
- * within |actual - expected| <= atol + rtol * |expected|; NaN matches only NaN; an element still
- * holding the poison pattern was left unwritten and fails (for 8-bit outputs the pattern 0xA5
- * is also an ordinary value, so an unwritten element whose true value is 0xA5 goes unnoticed).
- * A candidate that changed a ReadOnly buffer fails; a reference that did is not used. A failing candidate is disqualified (KT_OUTCOME_INVALID) with a
- * diagnostic naming the output, the element, the expected and the actual value.
- * The reference is, in order: the function set by kt_op_set_reference_fn, the candidate named by
- * kt_op_set_reference, the op's default candidate. If the reference does not accept the
- * arguments or fails, the key is tuned without validation (logged; kt_decision_validated says so).
- * Validation adds the reference's outputs to a tuning's extra memory.
- * ------------------------------------------------------------------------------------------- */
-
-/** Names the reference candidate. */
-KT_API kt_status kt_op_set_reference(kt_op *op, const char *name);
-
-/** With on nonzero, the reference candidate only validates the others: it is not measured and
- *  never wins (for a reference that is a slow or out-of-space implementation). Default 0. */
-KT_API kt_status kt_op_set_reference_only(kt_op *op, int on);
-
-/** A reference implementation: computes the expected outputs from args in place (as a candidate
- *  would), and for an op with a result fills *result (NULL otherwise). Returns 0 on success. */
-typedef int (*kt_reference_fn)(const kt_arg *args, size_t nargs, void *user, kt_result *result);
-
-/** Sets a reference function; it takes precedence over any reference candidate. */
-KT_API kt_status kt_op_set_reference_fn(kt_op *op, kt_reference_fn fn, void *user);
-
-/** Switches validation on (default) or off for the op. */
-KT_API kt_status kt_op_set_validation(kt_op *op, int on);
-
-/** Sets the tolerances for every floating-point output of the op (both >= 0). Defaults, by
- *  element type: f64 atol 1e-12 rtol 1e-9; f32 atol 1e-6 rtol 1e-4; f16 and bf16 atol 1e-3
- *  rtol 1e-2. Integers always compare exactly. */
-KT_API kt_status kt_op_set_tolerance(kt_op *op, double atol, double rtol);
+/* ---- Calling and tuning -------------------------------------------------------------------- */
 
 /**
  * Calls the op. Checks nargs and every argument's type against the signature, computes the
  * key, and dispatches the recorded winner for it. On a miss it decides first (by the op's
  * effort level): under MEASURE it validates and measures every candidate that accepts the
- * arguments, on the inputs kt_op_set_inputs chose, records the winner, restores the caller's
- * buffers, and runs the winner once on them: afterwards the arguments hold exactly what one
- * launch of the winner produces from the caller's original data.
+ * arguments, on the inputs kt_op_set_inputs chose (kerntune/inputs.h), records the winner,
+ * restores the caller's buffers, and runs the winner once on them: afterwards the arguments hold
+ * exactly what one launch of the winner produces from the caller's original data.
  * Concurrent first calls for one key tune once; the other callers wait for the decision, or run
  * the fallback candidate (kt_op_set_fallback). A candidate must not call its own op with the
  * same key while that key is being tuned (it would wait for itself), unless a fallback is set.
@@ -812,21 +485,12 @@ KT_API kt_status kt_op_tune(kt_op *op, const kt_arg *args, size_t nargs);
 /** Returns how many times the op has tuned a key (measured its candidates). */
 KT_API uint64_t kt_op_tune_count(const kt_op *op);
 
-/** Returns how many measured runs (warm-ups excluded) the op has made in all its tunings. */
-KT_API uint64_t kt_op_measured_runs(const kt_op *op);
-
 /* ---------------------------------------------------------------------------------------------
  * Decisions
+ *
+ * Which candidate a key's decision chose, and how it was made. kerntune/decision.h has the rest:
+ * every candidate's and unit's outcome, times, runs and diagnostic, the confidence, the cost.
  * ------------------------------------------------------------------------------------------- */
-
-/** Places ReadOnly buffer argument arg in the device's constant memory too (T1's "MemType":
- *  "Constant", as Kernel Tuner reads it). CUDA: before every launch its bytes are copied into
- *  the module's `__constant__` variable named like the argument, which must be at least as
- *  large (a variant without one fails to build, naming it); the kernel also receives the buffer
- *  as its parameter, like every argument, and may ignore it. OpenCL: it is passed as the kernel
- *  argument, which the kernel declares `__constant`. Host backends and native candidates
- *  receive it like any other buffer. */
-KT_API kt_status kt_op_set_constant(kt_op *op, size_t arg);
 
 /** A recorded decision; owned by its op and valid as long as the op. Read-only. */
 typedef struct kt_decision kt_decision;
@@ -868,258 +532,13 @@ KT_API kt_decision_source kt_decision_source_of(const kt_decision *d);
 KT_API size_t kt_decision_key_len(const kt_decision *d);
 KT_API int64_t kt_decision_key(const kt_decision *d, size_t index);
 
-/** Candidate outcome within a decision. */
-typedef enum kt_outcome {
-    KT_OUTCOME_NOT_RUN = 0,  /* not measured (decision not measured) */
-    KT_OUTCOME_MEASURED = 1, /* measured; time and runs are set */
-    KT_OUTCOME_REJECTED = 2, /* its requirements rejected the arguments: never launched */
-    KT_OUTCOME_FAILED = 3,   /* returned a failure while being measured */
-    KT_OUTCOME_INVALID = 4,  /* produced a wrong answer in its validation run */
-    KT_OUTCOME_BUILD_FAILED = 5, /* a variant that failed to compile or load */
-    KT_OUTCOME_TIMEOUT = 6,      /* ran past the op's timeout in its worker process (killed) */
-    KT_OUTCOME_CRASHED = 7       /* took its worker process down (a signal: SIGSEGV, SIGBUS, abort...) */
-} kt_outcome;
-
-/** Returns candidate index's outcome in the decision. */
-KT_API kt_outcome kt_decision_outcome(const kt_decision *d, size_t candidate);
-
-/** Returns candidate index's median time in nanoseconds, or a negative value when it was not
- *  measured. */
-KT_API double kt_decision_time_ns(const kt_decision *d, size_t candidate);
-
-/** Returns the number of measured runs of candidate index (warm-ups excluded). */
-KT_API unsigned kt_decision_runs(const kt_decision *d, size_t candidate);
-
-/** Returns the failure code a candidate returned while measured (0 when it did not fail). */
-KT_API int kt_decision_fail_code(const kt_decision *d, size_t candidate);
-
-/** Returns the number of units the decision considered: one per native candidate and one per
- *  configuration of each variant group, in candidate order. Unit accessors below take a unit
- *  index; the candidate accessors above report, for a variant group, its winning or fastest
- *  configuration. */
-KT_API size_t kt_decision_unit_count(const kt_decision *d);
-
-/** Returns the unit that won. */
-KT_API size_t kt_decision_winner_unit(const kt_decision *d);
-
-/** Returns the candidate index of unit u. */
-KT_API size_t kt_decision_unit_candidate(const kt_decision *d, size_t u);
-
-/** Returns unit u's configuration as kt_space_config_format writes it, or NULL for a native
- *  candidate. */
-KT_API const char *kt_decision_unit_config(const kt_decision *d, size_t u);
-
-/** Unit u's outcome, median time in ns (negative when not measured), measured runs, and
- *  diagnostic (NULL when none). */
-KT_API kt_outcome kt_decision_unit_outcome(const kt_decision *d, size_t u);
-KT_API double kt_decision_unit_time_ns(const kt_decision *d, size_t u);
-KT_API unsigned kt_decision_unit_runs(const kt_decision *d, size_t u);
-KT_API const char *kt_decision_unit_message(const kt_decision *d, size_t u);
-
-/** Writes the launch geometry unit u of a device variant group was planned with for the
- *  tuning's arguments (global size per dimension in blocks or work-items as the space's
- *  geometry kind says, local size, dynamic shared memory in bytes). Any pointer may be NULL.
- *  Returns KT_ERR_NOT_FOUND for a native candidate or a unit that was never planned. A call
- *  with other arguments computes its own geometry from them. */
-KT_API kt_status kt_decision_unit_geometry(const kt_decision *d, size_t u, int64_t global[3], int64_t local[3],
-                                           int64_t *shared_memory);
-
-/** Stores unit u's measured run times in ns, in the order they were taken, in *times (owned by
- *  the decision) and their number in *n; KT_ERR_NOT_FOUND when it has none. */
-KT_API kt_status kt_decision_unit_runtimes(const kt_decision *d, size_t u, const double **times, size_t *n);
-
-/** Returns how long building unit u took in ms (0 for natives and for artifacts found cached). */
-KT_API double kt_decision_unit_build_ms(const kt_decision *d, size_t u);
-
-/** Returns the diagnostic of a candidate that failed or was invalid in the decision (e.g.
- *  "output 'y' element 17: expected 3.5, got 3.25"), or NULL. */
-KT_API const char *kt_decision_message(const kt_decision *d, size_t candidate);
-
-/** Returns the decision's confidence in [0, 1]: the smallest, over the other measured units, of
- *  the probability that the winner is no more than the race's tolerance slower than that unit
- *  (1 when nothing else was measured; 0 for decisions not measured). */
-KT_API double kt_decision_confidence(const kt_decision *d);
-
-/** Returns how many runs of candidates the decision's tuning made (validation runs, warm-ups
- *  and measured runs). */
-KT_API uint64_t kt_decision_total_runs(const kt_decision *d);
-
-/** Returns the time, in ns, of the warm-ups and measured runs of the decision's tuning (the
- *  kernels' times alone: restores, flushes and validation are not counted). */
-KT_API double kt_decision_measure_ns(const kt_decision *d);
-
-/** Returns the policy that measured the decision. */
-KT_API kt_policy kt_decision_policy(const kt_decision *d);
-
-/** Unit u's warm-up runs, and the bounds of its estimate's confidence interval in ns (negative
- *  when not measured). */
-KT_API unsigned kt_decision_unit_warmups(const kt_decision *d, size_t u);
-KT_API double kt_decision_unit_ci_low_ns(const kt_decision *d, size_t u);
-KT_API double kt_decision_unit_ci_high_ns(const kt_decision *d, size_t u);
-
-/** Returns whether the decision's candidates were validated against a reference. */
-KT_API int kt_decision_validated(const kt_decision *d);
-
-/** Returns the most memory, in bytes, that the tuning behind the decision allocated at once
- *  beyond the caller's own buffers (snapshots, clones, generated inputs, reference outputs). */
-KT_API size_t kt_decision_peak_extra_bytes(const kt_decision *d);
-
-/** Returns the confidence the decision's race asked for (the context's race confidence when it
- *  was measured, kt_context_set_race), or a negative value when none was asked for (another
- *  policy, a decision not measured, or one recorded by a kerntune that did not keep it). */
-KT_API double kt_decision_requested_confidence(const kt_decision *d);
-
-/** Returns 1 when the decision ended below the confidence its race asked for
- *  (kt_decision_confidence < kt_decision_requested_confidence): the race stopped, at its run
- *  cap or a budget, before it could tell the finalists apart. Such a decision is recorded as not
- *  settled: the next tuning of its key that may measure (effort MEASURE, in this or another
- *  process) re-races its finalists instead of serving it; CACHE_ONLY serves it as it is. */
-KT_API int kt_decision_below_confidence(const kt_decision *d);
-
-/** Returns 1 when the decision was made by re-racing the finalists of a recorded decision that
- *  had ended below its requested confidence: the finalists were measured afresh (validated as
- *  usual), every other unit kept its recorded result without running (0 runs) or competing. */
-KT_API int kt_decision_reraced(const kt_decision *d);
-
-/** Returns 1 when unit u was a finalist of the decision's race: measured and not dropped when
- *  the race stopped (a unit is dropped once it is slower than the best with the race's
- *  confidence; under the other policies none is), or the winner. */
-KT_API int kt_decision_unit_finalist(const kt_decision *d, size_t u);
-
-/** Returns why the persistent cache's decision for this key was rejected (a candidate or
- *  configuration the op does not have, one outside today's space or breaking a constraint, a
- *  native given a configuration, a stored value of the wrong type...), or NULL when none was.
- *  A rejected record is never launched and lends nothing: the key is decided from scratch (by
- *  measuring, with effort MEASURE), and the new decision replaces the record. Valid as long as
- *  the decision. */
-KT_API const char *kt_decision_cache_rejected(const kt_decision *d);
-
 /* ---------------------------------------------------------------------------------------------
- * The persistent cache
- *
- * Decisions outlive the process in one SQLite file, shared by every thread and process on the
- * machine: a decision is stored with the op's name, its candidate-set hash, the device's
- * fingerprint, the library version and the key, and is served only when all five match; every
- * unit it considered is kept with it (time, confidence interval, runs, outcome, diagnostic).
- * Wisdom is the JSON export of decisions, for another machine of the same fingerprint.
+ * Memory handed out
  * ------------------------------------------------------------------------------------------- */
-
-/** An open persistent cache. One handle may be used by several threads at once. */
-typedef struct kt_cache kt_cache;
-
-/** Sets the persistent cache the context's ops look decisions up in (after their own table)
- *  and record measured decisions in: the path of its file, NULL for the default
- *  (kt_cache_default_path: KERNTUNE_CACHE, else the user's cache directory), or "off". Set it
- *  before the first tuning (KT_ERR_STATE after). A cache that cannot be opened is logged and
- *  left out: decisions then last as long as the process. */
-KT_API kt_status kt_context_set_cache(kt_context *ctx, const char *path);
-
-/** Returns the context's cache, opening it if it was not yet; NULL when off or unavailable. */
-KT_API kt_cache *kt_context_cache(kt_context *ctx);
-
-/** Returns how many decisions the context's ops took from the cache, and how many recorded
- *  decisions they rejected (a candidate or configuration not in today's op, values of the
- *  wrong type): a rejected record is never launched and lends nothing, the key is tuned again
- *  (kt_decision_cache_rejected says why). */
-KT_API uint64_t kt_context_cache_hits(const kt_context *ctx);
-KT_API uint64_t kt_context_cache_rejected(const kt_context *ctx);
-
-/** Writes the default cache path into buf (len bytes): KERNTUNE_CACHE when set (and not "off"),
- *  else $XDG_CACHE_HOME/kerntune/cache.db (when XDG_CACHE_HOME is absolute), else
- *  $HOME/.cache/kerntune/cache.db. KT_ERR_NOT_FOUND when KERNTUNE_CACHE=off or none of the
- *  three is set; KT_ERR_LIMIT when the path does not fit. */
-KT_API kt_status kt_cache_default_path(char *buf, size_t len);
-
-/**
- * Opens the store at path (NULL: kt_cache_default_path, so KT_ERR_NOT_FOUND with
- * KERNTUNE_CACHE=off; ":memory:": a private in-memory store), creating the file and its
- * directories (mode 0700) when missing, and stores the handle in *out (NULL on failure). The file is
- * put in WAL mode; calls wait up to 10 s for other processes' locks. A file of schema version 1
- * or 2 is migrated in place; a file written by a newer kerntune (a newer schema version), or a
- * database that is not a kerntune cache, is refused with KT_ERR_STATE and left untouched.
- * A damaged file (not a database, truncated, corrupt) is moved aside to
- * "<path>.corrupt-<unix time>" (never deleted) and a fresh store started; a store this process
- * cannot write (read-only file or directory) is replaced by an in-memory one. Both succeed, and
- * kt_cache_warning says what happened.
- */
-KT_API kt_status kt_cache_open(const char *path, kt_cache **out);
-
-/** Closes the store. NULL is harmless. */
-KT_API void kt_cache_close(kt_cache *cache);
-
-/** Returns the file in use, or ":memory:" for an in-memory store (also after a fallback); NULL
- *  for a NULL cache. Valid until kt_cache_close. */
-KT_API const char *kt_cache_path(const kt_cache *cache);
-
-/** Returns "" or what opening (or a later recovery from damage) did: moved a damaged file
- *  aside, fell back to memory. Valid until kt_cache_close. */
-KT_API const char *kt_cache_warning(const kt_cache *cache);
-
-/** Stores in *count the number of decisions stored, of op and of device when not NULL. */
-KT_API kt_status kt_cache_count(kt_cache *cache, const char *op, const char *device, size_t *count);
-
-/**
- * Exports the decisions (all, or only those of op and of device when not NULL) as a wisdom
- * document into *json, a NUL-terminated string to free with kt_free. Entries are ordered by op,
- * device, candidate set, version and key; the document is:
- *
- *   {"kerntune_wisdom": 1, "library_version": "0.1.0", "entries": [
- *     {"op": "matmul", "candidate_set": "<hex>", "device": "<fingerprint>",
- *      "library_version": "0.1.0", "key": [512, 512],
- *      "winner": {"candidate": "tiled", "config": "TM=16,TN=8"},    (config null for natives)
- *      "time_ns": 1234.5, "confidence": 0.99,                     (null when unknown)
- *      "requested_confidence": 0.99,                 (what the race asked for; null: nothing)
- *      "created": 1764000000,                                     (unix time)
- *      "units": [{"candidate": "tiled", "config": "TM=16,TN=8", "unit_hash": "<hex>",
- *                 "outcome": "measured",   (not_run|measured|rejected|failed|invalid|build_failed
- *                                           |timeout|crashed)
- *                 "time_ns": 1234.5,       (negative when not measured)
- *                 "ci_ns": [1200.0, 1260.0],                      (null when unknown)
- *                 "runs": 10, "warmups": 1, "message": null,
- *                 "finalist": true}]}]}    (still racing when the race stopped, or the winner)
- *
- * A stored row that is not valid fails the export with KT_ERR_INVALID_ARGUMENT naming it.
- */
-KT_API kt_status kt_cache_export(kt_cache *cache, const char *op, const char *device, char **json);
-
-/**
- * Imports a wisdom document (as kt_cache_export writes it; requested_confidence and finalist may
- * be absent, as in documents written before they existed). Every entry is checked before
- * anything is written, for what can be checked without the op: types, names and sizes,
- * configuration text ("NAME=VALUE,..."), times that agree with outcomes and intervals,
- * confidences in range, no unit twice, the winner among the units with their time, a creation
- * time not in the future. The first problem fails the import with KT_ERR_INVALID_ARGUMENT and a
- * message naming the entry, the field and why, e.g. "kt_cache_import: entries[3].units[0].time_ns:
- * expected a number, got a string", or the line and column of a JSON syntax error. A document (or
- * entry) of another MAJOR library version, or naming one decision twice, is refused the same way.
- * The entries are then applied in one transaction, all or nothing: a decision already stored is
- * kept unless replace is nonzero. added, replaced and kept (each may be NULL) receive the counts.
- * Unknown members are ignored. What only the op can tell is checked when a decision is used
- * (kt_decision_cache_rejected).
- */
-KT_API kt_status kt_cache_import(kt_cache *cache, const char *json, int replace, size_t *added,
-                                 size_t *replaced, size_t *kept);
-
-/** Removes the decisions of op and of device (NULL: any; both NULL: every decision) with their
- *  units; *removed (may be NULL) receives how many decisions. */
-KT_API kt_status kt_cache_remove(kt_cache *cache, const char *op, const char *device, size_t *removed);
 
 /** Frees memory kerntune handed out to the caller (kt_cache_export's document). NULL is
  *  harmless. */
 KT_API void kt_free(void *p);
-
-/* ---- issue [9]: native candidates keyed by build ---- */
-
-/** Sets the version of candidate name: a string the caller changes whenever the candidate's
- *  behaviour changes in a way its identity does not show (NULL clears it; an empty string is
- *  refused). It becomes part of the candidate set's identity and of the candidate's own in the
- *  persistent cache, so a recorded decision or measurement of another version misses. Without
- *  it a native candidate is identified by its name and the build-id of the executable or shared
- *  object holding its function (ELF NT_GNU_BUILD_ID; for an object linked with
- *  --build-id=none, a hash of its loaded read-only segments), so a rebuilt object with changed
- *  code misses; a variant group by its source, kernel, options and space (not the files its
- *  source includes: set a version when those change). Only while the op is being built. */
-KT_API kt_status kt_op_set_candidate_version(kt_op *op, const char *name, const char *version);
 
 #ifdef __cplusplus
 }

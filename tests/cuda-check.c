@@ -13,6 +13,11 @@
  */
 #define _GNU_SOURCE /* mkdtemp */
 #include <kerntune.h>
+#include <kerntune/decision.h>
+#include <kerntune/device.h>
+#include <kerntune/measure.h>
+#include <kerntune/validation.h>
+#include <kerntune/variants.h>
 
 #include <dirent.h>
 #include <pthread.h>

@@ -7,6 +7,8 @@
 #define KT_TEST_HELPERS_H
 
 #include <kerntune.h>
+#include <kerntune/measure.h>
+#include <kerntune/validation.h>
 
 #include <setjmp.h>
 #include <stdarg.h>

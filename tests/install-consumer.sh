@@ -1,13 +1,34 @@
 #!/bin/sh
 # Installs kerntune from a build tree into a temporary prefix, then builds and runs a small
 # program against the installed copy twice: once through find_package(kerntune) in CMake, once
-# through pkg-config. Usage: install-consumer.sh BUILD_DIR
+# through pkg-config. It also checks that every public header of the source tree (kerntune.h and
+# include/kerntune/*.h) is installed, and that each compiles on its own (each includes what it
+# needs). Usage: install-consumer.sh BUILD_DIR SOURCE_DIR
 set -eu
 build=$1
+src=$2
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 prefix=$tmp/prefix
 cmake --install "$build" --prefix "$prefix" >/dev/null
+
+# the installed headers are exactly the source tree's, and each stands alone
+(cd "$src/include" && find . -name '*.h' | sort) > "$tmp/headers.src"
+(cd "$prefix/include" && find . -name '*.h' | sort) > "$tmp/headers.installed"
+if ! cmp -s "$tmp/headers.src" "$tmp/headers.installed"; then
+    echo "installed headers differ from include/:"
+    diff "$tmp/headers.src" "$tmp/headers.installed" || true
+    exit 1
+fi
+while read -r h; do
+    h=${h#./}
+    printf '#include <%s>\n' "$h" > "$tmp/alone.c"
+    if ! cc -std=c11 -Wall -Wextra -Werror -pedantic -fsyntax-only -I"$prefix/include" "$tmp/alone.c"; then
+        echo "installed header $h does not compile on its own"
+        exit 1
+    fi
+done < "$tmp/headers.installed"
+echo "headers: $(wc -l < "$tmp/headers.installed") installed, each compiles alone"
 
 mkdir "$tmp/app"
 cat > "$tmp/app/main.c" <<'C'

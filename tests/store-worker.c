@@ -28,6 +28,7 @@
 #include "store/store.h"
 
 #include <kerntune.h>
+#include <kerntune/cache.h>
 
 #include <signal.h>
 #include <sqlite3.h>

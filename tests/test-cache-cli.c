@@ -8,6 +8,8 @@
 #define _GNU_SOURCE /* mkdtemp, nftw */
 #include "helpers.h"
 
+#include <kerntune/cache.h>
+
 #include <fcntl.h>
 #include <ftw.h>
 #include <jansson.h>

@@ -9,6 +9,7 @@
 #include "helpers.h"
 
 #include <kerntune/backend.h>
+#include <kerntune/inputs.h>
 
 #define N 16
 

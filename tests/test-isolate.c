@@ -7,6 +7,13 @@
 #define _DEFAULT_SOURCE /* MAP_ANONYMOUS */
 #include "helpers.h"
 
+#include <kerntune/cache.h>
+#include <kerntune/decision.h>
+#include <kerntune/device.h>
+#include <kerntune/measure.h>
+#include <kerntune/validation.h>
+#include <kerntune/variants.h>
+
 #include <math.h>
 #include <sys/mman.h>
 #include <unistd.h>

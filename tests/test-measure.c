@@ -5,6 +5,10 @@
  */
 #include "helpers.h"
 
+#include <kerntune/decision.h>
+#include <kerntune/measure.h>
+#include <kerntune/validation.h>
+
 #include <math.h>
 #include <time.h>
 

@@ -5,6 +5,10 @@
 #include "helpers.h"
 
 #include <kerntune/backend.h>
+#include <kerntune/decision.h>
+#include <kerntune/device.h>
+#include <kerntune/measure.h>
+#include <kerntune/variants.h>
 
 /* Expects status and a detail message containing `needle`. */
 #define expect_err(status, needle, call)                                                          \

@@ -10,6 +10,9 @@
 #define _GNU_SOURCE /* mkdtemp */
 #include "helpers.h"
 
+#include <kerntune/cache.h>
+#include <kerntune/decision.h>
+
 #include <dlfcn.h>
 #include <unistd.h>
 

@@ -7,6 +7,10 @@
 #define _GNU_SOURCE /* mkdtemp */
 #include "helpers.h"
 
+#include <kerntune/decision.h>
+#include <kerntune/device.h>
+#include <kerntune/variants.h>
+
 #include <stdbool.h>
 #include <unistd.h>
 

@@ -12,6 +12,12 @@
 #include "helpers.h"
 
 #include <kerntune/backend.h>
+#include <kerntune/cache.h>
+#include <kerntune/decision.h>
+#include <kerntune/device.h>
+#include <kerntune/measure.h>
+#include <kerntune/validation.h>
+#include <kerntune/variants.h>
 
 #include <jansson.h>
 #include <math.h>

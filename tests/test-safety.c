@@ -7,6 +7,10 @@
  */
 #include "helpers.h"
 
+#include <kerntune/decision.h>
+#include <kerntune/inputs.h>
+#include <kerntune/validation.h>
+
 #include <math.h>
 #include <time.h>
 

@@ -4,6 +4,10 @@
  */
 #include "helpers.h"
 
+#include <kerntune/decision.h>
+#include <kerntune/measure.h>
+#include <kerntune/validation.h>
+
 #include <unistd.h>
 
 static int32_t buf[64];

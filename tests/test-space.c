@@ -5,6 +5,8 @@
  */
 #include "helpers.h"
 
+#include <kerntune/variants.h>
+
 #include "space/space.h"
 
 #include <jansson.h>

@@ -9,6 +9,9 @@
 #define KT_TEST_CACHE_ENV /* its tests set KERNTUNE_CACHE themselves */
 #include "helpers.h"
 
+#include <kerntune/cache.h>
+#include <kerntune/decision.h>
+
 #include "store/store.h"
 
 #include <dirent.h>

@@ -4,6 +4,8 @@
  */
 #include "helpers.h"
 
+#include <kerntune/measure.h>
+
 #include <pthread.h>
 #include <sched.h>
 

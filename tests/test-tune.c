@@ -15,6 +15,9 @@
 #define _GNU_SOURCE /* popen, mkdtemp */
 #include "helpers.h"
 
+#include <kerntune/cache.h>
+#include <kerntune/variants.h>
+
 #include <dirent.h>
 #include <jansson.h>
 #include <math.h>

@@ -8,6 +8,11 @@
 #define _GNU_SOURCE /* mkdtemp */
 #include "helpers.h"
 
+#include <kerntune/decision.h>
+#include <kerntune/measure.h>
+#include <kerntune/validation.h>
+#include <kerntune/variants.h>
+
 #include <math.h>
 #include <sys/wait.h>
 #include <unistd.h>

@@ -7,6 +7,8 @@
  * its decision's winner's. Exits 0 when every call succeeded so, 1 otherwise (saying why).
  */
 #include <kerntune.h>
+#include <kerntune/cache.h>
+#include <kerntune/validation.h>
 
 #include <stdio.h>
 #include <stdlib.h>

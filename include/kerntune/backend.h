@@ -21,6 +21,8 @@
 #define KERNTUNE_BACKEND_H
 
 #include <kerntune.h>
+#include <kerntune/device.h>   /* kt_device */
+#include <kerntune/variants.h> /* kt_geometry */
 
 #ifdef __cplusplus
 extern "C" {

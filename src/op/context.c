@@ -16,23 +16,27 @@
 
 static kt_status add_backend(kt_context *ctx, const kt_backend *b);
 
+/* KERNTUNE_MODE names the levels a whole program may be put at, as kt_effort_name spells them:
+ * not INHERIT (an op's default) nor FORCED (which names candidates: KERNTUNE_FORCE). */
 static kt_status parse_mode(const char *v, kt_effort *out) {
-    if (strcmp(v, "tune") == 0) *out = KT_EFFORT_MEASURE;
-    else if (strcmp(v, "cache-only") == 0) *out = KT_EFFORT_CACHE_ONLY;
-    else if (strcmp(v, "off") == 0) *out = KT_EFFORT_OFF;
-    else
-        return kt__err(KT_ERR_ENV, "kt_context_create: KERNTUNE_MODE='%.64s' is not one of tune, cache-only, off", v);
-    return KT_OK;
-}
-
-static kt_status parse_log(const char *v, int *out) {
-    static const char *const names[] = {"none", "error", "warn", "info", "debug"};
-    for (int i = 0; i < 5; i++) {
-        if (strcmp(v, names[i]) == 0) {
-            *out = i;
+    static const kt_effort modes[] = {KT_EFFORT_MEASURE, KT_EFFORT_CACHE_ONLY, KT_EFFORT_OFF};
+    for (size_t i = 0; i < sizeof modes / sizeof *modes; i++)
+        if (strcmp(v, kt_effort_name(modes[i])) == 0) {
+            *out = modes[i];
             return KT_OK;
         }
+    return kt__err(KT_ERR_ENV, "kt_context_create: KERNTUNE_MODE='%.64s' is not one of tune, cache-only, off", v);
+}
+
+/* KERNTUNE_LOG names a level as kt_log_level_name spells it, or "off" for none. */
+static kt_status parse_log(const char *v, int *out) {
+#define KT__LOG_PARSE(level, value, name) \
+    if (strcmp(v, name) == 0) {           \
+        *out = level;                     \
+        return KT_OK;                     \
     }
+    KT_LOG_LEVEL_LIST(KT__LOG_PARSE)
+#undef KT__LOG_PARSE
     if (strcmp(v, "off") == 0) {
         *out = KT_LOG_NONE;
         return KT_OK;
@@ -229,7 +233,7 @@ kt_effort kt_context_effort(const kt_context *ctx) {
 
 kt_status kt_context_set_log_level(kt_context *ctx, kt_log_level level) {
     if (ctx == NULL) return kt__err(KT_ERR_NULL, "kt_context_set_log_level: ctx is NULL");
-    if ((int)level < KT_LOG_NONE || level > KT_LOG_DEBUG)
+    if (kt_log_level_name(level) == NULL)
         return kt__err(KT_ERR_INVALID_ARGUMENT, "kt_context_set_log_level: level %d is not 0..4", (int)level);
     atomic_store(&ctx->log_level, (int)level);
     return KT_OK;
@@ -241,6 +245,14 @@ kt_status kt_context_set_log_fn(kt_context *ctx, kt_log_fn fn, void *user) {
     ctx->log_user = user;
     return KT_OK;
 }
+
+kt_status kt_context_set_user(kt_context *ctx, void *user) {
+    if (ctx == NULL) return kt__err(KT_ERR_NULL, "kt_context_set_user: ctx is NULL");
+    ctx->user = user;
+    return KT_OK;
+}
+
+void *kt_context_user(const kt_context *ctx) { return ctx ? ctx->user : NULL; }
 
 kt_status kt_context_set_measure(kt_context *ctx, unsigned warmup_runs, unsigned min_runs,
                                  unsigned max_runs, double min_time_s) {
@@ -255,22 +267,6 @@ kt_status kt_context_set_measure(kt_context *ctx, unsigned warmup_runs, unsigned
     ctx->measure.max_runs = max_runs;
     ctx->measure.min_time_s = min_time_s;
     return KT_OK;
-}
-
-static const char *const policy_names[] = {"race", "triton", "kerneltuner", "fixed"};
-
-const char *kt_policy_name(kt_policy policy) {
-    return (unsigned)policy < sizeof policy_names / sizeof *policy_names ? policy_names[policy] : NULL;
-}
-
-kt_status kt_policy_parse(const char *name, kt_policy *out) {
-    if (name == NULL || out == NULL) return kt__err(KT_ERR_NULL, "kt_policy_parse: name or out is NULL");
-    for (size_t i = 0; i < sizeof policy_names / sizeof *policy_names; i++)
-        if (strcmp(name, policy_names[i]) == 0) {
-            *out = (kt_policy)i;
-            return KT_OK;
-        }
-    return kt__err(KT_ERR_INVALID_ARGUMENT, "kt_policy_parse: '%s' is not a policy (race, triton, kerneltuner, fixed)", name);
 }
 
 kt_status kt_context_set_policy(kt_context *ctx, kt_policy policy) {
@@ -299,7 +295,7 @@ kt_status kt_context_set_race(kt_context *ctx, double confidence, double toleran
 
 kt_status kt_context_set_flush(kt_context *ctx, kt_flush flush) {
     if (ctx == NULL) return kt__err(KT_ERR_NULL, "kt_context_set_flush: ctx is NULL");
-    if (flush != KT_FLUSH_AUTO && flush != KT_FLUSH_OFF && flush != KT_FLUSH_ON)
+    if (kt_flush_name(flush) == NULL)
         return kt__err(KT_ERR_INVALID_ARGUMENT, "kt_context_set_flush: %d is not a kt_flush", (int)flush);
     ctx->measure.flush = flush;
     return KT_OK;
@@ -529,8 +525,7 @@ void kt__log(const kt_context *ctx, kt_log_level level, const char *fmt, ...) {
     if (ctx->log_fn != NULL) {
         ctx->log_fn(level, line, ctx->log_user);
     } else {
-        static const char *const names[] = {"none", "error", "warn", "info", "debug"};
-        fprintf(stderr, "kerntune: %s: %s\n", names[level], line);
+        fprintf(stderr, "kerntune: %s: %s\n", kt_log_level_name(level), line);
     }
     if (line != small) free(line);
 }

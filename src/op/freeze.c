@@ -112,8 +112,8 @@ kt_status kt__op_freeze(kt_op *op, const char *where) {
     op->nmask_words = (npred + 63) / 64;
     kt__op_identity(op);
     atomic_store_explicit(&op->frozen, 1, memory_order_release);
-    kt__log(op->ctx, KT_LOG_DEBUG, "op '%s' frozen: %zu argument(s), %zu key component(s), %zu candidate(s), effort %d",
-            op->name, op->nargs, op->nkeys, op->ncands, (int)op->effective);
+    kt__log(op->ctx, KT_LOG_DEBUG, "op '%s' frozen: %zu argument(s), %zu key component(s), %zu candidate(s), effort %s",
+            op->name, op->nargs, op->nkeys, op->ncands, kt_effort_name(op->effective));
 out:
     pthread_mutex_unlock(&op->lock);
     return st;

@@ -96,6 +96,15 @@ const char *kt_op_name(const kt_op *op) { return op ? op->name : NULL; }
 size_t kt_op_arg_count(const kt_op *op) { return op ? op->nargs : 0; }
 size_t kt_op_candidate_count(const kt_op *op) { return op ? op->ncands : 0; }
 
+/* The user pointer is the caller's alone: it may change after the op is frozen. */
+kt_status kt_op_set_user(kt_op *op, void *user) {
+    KT__CHECK_OP(op, "kt_op_set_user");
+    op->user = user;
+    return KT_OK;
+}
+
+void *kt_op_user(const kt_op *op) { return op ? op->user : NULL; }
+
 const char *kt_op_candidate_name(const kt_op *op, size_t index) {
     return (op && index < op->ncands) ? op->cands[index].name : NULL;
 }
@@ -227,7 +236,7 @@ kt_status kt_op_set_isolation(kt_op *op, kt_isolation isolation) {
     KT__CHECK_OP(op, "kt_op_set_isolation");
     kt_status st = kt__op_building(op, "kt_op_set_isolation");
     if (st != KT_OK) return st;
-    if (isolation != KT_ISOLATE_AUTO && isolation != KT_ISOLATE_OFF && isolation != KT_ISOLATE_ON)
+    if (kt_isolation_name(isolation) == NULL)
         return kt__err(KT_ERR_INVALID_ARGUMENT, "kt_op_set_isolation(op '%s'): %d is not a kt_isolation", op->name, (int)isolation);
     op->isolation = isolation;
     return KT_OK;
@@ -255,7 +264,7 @@ kt_status kt_op_set_effort(kt_op *op, kt_effort effort) {
     KT__CHECK_OP(op, "kt_op_set_effort");
     kt_status st = kt__op_building(op, "kt_op_set_effort");
     if (st != KT_OK) return st;
-    if (effort < KT_EFFORT_INHERIT || effort > KT_EFFORT_FORCED)
+    if (kt_effort_name(effort) == NULL)
         return kt__err(KT_ERR_INVALID_ARGUMENT, "kt_op_set_effort(op '%s'): effort %d is not a level (0..4)", op->name,
                        (int)effort);
     op->effort = effort;
@@ -266,7 +275,7 @@ kt_status kt_op_set_inputs(kt_op *op, kt_inputs inputs) {
     KT__CHECK_OP(op, "kt_op_set_inputs");
     kt_status st = kt__op_building(op, "kt_op_set_inputs");
     if (st != KT_OK) return st;
-    if (inputs != KT_INPUTS_PROTECT && inputs != KT_INPUTS_CLONE && inputs != KT_INPUTS_GENERATED)
+    if (kt_inputs_name(inputs) == NULL)
         return kt__err(KT_ERR_INVALID_ARGUMENT, "kt_op_set_inputs(op '%s'): inputs %d is not PROTECT, CLONE or GENERATED",
                        op->name, (int)inputs);
     op->inputs = inputs;

@@ -9,6 +9,13 @@
 
 #include <kerntune.h>
 #include <kerntune/backend.h>
+#include <kerntune/cache.h>
+#include <kerntune/decision.h>
+#include <kerntune/device.h>
+#include <kerntune/inputs.h>
+#include <kerntune/measure.h>
+#include <kerntune/validation.h>
+#include <kerntune/variants.h>
 
 #include "build/compile.h"
 #include "space/expr.h"
@@ -100,6 +107,7 @@ struct kt_context {
     _Atomic int cache_tried;    /* the cache was opened, or failed to open */
     kt_cache *cache;            /* NULL when off or unavailable */
     _Atomic uint64_t cache_hits, cache_rejected;
+    void *user;                 /* the caller's (kt_context_set_user); never read by kerntune */
 };
 
 /* Emits one log line through ctx when level is at or below the context's level. */
@@ -297,6 +305,7 @@ typedef struct kt__table {
 
 struct kt_op {
     kt_context *ctx;
+    void *user;                    /* the caller's (kt_op_set_user); never read by kerntune */
     kt_op *next;                   /* context's list */
     char *name;
     kt__argdecl *args;

@@ -114,9 +114,11 @@ struct kt_cache {
 
 static pthread_mutex_t kt__recover_lock = PTHREAD_MUTEX_INITIALIZER;
 
-static const char *const kt__outcome_names[] = {"not_run", "measured", "rejected", "failed", "invalid", "build_failed",
-                                                "timeout", "crashed"};
-#define KT__NOUTCOMES 8
+/* Outcomes are stored as their values (0 .. KT__NOUTCOMES - 1: kerntune/decision.h's list counts
+ * up from 0) and written in wisdom by their names (kt_outcome_name), both from KT_OUTCOME_LIST. */
+#define KT__OUTCOME_ONE(e, v, s) +1
+#define KT__NOUTCOMES (0 KT_OUTCOME_LIST(KT__OUTCOME_ONE))
+#define KT__OUTCOME_LISTED(e, v, s) ", " s
 
 /* ---- small helpers ------------------------------------------------------------------------- */
 
@@ -1203,7 +1205,7 @@ static json_t *unit_json(const kt__store_unit *u) {
     jset(o, "candidate", json_string(u->candidate), &ok);
     jset(o, "config", jstr_or_null(u->config), &ok);
     jset(o, "unit_hash", json_string(u->unit_hash), &ok);
-    jset(o, "outcome", json_string(kt__outcome_names[u->outcome]), &ok);
+    jset(o, "outcome", json_string(kt_outcome_name((kt_outcome)u->outcome)), &ok);
     jset(o, "time_ns", json_real(u->time_ns), &ok);
     if (u->ci_low_ns < 0 || u->ci_high_ns < 0) {
         jset(o, "ci_ns", json_null(), &ok);
@@ -1551,7 +1553,7 @@ static kt_status jprob(json_t *obj, const char *path, const char *name, bool opt
     return KT_OK;
 }
 
-static const char *outcome_list(void) { return "not_run, measured, rejected, failed, invalid, build_failed, timeout, crashed"; }
+static const char *outcome_list(void) { return KT_OUTCOME_LIST(KT__OUTCOME_LISTED) + 2; }
 
 static kt_status parse_unit(json_t *u, const char *path, kt__store_unit *out) {
     memset(out, 0, sizeof *out);
@@ -1564,7 +1566,7 @@ static kt_status parse_unit(json_t *u, const char *path, kt__store_unit *out) {
     if (st == KT_OK) {
         out->outcome = -1;
         for (int i = 0; i < KT__NOUTCOMES && json_is_string(v); i++)
-            if (strcmp(json_string_value(v), kt__outcome_names[i]) == 0) out->outcome = i;
+            if (strcmp(json_string_value(v), kt_outcome_name((kt_outcome)i)) == 0) out->outcome = i;
         if (out->outcome < 0)
             st = jbad(path, "outcome", "expected one of %s, got %s%s%.40s%s", outcome_list(), kind_of(v), json_is_string(v) ? " '" : "",
                       json_is_string(v) ? json_string_value(v) : "", json_is_string(v) ? "'" : "");
@@ -1575,7 +1577,7 @@ static kt_status parse_unit(json_t *u, const char *path, kt__store_unit *out) {
         st = jbad(path, "time_ns", "is %.15g, but the unit was measured: expected a time of at least 0", out->time_ns);
     if (st == KT_OK && !measured && out->time_ns >= 0)
         st = jbad(path, "time_ns", "is %.15g, but the unit's outcome is %s: a unit that was not measured has no time (-1)", out->time_ns,
-                  kt__outcome_names[out->outcome]);
+                  kt_outcome_name((kt_outcome)out->outcome));
     if (st == KT_OK) st = jget(u, path, "ci_ns", &v, "[low, high] or null");
     if (st == KT_OK) {
         out->ci_low_ns = out->ci_high_ns = -1;
@@ -1585,7 +1587,7 @@ static kt_status parse_unit(json_t *u, const char *path, kt__store_unit *out) {
                 json_number_value(json_array_get(v, 1)) < 0)
                 st = jbad(path, "ci_ns", "expected [low, high] (two non-negative numbers) or null, got %s", kind_of(v));
             else if (!measured)
-                st = jbad(path, "ci_ns", "is an interval, but the unit's outcome is %s: expected null", kt__outcome_names[out->outcome]);
+                st = jbad(path, "ci_ns", "is an interval, but the unit's outcome is %s: expected null", kt_outcome_name((kt_outcome)out->outcome));
             else {
                 out->ci_low_ns = json_number_value(json_array_get(v, 0));
                 out->ci_high_ns = json_number_value(json_array_get(v, 1));
@@ -1601,7 +1603,7 @@ static kt_status parse_unit(json_t *u, const char *path, kt__store_unit *out) {
     if (st == KT_OK && v != NULL && !json_is_boolean(v)) st = jbad(path, "finalist", "expected true or false, got %s", kind_of(v));
     if (st == KT_OK && json_is_true(v) && !measured)
         st = jbad(path, "finalist", "is true, but the unit's outcome is %s: only a measured unit can be a finalist",
-                  kt__outcome_names[out->outcome]);
+                  kt_outcome_name((kt_outcome)out->outcome));
     if (st == KT_OK) out->finalist = json_is_true(v);
     if (st != KT_OK) kt__store_unit_free(out);
     return st;
@@ -1649,7 +1651,7 @@ static kt_status check_units(const kt__store_rec *r, const char *path) {
         return jbad(path, "winner", "candidate '%.100s'%s%.200s is none of the entry's %zu units", r->winner_candidate,
                     r->winner_config ? ", configuration " : "", r->winner_config ? r->winner_config : "", r->nunits);
     if (w->outcome != KT_OUTCOME_MEASURED)
-        return jbad(path, "winner", "its unit (units[%zu]) has outcome %s: a winner was measured", wi, kt__outcome_names[w->outcome]);
+        return jbad(path, "winner", "its unit (units[%zu]) has outcome %s: a winner was measured", wi, kt_outcome_name((kt_outcome)w->outcome));
     if (w->time_ns != r->time_ns)
         return jbad(path, "time_ns", "is %.15g, but the winner's unit (units[%zu]) has time_ns %.15g", r->time_ns, wi, w->time_ns);
     return KT_OK;

@@ -1,8 +1,7 @@
 /*
  * store.h - the persistent cache's internal API (store.c), for the tuner.
  *
- * The public face of the cache is the kt_cache_* section of kerntune.h (open, count, export,
- * import, remove). The tuner reads and writes single decisions through the functions below,
+ * The public face of the cache is kerntune/cache.h (open, count, export, import, remove). The tuner reads and writes single decisions through the functions below,
  * which take and return whole records: a decision with every unit it considered, so that a
  * later tuning with a changed candidate set can reuse the measurements and failures of the
  * units that did not change (kt__store_get_unit).
@@ -15,6 +14,8 @@
 #define KT_STORE_H
 
 #include <kerntune.h>
+#include <kerntune/cache.h>
+#include <kerntune/decision.h>
 
 #include <stdbool.h>
 #include <stddef.h>

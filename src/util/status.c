@@ -101,36 +101,6 @@ kt_status kt__dup_name(const char *name, const char *where, char **out) {
     return KT_OK;
 }
 
-size_t kt_type_size(kt_type type) {
-    switch (type) {
-    case KT_TYPE_I8: case KT_TYPE_U8: return 1;
-    case KT_TYPE_I16: case KT_TYPE_U16: case KT_TYPE_F16: case KT_TYPE_BF16: return 2;
-    case KT_TYPE_I32: case KT_TYPE_U32: case KT_TYPE_F32: return 4;
-    case KT_TYPE_I64: case KT_TYPE_U64: case KT_TYPE_F64: return 8;
-    case KT_TYPE_BUFFER: return 0;
-    }
-    return 0;
-}
-
-const char *kt_type_name(kt_type type) {
-    switch (type) {
-    case KT_TYPE_I8: return "i8";
-    case KT_TYPE_I16: return "i16";
-    case KT_TYPE_I32: return "i32";
-    case KT_TYPE_I64: return "i64";
-    case KT_TYPE_U8: return "u8";
-    case KT_TYPE_U16: return "u16";
-    case KT_TYPE_U32: return "u32";
-    case KT_TYPE_U64: return "u64";
-    case KT_TYPE_F32: return "f32";
-    case KT_TYPE_F64: return "f64";
-    case KT_TYPE_F16: return "f16";
-    case KT_TYPE_BF16: return "bf16";
-    case KT_TYPE_BUFFER: return "buffer";
-    }
-    return "?";
-}
-
 unsigned kt_version_number(void) { return KT_VERSION_NUMBER; }
 
 #define KT__STR2(x) #x

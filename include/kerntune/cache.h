@@ -1,0 +1,125 @@
+/*
+ * kerntune/cache.h - the persistent cache of decisions, and wisdom.
+ *
+ * Decisions outlive the process in one SQLite file, shared by every thread and process on the
+ * machine: a decision is stored with the op's name, its candidate-set hash, the device's
+ * fingerprint, the library version and the key, and is served only when all five match; every
+ * unit it considered is kept with it (time, confidence interval, runs, outcome, diagnostic).
+ * Wisdom is the JSON export of decisions, for another machine of the same fingerprint.
+ * A context uses the default cache (kt_cache_default_path) unless told otherwise; this header
+ * chooses another one or none, and counts, exports, imports and removes what a cache holds.
+ */
+#ifndef KERNTUNE_CACHE_H
+#define KERNTUNE_CACHE_H
+
+#include <kerntune.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/** An open persistent cache. One handle may be used by several threads at once. */
+typedef struct kt_cache kt_cache;
+
+/** Sets the persistent cache the context's ops look decisions up in (after their own table)
+ *  and record measured decisions in: the path of its file, NULL for the default
+ *  (kt_cache_default_path: KERNTUNE_CACHE, else the user's cache directory), or "off". Set it
+ *  before the first tuning (KT_ERR_STATE after). A cache that cannot be opened is logged and
+ *  left out: decisions then last as long as the process. */
+KT_API kt_status kt_context_set_cache(kt_context *ctx, const char *path);
+
+/** Returns the context's cache, opening it if it was not yet; NULL when off or unavailable. */
+KT_API kt_cache *kt_context_cache(kt_context *ctx);
+
+/** Returns how many decisions the context's ops took from the cache, and how many recorded
+ *  decisions they rejected (a candidate or configuration not in today's op, values of the
+ *  wrong type): a rejected record is never launched and lends nothing, the key is tuned again
+ *  (kt_decision_cache_rejected says why). */
+KT_API uint64_t kt_context_cache_hits(const kt_context *ctx);
+KT_API uint64_t kt_context_cache_rejected(const kt_context *ctx);
+
+/** Writes the default cache path into buf (len bytes): KERNTUNE_CACHE when set (and not "off"),
+ *  else $XDG_CACHE_HOME/kerntune/cache.db (when XDG_CACHE_HOME is absolute), else
+ *  $HOME/.cache/kerntune/cache.db. KT_ERR_NOT_FOUND when KERNTUNE_CACHE=off or none of the
+ *  three is set; KT_ERR_LIMIT when the path does not fit. */
+KT_API kt_status kt_cache_default_path(char *buf, size_t len);
+
+/**
+ * Opens the store at path (NULL: kt_cache_default_path, so KT_ERR_NOT_FOUND with
+ * KERNTUNE_CACHE=off; ":memory:": a private in-memory store), creating the file and its
+ * directories (mode 0700) when missing, and stores the handle in *out (NULL on failure). The file is
+ * put in WAL mode; calls wait up to 10 s for other processes' locks. A file of schema version 1
+ * or 2 is migrated in place; a file written by a newer kerntune (a newer schema version), or a
+ * database that is not a kerntune cache, is refused with KT_ERR_STATE and left untouched.
+ * A damaged file (not a database, truncated, corrupt) is moved aside to
+ * "<path>.corrupt-<unix time>" (never deleted) and a fresh store started; a store this process
+ * cannot write (read-only file or directory) is replaced by an in-memory one. Both succeed, and
+ * kt_cache_warning says what happened.
+ */
+KT_API kt_status kt_cache_open(const char *path, kt_cache **out);
+
+/** Closes the store. NULL is harmless. */
+KT_API void kt_cache_close(kt_cache *cache);
+
+/** Returns the file in use, or ":memory:" for an in-memory store (also after a fallback); NULL
+ *  for a NULL cache. Valid until kt_cache_close. */
+KT_API const char *kt_cache_path(const kt_cache *cache);
+
+/** Returns "" or what opening (or a later recovery from damage) did: moved a damaged file
+ *  aside, fell back to memory. Valid until kt_cache_close. */
+KT_API const char *kt_cache_warning(const kt_cache *cache);
+
+/** Stores in *count the number of decisions stored, of op and of device when not NULL. */
+KT_API kt_status kt_cache_count(kt_cache *cache, const char *op, const char *device, size_t *count);
+
+/**
+ * Exports the decisions (all, or only those of op and of device when not NULL) as a wisdom
+ * document into *json, a NUL-terminated string to free with kt_free. Entries are ordered by op,
+ * device, candidate set, version and key; the document is:
+ *
+ *   {"kerntune_wisdom": 1, "library_version": "0.1.0", "entries": [
+ *     {"op": "matmul", "candidate_set": "<hex>", "device": "<fingerprint>",
+ *      "library_version": "0.1.0", "key": [512, 512],
+ *      "winner": {"candidate": "tiled", "config": "TM=16,TN=8"},    (config null for natives)
+ *      "time_ns": 1234.5, "confidence": 0.99,                     (null when unknown)
+ *      "requested_confidence": 0.99,                 (what the race asked for; null: nothing)
+ *      "created": 1764000000,                                     (unix time)
+ *      "units": [{"candidate": "tiled", "config": "TM=16,TN=8", "unit_hash": "<hex>",
+ *                 "outcome": "measured",   (not_run|measured|rejected|failed|invalid|build_failed
+ *                                           |timeout|crashed)
+ *                 "time_ns": 1234.5,       (negative when not measured)
+ *                 "ci_ns": [1200.0, 1260.0],                      (null when unknown)
+ *                 "runs": 10, "warmups": 1, "message": null,
+ *                 "finalist": true}]}]}    (still racing when the race stopped, or the winner)
+ *
+ * A stored row that is not valid fails the export with KT_ERR_INVALID_ARGUMENT naming it.
+ */
+KT_API kt_status kt_cache_export(kt_cache *cache, const char *op, const char *device, char **json);
+
+/**
+ * Imports a wisdom document (as kt_cache_export writes it; requested_confidence and finalist may
+ * be absent, as in documents written before they existed). Every entry is checked before
+ * anything is written, for what can be checked without the op: types, names and sizes,
+ * configuration text ("NAME=VALUE,..."), times that agree with outcomes and intervals,
+ * confidences in range, no unit twice, the winner among the units with their time, a creation
+ * time not in the future. The first problem fails the import with KT_ERR_INVALID_ARGUMENT and a
+ * message naming the entry, the field and why, e.g. "kt_cache_import: entries[3].units[0].time_ns:
+ * expected a number, got a string", or the line and column of a JSON syntax error. A document (or
+ * entry) of another MAJOR library version, or naming one decision twice, is refused the same way.
+ * The entries are then applied in one transaction, all or nothing: a decision already stored is
+ * kept unless replace is nonzero. added, replaced and kept (each may be NULL) receive the counts.
+ * Unknown members are ignored. What only the op can tell is checked when a decision is used
+ * (kt_decision_cache_rejected).
+ */
+KT_API kt_status kt_cache_import(kt_cache *cache, const char *json, int replace, size_t *added,
+                                 size_t *replaced, size_t *kept);
+
+/** Removes the decisions of op and of device (NULL: any; both NULL: every decision) with their
+ *  units; *removed (may be NULL) receives how many decisions. */
+KT_API kt_status kt_cache_remove(kt_cache *cache, const char *op, const char *device, size_t *removed);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* KERNTUNE_CACHE_H */

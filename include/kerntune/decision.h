@@ -1,0 +1,165 @@
+/*
+ * kerntune/decision.h - a decision in detail.
+ *
+ * kerntune.h says which candidate a key's decision chose and how it was made. This header says
+ * what happened to every candidate and every unit on the way (a unit is a native candidate or
+ * one configuration of a variant group): outcome, times, runs, diagnostic, launch geometry,
+ * build time; and what the decision cost and how sure it is (confidence, runs, measured time,
+ * extra memory, re-racing, a cache record that was rejected).
+ */
+#ifndef KERNTUNE_DECISION_H
+#define KERNTUNE_DECISION_H
+
+#include <kerntune.h>
+#include <kerntune/measure.h> /* kt_policy */
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/** A candidate's or unit's outcome within a decision. Its name (kt_outcome_name) is how
+ *  wisdom documents write it (kerntune/cache.h).
+ *  - KT_OUTCOME_NOT_RUN: not run (the decision was not measured, or a budget left it out);
+ *  - KT_OUTCOME_MEASURED: measured; time and runs are set;
+ *  - KT_OUTCOME_REJECTED: its requirements rejected the arguments: never launched;
+ *  - KT_OUTCOME_FAILED: returned a failure while being validated or measured (or, in a worker
+ *    process, left its device context unusable);
+ *  - KT_OUTCOME_INVALID: produced a wrong answer in its validation run;
+ *  - KT_OUTCOME_BUILD_FAILED: a variant that failed to compile or load;
+ *  - KT_OUTCOME_TIMEOUT: ran past the op's timeout in its worker process (killed);
+ *  - KT_OUTCOME_CRASHED: took its worker process down (a signal: SIGSEGV, SIGBUS, abort...). */
+#define KT_OUTCOME_LIST(X)                         \
+    X(KT_OUTCOME_NOT_RUN, 0, "not_run")            \
+    X(KT_OUTCOME_MEASURED, 1, "measured")          \
+    X(KT_OUTCOME_REJECTED, 2, "rejected")          \
+    X(KT_OUTCOME_FAILED, 3, "failed")              \
+    X(KT_OUTCOME_INVALID, 4, "invalid")            \
+    X(KT_OUTCOME_BUILD_FAILED, 5, "build_failed")  \
+    X(KT_OUTCOME_TIMEOUT, 6, "timeout")            \
+    X(KT_OUTCOME_CRASHED, 7, "crashed")
+
+typedef enum kt_outcome { KT_OUTCOME_LIST(KT__ENUMERATOR) } kt_outcome;
+
+/** Returns an outcome's name ("not_run", "measured", "rejected", "failed", "invalid",
+ *  "build_failed", "timeout", "crashed"), or NULL for an unknown value. */
+KT_API const char *kt_outcome_name(kt_outcome outcome);
+
+/** Returns candidate index's outcome in the decision. */
+KT_API kt_outcome kt_decision_outcome(const kt_decision *d, size_t candidate);
+
+/** Returns candidate index's median time in nanoseconds, or a negative value when it was not
+ *  measured. */
+KT_API double kt_decision_time_ns(const kt_decision *d, size_t candidate);
+
+/** Returns the number of measured runs of candidate index (warm-ups excluded). */
+KT_API unsigned kt_decision_runs(const kt_decision *d, size_t candidate);
+
+/** Returns the failure code a candidate returned while measured (0 when it did not fail). */
+KT_API int kt_decision_fail_code(const kt_decision *d, size_t candidate);
+
+/** Returns the number of units the decision considered: one per native candidate and one per
+ *  configuration of each variant group, in candidate order. Unit accessors below take a unit
+ *  index; the candidate accessors above report, for a variant group, its winning or fastest
+ *  configuration. */
+KT_API size_t kt_decision_unit_count(const kt_decision *d);
+
+/** Returns the unit that won. */
+KT_API size_t kt_decision_winner_unit(const kt_decision *d);
+
+/** Returns the candidate index of unit u. */
+KT_API size_t kt_decision_unit_candidate(const kt_decision *d, size_t u);
+
+/** Returns unit u's configuration as kt_space_config_format writes it, or NULL for a native
+ *  candidate. */
+KT_API const char *kt_decision_unit_config(const kt_decision *d, size_t u);
+
+/** Unit u's outcome, median time in ns (negative when not measured), measured runs, and
+ *  diagnostic (NULL when none). */
+KT_API kt_outcome kt_decision_unit_outcome(const kt_decision *d, size_t u);
+KT_API double kt_decision_unit_time_ns(const kt_decision *d, size_t u);
+KT_API unsigned kt_decision_unit_runs(const kt_decision *d, size_t u);
+KT_API const char *kt_decision_unit_message(const kt_decision *d, size_t u);
+
+/** Writes the launch geometry unit u of a device variant group was planned with for the
+ *  tuning's arguments (global size per dimension in blocks or work-items as the space's
+ *  geometry kind says, local size, dynamic shared memory in bytes). Any pointer may be NULL.
+ *  Returns KT_ERR_NOT_FOUND for a native candidate or a unit that was never planned. A call
+ *  with other arguments computes its own geometry from them. */
+KT_API kt_status kt_decision_unit_geometry(const kt_decision *d, size_t u, int64_t global[3], int64_t local[3],
+                                           int64_t *shared_memory);
+
+/** Stores unit u's measured run times in ns, in the order they were taken, in *times (owned by
+ *  the decision) and their number in *n; KT_ERR_NOT_FOUND when it has none. */
+KT_API kt_status kt_decision_unit_runtimes(const kt_decision *d, size_t u, const double **times, size_t *n);
+
+/** Returns how long building unit u took in ms (0 for natives and for artifacts found cached). */
+KT_API double kt_decision_unit_build_ms(const kt_decision *d, size_t u);
+
+/** Returns the diagnostic of a candidate that failed or was invalid in the decision (e.g.
+ *  "output 'y' element 17: expected 3.5, got 3.25"), or NULL. */
+KT_API const char *kt_decision_message(const kt_decision *d, size_t candidate);
+
+/** Returns the decision's confidence in [0, 1]: the smallest, over the other measured units, of
+ *  the probability that the winner is no more than the race's tolerance slower than that unit
+ *  (1 when nothing else was measured; 0 for decisions not measured). */
+KT_API double kt_decision_confidence(const kt_decision *d);
+
+/** Returns how many runs of candidates the decision's tuning made (validation runs, warm-ups
+ *  and measured runs). */
+KT_API uint64_t kt_decision_total_runs(const kt_decision *d);
+
+/** Returns the time, in ns, of the warm-ups and measured runs of the decision's tuning (the
+ *  kernels' times alone: restores, flushes and validation are not counted). */
+KT_API double kt_decision_measure_ns(const kt_decision *d);
+
+/** Returns the policy that measured the decision. */
+KT_API kt_policy kt_decision_policy(const kt_decision *d);
+
+/** Unit u's warm-up runs, and the bounds of its estimate's confidence interval in ns (negative
+ *  when not measured). */
+KT_API unsigned kt_decision_unit_warmups(const kt_decision *d, size_t u);
+KT_API double kt_decision_unit_ci_low_ns(const kt_decision *d, size_t u);
+KT_API double kt_decision_unit_ci_high_ns(const kt_decision *d, size_t u);
+
+/** Returns whether the decision's candidates were validated against a reference. */
+KT_API int kt_decision_validated(const kt_decision *d);
+
+/** Returns the most memory, in bytes, that the tuning behind the decision allocated at once
+ *  beyond the caller's own buffers (snapshots, clones, generated inputs, reference outputs). */
+KT_API size_t kt_decision_peak_extra_bytes(const kt_decision *d);
+
+/** Returns the confidence the decision's race asked for (the context's race confidence when it
+ *  was measured, kt_context_set_race), or a negative value when none was asked for (another
+ *  policy, a decision not measured, or one recorded by a kerntune that did not keep it). */
+KT_API double kt_decision_requested_confidence(const kt_decision *d);
+
+/** Returns 1 when the decision ended below the confidence its race asked for
+ *  (kt_decision_confidence < kt_decision_requested_confidence): the race stopped, at its run
+ *  cap or a budget, before it could tell the finalists apart. Such a decision is recorded as not
+ *  settled: the next tuning of its key that may measure (effort MEASURE, in this or another
+ *  process) re-races its finalists instead of serving it; CACHE_ONLY serves it as it is. */
+KT_API int kt_decision_below_confidence(const kt_decision *d);
+
+/** Returns 1 when the decision was made by re-racing the finalists of a recorded decision that
+ *  had ended below its requested confidence: the finalists were measured afresh (validated as
+ *  usual), every other unit kept its recorded result without running (0 runs) or competing. */
+KT_API int kt_decision_reraced(const kt_decision *d);
+
+/** Returns 1 when unit u was a finalist of the decision's race: measured and not dropped when
+ *  the race stopped (a unit is dropped once it is slower than the best with the race's
+ *  confidence; under the other policies none is), or the winner. */
+KT_API int kt_decision_unit_finalist(const kt_decision *d, size_t u);
+
+/** Returns why the persistent cache's decision for this key was rejected (a candidate or
+ *  configuration the op does not have, one outside today's space or breaking a constraint, a
+ *  native given a configuration, a stored value of the wrong type...), or NULL when none was.
+ *  A rejected record is never launched and lends nothing: the key is decided from scratch (by
+ *  measuring, with effort MEASURE), and the new decision replaces the record. Valid as long as
+ *  the decision. */
+KT_API const char *kt_decision_cache_rejected(const kt_decision *d);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* KERNTUNE_DECISION_H */

@@ -1,0 +1,66 @@
+/*
+ * kerntune/device.h - devices, device memory, and running an op's variants on a device.
+ *
+ * Every context has the host CPU as device 0 (the C backend). Devices of the optional backends
+ * (OpenCL, CUDA) follow once they are first asked for. An op's variant groups
+ * (kerntune/variants.h) run on the op's device, and its buffer arguments are then that device's
+ * memory, which its native candidates receive as it is (to call a vendor library, say).
+ */
+#ifndef KERNTUNE_DEVICE_H
+#define KERNTUNE_DEVICE_H
+
+#include <kerntune.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/** A device found by a backend; owned by its context. */
+typedef struct kt_device kt_device;
+
+/** Returns the number of devices that the context's backends found. Device 0 is always the host
+ *  CPU (the C backend); the first call that asks about devices also starts the optional
+ *  backends (OpenCL, CUDA), whose devices follow. Safe to call while ops run. */
+KT_API size_t kt_context_device_count(kt_context *ctx);
+
+/** Returns device number index, or NULL when index is out of range. */
+KT_API const kt_device *kt_context_device(kt_context *ctx, size_t index);
+
+/** Device memory for ops that run on a device (kt_op_set_device): allocates bytes bytes on
+ *  device index and stores the handle in *out (a host pointer for device 0, a cl_mem for an
+ *  OpenCL device, a CUdeviceptr for a CUDA device); pass it to ops with kt_arg_buf. */
+KT_API kt_status kt_device_alloc(kt_context *ctx, size_t device, size_t bytes, void **out);
+
+/** Frees memory from kt_device_alloc. NULL is harmless. */
+KT_API void kt_device_free(kt_context *ctx, size_t device, void *buffer);
+
+/** Copies bytes bytes from host memory src to device buffer dst, or from device buffer src to
+ *  host memory dst; both wait for the copy to finish. */
+KT_API kt_status kt_device_write(kt_context *ctx, size_t device, void *dst, const void *src, size_t bytes);
+KT_API kt_status kt_device_read(kt_context *ctx, size_t device, void *dst, const void *src, size_t bytes);
+
+/** Returns how many built-in backends could not start, and the reason for number index as
+ *  "name: why" (e.g. "cuda: libcuda.so.1 is not installed"), or NULL when out of range. */
+KT_API size_t kt_context_unavailable_count(kt_context *ctx);
+KT_API const char *kt_context_unavailable(kt_context *ctx, size_t index);
+
+/** Returns the name of the backend that found the device ("c" for the host CPU). */
+KT_API const char *kt_device_backend(const kt_device *dev);
+
+/** Returns a human-readable device name, e.g. the CPU model. */
+KT_API const char *kt_device_name(const kt_device *dev);
+
+/** Returns the device fingerprint: a string that changes whenever the device, its driver or
+ *  anything else that can change a tuning decision changes. */
+KT_API const char *kt_device_fingerprint(const kt_device *dev);
+
+/** Runs the op's compiled variants on device index of the context (kt_context_device); the
+ *  op's buffer arguments are then that device's buffers. Default: device 0, the host CPU (the
+ *  C backend). */
+KT_API kt_status kt_op_set_device(kt_op *op, size_t device);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* KERNTUNE_DEVICE_H */

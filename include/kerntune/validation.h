@@ -1,0 +1,55 @@
+/*
+ * kerntune/validation.h - checking each candidate's outputs against a reference while tuning.
+ *
+ * Validation is on by default, with the op's default candidate as the reference.
+ * While tuning, each candidate's first run is a validation run: ReadWrite inputs restored,
+ * WriteOnly outputs poisoned (filled with a pattern: a NaN with a payload for floats, 0xA5 bytes
+ * for integers) unless declared accumulating, and afterwards every WriteOnly and ReadWrite
+ * buffer and the returned output are compared with the reference's: integers exactly, floats
+ * within |actual - expected| <= atol + rtol * |expected|; NaN matches only NaN; an element still
+ * holding the poison pattern was left unwritten and fails (for 8-bit outputs the pattern 0xA5
+ * is also an ordinary value, so an unwritten element whose true value is 0xA5 goes unnoticed).
+ * A candidate that changed a ReadOnly buffer fails; a reference that did is not used. A failing
+ * candidate is disqualified (KT_OUTCOME_INVALID) with a diagnostic naming the output, the
+ * element, the expected and the actual value.
+ * The reference is, in order: the function set by kt_op_set_reference_fn, the candidate named by
+ * kt_op_set_reference, the op's default candidate. If the reference does not accept the
+ * arguments or fails, the key is tuned without validation (logged; kt_decision_validated says so).
+ * Validation adds the reference's outputs to a tuning's extra memory.
+ */
+#ifndef KERNTUNE_VALIDATION_H
+#define KERNTUNE_VALIDATION_H
+
+#include <kerntune.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/** Names the reference candidate. */
+KT_API kt_status kt_op_set_reference(kt_op *op, const char *name);
+
+/** With on nonzero, the reference candidate only validates the others: it is not measured and
+ *  never wins (for a reference that is a slow or out-of-space implementation). Default 0. */
+KT_API kt_status kt_op_set_reference_only(kt_op *op, int on);
+
+/** A reference implementation: computes the expected outputs from args in place (as a candidate
+ *  would), and for an op with a result fills *result (NULL otherwise). Returns 0 on success. */
+typedef int (*kt_reference_fn)(const kt_arg *args, size_t nargs, void *user, kt_result *result);
+
+/** Sets a reference function; it takes precedence over any reference candidate. */
+KT_API kt_status kt_op_set_reference_fn(kt_op *op, kt_reference_fn fn, void *user);
+
+/** Switches validation on (default) or off for the op. */
+KT_API kt_status kt_op_set_validation(kt_op *op, int on);
+
+/** Sets the tolerances for every floating-point output of the op (both >= 0). Defaults, by
+ *  element type: f64 atol 1e-12 rtol 1e-9; f32 atol 1e-6 rtol 1e-4; f16 and bf16 atol 1e-3
+ *  rtol 1e-2. Integers always compare exactly. */
+KT_API kt_status kt_op_set_tolerance(kt_op *op, double atol, double rtol);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* KERNTUNE_VALIDATION_H */
