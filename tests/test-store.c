@@ -1,5 +1,5 @@
 /*
- * test-store.c - the persistent cache (src/store.c): records in and out whole, 32 processes at
+ * test-store.c - the persistent cache (src/store/): records in and out whole, 32 processes at
  * once (tests/store-worker), a writer killed mid-transaction, damaged, truncated, read-only,
  * version-1, version-2 and newer-version files, rows with wrong types, wisdom export and import
  * (and every kind of lie import refuses), the default path, and one handle shared by threads. Real files in a fresh temporary directory
