@@ -153,13 +153,11 @@ static kt_status add_slot(kt_space *sp, const char *name, enum slot_kind kind, s
     return KT_OK;
 }
 
-/* Grows an array of elem-sized items by one; returns the new item or NULL. */
-static void *grow(void **arr, size_t n, size_t elem) {
-    void *p = realloc(*arr, (n + 1) * elem);
-    if (p == NULL) return NULL;
-    *arr = p;
-    return (char *)p + n * elem;
-}
+/* Grows an array of n items of elem bytes to n + 1: returns the new array, which the caller
+ * stores back before filling its last item, or NULL when out of memory (arr unchanged). The
+ * array goes in and out by value, so that each caller reads and writes its pointer member
+ * through that member's own type. */
+static void *grow(void *arr, size_t n, size_t elem) { return realloc(arr, (n + 1) * elem); }
 
 /* What an expression reads, collected by the resolver while it parses. */
 typedef struct reads {
@@ -286,13 +284,13 @@ kt_status kt_space_add_param(kt_space *sp, const char *name, const char *values)
     if (st == KT_OK) st = store_values(sp, v.list.items, v.list.n, &stored, where);
     if (st == KT_OK) st = add_slot(sp, name, SLOT_PARAM, sp->nparams, where);
     if (st == KT_OK) {
-        param *p = grow((void **)&sp->params, sp->nparams, sizeof *p);
-        if (p == NULL) {
+        param *params = grow(sp->params, sp->nparams, sizeof *params);
+        if (params == NULL) {
             free(sp->slots[--sp->nslots].name);
             st = kt__err(KT_ERR_NO_MEMORY, "%s: out of memory", where);
         } else {
-            *p = (param){sp->nslots - 1, stored, v.list.n};
-            sp->nparams++;
+            sp->params = params;
+            params[sp->nparams++] = (param){sp->nslots - 1, stored, v.list.n};
         }
     }
     kt__arena_free(&scratch);
@@ -331,13 +329,13 @@ kt_status kt_space_add_input(kt_space *sp, const char *name) {
                        KT__SPACE_INPUTS_MAX);
     kt_status st = add_slot(sp, name, SLOT_INPUT, sp->ninputs, "kt_space_add_input");
     if (st != KT_OK) return st;
-    input *in = grow((void **)&sp->inputs, sp->ninputs, sizeof *in);
-    if (in == NULL) {
+    input *inputs = grow(sp->inputs, sp->ninputs, sizeof *inputs);
+    if (inputs == NULL) {
         free(sp->slots[--sp->nslots].name);
         return kt__err(KT_ERR_NO_MEMORY, "kt_space_add_input: out of memory");
     }
-    *in = (input){.slot = sp->nslots - 1};
-    sp->ninputs++;
+    sp->inputs = inputs;
+    inputs[sp->ninputs++] = (input){.slot = sp->nslots - 1};
     return KT_OK;
 }
 
@@ -382,15 +380,15 @@ kt_status kt_space_add_constraint(kt_space *sp, const char *expression) {
     reads r;
     kt_status st = parse(sp, expression, "kt_space_add_constraint", &e, &r);
     if (st != KT_OK) return st;
-    constraint *c = grow((void **)&sp->cons, sp->ncons, sizeof *c);
-    if (c == NULL) {
+    constraint *cons = grow(sp->cons, sp->ncons, sizeof *cons);
+    if (cons == NULL) {
         kt__expr_free(e);
         return kt__err(KT_ERR_NO_MEMORY, "kt_space_add_constraint: out of memory");
     }
+    sp->cons = cons;
     /* A constraint that reads a derived value waits for the leaves. Parameters added later
      * cannot be read by it, so its level is final. */
-    *c = (constraint){.e = e, .level = r.derived ? LONG_MAX : r.max_param};
-    sp->ncons++;
+    cons[sp->ncons++] = (constraint){.e = e, .level = r.derived ? LONG_MAX : r.max_param};
     sp->code_inputs |= r.inputs;
     return KT_OK;
 }
@@ -399,10 +397,10 @@ kt_status kt_space_add_constraint_fn(kt_space *sp, kt_constraint_fn fn, void *us
     kt_status sst = changeable(sp, "kt_space_add_constraint_fn");
     if (sst != KT_OK) return sst;
     if (fn == NULL) return kt__err(KT_ERR_NULL, "kt_space_add_constraint_fn: fn is NULL");
-    constraint *c = grow((void **)&sp->cons, sp->ncons, sizeof *c);
-    if (c == NULL) return kt__err(KT_ERR_NO_MEMORY, "kt_space_add_constraint_fn: out of memory");
-    *c = (constraint){.fn = fn, .user = user, .level = LONG_MAX};
-    sp->ncons++;
+    constraint *cons = grow(sp->cons, sp->ncons, sizeof *cons);
+    if (cons == NULL) return kt__err(KT_ERR_NO_MEMORY, "kt_space_add_constraint_fn: out of memory");
+    sp->cons = cons;
+    cons[sp->ncons++] = (constraint){.fn = fn, .user = user, .level = LONG_MAX};
     return KT_OK;
 }
 
@@ -418,14 +416,14 @@ kt_status kt_space_add_derived(kt_space *sp, const char *name, const char *expre
         kt__expr_free(e);
         return st;
     }
-    derived *d = grow((void **)&sp->derived, sp->nderived, sizeof *d);
-    if (d == NULL) {
+    derived *ds = grow(sp->derived, sp->nderived, sizeof *ds);
+    if (ds == NULL) {
         kt__expr_free(e);
         free(sp->slots[--sp->nslots].name);
         return kt__err(KT_ERR_NO_MEMORY, "%s: out of memory", where);
     }
-    *d = (derived){sp->nslots - 1, e, r.inputs};
-    sp->nderived++;
+    sp->derived = ds;
+    ds[sp->nderived++] = (derived){sp->nslots - 1, e, r.inputs};
     sp->code_inputs |= r.inputs; /* every derived value reaches the code as a define */
     return KT_OK;
 }
