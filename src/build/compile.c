@@ -214,7 +214,8 @@ kt_status kt__build_run(kt__artifacts *arts, kt__build *builds, size_t n) {
     if (n == 0) return KT_OK;
     pool p = {.arts = arts, .builds = builds, .n = n, .dir = arts->dir};
     p.unique = malloc(n * sizeof *p.unique);
-    if (p.unique == NULL) return kt__err(KT_ERR_NO_MEMORY, "building variants: out of memory");
+    if (p.unique == NULL)
+        return kt__err(KT_ERR_NO_MEMORY, "building variants: kt__build_run: out of memory allocating the pool's list of %zu builds", n);
     for (size_t i = 0; i < n; i++) {
         if (builds[i].dup_of >= 0) continue;
         if (builds[i].module != NULL) { /* already loaded */

@@ -21,9 +21,10 @@ typedef struct kt__artifacts {
     _Atomic uint64_t hits;        /* artifacts found on disk */
 } kt__artifacts;
 
-/* One variant to build. The caller fills backend..req (req.out_path is the pool's); prepare
- * fills key and path; run fills status, log, cached and module. A build whose module is
- * already set when run starts (found loaded elsewhere) is skipped. */
+/* One variant to build. The caller fills backend..req (req.out_path is the pool's) and may set
+ * no_load; prepare fills key, path and dup_of; run fills status, log, cached, build_ms and
+ * module. A build whose module is already set when run starts (found loaded elsewhere) is
+ * skipped. */
 typedef struct kt__build {
     const kt_backend *backend;
     void *bstate;

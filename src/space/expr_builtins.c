@@ -46,8 +46,9 @@ kt_status kt__expr_call_builtin(const evalctx *x, int b, const kt__value *args, 
     case B_SUM: {
         if (n != 1 || args[0].t != KT_V_LIST) return EERR(x, col, "sum() takes one list");
         kt__value acc = kt__vint(0);
+        kt_status st;
         for (size_t i = 0; i < args[0].list.n; i++)
-            if (kt__expr_binary(x, OP_ADD, &acc, &args[0].list.items[i], col, &acc) != KT_OK) return KT_ERR_INVALID_ARGUMENT;
+            if ((st = kt__expr_binary(x, OP_ADD, &acc, &args[0].list.items[i], col, &acc)) != KT_OK) return st;
         *out = acc;
         return KT_OK;
     }
@@ -64,7 +65,7 @@ kt_status kt__expr_call_builtin(const evalctx *x, int b, const kt__value *args, 
         if (v[2] < 0 && v[1] < v[0]) count = (v[0] - v[1] - v[2] - 1) / -v[2];
         if (count > 10000000) return EERR(x, col, "range() of %lld items is too long", (long long)count);
         kt__value *items = kt__arena_alloc(x->arena, (size_t)(count ? count : 1) * sizeof *items);
-        if (items == NULL) return EERR(x, col, "out of memory");
+        if (items == NULL) return EOOM(x, col, "the list of range()");
         for (int64_t i = 0; i < count; i++) items[i] = kt__vint(v[0] + i * v[2]);
         *out = (kt__value){.t = KT_V_LIST, .list = {items, (size_t)count}};
         return KT_OK;
@@ -125,7 +126,7 @@ kt_status kt__expr_call_builtin(const evalctx *x, int b, const kt__value *args, 
             *out = *a;
         } else if (a->t == KT_V_STR) {
             kt__value *items = kt__arena_alloc(x->arena, (a->str.len ? a->str.len : 1) * sizeof *items);
-            if (items == NULL) return EERR(x, col, "out of memory");
+            if (items == NULL) return EOOM(x, col, "the characters of a string for list()");
             for (size_t i = 0; i < a->str.len; i++) items[i] = (kt__value){.t = KT_V_STR, .str = {a->str.s + i, 1}};
             *out = (kt__value){.t = KT_V_LIST, .list = {items, a->str.len}};
         } else {

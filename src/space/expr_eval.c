@@ -104,14 +104,14 @@ static kt_status ipow(const evalctx *x, int64_t b, int64_t e, int col, int64_t *
 static kt_status concat(const evalctx *x, const kt__value *a, const kt__value *b, int col, kt__value *out) {
     if (a->t == KT_V_STR) {
         char *s = kt__arena_alloc(x->arena, a->str.len + b->str.len + 1);
-        if (s == NULL) return EERR(x, col, "out of memory");
+        if (s == NULL) return EOOM(x, col, "the joined string");
         memcpy(s, a->str.s, a->str.len);
         memcpy(s + a->str.len, b->str.s, b->str.len);
         *out = (kt__value){.t = KT_V_STR, .str = {s, a->str.len + b->str.len}};
     } else {
         size_t n = a->list.n + b->list.n;
         kt__value *items = kt__arena_alloc(x->arena, (n ? n : 1) * sizeof *items);
-        if (items == NULL) return EERR(x, col, "out of memory");
+        if (items == NULL) return EOOM(x, col, "the joined list");
         memcpy(items, a->list.items, a->list.n * sizeof *items);
         memcpy(items + a->list.n, b->list.items, b->list.n * sizeof *items);
         *out = (kt__value){.t = KT_V_LIST, .list = {items, n}};
@@ -131,12 +131,12 @@ static kt_status repeat(const evalctx *x, const kt__value *seq, int64_t n, int c
     size_t total = len * times;
     if (seq->t == KT_V_STR) {
         char *s = kt__arena_alloc(x->arena, total + 1);
-        if (s == NULL) return EERR(x, col, "out of memory");
+        if (s == NULL) return EOOM(x, col, "the repeated string");
         for (size_t i = 0; i < times; i++) memcpy(s + i * len, seq->str.s, len);
         *out = (kt__value){.t = KT_V_STR, .str = {s, total}};
     } else {
         kt__value *items = kt__arena_alloc(x->arena, (total ? total : 1) * sizeof *items);
-        if (items == NULL) return EERR(x, col, "out of memory");
+        if (items == NULL) return EOOM(x, col, "the repeated list");
         for (size_t i = 0; i < times; i++) memcpy(items + i * len, seq->list.items, len * sizeof *items);
         *out = (kt__value){.t = KT_V_LIST, .list = {items, total}};
     }
@@ -215,7 +215,8 @@ kt_status kt__expr_binary(const evalctx *x, int op, const kt__value *a, const kt
                 *out = kt__vfloat(pow((double)i, (double)j));
                 return KT_OK;
             }
-            if (ipow(x, i, j, col, &r) != KT_OK) return KT_ERR_INVALID_ARGUMENT;
+            kt_status st = ipow(x, i, j, col, &r);
+            if (st != KT_OK) return st;
             break;
         }
         *out = kt__vint(r);
@@ -259,6 +260,7 @@ kt_status kt__expr_binary(const evalctx *x, int op, const kt__value *a, const kt
 static kt_status eval(const evalctx *x, int32_t idx, kt__value *out) {
     const node *n = &x->e->nodes[idx];
     kt__value a, b;
+    kt_status st;
     switch (n->kind) {
     case N_CONST: *out = x->e->consts[n->a]; return KT_OK;
     case N_SLOT:
@@ -267,14 +269,14 @@ static kt_status eval(const evalctx *x, int32_t idx, kt__value *out) {
         return KT_OK;
     case N_LIST: {
         kt__value *items = kt__arena_alloc(x->arena, (n->n ? n->n : 1) * sizeof *items);
-        if (items == NULL) return EERR(x, n->col, "out of memory");
+        if (items == NULL) return EOOM(x, n->col, "a list");
         for (int i = 0; i < n->n; i++)
-            if (eval(x, x->e->kids[n->a + i], &items[i]) != KT_OK) return KT_ERR_INVALID_ARGUMENT;
+            if ((st = eval(x, x->e->kids[n->a + i], &items[i])) != KT_OK) return st;
         *out = (kt__value){.t = KT_V_LIST, .list = {items, n->n}};
         return KT_OK;
     }
     case N_UNARY:
-        if (eval(x, n->a, &a) != KT_OK) return KT_ERR_INVALID_ARGUMENT;
+        if ((st = eval(x, n->a, &a)) != KT_OK) return st;
         if (!kt__value_is_num(&a)) return EERR(x, n->col, "bad operand type for unary operator: '%s'", kt__value_type_name(&a));
         if (n->op == OP_POS) {
             *out = a.t == KT_V_BOOL ? kt__vint(a.b) : a;
@@ -290,29 +292,29 @@ static kt_status eval(const evalctx *x, int32_t idx, kt__value *out) {
         }
         return KT_OK;
     case N_NOT:
-        if (eval(x, n->a, &a) != KT_OK) return KT_ERR_INVALID_ARGUMENT;
+        if ((st = eval(x, n->a, &a)) != KT_OK) return st;
         *out = kt__vbool(!kt__truthy(&a));
         return KT_OK;
     case N_AND:
     case N_OR:
-        if (eval(x, n->a, &a) != KT_OK) return KT_ERR_INVALID_ARGUMENT;
+        if ((st = eval(x, n->a, &a)) != KT_OK) return st;
         if (kt__truthy(&a) == (n->kind == N_OR)) {
             *out = a;
             return KT_OK;
         }
         return eval(x, n->b, out);
     case N_COND:
-        if (eval(x, n->a, &a) != KT_OK) return KT_ERR_INVALID_ARGUMENT;
+        if ((st = eval(x, n->a, &a)) != KT_OK) return st;
         return eval(x, kt__truthy(&a) ? n->b : n->c, out);
     case N_BIN:
-        if (eval(x, n->a, &a) != KT_OK || eval(x, n->b, &b) != KT_OK) return KT_ERR_INVALID_ARGUMENT;
+        if ((st = eval(x, n->a, &a)) != KT_OK || (st = eval(x, n->b, &b)) != KT_OK) return st;
         return kt__expr_binary(x, n->op, &a, &b, n->col, out);
     case N_CMP: {
-        if (eval(x, x->e->kids[n->a], &a) != KT_OK) return KT_ERR_INVALID_ARGUMENT;
+        if ((st = eval(x, x->e->kids[n->a], &a)) != KT_OK) return st;
         for (int i = 1; i < n->n; i++) {
-            if (eval(x, x->e->kids[n->a + i], &b) != KT_OK) return KT_ERR_INVALID_ARGUMENT;
+            if ((st = eval(x, x->e->kids[n->a + i], &b)) != KT_OK) return st;
             bool r = false;
-            if (compare(x, x->e->cmpops[n->b + i - 1], &a, &b, n->col, &r) != KT_OK) return KT_ERR_INVALID_ARGUMENT;
+            if ((st = compare(x, x->e->cmpops[n->b + i - 1], &a, &b, n->col, &r)) != KT_OK) return st;
             if (!r) {
                 *out = kt__vbool(false);
                 return KT_OK;
@@ -323,7 +325,7 @@ static kt_status eval(const evalctx *x, int32_t idx, kt__value *out) {
         return KT_OK;
     }
     case N_INDEX: {
-        if (eval(x, n->a, &a) != KT_OK || eval(x, n->b, &b) != KT_OK) return KT_ERR_INVALID_ARGUMENT;
+        if ((st = eval(x, n->a, &a)) != KT_OK || (st = eval(x, n->b, &b)) != KT_OK) return st;
         int64_t i;
         if (b.t == KT_V_FLOAT || !kt__num_int(&b, &i))
             return EERR(x, n->col, "indices must be integers, not '%s'", kt__value_type_name(&b));
@@ -339,7 +341,7 @@ static kt_status eval(const evalctx *x, int32_t idx, kt__value *out) {
         kt__value args[16];
         if (n->n > 16) return EERR(x, n->col, "too many arguments");
         for (int i = 0; i < n->n; i++)
-            if (eval(x, x->e->kids[n->a + i], &args[i]) != KT_OK) return KT_ERR_INVALID_ARGUMENT;
+            if ((st = eval(x, x->e->kids[n->a + i], &args[i])) != KT_OK) return st;
         return kt__expr_call_builtin(x, n->op, args, n->n, n->col, out);
     }
     }

@@ -98,6 +98,10 @@ const char *kt__value_type_name(const kt__value *v);
 /* Fails with KT_ERR_INVALID_ARGUMENT: "<where>: expression '<text>': column <col>: <what>". */
 kt_status kt__expr_err(const char *where, const char *text, int col, const char *fmt, ...) KT__PRINTF(4, 5);
 
+/* Fails with KT_ERR_NO_MEMORY: "<where>: expression '<text>': column <col>: out of memory
+ * allocating <what>". */
+kt_status kt__expr_oom(const char *where, const char *text, int col, const char *what);
+
 enum tok { T_END, T_INT, T_FLOAT, T_STR, T_NAME, T_OP };
 
 typedef struct lexer {
@@ -131,6 +135,8 @@ typedef struct evalctx {
 
 /* An error of the operation at column col of the expression being evaluated. */
 #define EERR(x, col, ...) kt__expr_err((x)->where, (x)->e->text, (col), __VA_ARGS__)
+/* Out of memory allocating what for the operation at column col. */
+#define EOOM(x, col, what) kt__expr_oom((x)->where, (x)->e->text, (col), (what))
 
 /* Evaluates node idx of e (the parser folds constants with it: slots may be NULL). */
 kt_status kt__expr_eval_node(const kt__expr *e, int32_t idx, const kt__value *slots, kt__arena *arena, const char *where,

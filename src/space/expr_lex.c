@@ -20,6 +20,10 @@ kt_status kt__expr_err(const char *where, const char *text, int col, const char 
     return kt__err(KT_ERR_INVALID_ARGUMENT, "%s: expression '%s': column %d: %s", where, text, col, kt_last_error());
 }
 
+kt_status kt__expr_oom(const char *where, const char *text, int col, const char *what) {
+    return kt__err(KT_ERR_NO_MEMORY, "%s: expression '%s': column %d: out of memory allocating %s", where, text, col, what);
+}
+
 /* ---- tokens ----------------------------------------------------------------------------------- */
 
 static const char *const two_char_ops[] = {"**", "//", "<=", ">=", "==", "!=", "<<", ">>"};

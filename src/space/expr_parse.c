@@ -21,12 +21,20 @@ typedef struct parser {
     int depth;
 } parser;
 
+/* Fails the parse: out of memory allocating what. Returns -1, as the parse functions do. */
+static int32_t oom(parser *p, const char *what) {
+    p->lx.err = kt__err(KT_ERR_NO_MEMORY, "%s: expression '%s': out of memory allocating %s", p->lx.where, p->lx.text, what);
+    return -1;
+}
+
+/* The add_* functions below append to the expression's arrays; on failure they report (oom)
+ * and return -1. */
 static int32_t add_node(parser *p, node n) {
     kt__expr *e = p->e;
     if (e->nnodes == e->cap) {
         int32_t cap = e->cap ? 2 * e->cap : 32;
         node *nn = realloc(e->nodes, (size_t)cap * sizeof *nn);
-        if (nn == NULL) return -1;
+        if (nn == NULL) return oom(p, "its nodes");
         e->nodes = nn;
         e->cap = cap;
     }
@@ -39,7 +47,7 @@ static int32_t add_kid(parser *p, int32_t k) {
     if (e->nkids == e->kcap) {
         int32_t cap = e->kcap ? 2 * e->kcap : 32;
         int32_t *nk = realloc(e->kids, (size_t)cap * sizeof *nk);
-        if (nk == NULL) return -1;
+        if (nk == NULL) return oom(p, "its operand lists");
         e->kids = nk;
         e->kcap = cap;
     }
@@ -52,7 +60,7 @@ static int32_t add_cmpop(parser *p, uint8_t op) {
     if (e->ncmp == e->ccap) {
         int32_t cap = e->ccap ? 2 * e->ccap : 16;
         uint8_t *nc = realloc(e->cmpops, (size_t)cap);
-        if (nc == NULL) return -1;
+        if (nc == NULL) return oom(p, "its comparison operators");
         e->cmpops = nc;
         e->ccap = cap;
     }
@@ -68,11 +76,11 @@ static bool persist(kt__expr *e, kt__value *v) {
 
 static int32_t add_const(parser *p, kt__value v, int col) {
     kt__expr *e = p->e;
-    if (!persist(e, &v)) return -1;
+    if (!persist(e, &v)) return oom(p, "a constant's value");
     if (e->nconsts == e->constcap) {
         int32_t cap = e->constcap ? 2 * e->constcap : 16;
         kt__value *nc = realloc(e->consts, (size_t)cap * sizeof *nc);
-        if (nc == NULL) return -1;
+        if (nc == NULL) return oom(p, "its constants");
         e->consts = nc;
         e->constcap = cap;
     }
@@ -106,7 +114,7 @@ static int32_t fold(parser *p, int32_t idx) {
     kt_status st = kt__expr_eval_node(e, idx, NULL, &p->scratch, "fold", &v);
     kt__error_restore(KT_OK, saved); /* a failed fold is not an error of the call */
     if (st != KT_OK) return idx;
-    int32_t c = add_const(p, v, n.col);
+    int32_t c = add_const(p, v, n.col); /* reports running out of memory */
     if (c < 0) return -1;
     e->nodes[idx] = e->nodes[c]; /* the folded node takes the constant's place */
     e->nnodes--;
@@ -116,7 +124,6 @@ static int32_t fold(parser *p, int32_t idx) {
 /* ---- the parser ------------------------------------------------------------------------------- */
 
 #define FAIL(p) ((p)->lx.err != KT_OK)
-#define OOM(p) ((p)->lx.err = kt__err(KT_ERR_NO_MEMORY, "%s: out of memory parsing an expression", (p)->lx.where), -1)
 
 static int32_t parse_expr(parser *p);
 
@@ -167,7 +174,7 @@ static int parse_items(parser *p, const char *close, int32_t *start, uint16_t *c
     if (FAIL(p)) return -1;
     *start = p->e->nkids;
     for (int i = 0; i < n; i++)
-        if (add_kid(p, items[i]) < 0) return OOM(p);
+        if (add_kid(p, items[i]) < 0) return -1;
     *count = (uint16_t)n;
     return 0;
 }
@@ -189,19 +196,17 @@ static int32_t parse_atom(parser *p) {
         kt__value v = lx->t == T_INT ? kt__vint(lx->ival) : kt__vfloat(lx->fval);
         kt__lex_next(lx);
         if (FAIL(p)) return -1;
-        int32_t c = add_const(p, v, col);
-        return c < 0 ? OOM(p) : c;
+        return add_const(p, v, col);
     }
     if (lx->t == T_STR) {
         size_t n = lx->len - 2, k = 0;
         char *buf = kt__arena_alloc(&p->scratch, n + 1);
-        if (buf == NULL) return OOM(p);
+        if (buf == NULL) return oom(p, "a string literal");
         for (size_t i = 1; i <= n; i++) buf[k++] = (lx->start[i] == '\\' && i < n) ? unescape(lx->start[++i]) : lx->start[i];
         kt__value v = {.t = KT_V_STR, .str = {buf, k}};
         kt__lex_next(lx);
         if (FAIL(p)) return -1;
-        int32_t c = add_const(p, v, col);
-        return c < 0 ? OOM(p) : c;
+        return add_const(p, v, col);
     }
     if (kt__lex_is_op(lx, "(")) {
         kt__lex_next(lx);
@@ -216,7 +221,7 @@ static int32_t parse_atom(parser *p) {
         node n = {.kind = N_LIST, .col = col};
         if (parse_items(p, "]", &n.a, &n.n) < 0) return -1;
         int32_t id = add_node(p, n);
-        return id < 0 ? OOM(p) : fold(p, id);
+        return id < 0 ? -1 : fold(p, id);
     }
     if (lx->t == T_NAME) {
         const char *name = lx->start;
@@ -224,8 +229,7 @@ static int32_t parse_atom(parser *p) {
         if (kt__lex_is_kw(lx, "True") || kt__lex_is_kw(lx, "False") || kt__lex_is_kw(lx, "None")) {
             kt__value v = kt__lex_is_kw(lx, "None") ? (kt__value){.t = KT_V_NONE} : kt__vbool(kt__lex_is_kw(lx, "True"));
             kt__lex_next(lx);
-            int32_t c = add_const(p, v, col);
-            return FAIL(p) ? -1 : c < 0 ? OOM(p) : c;
+            return FAIL(p) ? -1 : add_const(p, v, col);
         }
         static const char *const reserved[] = {"and", "or", "not", "if", "else", "in", "lambda", "for", "is"};
         for (size_t i = 0; i < sizeof reserved / sizeof reserved[0]; i++)
@@ -245,7 +249,7 @@ static int32_t parse_atom(parser *p) {
             node n = {.kind = N_CALL, .op = (uint8_t)b, .col = col};
             if (parse_items(p, ")", &n.a, &n.n) < 0) return -1;
             int32_t id = add_node(p, n);
-            return id < 0 ? OOM(p) : fold(p, id);
+            return id < 0 ? -1 : fold(p, id);
         }
         int slot = p->resolve ? p->resolve(name, len, p->user) : -1;
         if (slot < 0) {
@@ -253,7 +257,7 @@ static int32_t parse_atom(parser *p) {
             return -1;
         }
         int32_t id = add_node(p, (node){.kind = N_SLOT, .a = slot, .col = col});
-        return id < 0 ? OOM(p) : id;
+        return id;
     }
     return syntax(p, "expected a value");
 }
@@ -267,7 +271,7 @@ static int32_t parse_postfix(parser *p) {
         int32_t index = parse_expr(p);
         if (index < 0 || !expect(p, "]")) return -1;
         int32_t id = add_node(p, (node){.kind = N_INDEX, .a = base, .b = index, .col = col});
-        base = id < 0 ? OOM(p) : fold(p, id);
+        base = id < 0 ? -1 : fold(p, id);
     }
     return base;
 }
@@ -283,7 +287,7 @@ static int32_t parse_power(parser *p) {
         int32_t exp = parse_unary(p); /* right-associative, binds tighter than unary minus on its left */
         if (exp < 0) return -1;
         int32_t id = add_node(p, (node){.kind = N_BIN, .op = OP_POW, .a = base, .b = exp, .col = col});
-        return id < 0 ? OOM(p) : fold(p, id);
+        return id < 0 ? -1 : fold(p, id);
     }
     return base;
 }
@@ -299,7 +303,7 @@ static int32_t parse_unary(parser *p) {
     p->depth--;
     if (a < 0) return -1;
     int32_t id = add_node(p, (node){.kind = N_UNARY, .op = (uint8_t)op, .a = a, .col = col});
-    return id < 0 ? OOM(p) : fold(p, id);
+    return id < 0 ? -1 : fold(p, id);
 }
 
 /* Binary levels, loosest first. */
@@ -330,7 +334,7 @@ static int32_t parse_level(parser *p, int level) {
         int32_t right = parse_level(p, level + 1);
         if (right < 0) return -1;
         int32_t id = add_node(p, (node){.kind = N_BIN, .op = b->op, .a = left, .b = right, .col = col});
-        left = id < 0 ? OOM(p) : fold(p, id);
+        left = id < 0 ? -1 : fold(p, id);
     }
 }
 
@@ -372,11 +376,11 @@ static int32_t parse_comparison(parser *p) {
     }
     node nd = {.kind = N_CMP, .n = (uint16_t)(n + 1), .a = p->e->nkids, .b = p->e->ncmp, .col = col};
     for (int i = 0; i <= n; i++)
-        if (add_kid(p, operands[i]) < 0) return OOM(p);
+        if (add_kid(p, operands[i]) < 0) return -1;
     for (int i = 0; i < n; i++)
-        if (add_cmpop(p, ops[i]) < 0) return OOM(p);
+        if (add_cmpop(p, ops[i]) < 0) return -1;
     int32_t id = add_node(p, nd);
-    return id < 0 ? OOM(p) : fold(p, id);
+    return id < 0 ? -1 : fold(p, id);
 }
 
 static int32_t parse_not(parser *p) {
@@ -389,7 +393,7 @@ static int32_t parse_not(parser *p) {
     p->depth--;
     if (a < 0) return -1;
     int32_t id = add_node(p, (node){.kind = N_NOT, .a = a, .col = col});
-    return id < 0 ? OOM(p) : fold(p, id);
+    return id < 0 ? -1 : fold(p, id);
 }
 
 static int32_t parse_and(parser *p) {
@@ -401,7 +405,7 @@ static int32_t parse_and(parser *p) {
         int32_t right = parse_not(p);
         if (right < 0) return -1;
         int32_t id = add_node(p, (node){.kind = N_AND, .a = left, .b = right, .col = col});
-        left = id < 0 ? OOM(p) : fold(p, id);
+        left = id < 0 ? -1 : fold(p, id);
     }
     return left;
 }
@@ -415,7 +419,7 @@ static int32_t parse_or(parser *p) {
         int32_t right = parse_and(p);
         if (right < 0) return -1;
         int32_t id = add_node(p, (node){.kind = N_OR, .a = left, .b = right, .col = col});
-        left = id < 0 ? OOM(p) : fold(p, id);
+        left = id < 0 ? -1 : fold(p, id);
     }
     return left;
 }
@@ -435,7 +439,7 @@ static int32_t parse_expr(parser *p) {
         int32_t other = parse_expr(p);
         if (other < 0) return -1;
         int32_t id = add_node(p, (node){.kind = N_COND, .a = cond, .b = value, .c = other, .col = col});
-        value = id < 0 ? OOM(p) : fold(p, id);
+        value = id < 0 ? -1 : fold(p, id);
     }
     p->depth--;
     return value;
@@ -445,9 +449,10 @@ kt_status kt__expr_parse(const char *text, kt__resolve_fn resolve, void *user, c
     *out = NULL;
     if (text == NULL) return kt__err(KT_ERR_NULL, "%s: expression is NULL", where);
     kt__expr *e = calloc(1, sizeof *e);
-    if (e == NULL || (e->text = strdup(text)) == NULL) {
+    if (e == NULL) return kt__err(KT_ERR_NO_MEMORY, "%s: out of memory allocating an expression", where);
+    if ((e->text = strdup(text)) == NULL) {
         free(e);
-        return kt__err(KT_ERR_NO_MEMORY, "%s: out of memory", where);
+        return kt__err(KT_ERR_NO_MEMORY, "%s: out of memory copying the expression '%.200s'", where, text);
     }
     parser p = {.lx = {.text = e->text, .where = where, .err = KT_OK}, .e = e, .resolve = resolve, .user = user};
     kt__lex_next(&p.lx);

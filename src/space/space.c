@@ -15,7 +15,7 @@
 kt_status kt_space_create(kt_space **out) {
     if (out == NULL) return kt__err(KT_ERR_NULL, "kt_space_create: out is NULL");
     *out = calloc(1, sizeof **out);
-    if (*out == NULL) return kt__err(KT_ERR_NO_MEMORY, "kt_space_create: out of memory");
+    if (*out == NULL) return kt__err(KT_ERR_NO_MEMORY, "kt_space_create: out of memory allocating a space");
     atomic_init(&(*out)->refs, 1);
     return KT_OK;
 }
@@ -78,7 +78,7 @@ static kt_status add_slot(kt_space *sp, const char *name, enum slot_kind kind, s
     slot *s = realloc(sp->slots, (sp->nslots + 1) * sizeof *s);
     if (s == NULL) {
         free(copy);
-        return kt__err(KT_ERR_NO_MEMORY, "%s: out of memory", where);
+        return kt__err(KT_ERR_NO_MEMORY, "%s: out of memory growing the space's names for '%s'", where, name);
     }
     sp->slots = s;
     sp->slots[sp->nslots++] = (slot){copy, kind, index};
@@ -171,9 +171,12 @@ static int by_text(const void *a, const void *b) {
 static kt_status distinct_values(const char *name, const char *values, const kt__value *list, const char *where) {
     size_t n = list->list.n;
     ranked_text *r = calloc(n ? n : 1, sizeof *r);
-    kt_status st = r ? KT_OK : kt__err(KT_ERR_NO_MEMORY, "%s: out of memory", where);
+    kt_status st = r ? KT_OK
+                     : kt__err(KT_ERR_NO_MEMORY, "%s: parameter '%s': out of memory allocating %zu value texts", where,
+                               name ? name : "", n);
     for (size_t i = 0; st == KT_OK && i < n; i++)
-        if ((r[i].text = define_text(&list->list.items[i])) == NULL) st = kt__err(KT_ERR_NO_MEMORY, "%s: out of memory", where);
+        if ((r[i].text = define_text(&list->list.items[i])) == NULL)
+            st = kt__err(KT_ERR_NO_MEMORY, "%s: parameter '%s': out of memory formatting value %zu", where, name ? name : "", i);
         else r[i].index = i;
     if (st == KT_OK) qsort(r, n, sizeof *r, by_text);
     for (size_t i = 1; st == KT_OK && i < n; i++)
@@ -216,7 +219,7 @@ kt_status kt_space_add_param(kt_space *sp, const char *name, const char *values)
         param *params = grow(sp->params, sp->nparams, sizeof *params);
         if (params == NULL) {
             free(sp->slots[--sp->nslots].name);
-            st = kt__err(KT_ERR_NO_MEMORY, "%s: out of memory", where);
+            st = kt__err(KT_ERR_NO_MEMORY, "%s: out of memory growing the parameters for '%s'", where, name);
         } else {
             sp->params = params;
             params[sp->nparams++] = (param){sp->nslots - 1, stored, v.list.n};
@@ -232,7 +235,9 @@ kt_status kt_space_add_param_ints(kt_space *sp, const char *name, const int64_t 
     if (n == 0) return kt__err(KT_ERR_INVALID_ARGUMENT, "kt_space_add_param_ints: parameter '%s' has no values", name ? name : "");
     size_t len = 2 + n * 22;
     char *text = malloc(len);
-    if (text == NULL) return kt__err(KT_ERR_NO_MEMORY, "kt_space_add_param_ints: out of memory");
+    if (text == NULL)
+        return kt__err(KT_ERR_NO_MEMORY, "kt_space_add_param_ints: parameter '%s': out of memory allocating the text of %zu values",
+                       name ? name : "", n);
     size_t k = (size_t)snprintf(text, len, "[");
     for (size_t i = 0; i < n; i++) k += (size_t)snprintf(text + k, len - k, "%s%lld", i ? "," : "", (long long)values[i]);
     snprintf(text + k, len - k, "]");
@@ -245,7 +250,7 @@ static kt_status store_values(kt_space *sp, const kt__value *src, size_t n, kt__
     kt__value *dst = kt__arena_alloc(&sp->store, n * sizeof *dst);
     for (size_t i = 0; dst && i < n; i++)
         if (!kt__value_copy(&src[i], &sp->store, &dst[i])) dst = NULL;
-    if (dst == NULL) return kt__err(KT_ERR_NO_MEMORY, "%s: out of memory", where);
+    if (dst == NULL) return kt__err(KT_ERR_NO_MEMORY, "%s: out of memory copying %zu values into the space", where, n);
     *out = dst;
     return KT_OK;
 }
@@ -261,7 +266,7 @@ kt_status kt_space_add_input(kt_space *sp, const char *name) {
     input *inputs = grow(sp->inputs, sp->ninputs, sizeof *inputs);
     if (inputs == NULL) {
         free(sp->slots[--sp->nslots].name);
-        return kt__err(KT_ERR_NO_MEMORY, "kt_space_add_input: out of memory");
+        return kt__err(KT_ERR_NO_MEMORY, "kt_space_add_input: out of memory growing the inputs for '%s'", name);
     }
     sp->inputs = inputs;
     inputs[sp->ninputs++] = (input){.slot = sp->nslots - 1};
@@ -295,7 +300,7 @@ kt_status kt_space_bind_ints(kt_space *sp, const char *name, const int64_t *valu
     if (st != KT_OK) return st;
     if (values == NULL && n > 0) return kt__err(KT_ERR_NULL, "kt_space_bind_ints: values is NULL");
     kt__value *items = kt__arena_alloc(&sp->store, (n ? n : 1) * sizeof *items);
-    if (items == NULL) return kt__err(KT_ERR_NO_MEMORY, "kt_space_bind_ints: out of memory");
+    if (items == NULL) return kt__err(KT_ERR_NO_MEMORY, "kt_space_bind_ints: input '%s': out of memory copying %zu values", name, n);
     for (size_t i = 0; i < n; i++) items[i] = (kt__value){.t = KT_V_INT, .i = values[i]};
     in->value = (kt__value){.t = KT_V_LIST, .list = {items, n}};
     in->bound = true;
@@ -312,7 +317,7 @@ kt_status kt_space_add_constraint(kt_space *sp, const char *expression) {
     constraint *cons = grow(sp->cons, sp->ncons, sizeof *cons);
     if (cons == NULL) {
         kt__expr_free(e);
-        return kt__err(KT_ERR_NO_MEMORY, "kt_space_add_constraint: out of memory");
+        return kt__err(KT_ERR_NO_MEMORY, "kt_space_add_constraint: out of memory growing the constraints for '%s'", expression);
     }
     sp->cons = cons;
     /* A constraint that reads a derived value waits for the leaves. Parameters added later
@@ -327,7 +332,7 @@ kt_status kt_space_add_constraint_fn(kt_space *sp, kt_constraint_fn fn, void *us
     if (sst != KT_OK) return sst;
     if (fn == NULL) return kt__err(KT_ERR_NULL, "kt_space_add_constraint_fn: fn is NULL");
     constraint *cons = grow(sp->cons, sp->ncons, sizeof *cons);
-    if (cons == NULL) return kt__err(KT_ERR_NO_MEMORY, "kt_space_add_constraint_fn: out of memory");
+    if (cons == NULL) return kt__err(KT_ERR_NO_MEMORY, "kt_space_add_constraint_fn: out of memory growing the constraints");
     sp->cons = cons;
     cons[sp->ncons++] = (constraint){.fn = fn, .user = user, .level = LONG_MAX};
     return KT_OK;
@@ -349,7 +354,7 @@ kt_status kt_space_add_derived(kt_space *sp, const char *name, const char *expre
     if (ds == NULL) {
         kt__expr_free(e);
         free(sp->slots[--sp->nslots].name);
-        return kt__err(KT_ERR_NO_MEMORY, "%s: out of memory", where);
+        return kt__err(KT_ERR_NO_MEMORY, "%s: out of memory growing the derived values for '%s'", where, name);
     }
     sp->derived = ds;
     ds[sp->nderived++] = (derived){sp->nslots - 1, e, r.inputs};

@@ -48,7 +48,8 @@ kt_status kt__space_format_slots(const kt_space *sp, const kt__value *slots, con
         char num[64], *heap;
         int vlen;
         const char *value = kt__space_value_text(&slots[i], num, &heap, &vlen);
-        if (value == NULL) return kt__err(KT_ERR_NO_MEMORY, "configuration text: out of memory");
+        if (value == NULL)
+            return kt__err(KT_ERR_NO_MEMORY, "configuration text: out of memory formatting the value of '%s'", sp->slots[i].name);
         int n = snprintf(buf + k, len > k ? len - k : 0, "%s%s%s=%.*s", k ? sep : "", prefix, sp->slots[i].name, vlen, value);
         free(heap);
         if (n < 0 || k + (size_t)n >= len) return kt__err(KT_ERR_LIMIT, "configuration text needs more than %zu bytes", len);
@@ -69,7 +70,7 @@ size_t kt__space_format_len(const kt_space *sp, const kt__value *slots, const ch
 kt_status kt_space_config_format(const kt_space *sp, size_t index, char *buf, size_t len) {
     if (sp == NULL || buf == NULL) return kt__err(KT_ERR_NULL, "kt_space_config_format: %s is NULL", sp ? "buf" : "sp");
     kt__value *slots = calloc(sp->nslots ? sp->nslots : 1, sizeof *slots);
-    if (slots == NULL) return kt__err(KT_ERR_NO_MEMORY, "kt_space_config_format: out of memory");
+    if (slots == NULL) return kt__err(KT_ERR_NO_MEMORY, "kt_space_config_format: out of memory allocating %zu slots", sp->nslots);
     kt__arena arena = {0};
     kt_status st = kt__space_config_slots(sp, index, slots, &arena);
     if (st == KT_OK) st = kt__space_format_slots(sp, slots, "", ",", buf, len);
@@ -190,7 +191,7 @@ static int resolve_lists(const char *name, size_t len, void *user) {
 
 kt_status kt__space_eval_whole(const kt_space *sp, const char *text, const char *where, kt__arena *arena, kt__value *out) {
     kt__value *slots = calloc(sp->nslots ? sp->nslots : 1, sizeof *slots);
-    if (slots == NULL) return kt__err(KT_ERR_NO_MEMORY, "%s: out of memory", where);
+    if (slots == NULL) return kt__err(KT_ERR_NO_MEMORY, "%s: out of memory allocating %zu slots", where, sp->nslots);
     kt_status st = kt__space_bind_slots(sp, NULL, slots);
     for (size_t p = 0; p < sp->nparams; p++)
         slots[sp->params[p].slot] = (kt__value){.t = KT_V_LIST, .list = {sp->params[p].values, sp->params[p].n}};
@@ -201,7 +202,7 @@ kt_status kt__space_eval_whole(const kt_space *sp, const char *text, const char 
     if (st == KT_OK && (out->t == KT_V_STR || out->t == KT_V_LIST)) {
         /* strings and lists point into the expression; copy before freeing it */
         kt__value copy = *out;
-        st = kt__value_copy(&copy, arena, out) ? KT_OK : kt__err(KT_ERR_NO_MEMORY, "%s: out of memory", where);
+        st = kt__value_copy(&copy, arena, out) ? KT_OK : kt__err(KT_ERR_NO_MEMORY, "%s: out of memory copying the value of '%s'", where, text);
     }
     kt__expr_free(e);
     free(slots);

@@ -61,7 +61,7 @@ static kt_status record(const kt_space *sp, kt__configs *out, const uint16_t *cu
     if (out->n == out->cap) {
         size_t cap = out->cap ? 2 * out->cap : 1024;
         uint16_t *c = realloc(out->idx, cap * (sp->nparams ? sp->nparams : 1) * sizeof *c);
-        if (c == NULL) return kt__err(KT_ERR_NO_MEMORY, "kt_space_enumerate: out of memory at %zu configurations", out->n);
+        if (c == NULL) return kt__err(KT_ERR_NO_MEMORY, "kt_space_enumerate: out of memory growing the configurations past %zu", out->n);
         out->idx = c;
         out->cap = cap;
     }
@@ -122,7 +122,8 @@ kt_status kt__space_enum(const kt_space *sp, const kt__value *inputs, kt__config
     w.level_start = calloc(levels, sizeof *w.level_start);
     kt_status st = (w.slots && w.cur && w.by_level && w.level_start)
                        ? kt__space_bind_slots(sp, inputs, w.slots)
-                       : kt__err(KT_ERR_NO_MEMORY, "kt_space_enumerate: out of memory");
+                       : kt__err(KT_ERR_NO_MEMORY, "kt_space_enumerate: out of memory allocating the walk (%zu slots, %zu constraints)",
+                                 sp->nslots, sp->ncons);
     if (st == KT_OK) {
         /* Group constraints by level: index 0 holds level -1, index k+1 level k (the
          * constraint can be checked once parameter k is set), index nparams+1 the leaves. */

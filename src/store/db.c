@@ -75,7 +75,8 @@ void kt__db_warn(kt_cache *c, const char *fmt, ...) {
 /* Records a failed SQLite call: its code for the retry logic, its message for the caller. */
 kt_status kt__db_fail(kt_cache *c, int rc, const char *where, const char *what) {
     c->rc = rc;
-    return kt__err(KT_ERR_SYSTEM, "%s: %s: %s", where, what, c->db ? sqlite3_errmsg(c->db) : sqlite3_errstr(rc));
+    bool oom = (rc & 0xff) == SQLITE_NOMEM || rc == SQLITE_IOERR_NOMEM;
+    return kt__err(oom ? KT_ERR_NO_MEMORY : KT_ERR_SYSTEM, "%s: %s: %s", where, what, c->db ? sqlite3_errmsg(c->db) : sqlite3_errstr(rc));
 }
 
 kt_status kt__db_exec(kt_cache *c, const char *sql, const char *where) {

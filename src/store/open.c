@@ -63,7 +63,7 @@ static kt_status open_memory(kt_cache *c, const char *where) {
     free(c->path);
     c->path = kt__db_dup(":memory:");
     c->in_memory = true;
-    if (st == KT_OK && c->path == NULL) st = kt__err(KT_ERR_NO_MEMORY, "%s: out of memory", where);
+    if (st == KT_OK && c->path == NULL) st = kt__err(KT_ERR_NO_MEMORY, "%s: out of memory copying the path ':memory:'", where);
     return st;
 }
 
@@ -99,7 +99,7 @@ static kt_status open_file(kt_cache *c, const char *path, const char *where) {
     if (strlen(path) >= KT__STORE_PATH_MAX)
         return kt__err(KT_ERR_LIMIT, "%s: the path has %zu characters; at most %d", where, strlen(path), KT__STORE_PATH_MAX - 1);
     c->path = kt__db_dup(path);
-    if (c->path == NULL) return kt__err(KT_ERR_NO_MEMORY, "%s: out of memory", where);
+    if (c->path == NULL) return kt__err(KT_ERR_NO_MEMORY, "%s: out of memory copying the path", where);
     char dir[KT__STORE_PATH_MAX], why[KT__STORE_PATH_MAX + 128];
     int e = make_parents(path, dir, sizeof dir);
     if (e != 0) {
@@ -216,7 +216,7 @@ kt_status kt_cache_open(const char *path, kt_cache **out) {
     snprintf(where, sizeof where, "kt_cache_open('%.512s')", path);
     if (path[0] == '\0') return kt__err(KT_ERR_INVALID_ARGUMENT, "kt_cache_open: path is empty");
     kt_cache *c = calloc(1, sizeof *c);
-    if (c == NULL) return kt__err(KT_ERR_NO_MEMORY, "%s: out of memory", where);
+    if (c == NULL) return kt__err(KT_ERR_NO_MEMORY, "%s: out of memory allocating the handle", where);
     if (pthread_mutex_init(&c->lock, NULL) != 0) {
         free(c);
         return kt__err(KT_ERR_SYSTEM, "%s: cannot create a mutex", where);

@@ -72,9 +72,20 @@ static kt_status rd_text(const kt__rows_at *r, sqlite3_stmt *s, int i, const cha
     return KT_OK;
 }
 
+/* The text of a column known to be text, for a message; NULL when SQLite ran out of memory
+ * converting it (KT_ERR_NO_MEMORY reported). */
+static const char *text_for_message(const kt__rows_at *r, sqlite3_stmt *s, int i, const char *col) {
+    const char *p = (const char *)sqlite3_column_text(s, i);
+    if (p == NULL) kt__err(KT_ERR_NO_MEMORY, "%s: out of memory reading %s.%s", r->where, r->table, col);
+    return p;
+}
+
 static kt_status rd_num(const kt__rows_at *r, sqlite3_stmt *s, int i, const char *col, double *out) {
     int t = sqlite3_column_type(s, i);
-    if (t == SQLITE_TEXT) return bad_col(r, col, "is text '%.40s'; expected a number", (const char *)sqlite3_column_text(s, i));
+    if (t == SQLITE_TEXT) {
+        const char *text = text_for_message(r, s, i, col);
+        return text ? bad_col(r, col, "is text '%.40s'; expected a number", text) : KT_ERR_NO_MEMORY;
+    }
     if (t != SQLITE_INTEGER && t != SQLITE_FLOAT) return bad_col(r, col, "is %s; expected a number", type_desc(t));
     *out = sqlite3_column_double(s, i);
     if (!isfinite(*out)) return bad_col(r, col, "is not finite");
@@ -83,7 +94,10 @@ static kt_status rd_num(const kt__rows_at *r, sqlite3_stmt *s, int i, const char
 
 static kt_status rd_int(const kt__rows_at *r, sqlite3_stmt *s, int i, const char *col, int64_t lo, int64_t hi, int64_t *out) {
     int t = sqlite3_column_type(s, i);
-    if (t == SQLITE_TEXT) return bad_col(r, col, "is text '%.40s'; expected an integer", (const char *)sqlite3_column_text(s, i));
+    if (t == SQLITE_TEXT) {
+        const char *text = text_for_message(r, s, i, col);
+        return text ? bad_col(r, col, "is text '%.40s'; expected an integer", text) : KT_ERR_NO_MEMORY;
+    }
     if (t != SQLITE_INTEGER) return bad_col(r, col, "is %s; expected an integer", type_desc(t));
     *out = sqlite3_column_int64(s, i);
     if (*out < lo || *out > hi) return bad_col(r, col, "is %" PRId64 "; expected %" PRId64 " to %" PRId64, *out, lo, hi);
@@ -131,7 +145,7 @@ static kt_status load_units(kt_cache *c, int64_t id, kt__store_rec *out, const c
             size_t ncap = cap ? cap * 2 : 8;
             kt__store_unit *nu = realloc(out->units, ncap * sizeof *nu);
             if (nu == NULL) {
-                st = kt__err(KT_ERR_NO_MEMORY, "%s: out of memory reading units", where);
+                st = kt__err(KT_ERR_NO_MEMORY, "%s: out of memory growing the units past %zu", where, out->nunits);
                 break;
             }
             out->units = nu;
@@ -164,7 +178,7 @@ kt_status kt__rows_load_decision(kt_cache *c, sqlite3_stmt *s, kt__store_rec *ou
     free(key);
     if (st == KT_OK && out->key_len > 0) {
         out->key = malloc(out->key_len * sizeof *out->key);
-        if (out->key == NULL) st = kt__err(KT_ERR_NO_MEMORY, "%s: out of memory", where);
+        if (out->key == NULL) st = kt__err(KT_ERR_NO_MEMORY, "%s: out of memory copying the key (%zu words)", where, out->key_len);
         else memcpy(out->key, words, out->key_len * sizeof *out->key);
     }
     if (st == KT_OK) st = rd_text(&r, s, 6, "winner_candidate", false, &out->winner_candidate);

@@ -156,6 +156,8 @@ kt_status kt__schema_setup(kt_cache *c, const char *where) {
     /* a file system without shared memory (some network file systems) keeps the rollback
      * journal: still correct, with readers and writers waiting for each other */
     const char *mode = st == KT_OK && row ? (const char *)sqlite3_column_text(s, 0) : NULL;
+    if (st == KT_OK && row && mode == NULL)
+        st = kt__err(KT_ERR_NO_MEMORY, "%s: out of memory reading the journal mode", where);
     if (st == KT_OK) snprintf(c->journal, sizeof c->journal, "%s", mode ? mode : "?");
     sqlite3_finalize(s);
     if (st == KT_OK) st = kt__db_exec(c, "PRAGMA synchronous = NORMAL", where);

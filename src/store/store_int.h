@@ -75,7 +75,8 @@ char *kt__db_dup(const char *s);
 void kt__db_warn(kt_cache *c, const char *fmt, ...) KT__PRINTF(2, 3);
 
 /* Records a failed SQLite call: its code for the retry logic (c->rc), and for the caller
- * KT_ERR_SYSTEM with "where: what: SQLite's message". */
+ * "where: what: SQLite's message" with KT_ERR_NO_MEMORY when SQLite ran out of memory,
+ * KT_ERR_SYSTEM otherwise. */
 kt_status kt__db_fail(kt_cache *c, int rc, const char *where, const char *what);
 
 /* sqlite3_exec, _prepare_v2 (*out NULL on failure) and _step (*row: whether it produced a

@@ -147,7 +147,7 @@ kt_status kt_cache_export(kt_cache *cache, const char *op, const char *device, c
     if (!ok) {
         json_decref(doc);
         json_decref(entries);
-        return kt__err(KT_ERR_NO_MEMORY, "%s: out of memory", where);
+        return kt__err(KT_ERR_NO_MEMORY, "%s: out of memory allocating the document", where);
     }
     kt__filter_job j = {.op = op, .device = device, .entries = entries};
     pthread_mutex_lock(&cache->lock);

@@ -68,7 +68,8 @@ static kt_status jstr(json_t *obj, const char *path, const char *name, bool null
     if (nullable && json_is_null(v)) return KT_OK;
     if (!json_is_string(v) || (!nullable && json_string_length(v) == 0))
         return jbad(path, name, "expected %s, got %s", what, json_is_string(v) ? "an empty string" : kind_of(v));
-    if (!dup_opt(json_string_value(v), out)) return kt__err(KT_ERR_NO_MEMORY, "kt_cache_import: out of memory");
+    if (!dup_opt(json_string_value(v), out))
+        return kt__err(KT_ERR_NO_MEMORY, "kt_cache_import: %s%s%s: out of memory copying the string", path, *path ? "." : "", name);
     return KT_OK;
 }
 
@@ -165,13 +166,15 @@ static size_t name_eq(const char *p) {
 
 /* Whether text is configuration text as kerntune writes it: NAME=VALUE items joined by ',',
  * NAME an identifier appearing once, VALUE possibly empty (an empty string's) and possibly
- * holding a comma, as a derived list's does, as long as no "NAME=" follows it). Says what is wrong in why. */
-static bool config_ok(const char *text, char *why, size_t len) {
+ * holding a comma, as a derived list's does, as long as no "NAME=" follows it). Says what is
+ * wrong in why. *oom: the check could not be made (out of memory). */
+static bool config_ok(const char *text, char *why, size_t len, bool *oom) {
     size_t cap = strlen(text) / 2 + 1, n = 0; /* an item takes at least 2 characters ("A=1,") */
     const char **names = malloc(cap * sizeof *names);
     size_t *lens = malloc(cap * sizeof *lens);
     bool ok = names != NULL && lens != NULL;
-    if (!ok) snprintf(why, len, "out of memory checking '%.60s'", text);
+    *oom = !ok;
+    if (!ok) snprintf(why, len, "out of memory allocating the names of '%.60s' to check it", text);
     for (const char *p = text; ok;) {
         size_t k = name_eq(p);
         if (k == 0) {
@@ -200,10 +203,11 @@ static bool config_ok(const char *text, char *why, size_t len) {
 static kt_status jconfig(json_t *obj, const char *path, const char *name, char **out) {
     kt_status st = jtext(obj, path, name, true, (text_rule){KT__WISDOM_CONFIG_MAX, false}, out);
     char why[160];
-    if (st == KT_OK && *out != NULL && !config_ok(*out, why, sizeof why)) {
+    bool oom = false;
+    if (st == KT_OK && *out != NULL && !config_ok(*out, why, sizeof why, &oom)) {
         free(*out);
         *out = NULL;
-        st = jbad(path, name, "%s", why);
+        st = oom ? kt__err(KT_ERR_NO_MEMORY, "kt_cache_import: %s%s%s: %s", path, *path ? "." : "", name, why) : jbad(path, name, "%s", why);
     }
     return st;
 }
@@ -305,7 +309,7 @@ static int cmp_unit(const void *a, const void *b) {
 static kt_status check_units(const kt__store_rec *r, const char *path) {
     if (r->nunits == 0) return KT_OK;
     const kt__store_unit **p = malloc(r->nunits * sizeof *p);
-    if (p == NULL) return kt__err(KT_ERR_NO_MEMORY, "kt_cache_import: out of memory");
+    if (p == NULL) return kt__err(KT_ERR_NO_MEMORY, "kt_cache_import: %s.units: out of memory sorting %zu units", path, r->nunits);
     for (size_t i = 0; i < r->nunits; i++) p[i] = &r->units[i];
     qsort(p, r->nunits, sizeof *p, cmp_unit);
     kt_status st = KT_OK;
@@ -358,7 +362,7 @@ static kt_status parse_entry(json_t *e, const char *path, int64_t now, kt__store
         else if (json_array_size(v) > 0) {
             out->key_len = json_array_size(v);
             out->key = malloc(out->key_len * sizeof *out->key);
-            if (out->key == NULL) st = kt__err(KT_ERR_NO_MEMORY, "kt_cache_import: out of memory");
+            if (out->key == NULL) st = kt__err(KT_ERR_NO_MEMORY, "kt_cache_import: %s.key: out of memory copying %zu words", path, out->key_len);
             for (size_t i = 0; st == KT_OK && i < out->key_len; i++) out->key[i] = json_integer_value(json_array_get(v, i));
         }
     }
@@ -387,7 +391,8 @@ static kt_status parse_entry(json_t *e, const char *path, int64_t now, kt__store
         st = jbad(path, "units", "has %zu units; at most %d", json_array_size(v), KT__WISDOM_UNITS_MAX);
     if (st == KT_OK && json_array_size(v) > 0) {
         out->units = calloc(json_array_size(v), sizeof *out->units);
-        if (out->units == NULL) st = kt__err(KT_ERR_NO_MEMORY, "kt_cache_import: out of memory");
+        if (out->units == NULL)
+            st = kt__err(KT_ERR_NO_MEMORY, "kt_cache_import: %s.units: out of memory allocating %zu units", path, json_array_size(v));
         for (size_t i = 0; st == KT_OK && i < json_array_size(v); i++) {
             snprintf(sub, sizeof sub, "%s.units[%zu]", path, i);
             st = parse_unit(json_array_get(v, i), sub, &out->units[i]);
@@ -427,7 +432,7 @@ static int cmp_ptr(const void *a, const void *b) {
 static kt_status check_duplicates(const kt__store_rec *recs, size_t n) {
     if (n < 2) return KT_OK;
     const kt__store_rec **p = malloc(n * sizeof *p);
-    if (p == NULL) return kt__err(KT_ERR_NO_MEMORY, "kt_cache_import: out of memory");
+    if (p == NULL) return kt__err(KT_ERR_NO_MEMORY, "kt_cache_import: out of memory sorting %zu entries to find duplicates", n);
     for (size_t i = 0; i < n; i++) p[i] = &recs[i];
     qsort(p, n, sizeof *p, cmp_ptr);
     kt_status st = KT_OK;
@@ -475,6 +480,13 @@ kt_status kt_cache_import(kt_cache *cache, const char *json, int replace, size_t
     if (cache == NULL || json == NULL) return kt__err(KT_ERR_NULL, "kt_cache_import: cache or json is NULL");
     json_error_t jerr;
     json_t *doc = json_loads(json, JSON_REJECT_DUPLICATES, &jerr);
+    /* jansson names every syntax error; it fails with no text when it cannot allocate its
+     * buffers, and says "out of memory" (json_error_out_of_memory) elsewhere */
+    bool oom = doc == NULL && jerr.text[0] == '\0';
+#if JANSSON_VERSION_HEX >= 0x020b00 /* json_error_code: jansson 2.11 */
+    if (doc == NULL && json_error_code(&jerr) == json_error_out_of_memory) oom = true;
+#endif
+    if (oom) return kt__err(KT_ERR_NO_MEMORY, "kt_cache_import: out of memory reading the JSON document%s%s", *jerr.text ? ": " : "", jerr.text);
     if (doc == NULL)
         return kt__err(KT_ERR_INVALID_ARGUMENT, "kt_cache_import: invalid JSON at line %d, column %d: %s", jerr.line, jerr.column, jerr.text);
     kt_status st = KT_OK;
@@ -494,7 +506,8 @@ kt_status kt_cache_import(kt_cache *cache, const char *json, int replace, size_t
     int64_t now = (int64_t)time(NULL);
     if (st == KT_OK && json_array_size(entries) > 0) {
         j.recs = calloc(json_array_size(entries), sizeof *j.recs);
-        if (j.recs == NULL) st = kt__err(KT_ERR_NO_MEMORY, "kt_cache_import: out of memory");
+        if (j.recs == NULL)
+            st = kt__err(KT_ERR_NO_MEMORY, "kt_cache_import: out of memory allocating %zu entries", json_array_size(entries));
         for (size_t i = 0; st == KT_OK && i < json_array_size(entries); i++) {
             char path[48];
             snprintf(path, sizeof path, "entries[%zu]", i);
