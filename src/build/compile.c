@@ -2,8 +2,9 @@
  * compile.c - building variants: the on-disk artifact cache and the parallel build pool.
  *
  * Every variant to build is keyed by a 128-bit hash of everything that can change its artifact:
- * the backend, the compiler's identity and default options, the device's fingerprint (its
- * architecture), the kernel name, the source, the defines, the options and the op's signature.
+ * the library version and artifact format, the backend, the compiler's identity and default
+ * options, the device's fingerprint (its architecture), the kernel name, the source, the
+ * defines, the options, the op's signature and which arguments are constants (by name).
  * The artifact lives at <artifact dir>/<key><ext>. A file already there is used as it is (a hit:
  * a second process compiles nothing); otherwise the backend builds it under a temporary name
  * in the same directory and the core renames it into place, so a reader never sees half a

@@ -42,11 +42,14 @@ typedef struct kt__build {
     void *module;
 } kt__build;
 
-/* Computes every build's key and artifact path; finds duplicates. */
+/* Asks the backend of builds[0] (every build's) for its compiler's identity, creates the
+ * artifact directory, computes every build's key and artifact path, and finds duplicates.
+ * Fails when the compiler or the directory fails. */
 kt_status kt__build_prepare(kt__artifacts *arts, kt__build *builds, size_t n);
 
-/* Builds what is not on disk and loads every artifact, on a pool of arts->threads threads. Failures are
- * per build (status, log); the call itself fails only when nothing can be tried. */
+/* Builds what is not on disk and loads every artifact, on a pool of arts->threads threads (0:
+ * one per core; at most 64, and no more than there are distinct builds). Failures are per build
+ * (status, log); the call itself fails only when it cannot allocate the pool. */
 kt_status kt__build_run(kt__artifacts *arts, kt__build *builds, size_t n);
 
 /* The default artifact directory (see kt_context_set_artifact_dir). */

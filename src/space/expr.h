@@ -35,7 +35,8 @@ typedef struct kt__value {
     };
 } kt__value;
 
-/* A bump allocator for values made while evaluating; kt__arena_reset keeps its memory. */
+/* A bump allocator for values made while evaluating; kt__arena_reset keeps its first block
+ * (4 KiB) for the next evaluation and frees the larger ones. */
 typedef struct kt__arena {
     char *mem;
     size_t used, cap;

@@ -1,8 +1,9 @@
 /*
  * expr_parse.c - parsing the expression language (see expr.h): a recursive-descent parser
- * with Python's precedence, one function per level, producing a flat array of nodes. A node
- * whose operands are all constants is evaluated at once and replaced by its value (constant
- * folding), so `[16, 32, 64]` or `2**10` cost nothing at evaluation time.
+ * with Python's precedence (one function per level; the binary operators' levels from a
+ * table), producing a flat array of nodes. A node whose operands are all constants is
+ * evaluated at once and replaced by its value (constant folding), so `[16, 32, 64]` or `2**10`
+ * cost nothing at evaluation time.
  */
 #include "space/expr_int.h"
 
@@ -148,7 +149,8 @@ static bool expect(parser *p, const char *op) {
     return !FAIL(p);
 }
 
-/* Parses a comma-separated list up to `close`; stores the items in kids and returns the start. */
+/* Parses a comma-separated list up to `close`: stores the items in kids, where they start in
+ * *start and how many in *count. Returns 0, or -1 with the error set. */
 static int parse_items(parser *p, const char *close, int32_t *start, uint16_t *count) {
     int32_t items[256];
     int n = 0;

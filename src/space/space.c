@@ -96,7 +96,6 @@ typedef struct reads {
     kt_space *sp;
     long max_param;   /* highest parameter index read, -1 none */
     bool derived;     /* reads a derived value */
-    bool lists;       /* parameters resolve to their whole value lists */
     uint64_t inputs;  /* inputs read, directly or through derived values */
 } reads;
 
@@ -115,7 +114,7 @@ static int resolve(const char *name, size_t len, void *user) {
 }
 
 static kt_status parse(kt_space *sp, const char *text, const char *where, kt__expr **out, reads *r) {
-    *r = (reads){sp, -1, false, false, 0};
+    *r = (reads){sp, -1, false, 0};
     return kt__expr_parse(text, resolve, r, where, out);
 }
 

@@ -48,7 +48,7 @@ typedef struct constraint {
     kt__expr *e;          /* or a callback: */
     kt_constraint_fn fn;
     void *user;
-    long level;           /* checked once parameter `level` has a value; -1: inputs only; nparams: at leaves */
+    long level;           /* checked once parameter `level` has a value; -1: inputs only; LONG_MAX: at the leaves */
 } constraint;
 
 struct kt_space {

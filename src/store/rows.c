@@ -130,7 +130,7 @@ kt_status kt__rows_load_unit(const kt__rows_at *r, sqlite3_stmt *s, int first, k
     return KT_OK;
 }
 
-/* Reads the units of decision id into r. */
+/* Reads the units of decision id into out (units, nunits). */
 static kt_status load_units(kt_cache *c, int64_t id, kt__store_rec *out, const char *where) {
     sqlite3_stmt *s;
     kt_status st = kt__db_prepare(c, "SELECT " KT__UNIT_COLS " FROM units WHERE decision = ?1 ORDER BY idx", &s, where);
@@ -160,7 +160,7 @@ static kt_status load_units(kt_cache *c, int64_t id, kt__store_rec *out, const c
     return st;
 }
 
-/* Reads a decision row (KT__DECISION_COLS) and its units into out; id gets the row id. */
+/* Reads a decision row (KT__DECISION_COLS) and its units into out. */
 kt_status kt__rows_load_decision(kt_cache *c, sqlite3_stmt *s, kt__store_rec *out, const char *where) {
     memset(out, 0, sizeof *out);
     kt__rows_at r = {where, "decisions", -1};
