@@ -3,11 +3,98 @@
  * (written by scripts/gen-expr-cases.py from Python's own eval: a hand-written table and every
  * Values, Expression, Size and geometry string of ../shared/benchmark_hub) must give the value
  * Python gave, formatted as Python's repr, or an error where Python raised. Also: syntax and
- * name errors name the expression and the column.
+ * name errors name the expression and the column; and every allocation that parsing,
+ * evaluating, declaring or enumerating a space makes can fail, with KT_ERR_NO_MEMORY saying so
+ * (this program's malloc fails the one it is told to).
  */
 #include "helpers.h"
 
+#include <kerntune/variants.h>
+
 #include "space/expr.h"
+
+#include <stdbool.h>
+
+/* ---- allocations that fail on purpose -------------------------------------------------------
+ * This program defines malloc, calloc, realloc and free, so that every allocation in the
+ * process (kerntune's, and the C library's, SQLite's and jansson's on its behalf) comes here
+ * first; each is passed on to the allocator the program would have used: a sanitizer's
+ * (__interceptor_malloc...) in a sanitizer build, else the C library's (__libc_malloc...).
+ * While a test arms it, allocation number n (counted from 0) fails once, returning NULL. These
+ * functions run before the sanitizers are set up, so they are not instrumented. */
+#if defined(__GLIBC__)
+#define OOM_INJECT 1
+#define OOM_RAW __attribute__((no_sanitize("address"), no_sanitize("thread"), no_sanitize("undefined")))
+
+extern void *__interceptor_malloc(size_t) __attribute__((weak));
+extern void *__interceptor_calloc(size_t, size_t) __attribute__((weak));
+extern void *__interceptor_realloc(void *, size_t) __attribute__((weak));
+extern void __interceptor_free(void *) __attribute__((weak));
+extern void *__libc_malloc(size_t);
+extern void *__libc_calloc(size_t, size_t);
+extern void *__libc_realloc(void *, size_t);
+extern void __libc_free(void *);
+
+static _Atomic long oom_left = -1; /* allocations to pass before the one that fails; -1: none fails */
+static atomic_bool oom_hit;         /* the armed allocation failed */
+
+OOM_RAW static bool fail_now(const void *caller) {
+    (void)caller;
+    long left = atomic_load(&oom_left);
+    while (left >= 0)
+        if (atomic_compare_exchange_weak(&oom_left, &left, left - 1)) {
+            if (left != 0) return false;
+            atomic_store(&oom_hit, true);
+            return true;
+        }
+    return false;
+}
+
+OOM_RAW void *malloc(size_t n) {
+    if (fail_now(__builtin_return_address(0))) return NULL;
+    return __interceptor_malloc ? __interceptor_malloc(n) : __libc_malloc(n);
+}
+
+OOM_RAW void *calloc(size_t n, size_t size) {
+    if (fail_now(__builtin_return_address(0))) return NULL;
+    return __interceptor_calloc ? __interceptor_calloc(n, size) : __libc_calloc(n, size);
+}
+
+OOM_RAW void *realloc(void *p, size_t n) {
+    if (fail_now(__builtin_return_address(0))) return NULL;
+    return __interceptor_realloc ? __interceptor_realloc(p, n) : __libc_realloc(p, n);
+}
+
+OOM_RAW void free(void *p) {
+    if (__interceptor_free) __interceptor_free(p);
+    else __libc_free(p);
+}
+
+/* Fails the test from inside a run, failing no more allocations. */
+#define oom_fail_msg(...)                \
+    do {                                 \
+        atomic_store(&oom_left, -1);     \
+        fail_msg(__VA_ARGS__);           \
+    } while (0)
+
+/* Runs body(arg) with allocation n failing, for n = 0, 1, 2... until a run meets no failure.
+ * A run that failed must have returned KT_ERR_NO_MEMORY with a message saying "out of memory"
+ * (none may crash or leak: the sanitizer build checks); a run that succeeded despite a failed
+ * allocation must have given the right result, which body checks. Returns the number of runs. */
+static long every_allocation_fails(kt_status (*body)(void *arg), void *arg, const char *what) {
+    for (long n = 0;; n++) {
+        atomic_store(&oom_hit, false);
+        atomic_store(&oom_left, n);
+        kt_status st = body(arg);
+        atomic_store(&oom_left, -1);
+        bool hit = atomic_load(&oom_hit);
+        if (st != KT_OK && (st != KT_ERR_NO_MEMORY || strstr(kt_last_error(), "out of memory") == NULL))
+            fail_msg("%s, allocation %ld failing: %s, not KT_ERR_NO_MEMORY: %s", what, n, kt_status_name(st), kt_last_error());
+        if (st != KT_OK && !hit) fail_msg("%s failed with no allocation failing: %s", what, kt_last_error());
+        if (!hit) return n + 1;
+    }
+}
+#endif /* __GLIBC__ */
 
 #ifndef KT_EXPR_CASES
 #error "KT_EXPR_CASES must name tests/data/expr_cases.tsv"
@@ -156,10 +243,98 @@ static void test_error_columns(void **state) {
     kt__arena_free(&arena);
 }
 
+#ifdef OOM_INJECT
+/* Expressions that fold constants (numbers, strings, lists) and, evaluated, allocate (lists,
+ * range, joined and repeated strings and lists, list of a string), with x = 3 and s = 'q'. */
+static const struct {
+    const char *text, *want;
+} oom_cases[] = {
+    {"[16, 32, 64][1] * 2 ** 3", "256"},
+    {"'ab' + 'cd' * 2", "'abcdcd'"},
+    {"list(range(x)) + [x] * 2", "[0, 1, 2, 3, 3]"},
+    {"s * x + s", "'qqqq'"},
+    {"list(s + 'yz')", "['q', 'y', 'z']"},
+    {"max(x, 7) if x in [1, 2, 3] else [0]", "7"},
+    {"1 < x <= 3 and x != 2 and 'q' in s", "True"},
+    {"sum([x, 2.5, True])", "6.5"},
+};
+
+static kt_status oom_expr_body(void *arg) {
+    (void)arg;
+    env e = {.n = 2};
+    snprintf(e.names[0], sizeof e.names[0], "x");
+    snprintf(e.names[1], sizeof e.names[1], "s");
+    e.values[0] = (kt__value){.t = KT_V_INT, .i = 3};
+    e.values[1] = (kt__value){.t = KT_V_STR, .str = {"q", 1}};
+    kt__arena arena = {0};
+    kt_status st = KT_OK;
+    for (size_t i = 0; st == KT_OK && i < sizeof oom_cases / sizeof oom_cases[0]; i++) {
+        kt__expr *x = NULL;
+        kt__value v;
+        st = kt__expr_parse(oom_cases[i].text, resolve, &e, "oom", &x);
+        if (st == KT_OK) st = kt__expr_eval(x, e.values, &arena, "oom", &v);
+        char got[128];
+        if (st == KT_OK) kt__value_format(&v, got, sizeof got);
+        if (st == KT_OK && strcmp(got, oom_cases[i].want) != 0)
+            oom_fail_msg("'%s' gave %s, not %s", oom_cases[i].text, got, oom_cases[i].want);
+        kt__expr_free(x);
+    }
+    kt__arena_free(&arena);
+    return st;
+}
+
+/* A space declared whole (parameters from text and from integers, an input, a derived value,
+ * a constraint, geometry), enumerated, read and evaluated over. */
+static kt_status oom_space_body(void *arg) {
+    (void)arg;
+    kt_space *sp = NULL;
+    static const int64_t b[] = {1, 2, 3};
+    static const char *const global[3] = {"N // A", NULL, NULL}, *const local[3] = {"B", NULL, NULL};
+    size_t count = 0;
+    char text[64] = "";
+    int64_t whole = 0;
+    kt_status st = kt_space_create(&sp);
+    if (st == KT_OK) st = kt_space_add_param(sp, "A", "[1, 2, 4, 8]");
+    if (st == KT_OK) st = kt_space_add_param_ints(sp, "B", b, 3);
+    if (st == KT_OK) st = kt_space_add_input(sp, "N");
+    if (st == KT_OK) st = kt_space_bind_int(sp, "N", 64);
+    if (st == KT_OK) st = kt_space_add_derived(sp, "D", "A * B");
+    if (st == KT_OK) st = kt_space_add_constraint(sp, "D <= N // 8");
+    if (st == KT_OK) st = kt_space_set_geometry(sp, KT_GEOMETRY_GRID, global, local, "D * 4");
+    if (st == KT_OK) st = kt_space_enumerate(sp, &count);
+    if (st == KT_OK) st = kt_space_config_format(sp, 0, text, sizeof text);
+    if (st == KT_OK) st = kt_space_eval_int(sp, "max(A) * N + len(list(range(B[2])))", &whole);
+    if (st == KT_OK && (count != 9 || strcmp(text, "A=1,B=1,D=1") != 0 || whole != 515))
+        oom_fail_msg("the space gave %zu configurations, first '%s', whole-space value %lld; expected 9, 'A=1,B=1,D=1', 515", count,
+                     text, (long long)whole);
+    kt_space_destroy(sp);
+    return st;
+}
+
+#endif /* OOM_INJECT */
+
+/* Every allocation of parsing, evaluating, declaring and enumerating can fail: the call says
+ * so with KT_ERR_NO_MEMORY (a failed constant fold once reported a stale message as
+ * KT_ERR_INVALID_ARGUMENT, and evaluation turned running out of memory into one). */
+static void test_allocation_failures(void **state) {
+    (void)state;
+#ifndef OOM_INJECT
+    skip(); /* allocations are made to fail through the GNU C library's */
+#else
+    long runs = every_allocation_fails(oom_expr_body, NULL, "parsing and evaluating expressions");
+    fprintf(stderr, "expressions: %ld allocations, each failed once\n", runs - 1);
+    assert_true(runs > 20);
+    runs = every_allocation_fails(oom_space_body, NULL, "declaring and enumerating a space");
+    fprintf(stderr, "space: %ld allocations, each failed once\n", runs - 1);
+    assert_true(runs > 20);
+#endif
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_against_python),
         cmocka_unit_test(test_error_columns),
+        cmocka_unit_test(test_allocation_failures),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

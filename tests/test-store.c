@@ -1,11 +1,12 @@
 /*
- * test-store.c - the persistent cache (src/store.c): records in and out whole, 32 processes at
+ * test-store.c - the persistent cache (src/store/): records in and out whole, 32 processes at
  * once (tests/store-worker), a writer killed mid-transaction, damaged, truncated, read-only,
  * version-1, version-2 and newer-version files, rows with wrong types, wisdom export and import
- * (and every kind of lie import refuses), the default path, and one handle shared by threads. Real files in a fresh temporary directory
- * per test, inspected with SQLite directly.
+ * (and every kind of lie import refuses), the default path, one handle shared by threads, and
+ * every allocation failing in turn (this program's malloc fails the one it is told to). Real
+ * files in a fresh temporary directory per test, inspected with SQLite directly.
  */
-#define _GNU_SOURCE /* mkdtemp, nftw */
+#define _GNU_SOURCE /* mkdtemp, nftw, dladdr */
 #define KT_TEST_CACHE_ENV /* its tests set KERNTUNE_CACHE themselves */
 #include "helpers.h"
 
@@ -15,6 +16,7 @@
 #include "store/store.h"
 
 #include <dirent.h>
+#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
@@ -35,6 +37,98 @@
 #ifndef KT_DATA
 #error "KT_DATA must name tests/data"
 #endif
+
+/* ---- allocations that fail on purpose -------------------------------------------------------
+ * This program defines malloc, calloc, realloc and free, so that every allocation in the
+ * process (kerntune's, and the C library's, SQLite's and jansson's on its behalf) comes here
+ * first; each is passed on to the allocator the program would have used: a sanitizer's
+ * (__interceptor_malloc...) in a sanitizer build, else the C library's (__libc_malloc...).
+ * While a test arms it, allocation number n (counted from 0) fails once, returning NULL. These
+ * functions run before the sanitizers are set up, so they are not instrumented. */
+#if defined(__GLIBC__)
+#define OOM_INJECT 1
+#define OOM_RAW __attribute__((no_sanitize("address"), no_sanitize("thread"), no_sanitize("undefined")))
+
+extern void *__interceptor_malloc(size_t) __attribute__((weak));
+extern void *__interceptor_calloc(size_t, size_t) __attribute__((weak));
+extern void *__interceptor_realloc(void *, size_t) __attribute__((weak));
+extern void __interceptor_free(void *) __attribute__((weak));
+extern void *__libc_malloc(size_t);
+extern void *__libc_calloc(size_t, size_t);
+extern void *__libc_realloc(void *, size_t);
+extern void __libc_free(void *);
+
+static _Atomic long oom_left = -1; /* allocations to pass before the one that fails; -1: none fails */
+static atomic_bool oom_hit;         /* the armed allocation failed */
+
+/* While set, allocations made by the code of a library whose file name holds this text are
+ * not counted and never fail: jansson 2.14's parser cannot report running out of memory (a
+ * failed allocation comes back as a syntax error, or a byte silently left out of a string). */
+static const char *_Atomic oom_spared;
+
+OOM_RAW static bool spared(const void *caller) {
+    const char *lib = atomic_load(&oom_spared);
+    Dl_info info;
+    return lib != NULL && dladdr(caller, &info) != 0 && info.dli_fname != NULL && strstr(info.dli_fname, lib) != NULL;
+}
+
+OOM_RAW static bool fail_now(const void *caller) {
+    long left = atomic_load(&oom_left);
+    if (left < 0 || spared(caller)) return false;
+    while (left >= 0)
+        if (atomic_compare_exchange_weak(&oom_left, &left, left - 1)) {
+            if (left != 0) return false;
+            atomic_store(&oom_hit, true);
+            return true;
+        }
+    return false;
+}
+
+OOM_RAW void *malloc(size_t n) {
+    if (fail_now(__builtin_return_address(0))) return NULL;
+    return __interceptor_malloc ? __interceptor_malloc(n) : __libc_malloc(n);
+}
+
+OOM_RAW void *calloc(size_t n, size_t size) {
+    if (fail_now(__builtin_return_address(0))) return NULL;
+    return __interceptor_calloc ? __interceptor_calloc(n, size) : __libc_calloc(n, size);
+}
+
+OOM_RAW void *realloc(void *p, size_t n) {
+    if (fail_now(__builtin_return_address(0))) return NULL;
+    return __interceptor_realloc ? __interceptor_realloc(p, n) : __libc_realloc(p, n);
+}
+
+OOM_RAW void free(void *p) {
+    if (__interceptor_free) __interceptor_free(p);
+    else __libc_free(p);
+}
+
+/* Fails the test from inside a run, failing no more allocations. */
+#define oom_fail_msg(...)                \
+    do {                                 \
+        atomic_store(&oom_left, -1);     \
+        fail_msg(__VA_ARGS__);           \
+    } while (0)
+
+/* Runs body(arg) with allocation n failing, for n = 0, 1, 2... until a run meets no failure.
+ * A run that failed must have returned KT_ERR_NO_MEMORY with a message saying "out of memory"
+ * (none may crash or leak: the sanitizer build checks); a run that succeeded despite a failed
+ * allocation must have given the right result, which body checks. Returns the number of runs. */
+static long every_allocation_fails(kt_status (*body)(void *arg), void *arg, const char *what) {
+    for (long n = 0;; n++) {
+        atomic_store(&oom_hit, false);
+        atomic_store(&oom_left, n);
+        kt_status st = body(arg);
+        atomic_store(&oom_left, -1);
+        bool hit = atomic_load(&oom_hit);
+        if (st != KT_OK && (st != KT_ERR_NO_MEMORY || strstr(kt_last_error(), "out of memory") == NULL))
+            fail_msg("%s, allocation %ld failing: %s, not KT_ERR_NO_MEMORY: %s", what, n, kt_status_name(st), kt_last_error());
+        if (st != KT_OK && !hit) fail_msg("%s failed with no allocation failing: %s", what, kt_last_error());
+        if (!hit) return n + 1;
+    }
+}
+#endif /* __GLIBC__ */
 
 /* ---- files ----------------------------------------------------------------------------------- */
 
@@ -57,6 +151,14 @@ static int setup(void **state) {
     snprintf(dir, sizeof dir, "/tmp/kt-store-XXXXXX");
     if (mkdtemp(dir) == NULL) return -1;
     return 0;
+}
+
+/* The same in memory (tmpfs) where there is one: for tests that open thousands of files, whose
+ * time on a shared disk is its other users' to decide. */
+static int setup_in_memory(void **state) {
+    snprintf(dir, sizeof dir, "/dev/shm/kt-store-XXXXXX");
+    if (mkdtemp(dir) != NULL) return 0;
+    return setup(state);
 }
 
 static int teardown(void **state) {
@@ -1468,6 +1570,91 @@ static void test_threads(void **state) {
     check_integrity(in_dir("t.db"));
 }
 
+/* ---- every allocation failing ------------------------------------------------------------------ */
+
+#ifdef OOM_INJECT
+/* A fresh file opened (its directory made, the schema created, WAL set up), and an
+ * in-memory store. */
+static kt_status oom_open_body(void *arg) {
+    const char *path = arg;
+    static const char *const sides[] = {"", "-wal", "-shm"};
+    for (size_t i = 0; i < 3; i++) {
+        char p[600];
+        snprintf(p, sizeof p, "%s%s", path, sides[i]);
+        unlink(p);
+    }
+    kt_cache *c = NULL, *mem = NULL;
+    char warning[256] = "";
+    kt_status st = kt_cache_open(":memory:", &mem);
+    if (st == KT_OK) st = kt_cache_open(path, &c);
+    if (st == KT_OK) snprintf(warning, sizeof warning, "%s", kt_cache_warning(c));
+    atomic_store(&oom_left, -1); /* what follows checks; it fails nothing */
+    if (st == KT_OK && warning[0] != '\0') fail_msg("opening warned: %s", warning);
+    kt_cache_close(c);
+    kt_cache_close(mem);
+    return st;
+}
+
+/* On an open store: a decision written, read back whole and by unit, counted, exported,
+ * imported over itself, removed. */
+static kt_status oom_calls_body(void *arg) {
+    kt_cache *c = arg;
+    recbuf b;
+    kt__store_rec *rec = make_rec(&b, "oom", "set1", "dev", "0.1.0", 512, 7);
+    kt__store_rec got = {0};
+    kt__store_unit unit = {0};
+    char *json = NULL;
+    size_t n = 0, added = 9, replaced = 0, kept = 9, removed = 0;
+    kt_status st = kt__store_put(c, rec);
+    if (st == KT_OK) st = kt__store_get(c, rec, &got);
+    if (st == KT_OK) st = kt__store_get_unit(c, rec, "d4e5f6", false, &unit);
+    if (st == KT_OK) st = kt_cache_count(c, "oom", NULL, &n);
+    if (st == KT_OK) st = kt_cache_export(c, "oom", NULL, &json);
+    atomic_store(&oom_spared, "libjansson");
+    if (st == KT_OK) st = kt_cache_import(c, json, 1, &added, &replaced, &kept);
+    atomic_store(&oom_spared, NULL);
+    if (st == KT_OK) st = kt_cache_remove(c, "oom", NULL, &removed);
+    atomic_store(&oom_left, -1); /* what follows checks; it fails nothing */
+    if (st == KT_OK) {
+        assert_rec_equal(&got, rec);
+        assert_unit_equal(&unit, &b.u[1]);
+        assert_int_equal(n, 1);
+        assert_int_equal(added, 0);
+        assert_int_equal(replaced, 1);
+        assert_int_equal(kept, 0);
+        assert_int_equal(removed, 1);
+        assert_string_equal(kt_cache_warning(c), "");
+    }
+    kt_free(json);
+    kt__store_rec_free(&got);
+    kt__store_unit_free(&unit);
+    return st;
+}
+
+#endif /* OOM_INJECT */
+
+/* Every allocation of the store's calls can fail, SQLite's and jansson's included (but its
+ * parser's, see oom_spared): the call says so with KT_ERR_NO_MEMORY and "out of memory",
+ * nothing else (SQLite running out came back as KT_ERR_SYSTEM, and a configuration text that
+ * could not be checked as KT_ERR_INVALID_ARGUMENT), and a call that succeeds did its work
+ * whole. */
+static void test_allocation_failures(void **state) {
+    (void)state;
+#ifndef OOM_INJECT
+    skip(); /* allocations are made to fail through the GNU C library's */
+#else
+    long runs = every_allocation_fails(oom_open_body, (void *)in_dir("fresh/oom.db"), "opening");
+    fprintf(stderr, "opening: %ld allocations, each failed once\n", runs - 1);
+    assert_true(runs > 50);
+    kt_cache *c = open_ok(in_dir("oom.db"));
+    runs = every_allocation_fails(oom_calls_body, c, "the store's calls");
+    fprintf(stderr, "calls: %ld allocations, each failed once\n", runs - 1);
+    assert_true(runs > 50);
+    kt_cache_close(c);
+    check_integrity(in_dir("oom.db"));
+#endif
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_roundtrip, setup, teardown),
@@ -1491,6 +1678,7 @@ int main(void) {
         cmocka_unit_test_setup_teardown(test_filters, setup, teardown),
         cmocka_unit_test_setup_teardown(test_default_path, setup, teardown),
         cmocka_unit_test_setup_teardown(test_threads, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_allocation_failures, setup_in_memory, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

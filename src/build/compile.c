@@ -2,8 +2,9 @@
  * compile.c - building variants: the on-disk artifact cache and the parallel build pool.
  *
  * Every variant to build is keyed by a 128-bit hash of everything that can change its artifact:
- * the backend, the compiler's identity and default options, the device's fingerprint (its
- * architecture), the kernel name, the source, the defines, the options and the op's signature.
+ * the library version and artifact format, the backend, the compiler's identity and default
+ * options, the device's fingerprint (its architecture), the kernel name, the source, the
+ * defines, the options, the op's signature and which arguments are constants (by name).
  * The artifact lives at <artifact dir>/<key><ext>. A file already there is used as it is (a hit:
  * a second process compiles nothing); otherwise the backend builds it under a temporary name
  * in the same directory and the core renames it into place, so a reader never sees half a
@@ -214,7 +215,8 @@ kt_status kt__build_run(kt__artifacts *arts, kt__build *builds, size_t n) {
     if (n == 0) return KT_OK;
     pool p = {.arts = arts, .builds = builds, .n = n, .dir = arts->dir};
     p.unique = malloc(n * sizeof *p.unique);
-    if (p.unique == NULL) return kt__err(KT_ERR_NO_MEMORY, "building variants: out of memory");
+    if (p.unique == NULL)
+        return kt__err(KT_ERR_NO_MEMORY, "building variants: kt__build_run: out of memory allocating the pool's list of %zu builds", n);
     for (size_t i = 0; i < n; i++) {
         if (builds[i].dup_of >= 0) continue;
         if (builds[i].module != NULL) { /* already loaded */

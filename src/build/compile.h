@@ -21,9 +21,10 @@ typedef struct kt__artifacts {
     _Atomic uint64_t hits;        /* artifacts found on disk */
 } kt__artifacts;
 
-/* One variant to build. The caller fills backend..req (req.out_path is the pool's); prepare
- * fills key and path; run fills status, log, cached and module. A build whose module is
- * already set when run starts (found loaded elsewhere) is skipped. */
+/* One variant to build. The caller fills backend..req (req.out_path is the pool's) and may set
+ * no_load; prepare fills key, path and dup_of; run fills status, log, cached, build_ms and
+ * module. A build whose module is already set when run starts (found loaded elsewhere) is
+ * skipped. */
 typedef struct kt__build {
     const kt_backend *backend;
     void *bstate;
@@ -41,11 +42,14 @@ typedef struct kt__build {
     void *module;
 } kt__build;
 
-/* Computes every build's key and artifact path; finds duplicates. */
+/* Asks the backend of builds[0] (every build's) for its compiler's identity, creates the
+ * artifact directory, computes every build's key and artifact path, and finds duplicates.
+ * Fails when the compiler or the directory fails. */
 kt_status kt__build_prepare(kt__artifacts *arts, kt__build *builds, size_t n);
 
-/* Builds what is not on disk and loads every artifact, on a pool of arts->threads threads. Failures are
- * per build (status, log); the call itself fails only when nothing can be tried. */
+/* Builds what is not on disk and loads every artifact, on a pool of arts->threads threads (0:
+ * one per core; at most 64, and no more than there are distinct builds). Failures are per build
+ * (status, log); the call itself fails only when it cannot allocate the pool. */
 kt_status kt__build_run(kt__artifacts *arts, kt__build *builds, size_t n);
 
 /* The default artifact directory (see kt_context_set_artifact_dir). */

@@ -35,7 +35,8 @@ typedef struct kt__value {
     };
 } kt__value;
 
-/* A bump allocator for values made while evaluating; kt__arena_reset keeps its memory. */
+/* A bump allocator for values made while evaluating; kt__arena_reset keeps its first block
+ * (4 KiB) for the next evaluation and frees the larger ones. */
 typedef struct kt__arena {
     char *mem;
     size_t used, cap;
@@ -56,7 +57,8 @@ typedef int (*kt__resolve_fn)(const char *name, size_t len, void *user);
 typedef struct kt__expr kt__expr;
 
 /* Parses text. Names are resolved with resolve (which may be NULL: no names). On error returns
- * KT_ERR_INVALID_ARGUMENT with "<where>: expression '<text>': column N: <what>" as the detail. */
+ * KT_ERR_INVALID_ARGUMENT with "<where>: expression '<text>': column N: <what>" as the detail,
+ * or KT_ERR_NO_MEMORY saying what could not be allocated. */
 kt_status kt__expr_parse(const char *text, kt__resolve_fn resolve, void *user, const char *where, kt__expr **out);
 
 void kt__expr_free(kt__expr *e);
@@ -69,7 +71,8 @@ bool kt__expr_is_const(const kt__expr *e);
 
 /* Evaluates against slots (one value per resolved slot). Errors (division by zero, a type
  * error, an index out of range) return KT_ERR_INVALID_ARGUMENT with a message naming the
- * expression and the column of the failing operation. */
+ * expression and the column of the failing operation; running out of arena memory returns
+ * KT_ERR_NO_MEMORY with the same, saying what was being allocated. */
 kt_status kt__expr_eval(const kt__expr *e, const kt__value *slots, kt__arena *arena, const char *where,
                         kt__value *out);
 

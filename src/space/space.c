@@ -1,89 +1,21 @@
 /*
- * space.c - spaces: parameters, inputs, constraints, derived values, geometry, enumeration.
- *
- * Every declared name (parameter, input, derived value) gets a slot, in declaration order; an
- * expression is parsed once with names resolved to slots, and records which parameters it
- * reads. Enumeration is a depth-first walk over the parameters in declaration order (the last
- * varies fastest, as itertools.product does): a constraint is checked as soon as the last
- * parameter it reads has a value, so whole subtrees are pruned early; derived values and the
- * constraints that read them (or that are callbacks) are checked at the leaves. A valid
- * configuration is stored as one value index per parameter.
+ * space.c - declaring a space: parameters (value lists), inputs (bound per call or once),
+ * constraints (expressions or callbacks), derived values, launch geometry; and the hash of
+ * what defines it. A space can change until an op holds it (kt__space_retain seals it).
+ * Enumeration is in space_enum.c, reading configurations in space_config.c.
  */
-#include "space/space.h"
-
-#include <stdatomic.h>
+#include "space/space_int.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-enum slot_kind { SLOT_PARAM, SLOT_INPUT, SLOT_DERIVED };
-
-typedef struct slot {
-    char *name;
-    enum slot_kind kind;
-    size_t index; /* within its kind */
-} slot;
-
-typedef struct param {
-    size_t slot;
-    kt__value *values;
-    size_t n;
-} param;
-
-typedef struct input {
-    size_t slot;
-    bool bound;
-    kt__value value;
-} input;
-
-typedef struct derived {
-    size_t slot;
-    kt__expr *e;
-    uint64_t inputs; /* the inputs it reads, directly or through earlier derived values */
-} derived;
-
-typedef struct constraint {
-    kt__expr *e;          /* or a callback: */
-    kt_constraint_fn fn;
-    void *user;
-    long level;           /* checked once parameter `level` has a value; -1: inputs only; nparams: at leaves */
-} constraint;
-
-struct kt_space {
-    _Atomic int refs;
-    _Atomic int sealed;   /* an op holds it: it can no longer change */
-    slot *slots;
-    size_t nslots;
-    param *params;
-    size_t nparams;
-    input *inputs;
-    size_t ninputs;
-    derived *derived;
-    size_t nderived;
-    constraint *cons;
-    size_t ncons;
-    kt_geometry kind;
-    kt__expr *global[3], *local[3], *shmem;
-    /* Which inputs (bit i: input i) each part reads, directly or through derived values:
-     * derived values (which become defines) and constraints; the local size and shared memory
-     * (which the device's limits judge); each dimension's global size. */
-    uint64_t code_inputs, geometry_inputs, global_inputs[3];
-    kt__arena store;      /* parameter values and bound inputs */
-    kt__configs last;     /* the last kt_space_enumerate */
-};
-
-struct kt_config {
-    const kt_space *sp;
-    const kt__value *slots;
-};
 
 /* ---- declaration -------------------------------------------------------------------------- */
 
 kt_status kt_space_create(kt_space **out) {
     if (out == NULL) return kt__err(KT_ERR_NULL, "kt_space_create: out is NULL");
     *out = calloc(1, sizeof **out);
-    if (*out == NULL) return kt__err(KT_ERR_NO_MEMORY, "kt_space_create: out of memory");
+    if (*out == NULL) return kt__err(KT_ERR_NO_MEMORY, "kt_space_create: out of memory allocating a space");
     atomic_init(&(*out)->refs, 1);
     return KT_OK;
 }
@@ -121,7 +53,7 @@ void kt_space_destroy(kt_space *sp) {
     free(sp);
 }
 
-static long find_slot(const kt_space *sp, const char *name, size_t len) {
+long kt__space_find_slot(const kt_space *sp, const char *name, size_t len) {
     for (size_t i = 0; i < sp->nslots; i++)
         if (strlen(sp->slots[i].name) == len && strncmp(sp->slots[i].name, name, len) == 0) return (long)i;
     return -1;
@@ -139,40 +71,37 @@ static kt_status add_slot(kt_space *sp, const char *name, enum slot_kind kind, s
         free(copy);
         return kt__err(KT_ERR_INVALID_ARGUMENT, "%s: '%s' is not a valid name (letters, digits, _)", where, name);
     }
-    if (find_slot(sp, copy, strlen(copy)) >= 0) {
+    if (kt__space_find_slot(sp, copy, strlen(copy)) >= 0) {
         free(copy);
         return kt__err(KT_ERR_DUPLICATE, "%s: the name '%s' is already declared in this space", where, name);
     }
     slot *s = realloc(sp->slots, (sp->nslots + 1) * sizeof *s);
     if (s == NULL) {
         free(copy);
-        return kt__err(KT_ERR_NO_MEMORY, "%s: out of memory", where);
+        return kt__err(KT_ERR_NO_MEMORY, "%s: out of memory growing the space's names for '%s'", where, name);
     }
     sp->slots = s;
     sp->slots[sp->nslots++] = (slot){copy, kind, index};
     return KT_OK;
 }
 
-/* Grows an array of elem-sized items by one; returns the new item or NULL. */
-static void *grow(void **arr, size_t n, size_t elem) {
-    void *p = realloc(*arr, (n + 1) * elem);
-    if (p == NULL) return NULL;
-    *arr = p;
-    return (char *)p + n * elem;
-}
+/* Grows an array of n items of elem bytes to n + 1: returns the new array, which the caller
+ * stores back before filling its last item, or NULL when out of memory (arr unchanged). The
+ * array goes in and out by value, so that each caller reads and writes its pointer member
+ * through that member's own type. */
+static void *grow(void *arr, size_t n, size_t elem) { return realloc(arr, (n + 1) * elem); }
 
 /* What an expression reads, collected by the resolver while it parses. */
 typedef struct reads {
     kt_space *sp;
     long max_param;   /* highest parameter index read, -1 none */
     bool derived;     /* reads a derived value */
-    bool lists;       /* parameters resolve to their whole value lists */
     uint64_t inputs;  /* inputs read, directly or through derived values */
 } reads;
 
 static int resolve(const char *name, size_t len, void *user) {
     reads *r = user;
-    long i = find_slot(r->sp, name, len);
+    long i = kt__space_find_slot(r->sp, name, len);
     if (i < 0) return -1;
     const slot *s = &r->sp->slots[i];
     if (s->kind == SLOT_PARAM && (long)s->index > r->max_param) r->max_param = (long)s->index;
@@ -185,7 +114,7 @@ static int resolve(const char *name, size_t len, void *user) {
 }
 
 static kt_status parse(kt_space *sp, const char *text, const char *where, kt__expr **out, reads *r) {
-    *r = (reads){sp, -1, false, false, 0};
+    *r = (reads){sp, -1, false, 0};
     return kt__expr_parse(text, resolve, r, where, out);
 }
 
@@ -196,10 +125,7 @@ static bool param_value_ok(const kt__value *v) {
 /* Copies values into the space's store. */
 static kt_status store_values(kt_space *sp, const kt__value *src, size_t n, kt__value **out, const char *where);
 
-/* A value as its define writes it: strings bare, bools 1/0, the rest as Python writes them.
- * Returns the text (*vlen bytes, not always NUL-terminated): num (64 bytes) when it fits there,
- * the string's own bytes, or *heap, which the caller frees; NULL when out of memory. */
-static const char *value_text(const kt__value *v, char num[64], char **heap, int *vlen) {
+const char *kt__space_value_text(const kt__value *v, char num[64], char **heap, int *vlen) {
     *heap = NULL;
     if (v->t == KT_V_STR) {
         *vlen = (int)v->str.len;
@@ -221,7 +147,7 @@ static const char *value_text(const kt__value *v, char num[64], char **heap, int
 static char *define_text(const kt__value *v) {
     char num[64], *heap;
     int len;
-    const char *t = value_text(v, num, &heap, &len);
+    const char *t = kt__space_value_text(v, num, &heap, &len);
     if (t == NULL || t == heap) return heap;
     char *copy = malloc((size_t)len + 1);
     if (copy) memcpy(copy, t, (size_t)len), copy[len] = '\0';
@@ -244,9 +170,12 @@ static int by_text(const void *a, const void *b) {
 static kt_status distinct_values(const char *name, const char *values, const kt__value *list, const char *where) {
     size_t n = list->list.n;
     ranked_text *r = calloc(n ? n : 1, sizeof *r);
-    kt_status st = r ? KT_OK : kt__err(KT_ERR_NO_MEMORY, "%s: out of memory", where);
+    kt_status st = r ? KT_OK
+                     : kt__err(KT_ERR_NO_MEMORY, "%s: parameter '%s': out of memory allocating %zu value texts", where,
+                               name ? name : "", n);
     for (size_t i = 0; st == KT_OK && i < n; i++)
-        if ((r[i].text = define_text(&list->list.items[i])) == NULL) st = kt__err(KT_ERR_NO_MEMORY, "%s: out of memory", where);
+        if ((r[i].text = define_text(&list->list.items[i])) == NULL)
+            st = kt__err(KT_ERR_NO_MEMORY, "%s: parameter '%s': out of memory formatting value %zu", where, name ? name : "", i);
         else r[i].index = i;
     if (st == KT_OK) qsort(r, n, sizeof *r, by_text);
     for (size_t i = 1; st == KT_OK && i < n; i++)
@@ -286,13 +215,13 @@ kt_status kt_space_add_param(kt_space *sp, const char *name, const char *values)
     if (st == KT_OK) st = store_values(sp, v.list.items, v.list.n, &stored, where);
     if (st == KT_OK) st = add_slot(sp, name, SLOT_PARAM, sp->nparams, where);
     if (st == KT_OK) {
-        param *p = grow((void **)&sp->params, sp->nparams, sizeof *p);
-        if (p == NULL) {
+        param *params = grow(sp->params, sp->nparams, sizeof *params);
+        if (params == NULL) {
             free(sp->slots[--sp->nslots].name);
-            st = kt__err(KT_ERR_NO_MEMORY, "%s: out of memory", where);
+            st = kt__err(KT_ERR_NO_MEMORY, "%s: out of memory growing the parameters for '%s'", where, name);
         } else {
-            *p = (param){sp->nslots - 1, stored, v.list.n};
-            sp->nparams++;
+            sp->params = params;
+            params[sp->nparams++] = (param){sp->nslots - 1, stored, v.list.n};
         }
     }
     kt__arena_free(&scratch);
@@ -305,7 +234,9 @@ kt_status kt_space_add_param_ints(kt_space *sp, const char *name, const int64_t 
     if (n == 0) return kt__err(KT_ERR_INVALID_ARGUMENT, "kt_space_add_param_ints: parameter '%s' has no values", name ? name : "");
     size_t len = 2 + n * 22;
     char *text = malloc(len);
-    if (text == NULL) return kt__err(KT_ERR_NO_MEMORY, "kt_space_add_param_ints: out of memory");
+    if (text == NULL)
+        return kt__err(KT_ERR_NO_MEMORY, "kt_space_add_param_ints: parameter '%s': out of memory allocating the text of %zu values",
+                       name ? name : "", n);
     size_t k = (size_t)snprintf(text, len, "[");
     for (size_t i = 0; i < n; i++) k += (size_t)snprintf(text + k, len - k, "%s%lld", i ? "," : "", (long long)values[i]);
     snprintf(text + k, len - k, "]");
@@ -318,7 +249,7 @@ static kt_status store_values(kt_space *sp, const kt__value *src, size_t n, kt__
     kt__value *dst = kt__arena_alloc(&sp->store, n * sizeof *dst);
     for (size_t i = 0; dst && i < n; i++)
         if (!kt__value_copy(&src[i], &sp->store, &dst[i])) dst = NULL;
-    if (dst == NULL) return kt__err(KT_ERR_NO_MEMORY, "%s: out of memory", where);
+    if (dst == NULL) return kt__err(KT_ERR_NO_MEMORY, "%s: out of memory copying %zu values into the space", where, n);
     *out = dst;
     return KT_OK;
 }
@@ -331,13 +262,13 @@ kt_status kt_space_add_input(kt_space *sp, const char *name) {
                        KT__SPACE_INPUTS_MAX);
     kt_status st = add_slot(sp, name, SLOT_INPUT, sp->ninputs, "kt_space_add_input");
     if (st != KT_OK) return st;
-    input *in = grow((void **)&sp->inputs, sp->ninputs, sizeof *in);
-    if (in == NULL) {
+    input *inputs = grow(sp->inputs, sp->ninputs, sizeof *inputs);
+    if (inputs == NULL) {
         free(sp->slots[--sp->nslots].name);
-        return kt__err(KT_ERR_NO_MEMORY, "kt_space_add_input: out of memory");
+        return kt__err(KT_ERR_NO_MEMORY, "kt_space_add_input: out of memory growing the inputs for '%s'", name);
     }
-    *in = (input){.slot = sp->nslots - 1};
-    sp->ninputs++;
+    sp->inputs = inputs;
+    inputs[sp->ninputs++] = (input){.slot = sp->nslots - 1};
     return KT_OK;
 }
 
@@ -345,7 +276,7 @@ static kt_status find_input(kt_space *sp, const char *name, const char *where, i
     kt_status sst = changeable(sp, where);
     if (sst != KT_OK) return sst;
     if (name == NULL) return kt__err(KT_ERR_NULL, "%s: name is NULL", where);
-    long i = find_slot(sp, name, strlen(name));
+    long i = kt__space_find_slot(sp, name, strlen(name));
     if (i < 0 || sp->slots[i].kind != SLOT_INPUT)
         return kt__err(KT_ERR_INVALID_ARGUMENT, "%s: '%s' is not an input of this space (declare it with kt_space_add_input)",
                        where, name);
@@ -368,7 +299,7 @@ kt_status kt_space_bind_ints(kt_space *sp, const char *name, const int64_t *valu
     if (st != KT_OK) return st;
     if (values == NULL && n > 0) return kt__err(KT_ERR_NULL, "kt_space_bind_ints: values is NULL");
     kt__value *items = kt__arena_alloc(&sp->store, (n ? n : 1) * sizeof *items);
-    if (items == NULL) return kt__err(KT_ERR_NO_MEMORY, "kt_space_bind_ints: out of memory");
+    if (items == NULL) return kt__err(KT_ERR_NO_MEMORY, "kt_space_bind_ints: input '%s': out of memory copying %zu values", name, n);
     for (size_t i = 0; i < n; i++) items[i] = (kt__value){.t = KT_V_INT, .i = values[i]};
     in->value = (kt__value){.t = KT_V_LIST, .list = {items, n}};
     in->bound = true;
@@ -382,15 +313,15 @@ kt_status kt_space_add_constraint(kt_space *sp, const char *expression) {
     reads r;
     kt_status st = parse(sp, expression, "kt_space_add_constraint", &e, &r);
     if (st != KT_OK) return st;
-    constraint *c = grow((void **)&sp->cons, sp->ncons, sizeof *c);
-    if (c == NULL) {
+    constraint *cons = grow(sp->cons, sp->ncons, sizeof *cons);
+    if (cons == NULL) {
         kt__expr_free(e);
-        return kt__err(KT_ERR_NO_MEMORY, "kt_space_add_constraint: out of memory");
+        return kt__err(KT_ERR_NO_MEMORY, "kt_space_add_constraint: out of memory growing the constraints for '%s'", expression);
     }
+    sp->cons = cons;
     /* A constraint that reads a derived value waits for the leaves. Parameters added later
      * cannot be read by it, so its level is final. */
-    *c = (constraint){.e = e, .level = r.derived ? LONG_MAX : r.max_param};
-    sp->ncons++;
+    cons[sp->ncons++] = (constraint){.e = e, .level = r.derived ? LONG_MAX : r.max_param};
     sp->code_inputs |= r.inputs;
     return KT_OK;
 }
@@ -399,10 +330,10 @@ kt_status kt_space_add_constraint_fn(kt_space *sp, kt_constraint_fn fn, void *us
     kt_status sst = changeable(sp, "kt_space_add_constraint_fn");
     if (sst != KT_OK) return sst;
     if (fn == NULL) return kt__err(KT_ERR_NULL, "kt_space_add_constraint_fn: fn is NULL");
-    constraint *c = grow((void **)&sp->cons, sp->ncons, sizeof *c);
-    if (c == NULL) return kt__err(KT_ERR_NO_MEMORY, "kt_space_add_constraint_fn: out of memory");
-    *c = (constraint){.fn = fn, .user = user, .level = LONG_MAX};
-    sp->ncons++;
+    constraint *cons = grow(sp->cons, sp->ncons, sizeof *cons);
+    if (cons == NULL) return kt__err(KT_ERR_NO_MEMORY, "kt_space_add_constraint_fn: out of memory growing the constraints");
+    sp->cons = cons;
+    cons[sp->ncons++] = (constraint){.fn = fn, .user = user, .level = LONG_MAX};
     return KT_OK;
 }
 
@@ -418,14 +349,14 @@ kt_status kt_space_add_derived(kt_space *sp, const char *name, const char *expre
         kt__expr_free(e);
         return st;
     }
-    derived *d = grow((void **)&sp->derived, sp->nderived, sizeof *d);
-    if (d == NULL) {
+    derived *ds = grow(sp->derived, sp->nderived, sizeof *ds);
+    if (ds == NULL) {
         kt__expr_free(e);
         free(sp->slots[--sp->nslots].name);
-        return kt__err(KT_ERR_NO_MEMORY, "%s: out of memory", where);
+        return kt__err(KT_ERR_NO_MEMORY, "%s: out of memory growing the derived values for '%s'", where, name);
     }
-    *d = (derived){sp->nslots - 1, e, r.inputs};
-    sp->nderived++;
+    sp->derived = ds;
+    ds[sp->nderived++] = (derived){sp->nslots - 1, e, r.inputs};
     sp->code_inputs |= r.inputs; /* every derived value reaches the code as a define */
     return KT_OK;
 }
@@ -466,360 +397,6 @@ kt_status kt_space_set_geometry(kt_space *sp, kt_geometry kind, const char *cons
     sp->geometry_inputs = lin; /* replaces what an earlier geometry declared */
     for (int d = 0; d < 3; d++) sp->global_inputs[d] = gin[d];
     return KT_OK;
-}
-
-/* ---- enumeration -------------------------------------------------------------------------- */
-
-typedef struct walk {
-    const kt_space *sp;
-    kt__configs *out;
-    kt__value *slots;
-    uint16_t *cur;
-    kt__arena arena;
-    const constraint **by_level; /* constraints grouped by level: [level][...] flattened */
-    size_t *level_start;         /* nparams + 2 entries: level -1 .. nparams */
-} walk;
-
-/* Checks one constraint on w->slots. reset: the arena may be emptied first (not at the leaves,
- * where it holds the derived values). */
-static kt_status check(walk *w, const constraint *c, bool reset, bool *ok) {
-    if (c->fn != NULL) {
-        kt_config cfg = {w->sp, w->slots};
-        *ok = c->fn(&cfg, c->user) != 0;
-        return KT_OK;
-    }
-    kt__value v;
-    if (reset) kt__arena_reset(&w->arena);
-    kt_status st = kt__expr_eval(c->e, w->slots, &w->arena, "kt_space_enumerate: constraint", &v);
-    if (st == KT_OK) *ok = kt__value_truthy(&v);
-    return st;
-}
-
-static kt_status check_level(walk *w, size_t level, bool reset, bool *ok) {
-    *ok = true;
-    for (size_t i = w->level_start[level]; *ok && i < w->level_start[level + 1]; i++) {
-        kt_status st = check(w, w->by_level[i], reset, ok);
-        if (st != KT_OK) return st;
-    }
-    return KT_OK;
-}
-
-/* Evaluates the derived values of the configuration in w->slots, in declaration order. */
-static kt_status eval_derived(const kt_space *sp, kt__value *slots, kt__arena *arena) {
-    for (size_t i = 0; i < sp->nderived; i++) {
-        kt_status st = kt__expr_eval(sp->derived[i].e, slots, arena, "kt_space_enumerate: derived value",
-                                     &slots[sp->derived[i].slot]);
-        if (st != KT_OK) return st;
-    }
-    return KT_OK;
-}
-
-static kt_status record(const kt_space *sp, kt__configs *out, const uint16_t *cur) {
-    if (out->n == out->cap) {
-        size_t cap = out->cap ? 2 * out->cap : 1024;
-        uint16_t *c = realloc(out->idx, cap * (sp->nparams ? sp->nparams : 1) * sizeof *c);
-        if (c == NULL) return kt__err(KT_ERR_NO_MEMORY, "kt_space_enumerate: out of memory at %zu configurations", out->n);
-        out->idx = c;
-        out->cap = cap;
-    }
-    memcpy(out->idx + out->n * sp->nparams, cur, sp->nparams * sizeof *cur);
-    out->n++;
-    return KT_OK;
-}
-
-void kt__configs_free(kt__configs *c) {
-    free(c->idx);
-    memset(c, 0, sizeof *c);
-}
-
-static kt_status dfs(walk *w, size_t depth) {
-    const kt_space *sp = w->sp;
-    bool ok;
-    kt_status st;
-    if (depth == sp->nparams) {
-        /* derived values live in the arena until the leaf constraints are done */
-        kt__arena_reset(&w->arena);
-        if ((st = eval_derived(sp, w->slots, &w->arena)) != KT_OK) return st;
-        if ((st = check_level(w, sp->nparams + 1, false, &ok)) != KT_OK) return st;
-        return ok ? record(sp, w->out, w->cur) : KT_OK;
-    }
-    const param *p = &sp->params[depth];
-    for (size_t v = 0; v < p->n; v++) {
-        w->slots[p->slot] = p->values[v];
-        w->cur[depth] = (uint16_t)v;
-        if ((st = check_level(w, depth + 1, true, &ok)) != KT_OK) return st;
-        if (ok && (st = dfs(w, depth + 1)) != KT_OK) return st;
-    }
-    return KT_OK;
-}
-
-/* Puts the inputs into slots: from inputs when given, else the bound values (failing on an
- * unbound input). */
-static kt_status bind_slots(const kt_space *sp, const kt__value *inputs, kt__value *slots) {
-    for (size_t i = 0; i < sp->ninputs; i++) {
-        if (inputs != NULL) {
-            slots[sp->inputs[i].slot] = inputs[i];
-            continue;
-        }
-        if (!sp->inputs[i].bound)
-            return kt__err(KT_ERR_STATE, "kt_space_enumerate: input '%s' is not bound (kt_space_bind_int or _ints)",
-                           sp->slots[sp->inputs[i].slot].name);
-        slots[sp->inputs[i].slot] = sp->inputs[i].value;
-    }
-    return KT_OK;
-}
-
-kt_status kt__space_enum(const kt_space *sp, const kt__value *inputs, kt__configs *out) {
-    out->n = 0;
-    walk w = {.sp = sp, .out = out};
-    size_t levels = sp->nparams + 3; /* level -1 (inputs only), 0..nparams-1, leaves */
-    w.slots = calloc(sp->nslots ? sp->nslots : 1, sizeof *w.slots);
-    w.cur = calloc(sp->nparams ? sp->nparams : 1, sizeof *w.cur);
-    w.by_level = calloc(sp->ncons ? sp->ncons : 1, sizeof *w.by_level);
-    w.level_start = calloc(levels, sizeof *w.level_start);
-    kt_status st = (w.slots && w.cur && w.by_level && w.level_start)
-                       ? bind_slots(sp, inputs, w.slots)
-                       : kt__err(KT_ERR_NO_MEMORY, "kt_space_enumerate: out of memory");
-    if (st == KT_OK) {
-        /* Group constraints by level: index 0 holds level -1, index k+1 level k (the
-         * constraint can be checked once parameter k is set), index nparams+1 the leaves. */
-        size_t n = 0;
-        for (size_t lv = 0; lv + 1 < levels; lv++) {
-            w.level_start[lv] = n;
-            for (size_t i = 0; i < sp->ncons; i++) {
-                long l = sp->cons[i].level;
-                size_t idx = l == LONG_MAX ? sp->nparams + 1 : (size_t)(l + 1);
-                if (idx == lv) w.by_level[n++] = &sp->cons[i];
-            }
-        }
-        w.level_start[levels - 1] = n;
-        bool ok;
-        st = check_level(&w, 0, true, &ok);
-        if (st == KT_OK && ok) st = dfs(&w, 0);
-    }
-    kt__arena_free(&w.arena);
-    free(w.slots);
-    free(w.cur);
-    free(w.by_level);
-    free(w.level_start);
-    if (st != KT_OK) out->n = 0;
-    return st;
-}
-
-kt_status kt_space_enumerate(kt_space *sp, size_t *count) {
-    if (sp == NULL || count == NULL) return kt__err(KT_ERR_NULL, "kt_space_enumerate: %s is NULL", sp ? "count" : "sp");
-    kt_status st = kt__space_enum(sp, NULL, &sp->last);
-    *count = sp->last.n;
-    return st;
-}
-
-size_t kt__space_input_count(const kt_space *sp) { return sp->ninputs; }
-const char *kt__space_input_name(const kt_space *sp, size_t index) { return sp->slots[sp->inputs[index].slot].name; }
-
-bool kt__space_input_value(const kt_space *sp, size_t index, kt__value *out) {
-    if (!sp->inputs[index].bound) return false;
-    *out = sp->inputs[index].value;
-    return true;
-}
-
-/* ---- reading configurations ---------------------------------------------------------------- */
-
-size_t kt_space_param_count(const kt_space *sp) { return sp ? sp->nparams : 0; }
-
-const char *kt_space_param_name(const kt_space *sp, size_t index) {
-    return (sp && index < sp->nparams) ? sp->slots[sp->params[index].slot].name : NULL;
-}
-
-size_t kt_space_config_count(const kt_space *sp) { return sp ? sp->last.n : 0; }
-
-kt_status kt__space_slots(const kt_space *sp, const kt__configs *c, size_t index, const kt__value *inputs,
-                          kt__value *slots, kt__arena *arena) {
-    if (index >= c->n)
-        return kt__err(KT_ERR_INVALID_ARGUMENT, "configuration %zu is out of range (the space has %zu)", index, c->n);
-    kt_status st = bind_slots(sp, inputs, slots);
-    if (st != KT_OK) return st;
-    const uint16_t *cur = c->idx + index * sp->nparams;
-    for (size_t p = 0; p < sp->nparams; p++) slots[sp->params[p].slot] = sp->params[p].values[cur[p]];
-    return eval_derived(sp, slots, arena);
-}
-
-kt_status kt__space_config_slots(const kt_space *sp, size_t index, kt__value *slots, kt__arena *arena) {
-    return kt__space_slots(sp, &sp->last, index, NULL, slots, arena);
-}
-
-size_t kt__space_slot_count(const kt_space *sp) { return sp->nslots; }
-size_t kt__space_param_count_all(const kt_space *sp) { return sp->nparams + sp->nderived; }
-
-/* Formats the parameters and derived values of slots as name=value pairs joined by sep. A
- * value is never cut: text that does not fit in len fails with KT_ERR_LIMIT (see
- * kt__space_format_len for the length needed). */
-kt_status kt__space_format_slots(const kt_space *sp, const kt__value *slots, const char *prefix, const char *sep,
-                                 char *buf, size_t len) {
-    size_t k = 0;
-    if (len) buf[0] = '\0';
-    for (size_t i = 0; i < sp->nslots; i++) {
-        if (sp->slots[i].kind == SLOT_INPUT) continue;
-        char num[64], *heap;
-        int vlen;
-        const char *value = value_text(&slots[i], num, &heap, &vlen);
-        if (value == NULL) return kt__err(KT_ERR_NO_MEMORY, "configuration text: out of memory");
-        int n = snprintf(buf + k, len > k ? len - k : 0, "%s%s%s=%.*s", k ? sep : "", prefix, sp->slots[i].name, vlen, value);
-        free(heap);
-        if (n < 0 || k + (size_t)n >= len) return kt__err(KT_ERR_LIMIT, "configuration text needs more than %zu bytes", len);
-        k += (size_t)n;
-    }
-    return KT_OK;
-}
-
-size_t kt__space_format_len(const kt_space *sp, const kt__value *slots, const char *prefix, const char *sep) {
-    size_t n = 1;
-    for (size_t i = 0; i < sp->nslots; i++) {
-        if (sp->slots[i].kind == SLOT_INPUT) continue;
-        n += strlen(sep) + strlen(prefix) + strlen(sp->slots[i].name) + 1 + kt__value_format_len(&slots[i]);
-    }
-    return n;
-}
-
-kt_status kt_space_config_format(const kt_space *sp, size_t index, char *buf, size_t len) {
-    if (sp == NULL || buf == NULL) return kt__err(KT_ERR_NULL, "kt_space_config_format: %s is NULL", sp ? "buf" : "sp");
-    kt__value *slots = calloc(sp->nslots ? sp->nslots : 1, sizeof *slots);
-    if (slots == NULL) return kt__err(KT_ERR_NO_MEMORY, "kt_space_config_format: out of memory");
-    kt__arena arena = {0};
-    kt_status st = kt__space_config_slots(sp, index, slots, &arena);
-    if (st == KT_OK) st = kt__space_format_slots(sp, slots, "", ",", buf, len);
-    kt__arena_free(&arena);
-    free(slots);
-    return st;
-}
-
-kt_status kt_space_config_int(const kt_space *sp, size_t index, size_t param, int64_t *out) {
-    if (sp == NULL || out == NULL) return kt__err(KT_ERR_NULL, "kt_space_config_int: %s is NULL", sp ? "out" : "sp");
-    if (index >= sp->last.n || param >= sp->nparams)
-        return kt__err(KT_ERR_INVALID_ARGUMENT, "kt_space_config_int: configuration %zu / parameter %zu out of range", index, param);
-    const kt__value *v = &sp->params[param].values[sp->last.idx[index * sp->nparams + param]];
-    if (!kt__value_to_int(v, out))
-        return kt__err(KT_ERR_ARG_TYPE, "kt_space_config_int: parameter '%s' is not an integer",
-                       sp->slots[sp->params[param].slot].name);
-    return KT_OK;
-}
-
-static const kt__value *cfg_param(const kt_config *cfg, size_t param) {
-    if (cfg == NULL || param >= cfg->sp->nparams) return NULL;
-    return &cfg->slots[cfg->sp->params[param].slot];
-}
-
-int64_t kt_config_int(const kt_config *cfg, size_t param) {
-    const kt__value *v = cfg_param(cfg, param);
-    int64_t i = 0;
-    if (v) kt__value_to_int(v, &i);
-    return i;
-}
-
-double kt_config_double(const kt_config *cfg, size_t param) {
-    const kt__value *v = cfg_param(cfg, param);
-    double d = 0;
-    if (v) kt__value_to_double(v, &d);
-    return d;
-}
-
-const char *kt_config_string(const kt_config *cfg, size_t param) {
-    const kt__value *v = cfg_param(cfg, param);
-    return (v && v->t == KT_V_STR) ? v->str.s : NULL;
-}
-
-/* ---- geometry ------------------------------------------------------------------------------- */
-
-static kt_status dim(const kt__expr *e, const kt__value *slots, kt__arena *arena, int64_t dflt, const char *what,
-                     int64_t *out) {
-    if (e == NULL) {
-        *out = dflt;
-        return KT_OK;
-    }
-    kt__value v;
-    kt_status st = kt__expr_eval(e, slots, arena, what, &v);
-    if (st != KT_OK) return st;
-    if (v.t == KT_V_FLOAT) {
-        if (v.f != (double)(int64_t)v.f)
-            return kt__err(KT_ERR_INVALID_ARGUMENT, "%s: expression '%s' gave %g, not a whole number", what, kt__expr_text(e), v.f);
-        v = (kt__value){.t = KT_V_INT, .i = (int64_t)v.f};
-    }
-    if (!kt__value_to_int(&v, out) || *out < 0)
-        return kt__err(KT_ERR_INVALID_ARGUMENT, "%s: expression '%s' does not give a size >= 0", what, kt__expr_text(e));
-    return KT_OK;
-}
-
-uint64_t kt__space_fixed_inputs(const kt_space *sp) {
-    uint64_t fixed = sp->code_inputs | sp->geometry_inputs;
-    for (int d = 0; d < 3; d++)
-        if (sp->kind == KT_GEOMETRY_GLOBAL && sp->local[d] != NULL) fixed |= sp->global_inputs[d];
-    return fixed;
-}
-uint64_t kt__space_global_inputs(const kt_space *sp, int d) {
-    /* a global size counted in work-items must be a multiple of its local size (OpenCL 1.2):
-     * where one is declared, the global size decides validity, so it is no per-call size */
-    return (sp->kind == KT_GEOMETRY_GLOBAL && sp->local[d] != NULL) ? 0 : sp->global_inputs[d];
-}
-size_t kt__space_input_slot(const kt_space *sp, size_t index) { return sp->inputs[index].slot; }
-
-kt_status kt__space_global(const kt_space *sp, int d, const kt__value *slots, kt__arena *arena, int64_t *out) {
-    return dim(sp->global[d], slots, arena, 1, "geometry: global size", out);
-}
-
-kt_status kt__space_geometry(const kt_space *sp, const kt__value *slots, kt__arena *arena, kt__geometry *g) {
-    kt_status st = KT_OK;
-    for (int d = 0; d < 3 && st == KT_OK; d++) {
-        st = dim(sp->global[d], slots, arena, 1, "geometry: global size", &g->global[d]);
-        if (st == KT_OK) st = dim(sp->local[d], slots, arena, 1, "geometry: local size", &g->local[d]);
-    }
-    if (st == KT_OK) st = dim(sp->shmem, slots, arena, 0, "geometry: shared memory", &g->shared_memory);
-    g->kind = sp->kind;
-    return st;
-}
-
-/* ---- sizes over the whole space -------------------------------------------------------------- */
-
-kt_status kt_space_eval_int(const kt_space *sp, const char *expression, int64_t *out) {
-    if (sp == NULL || expression == NULL || out == NULL)
-        return kt__err(KT_ERR_NULL, "kt_space_eval_int: %s is NULL", sp ? expression ? "out" : "expression" : "sp");
-    kt__arena arena = {0};
-    kt__value v;
-    kt_status st = kt__space_eval_whole(sp, expression, "kt_space_eval_int", &arena, &v);
-    if (st == KT_OK && v.t == KT_V_FLOAT && v.f == (double)(int64_t)v.f) v = (kt__value){.t = KT_V_INT, .i = (int64_t)v.f};
-    if (st == KT_OK && !kt__value_to_int(&v, out))
-        st = kt__err(KT_ERR_INVALID_ARGUMENT, "kt_space_eval_int: expression '%s' does not give an integer", expression);
-    kt__arena_free(&arena);
-    return st;
-}
-
-typedef struct list_env {
-    const kt_space *sp;
-    kt__value *slots;
-} list_env;
-
-static int resolve_lists(const char *name, size_t len, void *user) {
-    list_env *le = user;
-    long i = find_slot(le->sp, name, len);
-    return i < 0 || le->sp->slots[i].kind == SLOT_DERIVED ? -1 : (int)i;
-}
-
-kt_status kt__space_eval_whole(const kt_space *sp, const char *text, const char *where, kt__arena *arena, kt__value *out) {
-    kt__value *slots = calloc(sp->nslots ? sp->nslots : 1, sizeof *slots);
-    if (slots == NULL) return kt__err(KT_ERR_NO_MEMORY, "%s: out of memory", where);
-    kt_status st = bind_slots(sp, NULL, slots);
-    for (size_t p = 0; p < sp->nparams; p++)
-        slots[sp->params[p].slot] = (kt__value){.t = KT_V_LIST, .list = {sp->params[p].values, sp->params[p].n}};
-    list_env le = {sp, slots};
-    kt__expr *e = NULL;
-    if (st == KT_OK) st = kt__expr_parse(text, resolve_lists, &le, where, &e);
-    if (st == KT_OK) st = kt__expr_eval(e, slots, arena, where, out);
-    if (st == KT_OK && (out->t == KT_V_STR || out->t == KT_V_LIST)) {
-        /* strings and lists point into the expression; copy before freeing it */
-        kt__value copy = *out;
-        st = kt__value_copy(&copy, arena, out) ? KT_OK : kt__err(KT_ERR_NO_MEMORY, "%s: out of memory", where);
-    }
-    kt__expr_free(e);
-    free(slots);
-    return st;
 }
 
 /* ---- identity ----------------------------------------------------------------------------- */

@@ -1,5 +1,6 @@
 /*
- * space.h - what the rest of the library needs from spaces (space.c). Internal.
+ * space.h - what the rest of the library needs from spaces (space.c, space_enum.c,
+ * space_config.c; they share space_int.h). Internal.
  */
 #ifndef KT_SPACE_H
 #define KT_SPACE_H

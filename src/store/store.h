@@ -1,7 +1,8 @@
 /*
- * store.h - the persistent cache's internal API (store.c), for the tuner.
+ * store.h - the persistent cache (src/store/) as the other stages see it: the tuner's calls.
  *
- * The public face of the cache is kerntune/cache.h (open, count, export, import, remove). The tuner reads and writes single decisions through the functions below,
+ * The public face of the cache is kerntune/cache.h (open, count, export, import, remove). The tuner reads and writes single decisions through the functions below
+ * (records.c; the folder's files are listed in store_int.h, which no other stage includes),
  * which take and return whole records: a decision with every unit it considered, so that a
  * later tuning with a changed candidate set can reuse the measurements and failures of the
  * units that did not change (kt__store_get_unit).
@@ -27,19 +28,19 @@
 #define KT__STORE_SCHEMA 3
 
 /* Longest key a record may have, in 64-bit words. */
-#define KT__STORE_KEY_MAX 24 /* every word a key can have: KT__KEY_WORDS_MAX (checked in recall.c) */
+#define KT__STORE_KEY_MAX 24 /* every word a key can have: KT__KEY_WORDS_MAX (checked in tune/recall.c) */
 
 /* One unit of a decision: a native candidate, or one configuration of a variant group. */
 typedef struct kt__store_unit {
     char *candidate;              /* candidate name */
     char *config;                 /* configuration text "A=1,B=2", or NULL for a native candidate */
     char *unit_hash;              /* hex hash of the unit's code (candidate source, options, config) */
-    int outcome;                  /* a kt_outcome value (0..5) */
+    int outcome;                  /* a kt_outcome value (0..7) */
     double time_ns;               /* estimate; negative when not measured */
     double ci_low_ns, ci_high_ns; /* confidence interval of the estimate; negative when unknown */
     unsigned runs, warmups;
     char *message;                /* first diagnostic line of a failure, or NULL */
-    bool finalist;                /* still racing when the race stopped, or the winner (see persist.c) */
+    bool finalist;                /* measured and still racing when the race stopped, or the winner */
 } kt__store_unit;
 
 /* One decision: what identifies it (op, set_hash, device, version, key) and what was decided. */

@@ -1,0 +1,173 @@
+/*
+ * expr_builtins.c - the built-in functions of the expression language, as Python 3 defines
+ * them: min, max, abs, int, float, len, range, round (ties to even), sum, bool, list.
+ */
+#include "space/expr_int.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+const char *const kt__expr_builtin_names[KT__NBUILTINS] = {"min", "max", "abs", "int", "float", "len",
+                                                           "range", "round", "sum", "bool", "list"};
+
+/* Python's round(): to nearest, ties to even. */
+static double round_even(double v) {
+    double r = round(v);
+    if (fabs(v - trunc(v)) == 0.5) r = 2.0 * round(v / 2.0);
+    return r;
+}
+
+kt_status kt__expr_call_builtin(const evalctx *x, int b, const kt__value *args, int n, int col, kt__value *out) {
+    const char *name = kt__expr_builtin_names[b];
+    switch (b) {
+    case B_MIN:
+    case B_MAX: {
+        const kt__value *items = args;
+        size_t count = (size_t)n;
+        if (n == 1) {
+            if (args[0].t != KT_V_LIST) return EERR(x, col, "'%s' object is not iterable", kt__value_type_name(&args[0]));
+            items = args[0].list.items;
+            count = args[0].list.n;
+        }
+        if (count == 0) return EERR(x, col, "%s() arg is an empty sequence", name);
+        const kt__value *best = &items[0];
+        for (size_t i = 1; i < count; i++) {
+            int c;
+            if (!kt__expr_order(&items[i], best, &c))
+                return EERR(x, col, "'<' not supported between '%s' and '%s'", kt__value_type_name(&items[i]), kt__value_type_name(best));
+            if ((b == B_MIN && c < 0) || (b == B_MAX && c > 0 && c != 2)) best = &items[i];
+        }
+        *out = *best;
+        return KT_OK;
+    }
+    case B_SUM: {
+        if (n != 1 || args[0].t != KT_V_LIST) return EERR(x, col, "sum() takes one list");
+        kt__value acc = kt__vint(0);
+        kt_status st;
+        for (size_t i = 0; i < args[0].list.n; i++)
+            if ((st = kt__expr_binary(x, OP_ADD, &acc, &args[0].list.items[i], col, &acc)) != KT_OK) return st;
+        *out = acc;
+        return KT_OK;
+    }
+    case B_RANGE: {
+        if (n < 1 || n > 3) return EERR(x, col, "range expected 1 to 3 arguments, got %d", n);
+        int64_t v[3] = {0, 0, 1};
+        for (int i = 0; i < n; i++) {
+            if (args[i].t == KT_V_FLOAT || !kt__num_int(&args[i], &v[n == 1 ? 1 : i]))
+                return EERR(x, col, "range() arguments must be integers, not '%s'", kt__value_type_name(&args[i]));
+        }
+        if (v[2] == 0) return EERR(x, col, "range() arg 3 must not be zero");
+        int64_t count = 0;
+        if (v[2] > 0 && v[1] > v[0]) count = (v[1] - v[0] + v[2] - 1) / v[2];
+        if (v[2] < 0 && v[1] < v[0]) count = (v[0] - v[1] - v[2] - 1) / -v[2];
+        if (count > 10000000) return EERR(x, col, "range() of %lld items is too long", (long long)count);
+        kt__value *items = kt__arena_alloc(x->arena, (size_t)(count ? count : 1) * sizeof *items);
+        if (items == NULL) return EOOM(x, col, "the list of range()");
+        for (int64_t i = 0; i < count; i++) items[i] = kt__vint(v[0] + i * v[2]);
+        *out = (kt__value){.t = KT_V_LIST, .list = {items, (size_t)count}};
+        return KT_OK;
+    }
+    default: break;
+    }
+    if (b == B_ROUND && n == 2) {
+        double f;
+        int64_t digits;
+        if (!kt__num_double(&args[0], &f) || !kt__num_int(&args[1], &digits) || args[1].t == KT_V_FLOAT)
+            return EERR(x, col, "round() takes a number and an integer");
+        if (args[0].t != KT_V_FLOAT) {
+            int64_t i = 0, p = 1;
+            kt__num_int(&args[0], &i);
+            for (int64_t d = digits; d < 0 && p <= INT64_MAX / 10; d++) p *= 10;
+            if (digits >= 0 || p == 1) {
+                *out = kt__vint(i);
+            } else { /* to a multiple of p, ties to even */
+                int64_t q = i / p, r = i % p;
+                if (r < 0) r += p, q--;
+                if (2 * r > p || (2 * r == p && (q & 1))) q++;
+                *out = kt__vint(q * p);
+            }
+            return KT_OK;
+        }
+        if (!isfinite(f) || digits > 300) {
+            *out = args[0];
+        } else if (digits >= 0) { /* printf rounds the exact binary value correctly, as Python does */
+            char buf[720]; /* 309 digits of the largest double, a point, 300 decimals, a sign */
+            snprintf(buf, sizeof buf, "%.*f", (int)digits, f);
+            *out = kt__vfloat(strtod(buf, NULL));
+        } else {
+            double scale = pow(10.0, (double)-digits);
+            *out = kt__vfloat(round_even(f / scale) * scale);
+        }
+        return KT_OK;
+    }
+    if (n != 1) return EERR(x, col, "%s() takes exactly one argument (%d given)", name, n);
+    const kt__value *a = &args[0];
+    switch (b) {
+    case B_ABS:
+        if (a->t == KT_V_FLOAT) *out = kt__vfloat(fabs(a->f));
+        else if (a->t == KT_V_INT || a->t == KT_V_BOOL) {
+            int64_t i = 0;
+            kt__num_int(a, &i);
+            if (i == INT64_MIN) return EERR(x, col, "integer overflow in abs()");
+            *out = kt__vint(i < 0 ? -i : i);
+        } else return EERR(x, col, "bad operand type for abs(): '%s'", kt__value_type_name(a));
+        return KT_OK;
+    case B_LEN:
+        if (a->t == KT_V_LIST) *out = kt__vint((int64_t)a->list.n);
+        else if (a->t == KT_V_STR) *out = kt__vint((int64_t)a->str.len);
+        else return EERR(x, col, "object of type '%s' has no len()", kt__value_type_name(a));
+        return KT_OK;
+    case B_BOOL: *out = kt__vbool(kt__truthy(a)); return KT_OK;
+    case B_LIST: /* list(range(...)) as Kernel Tuner's T1 files write it; a string gives its characters */
+        if (a->t == KT_V_LIST) {
+            *out = *a;
+        } else if (a->t == KT_V_STR) {
+            kt__value *items = kt__arena_alloc(x->arena, (a->str.len ? a->str.len : 1) * sizeof *items);
+            if (items == NULL) return EOOM(x, col, "the characters of a string for list()");
+            for (size_t i = 0; i < a->str.len; i++) items[i] = (kt__value){.t = KT_V_STR, .str = {a->str.s + i, 1}};
+            *out = (kt__value){.t = KT_V_LIST, .list = {items, a->str.len}};
+        } else {
+            return EERR(x, col, "'%s' object is not iterable", kt__value_type_name(a));
+        }
+        return KT_OK;
+    case B_INT:
+    case B_ROUND:
+        if (a->t == KT_V_INT || a->t == KT_V_BOOL) {
+            int64_t i = 0;
+            kt__num_int(a, &i);
+            *out = kt__vint(i);
+        } else if (a->t == KT_V_FLOAT) {
+            double f = b == B_ROUND ? round_even(a->f) : trunc(a->f);
+            if (!(f >= -9.2e18 && f <= 9.2e18)) return EERR(x, col, "cannot convert float %g to integer", a->f);
+            *out = kt__vint((int64_t)f);
+        } else if (a->t == KT_V_STR && b == B_INT) {
+            char buf[64], *end;
+            snprintf(buf, sizeof buf, "%.*s", (int)a->str.len, a->str.s);
+            errno = 0;
+            long long v = strtoll(buf, &end, 10);
+            while (*end == ' ') end++;
+            if (end == buf || *end || errno) return EERR(x, col, "invalid literal for int(): '%s'", buf);
+            *out = kt__vint(v);
+        } else return EERR(x, col, "%s() argument must be a number, not '%s'", name, kt__value_type_name(a));
+        return KT_OK;
+    case B_FLOAT:
+        if (a->t == KT_V_STR) {
+            char buf[64], *end;
+            snprintf(buf, sizeof buf, "%.*s", (int)a->str.len, a->str.s);
+            double f = strtod(buf, &end);
+            while (*end == ' ') end++;
+            if (end == buf || *end) return EERR(x, col, "could not convert string to float: '%s'", buf);
+            *out = kt__vfloat(f);
+        } else {
+            double f;
+            if (!kt__num_double(a, &f)) return EERR(x, col, "float() argument must be a number, not '%s'", kt__value_type_name(a));
+            *out = kt__vfloat(f);
+        }
+        return KT_OK;
+    default: break;
+    }
+    return EERR(x, col, "unknown function");
+}

@@ -1,0 +1,172 @@
+/*
+ * schema.c - the persistent cache's file format: creating it, migrating older versions,
+ * refusing files that are not ours, and setting a file up when it is opened.
+ *
+ * The file (schema version 3, PRAGMA user_version)
+ *   decisions  one row per decision: id, op, set_hash, device, version, key, winner_candidate,
+ *              winner_config, time_ns, confidence (-1: unknown), created (unix time),
+ *              requested_confidence (what the race asked for; -1: none); UNIQUE on the
+ *              identity (op, set_hash, device, version, key)
+ *   units      one row per unit of a decision (decision = decisions.id, idx = its position):
+ *              candidate, config, unit_hash, outcome, time_ns, ci_low_ns, ci_high_ns, runs,
+ *              warmups, message, finalist (0 or 1); indexed by unit_hash
+ *   A key is stored as text, its words in decimal separated by commas ("512,512,-1"; "" for a
+ *   key of no words): identity is then one equality per column, and the file stays readable
+ *   in the sqlite3 shell. Older versions are migrated in place when opened: version 1 (the
+ *   first design: decisions without confidence, no units) and version 2 (no requested
+ *   confidence, no finalists); a newer version, and a database with tables but no version
+ *   (not kerntune's), are refused and never written.
+ */
+#ifndef KT_NO_CACHE
+
+#include "store/store_int.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+
+#define KT__DECISIONS_TABLE                                                                        \
+    "CREATE TABLE decisions ("                                                                     \
+    " id INTEGER PRIMARY KEY,"                                                                     \
+    " op TEXT NOT NULL, set_hash TEXT NOT NULL, device TEXT NOT NULL, version TEXT NOT NULL,"       \
+    " key TEXT NOT NULL,"                                                                          \
+    " winner_candidate TEXT NOT NULL, winner_config TEXT,"                                         \
+    " time_ns REAL NOT NULL, confidence REAL NOT NULL DEFAULT -1, created INTEGER NOT NULL,"       \
+    " requested_confidence REAL NOT NULL DEFAULT -1,"                                              \
+    " UNIQUE (op, set_hash, device, version, key));"
+
+#define KT__UNITS_TABLE                                                                            \
+    "CREATE TABLE units ("                                                                         \
+    " decision INTEGER NOT NULL REFERENCES decisions (id) ON DELETE CASCADE,"                      \
+    " idx INTEGER NOT NULL,"                                                                       \
+    " candidate TEXT NOT NULL, config TEXT, unit_hash TEXT NOT NULL,"                              \
+    " outcome INTEGER NOT NULL, time_ns REAL NOT NULL,"                                            \
+    " ci_low_ns REAL NOT NULL, ci_high_ns REAL NOT NULL,"                                          \
+    " runs INTEGER NOT NULL, warmups INTEGER NOT NULL, message TEXT,"                              \
+    " finalist INTEGER NOT NULL DEFAULT 0,"                                                        \
+    " PRIMARY KEY (decision, idx)) WITHOUT ROWID;"                                                 \
+    "CREATE INDEX units_by_hash ON units (unit_hash);"
+
+const char kt__schema_v3[] = KT__DECISIONS_TABLE KT__UNITS_TABLE "PRAGMA user_version = 3;";
+
+/* Version 1 -> 3: decisions gain an id, confidence and requested confidence (-1, unknown),
+ * units arrive empty. Rows that break the NOT NULL columns cannot be kept and are counted as
+ * dropped. */
+static const char kt__migrate_v1[] =
+    "ALTER TABLE decisions RENAME TO decisions_v1;" KT__DECISIONS_TABLE
+    "INSERT OR IGNORE INTO decisions (op, set_hash, device, version, key, winner_candidate, winner_config,"
+    " time_ns, confidence, created)"
+    " SELECT op, set_hash, device, version, key, winner_candidate, winner_config, time_ns, -1, created"
+    " FROM decisions_v1 ORDER BY rowid;"
+    "DROP TABLE decisions_v1;" KT__UNITS_TABLE "PRAGMA user_version = 3;";
+
+/* Version 2 -> 3: what the race asked for is unknown (-1), so every decision stays settled; no
+ * unit is known to be a finalist (0). */
+static const char kt__migrate_v2[] =
+    "ALTER TABLE decisions ADD COLUMN requested_confidence REAL NOT NULL DEFAULT -1;"
+    "ALTER TABLE units ADD COLUMN finalist INTEGER NOT NULL DEFAULT 0;"
+    "PRAGMA user_version = 3;";
+
+static kt_status read_int(kt_cache *c, const char *sql, int64_t *out, const char *where) {
+    sqlite3_stmt *s;
+    kt_status st = kt__db_prepare(c, sql, &s, where);
+    bool row = false;
+    if (st == KT_OK) st = kt__db_step(c, s, &row, where);
+    *out = st == KT_OK && row ? sqlite3_column_int64(s, 0) : 0;
+    sqlite3_finalize(s);
+    return st;
+}
+
+/* Reads the schema version, refusing files this library must not touch: newer versions, and
+ * databases with tables but no version (not kerntune's). One statement, so that version and
+ * tables come from one snapshot even outside a transaction (another process may be creating
+ * the schema right now). */
+static kt_status read_version(kt_cache *c, int64_t *version, const char *where) {
+    sqlite3_stmt *s;
+    kt_status st = kt__db_prepare(c,
+                                  "SELECT (SELECT user_version FROM pragma_user_version),"
+                                  " (SELECT count(*) FROM sqlite_master WHERE type = 'table')",
+                                  &s, where);
+    bool row = false;
+    if (st == KT_OK) st = kt__db_step(c, s, &row, where);
+    *version = st == KT_OK && row ? sqlite3_column_int64(s, 0) : 0;
+    int64_t tables = st == KT_OK && row ? sqlite3_column_int64(s, 1) : 0;
+    sqlite3_finalize(s);
+    if (st != KT_OK) return st;
+    if (*version > KT__STORE_SCHEMA)
+        return kt__err(KT_ERR_STATE, "%s: the store has schema version %" PRId64 "; this library (%s) knows versions up to %d: a newer kerntune wrote it; it was left untouched",
+                       where, *version, kt_version_string(), KT__STORE_SCHEMA);
+    if (*version == 0 && tables > 0)
+        return kt__err(KT_ERR_STATE, "%s: not a kerntune cache: the file has %" PRId64 " tables but no schema version; it was left untouched", where, tables);
+    return KT_OK;
+}
+
+/* Brings the schema to version 3 inside the caller's write transaction (the version is read
+ * again: another process may have done it meanwhile): creates it in an empty file, migrates
+ * versions 1 and 2. */
+static kt_status schema_tx(kt_cache *c, void *arg, const char *where) {
+    (void)arg;
+    int64_t version;
+    kt_status st = read_version(c, &version, where);
+    if (st != KT_OK) return st;
+    if (version == 0) return kt__db_exec(c, kt__schema_v3, where);
+    if (version == 2) return kt__db_exec(c, kt__migrate_v2, where);
+    if (version == 1) {
+        int64_t before, after;
+        st = read_int(c, "SELECT count(*) FROM decisions", &before, where);
+        if (st == KT_OK) st = kt__db_exec(c, kt__migrate_v1, where);
+        if (st == KT_OK) st = read_int(c, "SELECT count(*) FROM decisions", &after, where);
+        if (st != KT_OK) return st;
+        if (after < before)
+            kt__db_warn(c, "migrating '%s' from schema version 1 dropped %" PRId64 " of %" PRId64 " decisions that had NULL fields",
+                        c->path, before - after, before);
+        return KT_OK;
+    }
+    return KT_OK;
+}
+
+/* Checks that both tables exist with every column of version 3, and reads the first page of
+ * each (damage there shows now rather than in the middle of the first call). */
+static kt_status probe_tables(kt_cache *c, const char *where) {
+    static const char *const probes[] = {"SELECT " KT__DECISION_COLS " FROM decisions LIMIT 1",
+                                         "SELECT decision, idx, " KT__UNIT_COLS " FROM units LIMIT 1"};
+    for (size_t i = 0; i < 2; i++) {
+        sqlite3_stmt *s;
+        int rc = sqlite3_prepare_v2(c->db, probes[i], -1, &s, NULL);
+        if ((rc & 0xff) == SQLITE_ERROR)
+            return kt__err(KT_ERR_STATE, "%s: not a kerntune cache of schema version %d: %s", where, KT__STORE_SCHEMA,
+                           sqlite3_errmsg(c->db));
+        if (rc != SQLITE_OK) return kt__db_fail(c, rc, where, "reading the schema");
+        kt_status st = kt__db_step(c, s, NULL, where);
+        sqlite3_finalize(s);
+        if (st != KT_OK) return st;
+    }
+    return KT_OK;
+}
+
+/* Sets the file up on an open connection: the version check before anything is written, WAL,
+ * schema creation or migration in a write transaction (only when needed), then the probe. */
+kt_status kt__schema_setup(kt_cache *c, const char *where) {
+    int64_t version;
+    kt_status st = read_version(c, &version, where);
+    if (st != KT_OK) return st;
+    sqlite3_stmt *s;
+    st = kt__db_prepare(c, "PRAGMA journal_mode = WAL", &s, where);
+    bool row = false;
+    if (st == KT_OK) st = kt__db_step(c, s, &row, where);
+    /* a file system without shared memory (some network file systems) keeps the rollback
+     * journal: still correct, with readers and writers waiting for each other */
+    const char *mode = st == KT_OK && row ? (const char *)sqlite3_column_text(s, 0) : NULL;
+    if (st == KT_OK && row && mode == NULL)
+        st = kt__err(KT_ERR_NO_MEMORY, "%s: out of memory reading the journal mode", where);
+    if (st == KT_OK) snprintf(c->journal, sizeof c->journal, "%s", mode ? mode : "?");
+    sqlite3_finalize(s);
+    if (st == KT_OK) st = kt__db_exec(c, "PRAGMA synchronous = NORMAL", where);
+    if (st != KT_OK) return st;
+    if (version != KT__STORE_SCHEMA) {
+        st = kt__db_tx(c, true, schema_tx, NULL, where);
+        if (st != KT_OK) return st;
+    }
+    return probe_tables(c, where);
+}
+
+#endif /* KT_NO_CACHE */
