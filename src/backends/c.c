@@ -1,5 +1,5 @@
 /*
- * backend_c.c - the C backend: the host CPU as a device.
+ * c.c - the C backend: the host CPU as a device.
  *
  * Native candidates (C function pointers) and, later, C kernels compiled by the system compiler
  * run here. The fingerprint records what can change a decision on a CPU: the model, the

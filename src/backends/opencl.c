@@ -1,5 +1,5 @@
 /*
- * backend_opencl.c - the OpenCL backend, through the ICD loader opened at run time.
+ * opencl.c - the OpenCL backend, through the ICD loader opened at run time.
  *
  * libOpenCL.so.1 is loaded with dlopen when the backend starts, so the library builds with
  * only the OpenCL headers and runs where OpenCL is absent (the backend then reports why and

@@ -36,7 +36,7 @@ void kt__decision_reset(kt_decision *d) {
     free_units(d);
     free(d->fail_msg);
     d->fail_msg = NULL;
-    free(d->cache_rejected); /* what the persistent cache said (persist.c) */
+    free(d->cache_rejected); /* what the persistent cache said (tune/recall.c) */
     d->cache_rejected = NULL;
     d->rerace = false;
     d->requested_confidence = 0;

@@ -250,7 +250,7 @@ typedef struct kt__unit {
     char *artifact;        /* variants: the artifact file (a worker process loads it from there) */
     bool recalled;         /* measured by an earlier tuning: its time comes from the cache */
     bool held;             /* recalled as a non-finalist of a decision being re-raced: keeps its
-                              recorded result and never competes (persist.c) */
+                              recorded result and never competes (tune/recall.c) */
     bool env_failed;       /* failed for a reason outside its code (no artifact directory) */
 } kt__unit;
 
@@ -281,9 +281,9 @@ struct kt_decision {
     size_t ncand;
     kt_policy policy;                /* how it was measured */
     double confidence;
-    double requested_confidence;     /* what its race asked for; <= 0: nothing (persist.c) */
+    double requested_confidence;     /* what its race asked for; <= 0: nothing (tune/recall.c) */
     bool rerace;                     /* a recorded decision below its requested confidence is being
-                                        re-raced: measure its finalists only (persist.c) */
+                                        re-raced: measure its finalists only (tune/recall.c) */
     char *cache_rejected;            /* why the recorded decision for this key was rejected, or NULL */
     uint64_t total_runs;
     double measure_ns;

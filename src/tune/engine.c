@@ -1,5 +1,5 @@
 /*
- * bench.c - the measurement engine: one engine for online tuning, the CLI and replay.
+ * engine.c - the measurement engine: one engine for online tuning, the CLI and replay.
  *
  * The engine sees units as arms. It admits an arm (the tuner validates it), measures it by the
  * context's policy, and picks the fastest. Four policies:

@@ -415,7 +415,7 @@ kt_status kt__measure_all(kt_op *op, kt_decision *d, const kt_arg *caller, bool 
     for (size_t i = 0; recalled && i < d->nunits; i++) {
         kt__unit *u = &d->units[i];
         if (!u->recalled || !kt__unit_runnable(u) || !kt__key_accepts(op, d->key, u->cand)) continue;
-        if (u->held) { /* a non-finalist of a re-raced decision (persist.c): kept as recorded, never competes */
+        if (u->held) { /* a non-finalist of a re-raced decision (tune/recall.c): kept as recorded, never competes */
             if (u->r.time_ns >= 0) u->r.outcome = KT_OUTCOME_MEASURED;
             continue;
         }

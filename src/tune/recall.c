@@ -1,7 +1,7 @@
 /*
- * persist.c - decisions that outlive the process: the tuner's side of the persistent cache.
+ * recall.c - decisions that outlive the process: the tuner's side of the persistent cache.
  *
- * The store (store.c) keeps records; this file decides what identifies them and whether a
+ * The store (src/store/) keeps records; this file decides what identifies them and whether a
  * record may be used:
  *   - identity: op name, candidate-set hash (the op's signature and key, every candidate's
  *     name, kind and version, for natives the build of the object holding the function, and

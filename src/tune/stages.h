@@ -149,7 +149,7 @@ typedef struct kt__engine_io {
 
 typedef struct kt__engine_out {
     long best;          /* the winning unit, -1 when none was measured */
-    double confidence;  /* see bench.c */
+    double confidence;  /* see engine.c */
     uint64_t runs;      /* every run: validation, warm-ups, measured */
     double measure_ns;  /* time of the warm-ups and measured runs */
     size_t valid, failed;
