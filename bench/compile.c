@@ -80,6 +80,13 @@ static double run(kt_context *ctx, const kt_device *dev, const char *src, const 
     kt__build *builds = calloc((size_t)n, sizeof *builds);
     char (*defs)[2][32] = calloc((size_t)n, sizeof *defs);
     const char *(*defp)[2] = calloc((size_t)n, sizeof *defp);
+    if (builds == NULL || defs == NULL || defp == NULL) {
+        fprintf(stderr, "compile: out of memory for %d builds\n", n);
+        free(builds);
+        free(defs);
+        free(defp);
+        return -1;
+    }
     static const kt_type types[4] = {KT_TYPE_BUFFER, KT_TYPE_BUFFER, KT_TYPE_BUFFER, KT_TYPE_I64};
     static const kt_type elems[4] = {KT_TYPE_F32, KT_TYPE_F32, KT_TYPE_F32, 0};
     static const int unrolls[] = {1, 2, 4, 8};

@@ -265,7 +265,10 @@ static kt_status build_units(kt_op *op, kt_decision *d, unit_plan *plans) {
                 continue;
             }
             u->r.build_ms = builds[i].build_ms;
-            u->artifact = strdup(builds[i].path);
+            if ((u->artifact = strdup(builds[i].path)) == NULL) { /* a worker process loads it from there */
+                st = kt__err(KT_ERR_NO_MEMORY, "%s(op '%s'): out of memory for an artifact's path", d->where, op->name);
+                break;
+            }
             u->launch.backend = b;
             u->launch.bstate = bstate;
             u->launch.device = local;
