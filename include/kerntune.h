@@ -593,16 +593,29 @@ KT_API kt_status kt_op_force(kt_op *op, const char *name);
  *  max_seconds of wall time (0: no limit). Units left out end KT_OUTCOME_NOT_RUN. */
 KT_API kt_status kt_op_set_budget(kt_op *op, size_t max_units, double max_seconds);
 
-/** Where compiled variants run while tuning:
- *  - KT_ISOLATE_AUTO (default): CUDA variants in a worker process (an illegal address would
- *    leave the caller's context unusable), others in the caller's process;
- *  - KT_ISOLATE_ON: every variant in a worker process (the kerntune-worker program, found
- *    through KERNTUNE_WORKER, its install path or the build tree): one that crashes, hangs
- *    past the timeout or poisons its device context is disqualified (KT_OUTCOME_CRASHED,
- *    KT_OUTCOME_TIMEOUT, KT_OUTCOME_FAILED) and the worker replaced;
- *  - KT_ISOLATE_OFF: every variant in the caller's process.
- *  Native candidates always run in the caller's process. The final launch of the winner is
- *  always the caller's, on the caller's data. */
+/** Where candidates run while tuning:
+ *  - KT_ISOLATE_AUTO (default): variants of a backend whose faults poison its device context
+ *    (CUDA: an illegal address would leave the caller's context unusable) in a worker process,
+ *    everything else in the caller's process;
+ *  - KT_ISOLATE_ON: every variant, and every native candidate that can be, in a worker process:
+ *    one that crashes, hangs past the timeout or poisons its device context is disqualified
+ *    (KT_OUTCOME_CRASHED, KT_OUTCOME_TIMEOUT, KT_OUTCOME_FAILED, with its kind and code:
+ *    kt_decision_unit_fail_kind) and the worker replaced;
+ *  - KT_ISOLATE_OFF: everything in the caller's process.
+ *  A worker is a new process (posix_spawn), never a fork: it finds the code it runs by the
+ *  object file that holds it. Code in a shared object runs in kerntune-worker (found through
+ *  KERNTUNE_WORKER, its install path or the build tree), which loads that object; code in the
+ *  program itself (a native of the program, kerntune linked statically) runs in a new start of
+ *  the program, which kerntune stops before its main to serve as the worker. So a worker sees
+ *  the objects' static data as initialised, never as the caller's process changed it.
+ *  What cannot run in a worker runs in the caller's process, and an info line in the log says
+ *  why: a backend without KT_BACKEND_CAP_WORKER; a native that returns its output
+ *  (kt_op_add_native_result), of an op on device memory, whose user pointer is an address of the
+ *  caller's memory (NULL, or a number that is no address, passes as it is), or whose code a
+ *  worker cannot find: not in an object file (generated at run time), or in a shared object
+ *  that has no build-id (link with --build-id, the default of most toolchains) when the function
+ *  has no exported symbol. The final launch of the winner is always the caller's, on the
+ *  caller's data. */
 typedef enum kt_isolation { KT_ISOLATE_AUTO = 0, KT_ISOLATE_OFF = 1, KT_ISOLATE_ON = 2 } kt_isolation;
 
 KT_API kt_status kt_op_set_isolation(kt_op *op, kt_isolation isolation);
@@ -890,7 +903,8 @@ KT_API double kt_decision_time_ns(const kt_decision *d, size_t candidate);
 /** Returns the number of measured runs of candidate index (warm-ups excluded). */
 KT_API unsigned kt_decision_runs(const kt_decision *d, size_t candidate);
 
-/** Returns the failure code a candidate returned while measured (0 when it did not fail). */
+/** Returns the failure code of the unit that speaks for the candidate (0 when it did not fail):
+ *  what its kt_decision_unit_fail_kind says (a return value, a signal number...). */
 KT_API int kt_decision_fail_code(const kt_decision *d, size_t candidate);
 
 /** Returns the number of units the decision considered: one per native candidate and one per
@@ -1107,6 +1121,46 @@ KT_API kt_status kt_cache_remove(kt_cache *cache, const char *op, const char *de
 /** Frees memory kerntune handed out to the caller (kt_cache_export's document). NULL is
  *  harmless. */
 KT_API void kt_free(void *p);
+
+/* ---- issue [9]: failure kinds ---- */
+
+/* How a unit's run failed (outcomes KT_OUTCOME_FAILED, KT_OUTCOME_TIMEOUT and
+ * KT_OUTCOME_CRASHED), and what kt_decision_unit_fail_code and kt_decision_fail_code then hold.
+ * One list generates the enum, kt_fail_kind_name() and kt_fail_kind_describe(); values are
+ * stable, new kinds are only appended. */
+#define KT_FAIL_KIND_LIST(X)                                                                       \
+    X(NONE, 0, "none", "it did not fail while run (or never ran); the code is 0")                   \
+    X(RETURNED, 1, "returned", "it returned nonzero (a native candidate, a C variant); the code is that value") \
+    X(LAUNCH, 2, "launch",                                                                         \
+      "its backend failed to load, launch or copy for it; the code is the backend's kt_status")    \
+    X(CRASH, 3, "crash", "a signal killed its worker process; the code is the signal number")      \
+    X(EXIT, 4, "exit", "its worker process exited while running it; the code is the exit status")  \
+    X(TIMEOUT, 5, "timeout",                                                                       \
+      "it ran past the op's timeout and its worker process was killed; the code is 0")             \
+    X(RECORDED, 6, "recorded",                                                                     \
+      "it failed in an earlier tuning, recorded in the persistent cache, which keeps the outcome " \
+      "and message but not the kind or code (0)")
+
+typedef enum kt_fail_kind {
+#define KT__FAIL_KIND_ENUM(name, value, text, description) KT_FAIL_##name = value,
+    KT_FAIL_KIND_LIST(KT__FAIL_KIND_ENUM)
+#undef KT__FAIL_KIND_ENUM
+} kt_fail_kind;
+
+/** Returns a kind's name ("crash", "timeout", ...; static storage); unknown kinds return
+ *  "unknown". */
+KT_API const char *kt_fail_kind_name(kt_fail_kind kind);
+
+/** Returns what a kind means and what its code holds (static storage); unknown kinds get a
+ *  message saying so, never NULL. */
+KT_API const char *kt_fail_kind_describe(kt_fail_kind kind);
+
+/** Unit u's failure kind and code (KT_FAIL_NONE and 0 for a unit that did not fail while run,
+ *  or for an out-of-range u). For a variant group's unit or a native candidate alike; the
+ *  candidate accessor kt_decision_fail_code reports the code of the unit that speaks for the
+ *  candidate. */
+KT_API kt_fail_kind kt_decision_unit_fail_kind(const kt_decision *d, size_t u);
+KT_API int kt_decision_unit_fail_code(const kt_decision *d, size_t u);
 
 #ifdef __cplusplus
 }

@@ -1,5 +1,5 @@
 /*
- * decision.c - freeing what a decision holds.
+ * decision.c - freeing what a decision holds, and how its units failed.
  */
 #include "op/op.h"
 
@@ -52,3 +52,28 @@ void kt__decision_free(kt_decision *d) {
     kt__decision_reset(d);
     free(d);
 }
+
+static const struct {
+    const char *name, *description;
+} fail_kinds[] = {
+#define KT__FAIL_KIND_ROW(name, value, text, description) [value] = {text, description},
+    KT_FAIL_KIND_LIST(KT__FAIL_KIND_ROW)
+#undef KT__FAIL_KIND_ROW
+};
+
+const char *kt_fail_kind_name(kt_fail_kind kind) {
+    size_t k = (size_t)kind;
+    return k < sizeof fail_kinds / sizeof *fail_kinds && fail_kinds[k].name ? fail_kinds[k].name : "unknown";
+}
+
+const char *kt_fail_kind_describe(kt_fail_kind kind) {
+    size_t k = (size_t)kind;
+    return k < sizeof fail_kinds / sizeof *fail_kinds && fail_kinds[k].description ? fail_kinds[k].description
+                                                                                   : "not a failure kind of this version of kerntune";
+}
+
+kt_fail_kind kt_decision_unit_fail_kind(const kt_decision *d, size_t u) {
+    return d && u < d->nunits ? d->units[u].r.fail_kind : KT_FAIL_NONE;
+}
+
+int kt_decision_unit_fail_code(const kt_decision *d, size_t u) { return d && u < d->nunits ? d->units[u].r.fail_code : 0; }
