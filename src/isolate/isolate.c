@@ -1,9 +1,9 @@
 /*
  * isolate.c - the tuning side of worker processes (see isolate.h).
  *
- * The tuning side keeps a worker per device of a context (started at the first isolated tuning
- * and kept warm for later ones) and one per tuning for natives; which tunings use which is the
- * caller's business. Buffer arguments go through one shared-memory region: before each run the
+ * A tuning uses the worker of its device for variants (its context keeps one per device, started
+ * at the first isolated tuning and warm for later ones) and one of its own for natives. Buffer
+ * arguments go through one shared-memory region: before each run the
  * work arguments are copied in, after a successful run they are copied back, so restoring,
  * poisoning and validation stay the tuning's, unchanged. A run that does not answer within the
  * timeout gets the worker killed (SIGKILL); a worker that died is reaped and its signal or exit
@@ -184,8 +184,9 @@ static kt_status start(kt__worker *w) {
     int e = envp ? 0 : ENOMEM;
     if (e == 0) fa_ok = (e = posix_spawn_file_actions_init(&fa)) == 0;
     if (e == 0) attr_ok = (e = posix_spawnattr_init(&attr)) == 0;
-    /* the socket and the region, and nothing else of the caller's, at 3 and 4 (through two
-     * numbers above both, so that neither overwrites the other on the way) */
+    /* the socket and the region at 3 and 4 (through two numbers above both, so that neither
+     * overwrites the other on the way); every other descriptor closed (before glibc 2.34, only
+     * those marked close-on-exec, as every one of kerntune's is) */
     int hi = (sv[1] > w->region_fd ? sv[1] : w->region_fd) + 1;
     if (hi <= REGION_FD) hi = REGION_FD + 1;
     if (e == 0) e = posix_spawn_file_actions_adddup2(&fa, sv[1], hi);
@@ -511,7 +512,8 @@ bool kt__worker_run(kt__worker *w, size_t id, const kt_arg *run_args, bool flush
             snprintf(out->msg + strlen(out->msg), sizeof out->msg - strlen(out->msg), " (while loading)");
             return false;
         }
-        if (r.status != KT_OK) { /* it loaded in the tuning process, so this is about it (or a lost device) */
+        if (r.status != KT_OK) { /* a variant loaded in the tuning process, so this is about it (or a lost
+                                  * device); a native's object may have changed on disk */
             fail(out, KT_FAIL_LAUNCH, r.status, "the worker could not load it: %s", r.msg);
             return false;
         }

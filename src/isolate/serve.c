@@ -359,9 +359,11 @@ int kt__worker_serve(int sock, int region_fd, long parent, bool program) {
  * "SOCKET,REGION,PARENT" and, when kerntune is a shared object, that object preloaded. This
  * constructor, run before the program's main (and, linked into the program, before its
  * constructors of default priority), serves the requests and ends the process: the program's
- * main never runs. Only a process whose parent is the one named, and that does not run with
- * raised privileges, takes the variable; it is removed from the environment either way, with
- * the preload, so that programs a candidate starts see the caller's environment. */
+ * main never runs, even when the tuning process is gone already (the loop then ends at once). A
+ * process that runs with raised privileges, or whose descriptor is no socket, ignores the
+ * variable (kerntune sets it for neither); it is removed from the environment either way, and so
+ * is kerntune's object from LD_PRELOAD, so that programs a candidate starts see the caller's
+ * environment. */
 __attribute__((constructor(101))) static void program_worker(void) {
     const char *v = getenv("KERNTUNE_WORKER_SERVE");
     if (v == NULL) return;
@@ -382,6 +384,6 @@ __attribute__((constructor(101))) static void program_worker(void) {
         else if (strncmp(pre, self.dli_fname, n) == 0 && pre[n] == ':') setenv("LD_PRELOAD", pre + n + 1, 1);
     }
     struct stat st;
-    if (!parsed || getppid() != (pid_t)parent || getauxval(AT_SECURE) || fstat(sock, &st) != 0 || !S_ISSOCK(st.st_mode)) return;
-    _exit(kt__worker_serve(sock, region, parent, true));
+    if (!parsed || getauxval(AT_SECURE) || fstat(sock, &st) != 0 || !S_ISSOCK(st.st_mode)) return; /* not kerntune's doing */
+    _exit(kt__worker_serve(sock, region, parent, true)); /* also when the parent is gone: main never runs in a worker */
 }
