@@ -15,6 +15,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h> /* memcpy, for KT__FN_ADDR */
 
 #define KT__CODE_PATH_MAX 4096
 #define KT__BUILD_ID_MAX 64

@@ -720,13 +720,15 @@ static kt_status measure_all(kt_op *op, kt_decision *d, const kt_arg *caller, bo
     kt__worker *native_worker = NULL; /* started for this tuning: it holds this tuning's natives */
     bool native_added = false;
     if (st == KT_OK && natives) {
-        kt__iso_args io = iso_args(op, &ws, refreshed);
-        st = kt__worker_setup_natives(&native_worker, &io);
         for (size_t i = 0; st == KT_OK && i < d->nunits; i++) {
             kt__unit *u = &d->units[i];
             if (!acc[i] || u->text != NULL) continue;
             char why[512];
             const char *stays = native_stays(&ws, u);
+            if (stays == NULL && native_worker == NULL) { /* the first that may: the worker's setup */
+                kt__iso_args io = iso_args(op, &ws, refreshed);
+                if ((st = kt__worker_setup_natives(&native_worker, &io)) != KT_OK) break;
+            }
             if (stays == NULL && kt__worker_add_native(native_worker, u->fn, u->user, &trials[i].worker_id, why, sizeof why)) {
                 trials[i].worker = native_worker;
                 native_added = true;
