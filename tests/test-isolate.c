@@ -3,10 +3,14 @@
  * memory run in a worker process: each is disqualified with its class, the op still returns the
  * right answer, and this process survives. OpenCL on PoCL: a kernel that fails to build and one
  * that asks for too large a work-group are disqualified, the good one wins, in a worker too.
+ * The worker is a new process image (posix_spawn), never a fork of this one; failures report
+ * their kind and real code; a backend and natives of a user's shared object (tests/iso-plugin.c)
+ * run in a worker too, and what cannot be found there runs here, saying why.
  */
 #define _DEFAULT_SOURCE /* MAP_ANONYMOUS */
 #include "helpers.h"
 
+#include <kerntune/backend.h>
 #include <kerntune/cache.h>
 #include <kerntune/decision.h>
 #include <kerntune/device.h>
@@ -14,9 +18,15 @@
 #include <kerntune/validation.h>
 #include <kerntune/variants.h>
 
+#include <dlfcn.h>
 #include <math.h>
+#include <signal.h>
 #include <sys/mman.h>
 #include <unistd.h>
+
+#ifndef KT_PLUGIN
+#error "KT_PLUGIN must name the test plug-in (tests/iso-plugin.c) and KT_PLUGIN_NOID its build without a build-id"
+#endif
 
 #ifndef KT_DATA
 #error "KT_DATA must name tests/data"
@@ -222,6 +232,358 @@ static void test_isolated_natives(void **state) {
     kt_context_destroy(ctx);
 }
 
+
+/* ---- the worker is a new program image, failures say their kind ------------------------------ */
+
+static char plugin_log[128];
+
+/* Each line of the log: a word and the pid that wrote it. Counts the lines of word written by
+ * this process (*mine) and by others (returned); *other receives one of the others' pids. */
+static int log_count(const char *word, int *mine, long *other) {
+    FILE *f = fopen(plugin_log, "r");
+    int others = 0;
+    *mine = 0;
+    if (other) *other = 0;
+    if (f == NULL) return 0;
+    char w[64];
+    long pid;
+    while (fscanf(f, "%63s %ld", w, &pid) == 2) {
+        if (strcmp(w, word) != 0) continue;
+        if (pid == (long)getpid()) {
+            (*mine)++;
+        } else {
+            others++;
+            if (other) *other = pid;
+        }
+    }
+    fclose(f);
+    return others;
+}
+
+static void log_reset(void) {
+    snprintf(plugin_log, sizeof plugin_log, "%s/plugin.log", artifacts);
+    remove(plugin_log);
+    setenv("KT_TEST_PLUGIN_LOG", plugin_log, 1); /* workers inherit it */
+}
+
+static int changed_at_run_time; /* 0 in the program's file; this process sets it */
+
+/* Writes "fresh PID" when it runs where changed_at_run_time has its initial value (a new image
+ * of this program), "forked PID" where it was changed (this process or a fork of it). */
+static int native_where(const kt_arg *args, size_t nargs, void *user) {
+    const char *path = getenv("KT_TEST_PLUGIN_LOG"); /* plugin_log is empty in a new image too */
+    FILE *f = path ? fopen(path, "a") : NULL;
+    if (f) {
+        fprintf(f, "%s %ld\n", changed_at_run_time ? "forked" : "fresh", (long)getpid());
+        fclose(f);
+    }
+    (void)user;
+    return native_twice(args, nargs, (void *)(intptr_t)1);
+}
+static int native_fails(const kt_arg *args, size_t nargs, void *user) {
+    (void)args, (void)nargs, (void)user;
+    return 42;
+}
+static int native_exits(const kt_arg *args, size_t nargs, void *user) {
+    (void)args, (void)nargs, (void)user;
+    _exit(3);
+}
+
+static kt_op *natives_op(kt_context *ctx, const char *name, kt_isolation iso) {
+    kt_op *op = NULL;
+    ok(kt_op_create(ctx, name, &op));
+    ok(kt_op_add_buffer(op, "out", KT_TYPE_F32, KT_WRITE_ONLY));
+    ok(kt_op_add_buffer(op, "in", KT_TYPE_F32, KT_READ_ONLY));
+    ok(kt_op_add_scalar(op, "n", KT_TYPE_I32));
+    ok(kt_op_set_reference_fn(op, twice_ref, NULL));
+    ok(kt_op_set_isolation(op, iso));
+    ok(kt_op_set_timeout(op, 1.0));
+    return op;
+}
+
+/* A native of this program runs in a new image of the program (posix_spawn), not in a fork:
+ * it sees this process's run-time changes to its data nowhere, and runs in another process. */
+static void test_worker_is_a_new_image(void **state) {
+    (void)state;
+    log_reset();
+    changed_at_run_time = 1;
+    kt_context *ctx = NULL;
+    ok(kt_context_create(&ctx));
+    static float out[N], in[N];
+    for (int i = 0; i < N; i++) in[i] = (float)(i % 7);
+    kt_arg args[3] = {kt_arg_buf(out, sizeof out), kt_arg_buf(in, sizeof in), kt_arg_i32(N)};
+    kt_op *op = natives_op(ctx, "fresh", KT_ISOLATE_ON);
+    ok(kt_op_add_native(op, "where", native_where, (void *)(intptr_t)1));
+    ok(kt_op_add_native(op, "slow", native_twice, (void *)(intptr_t)20)); /* a race: both are run */
+    ok(kt_op_call(op, args, 3));
+    for (int i = 0; i < N; i++) assert_true(out[i] == 2.0f * in[i]);
+    int mine = 0;
+    assert_int_equal(log_count("forked", &mine, NULL), 0); /* no run in a fork */
+    int fresh = log_count("fresh", &mine, NULL);
+    assert_true(fresh >= 2); /* its validation run and at least one measured run, in a worker */
+    assert_int_equal(mine, 0);
+    int forked_here = 0;
+    log_count("forked", &forked_here, NULL);
+    assert_int_equal(forked_here, 1); /* the final launch: this process's, on the caller's data */
+    changed_at_run_time = 0;
+    kt_context_destroy(ctx);
+}
+
+static void expect_fail(const kt_decision *d, size_t u, kt_outcome outcome, kt_fail_kind kind, const char *name, int code) {
+    if (kt_decision_unit_outcome(d, u) != outcome || kt_decision_unit_fail_kind(d, u) != kind ||
+        kt_decision_unit_fail_code(d, u) != code)
+        fail_msg("unit %zu: outcome %d kind %s code %d, expected %d %s %d (%s)", u, (int)kt_decision_unit_outcome(d, u),
+                 kt_fail_kind_name(kt_decision_unit_fail_kind(d, u)), kt_decision_unit_fail_code(d, u), (int)outcome, name, code,
+                 kt_decision_unit_message(d, u) ? kt_decision_unit_message(d, u) : "");
+    assert_string_equal(kt_fail_kind_name(kind), name);
+}
+
+/* Each failure says its kind and its real code: a signal's number, an exit status, the value a
+ * native returned (in a worker and in this process alike); a timeout has no code. */
+static void test_fail_kinds(void **state) {
+    (void)state;
+    kt_context *ctx = NULL;
+    ok(kt_context_create(&ctx));
+    static float out[N], in[N];
+    for (int i = 0; i < N; i++) in[i] = (float)(i % 5);
+    kt_arg args[3] = {kt_arg_buf(out, sizeof out), kt_arg_buf(in, sizeof in), kt_arg_i32(N)};
+    kt_op *op = natives_op(ctx, "kinds", KT_ISOLATE_ON);
+    ok(kt_op_add_native(op, "segv", native_segv, NULL));
+    ok(kt_op_add_native(op, "abort", native_abort, NULL));
+    ok(kt_op_add_native(op, "hang", native_hang, NULL));
+    ok(kt_op_add_native(op, "fails", native_fails, NULL));
+    ok(kt_op_add_native(op, "exits", native_exits, NULL));
+    ok(kt_op_add_native(op, "good", native_twice, (void *)(intptr_t)1));
+    ok(kt_op_call(op, args, 3));
+    const kt_decision *d = NULL;
+    ok(kt_op_decision(op, args, 3, &d));
+    expect_fail(d, 0, KT_OUTCOME_CRASHED, KT_FAIL_CRASH, "crash", SIGSEGV);
+    expect_fail(d, 1, KT_OUTCOME_CRASHED, KT_FAIL_CRASH, "crash", SIGABRT);
+    expect_fail(d, 2, KT_OUTCOME_TIMEOUT, KT_FAIL_TIMEOUT, "timeout", 0);
+    expect_fail(d, 3, KT_OUTCOME_FAILED, KT_FAIL_RETURNED, "returned", 42);
+    expect_fail(d, 4, KT_OUTCOME_CRASHED, KT_FAIL_EXIT, "exit", 3);
+    expect_fail(d, 5, KT_OUTCOME_MEASURED, KT_FAIL_NONE, "none", 0);
+    assert_int_equal(kt_decision_fail_code(d, 0), SIGSEGV); /* the candidate accessor agrees */
+    assert_int_equal(kt_decision_fail_code(d, 3), 42);
+    assert_non_null(strstr(kt_decision_unit_message(d, 4), "exited with status 3"));
+    /* in this process: the same kind and code */
+    kt_op *here = natives_op(ctx, "kinds-here", KT_ISOLATE_OFF);
+    ok(kt_op_add_native(here, "fails", native_fails, NULL));
+    ok(kt_op_add_native(here, "good", native_twice, (void *)(intptr_t)1));
+    ok(kt_op_call(here, args, 3));
+    ok(kt_op_decision(here, args, 3, &d));
+    expect_fail(d, 0, KT_OUTCOME_FAILED, KT_FAIL_RETURNED, "returned", 42);
+    /* the names and descriptions come from one list */
+    assert_string_equal(kt_fail_kind_name(KT_FAIL_RECORDED), "recorded");
+    assert_string_equal(kt_fail_kind_name((kt_fail_kind)99), "unknown");
+    assert_non_null(strstr(kt_fail_kind_describe(KT_FAIL_CRASH), "signal number"));
+    assert_non_null(strstr(kt_fail_kind_describe((kt_fail_kind)99), "not a failure kind"));
+    assert_int_equal(kt_decision_unit_fail_kind(d, 99), KT_FAIL_NONE);
+    kt_context_destroy(ctx);
+}
+
+typedef struct lines {
+    char text[4096];
+} lines;
+
+static void capture(kt_log_level level, const char *message, void *user) {
+    lines *l = user;
+    if (level != KT_LOG_INFO) return;
+    size_t n = strlen(l->text);
+    snprintf(l->text + n, sizeof l->text - n, "%s\n", message);
+}
+
+/* A native whose user pointer is an address of this process's memory cannot run in a worker:
+ * it runs here, and an info line says why. */
+static void test_user_pointer_stays(void **state) {
+    (void)state;
+    log_reset();
+    kt_context *ctx = NULL;
+    ok(kt_context_create(&ctx));
+    lines got = {""};
+    ok(kt_context_set_log_level(ctx, KT_LOG_INFO));
+    ok(kt_context_set_log_fn(ctx, capture, &got));
+    static float out[N], in[N];
+    for (int i = 0; i < N; i++) in[i] = (float)(i % 3);
+    kt_arg args[3] = {kt_arg_buf(out, sizeof out), kt_arg_buf(in, sizeof in), kt_arg_i32(N)};
+    kt_op *op = natives_op(ctx, "pointer", KT_ISOLATE_ON);
+    static int config = 1; /* native_where reads no user; the pointer is the point */
+    ok(kt_op_add_native(op, "here", native_where, &config));
+    ok(kt_op_add_native(op, "slow", native_twice, (void *)(intptr_t)20)); /* a race: both are run */
+    ok(kt_op_call(op, args, 3));
+    for (int i = 0; i < N; i++) assert_true(out[i] == 2.0f * in[i]);
+    int mine = 0;
+    assert_int_equal(log_count("fresh", &mine, NULL), 0);
+    assert_true(mine >= 3); /* validation, measured runs and the final launch: all here */
+    assert_non_null(strstr(got.text, "op 'pointer': native 'here' runs in this process, not in a worker: its user pointer"));
+    assert_non_null(strstr(got.text, "is an address in this process, which means nothing in another"));
+    kt_context_destroy(ctx);
+}
+
+
+/* ---- a user's plug-in: a backend and natives in a shared object -------------------------------- */
+
+static void *plugin_open(const char *path) {
+    void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    if (h == NULL) fail_msg("dlopen %s: %s", path, dlerror());
+    return h;
+}
+
+static void *plugin_sym(void *h, const char *name) {
+    void *p = dlsym(h, name);
+    if (p == NULL) fail_msg("dlsym %s: %s", name, dlerror());
+    return p;
+}
+
+static int twice_ref_host(const kt_arg *args, size_t nargs, void *user, kt_result *res) { /* plug buffers are plain memory */
+    return twice(args, nargs, user, res);
+}
+
+/* Tunes the plug backend's variants (REPS x MODE) of the table named sym on its device; returns
+ * the context (the decision through *d; info lines into got when not NULL). */
+static kt_context *plug_tune(void *h, const char *sym, const char *name, const kt_decision **d, kt_arg *args, size_t *dev,
+                             lines *got) {
+    kt_context *ctx = NULL;
+    ok(kt_context_create(&ctx));
+    if (got) {
+        ok(kt_context_set_log_level(ctx, KT_LOG_INFO));
+        ok(kt_context_set_log_fn(ctx, capture, got));
+    }
+    ok(kt_context_set_artifact_dir(ctx, artifacts));
+    ok(kt_context_add_backend(ctx, plugin_sym(h, sym)));
+    *dev = (size_t)-1;
+    for (size_t i = 0; i < kt_context_device_count(ctx); i++)
+        if (strcmp(kt_device_fingerprint(kt_context_device(ctx, i)), "plug-device-1") == 0) *dev = i;
+    assert_true(*dev != (size_t)-1);
+    static float in[N];
+    for (int i = 0; i < N; i++) in[i] = (float)(i % 11);
+    void *dout, *din;
+    ok(kt_device_alloc(ctx, *dev, N * sizeof(float), &dout));
+    ok(kt_device_alloc(ctx, *dev, N * sizeof(float), &din));
+    ok(kt_device_write(ctx, *dev, din, in, sizeof in));
+    kt_op *op = NULL;
+    ok(kt_op_create(ctx, name, &op));
+    ok(kt_op_set_device(op, *dev));
+    ok(kt_op_add_buffer(op, "out", KT_TYPE_F32, KT_WRITE_ONLY));
+    ok(kt_op_add_buffer(op, "in", KT_TYPE_F32, KT_READ_ONLY));
+    ok(kt_op_add_scalar(op, "n", KT_TYPE_I32));
+    ok(kt_op_set_reference_fn(op, twice_ref_host, NULL));
+    ok(kt_op_set_isolation(op, KT_ISOLATE_ON));
+    kt_space *sp = NULL;
+    ok(kt_space_create(&sp));
+    ok(kt_space_add_param(sp, "REPS", "[40, 1]"));
+    ok(kt_space_add_param(sp, "MODE", strcmp(sym, "kt_test_plug") == 0 ? "[0, 1, 2, 3]" : "[0, 2]"));
+    ok(kt_op_add_variants(op, "twice", sp, "plug source", "twice", NULL, 0));
+    kt_space_destroy(sp);
+    args[0] = kt_arg_buf(dout, N * sizeof(float));
+    args[1] = kt_arg_buf(din, N * sizeof(float));
+    args[2] = kt_arg_i32(N);
+    ok(kt_op_call(op, args, 3));
+    static float out[N];
+    ok(kt_device_read(ctx, *dev, out, dout, sizeof out));
+    for (int i = 0; i < N; i++) assert_true(out[i] == 2.0f * in[i]);
+    ok(kt_op_decision(op, args, 3, d));
+    return ctx;
+}
+
+/* A backend a user registers from a shared object runs its variants in a worker process
+ * (kerntune-worker loads the object and finds the table there): every tuning launch is
+ * another process's, the crash is that process's, and the fastest correct variant wins; the
+ * final launch is this process's. */
+static void test_plugin_backend(void **state) {
+    (void)state;
+    log_reset();
+    void *h = plugin_open(KT_PLUGIN);
+    const kt_decision *d = NULL;
+    kt_arg args[3];
+    size_t dev;
+    kt_context *ctx = plug_tune(h, "kt_test_plug", "plugged", &d, args, &dev, NULL);
+    assert_string_equal(kt_decision_unit_config(d, kt_decision_winner_unit(d)), "REPS=1,MODE=0");
+    expect_unit(d, "REPS=40,MODE=0", KT_OUTCOME_MEASURED, NULL);
+    expect_unit(d, "REPS=1,MODE=1", KT_OUTCOME_CRASHED, "signal 11");
+    expect_unit(d, "REPS=1,MODE=2", KT_OUTCOME_INVALID, NULL);
+    expect_unit(d, "REPS=1,MODE=3", KT_OUTCOME_FAILED, "plug: launch refused");
+    expect_fail(d, unit_of(d, "REPS=1,MODE=1"), KT_OUTCOME_CRASHED, KT_FAIL_CRASH, "crash", SIGSEGV);
+    expect_fail(d, unit_of(d, "REPS=1,MODE=3"), KT_OUTCOME_FAILED, KT_FAIL_LAUNCH, "launch", KT_ERR_BACKEND);
+    int mine = 0;
+    int others = log_count("launch", &mine, NULL);
+    assert_true(others >= 8); /* a validation run of each, and the measured runs */
+    assert_int_equal(mine, 1); /* the final launch */
+    for (size_t i = 0; i < 3; i++)
+        if (args[i].type == KT_TYPE_BUFFER) kt_device_free(ctx, dev, args[i].ptr);
+    kt_context_destroy(ctx);
+    dlclose(h);
+}
+
+/* A backend that does not say it can run in a worker runs its variants here under
+ * KT_ISOLATE_ON, and an info line says so. */
+static void test_plugin_backend_without_worker(void **state) {
+    (void)state;
+    log_reset();
+    void *h = plugin_open(KT_PLUGIN);
+    const kt_decision *d = NULL;
+    kt_arg args[3];
+    size_t dev;
+    lines got = {""};
+    kt_context *ctx = plug_tune(h, "kt_test_plug_nocap", "unplugged", &d, args, &dev, &got);
+    assert_non_null(strstr(got.text, "op 'unplugged': variants run in this process, not in a worker: backend 'plugnocap' does not say it "
+                                     "can run in a worker process (KT_BACKEND_CAP_WORKER)"));
+    assert_string_equal(kt_decision_unit_config(d, kt_decision_winner_unit(d)), "REPS=1,MODE=0");
+    expect_unit(d, "REPS=1,MODE=2", KT_OUTCOME_INVALID, NULL);
+    int mine = 0;
+    assert_int_equal(log_count("launch", &mine, NULL), 0);
+    assert_true(mine >= 5);
+    for (size_t i = 0; i < 3; i++)
+        if (args[i].type == KT_TYPE_BUFFER) kt_device_free(ctx, dev, args[i].ptr);
+    kt_context_destroy(ctx);
+    dlclose(h);
+}
+
+/* Natives of a shared object run in kerntune-worker, which loads the object: a static one
+ * (found by its offset, the build-id checked) and an exported one that fails with 42. Built
+ * without a build-id, the static one cannot be found there: it runs here, and says why. */
+static void test_plugin_natives(void **state) {
+    (void)state;
+    log_reset();
+    void *h = plugin_open(KT_PLUGIN), *noid = plugin_open(KT_PLUGIN_NOID);
+    kt_native_fn (*get)(void) = NULL, (*get_noid)(void) = NULL;
+    void *p = plugin_sym(h, "kt_test_plug_native_twice"), *q = plugin_sym(noid, "kt_test_plug_native_twice");
+    memcpy(&get, &p, sizeof p);
+    memcpy(&get_noid, &q, sizeof q);
+    void *f = plugin_sym(h, "kt_test_plug_native_fails");
+    kt_native_fn fails;
+    memcpy(&fails, &f, sizeof f);
+    kt_context *ctx = NULL;
+    ok(kt_context_create(&ctx));
+    lines got = {""};
+    ok(kt_context_set_log_level(ctx, KT_LOG_INFO));
+    ok(kt_context_set_log_fn(ctx, capture, &got));
+    static float out[N], in[N];
+    for (int i = 0; i < N; i++) in[i] = (float)(i % 13);
+    kt_arg args[3] = {kt_arg_buf(out, sizeof out), kt_arg_buf(in, sizeof in), kt_arg_i32(N)};
+    kt_op *op = natives_op(ctx, "plugged-natives", KT_ISOLATE_ON);
+    ok(kt_op_add_native(op, "slow", get(), (void *)(intptr_t)40));
+    ok(kt_op_add_native(op, "fails", fails, NULL));
+    ok(kt_op_add_native(op, "fast", get(), (void *)(intptr_t)1));
+    ok(kt_op_add_native(op, "noid", get_noid(), (void *)(intptr_t)40));
+    ok(kt_op_call(op, args, 3));
+    for (int i = 0; i < N; i++) assert_true(out[i] == 2.0f * in[i]);
+    const kt_decision *d = NULL;
+    ok(kt_op_decision(op, args, 3, &d));
+    assert_string_equal(kt_op_candidate_name(op, kt_decision_winner(d)), "fast");
+    expect_fail(d, 1, KT_OUTCOME_FAILED, KT_FAIL_RETURNED, "returned", 42);
+    assert_int_equal(kt_decision_outcome(d, 3), KT_OUTCOME_MEASURED);
+    assert_non_null(strstr(got.text, "native 'noid' runs in this process, not in a worker: "));
+    assert_non_null(strstr(got.text, "has no build-id and the code no exported symbol"));
+    assert_null(strstr(got.text, "native 'slow' runs in this process"));
+    int mine = 0;
+    assert_true(log_count("native", &mine, NULL) >= 5); /* slow, fails, fast: validation and measured runs */
+    assert_true(mine >= 3);                            /* noid's runs, and the final launch of fast */
+    kt_context_destroy(ctx);
+    dlclose(noid);
+    dlclose(h);
+}
+
 static const char *cl_src =
     "#if BAD\n"
     "#error this configuration does not build\n"
@@ -300,6 +662,12 @@ int main(void) {
         cmocka_unit_test(test_c_candidates_that_fail_badly),
         cmocka_unit_test(test_crash_remembered),
         cmocka_unit_test(test_isolated_natives),
+        cmocka_unit_test(test_worker_is_a_new_image),
+        cmocka_unit_test(test_fail_kinds),
+        cmocka_unit_test(test_user_pointer_stays),
+        cmocka_unit_test(test_plugin_backend),
+        cmocka_unit_test(test_plugin_backend_without_worker),
+        cmocka_unit_test(test_plugin_natives),
         cmocka_unit_test(test_opencl_isolated),
         cmocka_unit_test(test_isolation_arguments),
     };

@@ -54,7 +54,8 @@ KT_API double kt_decision_time_ns(const kt_decision *d, size_t candidate);
 /** Returns the number of measured runs of candidate index (warm-ups excluded). */
 KT_API unsigned kt_decision_runs(const kt_decision *d, size_t candidate);
 
-/** Returns the failure code a candidate returned while measured (0 when it did not fail). */
+/** Returns the failure code of the unit that speaks for the candidate (0 when it did not fail):
+ *  what its kt_decision_unit_fail_kind says (a return value, a signal number...). */
 KT_API int kt_decision_fail_code(const kt_decision *d, size_t candidate);
 
 /** Returns the number of units the decision considered: one per native candidate and one per
@@ -157,6 +158,44 @@ KT_API int kt_decision_unit_finalist(const kt_decision *d, size_t u);
  *  measuring, with effort MEASURE), and the new decision replaces the record. Valid as long as
  *  the decision. */
 KT_API const char *kt_decision_cache_rejected(const kt_decision *d);
+
+/* How a unit's run failed (outcomes KT_OUTCOME_FAILED, KT_OUTCOME_TIMEOUT and
+ * KT_OUTCOME_CRASHED), and what kt_decision_unit_fail_code and kt_decision_fail_code then hold.
+ * One list generates the enum, kt_fail_kind_name() and kt_fail_kind_describe(); values are
+ * stable, new kinds are only appended. */
+#define KT_FAIL_KIND_LIST(X)                                                                       \
+    X(NONE, 0, "none", "it did not fail while run (or never ran); the code is 0")                   \
+    X(RETURNED, 1, "returned", "it returned nonzero (a native candidate, a C variant); the code is that value") \
+    X(LAUNCH, 2, "launch",                                                                         \
+      "its backend failed to load, launch or copy for it; the code is the backend's kt_status")    \
+    X(CRASH, 3, "crash", "a signal killed its worker process; the code is the signal number")      \
+    X(EXIT, 4, "exit", "its worker process exited while running it; the code is the exit status")  \
+    X(TIMEOUT, 5, "timeout",                                                                       \
+      "it ran past the op's timeout and its worker process was killed; the code is 0")             \
+    X(RECORDED, 6, "recorded",                                                                     \
+      "it failed in an earlier tuning, recorded in the persistent cache, which keeps the outcome " \
+      "and message but not the kind or code (0)")
+
+typedef enum kt_fail_kind {
+#define KT__FAIL_KIND_ENUM(name, value, text, description) KT_FAIL_##name = value,
+    KT_FAIL_KIND_LIST(KT__FAIL_KIND_ENUM)
+#undef KT__FAIL_KIND_ENUM
+} kt_fail_kind;
+
+/** Returns a kind's name ("crash", "timeout", ...; static storage); unknown kinds return
+ *  "unknown". */
+KT_API const char *kt_fail_kind_name(kt_fail_kind kind);
+
+/** Returns what a kind means and what its code holds (static storage); unknown kinds get a
+ *  message saying so, never NULL. */
+KT_API const char *kt_fail_kind_describe(kt_fail_kind kind);
+
+/** Unit u's failure kind and code (KT_FAIL_NONE and 0 for a unit that did not fail while run,
+ *  or for an out-of-range u). For a variant group's unit or a native candidate alike; the
+ *  candidate accessor kt_decision_fail_code reports the code of the unit that speaks for the
+ *  candidate. */
+KT_API kt_fail_kind kt_decision_unit_fail_kind(const kt_decision *d, size_t u);
+KT_API int kt_decision_unit_fail_code(const kt_decision *d, size_t u);
 
 #ifdef __cplusplus
 }

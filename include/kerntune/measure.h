@@ -99,17 +99,28 @@ KT_API kt_status kt_context_set_progress_fn(kt_context *ctx, kt_progress_fn fn, 
 KT_API kt_status kt_op_set_budget(kt_op *op, size_t max_units, double max_seconds);
 
 /** Where candidates run while tuning:
- *  - KT_ISOLATE_AUTO (default): variants of a backend whose faults leave the process's device
- *    context unusable (KT_BACKEND_CAP_FAULT_POISONS: CUDA, where an illegal address does) in a
- *    worker process, every other candidate in the caller's process;
- *  - KT_ISOLATE_ON: every variant in a worker process (the kerntune-worker program, found
- *    through KERNTUNE_WORKER, its install path or the build tree), and native candidates on
- *    host memory that do not return their output in a fork of the caller's process (the only
- *    process that has their code): one that crashes, hangs past the timeout or poisons its
- *    device context is disqualified (KT_OUTCOME_CRASHED, KT_OUTCOME_TIMEOUT, KT_OUTCOME_FAILED)
- *    and the worker replaced;
- *  - KT_ISOLATE_OFF: every candidate in the caller's process.
- *  The final launch of the winner is always the caller's, on the caller's data. */
+ *  - KT_ISOLATE_AUTO (default): variants of a backend whose faults poison its device context
+ *    (CUDA: an illegal address would leave the caller's context unusable) in a worker process,
+ *    everything else in the caller's process;
+ *  - KT_ISOLATE_ON: every variant, and every native candidate that can be, in a worker process:
+ *    one that crashes, hangs past the timeout or poisons its device context is disqualified
+ *    (KT_OUTCOME_CRASHED, KT_OUTCOME_TIMEOUT, KT_OUTCOME_FAILED, with its kind and code:
+ *    kt_decision_unit_fail_kind) and the worker replaced;
+ *  - KT_ISOLATE_OFF: everything in the caller's process.
+ *  A worker is a new process (posix_spawn), never a fork: it finds the code it runs by the
+ *  object file that holds it. Code in a shared object runs in kerntune-worker (found through
+ *  KERNTUNE_WORKER, its install path or the build tree), which loads that object; code in the
+ *  program itself (a native of the program, kerntune linked statically) runs in a new start of
+ *  the program, which kerntune stops before its main to serve as the worker. So a worker sees
+ *  the objects' static data as initialised, never as the caller's process changed it.
+ *  What cannot run in a worker runs in the caller's process, and an info line in the log says
+ *  why: a backend without KT_BACKEND_CAP_WORKER; a native that returns its output
+ *  (kt_op_add_native_result), of an op on device memory, whose user pointer is an address of the
+ *  caller's memory (NULL, or a number that is no address, passes as it is), or whose code a
+ *  worker cannot find: not in an object file (generated at run time), or in a shared object
+ *  that has no build-id (link with --build-id, the default of most toolchains) when the function
+ *  has no exported symbol. The final launch of the winner is always the caller's, on the
+ *  caller's data. */
 #define KT_ISOLATION_LIST(X)         \
     X(KT_ISOLATE_AUTO, 0, "auto")    \
     X(KT_ISOLATE_OFF, 1, "off")      \

@@ -1,28 +1,35 @@
 /*
- * isolate.c - the tuner's side of worker processes (see isolate.h).
+ * isolate.c - the tuning side of worker processes (see isolate.h).
  *
- * One worker per device of a context, started at the first isolated tuning and kept warm for
- * later ones (a tuning holds it for its whole length, which also keeps two tunings from timing
- * on one device at once). Buffer arguments go through one shared-memory region: before each run
- * the tuner copies its work arguments in, after a successful run it copies them back, so
- * restoring, poisoning and validation stay the tuner's, unchanged. A run that does not answer
- * within the timeout gets the worker killed (SIGKILL); a worker that died is reaped and its
- * signal reported; a failed launch that left the device unusable gets the worker replaced.
+ * A tuning uses the worker of its device for variants (its context keeps one per device, started
+ * at the first isolated tuning and warm for later ones) and one of its own for natives. Buffer
+ * arguments go through one shared-memory region: before each run the
+ * work arguments are copied in, after a successful run they are copied back, so restoring,
+ * poisoning and validation stay the tuning's, unchanged. A run that does not answer within the
+ * timeout gets the worker killed (SIGKILL); a worker that died is reaped and its signal or exit
+ * status reported; a failed launch that left the device unusable gets the worker replaced.
  * Modules are loaded again into a replacement as needed.
+ *
+ * Workers are started with posix_spawn, which is safe in a multithreaded process: nothing runs
+ * in the child between its creation and the exec but the file actions and attributes below.
  */
+#define _GNU_SOURCE /* posix_spawn_file_actions_addclosefrom_np, mincore */
 #include "util/util.h"
 #include "isolate/isolate.h"
-#include "tune/stages.h" /* FIXME(issue 9): isolate reads the workset */
+#include "isolate/locate.h"
+#include "isolate/protocol.h"
+#include "backends/backends.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <spawn.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -38,7 +45,35 @@ extern char **environ;
 #define KT_WORKER_INSTALL_PATH ""
 #endif
 
-/* The worker program: KERNTUNE_WORKER, else the installed one, else the build tree's. */
+/* Where the worker finds its two descriptors. */
+enum { SOCK_FD = 3, REGION_FD = 4 };
+
+typedef struct worker_mod {
+    kt__msg_load *load;   /* how to load it */
+    uint64_t incarnation; /* the worker process it was loaded into */
+    uint32_t worker_id;   /* its id there */
+} worker_mod;
+
+/* A worker process and what it was asked to hold. */
+struct kt__worker {
+    pid_t pid;                 /* -1: not running */
+    int sock;                  /* the socket to it, both directions */
+    uint64_t incarnation;      /* counts replacements */
+    bool program;              /* some code is in the program: start it again, not kerntune-worker */
+    bool running_program;      /* what the running process is */
+    int region_fd;
+    unsigned char *region;
+    size_t region_bytes;
+    kt__msg_setup *setup;
+    size_t setup_len;
+    bool set_up;
+    bool primed;               /* the inputs that do not change are in its buffers */
+    kt__iso_args io;
+    worker_mod *mods;
+    size_t nmods;
+};
+
+/* kerntune-worker: KERNTUNE_WORKER, else the installed one, else the build tree's. */
 static const char *worker_path(void) {
     const char *env = getenv("KERNTUNE_WORKER");
     if (env && env[0]) return env;
@@ -53,12 +88,17 @@ static void stop(kt__worker *w) {
         while (waitpid(w->pid, NULL, 0) < 0 && errno == EINTR) {
         }
     }
-    if (w->req >= 0) close(w->req); /* one socket: req and rep are the same descriptor */
+    if (w->sock >= 0) close(w->sock);
     w->pid = -1;
-    w->req = w->rep = -1;
+    w->sock = -1;
     w->incarnation++;
     w->set_up = false;
     w->primed = false;
+}
+
+static void drop_mods(kt__worker *w) {
+    for (size_t i = 0; i < w->nmods; i++) free(w->mods[i].load);
+    w->nmods = 0;
 }
 
 void kt__worker_free(kt__worker *w) {
@@ -66,92 +106,146 @@ void kt__worker_free(kt__worker *w) {
     stop(w);
     if (w->region) munmap(w->region, w->region_bytes);
     if (w->region_fd >= 0) close(w->region_fd);
-    for (size_t i = 0; i < w->nmods; i++) free(w->mods[i].load);
+    drop_mods(w);
     free(w->mods);
     free(w->setup);
     free(w);
 }
 
-/* Starts the worker process, connected by one socket pair (the tuner's end sends with
- * MSG_NOSIGNAL: a dead worker must not raise SIGPIPE in the caller's process). */
-static void serve_natives(kt__worker *w, int fd);
-
-static kt_status start(kt__worker *w) {
-    if (w->call != NULL) { /* natives: a fork of this process, which has their code */
-        int sv[2];
-        if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0)
-            return kt__err(KT_ERR_SYSTEM, "isolation: socketpair: %s", strerror(errno));
-        pid_t pid = fork();
-        if (pid < 0) {
-            close(sv[0]), close(sv[1]);
-            return kt__err(KT_ERR_SYSTEM, "isolation: fork: %s", strerror(errno));
-        }
-        if (pid == 0) {
-            close(sv[0]);
-            serve_natives(w, sv[1]);
-        }
-        close(sv[1]);
-        w->pid = pid;
-        w->req = w->rep = sv[0];
-        w->set_up = true;
-        return KT_OK;
-    }
-    const char *path = worker_path();
-    if (path == NULL)
-        return kt__err(KT_ERR_STATE, "isolation: the kerntune-worker program was not found (set KERNTUNE_WORKER to its path)");
-    int sv[2];
-    if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0)
-        return kt__err(KT_ERR_SYSTEM, "isolation: socketpair: %s", strerror(errno));
-    char a1[16], a3[16];
-    snprintf(a1, sizeof a1, "%d", sv[1]);
-    snprintf(a3, sizeof a3, "%d", w->region_fd);
-    /* the worker's environment: the caller's, and in a sanitizer build options that let a
-     * crashing candidate die of its signal as in a normal build (the worker is instrumented too) */
+/* The worker's environment: the caller's; for a fresh start of the program, where its
+ * descriptors are (serve) and kerntune's object preloaded when it is a shared object (*ld, to
+ * free); and in a sanitizer build options that let a crashing candidate die of its signal as in
+ * a normal build (the worker is instrumented too). NULL when out of memory. */
+static char **worker_env(const kt__worker *w, const char *preload, char *serve, size_t serve_len, char **ld) {
+    *ld = NULL;
     size_t nenv = 0;
     while (environ[nenv]) nenv++;
-    char **envp = calloc(nenv + 3, sizeof *envp);
-    if (envp == NULL) {
-        close(sv[0]), close(sv[1]);
-        return kt__err(KT_ERR_NO_MEMORY, "isolation: out of memory");
-    }
+    char **envp = calloc(nenv + 5, sizeof *envp);
+    if (envp == NULL) return NULL;
     size_t k = 0;
     bool sanitized = false;
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
     sanitized = true;
+    /* verify_asan_link_order=0: a preloaded libkerntune.so comes before the ASan runtime */
     static char asan[] = "ASAN_OPTIONS=handle_segv=0:handle_sigbus=0:handle_abort=0:handle_sigill=0:handle_sigfpe=0:"
-                         "allocator_may_return_null=1:detect_leaks=0";
+                         "allocator_may_return_null=1:detect_leaks=0:verify_asan_link_order=0";
     static char tsan[] = "TSAN_OPTIONS=handle_segv=0:handle_sigbus=0:handle_abort=0:handle_sigill=0:handle_sigfpe=0:"
                          "allocator_may_return_null=1";
     envp[k++] = asan;
     envp[k++] = tsan;
 #endif
-    for (size_t i = 0; i < nenv; i++)
-        if (!sanitized || (strncmp(environ[i], "ASAN_OPTIONS=", 13) != 0 && strncmp(environ[i], "TSAN_OPTIONS=", 13) != 0))
-            envp[k++] = environ[i];
-    pid_t pid = fork();
-    if (pid < 0) {
-        free(envp);
-        close(sv[0]), close(sv[1]);
-        return kt__err(KT_ERR_SYSTEM, "isolation: fork: %s", strerror(errno));
+    const char *old_preload = NULL;
+    for (size_t i = 0; i < nenv; i++) {
+        if (sanitized && (strncmp(environ[i], "ASAN_OPTIONS=", 13) == 0 || strncmp(environ[i], "TSAN_OPTIONS=", 13) == 0)) continue;
+        if (strncmp(environ[i], "KERNTUNE_WORKER_SERVE=", 22) == 0) continue;
+        if (w->program && preload && strncmp(environ[i], "LD_PRELOAD=", 11) == 0) {
+            old_preload = environ[i] + 11;
+            continue;
+        }
+        envp[k++] = environ[i];
     }
-    if (pid == 0) { /* the child: only async-signal-safe calls until exec */
-        close(sv[0]);
-        fcntl(sv[1], F_SETFD, 0); /* these two, and only these, go to the worker */
-        fcntl(w->region_fd, F_SETFD, 0);
-        setpgid(0, 0); /* a Ctrl-C meant for the caller's group is not a candidate's crash */
-        char *argv[] = {(char *)"kerntune-worker", a1, a1, a3, NULL};
-        execve(path, argv, envp);
-        _exit(127);
+    if (w->program) {
+        snprintf(serve, serve_len, "KERNTUNE_WORKER_SERVE=%d,%d,%ld", SOCK_FD, REGION_FD, (long)getpid());
+        envp[k++] = serve;
     }
+    if (w->program && preload) { /* ours first: the constructor there takes it off again */
+        size_t n = strlen("LD_PRELOAD=") + strlen(preload) + 1 + (old_preload ? strlen(old_preload) : 0) + 1;
+        if ((*ld = malloc(n)) == NULL) {
+            free(envp);
+            return NULL;
+        }
+        snprintf(*ld, n, "LD_PRELOAD=%s%s%s", preload, old_preload && old_preload[0] ? ":" : "", old_preload ? old_preload : "");
+        envp[k++] = *ld;
+    }
+    return envp;
+}
+
+/* Starts the worker process, connected by one socket pair (the tuning side sends with
+ * MSG_NOSIGNAL: a dead worker must not raise SIGPIPE in the caller's process). */
+static kt_status start(kt__worker *w) {
+    char why[512] = "", preload[KT__CODE_PATH_MAX] = "";
+    const char *path;
+    if (w->program) {
+        int k = kt__code_serve_object(preload, sizeof preload, why, sizeof why);
+        if (k < 0) return kt__err(KT_ERR_STATE, "isolation: this program cannot be started as a worker: %s", why);
+        if (k == 0) preload[0] = '\0';
+        path = "/proc/self/exe"; /* the very file this process runs, even if replaced on disk since */
+    } else if ((path = worker_path()) == NULL) {
+        return kt__err(KT_ERR_STATE, "isolation: the kerntune-worker program was not found (set KERNTUNE_WORKER to its path)");
+    }
+    int sv[2];
+    if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0)
+        return kt__err(KT_ERR_SYSTEM, "isolation: socketpair: %s", strerror(errno));
+    char serve[64], *ld = NULL;
+    char **envp = worker_env(w, preload[0] ? preload : NULL, serve, sizeof serve, &ld);
+    posix_spawn_file_actions_t fa;
+    posix_spawnattr_t attr;
+    bool fa_ok = false, attr_ok = false;
+    int e = envp ? 0 : ENOMEM;
+    if (e == 0) fa_ok = (e = posix_spawn_file_actions_init(&fa)) == 0;
+    if (e == 0) attr_ok = (e = posix_spawnattr_init(&attr)) == 0;
+    /* the socket and the region at 3 and 4 (through two numbers above both, so that neither
+     * overwrites the other on the way); every other descriptor closed (before glibc 2.34, only
+     * those marked close-on-exec, as every one of kerntune's is) */
+    int hi = (sv[1] > w->region_fd ? sv[1] : w->region_fd) + 1;
+    if (hi <= REGION_FD) hi = REGION_FD + 1;
+    if (e == 0) e = posix_spawn_file_actions_adddup2(&fa, sv[1], hi);
+    if (e == 0) e = posix_spawn_file_actions_adddup2(&fa, w->region_fd, hi + 1);
+    if (e == 0) e = posix_spawn_file_actions_adddup2(&fa, hi, SOCK_FD);
+    if (e == 0) e = posix_spawn_file_actions_adddup2(&fa, hi + 1, REGION_FD);
+#if defined(__GLIBC__) && (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 34))
+    if (e == 0) e = posix_spawn_file_actions_addclosefrom_np(&fa, REGION_FD + 1);
+#else
+    if (e == 0) e = posix_spawn_file_actions_addclose(&fa, hi);
+    if (e == 0) e = posix_spawn_file_actions_addclose(&fa, hi + 1);
+#endif
+    /* its own process group (a Ctrl-C meant for the caller's group is not a candidate's crash),
+     * no signal blocked, and the crash signals at their default (death, which is reported) */
+    sigset_t none, fatal;
+    sigemptyset(&none);
+    sigemptyset(&fatal);
+    static const int fatal_signals[] = {SIGSEGV, SIGBUS, SIGABRT, SIGILL, SIGFPE, SIGTERM, SIGINT};
+    for (size_t i = 0; i < sizeof fatal_signals / sizeof *fatal_signals; i++) sigaddset(&fatal, fatal_signals[i]);
+    if (e == 0) e = posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
+    if (e == 0) e = posix_spawnattr_setpgroup(&attr, 0);
+    if (e == 0) e = posix_spawnattr_setsigmask(&attr, &none);
+    if (e == 0) e = posix_spawnattr_setsigdefault(&attr, &fatal);
+    char a1[16], a2[16], a3[24];
+    snprintf(a1, sizeof a1, "%d", SOCK_FD);
+    snprintf(a2, sizeof a2, "%d", REGION_FD);
+    snprintf(a3, sizeof a3, "%ld", (long)getpid());
+    char *argv_tool[] = {(char *)"kerntune-worker", a1, a2, a3, NULL};
+    char *argv_program[] = {(char *)"kerntune-worker", NULL}; /* the descriptors are in its environment */
+    pid_t pid = -1;
+    if (e == 0) e = posix_spawn(&pid, path, &fa, &attr, w->program ? argv_program : argv_tool, envp);
+    if (fa_ok) posix_spawn_file_actions_destroy(&fa);
+    if (attr_ok) posix_spawnattr_destroy(&attr);
     free(envp);
+    free(ld);
     close(sv[1]);
+    if (e != 0) {
+        close(sv[0]);
+        return kt__err(e == ENOMEM ? KT_ERR_NO_MEMORY : KT_ERR_SYSTEM, "isolation: starting %s: %s",
+                       w->program ? "this program again as a worker" : path, strerror(e));
+    }
     w->pid = pid;
-    w->req = w->rep = sv[0];
+    w->sock = sv[0];
+    w->running_program = w->program;
     return KT_OK;
 }
 
-/* Why the worker is gone, after its reply pipe closed: reaps it. */
-static void reap(kt__worker *w, char *why, size_t len) {
+static void fail(kt__iso_run *out, kt_fail_kind kind, int code, const char *fmt, ...) KT__PRINTF(4, 5);
+static void fail(kt__iso_run *out, kt_fail_kind kind, int code, const char *fmt, ...) {
+    out->kind = kind;
+    out->code = code;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(out->msg, sizeof out->msg, fmt, ap);
+    va_end(ap);
+}
+
+/* Why the worker is gone, after its socket closed: reaps it. */
+static void reap(kt__worker *w, kt__iso_run *out) {
     int status = 0;
     pid_t r = 0;
     /* a dying worker is reaped with its signal; one still alive after 200 ms (it closed its
@@ -166,31 +260,31 @@ static void reap(kt__worker *w, char *why, size_t len) {
         }
     }
     if (r == w->pid && WIFSIGNALED(status))
-        snprintf(why, len, "crashed: killed by signal %d (%s)", WTERMSIG(status), strsignal(WTERMSIG(status)));
+        fail(out, KT_FAIL_CRASH, WTERMSIG(status), "crashed: killed by signal %d (%s)", WTERMSIG(status), strsignal(WTERMSIG(status)));
     else if (r == w->pid && WIFEXITED(status))
-        snprintf(why, len, "crashed: the worker exited with status %d", WEXITSTATUS(status));
+        fail(out, KT_FAIL_EXIT, WEXITSTATUS(status), "crashed: the worker process exited with status %d", WEXITSTATUS(status));
     else
-        snprintf(why, len, "crashed: the worker is gone");
+        fail(out, KT_FAIL_CRASH, 0, "crashed: the worker process is gone (its status could not be read: %s)",
+             r < 0 ? strerror(errno) : "not reaped");
     w->pid = -1;
     stop(w);
 }
 
-/* Sends a request and waits for its reply, at most timeout_s (0: no limit). Returns 0, or
- * KT__ISO_CRASH / KT__ISO_TIMEOUT with why set (the worker is then gone). */
-static int call(kt__worker *w, uint32_t type, const void *payload, uint32_t len, double timeout_s, kt__reply *r, char *why,
-                size_t wlen) {
+/* Sends a request and waits for its reply, at most timeout_s (0: no limit). Returns true, or
+ * false with out saying how the worker was lost (it is then gone). */
+static bool call(kt__worker *w, uint32_t type, const void *payload, uint32_t len, double timeout_s, kt__reply *r, kt__iso_run *out) {
     kt__msg h = {type, len};
-    struct iovec_like {
+    const struct {
         const void *p;
         size_t n;
     } parts[2] = {{&h, sizeof h}, {payload, len}};
     for (int k = 0; k < 2; k++)
         for (size_t done = 0; done < parts[k].n;) {
-            ssize_t n = send(w->req, (const char *)parts[k].p + done, parts[k].n - done, MSG_NOSIGNAL);
+            ssize_t n = send(w->sock, (const char *)parts[k].p + done, parts[k].n - done, MSG_NOSIGNAL);
             if (n < 0 && errno == EINTR) continue;
             if (n <= 0) {
-                reap(w, why, wlen);
-                return KT__ISO_CRASH;
+                reap(w, out);
+                return false;
             }
             done += (size_t)n;
         }
@@ -200,102 +294,48 @@ static int call(kt__worker *w, uint32_t type, const void *payload, uint32_t len,
         if (deadline > 0) {
             double left = deadline - kt__now_s();
             if (left <= 0) {
-                snprintf(why, wlen, "timeout: no answer within %.3g s; the worker was killed", timeout_s);
+                fail(out, KT_FAIL_TIMEOUT, 0, "timeout: no answer within %.3g s; the worker was killed", timeout_s);
                 stop(w);
-                return KT__ISO_TIMEOUT;
+                return false;
             }
             wait_ms = (int)(left * 1e3) + 1;
         }
-        struct pollfd p = {w->rep, POLLIN, 0};
+        struct pollfd p = {w->sock, POLLIN, 0};
         int pr = poll(&p, 1, wait_ms);
         if (pr < 0 && errno == EINTR) continue;
         if (pr == 0) continue; /* the deadline check above fires */
-        ssize_t n = read(w->rep, (char *)r + done, sizeof *r - done);
+        ssize_t n = read(w->sock, (char *)r + done, sizeof *r - done);
         if (n < 0 && errno == EINTR) continue;
         if (n <= 0) {
-            reap(w, why, wlen);
-            return KT__ISO_CRASH;
+            reap(w, out);
+            return false;
         }
         done += (size_t)n;
     }
-    return 0;
+    return true;
 }
 
-static int read_full(int fd, void *p, size_t n) {
-    for (size_t done = 0; done < n;) {
-        ssize_t r = read(fd, (char *)p + done, n - done);
-        if (r < 0 && errno == EINTR) continue;
-        if (r <= 0) return -1;
-        done += (size_t)r;
-    }
-    return 0;
+static kt__worker *worker_new(void) {
+    kt__worker *w = calloc(1, sizeof *w);
+    if (w == NULL) return NULL;
+    w->pid = -1;
+    w->sock = w->region_fd = -1;
+    return w;
 }
 
-/* The forked child's loop: runs natives on the shared region until the socket closes. It only
- * reads, calls the candidate and writes: no lock of the parent's is taken. */
-static void serve_natives(kt__worker *w, int fd) {
-    /* the caller's handlers (a test framework's, a crash reporter's) must not catch a
-     * candidate's crash in here: the child dies of it, and the parent sees the signal */
-    static const int fatal[] = {SIGSEGV, SIGBUS, SIGABRT, SIGILL, SIGFPE, SIGTERM, SIGINT};
-    for (size_t i = 0; i < sizeof fatal / sizeof *fatal; i++) signal(fatal[i], SIG_DFL);
-    /* nothing of the caller's but this socket: another worker's socket held open here would
-     * hide that worker's death from the caller */
-    long max = sysconf(_SC_OPEN_MAX);
-    for (long i = 3; i < (max > 0 && max < 65536 ? max : 65536); i++)
-        if (i != fd) close((int)i);
-    setpgid(0, 0);
-    prctl(PR_SET_PDEATHSIG, SIGKILL); /* not outlive the caller, even when a candidate hangs */
-    if (getppid() == 1) _exit(0);
-    const kt__msg_arg *a = (const kt__msg_arg *)(w->setup + 1);
-    size_t nargs = w->setup->nargs;
-    kt_arg *args = calloc(nargs ? nargs : 1, sizeof *args);
-    if (args == NULL) _exit(1);
-    for (size_t i = 0; i < nargs; i++) {
-        args[i].type = (kt_type)a[i].type;
-        if (a[i].type == KT_TYPE_BUFFER) {
-            args[i].ptr = w->region + a[i].offset;
-            args[i].bytes = a[i].bytes;
-        } else {
-            memcpy(&args[i].u, &a[i].value, sizeof args[i].u);
-        }
-    }
-    for (;;) {
-        kt__msg h;
-        kt__msg_run m;
-        if (read_full(fd, &h, sizeof h) != 0 || h.len != sizeof m || read_full(fd, &m, sizeof m) != 0) break;
-        kt__reply r = {0};
-        double t0 = kt__now_s();
-        int rc = w->call(w->call_user, m.module, args, nargs);
-        r.ns = (kt__now_s() - t0) * 1e9;
-        r.status = rc == 0 ? KT_OK : KT_ERR_CANDIDATE_FAILED;
-        if (rc != 0) snprintf(r.msg, sizeof r.msg, "returned %d", rc);
-        for (size_t done = 0; done < sizeof r;) {
-            ssize_t n = write(fd, (const char *)&r + done, sizeof r - done);
-            if (n <= 0) _exit(0);
-            done += (size_t)n;
-        }
-    }
-    _exit(0);
-}
-
-kt_status kt__worker_setup(kt__worker **wp, const char *backend, const char *device_fp, const kt_arg *args, size_t nargs) {
+/* Lays out the shared region and the setup request for arguments a in mode. */
+static kt_status setup(kt__worker **wp, uint32_t mode, const kt__iso_args *a, kt__msg_setup **out) {
     kt__worker *w = *wp;
-    if (w == NULL) {
-        w = calloc(1, sizeof *w);
-        if (w == NULL) return kt__err(KT_ERR_NO_MEMORY, "isolation: out of memory");
-        w->pid = -1;
-        w->req = w->rep = w->region_fd = -1;
-        *wp = w;
-    }
+    if (w == NULL && (w = *wp = worker_new()) == NULL) return kt__err(KT_ERR_NO_MEMORY, "isolation: out of memory");
     /* the shared region: every buffer argument, 64-byte aligned */
     size_t bytes = 0;
-    for (size_t i = 0; i < nargs; i++)
-        if (args[i].type == KT_TYPE_BUFFER) bytes += (args[i].bytes + 63) & ~(size_t)63;
+    for (size_t i = 0; i < a->nargs; i++)
+        if (a->args[i].type == KT_TYPE_BUFFER) bytes += (a->args[i].bytes + 63) & ~(size_t)63;
     if (bytes == 0) bytes = 64;
     if (w->region_fd < 0) {
         char name[64];
         snprintf(name, sizeof name, "/kerntune-%d-%p", (int)getpid(), (void *)w);
-        w->region_fd = shm_open(name, O_RDWR | O_CREAT | O_EXCL, 0600);
+        w->region_fd = shm_open(name, O_RDWR | O_CREAT | O_EXCL, 0600); /* close-on-exec */
         if (w->region_fd < 0) return kt__err(KT_ERR_SYSTEM, "isolation: shm_open: %s", strerror(errno));
         shm_unlink(name); /* the descriptors keep it alive */
     }
@@ -311,23 +351,23 @@ kt_status kt__worker_setup(kt__worker **wp, const char *backend, const char *dev
         }
         w->region_bytes = bytes;
     }
-    size_t len = sizeof(kt__msg_setup) + nargs * sizeof(kt__msg_arg);
+    size_t len = sizeof(kt__msg_setup) + a->nargs * sizeof(kt__msg_arg);
     kt__msg_setup *m = calloc(1, len);
     if (m == NULL) return kt__err(KT_ERR_NO_MEMORY, "isolation: out of memory");
-    snprintf(m->backend, sizeof m->backend, "%s", backend);
-    snprintf(m->device, sizeof m->device, "%s", device_fp);
+    m->version = KT__PROTOCOL_VERSION;
+    m->mode = mode;
     m->region = w->region_bytes;
-    m->nargs = (uint32_t)nargs;
-    kt__msg_arg *a = (kt__msg_arg *)(m + 1);
+    m->nargs = (uint32_t)a->nargs;
+    kt__msg_arg *ma = (kt__msg_arg *)(m + 1);
     size_t off = 0;
-    for (size_t i = 0; i < nargs; i++) {
-        a[i].type = (uint32_t)args[i].type;
-        if (args[i].type == KT_TYPE_BUFFER) {
-            a[i].bytes = args[i].bytes;
-            a[i].offset = off;
-            off += (args[i].bytes + 63) & ~(size_t)63;
+    for (size_t i = 0; i < a->nargs; i++) {
+        ma[i].type = (uint32_t)a->args[i].type;
+        if (a->args[i].type == KT_TYPE_BUFFER) {
+            ma[i].bytes = a->args[i].bytes;
+            ma[i].offset = off;
+            off += (a->args[i].bytes + 63) & ~(size_t)63;
         } else {
-            memcpy(&a[i].value, &args[i].u, sizeof a[i].value);
+            memcpy(&ma[i].value, &a->args[i].u, sizeof ma[i].value);
         }
     }
     free(w->setup);
@@ -335,130 +375,183 @@ kt_status kt__worker_setup(kt__worker **wp, const char *backend, const char *dev
     w->setup_len = len;
     w->set_up = false;
     w->primed = false;
-    for (size_t i = 0; i < w->nmods; i++) free(w->mods[i].load);
-    w->nmods = 0;
+    w->io = *a;
+    drop_mods(w);
+    *out = m;
     return KT_OK;
 }
 
-/* Makes sure the worker runs and is set up for the current tuning. */
-static kt_status ready(kt__worker *w, char *why, size_t wlen) {
+kt_status kt__worker_setup_backend(kt__worker **wp, const kt_backend *b, const char *device_fp, const kt__iso_args *a) {
+    if (!(kt__backend_caps(b) & KT_BACKEND_CAP_WORKER))
+        return kt__err(KT_ERR_NOT_FOUND, "backend '%s' does not say it can run in a worker process (KT_BACKEND_CAP_WORKER)", b->name);
+    kt__code_ref ref;
+    char why[512];
+    if (!kt__code_locate(b, &ref, why, sizeof why))
+        return kt__err(KT_ERR_NOT_FOUND, "backend '%s' cannot be found by a worker process: its table: %s", b->name, why);
+    kt__msg_setup *m;
+    kt_status st = setup(wp, KT__MODE_BACKEND, a, &m);
+    if (st != KT_OK) return st;
+    m->backend = ref;
+    snprintf(m->device, sizeof m->device, "%s", device_fp);
+    (*wp)->program = ref.in_program;
+    return KT_OK;
+}
+
+kt_status kt__worker_setup_natives(kt__worker **wp, const kt__iso_args *a) {
+    kt__msg_setup *m;
+    kt_status st = setup(wp, KT__MODE_NATIVES, a, &m);
+    if (st == KT_OK) (*wp)->program = false; /* until a native of the program's is added */
+    return st;
+}
+
+/* Whether p is an address of this process's memory (a mapped page). */
+static bool is_address(const void *p) {
+    long page = sysconf(_SC_PAGESIZE);
+    uintptr_t a = (uintptr_t)p & ~(uintptr_t)(page > 0 ? page - 1 : 4095);
+    unsigned char vec;
+    return mincore((void *)a, 1, &vec) == 0 || errno != ENOMEM;
+}
+
+static bool add_mod(kt__worker *w, kt__msg_load *m, size_t *id) {
+    worker_mod *mods = realloc(w->mods, (w->nmods + 1) * sizeof *mods);
+    if (mods == NULL) return false;
+    w->mods = mods;
+    w->mods[w->nmods] = (worker_mod){.load = m, .incarnation = (uint64_t)-1};
+    *id = w->nmods++;
+    return true;
+}
+
+bool kt__worker_add_native(kt__worker *w, kt_native_fn fn, void *user, size_t *id, char *why, size_t len) {
+    void *addr;
+    KT__FN_ADDR(fn, addr);
+    kt__code_ref ref;
+    if (!kt__code_locate(addr, &ref, why, len)) return false;
+    if (user != NULL && is_address(user)) {
+        snprintf(why, len, "its user pointer %p is an address in this process, which means nothing in another", user);
+        return false;
+    }
+    kt__msg_load *m = calloc(1, sizeof *m);
+    if (m == NULL || !add_mod(w, m, id)) {
+        free(m);
+        snprintf(why, len, "out of memory");
+        return false;
+    }
+    m->native = ref;
+    m->user = (uint64_t)(uintptr_t)user;
+    if (ref.in_program) w->program = true;
+    return true;
+}
+
+kt_status kt__worker_add(kt__worker *w, const char *path, const char *kernel, const kt_launch_geometry *g, size_t *id) {
+    kt__msg_load *m = calloc(1, sizeof *m);
+    if (m == NULL || !add_mod(w, m, id)) {
+        free(m);
+        return kt__err(KT_ERR_NO_MEMORY, "isolation: out of memory");
+    }
+    snprintf(m->path, sizeof m->path, "%s", path);
+    snprintf(m->kernel, sizeof m->kernel, "%s", kernel);
+    if (g) m->geometry = *g;
+    return KT_OK;
+}
+
+/* Makes sure the worker runs, is the right program, and is set up for the current tuning. */
+static kt_status ready(kt__worker *w) {
     if (w->pid > 0 && waitpid(w->pid, NULL, WNOHANG) != 0) { /* it died while idle: not a candidate's doing */
         w->pid = -1;
         stop(w);
     }
+    if (w->pid > 0 && w->running_program != w->program) stop(w); /* the code it needs is elsewhere now */
     if (w->pid < 0) {
         kt_status st = start(w);
         if (st != KT_OK) return st;
     }
     if (w->set_up) return KT_OK;
     kt__reply r;
-    if (call(w, KT__MSG_SETUP, w->setup, (uint32_t)w->setup_len, 60, &r, why, wlen) != 0)
-        return kt__err(KT_ERR_BACKEND, "isolation: the worker failed while starting: %s", why);
-    if (r.status != KT_OK) return kt__err((kt_status)r.status, "isolation: the worker could not set up: %s", r.msg);
+    kt__iso_run lost;
+    if (!call(w, KT__MSG_SETUP, w->setup, (uint32_t)w->setup_len, 60, &r, &lost))
+        return kt__err(KT_ERR_BACKEND, "isolation: the worker failed while starting: %s", lost.msg);
+    if (r.status != KT_OK) {
+        stop(w); /* a worker whose setup failed holds nothing worth keeping */
+        return kt__err((kt_status)r.status, "isolation: the worker could not set up: %s", r.msg);
+    }
     w->set_up = true;
     return KT_OK;
 }
 
-kt_status kt__worker_ready(kt__worker *w) {
-    char why[512] = "";
-    return ready(w, why, sizeof why);
-}
-
-kt_status kt__worker_add(kt__worker *w, const char *path, const char *kernel, const kt_launch_geometry *g, size_t *id) {
-    kt__worker_mod *mods = realloc(w->mods, (w->nmods + 1) * sizeof *mods);
-    if (mods == NULL) return kt__err(KT_ERR_NO_MEMORY, "isolation: out of memory");
-    w->mods = mods;
-    kt__msg_load *m = calloc(1, sizeof *m);
-    if (m == NULL) return kt__err(KT_ERR_NO_MEMORY, "isolation: out of memory");
-    snprintf(m->path, sizeof m->path, "%s", path);
-    snprintf(m->kernel, sizeof m->kernel, "%s", kernel);
-    if (g) m->geometry = *g;
-    w->mods[w->nmods] = (kt__worker_mod){.load = m, .incarnation = (uint64_t)-1};
-    *id = w->nmods++;
-    return KT_OK;
-}
+kt_status kt__worker_ready(kt__worker *w) { return ready(w); }
 
 /* Whether buffer argument i goes to the worker before a run: always in a full run (validation:
- * poisoned outputs, and every output comes back); otherwise ReadWrite buffers (restored before
- * every run) and accumulating outputs, and the rest only once per worker and tuning (primed). */
-static bool copy_in(const kt__worker *w, const kt__workset *ws, size_t i, bool full) {
-    const kt__argdecl *a = &ws->op->args[i];
-    return full || !w->primed || i >= 64 || a->access == KT_READ_WRITE || (a->access == KT_WRITE_ONLY && a->accumulate);
+ * poisoned outputs, and every output comes back); otherwise buffers the tuning rewrites before
+ * every run, and the rest only once per worker and tuning (primed). */
+static bool copy_in(const kt__worker *w, size_t i, bool full) {
+    return full || !w->primed || i >= 64 || (w->io.refreshed && w->io.refreshed[i]);
 }
 
 /* Back from the worker: everything after a full run (inputs too, so that a candidate that
  * wrote into a ReadOnly buffer is caught as in-process), nothing after a measured one. */
 static bool copy_out(size_t i, bool full) { return i >= 64 || full; }
 
-int kt__worker_run(kt__worker *w, size_t id, const kt__workset *ws, const kt_arg *run_args, size_t nargs, bool flush, bool full,
-                   double timeout_s, double *ns, char *msg, size_t len) {
-    *ns = -1;
-    char why[512] = "";
-    kt_status st = ready(w, why, sizeof why);
-    if (st != KT_OK) {
-        snprintf(msg, len, "%s", kt_last_error());
-        return KT__ISO_INFRA;
-    }
-    kt__worker_mod none = {.incarnation = w->incarnation, .worker_id = (uint32_t)id};
-    kt__worker_mod *mod = w->call ? &none : &w->mods[id]; /* a native's id is its unit */
+static bool infra(kt__iso_run *out, const char *fmt, ...) KT__PRINTF(2, 3);
+static bool infra(kt__iso_run *out, const char *fmt, ...) {
+    out->infra = true;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(out->msg, sizeof out->msg, fmt, ap);
+    va_end(ap);
+    return false;
+}
+
+bool kt__worker_run(kt__worker *w, size_t id, const kt_arg *run_args, bool flush, bool full, double timeout_s, kt__iso_run *out) {
+    *out = (kt__iso_run){.ns = -1};
+    if (ready(w) != KT_OK) return infra(out, "%s", kt_last_error());
+    if (id >= w->nmods) return infra(out, "isolation: no module %zu", id);
+    worker_mod *mod = &w->mods[id];
     kt__reply r;
     if (mod->incarnation != w->incarnation) { /* load it into this worker */
-        int rc = call(w, KT__MSG_LOAD, mod->load, sizeof *mod->load, 60, &r, why, sizeof why);
-        if (rc != 0) {
-            snprintf(msg, len, "%s (while loading)", why);
-            return rc;
+        if (!call(w, KT__MSG_LOAD, mod->load, sizeof *mod->load, 60, &r, out)) {
+            snprintf(out->msg + strlen(out->msg), sizeof out->msg - strlen(out->msg), " (while loading)");
+            return false;
         }
-        if (r.status != KT_OK) {
-            snprintf(msg, len, "the worker could not load it: %s", r.msg);
-            return KT__ISO_FAILED; /* the artifact loaded here, so this is about it (or a lost device) */
+        if (r.status != KT_OK) { /* a variant loaded in the tuning process, so this is about it (or a lost
+                                  * device); a native's object may have changed on disk */
+            fail(out, KT_FAIL_LAUNCH, r.status, "the worker could not load it: %s", r.msg);
+            return false;
         }
         mod->worker_id = r.module;
         mod->incarnation = w->incarnation;
     }
     /* the work arguments into the region */
     const kt__msg_arg *a = (const kt__msg_arg *)(w->setup + 1);
-    kt__msg_run m = {(uint32_t)mod->worker_id, flush ? KT__RUN_FLUSH : 0, 0, 0};
-    for (size_t i = 0; i < nargs; i++) {
+    kt__msg_run m = {mod->worker_id, flush ? KT__RUN_FLUSH : 0, 0, 0};
+    for (size_t i = 0; i < w->io.nargs; i++) {
         if (run_args[i].type != KT_TYPE_BUFFER) { /* scalars went at setup: a hook may not change them */
-            if (memcmp(&run_args[i].u, &a[i].value, sizeof a[i].value) != 0) {
-                snprintf(msg, len, "isolation: a pre-hook changed scalar argument %zu, which a worker cannot follow", i);
-                return KT__ISO_INFRA;
-            }
+            if (memcmp(&run_args[i].u, &a[i].value, sizeof a[i].value) != 0)
+                return infra(out, "isolation: a pre-hook changed scalar argument %zu, which a worker cannot follow", i);
             continue;
         }
-        if (run_args[i].bytes > a[i].bytes) {
-            snprintf(msg, len, "isolation: a pre-hook substituted a larger buffer for argument %zu (%zu bytes, %llu set up)", i,
-                     run_args[i].bytes, (unsigned long long)a[i].bytes);
-            return KT__ISO_INFRA;
-        }
+        if (run_args[i].bytes > a[i].bytes)
+            return infra(out, "isolation: a pre-hook substituted a larger buffer for argument %zu (%zu bytes, %llu set up)", i,
+                         run_args[i].bytes, (unsigned long long)a[i].bytes);
         if (run_args[i].bytes == 0) continue;
-        bool in = copy_in(w, ws, i, full) || run_args[i].ptr != ws->args[i].ptr; /* a substitute goes every time */
+        bool in = copy_in(w, i, full) || run_args[i].ptr != w->io.args[i].ptr; /* a substitute goes every time */
         if (i < 64 && in) m.in |= (uint64_t)1 << i;
         if (i < 64 && copy_out(i, full)) m.out |= (uint64_t)1 << i;
-        if (!in) continue;
-        if (kt__workset_to_host(ws, w->region + a[i].offset, run_args[i].ptr, run_args[i].bytes) != KT_OK) {
-            snprintf(msg, len, "%s", kt_last_error());
-            return KT__ISO_INFRA;
-        }
+        if (in && w->io.to_host(w->io.user, w->region + a[i].offset, run_args[i].ptr, run_args[i].bytes) != KT_OK)
+            return infra(out, "%s", kt_last_error());
     }
-    int rc = call(w, KT__MSG_RUN, &m, sizeof m, timeout_s, &r, why, sizeof why);
-    if (rc != 0) {
-        snprintf(msg, len, "%s", why);
-        return rc;
-    }
+    if (!call(w, KT__MSG_RUN, &m, sizeof m, timeout_s, &r, out)) return false;
     if (r.status != KT_OK) {
-        snprintf(msg, len, "%s%s", r.msg, r.sticky ? " (the device context was left unusable; the worker was replaced)" : "");
+        fail(out, r.kind == KT_FAIL_RETURNED ? KT_FAIL_RETURNED : KT_FAIL_LAUNCH, r.kind ? r.code : r.status, "%s%s", r.msg,
+             r.sticky ? " (the device context was left unusable; the worker was replaced)" : "");
         if (r.sticky) stop(w);
-        return KT__ISO_FAILED;
+        return false;
     }
     w->primed = true;
-    for (size_t i = 0; i < nargs; i++) { /* and back */
+    for (size_t i = 0; i < w->io.nargs; i++) { /* and back */
         if (run_args[i].type != KT_TYPE_BUFFER || run_args[i].bytes == 0 || !copy_out(i, full)) continue;
-        if (kt__workset_from_host(ws, run_args[i].ptr, w->region + a[i].offset, run_args[i].bytes) != KT_OK) {
-            snprintf(msg, len, "%s", kt_last_error());
-            return KT__ISO_INFRA;
-        }
+        if (w->io.from_host(w->io.user, run_args[i].ptr, w->region + a[i].offset, run_args[i].bytes) != KT_OK)
+            return infra(out, "%s", kt_last_error());
     }
-    *ns = r.ns;
-    return 0;
+    out->ns = r.ns;
+    return true;
 }

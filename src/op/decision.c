@@ -1,5 +1,5 @@
 /*
- * decision.c - freeing what a decision holds.
+ * decision.c - freeing what a decision holds, and how its units failed.
  */
 #include "op/op.h"
 
@@ -171,3 +171,30 @@ double kt_decision_confidence(const kt_decision *d) {
 uint64_t kt_decision_total_runs(const kt_decision *d) { return d ? d->total_runs : 0; }
 double kt_decision_measure_ns(const kt_decision *d) { return d ? d->measure_ns : 0; }
 kt_policy kt_decision_policy(const kt_decision *d) { return d ? d->policy : KT_POLICY_RACE; }
+
+/* ---- failure kinds ------------------------------------------------------------------------- */
+
+static const struct {
+    const char *name, *description;
+} fail_kinds[] = {
+#define KT__FAIL_KIND_ROW(name, value, text, description) [value] = {text, description},
+    KT_FAIL_KIND_LIST(KT__FAIL_KIND_ROW)
+#undef KT__FAIL_KIND_ROW
+};
+
+const char *kt_fail_kind_name(kt_fail_kind kind) {
+    size_t k = (size_t)kind;
+    return k < sizeof fail_kinds / sizeof *fail_kinds && fail_kinds[k].name ? fail_kinds[k].name : "unknown";
+}
+
+const char *kt_fail_kind_describe(kt_fail_kind kind) {
+    size_t k = (size_t)kind;
+    return k < sizeof fail_kinds / sizeof *fail_kinds && fail_kinds[k].description ? fail_kinds[k].description
+                                                                                   : "not a failure kind of this version of kerntune";
+}
+
+kt_fail_kind kt_decision_unit_fail_kind(const kt_decision *d, size_t u) {
+    return d && u < d->nunits ? d->units[u].r.fail_kind : KT_FAIL_NONE;
+}
+
+int kt_decision_unit_fail_code(const kt_decision *d, size_t u) { return d && u < d->nunits ? d->units[u].r.fail_code : 0; }

@@ -195,7 +195,8 @@ typedef struct kt__cand_result {
     kt_outcome outcome;
     double time_ns;
     unsigned runs;
-    int fail_code;
+    int fail_code;            /* what fail_kind says it is */
+    kt_fail_kind fail_kind;   /* how a run failed (outcomes FAILED, TIMEOUT, CRASHED) */
     char *message;  /* diagnostic of a failed or invalid candidate */
     double *times;  /* the measured runs in ns, in order (runs of them) */
     double build_ms;

@@ -32,9 +32,8 @@ typedef struct trial_ctx {
     size_t host_flush_len;
     kt__worker *worker;        /* isolated: the worker process that runs it, and its id there */
     size_t worker_id;
-    int iso_class;             /* KT__ISO_CRASH or KT__ISO_TIMEOUT once it did that */
+    kt__iso_run iso;           /* how its isolated run failed (iso.kind), or the isolation did (iso.infra) */
     bool full;                 /* this run's outputs are looked at (validation, the reference) */
-    char iso_msg[512];
 } trial_ctx;
 
 static int flush_kind(const kt_op *op, const kt__unit *u) {
@@ -84,14 +83,13 @@ static int trial_run(void *p, const kt_arg *args) {
     const kt__unit *u = t->unit;
     t->device_ns = -1;
     if (t->worker) { /* in the worker process */
-        char msg[512];
-        int rc = kt__worker_run(t->worker, t->worker_id, t->ws, args, t->op->nargs, t->flush == FLUSH_DEVICE, t->full,
-                                t->op->timeout_s, &t->device_ns, msg, sizeof msg);
-        if (rc != 0) {
-            t->iso_class = rc;
-            snprintf(t->iso_msg, sizeof t->iso_msg, "%s", msg);
+        kt__iso_run run;
+        if (kt__worker_run(t->worker, t->worker_id, args, t->flush == FLUSH_DEVICE, t->full, t->op->timeout_s, &run)) {
+            t->device_ns = run.ns;
+            return 0;
         }
-        return rc == 0 ? 0 : KT__ISO_FAIL_CODE; /* INFRA: after() stops the tuning */
+        t->iso = run; /* its kind and code go on the unit after the engine; infra: after() stops the tuning */
+        return run.code != 0 ? run.code : -1;
     }
     if (u->fn == kt__launch_fn) { /* a device variant: timed by the device's events */
         char err[256];
@@ -110,8 +108,8 @@ static kt_status trial_after(void *p) {
     trial_ctx *t = p;
     kt_result_release(&t->result); /* outputs of tuning runs never reach the caller */
     kt_status st = kt__workset_after(t->ws);
-    if (st == KT_OK && t->iso_class == KT__ISO_INFRA) /* the isolation failed, not the candidate */
-        st = kt__err(KT_ERR_BACKEND, "kt_op_call(op '%s'): %s", t->op->name, t->iso_msg);
+    if (st == KT_OK && t->iso.infra) /* the isolation failed, not the candidate */
+        st = kt__err(KT_ERR_BACKEND, "kt_op_call(op '%s'): %s", t->op->name, t->iso.msg);
     return st;
 }
 
@@ -137,7 +135,8 @@ static kt_status validation_run(trial_ctx *t, const kt__reference *ref, kt__cand
     } else if (rc != 0) {
         r->outcome = KT_OUTCOME_FAILED;
         r->fail_code = rc;
-        kt__unit_message(r, "%sreturned %d in its validation run", NULL, rc);
+        if (t->iso.kind != KT_FAIL_NONE) kt__unit_message(r, "%s", t->iso.msg, 0); /* in its worker: how it failed there */
+        else kt__unit_message(r, "%sreturned %d in its validation run", NULL, rc);
     } else if (!valid) {
         r->outcome = KT_OUTCOME_INVALID;
         kt__unit_message(r, "%s", msg, 0);
@@ -244,29 +243,33 @@ static void tuning_progress(void *p, size_t done, size_t total, size_t valid, si
     ctx->progress_fn(done, total, valid, failed, best_ns, ctx->progress_user);
 }
 
-/* The outcome of a unit whose run in a worker went wrong in the way iso_class says. */
-static kt_outcome iso_outcome(int iso_class) {
-    return iso_class == KT__ISO_CRASH ? KT_OUTCOME_CRASHED : iso_class == KT__ISO_TIMEOUT ? KT_OUTCOME_TIMEOUT : KT_OUTCOME_FAILED;
-}
-
 /* Whether a unit runs in a worker process while tuning: compiled variants when the op says
- * so, and by default CUDA variants (a sticky error would poison the caller's context). Natives
- * always run in-process: their code lives in the caller's address space only. */
+ * so, and by default those of a backend whose faults poison its device context (CUDA's). The
+ * worker setup may still refuse (a backend without KT_BACKEND_CAP_WORKER): they then run here. */
 static bool isolate(const kt_op *op, const kt__unit *u) {
     if (u->text == NULL || u->artifact == NULL || op->isolation == KT_ISOLATE_OFF) return false;
     if (op->isolation == KT_ISOLATE_ON) return true;
     return (kt__backend_caps(u->launch.backend) & KT_BACKEND_CAP_FAULT_POISONS) != 0;
 }
 
-/* Whether a native runs in a fork of this process: when the op asks (KT_ISOLATE_ON), on host
- * memory, and not one that returns its output (that cannot cross processes). */
-static bool isolate_native(const kt_op *op, const kt__workset *ws, const kt__unit *u) {
-    return u->text == NULL && op->isolation == KT_ISOLATE_ON && ws->host && u->fn != NULL && u->rfn == NULL;
+/* Why a native of an op that asks for isolation (KT_ISOLATE_ON) cannot run in a worker
+ * process for this tuning, or NULL when it may (its code may still not be found there:
+ * kt__worker_add_native says). */
+static const char *native_stays(const kt__workset *ws, const kt__unit *u) {
+    if (u->rfn != NULL) return "it returns its output (kt_op_add_native_result), which cannot cross processes";
+    if (!ws->host) return "its arguments are in device memory, which a worker process cannot reach";
+    return NULL;
 }
 
-static int tuning_call_native(void *p, size_t i, const kt_arg *args, size_t nargs) {
-    const kt__unit *u = &((tuning *)p)->d->units[i];
-    return u->fn(args, nargs, u->user);
+static kt_status iso_to_host(void *ws, void *dst, const void *buf, size_t n) { return kt__workset_to_host(ws, dst, buf, n); }
+static kt_status iso_from_host(void *ws, void *buf, const void *src, size_t n) { return kt__workset_from_host(ws, buf, src, n); }
+
+/* What a worker needs of the workset: the work arguments, which of them the tuning rewrites
+ * before every run (ReadWrite restored, accumulating outputs refilled), and copies. */
+static kt__iso_args iso_args(const kt_op *op, kt__workset *ws, bool *refreshed) {
+    for (size_t i = 0; i < op->nargs; i++)
+        refreshed[i] = op->args[i].access == KT_READ_WRITE || (op->args[i].access == KT_WRITE_ONLY && op->args[i].accumulate);
+    return (kt__iso_args){ws->args, op->nargs, refreshed, iso_to_host, iso_from_host, ws};
 }
 
 /* The reference's run, through its trial (so in its worker when isolated). */
@@ -298,19 +301,34 @@ kt_status kt__measure_all(kt_op *op, kt_decision *d, const kt_arg *caller, bool 
     for (size_t i = 0; st == KT_OK && i < d->nunits; i++) {
         trials[i] = (trial_ctx){.op = op, .ws = &ws, .unit = &d->units[i], .device_ns = -1, .flush = flush_kind(op, &d->units[i])};
         isolated = isolated || (acc[i] && isolate(op, &d->units[i]));
-        natives = natives || (acc[i] && isolate_native(op, &ws, &d->units[i]));
+        natives = natives || (acc[i] && d->units[i].text == NULL && op->isolation == KT_ISOLATE_ON);
     }
     tuning tu = {op, d, &ws, &ref, trials, NULL, 0};
-    kt__worker *native_worker = NULL; /* forked for this tuning: it holds this tuning's natives */
+    bool *refreshed = NULL; /* per argument, for the workers (iso_args) */
+    if (st == KT_OK && (isolated || natives) && (refreshed = calloc(op->nargs ? op->nargs : 1, sizeof *refreshed)) == NULL)
+        st = kt__err(KT_ERR_NO_MEMORY, "kt_op_call(op '%s'): out of memory", op->name);
+    kt__worker *native_worker = NULL; /* started for this tuning: it holds this tuning's natives */
+    bool native_added = false;
     if (st == KT_OK && natives) {
-        st = kt__worker_setup(&native_worker, "native", "", ws.args, op->nargs);
-        if (st == KT_OK) {
-            native_worker->call = tuning_call_native;
-            native_worker->call_user = &tu;
-            st = kt__worker_ready(native_worker);
+        for (size_t i = 0; st == KT_OK && i < d->nunits; i++) {
+            kt__unit *u = &d->units[i];
+            if (!acc[i] || u->text != NULL) continue;
+            char why[512];
+            const char *stays = native_stays(&ws, u);
+            if (stays == NULL && native_worker == NULL) { /* the first that may: the worker's setup */
+                kt__iso_args io = iso_args(op, &ws, refreshed);
+                if ((st = kt__worker_setup_natives(&native_worker, &io)) != KT_OK) break;
+            }
+            if (stays == NULL && kt__worker_add_native(native_worker, u->fn, u->user, &trials[i].worker_id, why, sizeof why)) {
+                trials[i].worker = native_worker;
+                native_added = true;
+            } else {
+                kt__log(op->ctx, KT_LOG_INFO, "op '%s': native '%s' runs in this process, not in a worker: %s", op->name,
+                        op->cands[u->cand].name, stays ? stays : why);
+            }
         }
-        for (size_t i = 0; st == KT_OK && i < d->nunits; i++)
-            if (acc[i] && isolate_native(op, &ws, &d->units[i])) trials[i].worker = native_worker, trials[i].worker_id = i;
+        if (st == KT_OK && native_added) st = kt__worker_ready(native_worker);
+        if (st != KT_OK) st = kt__err(st, "kt_op_call(op '%s'): %s", op->name, kt_last_error());
     }
     kt__worker *worker = NULL;
     bool iso_locked = false;
@@ -322,13 +340,19 @@ kt_status kt__measure_all(kt_op *op, kt_decision *d, const kt_arg *caller, bool 
         size_t local;
         const char *fp;
         kt__op_backend(op, &b, &bstate, &local, &fp);
-        st = kt__worker_setup(&op->ctx->workers[op->device], b->name, fp, ws.args, op->nargs);
+        kt__iso_args io = iso_args(op, &ws, refreshed);
+        st = kt__worker_setup_backend(&op->ctx->workers[op->device], b, fp, &io);
+        if (st == KT_ERR_NOT_FOUND) { /* this backend's variants cannot run in a worker: here, then */
+            kt__log(op->ctx, KT_LOG_INFO, "op '%s': variants run in this process, not in a worker: %s", op->name, kt_last_error());
+            isolated = false;
+            st = KT_OK;
+        }
         worker = op->ctx->workers[op->device];
-        if (st == KT_OK) st = kt__worker_ready(worker);
+        if (st == KT_OK && isolated) st = kt__worker_ready(worker);
         if (st != KT_OK) {
             st = kt__err(st, "kt_op_call(op '%s'): %s", op->name, kt_last_error());
         }
-        for (size_t i = 0; st == KT_OK && i < d->nunits; i++) {
+        for (size_t i = 0; st == KT_OK && isolated && i < d->nunits; i++) {
             if (!acc[i] || !isolate(op, &d->units[i])) continue;
             trials[i].worker = worker;
             st = kt__worker_add(worker, d->units[i].artifact, op->cands[d->units[i].cand].kernel, &d->units[i].launch.geometry,
@@ -337,21 +361,22 @@ kt_status kt__measure_all(kt_op *op, kt_decision *d, const kt_arg *caller, bool 
     }
     if (st == KT_OK) st = kt__reference_capture(&ref, &ws, d->units, d->nunits, acc, tuning_run_unit, &tu);
     for (size_t i = 0; trials && i < d->nunits; i++) { /* the reference's isolated run */
-        if (st == KT_OK && trials[i].iso_class == KT__ISO_INFRA)
-            st = kt__err(KT_ERR_BACKEND, "kt_op_call(op '%s'): %s", op->name, trials[i].iso_msg);
+        if (st == KT_OK && trials[i].iso.infra)
+            st = kt__err(KT_ERR_BACKEND, "kt_op_call(op '%s'): %s", op->name, trials[i].iso.msg);
         if (st == KT_OK && (long)i == ref.unit && ref.failed_rc != 0) { /* it failed: it says why, and is not measured */
             kt__unit *u = &d->units[i];
-            int c = trials[i].iso_class;
-            u->r.outcome = iso_outcome(c);
-            u->r.fail_code = ref.failed_rc;
-            if (c != 0 && trials[i].iso_msg[0]) kt__unit_message(&u->r, "%s", trials[i].iso_msg, 0);
+            kt_fail_kind c = trials[i].iso.kind;
+            u->r.outcome = c != KT_FAIL_NONE ? kt__iso_outcome(c) : KT_OUTCOME_FAILED;
+            u->r.fail_kind = c; /* in-process: set with the others' below */
+            u->r.fail_code = c != KT_FAIL_NONE ? trials[i].iso.code : ref.failed_rc;
+            if (c != KT_FAIL_NONE && trials[i].iso.msg[0]) kt__unit_message(&u->r, "%s", trials[i].iso.msg, 0);
             else if (ref.failed_msg) kt__unit_message(&u->r, "%s", ref.failed_msg, 0);
             else kt__unit_message(&u->r, "%sreturned %d in its reference run", NULL, ref.failed_rc);
             acc[i] = false;
             kt__log(op->ctx, KT_LOG_WARN, "op '%s': the reference '%s'%s%s failed: %s", op->name, op->cands[u->cand].name,
                     u->text ? " " : "", u->text ? u->text : "", u->r.message ? u->r.message : "");
         }
-        trials[i].iso_class = 0; /* the engine runs the others again: what it sees there counts */
+        trials[i].iso.kind = KT_FAIL_NONE; /* the engine runs the others again: what it sees there counts */
     }
     if (st == KT_OK && op->reference_only && ref.unit >= 0) acc[ref.unit] = false; /* it validates, never competes */
     bool recalled = false; /* units measured by an earlier tuning (the persistent cache): not again */
@@ -372,19 +397,25 @@ kt_status kt__measure_all(kt_op *op, kt_decision *d, const kt_arg *caller, bool 
     uint64_t runs = 0;
     for (size_t i = 0; trials && i < d->nunits; i++) { /* what the worker saw */
         kt__cand_result *r = &d->units[i].r;
-        if (trials[i].iso_class == 0 || trials[i].iso_class == KT__ISO_INFRA || r->outcome != KT_OUTCOME_FAILED) continue;
-        r->outcome = iso_outcome(trials[i].iso_class);
+        if (trials[i].iso.kind == KT_FAIL_NONE || r->outcome != KT_OUTCOME_FAILED) continue;
+        r->outcome = kt__iso_outcome(trials[i].iso.kind);
+        r->fail_kind = trials[i].iso.kind;
+        r->fail_code = trials[i].iso.code;
+        bool said = r->message && strcmp(r->message, trials[i].iso.msg) == 0; /* by tuning_admit, in its validation run */
         free(r->message);
-        r->message = strdup(trials[i].iso_msg);
-        kt__log(op->ctx, KT_LOG_WARN, "op '%s': candidate '%s'%s%s disqualified in its worker process: %s", op->name,
+        r->message = strdup(trials[i].iso.msg);
+        if (!said) kt__log(op->ctx, KT_LOG_WARN, "op '%s': candidate '%s'%s%s disqualified in its worker process: %s", op->name,
                 op->cands[d->units[i].cand].name, d->units[i].text ? " " : "", d->units[i].text ? d->units[i].text : "",
-                trials[i].iso_msg);
+                trials[i].iso.msg);
     }
     if (iso_locked) pthread_mutex_unlock(&op->ctx->iso_lock);
     kt__worker_free(native_worker);
+    free(refreshed);
     for (size_t i = 0; i < d->nunits; i++) {
         kt__unit *u = &d->units[i];
         runs += u->r.runs;
+        if (u->r.outcome == KT_OUTCOME_FAILED && u->r.fail_kind == KT_FAIL_NONE) /* failed in this process */
+            u->r.fail_kind = u->fn == kt__launch_fn ? KT_FAIL_LAUNCH : KT_FAIL_RETURNED;
         if (u->r.outcome == KT_OUTCOME_FAILED && u->r.message == NULL) {
             kt__unit_message(&u->r, "%sreturned %d while measured", NULL, u->r.fail_code);
             kt__log(op->ctx, KT_LOG_WARN, "op '%s': candidate '%s'%s%s disqualified: %s", op->name, op->cands[u->cand].name,
@@ -433,4 +464,3 @@ kt_status kt__measure_all(kt_op *op, kt_decision *d, const kt_arg *caller, bool 
             out.confidence, d->validated ? "" : ", not validated");
     return KT_OK;
 }
-

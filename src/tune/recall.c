@@ -236,6 +236,7 @@ static void apply_unit(kt__unit *u, const kt__store_unit *su, bool held) {
         u->r.ci_high_ns = su->ci_high_ns;
     } else if (kt__outcome_failed(su->outcome)) {
         u->r.outcome = (kt_outcome)su->outcome;
+        u->r.fail_kind = KT_FAIL_RECORDED; /* the store keeps no kind nor code */
         char msg[512];
         snprintf(msg, sizeof msg, "recorded in the cache: %s", su->message ? su->message : "failed");
         free(u->r.message);

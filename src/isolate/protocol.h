@@ -1,0 +1,86 @@
+/*
+ * protocol.h - the requests between a tuning process (isolate.c) and its worker (serve.c).
+ * Internal to src/isolate/.
+ *
+ * One socket pair carries both directions; buffer arguments travel through one shared-memory
+ * region. Requests (a kt__msg header, then the payload):
+ *   SETUP  the protocol version, the worker's mode, the shared region's size, and per argument
+ *          its type, bytes, offset in the region and scalar value; in BACKEND mode also the
+ *          backend's table (a kt__code_ref: the worker loads it and calls its init) and the
+ *          device's fingerprint: the worker finds the device and allocates its buffers (device
+ *          backends) or points into the region (host backends, NATIVES mode);
+ *   LOAD   BACKEND: an artifact's path, kernel name and launch geometry; NATIVES: the
+ *          candidate's function (a kt__code_ref) and its user value. Replies with a module id;
+ *   RUN    a module id, flags and which buffers to copy: the worker copies those from the region
+ *          into its buffers, flushes the device's cache when asked, runs the candidate once
+ *          timing it (device events, or the CPU clock around a host entry point or a native),
+ *          and copies those asked for back into the region. Its buffers persist between runs,
+ *          so an input that does not change is copied once per worker and tuning.
+ * Every reply is one kt__reply.
+ */
+#ifndef KT_ISOLATE_PROTOCOL_H
+#define KT_ISOLATE_PROTOCOL_H
+
+#include "isolate/locate.h"
+
+#include <kerntune/backend.h>
+
+#include <stdint.h>
+
+#define KT__PROTOCOL_VERSION 2
+
+enum { KT__MSG_SETUP = 1, KT__MSG_LOAD = 2, KT__MSG_RUN = 3 };
+enum { KT__RUN_FLUSH = 1 };
+enum { KT__MODE_BACKEND = 1, KT__MODE_NATIVES = 2 };
+
+typedef struct kt__msg {
+    uint32_t type;
+    uint32_t len; /* payload bytes after the header */
+} kt__msg;
+
+typedef struct kt__msg_arg {
+    uint32_t type; /* kt_type */
+    uint32_t pad;
+    uint64_t bytes;  /* buffers */
+    uint64_t offset; /* in the shared region */
+    uint64_t value;  /* scalars: the kt_arg union's bits */
+} kt__msg_arg;
+
+typedef struct kt__msg_setup {
+    uint32_t version; /* KT__PROTOCOL_VERSION */
+    uint32_t mode;    /* KT__MODE_* */
+    uint64_t region;
+    kt__code_ref backend; /* BACKEND: its kt_backend table */
+    char device[KT_DEVICE_FINGERPRINT_MAX];
+    uint32_t nargs;
+    uint32_t pad;
+    /* then nargs kt__msg_arg */
+} kt__msg_setup;
+
+typedef struct kt__msg_load {
+    char path[4096];  /* BACKEND: the artifact, */
+    char kernel[256]; /* its kernel */
+    kt_launch_geometry geometry;
+    kt__code_ref native; /* NATIVES: the candidate's function, */
+    uint64_t user;       /* and the user value it is called with */
+} kt__msg_load;
+
+typedef struct kt__msg_run {
+    uint32_t module;
+    uint32_t flags;
+    uint64_t in;  /* arguments 0..63 to copy from the region before the run (bit per argument; */
+    uint64_t out; /* later ones always are), and back into it after */
+} kt__msg_run;
+
+typedef struct kt__reply {
+    int32_t status;  /* kt_status of the request; for RUN, the run's */
+    int32_t sticky;  /* RUN: the device context is unusable after this failure */
+    uint32_t module; /* LOAD: the module id */
+    int32_t kind;    /* LOAD, RUN that failed: KT_FAIL_RETURNED or KT_FAIL_LAUNCH, */
+    int32_t code;    /* with the candidate's return value or the backend's kt_status */
+    uint32_t pad;
+    double ns;       /* RUN: the candidate's time */
+    char msg[512];
+} kt__reply;
+
+#endif

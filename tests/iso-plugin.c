@@ -1,0 +1,182 @@
+/*
+ * iso-plugin.c - a shared object that test-isolate loads at run time, as a user's plug-in
+ * would be: a backend of its own ("plug") exported as a table, and native candidates. Every
+ * launch and native call appends "WHAT PID" to the file KT_TEST_PLUGIN_LOG names, so that the
+ * test can tell which process ran it. It uses kerntune's headers only, not the library.
+ *
+ * The plug backend's one device keeps buffers in ordinary memory (but says nothing of host
+ * memory: the core copies through buffer_copy as for a GPU). Its "artifact" is the variant's
+ * defines, one per line; its kernel computes out[i] = 2 * in[i], REPS times, and MODE picks a
+ * behaviour: 0 correct, 1 a segmentation fault, 2 a wrong answer, 3 a failed launch.
+ */
+#define _DEFAULT_SOURCE /* MAP_ANONYMOUS */
+#include <kerntune/backend.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <time.h>
+#include <unistd.h>
+
+static void note(const char *what) {
+    const char *path = getenv("KT_TEST_PLUGIN_LOG");
+    FILE *f = path ? fopen(path, "a") : NULL;
+    if (f == NULL) return;
+    fprintf(f, "%s %ld\n", what, (long)getpid());
+    fclose(f);
+}
+
+static void twice(const kt_arg *args, int reps) {
+    float *out = args[0].ptr;
+    const float *in = args[1].ptr;
+    for (int r = 0; r < reps; r++)
+        for (int32_t i = 0; i < (int32_t)args[2].i; i++) out[i] = 2.0f * in[i];
+}
+
+static size_t plug_count(void *state) {
+    (void)state;
+    return 1;
+}
+
+static kt_status plug_describe(void *state, size_t index, char *name, char *fp, char *err, size_t errlen) {
+    (void)state, (void)index, (void)err, (void)errlen;
+    snprintf(name, KT_DEVICE_NAME_MAX, "plug device");
+    snprintf(fp, KT_DEVICE_FINGERPRINT_MAX, "plug-device-1");
+    return KT_OK;
+}
+
+static kt_status plug_alloc(void *state, size_t device, size_t bytes, void **out, char *err, size_t errlen) {
+    (void)state, (void)device;
+    *out = calloc(1, bytes ? bytes : 1);
+    if (*out == NULL) snprintf(err, errlen, "out of memory");
+    return *out ? KT_OK : KT_ERR_NO_MEMORY;
+}
+
+static void plug_free(void *state, size_t device, void *buffer) {
+    (void)state, (void)device;
+    free(buffer);
+}
+
+static kt_status plug_copy(void *state, size_t device, void *dst, const void *src, size_t bytes, kt_copy_dir dir, char *err,
+                           size_t errlen) {
+    (void)state, (void)device, (void)dir, (void)err, (void)errlen;
+    memmove(dst, src, bytes);
+    return KT_OK;
+}
+
+static kt_status plug_fill(void *state, size_t device, void *buffer, size_t bytes, const void *pattern, size_t pattern_bytes,
+                           char *err, size_t errlen) {
+    (void)state, (void)device, (void)err, (void)errlen;
+    for (size_t i = 0; i < bytes; i += pattern_bytes) memcpy((char *)buffer + i, pattern, pattern_bytes);
+    return KT_OK;
+}
+
+static kt_status plug_compiler(void *state, size_t device, char *out, size_t len, char *err, size_t errlen) {
+    (void)state, (void)device, (void)err, (void)errlen;
+    snprintf(out, len, "plug 1");
+    return KT_OK;
+}
+
+static kt_status plug_build(void *state, size_t device, const kt_build_request *req, char *log, size_t loglen) {
+    (void)state, (void)device;
+    FILE *f = fopen(req->out_path, "w");
+    if (f == NULL) {
+        snprintf(log, loglen, "cannot write %s", req->out_path);
+        return KT_ERR_BACKEND;
+    }
+    for (size_t i = 0; i < req->ndefines; i++) fprintf(f, "%s\n", req->defines[i]);
+    return fclose(f) == 0 ? KT_OK : KT_ERR_BACKEND;
+}
+
+typedef struct plug_module {
+    int reps, mode;
+} plug_module;
+
+static kt_status plug_load(void *state, size_t device, const char *path, const char *kernel, void **module, char *err,
+                           size_t errlen) {
+    (void)state, (void)device, (void)kernel;
+    FILE *f = fopen(path, "r");
+    plug_module *m = calloc(1, sizeof *m);
+    if (f == NULL || m == NULL) {
+        if (f) fclose(f);
+        free(m);
+        snprintf(err, errlen, "cannot load %s", path);
+        return KT_ERR_BACKEND;
+    }
+    char line[128];
+    while (fgets(line, sizeof line, f)) {
+        sscanf(line, "REPS=%d", &m->reps);
+        sscanf(line, "MODE=%d", &m->mode);
+    }
+    fclose(f);
+    *module = m;
+    return KT_OK;
+}
+
+static void plug_unload(void *state, size_t device, void *module) {
+    (void)state, (void)device;
+    free(module);
+}
+
+static kt_status plug_launch(void *state, size_t device, void *module, const kt_launch_geometry *g, const kt_arg *args,
+                             size_t nargs, double *ns, char *err, size_t errlen) {
+    (void)state, (void)device, (void)g, (void)nargs;
+    const plug_module *m = module;
+    note("launch");
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    if (m->mode == 1) { /* a page that may not be written: a plain SIGSEGV, even under the sanitizers */
+        volatile int *bad = mmap(NULL, 4096, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (bad != MAP_FAILED) *bad = 1;
+    }
+    if (m->mode == 3) {
+        snprintf(err, errlen, "plug: launch refused");
+        return KT_ERR_BACKEND;
+    }
+    twice(args, m->reps);
+    if (m->mode == 2) ((float *)args[0].ptr)[0] += 1.0f;
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    if (ns) *ns = (double)(t1.tv_sec - t0.tv_sec) * 1e9 + (double)(t1.tv_nsec - t0.tv_nsec);
+    return KT_OK;
+}
+
+#define PLUG_TABLE(caps_)                                                                          \
+    .abi_version = KT_BACKEND_ABI_VERSION,                                                         \
+     .device_count = plug_count,                                                                   \
+     .device_describe = plug_describe,                                                             \
+     .buffer_alloc = plug_alloc,                                                                   \
+     .buffer_free = plug_free,                                                                     \
+     .buffer_copy = plug_copy,                                                                     \
+     .buffer_fill = plug_fill,                                                                     \
+     .artifact_ext = ".plug",                                                                      \
+     .compiler_id = plug_compiler,                                                                 \
+     .build = plug_build,                                                                          \
+     .load = plug_load,                                                                            \
+     .unload = plug_unload,                                                                        \
+     .launch = plug_launch,                                                                        \
+     .caps = (caps_),                                                                              \
+     .language = "plug"
+
+/* The plug-in's backend, as a user exports one. */
+const kt_backend kt_test_plug = {.name = "plug", PLUG_TABLE(KT_BACKEND_CAP_WORKER)};
+/* The same backend, saying nothing of workers. */
+const kt_backend kt_test_plug_nocap = {.name = "plugnocap", PLUG_TABLE(0)};
+
+/* Native candidates: twice, user times over (user is a number), and one that fails with 42. */
+static int native_twice(const kt_arg *args, size_t nargs, void *user) {
+    (void)nargs;
+    note("native");
+    twice(args, (int)(intptr_t)user);
+    return 0;
+}
+
+int kt_test_plug_native_fails(const kt_arg *args, size_t nargs, void *user) {
+    (void)args, (void)nargs, (void)user;
+    note("native");
+    return 42;
+}
+
+/* native_twice is static: no symbol names it, so the worker finds it by its offset in this
+ * file (checked by the build-id); built without a build-id, it cannot be found at all. */
+kt_native_fn kt_test_plug_native_twice(void) { return native_twice; }
