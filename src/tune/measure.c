@@ -109,7 +109,7 @@ static kt_status trial_after(void *p) {
     kt_result_release(&t->result); /* outputs of tuning runs never reach the caller */
     kt_status st = kt__workset_after(t->ws);
     if (st == KT_OK && t->iso.infra) /* the isolation failed, not the candidate */
-        st = kt__err(KT_ERR_BACKEND, "kt_op_call(op '%s'): %s", t->op->name, t->iso.msg);
+        st = kt__err(KT_ERR_BACKEND, "%s(op '%s'): %s", t->ws->where, t->op->name, t->iso.msg);
     return st;
 }
 
@@ -149,7 +149,7 @@ static kt_status validation_run(trial_ctx *t, const kt__reference *ref, kt__cand
 static kt_status all_failed(const kt_op *op, kt_decision *d) {
     /* the first three failures whole, then how many more: kt_op_decision gives them all */
     size_t shown = 0, more = 0;
-    kt__err(KT_ERR_ALL_FAILED, "kt_op_call(op '%s'): every candidate that accepts the arguments failed:", op->name);
+    kt__err(KT_ERR_ALL_FAILED, "%s(op '%s'): every candidate that accepts the arguments failed:", d->where, op->name);
     for (size_t i = 0; i < d->nunits; i++) {
         const kt__unit *u = &d->units[i];
         const kt__cand_result *r = &u->r;
@@ -197,10 +197,16 @@ typedef struct tuning {
     kt_op *op;
     kt_decision *d;
     kt__workset *ws;
-    const kt__reference *ref;
-    trial_ctx *trials; /* one per unit */
+    kt__reference *ref;
+    trial_ctx *trials;         /* one per unit */
     unsigned char *host_flush; /* allocated when a unit first needs it */
     size_t host_flush_len;
+    bool *acc;                 /* per unit: it may run in this tuning (accepting) */
+    bool isolated, natives;    /* some accepted variant runs in a worker; some native may */
+    bool *refreshed;           /* per argument, for the workers (iso_args) */
+    kt__worker *native_worker; /* started for this tuning: it holds this tuning's natives */
+    bool iso_locked;           /* holds the context's iso_lock (the device's worker) */
+    bool recalled;             /* some unit's time comes from the persistent cache */
 } tuning;
 
 static kt_status tuning_admit(void *p, size_t i, bool *usable, unsigned *runs) {
@@ -285,132 +291,155 @@ static int tuning_run_unit(void *p, size_t i, const kt_arg *args, kt_result *res
     return res ? u->rfn(args, tu->op->nargs, u->user, res) : u->fn(args, tu->op->nargs, u->user);
 }
 
-kt_status kt__measure_all(kt_op *op, kt_decision *d, const kt_arg *caller, bool launching) {
-    const kt__measure_cfg cfg = op->ctx->measure;
-    kt_inputs inputs = (!launching && op->inputs == KT_INPUTS_PROTECT) ? KT_INPUTS_CLONE : op->inputs;
-    kt__workset ws;
-    kt__reference ref = {.unit = -1};
-    bool *acc = NULL;
-    trial_ctx *trials = NULL;
+/* Makes the units, the workset and one trial per unit; says which units may run and whether
+ * some run in workers. */
+static kt_status set_up(tuning *tu, const kt_arg *caller, kt_inputs inputs, bool launching) {
+    kt_op *op = tu->op;
+    kt_decision *d = tu->d;
     kt_status st = kt__make_units(op, d, caller, -1, NULL);
-    if (st == KT_OK) st = kt__workset_init(&ws, op, d->where, inputs, caller, launching);
-    else memset(&ws, 0, sizeof ws);
-    if (st == KT_OK && ((acc = accepting(op, d, &ws)) == NULL || (trials = calloc(d->nunits ? d->nunits : 1, sizeof *trials)) == NULL))
-        st = kt__err(KT_ERR_NO_MEMORY, "kt_op_call(op '%s'): out of memory", op->name);
-    bool isolated = false, natives = false;
+    if (st == KT_OK) st = kt__workset_init(tu->ws, op, d->where, inputs, caller, launching);
+    else memset(tu->ws, 0, sizeof *tu->ws);
+    if (st == KT_OK &&
+        ((tu->acc = accepting(op, d, tu->ws)) == NULL || (tu->trials = calloc(d->nunits ? d->nunits : 1, sizeof *tu->trials)) == NULL))
+        st = kt__err(KT_ERR_NO_MEMORY, "%s(op '%s'): out of memory for the tuning's trials", d->where, op->name);
     for (size_t i = 0; st == KT_OK && i < d->nunits; i++) {
-        trials[i] = (trial_ctx){.op = op, .ws = &ws, .unit = &d->units[i], .device_ns = -1, .flush = flush_kind(op, &d->units[i])};
-        isolated = isolated || (acc[i] && isolate(op, &d->units[i]));
-        natives = natives || (acc[i] && d->units[i].text == NULL && op->isolation == KT_ISOLATE_ON);
+        tu->trials[i] = (trial_ctx){.op = op, .ws = tu->ws, .unit = &d->units[i], .device_ns = -1, .flush = flush_kind(op, &d->units[i])};
+        tu->isolated = tu->isolated || (tu->acc[i] && isolate(op, &d->units[i]));
+        tu->natives = tu->natives || (tu->acc[i] && d->units[i].text == NULL && op->isolation == KT_ISOLATE_ON);
     }
-    tuning tu = {op, d, &ws, &ref, trials, NULL, 0};
-    bool *refreshed = NULL; /* per argument, for the workers (iso_args) */
-    if (st == KT_OK && (isolated || natives) && (refreshed = calloc(op->nargs ? op->nargs : 1, sizeof *refreshed)) == NULL)
-        st = kt__err(KT_ERR_NO_MEMORY, "kt_op_call(op '%s'): out of memory", op->name);
-    kt__worker *native_worker = NULL; /* started for this tuning: it holds this tuning's natives */
-    bool native_added = false;
-    if (st == KT_OK && natives) {
-        for (size_t i = 0; st == KT_OK && i < d->nunits; i++) {
+    if (st == KT_OK && (tu->isolated || tu->natives) && (tu->refreshed = calloc(op->nargs ? op->nargs : 1, sizeof *tu->refreshed)) == NULL)
+        st = kt__err(KT_ERR_NO_MEMORY, "%s(op '%s'): out of memory", d->where, op->name);
+    return st;
+}
+
+/* Starts the worker of this tuning's natives with those that can run there; the others run
+ * here, with an info line saying why. */
+static kt_status start_natives_worker(tuning *tu) {
+    kt_op *op = tu->op;
+    kt_decision *d = tu->d;
+    kt_status st = KT_OK;
+    bool added = false;
+    for (size_t i = 0; st == KT_OK && i < d->nunits; i++) {
+        kt__unit *u = &d->units[i];
+        if (!tu->acc[i] || u->text != NULL) continue;
+        char why[512];
+        const char *stays = native_stays(tu->ws, u);
+        if (stays == NULL && tu->native_worker == NULL) { /* the first that may: the worker's setup */
+            kt__iso_args io = iso_args(op, tu->ws, tu->refreshed);
+            if ((st = kt__worker_setup_natives(&tu->native_worker, &io)) != KT_OK) break;
+        }
+        if (stays == NULL && kt__worker_add_native(tu->native_worker, u->fn, u->user, &tu->trials[i].worker_id, why, sizeof why)) {
+            tu->trials[i].worker = tu->native_worker;
+            added = true;
+        } else {
+            kt__log(op->ctx, KT_LOG_INFO, "op '%s': native '%s' runs in this process, not in a worker: %s", op->name,
+                    op->cands[u->cand].name, stays ? stays : why);
+        }
+    }
+    if (st == KT_OK && added) st = kt__worker_ready(tu->native_worker);
+    return st == KT_OK ? KT_OK : kt__err(st, "%s(op '%s'): %s", d->where, op->name, kt_last_error());
+}
+
+/* Readies the device's worker (kept by the context, held for the whole tuning) and loads the
+ * isolated variants into it; a backend that cannot run in a worker keeps them here. */
+static kt_status start_device_worker(tuning *tu) {
+    kt_op *op = tu->op;
+    kt_decision *d = tu->d;
+    pthread_mutex_lock(&op->ctx->iso_lock); /* held to the end of the tuning */
+    tu->iso_locked = true;
+    const kt_backend *b;
+    void *bstate;
+    size_t local;
+    const char *fp;
+    kt__op_backend(op, &b, &bstate, &local, &fp);
+    kt__iso_args io = iso_args(op, tu->ws, tu->refreshed);
+    kt_status st = kt__worker_setup_backend(&op->ctx->workers[op->device], b, fp, &io);
+    if (st == KT_ERR_NOT_FOUND) { /* this backend's variants cannot run in a worker: here, then */
+        kt__log(op->ctx, KT_LOG_INFO, "op '%s': variants run in this process, not in a worker: %s", op->name, kt_last_error());
+        tu->isolated = false;
+        return KT_OK;
+    }
+    kt__worker *worker = op->ctx->workers[op->device];
+    if (st == KT_OK) st = kt__worker_ready(worker);
+    if (st != KT_OK) return kt__err(st, "%s(op '%s'): %s", d->where, op->name, kt_last_error());
+    for (size_t i = 0; st == KT_OK && i < d->nunits; i++) {
+        if (!tu->acc[i] || !isolate(op, &d->units[i])) continue;
+        tu->trials[i].worker = worker;
+        st = kt__worker_add(worker, d->units[i].artifact, op->cands[d->units[i].cand].kernel, &d->units[i].launch.geometry,
+                            &tu->trials[i].worker_id);
+    }
+    return st;
+}
+
+/* Runs the reference; a reference unit that fails says why and is not measured. */
+static kt_status run_reference(tuning *tu) {
+    kt_op *op = tu->op;
+    kt_decision *d = tu->d;
+    const kt__reference *ref = tu->ref;
+    kt_status st = kt__reference_capture(tu->ref, tu->ws, d->units, d->nunits, tu->acc, tuning_run_unit, tu);
+    for (size_t i = 0; i < d->nunits; i++) { /* the reference's isolated run */
+        trial_ctx *t = &tu->trials[i];
+        if (st == KT_OK && t->iso.infra) st = kt__err(KT_ERR_BACKEND, "%s(op '%s'): %s", d->where, op->name, t->iso.msg);
+        if (st == KT_OK && (long)i == ref->unit && ref->failed_rc != 0) {
             kt__unit *u = &d->units[i];
-            if (!acc[i] || u->text != NULL) continue;
-            char why[512];
-            const char *stays = native_stays(&ws, u);
-            if (stays == NULL && native_worker == NULL) { /* the first that may: the worker's setup */
-                kt__iso_args io = iso_args(op, &ws, refreshed);
-                if ((st = kt__worker_setup_natives(&native_worker, &io)) != KT_OK) break;
-            }
-            if (stays == NULL && kt__worker_add_native(native_worker, u->fn, u->user, &trials[i].worker_id, why, sizeof why)) {
-                trials[i].worker = native_worker;
-                native_added = true;
-            } else {
-                kt__log(op->ctx, KT_LOG_INFO, "op '%s': native '%s' runs in this process, not in a worker: %s", op->name,
-                        op->cands[u->cand].name, stays ? stays : why);
-            }
-        }
-        if (st == KT_OK && native_added) st = kt__worker_ready(native_worker);
-        if (st != KT_OK) st = kt__err(st, "kt_op_call(op '%s'): %s", op->name, kt_last_error());
-    }
-    kt__worker *worker = NULL;
-    bool iso_locked = false;
-    if (st == KT_OK && isolated) {
-        pthread_mutex_lock(&op->ctx->iso_lock); /* held to the end of the tuning */
-        iso_locked = true;
-        const kt_backend *b;
-        void *bstate;
-        size_t local;
-        const char *fp;
-        kt__op_backend(op, &b, &bstate, &local, &fp);
-        kt__iso_args io = iso_args(op, &ws, refreshed);
-        st = kt__worker_setup_backend(&op->ctx->workers[op->device], b, fp, &io);
-        if (st == KT_ERR_NOT_FOUND) { /* this backend's variants cannot run in a worker: here, then */
-            kt__log(op->ctx, KT_LOG_INFO, "op '%s': variants run in this process, not in a worker: %s", op->name, kt_last_error());
-            isolated = false;
-            st = KT_OK;
-        }
-        worker = op->ctx->workers[op->device];
-        if (st == KT_OK && isolated) st = kt__worker_ready(worker);
-        if (st != KT_OK) {
-            st = kt__err(st, "kt_op_call(op '%s'): %s", op->name, kt_last_error());
-        }
-        for (size_t i = 0; st == KT_OK && isolated && i < d->nunits; i++) {
-            if (!acc[i] || !isolate(op, &d->units[i])) continue;
-            trials[i].worker = worker;
-            st = kt__worker_add(worker, d->units[i].artifact, op->cands[d->units[i].cand].kernel, &d->units[i].launch.geometry,
-                                &trials[i].worker_id);
-        }
-    }
-    if (st == KT_OK) st = kt__reference_capture(&ref, &ws, d->units, d->nunits, acc, tuning_run_unit, &tu);
-    for (size_t i = 0; trials && i < d->nunits; i++) { /* the reference's isolated run */
-        if (st == KT_OK && trials[i].iso.infra)
-            st = kt__err(KT_ERR_BACKEND, "kt_op_call(op '%s'): %s", op->name, trials[i].iso.msg);
-        if (st == KT_OK && (long)i == ref.unit && ref.failed_rc != 0) { /* it failed: it says why, and is not measured */
-            kt__unit *u = &d->units[i];
-            kt_fail_kind c = trials[i].iso.kind;
+            kt_fail_kind c = t->iso.kind;
             u->r.outcome = c != KT_FAIL_NONE ? kt__iso_outcome(c) : KT_OUTCOME_FAILED;
-            u->r.fail_kind = c; /* in-process: set with the others' below */
-            u->r.fail_code = c != KT_FAIL_NONE ? trials[i].iso.code : ref.failed_rc;
-            if (c != KT_FAIL_NONE && trials[i].iso.msg[0]) kt__unit_message(&u->r, "%s", trials[i].iso.msg, 0);
-            else if (ref.failed_msg) kt__unit_message(&u->r, "%s", ref.failed_msg, 0);
-            else kt__unit_message(&u->r, "%sreturned %d in its reference run", NULL, ref.failed_rc);
-            acc[i] = false;
+            u->r.fail_kind = c; /* in-process: set with the others' in settle_units */
+            u->r.fail_code = c != KT_FAIL_NONE ? t->iso.code : ref->failed_rc;
+            if (c != KT_FAIL_NONE && t->iso.msg[0]) kt__unit_message(&u->r, "%s", t->iso.msg, 0);
+            else if (ref->failed_msg) kt__unit_message(&u->r, "%s", ref->failed_msg, 0);
+            else kt__unit_message(&u->r, "%sreturned %d in its reference run", NULL, ref->failed_rc);
+            tu->acc[i] = false;
             kt__log(op->ctx, KT_LOG_WARN, "op '%s': the reference '%s'%s%s failed: %s", op->name, op->cands[u->cand].name,
                     u->text ? " " : "", u->text ? u->text : "", u->r.message ? u->r.message : "");
         }
-        trials[i].iso.kind = KT_FAIL_NONE; /* the engine runs the others again: what it sees there counts */
+        t->iso.kind = KT_FAIL_NONE; /* the engine runs the others again: what it sees there counts */
     }
-    if (st == KT_OK && op->reference_only && ref.unit >= 0) acc[ref.unit] = false; /* it validates, never competes */
-    bool recalled = false; /* units measured by an earlier tuning (the persistent cache): not again */
-    for (size_t i = 0; st == KT_OK && i < d->nunits; i++) {
-        if (!acc[i] || !d->units[i].recalled) continue;
-        acc[i] = false;
-        recalled = true;
-        if ((long)i == ref.unit && ref.wrote_input) { /* the reference changed an input: out */
+    if (st == KT_OK && op->reference_only && ref->unit >= 0) tu->acc[ref->unit] = false; /* it validates, never competes */
+    return st;
+}
+
+/* Units measured by an earlier tuning (the persistent cache) are not measured again. */
+static void hold_recalled(tuning *tu) {
+    kt_decision *d = tu->d;
+    for (size_t i = 0; i < d->nunits; i++) {
+        if (!tu->acc[i] || !d->units[i].recalled) continue;
+        tu->acc[i] = false;
+        tu->recalled = true;
+        if ((long)i == tu->ref->unit && tu->ref->wrote_input) { /* the reference changed an input: out */
             d->units[i].recalled = false;
             d->units[i].r.outcome = KT_OUTCOME_INVALID;
-            kt__unit_message(&d->units[i].r, "%s", ref.message, 0);
+            kt__unit_message(&d->units[i].r, "%s", tu->ref->message, 0);
         }
     }
-    d->validated = ref.active;
-    kt__engine_io io = {&tu, tuning_admit, tuning_result, tuning_trial, op->ctx->progress_fn ? tuning_progress : NULL};
-    kt__engine_out out = {.best = -1};
-    if (st == KT_OK) st = kt__engine_run(&cfg, &op->budget, &io, acc, d->nunits, &out);
-    uint64_t runs = 0;
-    for (size_t i = 0; trials && i < d->nunits; i++) { /* what the worker saw */
+}
+
+/* What the workers saw: a unit that failed in one gets its kind, code and message from there. */
+static void worker_verdicts(tuning *tu) {
+    kt_op *op = tu->op;
+    kt_decision *d = tu->d;
+    for (size_t i = 0; tu->trials && i < d->nunits; i++) {
+        const trial_ctx *t = &tu->trials[i];
         kt__cand_result *r = &d->units[i].r;
-        if (trials[i].iso.kind == KT_FAIL_NONE || r->outcome != KT_OUTCOME_FAILED) continue;
-        r->outcome = kt__iso_outcome(trials[i].iso.kind);
-        r->fail_kind = trials[i].iso.kind;
-        r->fail_code = trials[i].iso.code;
-        bool said = r->message && strcmp(r->message, trials[i].iso.msg) == 0; /* by tuning_admit, in its validation run */
+        if (t->iso.kind == KT_FAIL_NONE || r->outcome != KT_OUTCOME_FAILED) continue;
+        r->outcome = kt__iso_outcome(t->iso.kind);
+        r->fail_kind = t->iso.kind;
+        r->fail_code = t->iso.code;
+        bool said = r->message && strcmp(r->message, t->iso.msg) == 0; /* by tuning_admit, in its validation run */
         free(r->message);
-        r->message = strdup(trials[i].iso.msg);
-        if (!said) kt__log(op->ctx, KT_LOG_WARN, "op '%s': candidate '%s'%s%s disqualified in its worker process: %s", op->name,
-                op->cands[d->units[i].cand].name, d->units[i].text ? " " : "", d->units[i].text ? d->units[i].text : "",
-                trials[i].iso.msg);
+        r->message = strdup(t->iso.msg); /* NULL when out of memory: settle_units says what it can */
+        if (!said)
+            kt__log(op->ctx, KT_LOG_WARN, "op '%s': candidate '%s'%s%s disqualified in its worker process: %s", op->name,
+                    op->cands[d->units[i].cand].name, d->units[i].text ? " " : "", d->units[i].text ? d->units[i].text : "",
+                    t->iso.msg);
     }
-    if (iso_locked) pthread_mutex_unlock(&op->ctx->iso_lock);
-    kt__worker_free(native_worker);
-    free(refreshed);
+}
+
+/* Gives failures in this process their kind and a message, logs the units; returns the runs. */
+static uint64_t settle_units(tuning *tu) {
+    kt_op *op = tu->op;
+    kt_decision *d = tu->d;
+    uint64_t runs = 0;
     for (size_t i = 0; i < d->nunits; i++) {
         kt__unit *u = &d->units[i];
         runs += u->r.runs;
@@ -426,26 +455,15 @@ kt_status kt__measure_all(kt_op *op, kt_decision *d, const kt_arg *caller, bool 
                     u->r.warmups);
         }
     }
-    if (launching && ws.op != NULL) st = kt__workset_finish(&ws, caller, st);
-    if (ws.op != NULL) {
-        kt__reference_free(&ref, &ws);
-        d->peak_extra = ws.peak;
-        kt__workset_free(&ws);
-    }
-    free(tu.host_flush);
-    free(trials);
-    free(acc);
-    atomic_fetch_add(&op->measured_runs, runs);
-    d->policy = cfg.policy;
-    d->confidence = out.confidence;
-    d->total_runs = out.runs;
-    d->measure_ns = out.measure_ns;
-    if (st != KT_OK) return st;
-    atomic_fetch_add(&op->tune_count, 1);
-    long best = out.best;
-    for (size_t i = 0; recalled && i < d->nunits; i++) {
+    return runs;
+}
+
+/* The fastest unit: measured now, or recalled with its recorded time; -1 when none. */
+static long fastest(tuning *tu, long best) {
+    kt_decision *d = tu->d;
+    for (size_t i = 0; tu->recalled && i < d->nunits; i++) {
         kt__unit *u = &d->units[i];
-        if (!u->recalled || !kt__unit_runnable(u) || !kt__key_accepts(op, d->key, u->cand)) continue;
+        if (!u->recalled || !kt__unit_runnable(u) || !kt__key_accepts(tu->op, d->key, u->cand)) continue;
         if (u->held) { /* a non-finalist of a re-raced decision (tune/recall.c): kept as recorded, never competes */
             if (u->r.time_ns >= 0) u->r.outcome = KT_OUTCOME_MEASURED;
             continue;
@@ -453,6 +471,47 @@ kt_status kt__measure_all(kt_op *op, kt_decision *d, const kt_arg *caller, bool 
         u->r.outcome = KT_OUTCOME_MEASURED; /* its recorded time competes with today's */
         if (best < 0 || u->r.time_ns < d->units[best].r.time_ns) best = (long)i;
     }
+    return best;
+}
+
+kt_status kt__measure_all(kt_op *op, kt_decision *d, const kt_arg *caller, bool launching) {
+    const kt__measure_cfg cfg = op->ctx->measure;
+    kt_inputs inputs = (!launching && op->inputs == KT_INPUTS_PROTECT) ? KT_INPUTS_CLONE : op->inputs;
+    kt__workset ws;
+    kt__reference ref = {.unit = -1};
+    tuning tu = {.op = op, .d = d, .ws = &ws, .ref = &ref};
+    kt__engine_io io = {&tu, tuning_admit, tuning_result, tuning_trial, op->ctx->progress_fn ? tuning_progress : NULL};
+    kt__engine_out out = {.best = -1};
+    /* set up -> workers -> reference -> measure -> verdicts -> restore the caller's buffers */
+    kt_status st = set_up(&tu, caller, inputs, launching);
+    if (st == KT_OK && tu.natives) st = start_natives_worker(&tu);
+    if (st == KT_OK && tu.isolated) st = start_device_worker(&tu);
+    if (st == KT_OK) st = run_reference(&tu);
+    if (st == KT_OK) hold_recalled(&tu);
+    d->validated = ref.active;
+    if (st == KT_OK) st = kt__engine_run(&cfg, &op->budget, &io, tu.acc, d->nunits, &out);
+    worker_verdicts(&tu);
+    if (tu.iso_locked) pthread_mutex_unlock(&op->ctx->iso_lock);
+    kt__worker_free(tu.native_worker);
+    uint64_t runs = settle_units(&tu);
+    if (launching && ws.op != NULL) st = kt__workset_finish(&ws, caller, st);
+    if (ws.op != NULL) {
+        kt__reference_free(&ref, &ws);
+        d->peak_extra = ws.peak;
+        kt__workset_free(&ws);
+    }
+    free(tu.refreshed);
+    free(tu.host_flush);
+    free(tu.trials);
+    free(tu.acc);
+    atomic_fetch_add(&op->measured_runs, runs);
+    d->policy = cfg.policy;
+    d->confidence = out.confidence;
+    d->total_runs = out.runs;
+    d->measure_ns = out.measure_ns;
+    if (st != KT_OK) return st;
+    atomic_fetch_add(&op->tune_count, 1);
+    long best = fastest(&tu, out.best);
     if (best < 0) return all_failed(op, d);
     d->winner_unit = (size_t)best;
     d->winner = d->units[best].cand;

@@ -48,13 +48,13 @@ int kt__launch_fn(const kt_arg *args, size_t nargs, void *user) {
     char err[256];
     kt_launch_geometry g = l->geometry;
     if (l->slots != NULL && call_sizes(l, args, &g) != KT_OK) {
-        kt__err(KT_ERR_INVALID_ARGUMENT, "kt_op_call(op '%s'): candidate '%s': the launch size for these arguments: %s",
+        kt__err(KT_ERR_INVALID_ARGUMENT, "op '%s': candidate '%s': the launch size for these arguments: %s",
                 l->op->name, l->cand->name, kt_last_error());
         return KT__RC_REPORTED;
     }
     kt_status st = l->backend->launch(l->bstate, l->device, l->module, &g, args, nargs, NULL, err, sizeof err);
     if (st == KT_OK) return 0;
-    kt__err(st, "kt_op_call(op '%s'): candidate '%s': %s", l->op->name, l->cand->name, err);
+    kt__err(st, "op '%s': candidate '%s': %s", l->op->name, l->cand->name, err);
     return KT__RC_REPORTED;
 }
 
