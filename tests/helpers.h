@@ -108,4 +108,20 @@ static inline kt_op *test_op(kt_context *ctx, const char *name) {
     return op;
 }
 
+/* Makes a fresh directory /tmp/kt-<tag>-XXXXXX into dir and names the cache file in it into db
+ * (dir/cache.db): a cmocka setup's work. Returns 0, or -1 when it cannot. */
+static inline int temp_cache_dir(char *dir, size_t dir_len, char *db, size_t db_len, const char *tag) {
+    snprintf(dir, dir_len, "/tmp/kt-%s-XXXXXX", tag);
+    if (mkdtemp(dir) == NULL) return -1;
+    snprintf(db, db_len, "%s/cache.db", dir);
+    return 0;
+}
+
+/* Removes directory dir and all it holds: a cmocka teardown's work. Returns 0, or -1. */
+static inline int remove_tree(const char *dir) {
+    char cmd[4200];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    return system(cmd) == 0 ? 0 : -1;
+}
+
 #endif

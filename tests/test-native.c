@@ -26,17 +26,12 @@ static int32_t buf[4];
 
 static int setup(void **state) {
     (void)state;
-    snprintf(dir, sizeof dir, "/tmp/kt-native-XXXXXX");
-    if (mkdtemp(dir) == NULL) return -1;
-    snprintf(db, sizeof db, "%s/cache.db", dir);
-    return 0;
+    return temp_cache_dir(dir, sizeof dir, db, sizeof db, "native");
 }
 
 static int teardown(void **state) {
     (void)state;
-    char cmd[160];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-    return system(cmd) == 0 ? 0 : -1;
+    return remove_tree(dir);
 }
 
 static void run(const char *cmd) {

@@ -36,17 +36,12 @@ static int32_t buf[64];
 
 static int setup(void **state) {
     (void)state;
-    snprintf(dir, sizeof dir, "/tmp/kt-persist-XXXXXX");
-    if (mkdtemp(dir) == NULL) return -1;
-    snprintf(db, sizeof db, "%s/cache.db", dir);
-    return 0;
+    return temp_cache_dir(dir, sizeof dir, db, sizeof db, "persist");
 }
 
 static int teardown(void **state) {
     (void)state;
-    char cmd[160];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-    return system(cmd) == 0 ? 0 : -1;
+    return remove_tree(dir);
 }
 
 /* A context on the test's cache file, with a fresh artifact directory. */
