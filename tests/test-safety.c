@@ -601,6 +601,18 @@ static int hooked_scale(const kt_arg *args, size_t nargs, void *user) {
     return scale(args, nargs, user);
 }
 
+/* An op scaling v by s in place with two candidates (a slow, b fast) and the hooks above. */
+static kt_op *hooked_op(kt_context *ctx, const char *name, hooks *h) {
+    kt_op *op = NULL;
+    ok(kt_op_create(ctx, name, &op));
+    ok(kt_op_add_buffer(op, "v", KT_TYPE_F32, KT_READ_WRITE));
+    ok(kt_op_add_scalar(op, "s", KT_TYPE_F32));
+    ok(kt_op_add_native(op, "a", hooked_scale, (void *)1));
+    ok(kt_op_add_native(op, "b", hooked_scale, (void *)8));
+    ok(kt_op_set_bench_hooks(op, pre_hook, post_hook, h));
+    return op;
+}
+
 static void test_bench_hooks(void **state) {
     (void)state;
     static hooks h;
@@ -608,13 +620,7 @@ static void test_bench_hooks(void **state) {
     hook_state = &h;
     h.fail_pre_at = 2;
     kt_context *ctx = ctx_measure();
-    kt_op *op = NULL;
-    ok(kt_op_create(ctx, "hooked", &op));
-    ok(kt_op_add_buffer(op, "v", KT_TYPE_F32, KT_READ_WRITE));
-    ok(kt_op_add_scalar(op, "s", KT_TYPE_F32));
-    ok(kt_op_add_native(op, "a", hooked_scale, (void *)1));
-    ok(kt_op_add_native(op, "b", hooked_scale, (void *)8));
-    ok(kt_op_set_bench_hooks(op, pre_hook, post_hook, &h));
+    kt_op *op = hooked_op(ctx, "hooked", &h);
     float v[N];
     for (int i = 0; i < N; i++) v[i] = (float)i;
     kt_arg args[] = {kt_arg_buf(v, sizeof v), kt_arg_f32(4.0f)};
@@ -645,13 +651,7 @@ static void test_messages_name_the_call(void **state) {
     (void)state;
     static hooks h;
     kt_context *ctx = ctx_measure();
-    kt_op *op = NULL;
-    ok(kt_op_create(ctx, "named", &op));
-    ok(kt_op_add_buffer(op, "v", KT_TYPE_F32, KT_READ_WRITE));
-    ok(kt_op_add_scalar(op, "s", KT_TYPE_F32));
-    ok(kt_op_add_native(op, "a", hooked_scale, (void *)1));
-    ok(kt_op_add_native(op, "b", hooked_scale, (void *)8));
-    ok(kt_op_set_bench_hooks(op, pre_hook, post_hook, &h));
+    kt_op *op = hooked_op(ctx, "named", &h);
     float v[N];
     for (int i = 0; i < N; i++) v[i] = (float)i;
     kt_arg args[] = {kt_arg_buf(v, sizeof v), kt_arg_f32(4.0f)};
