@@ -1036,18 +1036,24 @@ static void test_decision_recorded(void **state) {
     make_tmpdir();
     char db[256], args[2048];
     snprintf(db, sizeof db, "%s/cache.db", tmpdir);
-    const char *source[2] = {"measured", "cache"};
     char first[1024] = "";
+    bool settled = true; /* the first decision reached its confidence (a loaded machine may not) */
     for (int round = 0; round < 2; round++) {
         snprintf(args, sizeof args, "tune '%s/t1/matmul_c.json' --cache %s --quiet --json %s", KT_DATA, db, SMALL("--define TI=4"));
         assert_int_equal(run(args), 0);
         json_t *s = doc();
-        assert_string_equal(json_string_value(json_object_get(s, "source")), source[round]);
+        if (round == 0) settled = !json_is_true(json_object_get(s, "below_confidence"));
+        const char *source = round == 1 && settled ? "cache" : "measured"; /* not settled: raced again */
+        assert_string_equal(json_string_value(json_object_get(s, "source")), source);
         assert_string_equal(json_string_value(json_object_get(s, "cache")), db);
         char *best = json_dumps(json_object_get(json_object_get(s, "best"), "configuration"), JSON_SORT_KEYS | JSON_COMPACT);
         if (round == 0) snprintf(first, sizeof first, "%s", best);
-        else assert_string_equal(best, first); /* the same decision */
-        if (round == 1) assert_int_equal(json_integer_value(json_object_get(s, "runs")), 0);
+        if (round == 1 && settled) {
+            assert_string_equal(best, first); /* the same decision, */
+            assert_int_equal(json_integer_value(json_object_get(s, "runs")), 0); /* served without a run */
+        } else if (round == 1) {
+            assert_true(json_is_true(json_object_get(s, "reraced")));
+        }
         free(best);
         json_decref(s);
     }
