@@ -11,7 +11,10 @@
  * version 3 appends building variants into artifact files, loading them, launching and timing
  * them, and resource limits; version 4 appends flushing a device's cache; version 5 appends the
  * names of the op's arguments and which of them live in constant memory to the build request
- * (kt_op_set_constant). A backend declares the version it was written against in
+ * (kt_op_set_constant); version 6 appends what the backend can do (caps: KT_BACKEND_CAP_*) and
+ * the kernel language it builds, which the core asks instead of the backend's name. A backend
+ * written against an older version has no capabilities: device memory, variants run in the
+ * caller's process. A backend declares the version it was written against in
  * abi_version and the core never reads a field beyond it. Comparing outputs is the core's
  * work, on host memory: a backend with device memory copies to the host first. Caching
  * artifacts on disk, building in parallel and building identical code once are the core's
