@@ -1,14 +1,14 @@
 /*
  * locate.c - naming code of this process for a worker process, and finding it there (see
- * locate.h). Uses dladdr1 and dlinfo for the object and its load bias, and dl_iterate_phdr for
+ * locate.h). Uses dladdr1 and dlinfo for the object and its load bias, and util/buildid.c for
  * its build-id note.
  */
 #define _GNU_SOURCE /* dladdr1, dlinfo, dl_iterate_phdr, RTLD_DL_LINKMAP */
 #include "isolate/locate.h"
 #include "isolate/isolate.h"
+#include "util/buildid.h"
 
 #include <dlfcn.h>
-#include <elf.h>
 #include <limits.h>
 #include <link.h>
 #include <stdio.h>
@@ -26,56 +26,6 @@ static struct link_map *program_map(void) {
     return lm;
 }
 
-typedef struct note_search {
-    uintptr_t bias;     /* the object's load bias */
-    uintptr_t addr;     /* an address inside it */
-    bool found;         /* the object was found */
-    uint32_t len;       /* its build-id's length, 0 when none */
-    unsigned char id[KT__BUILD_ID_MAX];
-} note_search;
-
-/* Finds the NT_GNU_BUILD_ID note among the object's PT_NOTE segments. */
-static int note_of(struct dl_phdr_info *info, size_t size, void *p) {
-    (void)size;
-    note_search *s = p;
-    if (info->dlpi_addr != s->bias) return 0;
-    bool inside = false;
-    for (ElfW(Half) i = 0; i < info->dlpi_phnum && !inside; i++) {
-        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
-        inside = ph->p_type == PT_LOAD && s->addr >= info->dlpi_addr + ph->p_vaddr &&
-                 s->addr < info->dlpi_addr + ph->p_vaddr + ph->p_memsz;
-    }
-    if (!inside) return 0;
-    s->found = true;
-    for (ElfW(Half) i = 0; i < info->dlpi_phnum; i++) {
-        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
-        if (ph->p_type != PT_NOTE) continue;
-        const unsigned char *n = (const unsigned char *)(info->dlpi_addr + ph->p_vaddr), *end = n + ph->p_memsz;
-        while (n + sizeof(ElfW(Nhdr)) <= end) {
-            ElfW(Nhdr) h;
-            memcpy(&h, n, sizeof h);
-            const unsigned char *name = n + sizeof h;
-            const unsigned char *desc = name + ((h.n_namesz + 3) & ~3u);
-            const unsigned char *next = desc + ((h.n_descsz + 3) & ~3u);
-            if (next > end) break;
-            if (h.n_type == NT_GNU_BUILD_ID && h.n_namesz == 4 && memcmp(name, "GNU", 4) == 0 && h.n_descsz > 0 &&
-                h.n_descsz <= KT__BUILD_ID_MAX) {
-                s->len = h.n_descsz;
-                memcpy(s->id, desc, h.n_descsz);
-                return 1;
-            }
-            n = next;
-        }
-    }
-    return 1;
-}
-
-/* The build-id of the object loaded at bias that holds addr (len 0: none). */
-static void build_id(uintptr_t bias, uintptr_t addr, note_search *s) {
-    *s = (note_search){.bias = bias, .addr = addr};
-    dl_iterate_phdr(note_of, s);
-}
-
 bool kt__code_locate(const void *addr, kt__code_ref *out, char *why, size_t len) {
     memset(out, 0, sizeof *out);
     Dl_info info;
@@ -88,10 +38,7 @@ bool kt__code_locate(const void *addr, kt__code_ref *out, char *why, size_t len)
     out->in_program = lm == program_map();
     out->offset = (uint64_t)((uintptr_t)addr - (uintptr_t)lm->l_addr);
     if (info.dli_sname && info.dli_saddr == addr) snprintf(out->symbol, sizeof out->symbol, "%s", info.dli_sname);
-    note_search s;
-    build_id((uintptr_t)lm->l_addr, (uintptr_t)addr, &s);
-    out->build_id_len = s.len;
-    memcpy(out->build_id, s.id, s.len);
+    out->build_id_len = (uint32_t)kt__build_id_of(addr, out->build_id, sizeof out->build_id);
     if (out->in_program) {
         if (getauxval(AT_SECURE)) {
             snprintf(why, len, "it is in the program, which runs with raised privileges (set-user-ID), so kerntune does not start it again");
@@ -140,9 +87,9 @@ bool kt__code_resolve(const kt__code_ref *r, void **addr, char *err, size_t len)
     const char *what = r->in_program ? "the program" : r->path;
     if (r->build_id_len > 0) {
         uintptr_t a = (uintptr_t)lm->l_addr + (uintptr_t)r->offset;
-        note_search s;
-        build_id((uintptr_t)lm->l_addr, a, &s);
-        if (!s.found || s.len != r->build_id_len || memcmp(s.id, r->build_id, s.len) != 0) {
+        unsigned char id[KT__BUILD_ID_MAX];
+        size_t n = kt__build_id_of((const void *)a, id, sizeof id);
+        if (n != r->build_id_len || memcmp(id, r->build_id, n) != 0) {
             snprintf(err, len, "%s is not the file the tuning process loaded (its build-id differs: rebuilt since?)", what);
             return false;
         }

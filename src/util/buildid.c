@@ -60,8 +60,8 @@ static bool holds(const struct dl_phdr_info *info, uintptr_t addr) {
 static size_t pad(size_t n, size_t align) { return (n + align - 1) & ~(align - 1); }
 
 /* Finds the build-id note in one PT_NOTE segment (bounds checked: a malformed note ends the
- * walk of its segment). */
-static bool note_build_id(const unsigned char *seg, size_t size, size_t align, char *out) {
+ * walk of its segment); sets *desc and *len to its bytes. */
+static bool note_find(const unsigned char *seg, size_t size, size_t align, const unsigned char **desc_out, size_t *len) {
     size_t off = 0;
     while (size - off >= sizeof(ElfW(Nhdr))) {
         ElfW(Nhdr) h;
@@ -71,14 +71,8 @@ static bool note_build_id(const unsigned char *seg, size_t size, size_t align, c
         size_t desc = pad(name + h.n_namesz, align); /* name and desc start aligned within the segment */
         if (desc > size || h.n_descsz > size - desc) return false;
         if (h.n_type == NT_GNU_BUILD_ID && h.n_namesz == 4 && memcmp(seg + name, "GNU", 4) == 0 && h.n_descsz > 0) {
-            if (h.n_descsz <= NOTE_MAX) {
-                memcpy(out, "build-id:", 9);
-                hex(seg + desc, h.n_descsz, out + 9);
-            } else {
-                memcpy(out, "build-id~", 9);
-                kt__hex128(kt__fnv1a(seg + desc, h.n_descsz, 0x6275696c64ull), kt__fnv1a(seg + desc, h.n_descsz, 0x6e6f7465ull),
-                           out + 9);
-            }
+            *desc_out = seg + desc;
+            *len = h.n_descsz;
             return true;
         }
         size_t next = pad(desc + h.n_descsz, align);
@@ -86,6 +80,28 @@ static bool note_build_id(const unsigned char *seg, size_t size, size_t align, c
         off = next;
     }
     return false;
+}
+
+/* The build-id note among the object's PT_NOTE segments. */
+static bool object_note(const struct dl_phdr_info *info, const unsigned char **desc, size_t *len) {
+    for (size_t i = 0; i < info->dlpi_phnum; i++) {
+        const ElfW(Phdr) *p = &info->dlpi_phdr[i];
+        if (p->p_type != PT_NOTE) continue;
+        const unsigned char *seg = (const unsigned char *)((uintptr_t)info->dlpi_addr + (uintptr_t)p->p_vaddr);
+        if (note_find(seg, (size_t)p->p_filesz, p->p_align == 8 ? 8 : 4, desc, len)) return true;
+    }
+    return false;
+}
+
+/* Writes a build-id as its identity string (see kt__code_id_kind). */
+static void note_text(const unsigned char *desc, size_t n, char *out) {
+    if (n <= NOTE_MAX) {
+        memcpy(out, "build-id:", 9);
+        hex(desc, n, out + 9);
+    } else {
+        memcpy(out, "build-id~", 9);
+        kt__hex128(kt__fnv1a(desc, n, 0x6275696c64ull), kt__fnv1a(desc, n, 0x6e6f7465ull), out + 9);
+    }
 }
 
 /* FNV-1a over a loaded segment, read as the raw bytes of the mapping: an AddressSanitizer build
@@ -106,14 +122,12 @@ static int visit(struct dl_phdr_info *info, size_t size, void *data) {
     (void)size;
     seek *s = data;
     if (!holds(info, s->addr)) return 0;
-    for (size_t i = 0; i < info->dlpi_phnum; i++) {
-        const ElfW(Phdr) *p = &info->dlpi_phdr[i];
-        if (p->p_type != PT_NOTE) continue;
-        const unsigned char *seg = (const unsigned char *)((uintptr_t)info->dlpi_addr + (uintptr_t)p->p_vaddr);
-        if (note_build_id(seg, (size_t)p->p_filesz, p->p_align == 8 ? 8 : 4, s->out)) {
-            s->kind = KT__CODE_ID_BUILD_ID;
-            return 1;
-        }
+    const unsigned char *desc;
+    size_t n;
+    if (object_note(info, &desc, &n)) {
+        note_text(desc, n, s->out);
+        s->kind = KT__CODE_ID_BUILD_ID;
+        return 1;
     }
     uint64_t a = 0x696d616765ull, b = 0x636f6465ull;
     for (size_t i = 0; i < info->dlpi_phnum; i++) {
@@ -128,6 +142,31 @@ static int visit(struct dl_phdr_info *info, size_t size, void *data) {
     kt__hex128(a, b, s->out + 6);
     s->kind = KT__CODE_ID_IMAGE;
     return 1;
+}
+
+typedef struct raw_seek {
+    uintptr_t addr;
+    unsigned char *id;
+    size_t max, len;
+} raw_seek;
+
+static int raw_visit(struct dl_phdr_info *info, size_t size, void *data) {
+    (void)size;
+    raw_seek *s = data;
+    if (!holds(info, s->addr)) return 0;
+    const unsigned char *desc;
+    size_t n;
+    if (object_note(info, &desc, &n) && n <= s->max) {
+        memcpy(s->id, desc, n);
+        s->len = n;
+    }
+    return 1;
+}
+
+size_t kt__build_id_of(const void *addr, unsigned char *id, size_t max) {
+    raw_seek s = {.addr = (uintptr_t)addr, .id = id, .max = max, .len = 0};
+    if (addr != NULL) dl_iterate_phdr(raw_visit, &s);
+    return s.len;
 }
 
 bool kt__code_object_of(const void *addr, kt__code_object *obj) {
@@ -148,6 +187,11 @@ kt__code_id_kind kt__code_id(const void *addr, char out[KT__CODE_ID_MAX], kt__co
 }
 
 #else /* no ELF dynamic loader to ask */
+
+size_t kt__build_id_of(const void *addr, unsigned char *id, size_t max) {
+    (void)addr, (void)id, (void)max;
+    return 0;
+}
 
 bool kt__code_object_of(const void *addr, kt__code_object *obj) {
     (void)addr;

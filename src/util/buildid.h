@@ -36,4 +36,9 @@ bool kt__code_object_of(const void *addr, kt__code_object *obj);
  * object that is in *obj. Thread-safe; takes the dynamic loader's lock while it reads. */
 kt__code_id_kind kt__code_id(const void *addr, char out[KT__CODE_ID_MAX], kt__code_object *obj);
 
+/* The NT_GNU_BUILD_ID note of the loaded object that holds addr, as raw bytes copied into id:
+ * its length, or 0 when addr is in no object, the object has none, or it is longer than max.
+ * Thread-safe; takes the dynamic loader's lock while it reads. */
+size_t kt__build_id_of(const void *addr, unsigned char *id, size_t max);
+
 #endif /* KT_UTIL_BUILDID_H */
