@@ -468,6 +468,23 @@ KT_API kt_status kt_op_add_native_result(kt_op *op, const char *name, kt_result_
  */
 KT_API kt_status kt_op_call(kt_op *op, const kt_arg *args, size_t nargs);
 
+/** A queue of device work, as the op's device's backend names it: a CUstream for CUDA, a
+ *  cl_command_queue for OpenCL (of the context and device kerntune's buffers live in); NULL
+ *  for the device's own default queue. */
+typedef void *kt_queue;
+
+/** Calls op as kt_op_call does, with its device work on queue. A hit on a compiled variant of a
+ *  backend that launches asynchronously (KT_BACKEND_CAP_ASYNC_LAUNCH in kerntune/backend.h)
+ *  enqueues the one launch on queue and returns at once, before the kernel runs: it is ordered
+ *  with the caller's other work on that queue exactly as a direct launch would be, and the
+ *  caller synchronises as it would after one. A native candidate, a host variant, or a variant
+ *  of a backend that cannot launch asynchronously runs before the call returns, as in
+ *  kt_op_call. A miss first waits for the work already on queue (tuning reads and restores the
+ *  caller's buffers), tunes as kt_op_call does, then enqueues the winner's launch on queue. A
+ *  miss must not happen while queue is being captured into a CUDA graph: tune the key first
+ *  (kt_op_tune). */
+KT_API kt_status kt_op_call_async(kt_op *op, kt_queue queue, const kt_arg *args, size_t nargs);
+
 /** Calls an op that returns a result (kt_op_set_result), as kt_op_call does, and stores the
  *  winner's output in *result; the caller owns it and releases it with kt_result_release. The
  *  outputs of every other run made while tuning are released by kerntune. On failure *result is

@@ -13,6 +13,30 @@ static int32_t buf[4];
 static cand c1 = {.id = 1}, c2 = {.id = 2};
 
 /* Set, get, clear; NULL handles fail (set) or read as NULL (get). */
+/* kt_op_call_async on host candidates is kt_op_call: the winner has run when it returns (a
+ * host candidate has no queue to wait on), the same decision serves both, and misuse fails. */
+static void test_call_async_on_host(void **state) {
+    (void)state;
+    kt_context *ctx = test_context(2);
+    kt_op *op = test_op(ctx, "async-host");
+    static cand slow = {.id = 1, .work = 10}, fast = {.id = 2, .work = 1};
+    ok(kt_op_add_native(op, "slow", cand_fn, &slow));
+    ok(kt_op_add_native(op, "fast", cand_fn, &fast));
+    int32_t out[4] = {0};
+    kt_arg args[] = {kt_arg_buf(out, sizeof out), kt_arg_i64(4)};
+    ok(kt_op_call_async(op, NULL, args, 2)); /* a miss: tuned, then the winner ran */
+    assert_int_equal(out[0], 2);
+    out[0] = 0;
+    ok(kt_op_call_async(op, NULL, args, 2)); /* a hit */
+    assert_int_equal(out[0], 2);
+    assert_int_equal(kt_op_tune_count(op), 1);
+    expect_status(KT_ERR_NULL, kt_op_call_async(NULL, NULL, args, 2));
+    assert_string_equal(kt_last_error(), "kt_op_call_async: op is NULL");
+    expect_status(KT_ERR_ARG_COUNT, kt_op_call_async(op, NULL, args, 1));
+    assert_string_equal(kt_last_error(), "kt_op_call_async(op 'async-host'): 1 argument(s) passed, the op declares 2");
+    kt_context_destroy(ctx);
+}
+
 static void test_context_user(void **state) {
     (void)state;
     kt_context *ctx;
@@ -232,6 +256,7 @@ static void test_settings_refuse_unlisted(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_call_async_on_host),
         cmocka_unit_test(test_context_user),   cmocka_unit_test(test_op_user),
         cmocka_unit_test(test_user_never_touched), cmocka_unit_test(test_enum_names),
         cmocka_unit_test(test_lists_agree),    cmocka_unit_test(test_settings_refuse_unlisted),

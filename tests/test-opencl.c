@@ -11,6 +11,8 @@
 #include <kerntune/device.h>
 #include <kerntune/variants.h>
 
+#include <dlfcn.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <unistd.h>
 
@@ -345,6 +347,123 @@ static void test_code_argument_keyed_exactly(void **state) {
  * device's global memory size from the memory it judges free, which moves while the machine
  * runs (3.7 to 5.6 GB within 40 minutes were seen): in the fingerprint it invalidated every
  * decision and artifact, and made the isolation worker miss its device. */
+/* ---- kt_op_call_async on a queue of the caller's (issue [10]) --------------------------------
+ * The test reaches OpenCL itself through the ICD loader, as the backend does, for what it needs:
+ * a queue of its own on the context kerntune's buffers live in, and a user event to hold it. */
+typedef void *cl_ptr;
+typedef struct cl_fns {
+    int (*GetMemObjectInfo)(cl_ptr, unsigned, size_t, void *, size_t *);
+    int (*GetContextInfo)(cl_ptr, unsigned, size_t, void *, size_t *);
+    cl_ptr (*CreateCommandQueue)(cl_ptr, cl_ptr, uint64_t, int *);
+    cl_ptr (*CreateUserEvent)(cl_ptr, int *);
+    int (*SetUserEventStatus)(cl_ptr, int);
+    int (*EnqueueBarrierWithWaitList)(cl_ptr, unsigned, const cl_ptr *, cl_ptr *);
+    int (*Finish)(cl_ptr);
+    int (*ReleaseCommandQueue)(cl_ptr);
+    int (*ReleaseEvent)(cl_ptr);
+} cl_fns;
+
+static cl_fns cl_open(void) {
+    void *h = dlopen("libOpenCL.so.1", RTLD_NOW | RTLD_LOCAL);
+    assert_non_null(h);
+    cl_fns f;
+#define LOAD(field, name)                          \
+    do {                                           \
+        void *sym_ = dlsym(h, name);               \
+        memcpy(&f.field, &sym_, sizeof sym_);      \
+    } while (0)
+    LOAD(GetMemObjectInfo, "clGetMemObjectInfo");
+    LOAD(GetContextInfo, "clGetContextInfo");
+    LOAD(CreateCommandQueue, "clCreateCommandQueue");
+    LOAD(CreateUserEvent, "clCreateUserEvent");
+    LOAD(SetUserEventStatus, "clSetUserEventStatus");
+    LOAD(EnqueueBarrierWithWaitList, "clEnqueueBarrierWithWaitList");
+    LOAD(Finish, "clFinish");
+    LOAD(ReleaseCommandQueue, "clReleaseCommandQueue");
+    LOAD(ReleaseEvent, "clReleaseEvent");
+#undef LOAD
+    assert_true(f.GetMemObjectInfo && f.GetContextInfo && f.CreateCommandQueue && f.CreateUserEvent && f.SetUserEventStatus &&
+                f.EnqueueBarrierWithWaitList && f.Finish && f.ReleaseCommandQueue && f.ReleaseEvent);
+    return f;
+}
+
+static void stuck(int sig) {
+    (void)sig;
+    static const char msg[] = "kt_op_call_async waited for the caller's held queue\n";
+    if (write(2, msg, sizeof msg - 1) < 0) _exit(3);
+    _exit(2);
+}
+
+/* A hit enqueues on the caller's queue and returns before the kernel runs: with the queue held
+ * by a user event, the call still returns (a call that waited would never return: the alarm
+ * fails the test) and the buffer still holds what it held; released, the queue runs the launch
+ * after the work before it, and the bytes are those of the direct sequence. The first call (a
+ * miss) tunes with the queue's earlier work finished, then enqueues the winner. */
+static void test_call_async_on_a_held_queue(void **state) {
+    (void)state;
+    kt_context *ctx = test_context(2);
+    ok(kt_context_set_artifact_dir(ctx, artifacts));
+    size_t dev = opencl_device(ctx);
+    enum { M = 256 };
+    float v[M], expect[M];
+    for (int i = 0; i < M; i++) v[i] = (float)i - 100.5f;
+    void *dv;
+    ok(kt_device_alloc(ctx, dev, sizeof v, &dv));
+    ok(kt_device_write(ctx, dev, dv, v, sizeof v));
+    kt_op *op = NULL;
+    ok(kt_op_create(ctx, "clasync", &op));
+    ok(kt_op_set_device(op, dev));
+    ok(kt_op_add_buffer(op, "v", KT_TYPE_F32, KT_READ_WRITE));
+    ok(kt_op_add_scalar(op, "s", KT_TYPE_F32));
+    kt_space *sp = NULL;
+    ok(kt_space_create(&sp));
+    ok(kt_space_add_input(sp, "v"));
+    ok(kt_space_add_param(sp, "PER", "[1, 2]"));
+    ok(kt_space_add_param(sp, "ELEM", "['int']"));
+    const char *global[3] = {"v // PER", NULL, NULL};
+    ok(kt_space_set_geometry(sp, KT_GEOMETRY_GLOBAL, global, NULL, NULL));
+    ok(kt_op_add_variants(op, "scale", sp, scale_cl, "scale", NULL, 0));
+    kt_space_destroy(sp);
+
+    cl_fns cl = cl_open();
+    cl_ptr mem = dv, clctx = NULL, cldev = NULL;
+    assert_int_equal(cl.GetMemObjectInfo(mem, 0x1106 /* CL_MEM_CONTEXT */, sizeof clctx, &clctx, NULL), 0);
+    assert_int_equal(cl.GetContextInfo(clctx, 0x1081 /* CL_CONTEXT_DEVICES */, sizeof cldev, &cldev, NULL), 0);
+    int rc = 0;
+    cl_ptr q = cl.CreateCommandQueue(clctx, cldev, 0, &rc);
+    assert_non_null(q);
+
+    kt_arg args[] = {kt_arg_buf(dv, sizeof v), kt_arg_f32(2.0f)};
+    ok(kt_op_call_async(op, q, args, 2)); /* a miss: tunes, then enqueues the winner on q */
+    assert_int_equal(cl.Finish(q), 0);
+    ok(kt_device_read(ctx, dev, v, dv, sizeof v));
+    for (int i = 0; i < M; i++) expect[i] = ((float)i - 100.5f) * 2.0f;
+    assert_memory_equal(v, expect, sizeof v);
+
+    cl_ptr hold = cl.CreateUserEvent(clctx, &rc);
+    assert_non_null(hold);
+    assert_int_equal(cl.EnqueueBarrierWithWaitList(q, 1, &hold, NULL), 0); /* q runs nothing until hold is set */
+    void (*was)(int) = signal(SIGALRM, stuck);
+    alarm(60);
+    args[1] = kt_arg_f32(3.0f);
+    for (int k = 0; k < 3; k++) ok(kt_op_call_async(op, q, args, 2)); /* hits: enqueued, not run */
+    alarm(0);
+    signal(SIGALRM, was);
+    ok(kt_device_read(ctx, dev, v, dv, sizeof v)); /* the device's own queue: q still holds the launches */
+    assert_memory_equal(v, expect, sizeof v);
+    assert_int_equal(cl.SetUserEventStatus(hold, 0 /* CL_COMPLETE */), 0);
+    assert_int_equal(cl.Finish(q), 0);
+    ok(kt_device_read(ctx, dev, v, dv, sizeof v));
+    for (int i = 0; i < M; i++) expect[i] *= 27.0f; /* three launches of * 3, in order after the hold */
+    assert_memory_equal(v, expect, sizeof v);
+    assert_int_equal(kt_op_tune_count(op), 1);
+
+    cl.ReleaseEvent(hold);
+    cl.ReleaseCommandQueue(q);
+    kt_device_free(ctx, dev, dv);
+    kt_context_destroy(ctx);
+}
+
 static void test_cpu_fingerprint_has_no_free_memory(void **state) {
     (void)state;
     kt_context *ctx = test_context(1);
@@ -369,6 +488,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_tiled_matmul_on_pocl),
         cmocka_unit_test(test_inplace_on_device),
+        cmocka_unit_test(test_call_async_on_a_held_queue),
         cmocka_unit_test(test_cpu_fingerprint_has_no_free_memory),
         cmocka_unit_test(test_launch_size_per_call),
         cmocka_unit_test(test_code_argument_keyed_exactly),

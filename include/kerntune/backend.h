@@ -12,7 +12,8 @@
  * them, and resource limits; version 4 appends flushing a device's cache; version 5 appends the
  * names of the op's arguments and which of them live in constant memory to the build request
  * (kt_op_set_constant); version 6 appends what the backend can do (caps: KT_BACKEND_CAP_*) and
- * the kernel language it builds, which the core asks instead of the backend's name. A backend
+ * the kernel language it builds, which the core asks instead of the backend's name; version 7
+ * appends launching on a caller's queue without waiting, and waiting for a queue. A backend
  * written against an older version has no capabilities: device memory, variants run in the
  * caller's process. A backend declares the version it was written against in
  * abi_version and the core never reads a field beyond it. Comparing outputs is the core's
@@ -31,7 +32,7 @@
 extern "C" {
 #endif
 
-#define KT_BACKEND_ABI_VERSION 6
+#define KT_BACKEND_ABI_VERSION 7
 
 /** Longest device name and fingerprint, terminating NUL included. */
 #define KT_DEVICE_NAME_MAX 256
@@ -93,8 +94,8 @@ typedef enum kt_backend_cap {
     /** A faulting variant leaves the process's device context unusable, so KT_ISOLATE_AUTO runs
      *  its variants in a worker process. */
     KT_BACKEND_CAP_FAULT_POISONS = 1u << 2,
-    /** launch can enqueue on a caller's stream or queue and return before the kernel ends
-     *  (asynchronous dispatch, issue [10]); no built-in backend sets it yet. */
+    /** launch_async enqueues a launch on a caller's queue and returns before the kernel runs,
+     *  and queue_wait waits for a queue's work (ABI 7; kt_op_call_async). */
     KT_BACKEND_CAP_ASYNC_LAUNCH = 1u << 3
 } kt_backend_cap;
 
@@ -172,6 +173,14 @@ struct kt_backend {
     /** The language its variants are written in, as T1 problem files name it ("C", "OpenCL",
      *  "CUDA"); NULL when it builds none. */
     const char *language;
+    /* ---- version 7: asynchronous launch (KT_BACKEND_CAP_ASYNC_LAUNCH). */
+    /** Enqueues the module's kernel with geometry g on args on queue (the backend's own queue
+     *  handle, NULL: the device's default queue) and returns without waiting for it. The
+     *  arguments may be reused by the caller as soon as it returns. */
+    kt_status (*launch_async)(void *state, size_t device, void *module, const kt_launch_geometry *g, const kt_arg *args,
+                              size_t nargs, void *queue, char *err, size_t errlen);
+    /** Waits until the work already on queue (NULL: the device's default queue) has finished. */
+    kt_status (*queue_wait)(void *state, size_t device, void *queue, char *err, size_t errlen);
 };
 
 /** Registers a backend with the context and enumerates its devices. The table must outlive the

@@ -469,21 +469,18 @@ static void cl_unload(void *state, size_t device, void *module) {
     free(m);
 }
 
-static kt_status cl_launch(void *state, size_t device, void *module, const kt_launch_geometry *g, const kt_arg *args,
-                           size_t nargs, double *ns, char *err, size_t errlen) {
-    cl_state *s = state;
-    cl_module *m = module;
-    cl_command_queue q = s->devs[device].queue;
-    if (g->shared_memory > 0) {
-        snprintf(err, errlen, "dynamic local memory is not supported by the OpenCL backend");
-        return KT_ERR_BACKEND;
-    }
+/* Sets the kernel's arguments and enqueues it on q; ev (may be NULL) receives its event. The
+ * module's lock covers both: a cl_kernel's arguments are state of the kernel object, which two
+ * threads must not interleave. *ran is false when the geometry is empty (nothing to run). */
+static cl_int enqueue(cl_state *s, cl_module *m, cl_command_queue q, const kt_launch_geometry *g, const kt_arg *args,
+                      size_t nargs, cl_event *ev, bool *ran) {
     size_t global[3], local[3];
     cl_uint dims = 1;
+    *ran = false;
     for (int d = 0; d < 3; d++) {
         local[d] = (size_t)(g->local[d] > 0 ? g->local[d] : 1);
         global[d] = (size_t)(g->kind == KT_GEOMETRY_GRID ? g->global[d] * (int64_t)local[d] : g->global[d]);
-        if (global[d] == 0) return KT_OK; /* nothing to run */
+        if (global[d] == 0) return CL_SUCCESS; /* nothing to run */
         if (d > 0 && (global[d] > 1 || local[d] > 1)) dims = (cl_uint)d + 1;
     }
     pthread_mutex_lock(&m->lock);
@@ -505,11 +502,28 @@ static kt_status cl_launch(void *state, size_t device, void *module, const kt_la
         }
         }
     }
-    cl_event ev = NULL;
-    if (rc == CL_SUCCESS) rc = s->api.EnqueueNDRangeKernel(q, m->kernel, dims, NULL, global, local, 0, NULL, &ev);
+    if (rc == CL_SUCCESS) rc = s->api.EnqueueNDRangeKernel(q, m->kernel, dims, NULL, global, local, 0, NULL, ev);
     pthread_mutex_unlock(&m->lock);
-    if (rc == CL_SUCCESS) rc = s->api.WaitForEvents(1, &ev);
-    if (rc == CL_SUCCESS && ns != NULL) {
+    *ran = rc == CL_SUCCESS;
+    return rc;
+}
+
+static kt_status no_local_memory(const kt_launch_geometry *g, char *err, size_t errlen) {
+    if (g->shared_memory <= 0) return KT_OK;
+    snprintf(err, errlen, "dynamic local memory is not supported by the OpenCL backend");
+    return KT_ERR_BACKEND;
+}
+
+static kt_status cl_launch(void *state, size_t device, void *module, const kt_launch_geometry *g, const kt_arg *args,
+                           size_t nargs, double *ns, char *err, size_t errlen) {
+    cl_state *s = state;
+    kt_status st = no_local_memory(g, err, errlen);
+    if (st != KT_OK) return st;
+    cl_event ev = NULL;
+    bool ran = false;
+    cl_int rc = enqueue(s, module, s->devs[device].queue, g, args, nargs, &ev, &ran);
+    if (rc == CL_SUCCESS && ran) rc = s->api.WaitForEvents(1, &ev);
+    if (rc == CL_SUCCESS && ran && ns != NULL) {
         cl_ulong t0 = 0, t1 = 0;
         if (s->api.GetEventProfilingInfo(ev, CL_PROFILING_COMMAND_START, sizeof t0, &t0, NULL) == CL_SUCCESS &&
             s->api.GetEventProfilingInfo(ev, CL_PROFILING_COMMAND_END, sizeof t1, &t1, NULL) == CL_SUCCESS)
@@ -517,6 +531,24 @@ static kt_status cl_launch(void *state, size_t device, void *module, const kt_la
     }
     if (ev) s->api.ReleaseEvent(ev);
     return rc == CL_SUCCESS ? KT_OK : cl_fail(rc, "a kernel launch", err, errlen);
+}
+
+/* Enqueues on the caller's queue (NULL: the device's) without an event and without waiting. */
+static kt_status cl_launch_async(void *state, size_t device, void *module, const kt_launch_geometry *g, const kt_arg *args,
+                                 size_t nargs, void *queue, char *err, size_t errlen) {
+    cl_state *s = state;
+    kt_status st = no_local_memory(g, err, errlen);
+    if (st != KT_OK) return st;
+    bool ran = false;
+    cl_command_queue q = queue ? (cl_command_queue)queue : s->devs[device].queue;
+    cl_int rc = enqueue(s, module, q, g, args, nargs, NULL, &ran);
+    return rc == CL_SUCCESS ? KT_OK : cl_fail(rc, "enqueueing a kernel on the caller's queue", err, errlen);
+}
+
+static kt_status cl_queue_wait(void *state, size_t device, void *queue, char *err, size_t errlen) {
+    cl_state *s = state;
+    cl_int rc = s->api.Finish(queue ? (cl_command_queue)queue : s->devs[device].queue);
+    return rc == CL_SUCCESS ? KT_OK : cl_fail(rc, "clFinish on the caller's queue", err, errlen);
 }
 
 static kt_status cl_limits(void *state, size_t device, kt_device_limits *out, char *err, size_t errlen) {
@@ -554,8 +586,10 @@ static const kt_backend kt__backend_opencl = {
     .launch = cl_launch,
     .limits = cl_limits,
     .flush = cl_flush,
-    .caps = KT_BACKEND_CAP_WORKER,
+    .caps = KT_BACKEND_CAP_WORKER | KT_BACKEND_CAP_ASYNC_LAUNCH,
     .language = "OpenCL",
+    .launch_async = cl_launch_async,
+    .queue_wait = cl_queue_wait,
 };
 
 const kt_backend *kt_backend_opencl(void) { return &kt__backend_opencl; }

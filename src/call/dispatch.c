@@ -23,11 +23,19 @@
 #define KT__ALWAYS_INLINE inline
 #endif
 
+/* Where a call's device work goes: a queue of the backend's (NULL: the device's default one).
+ * A call without one (kt_op_call) waits for its launch. */
+typedef struct kt__queue {
+    void *queue;
+} kt__queue;
+
 /* Runs unit u (a tuning's winner or the fallback) on the caller's arguments for the call
  * named where (result: NULL unless the op returns one). */
 static kt_status launch(const kt_op *op, const kt__unit *u, const kt_arg *args, size_t nargs, kt_result *result,
-                        const char *where) {
-    int rc = result ? u->rfn(args, nargs, u->user, result) : u->fn(args, nargs, u->user);
+                        const char *where, const kt__queue *q) {
+    int rc = result                                             ? u->rfn(args, nargs, u->user, result)
+             : q != NULL && u->fn == kt__launch_fn && u->launch.async ? kt__launch_async(&u->launch, args, nargs, q->queue)
+                                                                : u->fn(args, nargs, u->user);
     if (rc == 0) return KT_OK;
     if (result) kt_result_release(result);
     if (kt__rc_reported(u->fn, rc)) return KT_ERR_CANDIDATE_FAILED; /* the detail message says how */
@@ -41,11 +49,12 @@ static kt_status launch(const kt_op *op, const kt__unit *u, const kt_arg *args, 
 __attribute__((noinline))
 #endif
 static kt_status miss(kt_op *op, const kt_arg *args, size_t nargs, const int64_t *key, size_t len, uint64_t hash,
-                      kt_result *result, const char *where) {
+                      kt_result *result, const char *where, const kt__queue *q) {
     kt__unit fallback;
     const kt__unit *u = NULL;
-    kt_status st = kt__tune_miss(op, args, nargs, key, len, hash, KT__FINISH_LAUNCH, where, &fallback, &u);
-    return st == KT_OK ? launch(op, u, args, nargs, result, where) : st;
+    kt_status st = q != NULL ? kt__queue_wait(op, q->queue, where) : KT_OK; /* tuning reads the caller's buffers */
+    if (st == KT_OK) st = kt__tune_miss(op, args, nargs, key, len, hash, KT__FINISH_LAUNCH, where, &fallback, &u);
+    return st == KT_OK ? launch(op, u, args, nargs, result, where, q) : st;
 }
 
 /* Freezes the op on its first call. */
@@ -78,12 +87,33 @@ static KT__ALWAYS_INLINE kt_status call(kt_op *op, const kt_arg *args, size_t na
         return kt__err(KT_ERR_CANDIDATE_FAILED, "%s(op '%s'): candidate '%s' returned %d", where, op->name,
                        op->cands[d->winner].name, rc);
     }
-    return miss(op, args, nargs, key, len, hash, result, where);
+    return miss(op, args, nargs, key, len, hash, result, where, NULL);
 }
 
 kt_status kt_op_call(kt_op *op, const kt_arg *args, size_t nargs) {
     if (KT__UNLIKELY(op == NULL)) return kt__err(KT_ERR_NULL, "kt_op_call: op is NULL");
     return call(op, args, nargs, NULL);
+}
+
+kt_status kt_op_call_async(kt_op *op, kt_queue queue, const kt_arg *args, size_t nargs) {
+    const char *where = "kt_op_call_async";
+    const kt__queue q = {queue};
+    if (KT__UNLIKELY(op == NULL)) return kt__err(KT_ERR_NULL, "kt_op_call_async: op is NULL");
+    kt_status st = freeze(op, where);
+    if (KT__UNLIKELY(st != KT_OK)) return st;
+    if (KT__UNLIKELY(op->has_result))
+        return kt__err(KT_ERR_STATE, "kt_op_call_async(op '%s'): the op returns a result; use kt_op_call_result", op->name);
+    st = kt__check_args(op, args, nargs, where);
+    if (KT__UNLIKELY(st != KT_OK)) return st;
+    /* hit: key -> lookup -> enqueue */
+    int64_t key[KT__KEY_WORDS_MAX];
+    size_t len = kt__key_compute(op, args, key);
+    uint64_t hash = kt__key_hash(key, len);
+    const kt_decision *d = kt__table_find(atomic_load_explicit(&op->table, memory_order_acquire), key, len, hash);
+    if (KT__LIKELY(d != NULL && atomic_load_explicit(&d->state, memory_order_acquire) == KT__DONE))
+        return launch(op, &d->units[d->winner_unit], args, nargs, NULL, where, &q);
+    /* miss: wait for the queue -> tune -> enqueue */
+    return miss(op, args, nargs, key, len, hash, NULL, where, &q);
 }
 
 kt_status kt_op_tune(kt_op *op, const kt_arg *args, size_t nargs) {

@@ -209,6 +209,7 @@ typedef struct kt__cand_result {
 /* How a device variant is launched: the user data of kt__launch_fn. */
 typedef struct kt__launch {
     const kt_backend *backend;
+    bool async;                    /* the backend can enqueue it on a caller's queue (ABI 7) */
     void *bstate;
     size_t device;
     void *module;

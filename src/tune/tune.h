@@ -19,4 +19,12 @@ typedef enum kt__finish { KT__FINISH_LAUNCH, KT__FINISH_DECIDE } kt__finish;
 kt_status kt__tune_miss(kt_op *op, const kt_arg *args, size_t nargs, const int64_t *key, size_t len, uint64_t hash,
                         kt__finish how, const char *where, kt__unit *fallback, const kt__unit **launch);
 
+/* kt__launch_fn's launch enqueued on the caller's queue, returning before it runs (l->async
+ * must be set). On a failure describes it and returns KT__RC_REPORTED. */
+int kt__launch_async(const kt__launch *l, const kt_arg *args, size_t nargs, void *queue);
+
+/* Waits for the work already on queue of the op's device, when its backend launches
+ * asynchronously (otherwise there is nothing to wait for: every launch waited). */
+kt_status kt__queue_wait(const kt_op *op, void *queue, const char *where);
+
 #endif /* KT_TUNE_H */

@@ -4,9 +4,11 @@
  * built in parallel into artifacts and loaded; and the launch of a device variant, whose
  * global size a call may compute from its own arguments.
  */
+#include "backends/backends.h"
 #include "build/compile.h"
 #include "space/space.h"
 #include "tune/stages.h"
+#include "tune/tune.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -43,16 +45,34 @@ static kt_status call_sizes(const kt__launch *l, const kt_arg *args, kt_launch_g
     return st;
 }
 
+/* The launch geometry of a call: as planned, with the global sizes that read arguments
+ * computed from this call's own. On a failure describes it and returns false. */
+static bool geometry_of(const kt__launch *l, const kt_arg *args, kt_launch_geometry *g) {
+    *g = l->geometry;
+    if (l->slots != NULL && call_sizes(l, args, g) != KT_OK) {
+        kt__err(KT_ERR_INVALID_ARGUMENT, "op '%s': candidate '%s': the launch size for these arguments: %s",
+                l->op->name, l->cand->name, kt_last_error());
+        return false;
+    }
+    return true;
+}
+
 int kt__launch_fn(const kt_arg *args, size_t nargs, void *user) {
     const kt__launch *l = user;
     char err[256];
-    kt_launch_geometry g = l->geometry;
-    if (l->slots != NULL && call_sizes(l, args, &g) != KT_OK) {
-        kt__err(KT_ERR_INVALID_ARGUMENT, "op '%s': candidate '%s': the launch size for these arguments: %s",
-                l->op->name, l->cand->name, kt_last_error());
-        return KT__RC_REPORTED;
-    }
+    kt_launch_geometry g;
+    if (!geometry_of(l, args, &g)) return KT__RC_REPORTED;
     kt_status st = l->backend->launch(l->bstate, l->device, l->module, &g, args, nargs, NULL, err, sizeof err);
+    if (st == KT_OK) return 0;
+    kt__err(st, "op '%s': candidate '%s': %s", l->op->name, l->cand->name, err);
+    return KT__RC_REPORTED;
+}
+
+int kt__launch_async(const kt__launch *l, const kt_arg *args, size_t nargs, void *queue) {
+    char err[256];
+    kt_launch_geometry g;
+    if (!geometry_of(l, args, &g)) return KT__RC_REPORTED;
+    kt_status st = l->backend->launch_async(l->bstate, l->device, l->module, &g, args, nargs, queue, err, sizeof err);
     if (st == KT_OK) return 0;
     kt__err(st, "op '%s': candidate '%s': %s", l->op->name, l->cand->name, err);
     return KT__RC_REPORTED;
@@ -270,6 +290,8 @@ static kt_status build_units(kt_op *op, kt_decision *d, unit_plan *plans) {
                 break;
             }
             u->launch.backend = b;
+            u->launch.async = (kt__backend_caps(b) & KT_BACKEND_CAP_ASYNC_LAUNCH) && b->abi_version >= 7 &&
+                              b->launch_async != NULL && b->queue_wait != NULL;
             u->launch.bstate = bstate;
             u->launch.device = local;
             u->launch.module = builds[i].module;
@@ -383,3 +405,13 @@ bool kt__unit_runnable(const kt__unit *u) {
     return (u->fn != NULL || u->rfn != NULL) && u->r.outcome == KT_OUTCOME_NOT_RUN;
 }
 
+kt_status kt__queue_wait(const kt_op *op, void *queue, const char *where) {
+    const kt_backend *b;
+    void *bstate;
+    size_t local;
+    kt__op_backend(op, &b, &bstate, &local, NULL);
+    if (!(kt__backend_caps(b) & KT_BACKEND_CAP_ASYNC_LAUNCH) || b->abi_version < 7 || b->queue_wait == NULL) return KT_OK;
+    char err[256] = "";
+    kt_status st = b->queue_wait(bstate, local, queue, err, sizeof err);
+    return st == KT_OK ? KT_OK : kt__err(st, "%s(op '%s'): waiting for the work already on the queue: %s", where, op->name, err);
+}
