@@ -20,6 +20,9 @@
 #include <kerntune/variants.h>
 
 #include <dirent.h>
+#include <dlfcn.h>
+#include <stdatomic.h>
+#include <time.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -652,6 +655,156 @@ static void check_damaged_artifact(void) {
     check_constant_memory_threads(); /* a fresh context loads them: fails, rebuilds, runs */
 }
 
+/* ---- kt_op_call_async on the caller's stream, and inside a CUDA graph (issue [10]) ---------
+ * The check reaches the driver itself (dlopen, as the backend does) for a stream of its own on
+ * the device's primary context, a host function that holds the stream, and graph capture. */
+typedef struct cu_fns {
+    int (*Init)(unsigned);
+    int (*DeviceGet)(int *, int);
+    int (*DevicePrimaryCtxRetain)(void **, int);
+    int (*CtxSetCurrent)(void *);
+    int (*StreamCreate)(void **, unsigned);
+    int (*StreamDestroy)(void *);
+    int (*StreamQuery)(void *);
+    int (*StreamSynchronize)(void *);
+    int (*LaunchHostFunc)(void *, void (*)(void *), void *);
+    int (*StreamBeginCapture)(void *, int);
+    int (*StreamEndCapture)(void *, void **);
+    int (*GraphInstantiate)(void **, void *, unsigned long long);
+    int (*GraphLaunch)(void *, void *);
+    int (*GraphExecDestroy)(void *);
+    int (*GraphDestroy)(void *);
+} cu_fns;
+
+static int cu_open(cu_fns *f) {
+    void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+    if (h == NULL) return 0;
+    int all = 1;
+#define LOAD(field, name)                            \
+    do {                                             \
+        void *sym_ = dlsym(h, name);                 \
+        all = all && sym_ != NULL;                   \
+        memcpy(&f->field, &sym_, sizeof sym_);       \
+    } while (0)
+    LOAD(Init, "cuInit");
+    LOAD(DeviceGet, "cuDeviceGet");
+    LOAD(DevicePrimaryCtxRetain, "cuDevicePrimaryCtxRetain");
+    LOAD(CtxSetCurrent, "cuCtxSetCurrent");
+    LOAD(StreamCreate, "cuStreamCreate");
+    LOAD(StreamDestroy, "cuStreamDestroy_v2");
+    LOAD(StreamQuery, "cuStreamQuery");
+    LOAD(StreamSynchronize, "cuStreamSynchronize");
+    LOAD(LaunchHostFunc, "cuLaunchHostFunc");
+    LOAD(StreamBeginCapture, "cuStreamBeginCapture_v2");
+    LOAD(StreamEndCapture, "cuStreamEndCapture");
+    LOAD(GraphInstantiate, "cuGraphInstantiateWithFlags");
+    LOAD(GraphLaunch, "cuGraphLaunch");
+    LOAD(GraphExecDestroy, "cuGraphExecDestroy");
+    LOAD(GraphDestroy, "cuGraphDestroy");
+#undef LOAD
+    return all;
+}
+
+static atomic_int released;
+
+/* Runs on the driver's thread when the stream reaches it: holds the stream until released. */
+static void hold_stream(void *p) {
+    (void)p;
+    while (!atomic_load(&released)) {
+        struct timespec ts = {0, 1000000};
+        nanosleep(&ts, NULL);
+    }
+}
+
+static const char *add_cu =
+    "__global__ void add(float *v, float s) {\n"
+    "    long i = (long)blockIdx.x * B + threadIdx.x;\n"
+    "    v[i] += s;\n"
+    "}\n";
+
+static kt_op *add_op(kt_context *ctx, size_t dev, const char *name) {
+    kt_op *op = NULL;
+    if (kt_op_create(ctx, name, &op) != KT_OK || kt_op_set_device(op, dev) != KT_OK ||
+        kt_op_add_buffer(op, "v", KT_TYPE_F32, KT_READ_WRITE) != KT_OK || kt_op_add_scalar(op, "s", KT_TYPE_F32) != KT_OK)
+        return NULL;
+    kt_space *sp = NULL;
+    const char *grid[3] = {"v // B", NULL, NULL}, *block[3] = {"B", NULL, NULL};
+    if (kt_space_create(&sp) != KT_OK || kt_space_add_input(sp, "v") != KT_OK || kt_space_add_param(sp, "B", "[128, 256]") != KT_OK ||
+        kt_space_set_geometry(sp, KT_GEOMETRY_GRID, grid, block, NULL) != KT_OK ||
+        kt_op_add_variants(op, "add", sp, add_cu, "add", NULL, 0) != KT_OK)
+        op = NULL;
+    kt_space_destroy(sp);
+    return op;
+}
+
+static int all_equal(const float *v, int n, float want) {
+    for (int i = 0; i < n; i++)
+        if (v[i] != want + (float)(i % 1000)) return 0;
+    return 1;
+}
+
+static void check_async(void) {
+    kt_context *ctx = context();
+    size_t dev = cuda_device(ctx);
+    cu_fns cu;
+    if (dev == (size_t)-1 || !cu_open(&cu)) return;
+    enum { M = 1 << 16, HITS = 10000, CAPTURED = 100 };
+    float *v = malloc(M * sizeof *v);
+    for (int i = 0; i < M; i++) v[i] = (float)(i % 1000);
+    void *dv, *cuctx = NULL, *stream = NULL;
+    int cudev = 0;
+    OK(kt_device_alloc(ctx, dev, M * sizeof *v, &dv));
+    OK(kt_device_write(ctx, dev, dv, v, M * sizeof *v));
+    CHECK(cu.Init(0) == 0 && cu.DeviceGet(&cudev, 0) == 0 && cu.DevicePrimaryCtxRetain(&cuctx, cudev) == 0 &&
+              cu.CtxSetCurrent(cuctx) == 0 && cu.StreamCreate(&stream, 1 /* CU_STREAM_NON_BLOCKING */) == 0,
+          "a stream of the check's own");
+    kt_op *op = add_op(ctx, dev, "addasync"), *untuned = add_op(ctx, dev, "adduntuned");
+    CHECK(op && untuned, "ops: %s", kt_last_error());
+    if (!op || !untuned || !stream) return;
+    kt_arg args[] = {kt_arg_buf(dv, M * sizeof *v), kt_arg_f32(1.0f)};
+
+    OK(kt_op_call_async(op, stream, args, 2)); /* a miss: tuned, then the winner enqueued on the stream */
+    CHECK(cu.StreamSynchronize(stream) == 0, "synchronise");
+    OK(kt_device_read(ctx, dev, v, dv, M * sizeof *v));
+    CHECK(all_equal(v, M, 1.0f), "one launch of the winner after the miss");
+
+    /* 10,000 hits on a held stream: each returns at once; the kernels wait for the stream */
+    atomic_store(&released, 0);
+    CHECK(cu.LaunchHostFunc(stream, hold_stream, NULL) == 0, "hold the stream");
+    for (int k = 0; k < HITS; k++) OK(kt_op_call_async(op, stream, args, 2));
+    CHECK(cu.StreamQuery(stream) == 600 /* CUDA_ERROR_NOT_READY */, "the hits returned before their kernels ran");
+    OK(kt_device_read(ctx, dev, v, dv, M * sizeof *v)); /* the legacy stream does not wait for a non-blocking one */
+    CHECK(all_equal(v, M, 1.0f), "nothing ran while the stream was held");
+    atomic_store(&released, 1);
+    CHECK(cu.StreamSynchronize(stream) == 0, "synchronise");
+    OK(kt_device_read(ctx, dev, v, dv, M * sizeof *v));
+    CHECK(all_equal(v, M, 1.0f + HITS), "10,000 launches, in order, as direct launches");
+
+    /* a graph captured from the stream: 100 hits; a miss of another op is refused and leaves the
+     * capture valid; the graph replays the 100 launches */
+    void *graph = NULL, *exec = NULL;
+    CHECK(cu.StreamBeginCapture(stream, 2 /* CU_STREAM_CAPTURE_MODE_RELAXED */) == 0, "begin capture");
+    for (int k = 0; k < CAPTURED; k++) OK(kt_op_call_async(op, stream, args, 2));
+    kt_status st = kt_op_call_async(untuned, stream, args, 2);
+    CHECK(st == KT_ERR_STATE && strstr(kt_last_error(), "captured into a CUDA graph") != NULL, "a miss under capture: %s %s",
+          kt_status_name(st), kt_last_error());
+    CHECK(cu.StreamEndCapture(stream, &graph) == 0 && graph != NULL, "the capture is still valid");
+    CHECK(cu.GraphInstantiate(&exec, graph, 0) == 0, "instantiate");
+    OK(kt_device_read(ctx, dev, v, dv, M * sizeof *v));
+    CHECK(all_equal(v, M, 1.0f + HITS), "capturing ran nothing");
+    CHECK(cu.GraphLaunch(exec, stream) == 0 && cu.StreamSynchronize(stream) == 0, "replay");
+    OK(kt_device_read(ctx, dev, v, dv, M * sizeof *v));
+    CHECK(all_equal(v, M, 1.0f + HITS + CAPTURED), "the graph replays the 100 captured launches");
+    CHECK(kt_op_tune_count(op) == 1 && kt_op_tune_count(untuned) == 0, "tunings: %llu and %llu",
+          (unsigned long long)kt_op_tune_count(op), (unsigned long long)kt_op_tune_count(untuned));
+    if (exec) cu.GraphExecDestroy(exec);
+    if (graph) cu.GraphDestroy(graph);
+    cu.StreamDestroy(stream);
+    kt_device_free(ctx, dev, dv);
+    free(v);
+    kt_context_destroy(ctx);
+}
+
 int main(void) {
     snprintf(artifacts, sizeof artifacts, "/tmp/kt-cuda-XXXXXX");
     if (mkdtemp(artifacts) == NULL) return 1;
@@ -665,6 +818,7 @@ int main(void) {
     check_constant_memory();
     check_constant_memory_threads();
     check_damaged_artifact();
+    check_async();
     char rm[300];
     snprintf(rm, sizeof rm, "rm -rf '%s'", artifacts);
     if (system(rm) != 0) failed++;

@@ -46,6 +46,9 @@ static bool load_symbols(cu_state *s, char *err, size_t errlen) {
     KT__SYM(s->cuda, MemcpyHtoD, "cuMemcpyHtoD_v2");
     KT__SYM(s->cuda, MemcpyDtoH, "cuMemcpyDtoH_v2");
     KT__SYM(s->cuda, MemcpyDtoD, "cuMemcpyDtoD_v2");
+    KT__SYM(s->cuda, MemcpyDtoDAsync, "cuMemcpyDtoDAsync_v2");
+    KT__SYM(s->cuda, StreamSynchronize, "cuStreamSynchronize");
+    KT__SYM(s->cuda, StreamIsCapturing, "cuStreamIsCapturing");
     KT__SYM(s->cuda, MemsetD8, "cuMemsetD8_v2");
     KT__SYM(s->cuda, MemsetD16, "cuMemsetD16_v2");
     KT__SYM(s->cuda, MemsetD32, "cuMemsetD32_v2");
@@ -317,8 +320,10 @@ static const kt_backend kt__backend_cuda = {
     .launch = kt__cu_launch,
     .limits = cu_limits,
     .flush = cu_flush,
-    .caps = KT_BACKEND_CAP_WORKER | KT_BACKEND_CAP_FAULT_POISONS,
+    .caps = KT_BACKEND_CAP_WORKER | KT_BACKEND_CAP_FAULT_POISONS | KT_BACKEND_CAP_ASYNC_LAUNCH,
     .language = "CUDA",
+    .launch_async = kt__cu_launch_async,
+    .queue_wait = kt__cu_queue_wait,
 };
 
 const kt_backend *kt_backend_cuda(void) { return &kt__backend_cuda; }

@@ -55,6 +55,9 @@ typedef struct cu_api {
     CUresult (*MemcpyHtoD)(CUdeviceptr, const void *, size_t);
     CUresult (*MemcpyDtoH)(void *, CUdeviceptr, size_t);
     CUresult (*MemcpyDtoD)(CUdeviceptr, CUdeviceptr, size_t);
+    CUresult (*MemcpyDtoDAsync)(CUdeviceptr, CUdeviceptr, size_t, CUstream);
+    CUresult (*StreamSynchronize)(CUstream);
+    CUresult (*StreamIsCapturing)(CUstream, int *);
     CUresult (*MemsetD8)(CUdeviceptr, unsigned char, size_t);
     CUresult (*MemsetD16)(CUdeviceptr, unsigned short, size_t);
     CUresult (*MemsetD32)(CUdeviceptr, unsigned int, size_t);
@@ -141,5 +144,8 @@ kt_status kt__cu_load(void *state, size_t device, const char *path, const char *
 void kt__cu_unload(void *state, size_t device, void *module);
 kt_status kt__cu_launch(void *state, size_t device, void *module, const kt_launch_geometry *g, const kt_arg *args,
                         size_t nargs, double *ns, char *err, size_t errlen);
+kt_status kt__cu_launch_async(void *state, size_t device, void *module, const kt_launch_geometry *g, const kt_arg *args,
+                              size_t nargs, void *queue, char *err, size_t errlen);
+kt_status kt__cu_queue_wait(void *state, size_t device, void *queue, char *err, size_t errlen);
 
 #endif

@@ -285,19 +285,27 @@ void kt__cu_unload(void *state, size_t device, void *module) {
     free(m);
 }
 
-kt_status kt__cu_launch(void *state, size_t device, void *module, const kt_launch_geometry *g, const kt_arg *args,
-                           size_t nargs, double *ns, char *err, size_t errlen) {
-    cu_state *s = state;
-    cu_module *m = module;
-    kt_status st = kt__cu_use(s, device, err, errlen);
-    if (st != KT_OK) return st;
+/* What one launch needs: its grid and block, and its parameters (pointing into args or ptrs).
+ * Checks the constant-memory arguments and opts the function in to its dynamic shared memory. */
+typedef struct cu_call {
     unsigned grid[3], block[3];
+    bool empty;        /* a dimension of zero: nothing to run */
+    void *params[256];
+    CUdeviceptr ptrs[256];
+} cu_call;
+
+static kt_status prepare(cu_state *s, cu_module *m, const kt_launch_geometry *g, const kt_arg *args, size_t nargs, cu_call *c,
+                         char *err, size_t errlen) {
+    c->empty = false;
     for (int d = 0; d < 3; d++) {
         int64_t b = g->local[d] > 0 ? g->local[d] : 1;
         int64_t n = g->kind == KT_GEOMETRY_GRID ? g->global[d] : (g->global[d] + b - 1) / b;
-        if (n <= 0) return KT_OK; /* nothing to run */
-        grid[d] = (unsigned)n;
-        block[d] = (unsigned)b;
+        if (n <= 0) {
+            c->empty = true; /* nothing to run */
+            return KT_OK;
+        }
+        c->grid[d] = (unsigned)n;
+        c->block[d] = (unsigned)b;
     }
     CUresult rc = 0;
     if (g->shared_memory > STATIC_SHARED_DEFAULT_LIMIT) { /* opt in to more dynamic shared memory */
@@ -308,60 +316,76 @@ kt_status kt__cu_launch(void *state, size_t device, void *module, const kt_launc
         pthread_mutex_unlock(&m->lock);
         if (rc != 0) return kt__cu_fail(s, rc, "cuFuncSetAttribute (dynamic shared memory)", err, errlen);
     }
-    void *params[256];
-    CUdeviceptr ptrs[256];
     if (nargs > 256) {
         snprintf(err, errlen, "at most 256 kernel arguments");
         return KT_ERR_LIMIT;
     }
-    size_t np = 0;
     for (size_t i = 0; i < nargs; i++) { /* every argument is a parameter, constant ones too (as Kernel Tuner passes them) */
         if (args[i].type == KT_TYPE_BUFFER) {
-            ptrs[np] = DPTR(args[i].ptr);
-            params[np] = &ptrs[np];
+            c->ptrs[i] = DPTR(args[i].ptr);
+            c->params[i] = &c->ptrs[i];
         } else if (args[i].type == KT_TYPE_F32) {
-            params[np] = (void *)&args[i].f32;
+            c->params[i] = (void *)&args[i].f32;
         } else if (args[i].type == KT_TYPE_F64) {
-            params[np] = (void *)&args[i].f64;
+            c->params[i] = (void *)&args[i].f64;
         } else { /* integers: the low bytes of the 64-bit value, little-endian, at the declared width */
-            params[np] = (void *)&args[i].u;
+            c->params[i] = (void *)&args[i].u;
         }
-        np++;
     }
-    for (size_t c = 0; c < m->nconsts; c++) { /* stream-ordered before the launch, outside its timing */
-        const cu_const *k = &m->consts[c];
-        if (k->arg >= nargs || args[k->arg].type != KT_TYPE_BUFFER) {
-            snprintf(err, errlen, "constant-memory argument %zu is not a buffer argument of this call", k->arg);
+    for (size_t k = 0; k < m->nconsts; k++) { /* stream-ordered before the launch, outside its timing */
+        const cu_const *cc = &m->consts[k];
+        if (cc->arg >= nargs || args[cc->arg].type != KT_TYPE_BUFFER) {
+            snprintf(err, errlen, "constant-memory argument %zu is not a buffer argument of this call", cc->arg);
             return KT_ERR_BACKEND;
         }
-        if (args[k->arg].bytes > k->bytes) {
-            snprintf(err, errlen, "constant-memory argument %zu has %zu bytes; its __constant__ variable holds %zu", k->arg,
-                     args[k->arg].bytes, k->bytes);
+        if (args[cc->arg].bytes > cc->bytes) {
+            snprintf(err, errlen, "constant-memory argument %zu has %zu bytes; its __constant__ variable holds %zu", cc->arg,
+                     args[cc->arg].bytes, cc->bytes);
             return KT_ERR_INVALID_ARGUMENT;
         }
     }
+    return KT_OK;
+}
+
+/* Enqueues the constant-memory copies and the launch on stream, timed between start and stop
+ * when given. The module's __constant__ variables are one per module: two threads launching it
+ * at once must not interleave their copies and launches, or a kernel would read the other
+ * call's data; the lock covers enqueueing them, which the stream then orders. */
+static CUresult enqueue(cu_state *s, cu_module *m, const kt_arg *args, const kt_launch_geometry *g, cu_call *c, CUstream stream,
+                        CUevent start, CUevent stop, const char **what) {
+    CUresult rc = 0;
+    if (m->nconsts > 0) pthread_mutex_lock(&m->lock);
+    for (size_t k = 0; rc == 0 && k < m->nconsts; k++) {
+        const cu_const *cc = &m->consts[k];
+        if (args[cc->arg].bytes > 0 &&
+            (rc = s->api.MemcpyDtoDAsync(cc->ptr, DPTR(args[cc->arg].ptr), args[cc->arg].bytes, stream)) != 0)
+            *what = "copying a constant-memory argument (cuMemcpyDtoDAsync)";
+    }
+    if (rc == 0 && start) rc = s->api.EventRecord(start, stream);
+    if (rc == 0)
+        rc = s->api.LaunchKernel(m->fn, c->grid[0], c->grid[1], c->grid[2], c->block[0], c->block[1], c->block[2],
+                                 (unsigned)g->shared_memory, stream, c->params, NULL);
+    if (rc == 0 && stop) rc = s->api.EventRecord(stop, stream);
+    if (m->nconsts > 0) pthread_mutex_unlock(&m->lock);
+    return rc;
+}
+
+kt_status kt__cu_launch(void *state, size_t device, void *module, const kt_launch_geometry *g, const kt_arg *args,
+                        size_t nargs, double *ns, char *err, size_t errlen) {
+    cu_state *s = state;
+    cu_module *m = module;
+    kt_status st = kt__cu_use(s, device, err, errlen);
+    cu_call c;
+    if (st == KT_OK) st = prepare(s, m, g, args, nargs, &c, err, errlen);
+    if (st != KT_OK || c.empty) return st;
     CUevent start = NULL, stop = NULL;
     if (ns != NULL && (s->api.EventCreate(&start, 0) != 0 || s->api.EventCreate(&stop, 0) != 0)) {
         if (start) s->api.EventDestroy(start);
         snprintf(err, errlen, "cuEventCreate failed");
         return KT_ERR_BACKEND;
     }
-    /* The module's __constant__ variables are one per module: two threads launching it at once
-     * must not interleave their copies and launches, or a kernel would read the other call's
-     * data. The lock covers enqueueing the copies and the launch, which the stream orders. */
-    if (m->nconsts > 0) pthread_mutex_lock(&m->lock);
     const char *what = "a kernel launch";
-    for (size_t c = 0; rc == 0 && c < m->nconsts; c++) {
-        const cu_const *k = &m->consts[c];
-        if (args[k->arg].bytes > 0 && (rc = s->api.MemcpyDtoD(k->ptr, DPTR(args[k->arg].ptr), args[k->arg].bytes)) != 0)
-            what = "copying a constant-memory argument (cuMemcpyDtoD)";
-    }
-    if (rc == 0 && start) rc = s->api.EventRecord(start, NULL);
-    if (rc == 0)
-        rc = s->api.LaunchKernel(m->fn, grid[0], grid[1], grid[2], block[0], block[1], block[2],
-                                 (unsigned)g->shared_memory, NULL, params, NULL);
-    if (rc == 0 && stop) rc = s->api.EventRecord(stop, NULL);
-    if (m->nconsts > 0) pthread_mutex_unlock(&m->lock);
+    CUresult rc = enqueue(s, m, args, g, &c, NULL, start, stop, &what);
     if (rc == 0) rc = stop ? s->api.EventSynchronize(stop) : s->api.CtxSynchronize();
     if (rc == 0 && ns != NULL) {
         float ms = 0;
@@ -370,4 +394,38 @@ kt_status kt__cu_launch(void *state, size_t device, void *module, const kt_launc
     if (start) s->api.EventDestroy(start);
     if (stop) s->api.EventDestroy(stop);
     return rc == 0 ? KT_OK : kt__cu_fail(s, rc, what, err, errlen);
+}
+
+/* The launch alone, on the caller's stream: no event, no synchronisation. A stream being
+ * captured into a CUDA graph records it like a direct launch. */
+kt_status kt__cu_launch_async(void *state, size_t device, void *module, const kt_launch_geometry *g, const kt_arg *args,
+                              size_t nargs, void *queue, char *err, size_t errlen) {
+    cu_state *s = state;
+    cu_module *m = module;
+    kt_status st = kt__cu_use(s, device, err, errlen);
+    cu_call c;
+    if (st == KT_OK) st = prepare(s, m, g, args, nargs, &c, err, errlen);
+    if (st != KT_OK || c.empty) return st;
+    const char *what = "a kernel launch on the caller's stream";
+    CUresult rc = enqueue(s, m, args, g, &c, (CUstream)queue, NULL, NULL, &what);
+    return rc == 0 ? KT_OK : kt__cu_fail(s, rc, what, err, errlen);
+}
+
+/* Waits for the stream's work. A stream being captured into a graph cannot be waited for (it
+ * would end the capture): that is refused, so a miss never tunes inside a capture. */
+kt_status kt__cu_queue_wait(void *state, size_t device, void *queue, char *err, size_t errlen) {
+    cu_state *s = state;
+    kt_status st = kt__cu_use(s, device, err, errlen);
+    if (st != KT_OK) return st;
+    int capturing = 0; /* CU_STREAM_CAPTURE_STATUS_NONE */
+    CUresult rc = s->api.StreamIsCapturing((CUstream)queue, &capturing);
+    if (rc != 0) return kt__cu_fail(s, rc, "cuStreamIsCapturing", err, errlen);
+    if (capturing != 0) {
+        snprintf(err, errlen,
+                 "the stream is being captured into a CUDA graph, and this key has no decision: tuning would end the capture; "
+                 "tune the key before capturing (kt_op_tune)");
+        return KT_ERR_STATE;
+    }
+    rc = s->api.StreamSynchronize((CUstream)queue);
+    return rc == 0 ? KT_OK : kt__cu_fail(s, rc, "cuStreamSynchronize", err, errlen);
 }
