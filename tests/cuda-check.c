@@ -748,7 +748,7 @@ static void check_async(void) {
     size_t dev = cuda_device(ctx);
     cu_fns cu;
     if (dev == (size_t)-1 || !cu_open(&cu)) return;
-    enum { M = 1 << 16, HITS = 10000, CAPTURED = 100 };
+    enum { M = 1 << 16, HELD = 256, BACK_TO_BACK = 10000, CAPTURED = 100 };
     float *v = malloc(M * sizeof *v);
     for (int i = 0; i < M; i++) v[i] = (float)(i % 1000);
     void *dv, *cuctx = NULL, *stream = NULL;
@@ -768,17 +768,23 @@ static void check_async(void) {
     OK(kt_device_read(ctx, dev, v, dv, M * sizeof *v));
     CHECK(all_equal(v, M, 1.0f), "one launch of the winner after the miss");
 
-    /* 10,000 hits on a held stream: each returns at once; the kernels wait for the stream */
+    /* hits on a held stream: each returns at once, its kernel waiting for the stream (fewer than
+     * the driver's queue of pending launches holds: past that, a launch waits for room) */
     atomic_store(&released, 0);
     CHECK(cu.LaunchHostFunc(stream, hold_stream, NULL) == 0, "hold the stream");
-    for (int k = 0; k < HITS; k++) OK(kt_op_call_async(op, stream, args, 2));
+    for (int k = 0; k < HELD; k++) OK(kt_op_call_async(op, stream, args, 2));
     CHECK(cu.StreamQuery(stream) == 600 /* CUDA_ERROR_NOT_READY */, "the hits returned before their kernels ran");
     OK(kt_device_read(ctx, dev, v, dv, M * sizeof *v)); /* the legacy stream does not wait for a non-blocking one */
     CHECK(all_equal(v, M, 1.0f), "nothing ran while the stream was held");
     atomic_store(&released, 1);
     CHECK(cu.StreamSynchronize(stream) == 0, "synchronise");
     OK(kt_device_read(ctx, dev, v, dv, M * sizeof *v));
-    CHECK(all_equal(v, M, 1.0f + HITS), "10,000 launches, in order, as direct launches");
+    CHECK(all_equal(v, M, 1.0f + HELD), "the held launches, in order, as direct launches");
+    /* 10,000 hits back to back, one synchronisation at the end */
+    for (int k = 0; k < BACK_TO_BACK; k++) OK(kt_op_call_async(op, stream, args, 2));
+    CHECK(cu.StreamSynchronize(stream) == 0, "synchronise");
+    OK(kt_device_read(ctx, dev, v, dv, M * sizeof *v));
+    CHECK(all_equal(v, M, 1.0f + HELD + BACK_TO_BACK), "10,000 launches as 10,000 direct launches");
 
     /* a graph captured from the stream: 100 hits; a miss of another op is refused and leaves the
      * capture valid; the graph replays the 100 launches */
@@ -791,10 +797,10 @@ static void check_async(void) {
     CHECK(cu.StreamEndCapture(stream, &graph) == 0 && graph != NULL, "the capture is still valid");
     CHECK(cu.GraphInstantiate(&exec, graph, 0) == 0, "instantiate");
     OK(kt_device_read(ctx, dev, v, dv, M * sizeof *v));
-    CHECK(all_equal(v, M, 1.0f + HITS), "capturing ran nothing");
+    CHECK(all_equal(v, M, 1.0f + HELD + BACK_TO_BACK), "capturing ran nothing");
     CHECK(cu.GraphLaunch(exec, stream) == 0 && cu.StreamSynchronize(stream) == 0, "replay");
     OK(kt_device_read(ctx, dev, v, dv, M * sizeof *v));
-    CHECK(all_equal(v, M, 1.0f + HITS + CAPTURED), "the graph replays the 100 captured launches");
+    CHECK(all_equal(v, M, 1.0f + HELD + BACK_TO_BACK + CAPTURED), "the graph replays the 100 captured launches");
     CHECK(kt_op_tune_count(op) == 1 && kt_op_tune_count(untuned) == 0, "tunings: %llu and %llu",
           (unsigned long long)kt_op_tune_count(op), (unsigned long long)kt_op_tune_count(untuned));
     if (exec) cu.GraphExecDestroy(exec);
@@ -808,6 +814,7 @@ static void check_async(void) {
 int main(void) {
     snprintf(artifacts, sizeof artifacts, "/tmp/kt-cuda-XXXXXX");
     if (mkdtemp(artifacts) == NULL) return 1;
+    setvbuf(stdout, NULL, _IOLBF, 0); /* a check that hangs shows how far the others got */
     printf("kerntune %s CUDA checks\n", kt_version_string());
     check_tiled_matmul();
     check_large_shared_memory();
