@@ -786,6 +786,13 @@ static void check_async(void) {
     OK(kt_device_read(ctx, dev, v, dv, M * sizeof *v));
     CHECK(all_equal(v, M, 1.0f + HELD + BACK_TO_BACK), "10,000 launches as 10,000 direct launches");
 
+    /* the thread's current context changed under the hit path (here: none): it sets its own */
+    CHECK(cu.CtxSetCurrent(NULL) == 0, "no current context");
+    OK(kt_op_call_async(op, stream, args, 2));
+    CHECK(cu.StreamSynchronize(stream) == 0, "synchronise");
+    OK(kt_device_read(ctx, dev, v, dv, M * sizeof *v));
+    CHECK(all_equal(v, M, 2.0f + HELD + BACK_TO_BACK), "a hit after another context was made current");
+
     /* a graph captured from the stream: 100 hits; a miss of another op is refused and leaves the
      * capture valid; the graph replays the 100 launches */
     void *graph = NULL, *exec = NULL;
@@ -797,10 +804,10 @@ static void check_async(void) {
     CHECK(cu.StreamEndCapture(stream, &graph) == 0 && graph != NULL, "the capture is still valid");
     CHECK(cu.GraphInstantiate(&exec, graph, 0) == 0, "instantiate");
     OK(kt_device_read(ctx, dev, v, dv, M * sizeof *v));
-    CHECK(all_equal(v, M, 1.0f + HELD + BACK_TO_BACK), "capturing ran nothing");
+    CHECK(all_equal(v, M, 2.0f + HELD + BACK_TO_BACK), "capturing ran nothing");
     CHECK(cu.GraphLaunch(exec, stream) == 0 && cu.StreamSynchronize(stream) == 0, "replay");
     OK(kt_device_read(ctx, dev, v, dv, M * sizeof *v));
-    CHECK(all_equal(v, M, 1.0f + HELD + BACK_TO_BACK + CAPTURED), "the graph replays the 100 captured launches");
+    CHECK(all_equal(v, M, 2.0f + HELD + BACK_TO_BACK + CAPTURED), "the graph replays the 100 captured launches");
     CHECK(kt_op_tune_count(op) == 1 && kt_op_tune_count(untuned) == 0, "tunings: %llu and %llu",
           (unsigned long long)kt_op_tune_count(op), (unsigned long long)kt_op_tune_count(untuned));
     if (exec) cu.GraphExecDestroy(exec);

@@ -398,16 +398,30 @@ kt_status kt__cu_launch(void *state, size_t device, void *module, const kt_launc
 
 /* The launch alone, on the caller's stream: no event, no synchronisation. A stream being
  * captured into a CUDA graph records it like a direct launch. */
+/* The context this thread last made current for an asynchronous launch: the hit path sets it
+ * only when it changes, so a launch is one driver call. */
+static _Thread_local CUcontext launch_ctx;
+
 kt_status kt__cu_launch_async(void *state, size_t device, void *module, const kt_launch_geometry *g, const kt_arg *args,
                               size_t nargs, void *queue, char *err, size_t errlen) {
     cu_state *s = state;
     cu_module *m = module;
-    kt_status st = kt__cu_use(s, device, err, errlen);
+    CUcontext want = s->devs[device].ctx;
+    kt_status st = launch_ctx == want ? KT_OK : kt__cu_use(s, device, err, errlen);
+    if (st == KT_OK) launch_ctx = want;
     cu_call c;
     if (st == KT_OK) st = prepare(s, m, g, args, nargs, &c, err, errlen);
     if (st != KT_OK || c.empty) return st;
     const char *what = "a kernel launch on the caller's stream";
     CUresult rc = enqueue(s, m, args, g, &c, (CUstream)queue, NULL, NULL, &what);
+    if (rc == 201 /* CUDA_ERROR_INVALID_CONTEXT */ || rc == 400 /* CUDA_ERROR_INVALID_HANDLE */) {
+        /* the caller made another context current on this thread since: ours again, once more */
+        launch_ctx = NULL;
+        if ((st = kt__cu_use(s, device, err, errlen)) != KT_OK) return st;
+        launch_ctx = want;
+        what = "a kernel launch on the caller's stream";
+        rc = enqueue(s, m, args, g, &c, (CUstream)queue, NULL, NULL, &what);
+    }
     return rc == 0 ? KT_OK : kt__cu_fail(s, rc, what, err, errlen);
 }
 
