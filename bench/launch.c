@@ -13,6 +13,7 @@
  */
 #define _GNU_SOURCE /* mkdtemp */
 #include <kerntune.h>
+#include <kerntune/decision.h>
 #include <kerntune/device.h>
 #include <kerntune/variants.h>
 
@@ -91,9 +92,8 @@ static int cmp(const void *a, const void *b) {
 }
 
 #define ELEMS 4096
-#define BLOCK 256
 
-/* The kernel both ways: kerntune's variants (B a parameter) and the direct build (B = 256). */
+/* The kernel both ways: kerntune's variants (B a parameter) and the direct build (the winner's B). */
 static const char *add_cu =
     "extern \"C\" __global__ void add(float *v, float s) {\n"
     "    long i = (long)blockIdx.x * B + threadIdx.x;\n"
@@ -102,6 +102,7 @@ static const char *add_cu =
 
 typedef struct bench {
     drv d;
+    int block;   /* the winner's block size, which the direct launch uses too */
     void *stream, *fn;
     kt_op *op;
     void *dv;
@@ -113,7 +114,7 @@ static void direct_calls(bench *b) {
     unsigned long long ptr = (unsigned long long)(uintptr_t)b->dv;
     void *params[2] = {&ptr, &b->s};
     for (int k = 0; k < b->calls; k++)
-        b->d.LaunchKernel(b->fn, ELEMS / BLOCK, 1, 1, BLOCK, 1, 1, 0, b->stream, params, NULL);
+        b->d.LaunchKernel(b->fn, (unsigned)(ELEMS / b->block), 1, 1, (unsigned)b->block, 1, 1, 0, b->stream, params, NULL);
 }
 
 static int kt_calls(bench *b) {
@@ -182,24 +183,6 @@ int main(int argc, char **argv) {
         fprintf(stderr, "launch: needs a CUDA device, libcuda.so.1 and NVRTC\n");
         return 1;
     }
-    int cudev = 0, major = 0, minor = 0;
-    void *cuctx = NULL, *mod = NULL, *prog = NULL;
-    b.d.Init(0);
-    b.d.DeviceGet(&cudev, 0);
-    b.d.DeviceGetAttribute(&major, 75, cudev);
-    b.d.DeviceGetAttribute(&minor, 76, cudev);
-    char arch[64];
-    snprintf(arch, sizeof arch, "--gpu-architecture=sm_%d%d", major, minor);
-    const char *opts[] = {arch, "-DB=256"};
-    size_t size = 0;
-    char *cubin = NULL;
-    if (b.d.DevicePrimaryCtxRetain(&cuctx, cudev) != 0 || b.d.CtxSetCurrent(cuctx) != 0 ||
-        b.d.StreamCreate(&b.stream, 1 /* non-blocking */) != 0 || b.d.rtcCreateProgram(&prog, add_cu, "add.cu", 0, NULL, NULL) != 0 ||
-        b.d.rtcCompileProgram(prog, 2, opts) != 0 || b.d.rtcGetCUBINSize(prog, &size) != 0 || (cubin = malloc(size)) == NULL ||
-        b.d.rtcGetCUBIN(prog, cubin) != 0 || b.d.ModuleLoadData(&mod, cubin) != 0 || b.d.ModuleGetFunction(&b.fn, mod, "add") != 0) {
-        fprintf(stderr, "launch: building the direct kernel failed\n");
-        return 1;
-    }
     kt_space *sp = NULL;
     const char *grid[3] = {"v // B", NULL, NULL}, *block[3] = {"B", NULL, NULL};
     if (kt_device_alloc(ctx, dev, ELEMS * sizeof(float), &b.dv) != KT_OK || kt_op_create(ctx, "add", &b.op) != KT_OK ||
@@ -216,6 +199,30 @@ int main(int argc, char **argv) {
         fprintf(stderr, "launch: tuning: %s\n", kt_last_error());
         return 1;
     }
+    int cudev = 0, major = 0, minor = 0;
+    void *cuctx = NULL, *mod = NULL, *prog = NULL;
+    b.d.Init(0);
+    b.d.DeviceGet(&cudev, 0);
+    b.d.DeviceGetAttribute(&major, 75, cudev);
+    b.d.DeviceGetAttribute(&minor, 76, cudev);
+    char arch[64];
+    snprintf(arch, sizeof arch, "--gpu-architecture=sm_%d%d", major, minor);
+    const kt_decision *dec = NULL; /* the direct kernel is the winner's code: the same B */
+    if (kt_op_decision(b.op, args, 2, &dec) != KT_OK) return 1;
+    const char *cfg = kt_decision_unit_config(dec, kt_decision_winner_unit(dec));
+    if (cfg == NULL || sscanf(cfg, "B=%d", &b.block) != 1) return 1;
+    char def[32];
+    snprintf(def, sizeof def, "-DB=%d", b.block);
+    const char *opts[] = {arch, def};
+    size_t size = 0;
+    char *cubin = NULL;
+    if (b.d.DevicePrimaryCtxRetain(&cuctx, cudev) != 0 || b.d.CtxSetCurrent(cuctx) != 0 ||
+        b.d.StreamCreate(&b.stream, 1 /* non-blocking */) != 0 || b.d.rtcCreateProgram(&prog, add_cu, "add.cu", 0, NULL, NULL) != 0 ||
+        b.d.rtcCompileProgram(prog, 2, opts) != 0 || b.d.rtcGetCUBINSize(prog, &size) != 0 || (cubin = malloc(size)) == NULL ||
+        b.d.rtcGetCUBIN(prog, cubin) != 0 || b.d.ModuleLoadData(&mod, cubin) != 0 || b.d.ModuleGetFunction(&b.fn, mod, "add") != 0) {
+        fprintf(stderr, "launch: building the direct kernel failed\n");
+        return 1;
+    }
     void *graphs[2] = {capture(&b, 0), capture(&b, 1)};
     if (graphs[0] == NULL || graphs[1] == NULL) {
         fprintf(stderr, "launch: capturing a graph failed\n");
@@ -225,7 +232,8 @@ int main(int argc, char **argv) {
     for (int r = 0; r < rounds; r++)
         for (int m = 0; m < MODES; m++) t[m][r] = run(&b, m, graphs);
     double med[MODES];
-    printf("%d back-to-back calls of a %d-element kernel, one synchronisation; median of %d rounds\n", calls, ELEMS, rounds);
+    printf("%d back-to-back calls of a %d-element kernel (B=%d, the winner's), one synchronisation; median of %d rounds\n", calls,
+           ELEMS, b.block, rounds);
     printf("%-14s %12s\n", "mode", "us per call");
     for (int m = 0; m < MODES; m++) {
         qsort(t[m], (size_t)rounds, sizeof(double), cmp);
