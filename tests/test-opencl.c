@@ -12,6 +12,7 @@
 #include <kerntune/variants.h>
 
 #include <dlfcn.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <unistd.h>
@@ -464,6 +465,107 @@ static void test_call_async_on_a_held_queue(void **state) {
     kt_context_destroy(ctx);
 }
 
+/* One thread's hits on its own queue, for the two-queue test. */
+typedef struct queue_caller {
+    kt_op *op;
+    cl_fns *cl;
+    cl_ptr q;
+    void *buf;
+    size_t bytes;
+    int calls;
+    bool finish;     /* wait for its queue afterwards */
+    kt_status st;
+    int finished;    /* clFinish's code, when asked */
+} queue_caller;
+
+static void *call_on_queue(void *p) {
+    queue_caller *c = p;
+    kt_arg args[] = {kt_arg_buf(c->buf, c->bytes), kt_arg_f32(2.0f)};
+    c->st = KT_OK;
+    for (int k = 0; k < c->calls && c->st == KT_OK; k++) c->st = kt_op_call_async(c->op, c->q, args, 2);
+    if (c->finish) c->finished = c->cl->Finish(c->q);
+    return NULL;
+}
+
+/* Two threads, two queues, two keys (the buffer's size): a hit waits for nothing but its own
+ * call. With queue A held by a user event, thread B's hits on queue B run and finish while
+ * thread A's sit on A; released, A's run, each in its order. */
+static void test_two_queues_two_threads(void **state) {
+    (void)state;
+    kt_context *ctx = test_context(2);
+    ok(kt_context_set_artifact_dir(ctx, artifacts));
+    size_t dev = opencl_device(ctx);
+    enum { MA = 256, MB = 512, CALLS = 20 };
+    float va[MA], vb[MB], out[MB];
+    for (int i = 0; i < MA; i++) va[i] = 1.0f;
+    for (int i = 0; i < MB; i++) vb[i] = 1.0f;
+    void *da, *db;
+    ok(kt_device_alloc(ctx, dev, sizeof va, &da));
+    ok(kt_device_alloc(ctx, dev, sizeof vb, &db));
+    kt_op *op = NULL;
+    ok(kt_op_create(ctx, "clqueues", &op));
+    ok(kt_op_set_device(op, dev));
+    ok(kt_op_add_buffer(op, "v", KT_TYPE_F32, KT_READ_WRITE));
+    ok(kt_op_add_scalar(op, "s", KT_TYPE_F32));
+    ok(kt_op_key_arg(op, 0, KT_BUCKET_EXACT)); /* the buffer's size: two keys */
+    kt_space *sp = NULL;
+    ok(kt_space_create(&sp));
+    ok(kt_space_add_input(sp, "v"));
+    ok(kt_space_add_param(sp, "PER", "[1]"));
+    ok(kt_space_add_param(sp, "ELEM", "['int']"));
+    const char *global[3] = {"v // PER", NULL, NULL};
+    ok(kt_space_set_geometry(sp, KT_GEOMETRY_GLOBAL, global, NULL, NULL));
+    ok(kt_op_add_variants(op, "scale", sp, scale_cl, "scale", NULL, 0));
+    kt_space_destroy(sp);
+    kt_arg a0[] = {kt_arg_buf(da, sizeof va), kt_arg_f32(2.0f)}, b0[] = {kt_arg_buf(db, sizeof vb), kt_arg_f32(2.0f)};
+    ok(kt_op_tune(op, a0, 2)); /* both keys decided first: what follows are hits */
+    ok(kt_op_tune(op, b0, 2));
+    ok(kt_device_write(ctx, dev, da, va, sizeof va));
+    ok(kt_device_write(ctx, dev, db, vb, sizeof vb));
+
+    cl_fns cl = cl_open();
+    cl_ptr mem = da, clctx = NULL, cldev = NULL;
+    assert_int_equal(cl.GetMemObjectInfo(mem, 0x1106 /* CL_MEM_CONTEXT */, sizeof clctx, &clctx, NULL), 0);
+    assert_int_equal(cl.GetContextInfo(clctx, 0x1081 /* CL_CONTEXT_DEVICES */, sizeof cldev, &cldev, NULL), 0);
+    int rc = 0;
+    cl_ptr qa = cl.CreateCommandQueue(clctx, cldev, 0, &rc), qb = cl.CreateCommandQueue(clctx, cldev, 0, &rc);
+    assert_true(qa && qb);
+    cl_ptr hold = cl.CreateUserEvent(clctx, &rc);
+    assert_non_null(hold);
+    assert_int_equal(cl.EnqueueBarrierWithWaitList(qa, 1, &hold, NULL), 0);
+
+    queue_caller ca = {op, &cl, qa, da, sizeof va, CALLS, false, KT_OK, 0};
+    queue_caller cb = {op, &cl, qb, db, sizeof vb, CALLS, true, KT_OK, 0};
+    void (*was)(int) = signal(SIGALRM, stuck);
+    alarm(60);
+    pthread_t ta, tb;
+    assert_int_equal(pthread_create(&ta, NULL, call_on_queue, &ca), 0);
+    assert_int_equal(pthread_create(&tb, NULL, call_on_queue, &cb), 0);
+    pthread_join(ta, NULL);
+    pthread_join(tb, NULL); /* B finished its queue while A's is held */
+    alarm(0);
+    signal(SIGALRM, was);
+    ok(ca.st);
+    ok(cb.st);
+    assert_int_equal(cb.finished, 0);
+    ok(kt_device_read(ctx, dev, out, db, sizeof vb));
+    for (int i = 0; i < MB; i++) assert_true(out[i] == 1048576.0f); /* 2^20: twenty launches of * 2 */
+    ok(kt_device_read(ctx, dev, out, da, sizeof va));
+    for (int i = 0; i < MA; i++) assert_true(out[i] == 1.0f); /* A's launches wait for A's hold */
+    assert_int_equal(cl.SetUserEventStatus(hold, 0 /* CL_COMPLETE */), 0);
+    assert_int_equal(cl.Finish(qa), 0);
+    ok(kt_device_read(ctx, dev, out, da, sizeof va));
+    for (int i = 0; i < MA; i++) assert_true(out[i] == 1048576.0f);
+    assert_int_equal(kt_op_tune_count(op), 2);
+
+    cl.ReleaseEvent(hold);
+    cl.ReleaseCommandQueue(qa);
+    cl.ReleaseCommandQueue(qb);
+    kt_device_free(ctx, dev, da);
+    kt_device_free(ctx, dev, db);
+    kt_context_destroy(ctx);
+}
+
 static void test_cpu_fingerprint_has_no_free_memory(void **state) {
     (void)state;
     kt_context *ctx = test_context(1);
@@ -489,6 +591,7 @@ int main(void) {
         cmocka_unit_test(test_tiled_matmul_on_pocl),
         cmocka_unit_test(test_inplace_on_device),
         cmocka_unit_test(test_call_async_on_a_held_queue),
+        cmocka_unit_test(test_two_queues_two_threads),
         cmocka_unit_test(test_cpu_fingerprint_has_no_free_memory),
         cmocka_unit_test(test_launch_size_per_call),
         cmocka_unit_test(test_code_argument_keyed_exactly),
