@@ -8,13 +8,20 @@
 
 #include <kerntune/backend.h>
 
+#include <stdbool.h>
 #include <stddef.h>
 
-/* The built-in backends: the first is the host's (always registered); the others are optional
- * and registered when devices are first asked for. Sets *n. */
-const kt_backend *const *kt__backends_builtin(size_t *n);
+#define KT__BUILTIN_BACKENDS 3
+
+/* Writes the built-in backends into out and returns how many: the first is the host's (always
+ * registered); the others are optional and registered when devices are first asked for. */
+size_t kt__backends_builtin(const kt_backend *out[KT__BUILTIN_BACKENDS]);
 
 /* The KT_BACKEND_CAP_* flags of b (none for a backend of ABI version below 6). */
 unsigned kt__backend_caps(const kt_backend *b);
+
+/* Whether b enqueues launches on a caller's queue: KT_BACKEND_CAP_ASYNC_LAUNCH and both of its
+ * ABI 7 methods. */
+bool kt__backend_async(const kt_backend *b);
 
 #endif

@@ -119,8 +119,8 @@ kt_status kt_context_create(kt_context **out) {
     }
     kt_status st = kt__default_artifact_dir(ctx->artifacts.dir, sizeof ctx->artifacts.dir);
     if (st == KT_OK) st = read_env(ctx);
-    size_t nbuiltin;
-    const kt_backend *const *builtin = kt__backends_builtin(&nbuiltin);
+    const kt_backend *builtin[KT__BUILTIN_BACKENDS];
+    kt__backends_builtin(builtin);
     if (st == KT_OK) st = add_backend(ctx, builtin[0]); /* the host's: device 0 */
     if (st != KT_OK) {
         char *saved = kt__error_save();
@@ -381,8 +381,8 @@ void kt__context_discover(kt_context *ctx) {
     pthread_mutex_lock(&ctx->lock);
     if (!ctx->discovered) {
         ctx->discovered = true;
-        size_t n;
-        const kt_backend *const *optional = kt__backends_builtin(&n);
+        const kt_backend *optional[KT__BUILTIN_BACKENDS];
+        size_t n = kt__backends_builtin(optional);
         char *saved = kt__error_save();
         for (size_t i = 1; i < n; i++) {
             if (add_backend(ctx, optional[i]) == KT_OK || ctx->nunavailable == KT__MAX_BACKENDS) continue;

@@ -57,25 +57,23 @@ static bool geometry_of(const kt__launch *l, const kt_arg *args, kt_launch_geome
     return true;
 }
 
-int kt__launch_fn(const kt_arg *args, size_t nargs, void *user) {
-    const kt__launch *l = user;
+/* Launches l on args: waiting for it (launch), or on queue without waiting (launch_async). On a
+ * failure describes it and returns KT__RC_REPORTED. */
+static int launch_on(const kt__launch *l, const kt_arg *args, size_t nargs, bool enqueue, void *queue) {
     char err[256];
     kt_launch_geometry g;
     if (!geometry_of(l, args, &g)) return KT__RC_REPORTED;
-    kt_status st = l->backend->launch(l->bstate, l->device, l->module, &g, args, nargs, NULL, err, sizeof err);
+    kt_status st = enqueue ? l->backend->launch_async(l->bstate, l->device, l->module, &g, args, nargs, queue, err, sizeof err)
+                           : l->backend->launch(l->bstate, l->device, l->module, &g, args, nargs, NULL, err, sizeof err);
     if (st == KT_OK) return 0;
     kt__err(st, "op '%s': candidate '%s': %s", l->op->name, l->cand->name, err);
     return KT__RC_REPORTED;
 }
 
+int kt__launch_fn(const kt_arg *args, size_t nargs, void *user) { return launch_on(user, args, nargs, false, NULL); }
+
 int kt__launch_async(const kt__launch *l, const kt_arg *args, size_t nargs, void *queue) {
-    char err[256];
-    kt_launch_geometry g;
-    if (!geometry_of(l, args, &g)) return KT__RC_REPORTED;
-    kt_status st = l->backend->launch_async(l->bstate, l->device, l->module, &g, args, nargs, queue, err, sizeof err);
-    if (st == KT_OK) return 0;
-    kt__err(st, "op '%s': candidate '%s': %s", l->op->name, l->cand->name, err);
-    return KT__RC_REPORTED;
+    return launch_on(l, args, nargs, true, queue);
 }
 
 void kt__unit_message(kt__cand_result *r, const char *fmt, const char *detail, int code) {
@@ -290,8 +288,7 @@ static kt_status build_units(kt_op *op, kt_decision *d, unit_plan *plans) {
                 break;
             }
             u->launch.backend = b;
-            u->launch.async = (kt__backend_caps(b) & KT_BACKEND_CAP_ASYNC_LAUNCH) && b->abi_version >= 7 &&
-                              b->launch_async != NULL && b->queue_wait != NULL;
+            u->launch.async = kt__backend_async(b);
             u->launch.bstate = bstate;
             u->launch.device = local;
             u->launch.module = builds[i].module;
@@ -410,7 +407,7 @@ kt_status kt__queue_wait(const kt_op *op, void *queue, const char *where) {
     void *bstate;
     size_t local;
     kt__op_backend(op, &b, &bstate, &local, NULL);
-    if (!(kt__backend_caps(b) & KT_BACKEND_CAP_ASYNC_LAUNCH) || b->abi_version < 7 || b->queue_wait == NULL) return KT_OK;
+    if (!kt__backend_async(b)) return KT_OK; /* every launch of it waited */
     char err[256] = "";
     kt_status st = b->queue_wait(bstate, local, queue, err, sizeof err);
     return st == KT_OK ? KT_OK : kt__err(st, "%s(op '%s'): waiting for the work already on the queue: %s", where, op->name, err);
