@@ -23,18 +23,13 @@
 #define KT__ALWAYS_INLINE inline
 #endif
 
-/* Where a call's device work goes: a queue of the backend's (NULL: the device's default one).
- * A call without one (kt_op_call) waits for its launch. */
-typedef struct kt__queue {
-    void *queue;
-} kt__queue;
-
 /* Runs unit u (a tuning's winner or the fallback) on the caller's arguments for the call
- * named where (result: NULL unless the op returns one). */
+ * named where (result: NULL unless the op returns one). With a queue (kt_op_call_async; *q NULL:
+ * the device's default one) a variant of a backend that enqueues goes on it without waiting. */
 static kt_status launch(const kt_op *op, const kt__unit *u, const kt_arg *args, size_t nargs, kt_result *result,
-                        const char *where, const kt__queue *q) {
+                        const char *where, const kt_queue *q) {
     int rc = result                                             ? u->rfn(args, nargs, u->user, result)
-             : q != NULL && u->fn == kt__launch_fn && u->launch.async ? kt__launch_async(&u->launch, args, nargs, q->queue)
+             : q != NULL && u->fn == kt__launch_fn && u->launch.async ? kt__launch_async(&u->launch, args, nargs, *q)
                                                                 : u->fn(args, nargs, u->user);
     if (rc == 0) return KT_OK;
     if (result) kt_result_release(result);
@@ -43,16 +38,16 @@ static kt_status launch(const kt_op *op, const kt__unit *u, const kt_arg *args, 
                    op->cands[u->cand].name, u->text ? " " : "", u->text ? u->text : "", rc);
 }
 
-/* The miss line: tune, then launch. Kept out of the hit path's frame (the fallback unit is
- * large). */
+/* The miss line: (wait for the caller's queue,) tune, then launch. Kept out of the hit path's
+ * frame (the fallback unit is large). */
 #if defined(__GNUC__)
 __attribute__((noinline))
 #endif
 static kt_status miss(kt_op *op, const kt_arg *args, size_t nargs, const int64_t *key, size_t len, uint64_t hash,
-                      kt_result *result, const char *where, const kt__queue *q) {
+                      kt_result *result, const char *where, const kt_queue *q) {
     kt__unit fallback;
     const kt__unit *u = NULL;
-    kt_status st = q != NULL ? kt__queue_wait(op, q->queue, where) : KT_OK; /* tuning reads the caller's buffers */
+    kt_status st = q != NULL ? kt__queue_wait(op, *q, where) : KT_OK; /* tuning reads the caller's buffers */
     if (st == KT_OK) st = kt__tune_miss(op, args, nargs, key, len, hash, KT__FINISH_LAUNCH, where, &fallback, &u);
     return st == KT_OK ? launch(op, u, args, nargs, result, where, q) : st;
 }
@@ -62,24 +57,37 @@ static KT__ALWAYS_INLINE kt_status freeze(kt_op *op, const char *where) {
     return KT__LIKELY(atomic_load_explicit(&op->frozen, memory_order_acquire)) ? KT_OK : kt__op_freeze(op, where);
 }
 
-/* kt_op_call (result NULL) and kt_op_call_result: always inlined, so each caller gets a copy
- * with `result` a constant. */
-static KT__ALWAYS_INLINE kt_status call(kt_op *op, const kt_arg *args, size_t nargs, kt_result *result) {
-    const char *where = result ? "kt_op_call_result" : "kt_op_call";
+/* The key of checked arguments (into key, *len words, *hash) and the table's entry for it, in
+ * whatever state (NULL: none). */
+static KT__ALWAYS_INLINE const kt_decision *lookup(const kt_op *op, const kt_arg *args, int64_t *key, size_t *len,
+                                                   uint64_t *hash) {
+    *len = kt__key_compute(op, args, key);
+    *hash = kt__key_hash(key, *len);
+    return kt__table_find(atomic_load_explicit(&op->table, memory_order_acquire), key, *len, *hash);
+}
+
+static KT__ALWAYS_INLINE bool finished(const kt_decision *d) {
+    return d != NULL && atomic_load_explicit(&d->state, memory_order_acquire) == KT__DONE;
+}
+
+/* kt_op_call (result and q NULL), kt_op_call_result and kt_op_call_async: always inlined, so
+ * each caller gets a copy with `result` and `q` constants. */
+static KT__ALWAYS_INLINE kt_status call(kt_op *op, const kt_arg *args, size_t nargs, kt_result *result, const kt_queue *q,
+                                        const char *where) {
     kt_status st = freeze(op, where);
     if (KT__UNLIKELY(st != KT_OK)) return st;
     if (KT__UNLIKELY(op->has_result != (result != NULL)))
-        return kt__err(KT_ERR_STATE, result ? "kt_op_call_result(op '%s'): the op returns no result; use kt_op_call"
-                                            : "kt_op_call(op '%s'): the op returns a result; use kt_op_call_result",
-                       op->name);
+        return result ? kt__err(KT_ERR_STATE, "kt_op_call_result(op '%s'): the op returns no result; use kt_op_call", op->name)
+                      : kt__err(KT_ERR_STATE, "%s(op '%s'): the op returns a result; use kt_op_call_result", where, op->name);
     st = kt__check_args(op, args, nargs, where);
     if (KT__UNLIKELY(st != KT_OK)) return st;
     /* hit: key -> lookup -> launch */
     int64_t key[KT__KEY_WORDS_MAX];
-    size_t len = kt__key_compute(op, args, key);
-    uint64_t hash = kt__key_hash(key, len);
-    const kt_decision *d = kt__table_find(atomic_load_explicit(&op->table, memory_order_acquire), key, len, hash);
-    if (KT__LIKELY(d != NULL && atomic_load_explicit(&d->state, memory_order_acquire) == KT__DONE)) {
+    size_t len;
+    uint64_t hash;
+    const kt_decision *d = lookup(op, args, key, &len, &hash);
+    if (KT__LIKELY(finished(d))) {
+        if (q != NULL) return launch(op, &d->units[d->winner_unit], args, nargs, NULL, where, q);
         int rc = result ? d->rfn(args, nargs, d->user, result) : d->fn(args, nargs, d->user);
         if (KT__LIKELY(rc == 0)) return KT_OK;
         if (result) kt_result_release(result);
@@ -87,33 +95,18 @@ static KT__ALWAYS_INLINE kt_status call(kt_op *op, const kt_arg *args, size_t na
         return kt__err(KT_ERR_CANDIDATE_FAILED, "%s(op '%s'): candidate '%s' returned %d", where, op->name,
                        op->cands[d->winner].name, rc);
     }
-    return miss(op, args, nargs, key, len, hash, result, where, NULL);
+    /* miss: tune -> launch */
+    return miss(op, args, nargs, key, len, hash, result, where, q);
 }
 
 kt_status kt_op_call(kt_op *op, const kt_arg *args, size_t nargs) {
     if (KT__UNLIKELY(op == NULL)) return kt__err(KT_ERR_NULL, "kt_op_call: op is NULL");
-    return call(op, args, nargs, NULL);
+    return call(op, args, nargs, NULL, NULL, "kt_op_call");
 }
 
 kt_status kt_op_call_async(kt_op *op, kt_queue queue, const kt_arg *args, size_t nargs) {
-    const char *where = "kt_op_call_async";
-    const kt__queue q = {queue};
     if (KT__UNLIKELY(op == NULL)) return kt__err(KT_ERR_NULL, "kt_op_call_async: op is NULL");
-    kt_status st = freeze(op, where);
-    if (KT__UNLIKELY(st != KT_OK)) return st;
-    if (KT__UNLIKELY(op->has_result))
-        return kt__err(KT_ERR_STATE, "kt_op_call_async(op '%s'): the op returns a result; use kt_op_call_result", op->name);
-    st = kt__check_args(op, args, nargs, where);
-    if (KT__UNLIKELY(st != KT_OK)) return st;
-    /* hit: key -> lookup -> enqueue */
-    int64_t key[KT__KEY_WORDS_MAX];
-    size_t len = kt__key_compute(op, args, key);
-    uint64_t hash = kt__key_hash(key, len);
-    const kt_decision *d = kt__table_find(atomic_load_explicit(&op->table, memory_order_acquire), key, len, hash);
-    if (KT__LIKELY(d != NULL && atomic_load_explicit(&d->state, memory_order_acquire) == KT__DONE))
-        return launch(op, &d->units[d->winner_unit], args, nargs, NULL, where, &q);
-    /* miss: wait for the queue -> tune -> enqueue */
-    return miss(op, args, nargs, key, len, hash, NULL, where, &q);
+    return call(op, args, nargs, NULL, &queue, "kt_op_call_async");
 }
 
 kt_status kt_op_tune(kt_op *op, const kt_arg *args, size_t nargs) {
@@ -122,10 +115,9 @@ kt_status kt_op_tune(kt_op *op, const kt_arg *args, size_t nargs) {
     if (st == KT_OK) st = kt__check_args(op, args, nargs, "kt_op_tune");
     if (st != KT_OK) return st;
     int64_t key[KT__KEY_WORDS_MAX];
-    size_t len = kt__key_compute(op, args, key);
-    uint64_t hash = kt__key_hash(key, len);
-    const kt_decision *d = kt__table_find(atomic_load_explicit(&op->table, memory_order_acquire), key, len, hash);
-    if (d != NULL && atomic_load_explicit(&d->state, memory_order_acquire) == KT__DONE) return KT_OK;
+    size_t len;
+    uint64_t hash;
+    if (finished(lookup(op, args, key, &len, &hash))) return KT_OK;
     return kt__tune_miss(op, args, nargs, key, len, hash, KT__FINISH_DECIDE, "kt_op_tune", NULL, NULL);
 }
 
@@ -133,7 +125,7 @@ kt_status kt_op_call_result(kt_op *op, const kt_arg *args, size_t nargs, kt_resu
     if (result == NULL) return kt__err(KT_ERR_NULL, "kt_op_call_result: result is NULL");
     memset(result, 0, sizeof *result);
     if (op == NULL) return kt__err(KT_ERR_NULL, "kt_op_call_result: op is NULL");
-    return call(op, args, nargs, result);
+    return call(op, args, nargs, result, NULL, "kt_op_call_result");
 }
 
 uint64_t kt_op_tune_count(const kt_op *op) { return op ? atomic_load(&op->tune_count) : 0; }
@@ -150,9 +142,9 @@ kt_status kt_op_decision(const kt_op *op, const kt_arg *args, size_t nargs, cons
     kt_status st = kt__check_args(op, args, nargs, "kt_op_decision");
     if (st != KT_OK) return st;
     int64_t key[KT__KEY_WORDS_MAX];
-    size_t len = kt__key_compute(op, args, key);
-    const kt_decision *d =
-        kt__table_find(atomic_load_explicit(&op->table, memory_order_acquire), key, len, kt__key_hash(key, len));
+    size_t len;
+    uint64_t hash;
+    const kt_decision *d = lookup(op, args, key, &len, &hash);
     int state = d ? atomic_load_explicit(&d->state, memory_order_acquire) : KT__TUNING;
     if (state == KT__FAILED) { /* its units say why */
         *out = d;
