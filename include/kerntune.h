@@ -318,6 +318,18 @@ typedef struct kt_op kt_op;
  *  candidate during tuning and is reported as KT_ERR_CANDIDATE_FAILED on a dispatched call. */
 typedef int (*kt_native_fn)(const kt_arg *args, size_t nargs, void *user);
 
+/** A queue of device work, as the op's device's backend names it: a CUstream for CUDA, a
+ *  cl_command_queue for OpenCL (of the context and device kerntune's buffers live in); NULL
+ *  for the device's own default queue. */
+typedef void *kt_queue;
+
+/** A native device candidate (kt_op_add_native_queued): enqueues the operation's work on args
+ *  (device buffers of the op's device) on queue, and returns without waiting for it: a vendor
+ *  library call (cuBLAS, cuBLASLt, clBLAS) or kernels of its own. queue is never NULL: a call
+ *  on the default queue passes the backend's handle for it (for CUDA that handle is NULL, the
+ *  default stream). Returns 0 on success; any other value is a failure, as for kt_native_fn. */
+typedef int (*kt_queued_fn)(const kt_arg *args, size_t nargs, kt_queue queue, void *user);
+
 /** A validity predicate: returns nonzero when the candidate accepts these arguments. A
  *  candidate is never launched on arguments its predicate rejects. Must be pure and thread-safe. */
 typedef int (*kt_accept_fn)(const kt_arg *args, size_t nargs, void *user);
@@ -377,6 +389,17 @@ KT_API kt_status kt_op_key_fn(kt_op *op, kt_key_fn fn, void *user);
 /** Adds a native candidate named name (unique within the op) that calls fn(args, nargs, user).
  *  At most 4096 candidates per op. */
 KT_API kt_status kt_op_add_native(kt_op *op, const char *name, kt_native_fn fn, void *user);
+
+/** Adds a native device candidate named name that enqueues its work on a queue: fn(args,
+ *  nargs, queue, user). While the op tunes it runs on its device's backend's own queue,
+ *  between two of that queue's timing events, so its time is the device's; its first run is
+ *  validated like any candidate's. A hit of kt_op_call_async passes the caller's queue and
+ *  returns as soon as fn does; kt_op_call passes the device's default queue and waits for it.
+ *  The op's device (kt_op_set_device) must be one whose backend launches asynchronously and
+ *  times queued work (KT_BACKEND_CAP_ASYNC_LAUNCH with backend ABI 8, as CUDA and OpenCL do):
+ *  otherwise the op's first call fails with KT_ERR_STATE. Such a candidate always runs in the
+ *  caller's process. */
+KT_API kt_status kt_op_add_native_queued(kt_op *op, const char *name, kt_queued_fn fn, void *user);
 
 /** Sets the version of candidate name: a string the caller changes whenever the candidate's
  *  behaviour changes in a way its identity does not show (NULL clears it; an empty string is
@@ -467,11 +490,6 @@ KT_API kt_status kt_op_add_native_result(kt_op *op, const char *name, kt_result_
  * (after these two, nothing is recorded and the next call tunes again), ...
  */
 KT_API kt_status kt_op_call(kt_op *op, const kt_arg *args, size_t nargs);
-
-/** A queue of device work, as the op's device's backend names it: a CUstream for CUDA, a
- *  cl_command_queue for OpenCL (of the context and device kerntune's buffers live in); NULL
- *  for the device's own default queue. */
-typedef void *kt_queue;
 
 /** Calls op as kt_op_call does, with its device work on queue. A hit on a compiled variant of a
  *  backend that launches asynchronously (KT_BACKEND_CAP_ASYNC_LAUNCH in kerntune/backend.h)

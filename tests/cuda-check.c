@@ -24,6 +24,7 @@
 #include <stdatomic.h>
 #include <time.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -818,6 +819,289 @@ static void check_async(void) {
     kt_context_destroy(ctx);
 }
 
+/* Opens a stream of the check's own on device 0's primary context (non-blocking: it never
+ * waits for the default stream, nor the default stream for it). */
+static void *own_stream(cu_fns *cu) {
+    void *cuctx = NULL, *stream = NULL;
+    int cudev = 0;
+    if (cu->Init(0) != 0 || cu->DeviceGet(&cudev, 0) != 0 || cu->DevicePrimaryCtxRetain(&cuctx, cudev) != 0 ||
+        cu->CtxSetCurrent(cuctx) != 0 || cu->StreamCreate(&stream, 1 /* CU_STREAM_NON_BLOCKING */) != 0)
+        return NULL;
+    return stream;
+}
+
+/* A kernel that spins for `spin` clock cycles, then writes v: the earlier work on a stream that
+ * is still writing a buffer when the next call is made. */
+static const char *slowwrite_cu =
+    "__global__ void slowwrite(float *v, long long spin) {\n"
+    "    long long t0 = clock64();\n"
+    "    while (clock64() - t0 < spin) { }\n"
+    "    long i = (long)blockIdx.x * B + threadIdx.x;\n"
+    "    v[i] = (float)(i % 1000) + 100.0f;\n"
+    "}\n";
+
+/* An in-place op called on a stream right after a kernel that writes its input (a miss: it
+ * tunes) ends with exactly the direct sequence's bytes: the tuning waited for the writer. */
+static void check_inplace_after_writer(void) {
+    kt_context *ctx = context();
+    size_t dev = cuda_device(ctx);
+    cu_fns cu;
+    if (dev == (size_t)-1 || !cu_open(&cu)) return;
+    enum { M = 1 << 16 };
+    float *v = malloc(M * sizeof *v);
+    for (int i = 0; i < M; i++) v[i] = (float)(i % 1000);
+    void *dv, *stream = own_stream(&cu);
+    CHECK(stream != NULL, "a stream of the check's own");
+    OK(kt_device_alloc(ctx, dev, M * sizeof *v, &dv));
+    OK(kt_device_write(ctx, dev, dv, v, M * sizeof *v));
+    kt_op *writer = NULL, *add = add_op(ctx, dev, "addafterwriter");
+    OK(kt_op_create(ctx, "slowwrite", &writer));
+    OK(kt_op_set_device(writer, dev));
+    OK(kt_op_add_buffer(writer, "v", KT_TYPE_F32, KT_WRITE_ONLY));
+    OK(kt_op_add_scalar(writer, "spin", KT_TYPE_I64));
+    kt_space *sp = NULL;
+    const char *grid[3] = {"v // B", NULL, NULL}, *block[3] = {"B", NULL, NULL};
+    OK(kt_space_create(&sp));
+    OK(kt_space_add_input(sp, "v"));
+    OK(kt_space_add_param(sp, "B", "[256]"));
+    OK(kt_space_set_geometry(sp, KT_GEOMETRY_GRID, grid, block, NULL));
+    OK(kt_op_add_variants(writer, "slowwrite", sp, slowwrite_cu, "slowwrite", NULL, 0));
+    kt_space_destroy(sp);
+    CHECK(add != NULL && stream != NULL, "ops: %s", kt_last_error());
+    if (add == NULL || stream == NULL) return;
+    kt_arg w[] = {kt_arg_buf(dv, M * sizeof *v), kt_arg_i64(0)};
+    OK(kt_op_tune(writer, w, 2)); /* decided ahead: the writer's call below is a hit */
+    OK(kt_device_write(ctx, dev, dv, v, M * sizeof *v));
+    w[1] = kt_arg_i64(200000000); /* about 0.1 s of spinning, then the write */
+    kt_arg a[] = {kt_arg_buf(dv, M * sizeof *v), kt_arg_f32(1.0f)};
+    OK(kt_op_call_async(writer, stream, w, 2));
+    OK(kt_op_call_async(add, stream, a, 2)); /* a miss: waits for the writer, tunes, enqueues the winner */
+    CHECK(cu.StreamSynchronize(stream) == 0, "synchronise");
+    OK(kt_device_read(ctx, dev, v, dv, M * sizeof *v));
+    CHECK(all_equal(v, M, 101.0f), "the writer's bytes plus one launch of the winner (v[1] = %g)", v[1]);
+    CHECK(kt_op_tune_count(add) == 1, "add tuned once");
+    cu.StreamDestroy(stream);
+    kt_device_free(ctx, dev, dv);
+    free(v);
+    kt_context_destroy(ctx);
+}
+
+/* ---- a native device candidate: cuBLAS's saxpy on the queue it is given --------------------- */
+typedef struct cublas_fns {
+    int (*Create)(void **);
+    int (*Destroy)(void *);
+    int (*SetStream)(void *, void *);
+    int (*Saxpy)(void *, int, const float *, const float *, int, float *, int);
+} cublas_fns;
+
+typedef struct saxpy_user {
+    cublas_fns *b;
+    void *handle;
+    void *last_queue;
+    int calls;
+} saxpy_user;
+
+static int cublas_saxpy(const kt_arg *args, size_t nargs, kt_queue queue, void *user) {
+    saxpy_user *u = user;
+    (void)nargs;
+    u->calls++;
+    u->last_queue = queue;
+    int rc = u->b->SetStream(u->handle, queue);
+    float alpha = args[2].f32;
+    if (rc == 0) rc = u->b->Saxpy(u->handle, (int)(args[0].bytes / sizeof(float)), &alpha, args[0].ptr, 1, args[1].ptr, 1);
+    return rc;
+}
+
+static const char *axpy_cu =
+    "__global__ void axpy(const float *x, float *y, float a) {\n"
+    "    long i = (long)blockIdx.x * B + threadIdx.x;\n"
+    "    y[i] += a * x[i];\n"
+    "}\n";
+
+static kt_op *axpy_op(kt_context *ctx, size_t dev, const char *name, int with_kernel, saxpy_user *su) {
+    kt_op *op = NULL;
+    if (kt_op_create(ctx, name, &op) != KT_OK || kt_op_set_device(op, dev) != KT_OK ||
+        kt_op_add_buffer(op, "x", KT_TYPE_F32, KT_READ_ONLY) != KT_OK ||
+        kt_op_add_buffer(op, "y", KT_TYPE_F32, KT_READ_WRITE) != KT_OK || kt_op_add_scalar(op, "a", KT_TYPE_F32) != KT_OK)
+        return NULL;
+    if (with_kernel) {
+        kt_space *sp = NULL;
+        const char *grid[3] = {"x // B", NULL, NULL}, *block[3] = {"B", NULL, NULL};
+        if (kt_space_create(&sp) != KT_OK || kt_space_add_input(sp, "x") != KT_OK || kt_space_add_param(sp, "B", "[256]") != KT_OK ||
+            kt_space_set_geometry(sp, KT_GEOMETRY_GRID, grid, block, NULL) != KT_OK ||
+            kt_op_add_variants(op, "kernel", sp, axpy_cu, "axpy", NULL, 0) != KT_OK)
+            op = NULL;
+        kt_space_destroy(sp);
+    }
+    if (op && kt_op_add_native_queued(op, "cublas", cublas_saxpy, su) != KT_OK) op = NULL;
+    return op;
+}
+
+static void check_native_queued(void) {
+    kt_context *ctx = context();
+    size_t dev = cuda_device(ctx);
+    cu_fns cu;
+    if (dev == (size_t)-1 || !cu_open(&cu)) return;
+    static const char *const libs[] = {"libcublas.so", "libcublas.so.13", "libcublas.so.12", "/usr/local/cuda/lib64/libcublas.so"};
+    void *h = NULL;
+    for (size_t i = 0; h == NULL && i < sizeof libs / sizeof libs[0]; i++) h = dlopen(libs[i], RTLD_NOW | RTLD_LOCAL);
+    CHECK(h != NULL, "cuBLAS is installed: %s", dlerror());
+    if (h == NULL) return;
+    cublas_fns b;
+    void *p;
+    p = dlsym(h, "cublasCreate_v2"), memcpy(&b.Create, &p, sizeof p);
+    p = dlsym(h, "cublasDestroy_v2"), memcpy(&b.Destroy, &p, sizeof p);
+    p = dlsym(h, "cublasSetStream_v2"), memcpy(&b.SetStream, &p, sizeof p);
+    p = dlsym(h, "cublasSaxpy_v2"), memcpy(&b.Saxpy, &p, sizeof p);
+    void *stream = own_stream(&cu); /* (makes the primary context current for cublasCreate) */
+    saxpy_user su = {.b = &b};
+    CHECK(stream && b.Create && b.Destroy && b.SetStream && b.Saxpy && b.Create(&su.handle) == 0, "cuBLAS handle and stream");
+    if (su.handle == NULL || stream == NULL) return;
+    enum { M = 1 << 16, HELD = 16, CAPTURED = 10 };
+    float *x = malloc(M * sizeof *x), *y = malloc(M * sizeof *y);
+    for (int i = 0; i < M; i++) x[i] = 1.0f, y[i] = (float)(i % 1000);
+    void *dx, *dy;
+    OK(kt_device_alloc(ctx, dev, M * sizeof *x, &dx));
+    OK(kt_device_alloc(ctx, dev, M * sizeof *y, &dy));
+    OK(kt_device_write(ctx, dev, dx, x, M * sizeof *x));
+    OK(kt_device_write(ctx, dev, dy, y, M * sizeof *y));
+    kt_arg args[] = {kt_arg_buf(dx, M * sizeof *x), kt_arg_buf(dy, M * sizeof *y), kt_arg_f32(1.0f)};
+
+    /* tuned against the kernel: both validated and timed on the device */
+    kt_op *both = axpy_op(ctx, dev, "axpy", 1, &su);
+    CHECK(both != NULL, "op: %s", kt_last_error());
+    if (both == NULL) return;
+    OK(kt_op_call_async(both, stream, args, 3));
+    CHECK(cu.StreamSynchronize(stream) == 0, "synchronise");
+    OK(kt_device_read(ctx, dev, y, dy, M * sizeof *y));
+    CHECK(all_equal(y, M, 1.0f), "one launch of the winner after the miss");
+    const kt_decision *d = NULL;
+    OK(kt_op_decision(both, args, 3, &d));
+    for (size_t i = 0; i < kt_decision_unit_count(d); i++)
+        CHECK(kt_decision_unit_outcome(d, i) == KT_OUTCOME_MEASURED && kt_decision_unit_time_ns(d, i) > 0,
+              "unit %zu (%s) measured on the device: %s, %.0f ns", i, kt_op_candidate_name(both, kt_decision_unit_candidate(d, i)),
+              kt_outcome_name(kt_decision_unit_outcome(d, i)), kt_decision_unit_time_ns(d, i));
+    printf("cuBLAS saxpy %.0f ns, kernel %.0f ns: winner %s\n", kt_decision_unit_time_ns(d, 1), kt_decision_unit_time_ns(d, 0),
+           kt_op_candidate_name(both, kt_decision_winner(d)));
+    CHECK(su.calls >= 2, "cuBLAS ran in the tuning (%d calls)", su.calls);
+
+    /* cuBLAS alone: hits on a held stream return at once; a graph captures them */
+    kt_op *only = axpy_op(ctx, dev, "axpy-cublas", 0, &su);
+    CHECK(only != NULL, "op: %s", kt_last_error());
+    if (only == NULL) return;
+    OK(kt_device_write(ctx, dev, dy, y, M * sizeof *y)); /* y = i % 1000 + 1 */
+    OK(kt_op_tune(only, args, 3));
+    atomic_store(&released, 0);
+    CHECK(cu.LaunchHostFunc(stream, hold_stream, NULL) == 0, "hold the stream");
+    for (int k = 0; k < HELD; k++) OK(kt_op_call_async(only, stream, args, 3));
+    CHECK(su.last_queue == stream, "the native got the caller's stream");
+    CHECK(cu.StreamQuery(stream) == 600 /* CUDA_ERROR_NOT_READY */, "the hits returned before their work ran");
+    OK(kt_device_read(ctx, dev, y, dy, M * sizeof *y));
+    CHECK(all_equal(y, M, 1.0f), "nothing ran while the stream was held");
+    atomic_store(&released, 1);
+    CHECK(cu.StreamSynchronize(stream) == 0, "synchronise");
+    OK(kt_device_read(ctx, dev, y, dy, M * sizeof *y));
+    CHECK(all_equal(y, M, 1.0f + HELD), "the held saxpys, in order");
+    void *graph = NULL, *exec = NULL;
+    CHECK(cu.StreamBeginCapture(stream, 2 /* CU_STREAM_CAPTURE_MODE_RELAXED */) == 0, "begin capture");
+    for (int k = 0; k < CAPTURED; k++) OK(kt_op_call_async(only, stream, args, 3));
+    CHECK(cu.StreamEndCapture(stream, &graph) == 0 && graph != NULL, "the capture is valid");
+    CHECK(cu.GraphInstantiate(&exec, graph, 0) == 0, "instantiate");
+    CHECK(cu.GraphLaunch(exec, stream) == 0 && cu.StreamSynchronize(stream) == 0, "replay");
+    OK(kt_device_read(ctx, dev, y, dy, M * sizeof *y));
+    CHECK(all_equal(y, M, 1.0f + HELD + CAPTURED), "the graph replays the captured saxpys");
+    OK(kt_op_call(only, args, 3)); /* the default stream, waited for */
+    CHECK(su.last_queue == NULL, "kt_op_call passes the default stream");
+    OK(kt_device_read(ctx, dev, y, dy, M * sizeof *y));
+    CHECK(all_equal(y, M, 2.0f + HELD + CAPTURED), "kt_op_call's saxpy finished when it returned");
+    if (exec) cu.GraphExecDestroy(exec);
+    if (graph) cu.GraphDestroy(graph);
+    b.Destroy(su.handle);
+    cu.StreamDestroy(stream);
+    kt_device_free(ctx, dev, dx);
+    kt_device_free(ctx, dev, dy);
+    free(x), free(y);
+    kt_context_destroy(ctx);
+}
+
+/* ---- two threads, two streams, two keys: no wait across streams on the hit path ------------- */
+typedef struct stream_caller {
+    kt_op *op;
+    cu_fns *cu;
+    void *stream;
+    kt_arg args[2];
+    int calls, sync;
+    kt_status st;
+    int synced;
+} stream_caller;
+
+static void *call_on_stream(void *p) {
+    stream_caller *c = p;
+    c->st = KT_OK;
+    for (int k = 0; k < c->calls && c->st == KT_OK; k++) c->st = kt_op_call_async(c->op, c->stream, c->args, 2);
+    if (c->sync) c->synced = c->cu->StreamSynchronize(c->stream);
+    return NULL;
+}
+
+static void stuck(int sig) {
+    (void)sig;
+    static const char msg[] = "FAIL: a hit on stream B waited for held stream A\n";
+    if (write(1, msg, sizeof msg - 1) < 0) _exit(3);
+    _exit(2);
+}
+
+static void check_two_streams(void) {
+    kt_context *ctx = context();
+    size_t dev = cuda_device(ctx);
+    cu_fns cu;
+    if (dev == (size_t)-1 || !cu_open(&cu)) return;
+    enum { MA = 1 << 12, MB = 1 << 13, CALLS = 50 };
+    float *v = malloc(MB * sizeof *v);
+    for (int i = 0; i < MB; i++) v[i] = (float)(i % 1000);
+    void *da, *db, *sa = own_stream(&cu), *sb = NULL;
+    CHECK(sa && cu.StreamCreate(&sb, 1) == 0, "two streams");
+    OK(kt_device_alloc(ctx, dev, MA * sizeof *v, &da));
+    OK(kt_device_alloc(ctx, dev, MB * sizeof *v, &db));
+    kt_op *op = add_op(ctx, dev, "addstreams");
+    CHECK(op && kt_op_key_arg(op, 0, KT_BUCKET_EXACT) == KT_OK, "op: %s", kt_last_error()); /* the size: two keys */
+    if (!op || !sa || !sb) return;
+    stream_caller ca = {op, &cu, sa, {kt_arg_buf(da, MA * sizeof *v), kt_arg_f32(1.0f)}, CALLS, 0, KT_OK, 0};
+    stream_caller cb = {op, &cu, sb, {kt_arg_buf(db, MB * sizeof *v), kt_arg_f32(1.0f)}, CALLS, 1, KT_OK, 0};
+    OK(kt_op_tune(op, ca.args, 2));
+    OK(kt_op_tune(op, cb.args, 2));
+    OK(kt_device_write(ctx, dev, da, v, MA * sizeof *v));
+    OK(kt_device_write(ctx, dev, db, v, MB * sizeof *v));
+    atomic_store(&released, 0);
+    CHECK(cu.LaunchHostFunc(sa, hold_stream, NULL) == 0, "hold stream A");
+    void (*was)(int) = signal(SIGALRM, stuck);
+    alarm(60);
+    pthread_t ta, tb;
+    pthread_create(&ta, NULL, call_on_stream, &ca);
+    pthread_create(&tb, NULL, call_on_stream, &cb);
+    pthread_join(ta, NULL);
+    pthread_join(tb, NULL); /* B synchronised its stream while A is held */
+    alarm(0);
+    signal(SIGALRM, was);
+    CHECK(ca.st == KT_OK && cb.st == KT_OK && cb.synced == 0, "both threads' hits: %s %s", kt_status_name(ca.st),
+          kt_status_name(cb.st));
+    CHECK(cu.StreamQuery(sa) == 600, "A is still held");
+    OK(kt_device_read(ctx, dev, v, db, MB * sizeof *v));
+    CHECK(all_equal(v, MB, (float)CALLS), "B's fifty launches ran while A was held");
+    OK(kt_device_read(ctx, dev, v, da, MA * sizeof *v));
+    CHECK(all_equal(v, MA, 0.0f), "A's wait for A's hold");
+    atomic_store(&released, 1);
+    CHECK(cu.StreamSynchronize(sa) == 0, "synchronise A");
+    OK(kt_device_read(ctx, dev, v, da, MA * sizeof *v));
+    CHECK(all_equal(v, MA, (float)CALLS), "A's fifty launches, after the hold");
+    CHECK(kt_op_tune_count(op) == 2, "two keys tuned once each");
+    cu.StreamDestroy(sa);
+    cu.StreamDestroy(sb);
+    kt_device_free(ctx, dev, da);
+    kt_device_free(ctx, dev, db);
+    free(v);
+    kt_context_destroy(ctx);
+}
+
 int main(void) {
     snprintf(artifacts, sizeof artifacts, "/tmp/kt-cuda-XXXXXX");
     if (mkdtemp(artifacts) == NULL) return 1;
@@ -833,6 +1117,9 @@ int main(void) {
     check_constant_memory_threads();
     check_damaged_artifact();
     check_async();
+    check_inplace_after_writer();
+    check_native_queued();
+    check_two_streams();
     char rm[300];
     snprintf(rm, sizeof rm, "rm -rf '%s'", artifacts);
     if (system(rm) != 0) failed++;

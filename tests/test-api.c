@@ -37,6 +37,34 @@ static void test_call_async_on_host(void **state) {
     kt_context_destroy(ctx);
 }
 
+static int never_queued(const kt_arg *args, size_t nargs, kt_queue queue, void *user) {
+    (void)args, (void)nargs, (void)queue, (void)user;
+    fail_msg("a native device candidate ran on the host device");
+    return 1;
+}
+
+/* A native device candidate needs a device with queues: on the host device the op's first call
+ * says so, naming the candidate and what to do, and nothing runs. */
+static void test_native_queued_needs_queues(void **state) {
+    (void)state;
+    kt_context *ctx = test_context(2);
+    kt_op *op = test_op(ctx, "queued-host");
+    static cand one = {.id = 1, .work = 1};
+    ok(kt_op_add_native(op, "plain", cand_fn, &one));
+    ok(kt_op_add_native_queued(op, "enqueues", never_queued, NULL));
+    expect_status(KT_ERR_DUPLICATE, kt_op_add_native_queued(op, "plain", never_queued, NULL));
+    expect_status(KT_ERR_NULL, kt_op_add_native_queued(op, "x", NULL, NULL));
+    assert_string_equal(kt_last_error(), "kt_op_add_native_queued(op 'queued-host'): fn is NULL");
+    int32_t out[4] = {0};
+    kt_arg args[] = {kt_arg_buf(out, sizeof out), kt_arg_i64(4)};
+    expect_status(KT_ERR_STATE, kt_op_call(op, args, 2));
+    assert_non_null(strstr(kt_last_error(), "kt_op_call(op 'queued-host'): candidate 'enqueues' enqueues on a device queue"));
+    assert_non_null(strstr(kt_last_error(), "backend 'c'"));
+    assert_non_null(strstr(kt_last_error(), "kt_op_set_device"));
+    assert_int_equal(out[0], 0);
+    kt_context_destroy(ctx);
+}
+
 static void test_context_user(void **state) {
     (void)state;
     kt_context *ctx;
@@ -257,6 +285,7 @@ static void test_settings_refuse_unlisted(void **state) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_call_async_on_host),
+        cmocka_unit_test(test_native_queued_needs_queues),
         cmocka_unit_test(test_context_user),   cmocka_unit_test(test_op_user),
         cmocka_unit_test(test_user_never_touched), cmocka_unit_test(test_enum_names),
         cmocka_unit_test(test_lists_agree),    cmocka_unit_test(test_settings_refuse_unlisted),

@@ -14,6 +14,7 @@
 #include <dlfcn.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <unistd.h>
 
@@ -362,6 +363,8 @@ typedef struct cl_fns {
     int (*Finish)(cl_ptr);
     int (*ReleaseCommandQueue)(cl_ptr);
     int (*ReleaseEvent)(cl_ptr);
+    int (*EnqueueCopyBuffer)(cl_ptr, cl_ptr, cl_ptr, size_t, size_t, size_t, unsigned, const cl_ptr *, cl_ptr *);
+    int (*EnqueueFillBuffer)(cl_ptr, cl_ptr, const void *, size_t, size_t, size_t, unsigned, const cl_ptr *, cl_ptr *);
 } cl_fns;
 
 static cl_fns cl_open(void) {
@@ -382,9 +385,12 @@ static cl_fns cl_open(void) {
     LOAD(Finish, "clFinish");
     LOAD(ReleaseCommandQueue, "clReleaseCommandQueue");
     LOAD(ReleaseEvent, "clReleaseEvent");
+    LOAD(EnqueueCopyBuffer, "clEnqueueCopyBuffer");
+    LOAD(EnqueueFillBuffer, "clEnqueueFillBuffer");
 #undef LOAD
     assert_true(f.GetMemObjectInfo && f.GetContextInfo && f.CreateCommandQueue && f.CreateUserEvent && f.SetUserEventStatus &&
-                f.EnqueueBarrierWithWaitList && f.Finish && f.ReleaseCommandQueue && f.ReleaseEvent);
+                f.EnqueueBarrierWithWaitList && f.Finish && f.ReleaseCommandQueue && f.ReleaseEvent && f.EnqueueCopyBuffer &&
+                f.EnqueueFillBuffer);
     return f;
 }
 
@@ -566,6 +572,144 @@ static void test_two_queues_two_threads(void **state) {
     kt_context_destroy(ctx);
 }
 
+/* ---- native device candidates (kt_op_add_native_queued) --------------------------------------
+ * A copy op with three candidates that enqueue on the queue they are given (a vendor call,
+ * clEnqueueCopyBuffer; one that fills zeros instead; one that fails) and a compiled kernel that
+ * does a thousand times the work of a copy per element, by design. */
+static const char *slowcopy_cl =
+    "__kernel void slowcopy(__global const float *src, __global float *dst) {\n"
+    "    size_t i = get_global_id(0);\n"
+    "    float acc = src[i];\n"
+    "    for (int k = 0; k < REPS; k++) acc = acc * 0.999f + 0.001f * src[i];\n"
+    "    dst[i] = acc == src[i] || REPS == 0 ? src[i] : src[i];\n"
+    "}\n";
+
+typedef struct queued_user {
+    cl_fns *cl;
+    cl_ptr caller;           /* the caller's queue, when the test has one */
+    _Atomic int on_caller, on_other, calls;
+    cl_ptr last;             /* the queue of the last call */
+    int behave;              /* 0: copies; 1: fills zeros; 2: returns 5 */
+} queued_user;
+
+static int queued_copy(const kt_arg *args, size_t nargs, kt_queue queue, void *user) {
+    queued_user *u = user;
+    assert_int_equal(nargs, 2);
+    assert_non_null(queue);
+    atomic_fetch_add(&u->calls, 1);
+    atomic_fetch_add(queue == u->caller ? &u->on_caller : &u->on_other, 1);
+    u->last = queue;
+    if (u->behave == 2) return 5;
+    if (u->behave == 1) {
+        float zero = 0;
+        return u->cl->EnqueueFillBuffer(queue, args[1].ptr, &zero, sizeof zero, 0, args[1].bytes, 0, NULL, NULL);
+    }
+    return u->cl->EnqueueCopyBuffer(queue, args[0].ptr, args[1].ptr, 0, 0, args[0].bytes, 0, NULL, NULL);
+}
+
+/* Tuned on the backend's own queue and timed by its events, validated (the zero-filler is
+ * invalid, the failing one failed with its code), chosen over the slow kernel; a hit enqueues
+ * on the caller's queue and returns before the copy runs; kt_op_call waits for it. */
+static void test_native_queued(void **state) {
+    (void)state;
+    kt_context *ctx = test_context(2);
+    ok(kt_context_set_artifact_dir(ctx, artifacts));
+    size_t dev = opencl_device(ctx);
+    enum { M = 2048 };
+    static float src[M], out[M], zeros[M];
+    for (int i = 0; i < M; i++) src[i] = (float)(i % 97) * 0.5f - 7.0f;
+    void *ds, *dd;
+    ok(kt_device_alloc(ctx, dev, sizeof src, &ds));
+    ok(kt_device_alloc(ctx, dev, sizeof src, &dd));
+    ok(kt_device_write(ctx, dev, ds, src, sizeof src));
+    ok(kt_device_write(ctx, dev, dd, zeros, sizeof zeros));
+
+    cl_fns cl = cl_open();
+    cl_ptr mem = ds, clctx = NULL, cldev = NULL;
+    assert_int_equal(cl.GetMemObjectInfo(mem, 0x1106 /* CL_MEM_CONTEXT */, sizeof clctx, &clctx, NULL), 0);
+    assert_int_equal(cl.GetContextInfo(clctx, 0x1081 /* CL_CONTEXT_DEVICES */, sizeof cldev, &cldev, NULL), 0);
+    int rc = 0;
+    cl_ptr q = cl.CreateCommandQueue(clctx, cldev, 0, &rc);
+    assert_non_null(q);
+
+    kt_op *op = NULL;
+    ok(kt_op_create(ctx, "clqueued", &op));
+    ok(kt_op_set_device(op, dev));
+    ok(kt_op_add_buffer(op, "src", KT_TYPE_F32, KT_READ_ONLY));
+    ok(kt_op_add_buffer(op, "dst", KT_TYPE_F32, KT_WRITE_ONLY));
+    kt_space *sp = NULL;
+    ok(kt_space_create(&sp));
+    ok(kt_space_add_input(sp, "src"));
+    ok(kt_space_add_param(sp, "REPS", "[1000]"));
+    const char *global[3] = {"src", NULL, NULL};
+    ok(kt_space_set_geometry(sp, KT_GEOMETRY_GLOBAL, global, NULL, NULL));
+    ok(kt_op_add_variants(op, "slow", sp, slowcopy_cl, "slowcopy", NULL, 0)); /* the default: the reference */
+    kt_space_destroy(sp);
+    queued_user copy = {.cl = &cl, .caller = q}, zero = {.cl = &cl, .behave = 1}, bad = {.cl = &cl, .behave = 2};
+    ok(kt_op_add_native_queued(op, "copybuf", queued_copy, &copy));
+    ok(kt_op_add_native_queued(op, "zerofill", queued_copy, &zero));
+    ok(kt_op_add_native_queued(op, "fails", queued_copy, &bad));
+    assert_int_equal(kt_op_add_native_queued(op, "null", NULL, NULL), KT_ERR_NULL);
+
+    kt_arg args[] = {kt_arg_buf(ds, sizeof src), kt_arg_buf(dd, sizeof src)};
+    ok(kt_op_call_async(op, q, args, 2)); /* a miss: tuned on the device's own queue, then enqueued on q */
+    assert_int_equal(cl.Finish(q), 0);
+    ok(kt_device_read(ctx, dev, out, dd, sizeof out));
+    assert_memory_equal(out, src, sizeof out);
+    const kt_decision *d = NULL;
+    ok(kt_op_decision(op, args, 2, &d));
+    assert_string_equal(kt_op_candidate_name(op, kt_decision_winner(d)), "copybuf");
+    assert_true(atomic_load(&copy.on_other) >= 2); /* its validation and timed runs: not on the caller's queue */
+    assert_int_equal(atomic_load(&copy.on_caller), 1); /* the final launch: on q */
+    for (size_t i = 0; i < kt_decision_unit_count(d); i++) {
+        const char *name = kt_op_candidate_name(op, kt_decision_unit_candidate(d, i));
+        if (strcmp(name, "copybuf") == 0) {
+            assert_int_equal(kt_decision_unit_outcome(d, i), KT_OUTCOME_MEASURED);
+            assert_true(kt_decision_unit_time_ns(d, i) > 0);
+        } else if (strcmp(name, "zerofill") == 0) {
+            assert_int_equal(kt_decision_unit_outcome(d, i), KT_OUTCOME_INVALID);
+        } else if (strcmp(name, "fails") == 0) {
+            assert_int_equal(kt_decision_unit_outcome(d, i), KT_OUTCOME_FAILED);
+            assert_int_equal(kt_decision_unit_fail_code(d, i), 5);
+        }
+    }
+
+    /* a hit on a held queue: the copy is enqueued there and has not run when the call returns */
+    for (int i = 0; i < M; i++) src[i] = (float)i;
+    ok(kt_device_write(ctx, dev, ds, src, sizeof src));
+    ok(kt_device_write(ctx, dev, dd, zeros, sizeof zeros));
+    cl_ptr hold = cl.CreateUserEvent(clctx, &rc);
+    assert_non_null(hold);
+    assert_int_equal(cl.EnqueueBarrierWithWaitList(q, 1, &hold, NULL), 0);
+    void (*was)(int) = signal(SIGALRM, stuck);
+    alarm(60);
+    ok(kt_op_call_async(op, q, args, 2));
+    alarm(0);
+    signal(SIGALRM, was);
+    assert_ptr_equal(copy.last, q);
+    ok(kt_device_read(ctx, dev, out, dd, sizeof out));
+    assert_memory_equal(out, zeros, sizeof out);
+    assert_int_equal(cl.SetUserEventStatus(hold, 0 /* CL_COMPLETE */), 0);
+    assert_int_equal(cl.Finish(q), 0);
+    ok(kt_device_read(ctx, dev, out, dd, sizeof out));
+    assert_memory_equal(out, src, sizeof out);
+
+    /* kt_op_call: the device's default queue, waited for */
+    ok(kt_device_write(ctx, dev, dd, zeros, sizeof zeros));
+    int before = atomic_load(&copy.on_other);
+    ok(kt_op_call(op, args, 2));
+    assert_int_equal(atomic_load(&copy.on_other), before + 1);
+    ok(kt_device_read(ctx, dev, out, dd, sizeof out));
+    assert_memory_equal(out, src, sizeof out);
+    assert_int_equal(kt_op_tune_count(op), 1);
+
+    cl.ReleaseEvent(hold);
+    cl.ReleaseCommandQueue(q);
+    kt_device_free(ctx, dev, ds);
+    kt_device_free(ctx, dev, dd);
+    kt_context_destroy(ctx);
+}
+
 static void test_cpu_fingerprint_has_no_free_memory(void **state) {
     (void)state;
     kt_context *ctx = test_context(1);
@@ -592,6 +736,7 @@ int main(void) {
         cmocka_unit_test(test_inplace_on_device),
         cmocka_unit_test(test_call_async_on_a_held_queue),
         cmocka_unit_test(test_two_queues_two_threads),
+        cmocka_unit_test(test_native_queued),
         cmocka_unit_test(test_cpu_fingerprint_has_no_free_memory),
         cmocka_unit_test(test_launch_size_per_call),
         cmocka_unit_test(test_code_argument_keyed_exactly),

@@ -13,7 +13,9 @@
  * names of the op's arguments and which of them live in constant memory to the build request
  * (kt_op_set_constant); version 6 appends what the backend can do (caps: KT_BACKEND_CAP_*) and
  * the kernel language it builds, which the core asks instead of the backend's name; version 7
- * appends launching on a caller's queue without waiting, and waiting for a queue. A backend
+ * appends launching on a caller's queue without waiting, and waiting for a queue; version 8
+ * appends timing work that a native device candidate enqueues, and the default queue's handle
+ * (kt_op_add_native_queued). A backend
  * written against an older version has no capabilities: device memory, variants run in the
  * caller's process. A backend declares the version it was written against in
  * abi_version and the core never reads a field beyond it. Comparing outputs is the core's
@@ -32,7 +34,7 @@
 extern "C" {
 #endif
 
-#define KT_BACKEND_ABI_VERSION 7
+#define KT_BACKEND_ABI_VERSION 8
 
 /** Longest device name and fingerprint, terminating NUL included. */
 #define KT_DEVICE_NAME_MAX 256
@@ -181,6 +183,17 @@ struct kt_backend {
                               size_t nargs, void *queue, char *err, size_t errlen);
     /** Waits until the work already on queue (NULL: the device's default queue) has finished. */
     kt_status (*queue_wait)(void *state, size_t device, void *queue, char *err, size_t errlen);
+    /* ---- version 8: native device candidates (kt_op_add_native_queued). */
+    /** Runs work(ctx, q) on the backend's own queue q for device (the one its launch, copies and
+     *  fills use), waits for what it enqueued there, and when ns is not NULL stores the device
+     *  time between two timing events around it, in nanoseconds. work's return value is stored
+     *  in *rc; when it is not 0 nothing is timed. Fails (KT_ERR_BACKEND) only when the backend
+     *  does: its events, or waiting for the queue. */
+    kt_status (*time_queued)(void *state, size_t device, int (*work)(void *ctx, void *queue), void *ctx, double *ns,
+                             int *rc, char *err, size_t errlen);
+    /** The handle of device's default queue: what launch_async and queue_wait take NULL for
+     *  (CUDA: NULL, the default stream; OpenCL: the backend's own queue). */
+    void *(*queue_default)(void *state, size_t device);
 };
 
 /** Registers a backend with the context and enumerates its devices. The table must outlive the

@@ -24,4 +24,8 @@ unsigned kt__backend_caps(const kt_backend *b);
  * ABI 7 methods. */
 bool kt__backend_async(const kt_backend *b);
 
+/* Whether b runs native device candidates (kt_op_add_native_queued): it enqueues
+ * (kt__backend_async) and has both ABI 8 methods, time_queued and queue_default. */
+bool kt__backend_queued(const kt_backend *b);
+
 #endif

@@ -40,18 +40,18 @@ static bool load_symbols(cu_state *s, char *err, size_t errlen) {
     KT__SYM(s->cuda, DevicePrimaryCtxRetain, "cuDevicePrimaryCtxRetain");
     KT__SYM(s->cuda, DevicePrimaryCtxRelease, "cuDevicePrimaryCtxRelease_v2");
     KT__SYM(s->cuda, CtxSetCurrent, "cuCtxSetCurrent");
-    KT__SYM(s->cuda, CtxSynchronize, "cuCtxSynchronize");
     KT__SYM(s->cuda, MemAlloc, "cuMemAlloc_v2");
     KT__SYM(s->cuda, MemFree, "cuMemFree_v2");
-    KT__SYM(s->cuda, MemcpyHtoD, "cuMemcpyHtoD_v2");
-    KT__SYM(s->cuda, MemcpyDtoH, "cuMemcpyDtoH_v2");
-    KT__SYM(s->cuda, MemcpyDtoD, "cuMemcpyDtoD_v2");
     KT__SYM(s->cuda, MemcpyDtoDAsync, "cuMemcpyDtoDAsync_v2");
+    KT__SYM(s->cuda, MemcpyHtoDAsync, "cuMemcpyHtoDAsync_v2");
+    KT__SYM(s->cuda, MemcpyDtoHAsync, "cuMemcpyDtoHAsync_v2");
+    KT__SYM(s->cuda, MemsetD8Async, "cuMemsetD8Async");
+    KT__SYM(s->cuda, MemsetD16Async, "cuMemsetD16Async");
+    KT__SYM(s->cuda, MemsetD32Async, "cuMemsetD32Async");
+    KT__SYM(s->cuda, StreamCreate, "cuStreamCreate");
+    KT__SYM(s->cuda, StreamDestroy, "cuStreamDestroy_v2");
     KT__SYM(s->cuda, StreamSynchronize, "cuStreamSynchronize");
     KT__SYM(s->cuda, StreamIsCapturing, "cuStreamIsCapturing");
-    KT__SYM(s->cuda, MemsetD8, "cuMemsetD8_v2");
-    KT__SYM(s->cuda, MemsetD16, "cuMemsetD16_v2");
-    KT__SYM(s->cuda, MemsetD32, "cuMemsetD32_v2");
     KT__SYM(s->cuda, ModuleLoadData, "cuModuleLoadData");
     KT__SYM(s->cuda, ModuleUnload, "cuModuleUnload");
     KT__SYM(s->cuda, ModuleGetFunction, "cuModuleGetFunction");
@@ -164,7 +164,10 @@ static void cu_fini(void *state) {
     if (s == NULL) return;
     for (size_t i = 0; i < s->ndevs; i++) {
         cu_dev *d = &s->devs[i];
-        if (d->flush && s->api.CtxSetCurrent(d->ctx) == 0) s->api.MemFree(d->flush);
+        if ((d->flush || d->own) && s->api.CtxSetCurrent(d->ctx) == 0) {
+            if (d->flush) s->api.MemFree(d->flush);
+            if (d->own) s->api.StreamDestroy(d->own);
+        }
         pthread_mutex_destroy(&d->flush_lock);
         s->api.DevicePrimaryCtxRelease(d->dev);
     }
@@ -204,7 +207,26 @@ kt_status kt__cu_use(cu_state *s, size_t device, char *err, size_t errlen) {
     return rc == 0 ? KT_OK : kt__cu_fail(s, rc, "cuCtxSetCurrent", err, errlen);
 }
 
-/* ---- buffers -------------------------------------------------------------------------------- */
+kt_status kt__cu_own(cu_state *s, size_t device, CUstream *stream, char *err, size_t errlen) {
+    cu_dev *d = &s->devs[device];
+    kt_status st = kt__cu_use(s, device, err, errlen);
+    if (st != KT_OK) return st;
+    CUresult rc = 0;
+    pthread_mutex_lock(&d->flush_lock);
+    if (d->own == NULL) rc = s->api.StreamCreate(&d->own, 1 /* CU_STREAM_NON_BLOCKING */);
+    if (rc != 0) d->own = NULL;
+    *stream = d->own;
+    pthread_mutex_unlock(&d->flush_lock);
+    return rc == 0 ? KT_OK : kt__cu_fail(s, rc, "cuStreamCreate (kerntune's own stream)", err, errlen);
+}
+
+/* Waits for the own stream after work enqueued there, reporting rc (the enqueueing's) first. */
+static kt_status own_done(cu_state *s, CUstream own, CUresult rc, const char *what, char *err, size_t errlen) {
+    if (rc == 0 && (rc = s->api.StreamSynchronize(own)) != 0) what = "cuStreamSynchronize (kerntune's own stream)";
+    return rc == 0 ? KT_OK : kt__cu_fail(s, rc, what, err, errlen);
+}
+
+/* ---- buffers: copies and fills run on the own stream, waited for ------------------------------- */
 
 static kt_status cu_buffer_alloc(void *state, size_t device, size_t bytes, void **out, char *err, size_t errlen) {
     cu_state *s = state;
@@ -227,31 +249,33 @@ static kt_status cu_buffer_copy(void *state, size_t device, void *dst, const voi
                                 char *err, size_t errlen) {
     cu_state *s = state;
     if (bytes == 0) return KT_OK;
-    kt_status st = kt__cu_use(s, device, err, errlen);
+    CUstream own;
+    kt_status st = kt__cu_own(s, device, &own, err, errlen);
     if (st != KT_OK) return st;
-    CUresult rc = dir == KT_COPY_HOST_TO_DEVICE   ? s->api.MemcpyHtoD(DPTR(dst), src, bytes)
-                  : dir == KT_COPY_DEVICE_TO_HOST ? s->api.MemcpyDtoH(dst, DPTR(src), bytes)
-                                                  : s->api.MemcpyDtoD(DPTR(dst), DPTR(src), bytes);
-    return rc == 0 ? KT_OK : kt__cu_fail(s, rc, "a buffer copy", err, errlen);
+    CUresult rc = dir == KT_COPY_HOST_TO_DEVICE   ? s->api.MemcpyHtoDAsync(DPTR(dst), src, bytes, own)
+                  : dir == KT_COPY_DEVICE_TO_HOST ? s->api.MemcpyDtoHAsync(dst, DPTR(src), bytes, own)
+                                                  : s->api.MemcpyDtoDAsync(DPTR(dst), DPTR(src), bytes, own);
+    return own_done(s, own, rc, "a buffer copy", err, errlen);
 }
 
 static kt_status cu_buffer_fill(void *state, size_t device, void *buffer, size_t bytes, const void *pattern,
                                 size_t pattern_bytes, char *err, size_t errlen) {
     cu_state *s = state;
     if (bytes == 0) return KT_OK;
-    kt_status st = kt__cu_use(s, device, err, errlen);
+    CUstream own;
+    kt_status st = kt__cu_own(s, device, &own, err, errlen);
     if (st != KT_OK) return st;
     CUresult rc;
     if (pattern_bytes == 1) {
-        rc = s->api.MemsetD8(DPTR(buffer), *(const unsigned char *)pattern, bytes);
+        rc = s->api.MemsetD8Async(DPTR(buffer), *(const unsigned char *)pattern, bytes, own);
     } else if (pattern_bytes == 2) {
         unsigned short v;
         memcpy(&v, pattern, 2);
-        rc = s->api.MemsetD16(DPTR(buffer), v, bytes / 2);
+        rc = s->api.MemsetD16Async(DPTR(buffer), v, bytes / 2, own);
     } else if (pattern_bytes == 4) {
         unsigned int v;
         memcpy(&v, pattern, 4);
-        rc = s->api.MemsetD32(DPTR(buffer), v, bytes / 4);
+        rc = s->api.MemsetD32Async(DPTR(buffer), v, bytes / 4, own);
     } else { /* wider patterns: fill on the host, copy once */
         unsigned char *host = malloc(bytes);
         if (host == NULL) {
@@ -259,10 +283,12 @@ static kt_status cu_buffer_fill(void *state, size_t device, void *buffer, size_t
             return KT_ERR_NO_MEMORY;
         }
         for (size_t i = 0; i + pattern_bytes <= bytes; i += pattern_bytes) memcpy(host + i, pattern, pattern_bytes);
-        rc = s->api.MemcpyHtoD(DPTR(buffer), host, bytes);
+        rc = s->api.MemcpyHtoDAsync(DPTR(buffer), host, bytes, own);
+        st = own_done(s, own, rc, "a buffer fill", err, errlen); /* before host is freed */
         free(host);
+        return st;
     }
-    return rc == 0 ? KT_OK : kt__cu_fail(s, rc, "a buffer fill", err, errlen);
+    return own_done(s, own, rc, "a buffer fill", err, errlen);
 }
 
 
@@ -282,7 +308,8 @@ static kt_status cu_limits(void *state, size_t device, kt_device_limits *out, ch
 static kt_status cu_flush(void *state, size_t device, char *err, size_t errlen) {
     cu_state *s = state;
     cu_dev *d = &s->devs[device];
-    kt_status st = kt__cu_use(s, device, err, errlen);
+    CUstream own;
+    kt_status st = kt__cu_own(s, device, &own, err, errlen);
     if (st != KT_OK) return st;
     pthread_mutex_lock(&d->flush_lock);
     CUresult rc = 0;
@@ -295,9 +322,12 @@ static kt_status cu_flush(void *state, size_t device, char *err, size_t errlen) 
     CUdeviceptr buf = d->flush;
     pthread_mutex_unlock(&d->flush_lock);
     if (rc != 0) return kt__cu_fail(s, rc, "cuMemAlloc (cache flush buffer)", err, errlen);
-    rc = s->api.MemsetD8(buf, 0, d->flush_bytes);
-    if (rc == 0) rc = s->api.CtxSynchronize();
-    return rc == 0 ? KT_OK : kt__cu_fail(s, rc, "cuMemsetD8 (cache flush)", err, errlen);
+    return own_done(s, own, s->api.MemsetD8Async(buf, 0, d->flush_bytes, own), "cuMemsetD8Async (cache flush)", err, errlen);
+}
+
+static void *cu_queue_default(void *state, size_t device) {
+    (void)state, (void)device;
+    return NULL; /* the default stream */
 }
 
 static const kt_backend kt__backend_cuda = {
@@ -324,6 +354,8 @@ static const kt_backend kt__backend_cuda = {
     .language = "CUDA",
     .launch_async = kt__cu_launch_async,
     .queue_wait = kt__cu_queue_wait,
+    .time_queued = kt__cu_time_queued,
+    .queue_default = cu_queue_default,
 };
 
 const kt_backend *kt_backend_cuda(void) { return &kt__backend_cuda; }

@@ -49,18 +49,18 @@ typedef struct cu_api {
     CUresult (*DevicePrimaryCtxRetain)(CUcontext *, CUdevice);
     CUresult (*DevicePrimaryCtxRelease)(CUdevice);
     CUresult (*CtxSetCurrent)(CUcontext);
-    CUresult (*CtxSynchronize)(void);
     CUresult (*MemAlloc)(CUdeviceptr *, size_t);
     CUresult (*MemFree)(CUdeviceptr);
-    CUresult (*MemcpyHtoD)(CUdeviceptr, const void *, size_t);
-    CUresult (*MemcpyDtoH)(void *, CUdeviceptr, size_t);
-    CUresult (*MemcpyDtoD)(CUdeviceptr, CUdeviceptr, size_t);
     CUresult (*MemcpyDtoDAsync)(CUdeviceptr, CUdeviceptr, size_t, CUstream);
+    CUresult (*MemcpyHtoDAsync)(CUdeviceptr, const void *, size_t, CUstream);
+    CUresult (*MemcpyDtoHAsync)(void *, CUdeviceptr, size_t, CUstream);
+    CUresult (*MemsetD8Async)(CUdeviceptr, unsigned char, size_t, CUstream);
+    CUresult (*MemsetD16Async)(CUdeviceptr, unsigned short, size_t, CUstream);
+    CUresult (*MemsetD32Async)(CUdeviceptr, unsigned int, size_t, CUstream);
+    CUresult (*StreamCreate)(CUstream *, unsigned);
+    CUresult (*StreamDestroy)(CUstream);
     CUresult (*StreamSynchronize)(CUstream);
     CUresult (*StreamIsCapturing)(CUstream, int *);
-    CUresult (*MemsetD8)(CUdeviceptr, unsigned char, size_t);
-    CUresult (*MemsetD16)(CUdeviceptr, unsigned short, size_t);
-    CUresult (*MemsetD32)(CUdeviceptr, unsigned int, size_t);
     CUresult (*ModuleLoadData)(CUmodule *, const void *);
     CUresult (*ModuleUnload)(CUmodule);
     CUresult (*ModuleGetFunction)(CUfunction *, CUmodule, const char *);
@@ -94,9 +94,11 @@ typedef struct cu_dev {
     int cc_major, cc_minor;
     char name[KT_DEVICE_NAME_MAX];
     char fingerprint[KT_DEVICE_FINGERPRINT_MAX];
-    pthread_mutex_t flush_lock; /* guards creating flush */
+    pthread_mutex_t flush_lock; /* guards creating flush and own */
     CUdeviceptr flush;          /* a buffer as large as the L2 cache, made at the first flush */
     size_t flush_bytes;
+    CUstream own;               /* the backend's own stream (non-blocking), made at its first use:
+                                 * tuning's copies, fills, flushes and timed launches run there */
 } cu_dev;
 
 typedef struct cu_state {
@@ -136,6 +138,10 @@ kt_status kt__cu_fail(cu_state *s, CUresult rc, const char *what, char *err, siz
 /* Makes device's primary context current on this thread. */
 kt_status kt__cu_use(cu_state *s, size_t device, char *err, size_t errlen);
 
+/* Makes device's primary context current on this thread and stores the backend's own stream
+ * for it in *stream (creating it at the first call). */
+kt_status kt__cu_own(cu_state *s, size_t device, CUstream *stream, char *err, size_t errlen);
+
 /* The variant methods of the backend table (cuda_variants.c). */
 kt_status kt__cu_compiler_id(void *state, size_t device, char *out, size_t len, char *err, size_t errlen);
 kt_status kt__cu_build(void *state, size_t device, const kt_build_request *req, char *log, size_t loglen);
@@ -147,5 +153,7 @@ kt_status kt__cu_launch(void *state, size_t device, void *module, const kt_launc
 kt_status kt__cu_launch_async(void *state, size_t device, void *module, const kt_launch_geometry *g, const kt_arg *args,
                               size_t nargs, void *queue, char *err, size_t errlen);
 kt_status kt__cu_queue_wait(void *state, size_t device, void *queue, char *err, size_t errlen);
+kt_status kt__cu_time_queued(void *state, size_t device, int (*work)(void *ctx, void *queue), void *ctx, double *ns,
+                             int *rc, char *err, size_t errlen);
 
 #endif

@@ -370,30 +370,51 @@ static CUresult enqueue(cu_state *s, cu_module *m, const kt_arg *args, const kt_
     return rc;
 }
 
+/* Two timing events around work on the own stream (none when not timed). */
+typedef struct timing {
+    CUevent start, stop;
+} timing;
+
+static kt_status timing_start(cu_state *s, timing *t, bool timed, char *err, size_t errlen) {
+    *t = (timing){NULL, NULL};
+    CUresult rc = 0;
+    if (timed && ((rc = s->api.EventCreate(&t->start, 0)) != 0 || (rc = s->api.EventCreate(&t->stop, 0)) != 0)) {
+        if (t->start) s->api.EventDestroy(t->start);
+        return kt__cu_fail(s, rc, "cuEventCreate", err, errlen);
+    }
+    return KT_OK;
+}
+
+/* Waits for the own stream after the timed work (rc: how enqueueing it went, described by
+ * what), stores the time between the events in *ns, and releases them. */
+static kt_status timing_end(cu_state *s, timing *t, CUstream own, CUresult rc, const char *what, double *ns, char *err,
+                            size_t errlen) {
+    if (rc == 0 && (rc = t->stop ? s->api.EventSynchronize(t->stop) : s->api.StreamSynchronize(own)) != 0)
+        what = "waiting for kerntune's own stream";
+    if (rc == 0 && ns != NULL) {
+        float ms = 0;
+        if (s->api.EventElapsedTime(&ms, t->start, t->stop) == 0) *ns = (double)ms * 1e6;
+    }
+    if (t->start) s->api.EventDestroy(t->start);
+    if (t->stop) s->api.EventDestroy(t->stop);
+    return rc == 0 ? KT_OK : kt__cu_fail(s, rc, what, err, errlen);
+}
+
+/* A launch for tuning: on the backend's own stream, waited for, timed by its events. */
 kt_status kt__cu_launch(void *state, size_t device, void *module, const kt_launch_geometry *g, const kt_arg *args,
                         size_t nargs, double *ns, char *err, size_t errlen) {
     cu_state *s = state;
     cu_module *m = module;
-    kt_status st = kt__cu_use(s, device, err, errlen);
+    CUstream own;
+    kt_status st = kt__cu_own(s, device, &own, err, errlen);
     cu_call c;
     if (st == KT_OK) st = prepare(s, m, g, args, nargs, &c, err, errlen);
     if (st != KT_OK || c.empty) return st;
-    CUevent start = NULL, stop = NULL;
-    if (ns != NULL && (s->api.EventCreate(&start, 0) != 0 || s->api.EventCreate(&stop, 0) != 0)) {
-        if (start) s->api.EventDestroy(start);
-        snprintf(err, errlen, "cuEventCreate failed");
-        return KT_ERR_BACKEND;
-    }
+    timing t;
+    if ((st = timing_start(s, &t, ns != NULL, err, errlen)) != KT_OK) return st;
     const char *what = "a kernel launch";
-    CUresult rc = enqueue(s, m, args, g, &c, NULL, start, stop, &what);
-    if (rc == 0) rc = stop ? s->api.EventSynchronize(stop) : s->api.CtxSynchronize();
-    if (rc == 0 && ns != NULL) {
-        float ms = 0;
-        if (s->api.EventElapsedTime(&ms, start, stop) == 0) *ns = (double)ms * 1e6;
-    }
-    if (start) s->api.EventDestroy(start);
-    if (stop) s->api.EventDestroy(stop);
-    return rc == 0 ? KT_OK : kt__cu_fail(s, rc, what, err, errlen);
+    CUresult rc = enqueue(s, m, args, g, &c, own, t.start, t.stop, &what);
+    return timing_end(s, &t, own, rc, what, ns, err, errlen);
 }
 
 /* The launch alone, on the caller's stream: no event, no synchronisation. A stream being
@@ -425,8 +446,10 @@ kt_status kt__cu_launch_async(void *state, size_t device, void *module, const kt
     return rc == 0 ? KT_OK : kt__cu_fail(s, rc, what, err, errlen);
 }
 
-/* Waits for the stream's work. A stream being captured into a graph cannot be waited for (it
- * would end the capture): that is refused, so a miss never tunes inside a capture. */
+/* Waits for the work already on the stream, and only for that: an event recorded on it now,
+ * waited for (work that other threads enqueue meanwhile is not waited for). A stream being
+ * captured into a graph cannot be waited for (it would end the capture): that is refused, so a
+ * miss never tunes inside a capture. */
 kt_status kt__cu_queue_wait(void *state, size_t device, void *queue, char *err, size_t errlen) {
     cu_state *s = state;
     kt_status st = kt__cu_use(s, device, err, errlen);
@@ -440,6 +463,33 @@ kt_status kt__cu_queue_wait(void *state, size_t device, void *queue, char *err, 
                  "tune the key before capturing (kt_op_tune)");
         return KT_ERR_STATE;
     }
-    rc = s->api.StreamSynchronize((CUstream)queue);
-    return rc == 0 ? KT_OK : kt__cu_fail(s, rc, "cuStreamSynchronize", err, errlen);
+    CUevent ev = NULL;
+    const char *what = "cuEventCreate";
+    if ((rc = s->api.EventCreate(&ev, 2 /* CU_EVENT_DISABLE_TIMING */)) == 0) {
+        what = "cuEventRecord on the caller's stream";
+        if ((rc = s->api.EventRecord(ev, (CUstream)queue)) == 0) {
+            what = "waiting for the caller's stream (cuEventSynchronize)";
+            rc = s->api.EventSynchronize(ev);
+        }
+        s->api.EventDestroy(ev);
+    }
+    return rc == 0 ? KT_OK : kt__cu_fail(s, rc, what, err, errlen);
+}
+
+/* A native device candidate's work on the own stream, between two timing events. */
+kt_status kt__cu_time_queued(void *state, size_t device, int (*work)(void *ctx, void *queue), void *ctx, double *ns,
+                             int *rc, char *err, size_t errlen) {
+    cu_state *s = state;
+    CUstream own;
+    kt_status st = kt__cu_own(s, device, &own, err, errlen);
+    timing t;
+    if (st != KT_OK || (st = timing_start(s, &t, ns != NULL, err, errlen)) != KT_OK) return st;
+    const char *what = "cuEventRecord on kerntune's own stream";
+    CUresult r = t.start ? s->api.EventRecord(t.start, own) : 0;
+    if (r == 0) {
+        *rc = work(ctx, own);
+        if (*rc != 0) ns = NULL; /* a failed run is not timed, but what it enqueued is waited for */
+        if (t.stop && (r = s->api.EventRecord(t.stop, own)) != 0) what = "cuEventRecord on kerntune's own stream";
+    }
+    return timing_end(s, &t, own, r, what, ns, err, errlen);
 }

@@ -55,6 +55,7 @@ typedef struct cl_api {
     cl_int (*EnqueueNDRangeKernel)(cl_command_queue, cl_kernel, cl_uint, const size_t *, const size_t *,
                                    const size_t *, cl_uint, const cl_event *, cl_event *);
     cl_int (*Finish)(cl_command_queue);
+    cl_int (*EnqueueMarkerWithWaitList)(cl_command_queue, cl_uint, const cl_event *, cl_event *);
     cl_int (*WaitForEvents)(cl_uint, const cl_event *);
     cl_int (*GetEventProfilingInfo)(cl_event, cl_profiling_info, size_t, void *, size_t *);
     cl_int (*ReleaseEvent)(cl_event);
@@ -124,6 +125,7 @@ static bool resolve(cl_state *s, char *err, size_t errlen) {
     KT__CL(SetKernelArg);
     KT__CL(EnqueueNDRangeKernel);
     KT__CL(Finish);
+    KT__CL(EnqueueMarkerWithWaitList);
     KT__CL(WaitForEvents);
     KT__CL(GetEventProfilingInfo);
     KT__CL(ReleaseEvent);
@@ -551,6 +553,39 @@ static kt_status cl_queue_wait(void *state, size_t device, void *queue, char *er
     return rc == CL_SUCCESS ? KT_OK : cl_fail(rc, "clFinish on the caller's queue", err, errlen);
 }
 
+/* A native device candidate's work on the device's profiling queue, between two markers: its
+ * time is from the first marker's end (everything before it done) to the second's (everything
+ * it enqueued done). */
+static kt_status cl_time_queued(void *state, size_t device, int (*work)(void *ctx, void *queue), void *ctx, double *ns,
+                                int *rc, char *err, size_t errlen) {
+    cl_state *s = state;
+    cl_command_queue q = s->devs[device].queue;
+    cl_event ev[2] = {NULL, NULL};
+    const char *what = "clEnqueueMarkerWithWaitList";
+    cl_int r = ns ? s->api.EnqueueMarkerWithWaitList(q, 0, NULL, &ev[0]) : CL_SUCCESS;
+    if (r == CL_SUCCESS) {
+        *rc = work(ctx, q);
+        if (*rc != 0) ns = NULL; /* a failed run is not timed, but what it enqueued is waited for */
+        r = ns ? s->api.EnqueueMarkerWithWaitList(q, 0, NULL, &ev[1]) : CL_SUCCESS;
+        if (r == CL_SUCCESS) {
+            what = "waiting for the device's queue";
+            r = ev[1] ? s->api.WaitForEvents(1, &ev[1]) : s->api.Finish(q);
+        }
+    }
+    if (r == CL_SUCCESS && ns != NULL) {
+        cl_ulong t[2] = {0, 0};
+        for (int i = 0; i < 2 && r == CL_SUCCESS; i++)
+            r = s->api.GetEventProfilingInfo(ev[i], CL_PROFILING_COMMAND_END, sizeof t[i], &t[i], NULL);
+        if (r == CL_SUCCESS) *ns = (double)(t[1] - t[0]);
+        else what = "clGetEventProfilingInfo (a marker)";
+    }
+    for (int i = 0; i < 2; i++)
+        if (ev[i]) s->api.ReleaseEvent(ev[i]);
+    return r == CL_SUCCESS ? KT_OK : cl_fail(r, what, err, errlen);
+}
+
+static void *cl_queue_default(void *state, size_t device) { return ((cl_state *)state)->devs[device].queue; }
+
 static kt_status cl_limits(void *state, size_t device, kt_device_limits *out, char *err, size_t errlen) {
     (void)err, (void)errlen;
     cl_state *s = state;
@@ -590,6 +625,8 @@ static const kt_backend kt__backend_opencl = {
     .language = "OpenCL",
     .launch_async = cl_launch_async,
     .queue_wait = cl_queue_wait,
+    .time_queued = cl_time_queued,
+    .queue_default = cl_queue_default,
 };
 
 const kt_backend *kt_backend_opencl(void) { return &kt__backend_opencl; }

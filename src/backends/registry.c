@@ -16,3 +16,7 @@ bool kt__backend_async(const kt_backend *b) {
     return (kt__backend_caps(b) & KT_BACKEND_CAP_ASYNC_LAUNCH) && b->abi_version >= 7 && b->launch_async != NULL &&
            b->queue_wait != NULL;
 }
+
+bool kt__backend_queued(const kt_backend *b) {
+    return kt__backend_async(b) && b->abi_version >= 8 && b->time_queued != NULL && b->queue_default != NULL;
+}

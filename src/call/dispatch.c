@@ -29,7 +29,7 @@
 static kt_status launch(const kt_op *op, const kt__unit *u, const kt_arg *args, size_t nargs, kt_result *result,
                         const char *where, const kt_queue *q) {
     int rc = result                                             ? u->rfn(args, nargs, u->user, result)
-             : q != NULL && u->fn == kt__launch_fn && u->launch.async ? kt__launch_async(&u->launch, args, nargs, *q)
+             : q != NULL && kt__fn_on_device(u->fn) && u->launch.async ? kt__launch_async(&u->launch, args, nargs, *q)
                                                                 : u->fn(args, nargs, u->user);
     if (rc == 0) return KT_OK;
     if (result) kt_result_release(result);

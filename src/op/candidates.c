@@ -36,12 +36,12 @@ kt_status kt__op_find_cand(const kt_op *op, const char *name, const char *where,
 }
 
 /* Adds a candidate calling fn or rfn (exactly one set); `where` names the public function. */
-static kt_status add_candidate(kt_op *op, const char *name, kt_native_fn fn, kt_result_fn rfn, void *user,
-                               const char *where) {
+static kt_status add_candidate(kt_op *op, const char *name, kt_native_fn fn, kt_result_fn rfn, kt_queued_fn qfn,
+                               void *user, const char *where) {
     KT__CHECK_OP(op, where);
     kt_status st = kt__op_building(op, where);
     if (st != KT_OK) return st;
-    if ((fn != NULL || rfn != NULL) && op->has_result != (rfn != NULL))
+    if ((fn != NULL || rfn != NULL || qfn != NULL) && op->has_result != (rfn != NULL))
         return kt__err(KT_ERR_STATE, op->has_result
                                          ? "%s(op '%s'): the op returns a result (kt_op_set_result); add candidates with kt_op_add_native_result"
                                          : "%s(op '%s'): the op returns no result; declare one with kt_op_set_result first",
@@ -59,6 +59,7 @@ static kt_status add_candidate(kt_op *op, const char *name, kt_native_fn fn, kt_
     if ((st = kt__dup_name(name, where, &cand->name)) != KT_OK) return st;
     cand->fn = fn;
     cand->rfn = rfn;
+    cand->qfn = qfn;
     cand->user = user;
     cand->mask_bit = -1;
     op->ncands++;
@@ -67,12 +68,17 @@ static kt_status add_candidate(kt_op *op, const char *name, kt_native_fn fn, kt_
 
 kt_status kt_op_add_native(kt_op *op, const char *name, kt_native_fn fn, void *user) {
     if (op && fn == NULL) return kt__err(KT_ERR_NULL, "kt_op_add_native(op '%s'): fn is NULL", op->name);
-    return add_candidate(op, name, fn, NULL, user, "kt_op_add_native");
+    return add_candidate(op, name, fn, NULL, NULL, user, "kt_op_add_native");
+}
+
+kt_status kt_op_add_native_queued(kt_op *op, const char *name, kt_queued_fn fn, void *user) {
+    if (op && fn == NULL) return kt__err(KT_ERR_NULL, "kt_op_add_native_queued(op '%s'): fn is NULL", op->name);
+    return add_candidate(op, name, NULL, NULL, fn, user, "kt_op_add_native_queued");
 }
 
 kt_status kt_op_add_native_result(kt_op *op, const char *name, kt_result_fn fn, void *user) {
     if (op && fn == NULL) return kt__err(KT_ERR_NULL, "kt_op_add_native_result(op '%s'): fn is NULL", op->name);
-    return add_candidate(op, name, NULL, fn, user, "kt_op_add_native_result");
+    return add_candidate(op, name, NULL, fn, NULL, user, "kt_op_add_native_result");
 }
 
 kt_status kt_op_add_variants(kt_op *op, const char *name, kt_space *space, const char *source, const char *kernel_name,
@@ -90,7 +96,7 @@ kt_status kt_op_add_variants(kt_op *op, const char *name, kt_space *space, const
         if (!(*k == '_' || (*k >= '0' && *k <= '9') || (*k >= 'a' && *k <= 'z') || (*k >= 'A' && *k <= 'Z')))
             return kt__err(KT_ERR_INVALID_ARGUMENT, "%s(op '%s'): kernel name '%s' is not an identifier", where, op->name, kernel_name);
     /* A native placeholder first (so the shared checks run), then the group's own fields. */
-    kt_status st = add_candidate(op, name, NULL, NULL, NULL, where);
+    kt_status st = add_candidate(op, name, NULL, NULL, NULL, NULL, where);
     if (st != KT_OK) return st;
     kt__cand *c = &op->cands[op->ncands - 1];
     size_t ninputs = kt__space_input_count(space);

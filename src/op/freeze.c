@@ -3,6 +3,7 @@
  * candidate), binding space inputs to arguments, adding the automatic key components, assigning
  * validity mask bits and computing the candidate set's identity.
  */
+#include "backends/backends.h"
 #include "op/building.h"
 #include "space/space.h"
 
@@ -78,6 +79,25 @@ static kt_status key_fixed_inputs(kt_op *op, const char *where) {
     return KT_OK;
 }
 
+/* Native device candidates need a device whose backend runs them (kt__backend_queued). */
+static kt_status check_queued(const kt_op *op, const char *where) {
+    for (size_t i = 0; i < op->ncands; i++) {
+        if (op->cands[i].qfn == NULL) continue;
+        const kt_backend *b;
+        void *bstate;
+        size_t local;
+        const char *fp;
+        kt__op_backend(op, &b, &bstate, &local, &fp);
+        if (kt__backend_queued(b)) return KT_OK;
+        return kt__err(KT_ERR_STATE,
+                       "%s(op '%s'): candidate '%s' enqueues on a device queue (kt_op_add_native_queued), but the op's device "
+                       "(backend '%s') has no queues to time it on: choose a device of a backend with asynchronous launch and "
+                       "backend ABI 8 (CUDA, OpenCL) with kt_op_set_device",
+                       where, op->name, op->cands[i].name, b->name);
+    }
+    return KT_OK;
+}
+
 kt_status kt__op_freeze(kt_op *op, const char *where) {
     pthread_mutex_lock(&op->lock);
     kt_status st = KT_OK;
@@ -105,6 +125,7 @@ kt_status kt__op_freeze(kt_op *op, const char *where) {
         }
     }
     if ((st = key_fixed_inputs(op, where)) != KT_OK) goto out;
+    if ((st = check_queued(op, where)) != KT_OK) goto out;
     int bit = 0;
     for (size_t i = 0; i < op->ncands; i++)
         op->cands[i].mask_bit = (op->cands[i].nreqs > 0 || op->cands[i].accept != NULL) ? bit++ : -1;

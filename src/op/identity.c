@@ -33,6 +33,7 @@ static const void *native_addr(const kt__cand *c) {
     _Static_assert(sizeof c->fn == sizeof p && sizeof c->rfn == sizeof p, "function pointers fit a void *");
     if (c->fn) memcpy(&p, &c->fn, sizeof p);
     else if (c->rfn) memcpy(&p, &c->rfn, sizeof p);
+    else if (c->qfn) memcpy(&p, &c->qfn, sizeof p);
     return p;
 }
 
@@ -95,6 +96,7 @@ void kt__op_identity(kt_op *op) {
             /* (absent for variant groups without a version: their old records still match) */
             if (c->code_id[0]) x = kt__hash_str(c->code_id, kt__hash_str("native code", x));
             if (c->version) x = kt__hash_str(c->version, kt__hash_str("version", x));
+            if (c->qfn) x = kt__hash_str("queued native", x); /* times the device's work, not the host's */
             if (c->space == NULL) continue;
             x = kt__hash_str(c->source, kt__hash_str(c->kernel, x));
             for (size_t o = 0; o < c->noptions; o++) x = kt__hash_str(c->options[o], x);

@@ -167,8 +167,9 @@ typedef struct kt__req {
 
 typedef struct kt__cand {
     char *name;
-    kt_native_fn fn;     /* natives: exactly one of fn and rfn is set; variant groups: neither */
+    kt_native_fn fn;     /* natives: exactly one of fn, rfn and qfn is set; variant groups: none */
     kt_result_fn rfn;
+    kt_queued_fn qfn;    /* a native device candidate (kt_op_add_native_queued) */
     void *user;
     kt_space *space;     /* variant groups: the space, the source, the kernel, the options */
     char *source;
@@ -206,12 +207,15 @@ typedef struct kt__cand_result {
     bool finalist;            /* measured and not dropped when the race stopped (set by the engine) */
 } kt__cand_result;
 
-/* How a device variant is launched: the user data of kt__launch_fn. */
+/* How a device variant is launched: the user data of kt__launch_fn. A native device candidate
+ * (kt__queued_fn's user data) uses the first fields, qfn and quser. */
 typedef struct kt__launch {
     const kt_backend *backend;
     bool async;                    /* the backend can enqueue it on a caller's queue (ABI 7) */
     void *bstate;
     size_t device;
+    kt_queued_fn qfn;              /* a native device candidate: its function and user data */
+    void *quser;
     void *module;
     kt_launch_geometry geometry;   /* as planned for the tuning's arguments */
     /* A group whose global size reads arguments (cand->call_dims): the configuration's slots as
@@ -227,12 +231,24 @@ typedef struct kt__launch {
  * describes it in the thread's detail message and returns KT__RC_REPORTED. */
 int kt__launch_fn(const kt_arg *args, size_t nargs, void *user);
 
+/* A native device candidate run on the device's default queue, waited for (no timing): the
+ * unit's fn, with its kt__launch as user data. The native's own failure is its return value;
+ * the backend's is described in the detail message, returning KT__RC_REPORTED. */
+int kt__queued_fn(const kt_arg *args, size_t nargs, void *user);
+
 /* A candidate's return code meaning "failed, and the detail message says how". */
 #define KT__RC_REPORTED (-7002)
 
 /* Whether candidate function fn's return code rc is such a described failure: only the launch
- * of a device variant reports so (a native may return the same number for its own reasons). */
-static inline bool kt__rc_reported(kt_native_fn fn, int rc) { return rc == KT__RC_REPORTED && fn == kt__launch_fn; }
+ * of a device variant, or the backend around a native device candidate, reports so (a native
+ * may return the same number for its own reasons). */
+static inline bool kt__rc_reported(kt_native_fn fn, int rc) {
+    return rc == KT__RC_REPORTED && (fn == kt__launch_fn || fn == kt__queued_fn);
+}
+
+/* Whether unit function fn goes through the op's device backend (a device variant, or a native
+ * device candidate): u->launch says which backend and device. */
+static inline bool kt__fn_on_device(kt_native_fn fn) { return fn == kt__launch_fn || fn == kt__queued_fn; }
 
 /* Whether an outcome is a failure of the unit's own (not a rejection, not "not run"). */
 static inline bool kt__outcome_failed(int o) {

@@ -39,7 +39,7 @@ typedef struct trial_ctx {
 static int flush_kind(const kt_op *op, const kt__unit *u) {
     kt_flush mode = op->ctx->measure.flush;
     if (mode == KT_FLUSH_OFF) return FLUSH_NONE;
-    if (u->fn == kt__launch_fn) {
+    if (kt__fn_on_device(u->fn)) {
         const kt_backend *b = u->launch.backend;
         return (b->abi_version >= 4 && b->flush != NULL) ? FLUSH_DEVICE : FLUSH_NONE;
     }
@@ -98,6 +98,7 @@ static int trial_run(void *p, const kt_arg *args) {
                                           err, sizeof err);
         return st == KT_OK ? 0 : (int)st;
     }
+    if (u->fn == kt__queued_fn) return kt__queued_timed(&u->launch, args, t->op->nargs, &t->device_ns); /* device events */
     if (u->rfn) return u->rfn(args, t->op->nargs, u->user, &t->result);
     return u->fn(args, t->op->nargs, u->user);
 }
@@ -263,6 +264,7 @@ static bool isolate(const kt_op *op, const kt__unit *u) {
  * kt__worker_add_native says). */
 static const char *native_stays(const kt__workset *ws, const kt__unit *u) {
     if (u->rfn != NULL) return "it returns its output (kt_op_add_native_result), which cannot cross processes";
+    if (u->fn == kt__queued_fn) return "it enqueues on this process's device queue (kt_op_add_native_queued)";
     if (!ws->host) return "its arguments are in device memory, which a worker process cannot reach";
     return NULL;
 }

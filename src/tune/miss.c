@@ -139,8 +139,7 @@ kt_status kt__tune_miss(kt_op *op, const kt_arg *args, size_t nargs, const int64
             if (how == KT__FINISH_LAUNCH && op->fallback_idx >= 0 && op->cands[op->fallback_idx].space == NULL &&
                 kt__key_accepts(op, key, (size_t)op->fallback_idx)) { /* another thread tunes it: run the fallback */
                 pthread_mutex_unlock(&op->lock);
-                const kt__cand *c = &op->cands[op->fallback_idx];
-                *fallback = (kt__unit){.cand = (size_t)op->fallback_idx, .fn = c->fn, .rfn = c->rfn, .user = c->user};
+                kt__unit_native(op, (size_t)op->fallback_idx, fallback);
                 *launch = fallback;
                 return KT_OK;
             }

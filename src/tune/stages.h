@@ -172,6 +172,15 @@ kt_status kt__make_units(kt_op *op, kt_decision *d, const kt_arg *args, long onl
 /* Whether a unit is built and not yet decided. */
 bool kt__unit_runnable(const kt__unit *u);
 
+/* Makes native candidate i's unit in *u (a native device candidate's runs through its device's
+ * backend, with u->launch as its user data: *u must not move afterwards). */
+void kt__unit_native(const kt_op *op, size_t i, kt__unit *u);
+
+/* One timed run of native device candidate l on args: its work on the backend's own queue,
+ * timed by that queue's events into *ns. Returns the native's own return value, or
+ * KT__RC_REPORTED with the backend's failure described. */
+int kt__queued_timed(const kt__launch *l, const kt_arg *args, size_t nargs, double *ns);
+
 /* ---- measure.c ---------------------------------------------------------------------------- */
 
 /* Validates and measures every runnable unit of d on a workset built from the caller's

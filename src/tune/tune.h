@@ -19,8 +19,9 @@ typedef enum kt__finish { KT__FINISH_LAUNCH, KT__FINISH_DECIDE } kt__finish;
 kt_status kt__tune_miss(kt_op *op, const kt_arg *args, size_t nargs, const int64_t *key, size_t len, uint64_t hash,
                         kt__finish how, const char *where, kt__unit *fallback, const kt__unit **launch);
 
-/* kt__launch_fn's launch enqueued on the caller's queue, returning before it runs (l->async
- * must be set). On a failure describes it and returns KT__RC_REPORTED. */
+/* kt__launch_fn's launch, or a native device candidate's work, enqueued on the caller's queue
+ * (NULL: the device's default), returning before it runs (l->async must be set). On a failure
+ * of the launch describes it and returns KT__RC_REPORTED; a native returns its own value. */
 int kt__launch_async(const kt__launch *l, const kt_arg *args, size_t nargs, void *queue);
 
 /* Waits for the work already on queue of the op's device, when its backend launches

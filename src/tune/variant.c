@@ -57,23 +57,78 @@ static bool geometry_of(const kt__launch *l, const kt_arg *args, kt_launch_geome
     return true;
 }
 
-/* Launches l on args: waiting for it (launch), or on queue without waiting (launch_async). On a
- * failure describes it and returns KT__RC_REPORTED. */
+/* Describes a backend's failure around unit l and returns KT__RC_REPORTED. */
+static int reported(const kt__launch *l, kt_status st, const char *err) {
+    kt__err(st, "op '%s': candidate '%s': %s", l->op->name, l->cand->name, err);
+    return KT__RC_REPORTED;
+}
+
+/* Waits for the device's default queue after l's launch on it. */
+static int wait_default(const kt__launch *l) {
+    char err[256];
+    kt_status st = l->backend->queue_wait(l->bstate, l->device, NULL, err, sizeof err);
+    return st == KT_OK ? 0 : reported(l, st, err);
+}
+
+/* Launches l on args: on queue without waiting (enqueue: launch_async), or waiting for it. A
+ * waited launch of a backend that enqueues goes on the device's default queue, then waits for
+ * that queue (for CUDA the default stream, which orders it after the work of the caller's
+ * other blocking streams as kt_op_call always did); the backend's launch is left to tuning's
+ * timed runs, on its own queue. On a failure describes it and returns KT__RC_REPORTED. */
 static int launch_on(const kt__launch *l, const kt_arg *args, size_t nargs, bool enqueue, void *queue) {
     char err[256];
     kt_launch_geometry g;
     if (!geometry_of(l, args, &g)) return KT__RC_REPORTED;
-    kt_status st = enqueue ? l->backend->launch_async(l->bstate, l->device, l->module, &g, args, nargs, queue, err, sizeof err)
-                           : l->backend->launch(l->bstate, l->device, l->module, &g, args, nargs, NULL, err, sizeof err);
-    if (st == KT_OK) return 0;
-    kt__err(st, "op '%s': candidate '%s': %s", l->op->name, l->cand->name, err);
-    return KT__RC_REPORTED;
+    kt_status st = enqueue || l->async
+                       ? l->backend->launch_async(l->bstate, l->device, l->module, &g, args, nargs, queue, err, sizeof err)
+                       : l->backend->launch(l->bstate, l->device, l->module, &g, args, nargs, NULL, err, sizeof err);
+    if (st != KT_OK) return reported(l, st, err);
+    return enqueue || !l->async ? 0 : wait_default(l);
 }
 
 int kt__launch_fn(const kt_arg *args, size_t nargs, void *user) { return launch_on(user, args, nargs, false, NULL); }
 
 int kt__launch_async(const kt__launch *l, const kt_arg *args, size_t nargs, void *queue) {
+    if (l->qfn != NULL) return l->qfn(args, nargs, queue != NULL ? queue : l->backend->queue_default(l->bstate, l->device), l->quser);
     return launch_on(l, args, nargs, true, queue);
+}
+
+/* ---- native device candidates ---------------------------------------------------------------- */
+
+int kt__queued_fn(const kt_arg *args, size_t nargs, void *user) {
+    const kt__launch *l = user;
+    int rc = l->qfn(args, nargs, l->backend->queue_default(l->bstate, l->device), l->quser);
+    return rc != 0 ? rc : wait_default(l);
+}
+
+typedef struct queued_call {
+    const kt__launch *l;
+    const kt_arg *args;
+    size_t nargs;
+} queued_call;
+
+static int queued_work(void *ctx, void *queue) {
+    const queued_call *c = ctx;
+    return c->l->qfn(c->args, c->nargs, queue, c->l->quser);
+}
+
+int kt__queued_timed(const kt__launch *l, const kt_arg *args, size_t nargs, double *ns) {
+    char err[256] = "";
+    queued_call c = {l, args, nargs};
+    int rc = 0;
+    kt_status st = l->backend->time_queued(l->bstate, l->device, queued_work, &c, ns, &rc, err, sizeof err);
+    if (st != KT_OK) return reported(l, st, err);
+    return rc;
+}
+
+void kt__unit_native(const kt_op *op, size_t i, kt__unit *u) {
+    const kt__cand *c = &op->cands[i];
+    *u = (kt__unit){.cand = i, .fn = c->fn, .rfn = c->rfn, .user = c->user, .r = {.time_ns = -1}};
+    if (c->qfn == NULL) return;
+    u->launch = (kt__launch){.async = true, .qfn = c->qfn, .quser = c->user, .op = op, .cand = c};
+    kt__op_backend(op, &u->launch.backend, &u->launch.bstate, &u->launch.device, NULL);
+    u->fn = kt__queued_fn;
+    u->user = &u->launch;
 }
 
 void kt__unit_message(kt__cand_result *r, const char *fmt, const char *detail, int code) {
@@ -356,7 +411,7 @@ kt_status kt__make_units(kt_op *op, kt_decision *d, const kt_arg *args, long onl
         bool accepted = kt__key_accepts(op, d->key, i);
         if (c->space == NULL || !accepted) {
             kt__unit *u = &d->units[d->nunits++];
-            *u = (kt__unit){.cand = i, .fn = c->fn, .rfn = c->rfn, .user = c->user, .r = {.time_ns = -1}};
+            kt__unit_native(op, i, u);
             if (!accepted) u->r.outcome = KT_OUTCOME_REJECTED;
             continue;
         }
