@@ -495,12 +495,14 @@ KT_API kt_status kt_op_call(kt_op *op, const kt_arg *args, size_t nargs);
  *  backend that launches asynchronously (KT_BACKEND_CAP_ASYNC_LAUNCH in kerntune/backend.h)
  *  enqueues the one launch on queue and returns at once, before the kernel runs: it is ordered
  *  with the caller's other work on that queue exactly as a direct launch would be, and the
- *  caller synchronises as it would after one. A native candidate, a host variant, or a variant
- *  of a backend that cannot launch asynchronously runs before the call returns, as in
- *  kt_op_call. A miss first waits for the work already on queue (tuning reads and restores the
- *  caller's buffers), tunes as kt_op_call does, then enqueues the winner's launch on queue. A
- *  miss must not happen while queue is being captured into a CUDA graph: tune the key first
- *  (kt_op_tune). */
+ *  caller synchronises as it would after one. A hit on a native device candidate
+ *  (kt_op_add_native_queued) calls it with queue and returns when it does. A native candidate,
+ *  a host variant, or a variant of a backend that cannot launch asynchronously runs before the
+ *  call returns, as in kt_op_call. A miss first waits for the work already on queue and only
+ *  that (tuning reads and restores the caller's buffers; CUDA records an event on the stream
+ *  and waits for it), tunes on the backend's own queue as kt_op_call does, then enqueues the
+ *  winner on queue. A miss must not happen while queue is being captured into a CUDA graph:
+ *  tune the key first (kt_op_tune). */
 KT_API kt_status kt_op_call_async(kt_op *op, kt_queue queue, const kt_arg *args, size_t nargs);
 
 /** Calls an op that returns a result (kt_op_set_result), as kt_op_call does, and stores the
