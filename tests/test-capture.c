@@ -364,6 +364,17 @@ static int64_t sql_count(const char *sql) {
     return n;
 }
 
+/* Runs `kerntune ARGS --cache <db>` and reads its standard output into buf; it must succeed. */
+static void cli_output(const char *args, char *buf, size_t len) {
+    char cmd[1024];
+    snprintf(cmd, sizeof cmd, "'%s' %s --cache '%s'", KT_CLI, args, db);
+    FILE *p = popen(cmd, "r");
+    assert_non_null(p);
+    size_t n = fread(buf, 1, len - 1, p);
+    buf[n] = '\0';
+    assert_int_equal(pclose(p), 0);
+}
+
 static kt_context *cached_context(size_t *dev) {
     kt_context *ctx = test_context(2);
     ok(kt_context_set_cache(ctx, db));
@@ -401,6 +412,18 @@ static void test_deferred_keys_outlive_the_process(void **state) {
     assert_null(strstr(json, "\"args\""));
     kt_free(json);
     kt_cache_close(c);
+    /* and through the command, which lists them and cannot tune them */
+    char text[4096];
+    cli_output("cache deferred --op cap", text, sizeof text);
+    assert_memory_equal(text, "OP   DEVICE", 11);
+    assert_non_null(strstr(text, "  ARGS               DEFERRED\n"));
+    assert_non_null(strstr(text, "  40   buffer:256,i64:40  "));
+    assert_non_null(strstr(text, "  41   buffer:256,i64:41  "));
+    cli_output("cache deferred --op other", text, sizeof text);
+    assert_string_equal(text, "no deferred keys\n");
+    cli_output("cache deferred --json", text, sizeof text);
+    assert_non_null(strstr(text, "\"args\": \"buffer:256,i64:41\""));
+    assert_non_null(strstr(text, "\"op\": \"cap\""));
 
     /* a later process: the same op sees them (a miss of one of them under capture before the
      * first count is not counted twice), tunes them, and the file lets them go */
