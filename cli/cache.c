@@ -1,5 +1,5 @@
 /*
- * cache.c - `kerntune cache list|show|export|import|rm|clear|path`: the persistent cache from
+ * cache.c - `kerntune cache list|show|export|import|rm|clear|path|deferred`: the persistent cache from
  * the command line, through the public kt_cache_* API only.
  *
  * list and show read the same wisdom document `export` writes (parsed with jansson), so what
@@ -63,6 +63,7 @@ static int run_import(const opts *o, kt_cache *c);
 static int run_rm(const opts *o, kt_cache *c);
 static int run_clear(const opts *o, kt_cache *c);
 static int run_path(const opts *o, kt_cache *c);
+static int run_deferred(const opts *o, kt_cache *c);
 
 static const subcommand subs[] = {
     {"list", "[--op NAME] [--device FP] [--json] [--cache PATH]", "one line per decision", OPT_JSON | OPT_OP | OPT_DEVICE, run_list,
@@ -104,6 +105,15 @@ static const subcommand subs[] = {
     {"path", "[--json] [--cache PATH]", "print the cache file in use", OPT_JSON, run_path,
      "Opens the cache and prints the file in use (\":memory:\" when it fell back to memory), then,\n"
      "on a second line, the warning of opening it, if any (\"warning: ...\").\n"},
+    {"deferred", "[--op NAME] [--device FP] [--json] [--cache PATH]", "keys deferred by misses under graph capture",
+     OPT_JSON | OPT_OP | OPT_DEVICE, run_deferred,
+     "Lists the keys that calls of a program deferred because they missed while their queue was\n"
+     "being captured into a graph (kt_op_set_capture_miss with KT_CAPTURE_MISS_FALLBACK), oldest\n"
+     "first, one line each: op, device (shortened), key, the call's arguments (a buffer's bytes,\n"
+     "a scalar's value) and when it was deferred (UTC). This command cannot tune them: only the\n"
+     "program that declares the op can (kt_op_tune_deferred, e.g. at its next start, before it\n"
+     "captures). With --json: the entries of kt_cache_deferred's document, objects {op,\n"
+     "candidate_set, device, library_version, key, args, created (unix time)}.\n"},
 };
 #define NSUBS (sizeof subs / sizeof subs[0])
 
@@ -716,6 +726,48 @@ static int run_clear(const opts *o, kt_cache *c) {
     size_t n;
     if (kt_cache_remove(c, NULL, NULL, &n) != KT_OK) return failed(o);
     return print_removed(o, n);
+}
+
+static int run_deferred(const opts *o, kt_cache *c) {
+    char *text = NULL;
+    if (kt_cache_deferred(c, o->op, o->device, &text) != KT_OK) {
+        failed(o);
+        return 1;
+    }
+    json_error_t err;
+    json_t *doc = json_loads(text, 0, &err);
+    kt_free(text);
+    json_t *entries = doc ? json_object_get(doc, "entries") : NULL;
+    if (!json_is_array(entries)) {
+        int st = report(1, o->sub, "the cache's list of deferred keys cannot be read: %s", doc ? "no entries" : err.text);
+        json_decref(doc);
+        return st;
+    }
+    int status = 0;
+    if (o->json) {
+        print_json(entries);
+    } else if (json_array_size(entries) == 0) {
+        printf("no deferred keys\n");
+    } else {
+        table t = {.ncols = 5};
+        static const char *const head[] = {"OP", "DEVICE", "KEY", "ARGS", "DEFERRED"};
+        bool ok = table_row(&t, head);
+        size_t i;
+        json_t *e;
+        json_array_foreach(entries, i, e) {
+            char device[32], key[400], created[64];
+            shorten(str_of(e, "device"), device, sizeof device, 24);
+            fmt_key(json_object_get(e, "key"), key, sizeof key);
+            format_created(json_object_get(e, "created"), created, sizeof created, false);
+            const char *row[] = {str_of(e, "op"), device, key, str_of(e, "args"), created};
+            ok = ok && table_row(&t, row);
+        }
+        if (ok) table_print(&t, "");
+        else status = report(1, "deferred", "out of memory");
+        table_free(&t);
+    }
+    json_decref(doc);
+    return status;
 }
 
 static int run_path(const opts *o, kt_cache *c) {

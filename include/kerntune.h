@@ -100,7 +100,8 @@ KT_API const char *kt_version_string(void);
     X(ERR_DUPLICATE, 15, "the name is already in use")                                             \
     X(ERR_SYSTEM, 16, "an operating-system call failed")                                           \
     X(ERR_BACKEND, 17, "a backend failed or does not support the request")                       \
-    X(ERR_HOOK, 18, "a benchmark hook or input generator returned a failure")
+    X(ERR_HOOK, 18, "a benchmark hook or input generator returned a failure")                      \
+    X(ERR_CAPTURING, 19, "the queue is being captured into a graph and cannot be waited for")
 
 /** Status codes returned by every fallible call. */
 typedef enum kt_status {
@@ -501,9 +502,52 @@ KT_API kt_status kt_op_call(kt_op *op, const kt_arg *args, size_t nargs);
  *  call returns, as in kt_op_call. A miss first waits for the work already on queue and only
  *  that (tuning reads and restores the caller's buffers; CUDA records an event on the stream
  *  and waits for it), tunes on the backend's own queue as kt_op_call does, then enqueues the
- *  winner on queue. A miss must not happen while queue is being captured into a CUDA graph:
- *  tune the key first (kt_op_tune). */
+ *  winner on queue. A miss while queue is being captured into a graph (a CUDA graph) cannot
+ *  wait, so it does not tune: by default it returns KT_ERR_CAPTURING; kt_op_set_capture_miss
+ *  can make it run the fallback (a native device candidate is enqueued on queue) and defer the
+ *  key (kt_op_tune_deferred). Tune the keys a capture will use before capturing (kt_op_tune;
+ *  with KT_INPUTS_GENERATED buffers may be NULL). */
 KT_API kt_status kt_op_call_async(kt_op *op, kt_queue queue, const kt_arg *args, size_t nargs);
+
+/** What a miss of kt_op_call_async does when its queue is being captured into a graph (a CUDA
+ *  graph: the backend's queue_wait says so with KT_ERR_CAPTURING). Tuning would have to wait for
+ *  the queue, which would end the capture, so such a miss never tunes:
+ *  - REFUSE (the default): the call returns KT_ERR_CAPTURING, touching nothing, with a message
+ *    naming the op and the key's arguments and saying how to tune the key ahead of time.
+ *  - FALLBACK: the call runs, on the caller's arguments, the op's fallback candidate
+ *    (kt_op_set_fallback) when it is a native that accepts them, else its default candidate
+ *    (kt_op_set_default, else the first added) when that is a native that accepts them; nothing
+ *    is built or loaded. It records the key as deferred (once per key; its scalar values and
+ *    buffer sizes, never pointers) for kt_op_tune_deferred. When neither candidate is such a
+ *    native it returns KT_ERR_CAPTURING saying so. */
+#define KT_CAPTURE_MISS_LIST(X)                 \
+    X(KT_CAPTURE_MISS_REFUSE, 0, "refuse")      \
+    X(KT_CAPTURE_MISS_FALLBACK, 1, "fallback")
+
+typedef enum kt_capture_miss { KT_CAPTURE_MISS_LIST(KT__ENUMERATOR) } kt_capture_miss;
+
+/** Returns a capture-miss policy's name ("refuse", "fallback"), or NULL for an unknown value. */
+KT_API const char *kt_capture_miss_name(kt_capture_miss how);
+
+/** Sets what a miss under capture does (see kt_capture_miss). Only while the op is being built
+ *  (KT_ERR_STATE after its first call); an unknown value fails with KT_ERR_INVALID_ARGUMENT. */
+KT_API kt_status kt_op_set_capture_miss(kt_op *op, kt_capture_miss how);
+
+/** Returns how many keys are deferred: recorded by misses under capture (KT_CAPTURE_MISS_FALLBACK)
+ *  and not yet tuned. With a persistent cache (kerntune/cache.h) the keys deferred by earlier
+ *  processes for the same op (its name, candidate set and device) count too: the first call of
+ *  this function or kt_op_tune_deferred reads them. Freezes the op as its first call would (0
+ *  when that fails; kt_last_error says why). */
+KT_API size_t kt_op_deferred_count(const kt_op *op);
+
+/** Tunes every deferred key as kt_op_tune would from sizes alone: on generated inputs (buffers
+ *  NULL, filled by the op's generators, kerntune/inputs.h) whatever the op's inputs mode, without
+ *  running anything on a queue. Each key tuned (or found decided meanwhile) leaves the list and
+ *  the persistent cache; *tuned (may be NULL) receives how many did. Stops at the first key that
+ *  fails, with its status and a message naming the key's arguments; that key and the rest stay
+ *  deferred. Safe while other threads call the op. Call it outside any capture, e.g. at start-up
+ *  before capturing, or after a captured graph was first launched. */
+KT_API kt_status kt_op_tune_deferred(kt_op *op, size_t *tuned);
 
 /** Calls an op that returns a result (kt_op_set_result), as kt_op_call does, and stores the
  *  winner's output in *result; the caller owns it and releases it with kt_result_release. The

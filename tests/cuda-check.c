@@ -800,7 +800,8 @@ static void check_async(void) {
     CHECK(cu.StreamBeginCapture(stream, 2 /* CU_STREAM_CAPTURE_MODE_RELAXED */) == 0, "begin capture");
     for (int k = 0; k < CAPTURED; k++) OK(kt_op_call_async(op, stream, args, 2));
     kt_status st = kt_op_call_async(untuned, stream, args, 2);
-    CHECK(st == KT_ERR_STATE && strstr(kt_last_error(), "captured into a CUDA graph") != NULL, "a miss under capture: %s %s",
+    CHECK(st == KT_ERR_CAPTURING && strstr(kt_last_error(), "is being captured") != NULL && strstr(kt_last_error(), "kt_op_tune") != NULL,
+          "a miss under capture: %s %s",
           kt_status_name(st), kt_last_error());
     CHECK(cu.StreamEndCapture(stream, &graph) == 0 && graph != NULL, "the capture is still valid");
     CHECK(cu.GraphInstantiate(&exec, graph, 0) == 0, "instantiate");
@@ -1014,6 +1015,35 @@ static void check_native_queued(void) {
     CHECK(su.last_queue == NULL, "kt_op_call passes the default stream");
     OK(kt_device_read(ctx, dev, y, dy, M * sizeof *y));
     CHECK(all_equal(y, M, 2.0f + HELD + CAPTURED), "kt_op_call's saxpy finished when it returned");
+    if (exec) cu.GraphExecDestroy(exec);
+    if (graph) cu.GraphDestroy(graph);
+
+    /* a miss under capture, by option, enqueues the cuBLAS fallback on the captured stream and
+     * defers the key; kt_op_tune_deferred tunes it after the capture; then it is a hit */
+    kt_op *fb = axpy_op(ctx, dev, "axpy-fallback", 1, &su);
+    CHECK(fb && kt_op_set_fallback(fb, "cublas") == KT_OK && kt_op_set_capture_miss(fb, KT_CAPTURE_MISS_FALLBACK) == KT_OK,
+          "op: %s", kt_last_error());
+    if (fb == NULL) return;
+    graph = exec = NULL;
+    CHECK(cu.StreamBeginCapture(stream, 2 /* CU_STREAM_CAPTURE_MODE_RELAXED */) == 0, "begin capture");
+    OK(kt_op_call_async(fb, stream, args, 3));
+    CHECK(su.last_queue == stream, "the fallback got the captured stream");
+    CHECK(cu.StreamEndCapture(stream, &graph) == 0 && graph != NULL, "the capture is valid");
+    CHECK(kt_op_deferred_count(fb) == 1 && kt_op_tune_count(fb) == 0, "deferred %zu, tuned %llu", kt_op_deferred_count(fb),
+          (unsigned long long)kt_op_tune_count(fb));
+    CHECK(cu.GraphInstantiate(&exec, graph, 0) == 0 && cu.GraphLaunch(exec, stream) == 0 && cu.StreamSynchronize(stream) == 0,
+          "replay");
+    OK(kt_device_read(ctx, dev, y, dy, M * sizeof *y));
+    CHECK(all_equal(y, M, 3.0f + HELD + CAPTURED), "the graph replays the fallback's saxpy");
+    size_t tuned = 0;
+    OK(kt_op_tune_deferred(fb, &tuned));
+    CHECK(tuned == 1 && kt_op_deferred_count(fb) == 0 && kt_op_tune_count(fb) == 1, "the deferred key tuned");
+    OK(kt_device_read(ctx, dev, y, dy, M * sizeof *y));
+    CHECK(all_equal(y, M, 3.0f + HELD + CAPTURED), "tuning a deferred key leaves the caller's buffers alone");
+    OK(kt_op_call_async(fb, stream, args, 3));
+    CHECK(cu.StreamSynchronize(stream) == 0, "synchronise");
+    OK(kt_device_read(ctx, dev, y, dy, M * sizeof *y));
+    CHECK(all_equal(y, M, 4.0f + HELD + CAPTURED), "then a hit");
     if (exec) cu.GraphExecDestroy(exec);
     if (graph) cu.GraphDestroy(graph);
     b.Destroy(su.handle);

@@ -142,8 +142,9 @@ static void test_help(void **state) {
                                         "  import   read a wisdom document into the cache\n",
                                         "  rm       remove the decisions of an op (and device)\n",
                                         "  clear    remove every decision\n",
-                                        "  path     print the cache file in use\n"};
-    for (size_t i = 0; i < 7; i++) assert_non_null(strstr(out, lines[i]));
+                                        "  path     print the cache file in use\n",
+                                        "  deferred keys deferred by misses under graph capture\n"};
+    for (size_t i = 0; i < 8; i++) assert_non_null(strstr(out, lines[i]));
     static char general[sizeof out];
     snprintf(general, sizeof general, "%s", out);
     assert_int_equal(cli(NULL, NULL, "help", "cache", NULL), 0);
@@ -151,8 +152,8 @@ static void test_help(void **state) {
     assert_int_equal(cli(NULL, NULL, "cache", "-h", NULL), 0);
     assert_string_equal(out, general);
     /* each subcommand answers --help with its own usage, wherever --help stands */
-    static const char *const subs[] = {"list", "show", "export", "import", "rm", "clear", "path"};
-    for (size_t i = 0; i < 7; i++) {
+    static const char *const subs[] = {"list", "show", "export", "import", "rm", "clear", "path", "deferred"};
+    for (size_t i = 0; i < 8; i++) {
         char prefix[64];
         snprintf(prefix, sizeof prefix, "usage: kerntune cache %s ", subs[i]);
         assert_int_equal(cli(NULL, NULL, "cache", subs[i], "--help", NULL), 0);
@@ -164,6 +165,8 @@ static void test_help(void **state) {
     assert_int_equal(cli(NULL, NULL, "cache", "import", "--help", NULL), 0);
     assert_non_null(strstr(out, "  --replace      replace decisions already in the cache\n"));
     assert_null(strstr(out, "--yes"));
+    assert_int_equal(cli(NULL, NULL, "cache", "deferred", "--help", NULL), 0);
+    assert_non_null(strstr(out, "This command cannot tune them: only the\nprogram that declares the op can (kt_op_tune_deferred"));
     /* the main help lists the command */
     assert_int_equal(cli(NULL, NULL, "--help", NULL), 0);
     assert_non_null(strstr(out, "  cache      list, show, export, import or remove cached decisions\n"));

@@ -843,7 +843,8 @@ static void test_migrate_v1(void **state) {
     assert_int_equal(sql_int(path, "PRAGMA user_version"), 1);
     kt_cache *c = open_ok(path);
     assert_string_equal(kt_cache_warning(c), "");
-    assert_int_equal(sql_int(path, "PRAGMA user_version"), 3);
+    assert_int_equal(sql_int(path, "PRAGMA user_version"), 4);
+    assert_int_equal(sql_int(path, "SELECT count(*) FROM deferred"), 0);
     assert_int_equal(count(c, NULL, NULL), 3);
     assert_int_equal(count(c, "matmul", NULL), 2);
     kt__store_rec id = {.op = "axpy", .set_hash = "04d1e7c2aa90b3f1", .device = "cpu:x86_64:avx2:8t", .version = "0.1.0"}, got;
@@ -879,7 +880,7 @@ static void test_migrate_v1(void **state) {
     assert_int_equal(count(c, NULL, NULL), 4);
     kt_cache_close(c);
     check_integrity(path);
-    c = open_ok(path); /* once more: already version 3 */
+    c = open_ok(path); /* once more: already version 4 */
     assert_int_equal(count(c, NULL, NULL), 4);
     kt_cache_close(c);
 }
@@ -899,7 +900,8 @@ static void test_migrate_v2(void **state) {
     assert_int_equal(sql_int(path, "SELECT count(*) FROM units"), 3);
     kt_cache *c = open_ok(path);
     assert_string_equal(kt_cache_warning(c), "");
-    assert_int_equal(sql_int(path, "PRAGMA user_version"), 3);
+    assert_int_equal(sql_int(path, "PRAGMA user_version"), 4);
+    assert_int_equal(sql_int(path, "SELECT count(*) FROM deferred"), 0);
     assert_int_equal(count(c, NULL, NULL), 2);
     kt__store_rec id = {.op = "matmul", .set_hash = "9f2c4e1a7b3d5f60", .device = "cpu:x86_64:avx2:8t", .version = "0.1.0"}, got;
     int64_t key[3] = {512, 512, 512};
@@ -937,9 +939,74 @@ static void test_migrate_v2(void **state) {
     kt__store_rec_free(&got);
     kt_cache_close(c);
     check_integrity(path);
-    c = open_ok(path); /* once more: already version 3 */
+    c = open_ok(path); /* once more: already version 4 */
     assert_int_equal(count(c, NULL, NULL), 3);
     kt_cache_close(c);
+}
+
+/* A file of schema version 3 (tests/data/store/v3.sql: no `deferred` table) is migrated in
+ * place: the decision and its units are kept as they were, and the new table takes deferred
+ * keys (put once per identity, listed, removed). */
+static void test_migrate_v3(void **state) {
+    (void)state;
+    const char *path = in_dir("v3.db");
+    char *v3 = read_file(KT_DATA "/store/v3.sql", NULL);
+    assert_non_null(v3);
+    sql(path, v3);
+    free(v3);
+    assert_int_equal(sql_int(path, "PRAGMA user_version"), 3);
+    kt_cache *c = open_ok(path);
+    assert_string_equal(kt_cache_warning(c), "");
+    assert_int_equal(sql_int(path, "PRAGMA user_version"), 4);
+    assert_int_equal(count(c, NULL, NULL), 1);
+    kt__store_rec id = {.op = "matmul", .set_hash = "9f2c4e1a7b3d5f60", .device = "cpu:x86_64:avx2:8t", .version = "0.1.0"}, got;
+    int64_t key[3] = {512, 512, 512};
+    id.key = key;
+    id.key_len = 3;
+    ok(kt__store_get(c, &id, &got));
+    assert_string_equal(got.winner_config, "TM=16,TN=8");
+    assert_true(got.confidence == 0.97);
+    assert_true(got.requested_confidence == 0.99);
+    assert_int_equal(got.nunits, 2);
+    assert_true(got.units[0].finalist && got.units[1].finalist);
+    kt__store_rec_free(&got);
+    /* deferred keys: once per identity, listed in order, removed one by one */
+    int64_t k2[2] = {64, -3};
+    kt__store_rec d = id;
+    d.key = k2;
+    d.key_len = 2;
+    ok(kt__store_defer_put(c, &d, "buffer:256,i64:64"));
+    ok(kt__store_defer_put(c, &d, "buffer:512,i64:64")); /* the same identity: kept as it was */
+    ok(kt__store_defer_put(c, &id, "buffer:1024,i64:512"));
+    kt__store_deferred *list = NULL;
+    size_t n = 0;
+    ok(kt__store_defer_list(c, &id, &list, &n));
+    assert_int_equal(n, 2);
+    int first = list[0].id.key_len == 2 ? 0 : 1; /* same second: ordered by key text */
+    assert_string_equal(list[first].args, "buffer:256,i64:64");
+    assert_int_equal(list[first].id.key[1], -3);
+    assert_string_equal(list[1 - first].args, "buffer:1024,i64:512");
+    kt__store_deferred_free(list, n);
+    kt__store_rec other = id;
+    other.set_hash = "another-set";
+    ok(kt__store_defer_list(c, &other, &list, &n));
+    assert_int_equal(n, 0);
+    kt__store_deferred_free(list, n);
+    ok(kt__store_defer_remove(c, &d));
+    ok(kt__store_defer_remove(c, &d)); /* absent: nothing */
+    ok(kt__store_defer_list(c, &id, &list, &n));
+    assert_int_equal(n, 1);
+    assert_string_equal(list[0].args, "buffer:1024,i64:512");
+    kt__store_deferred_free(list, n);
+    /* a row another program damaged is reported naming its column */
+    kt_cache_close(c);
+    sql(path, "UPDATE deferred SET key = 'x'");
+    c = open_ok(path);
+    expect_status(KT_ERR_INVALID_ARGUMENT, kt__store_defer_list(c, &id, &list, &n));
+    assert_non_null(strstr(kt_last_error(), "stored deferred key is invalid: column deferred.key is 'x'"));
+    assert_null(list);
+    kt_cache_close(c);
+    check_integrity(path);
 }
 
 static void expect_refused_untouched(const char *path, const char *message) {
@@ -965,10 +1032,10 @@ static void test_newer_version_refused(void **state) {
     (void)state;
     const char *path = in_dir("newer.db");
     sql(path, "CREATE TABLE decisions (id INTEGER PRIMARY KEY, what TEXT); CREATE TABLE things (x);"
-              "INSERT INTO decisions (what) VALUES ('from the future'); PRAGMA user_version = 4;");
+              "INSERT INTO decisions (what) VALUES ('from the future'); PRAGMA user_version = 5;");
     char expect[1024];
     snprintf(expect, sizeof expect,
-             "kt_cache_open('%s'): the store has schema version 4; this library (%s) knows versions up to 3: a newer kerntune "
+             "kt_cache_open('%s'): the store has schema version 5; this library (%s) knows versions up to 4: a newer kerntune "
              "wrote it; it was left untouched",
              path, kt_version_string());
     expect_refused_untouched(path, expect);
@@ -1579,6 +1646,7 @@ int main(void) {
         cmocka_unit_test_setup_teardown(test_read_only, setup, teardown),
         cmocka_unit_test_setup_teardown(test_migrate_v1, setup, teardown),
         cmocka_unit_test_setup_teardown(test_migrate_v2, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_migrate_v3, setup, teardown),
         cmocka_unit_test_setup_teardown(test_newer_version_refused, setup, teardown),
         cmocka_unit_test_setup_teardown(test_wrong_types, setup, teardown),
         cmocka_unit_test_setup_teardown(test_wisdom_roundtrip, setup, teardown),

@@ -181,7 +181,10 @@ struct kt_backend {
      *  arguments may be reused by the caller as soon as it returns. */
     kt_status (*launch_async)(void *state, size_t device, void *module, const kt_launch_geometry *g, const kt_arg *args,
                               size_t nargs, void *queue, char *err, size_t errlen);
-    /** Waits until the work already on queue (NULL: the device's default queue) has finished. */
+    /** Waits until the work already on queue (NULL: the device's default queue) has finished.
+     *  A queue that cannot be waited for because it is being captured into a graph (waiting
+     *  would end the capture) returns KT_ERR_CAPTURING: the core then does not tune
+     *  (kt_op_set_capture_miss). */
     kt_status (*queue_wait)(void *state, size_t device, void *queue, char *err, size_t errlen);
     /* ---- version 8: native device candidates (kt_op_add_native_queued). */
     /** Runs work(ctx, q) on the backend's own queue q for device (the one its launch, copies and

@@ -97,6 +97,22 @@ KT_API kt_status kt_cache_count(kt_cache *cache, const char *op, const char *dev
 KT_API kt_status kt_cache_export(kt_cache *cache, const char *op, const char *device, char **json);
 
 /**
+ * Lists the keys deferred by misses under capture (kt_op_set_capture_miss) and not yet tuned
+ * (all, or only those of op and of device when not NULL) as a JSON document into *json, to free
+ * with kt_free. Entries are ordered by op, device, candidate set, version, then as recorded:
+ *
+ *   {"kerntune_deferred": 1, "entries": [
+ *     {"op": "scale", "candidate_set": "<hex>", "device": "<fingerprint>",
+ *      "library_version": "0.1.0", "key": [4096],
+ *      "args": "buffer:4096,i64:1024",   (each argument: a buffer's bytes, a scalar's value)
+ *      "created": 1764000000}]}                                   (unix time)
+ *
+ * Only the program that declares the op can tune them (kt_op_tune_deferred). A stored row that
+ * is not valid fails with KT_ERR_INVALID_ARGUMENT naming it.
+ */
+KT_API kt_status kt_cache_deferred(kt_cache *cache, const char *op, const char *device, char **json);
+
+/**
  * Imports a wisdom document (as kt_cache_export writes it; requested_confidence and finalist may
  * be absent, as in documents written before they existed). Every entry is checked before
  * anything is written, for what can be checked without the op: types, names and sizes,

@@ -448,8 +448,9 @@ kt_status kt__cu_launch_async(void *state, size_t device, void *module, const kt
 
 /* Waits for the work already on the stream, and only for that: an event recorded on it now,
  * waited for (work that other threads enqueue meanwhile is not waited for). A stream being
- * captured into a graph cannot be waited for (it would end the capture): that is refused, so a
- * miss never tunes inside a capture. */
+ * captured into a graph cannot be waited for (it would end the capture): that is refused with
+ * KT_ERR_CAPTURING, so a miss never tunes inside a capture (the core's kt__capture_miss says
+ * what the call does instead). */
 kt_status kt__cu_queue_wait(void *state, size_t device, void *queue, char *err, size_t errlen) {
     cu_state *s = state;
     kt_status st = kt__cu_use(s, device, err, errlen);
@@ -458,10 +459,8 @@ kt_status kt__cu_queue_wait(void *state, size_t device, void *queue, char *err, 
     CUresult rc = s->api.StreamIsCapturing((CUstream)queue, &capturing);
     if (rc != 0) return kt__cu_fail(s, rc, "cuStreamIsCapturing", err, errlen);
     if (capturing != 0) {
-        snprintf(err, errlen,
-                 "the stream is being captured into a CUDA graph, and this key has no decision: tuning would end the capture; "
-                 "tune the key before capturing (kt_op_tune)");
-        return KT_ERR_STATE;
+        snprintf(err, errlen, "the stream is being captured into a CUDA graph: waiting for it would end the capture");
+        return KT_ERR_CAPTURING;
     }
     CUevent ev = NULL;
     const char *what = "cuEventCreate";

@@ -38,8 +38,9 @@ static kt_status launch(const kt_op *op, const kt__unit *u, const kt_arg *args, 
                    op->cands[u->cand].name, u->text ? " " : "", u->text ? u->text : "", rc);
 }
 
-/* The miss line: (wait for the caller's queue,) tune, then launch. Kept out of the hit path's
- * frame (the fallback unit is large). */
+/* The miss line: (wait for the caller's queue,) tune, then launch. A queue being captured
+ * cannot be waited for: the miss does not tune, and launches the fallback or nothing
+ * (kt__capture_miss). Kept out of the hit path's frame (the fallback unit is large). */
 #if defined(__GNUC__)
 __attribute__((noinline))
 #endif
@@ -48,7 +49,8 @@ static kt_status miss(kt_op *op, const kt_arg *args, size_t nargs, const int64_t
     kt__unit fallback;
     const kt__unit *u = NULL;
     kt_status st = q != NULL ? kt__queue_wait(op, *q, where) : KT_OK; /* tuning reads the caller's buffers */
-    if (st == KT_OK) st = kt__tune_miss(op, args, nargs, key, len, hash, KT__FINISH_LAUNCH, where, &fallback, &u);
+    if (st == KT_ERR_CAPTURING) st = kt__capture_miss(op, args, nargs, key, len, where, &fallback, &u);
+    else if (st == KT_OK) st = kt__tune_miss(op, args, nargs, key, len, hash, KT__FINISH_LAUNCH, where, &fallback, &u);
     return st == KT_OK ? launch(op, u, args, nargs, result, where, q) : st;
 }
 

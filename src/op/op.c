@@ -75,6 +75,7 @@ void kt_op_destroy(kt_op *op) {
     if (op == NULL) return;
     if (op->ctx) kt__context_unlink(op->ctx, op);
     kt__table_free(op);
+    kt__deferred_free(op);
     free(op->done);
     if (op->nmodules > 0) {
         const kt_device *dev = &op->ctx->devices[op->device];
@@ -268,6 +269,18 @@ kt_status kt_op_set_effort(kt_op *op, kt_effort effort) {
         return kt__err(KT_ERR_INVALID_ARGUMENT, "kt_op_set_effort(op '%s'): effort %d is not a level (0..4)", op->name,
                        (int)effort);
     op->effort = effort;
+    return KT_OK;
+}
+
+kt_status kt_op_set_capture_miss(kt_op *op, kt_capture_miss how) {
+    KT__CHECK_OP(op, "kt_op_set_capture_miss");
+    kt_status st = kt__op_building(op, "kt_op_set_capture_miss");
+    if (st != KT_OK) return st;
+    if (kt_capture_miss_name(how) == NULL)
+        return kt__err(KT_ERR_INVALID_ARGUMENT,
+                       "kt_op_set_capture_miss(op '%s'): %d is not KT_CAPTURE_MISS_REFUSE (0) or KT_CAPTURE_MISS_FALLBACK (1)",
+                       op->name, (int)how);
+    op->capture_miss = how;
     return KT_OK;
 }
 

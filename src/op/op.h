@@ -321,6 +321,15 @@ typedef struct kt__table {
     _Atomic(kt_decision *) slot[];
 } kt__table;
 
+/* A key deferred by a miss under capture (KT_CAPTURE_MISS_FALLBACK; tune/deferred.c): its key
+ * and the call's arguments as kt_op_tune takes them from sizes alone (buffers NULL with their
+ * byte sizes, scalars with their values). */
+typedef struct kt__deferred {
+    int64_t key[KT__KEY_WORDS_MAX];
+    size_t keylen;
+    kt_arg *args;                  /* op->nargs of them */
+} kt__deferred;
+
 struct kt_op {
     kt_context *ctx;
     void *user;                    /* the caller's (kt_op_set_user); never read by kerntune */
@@ -366,6 +375,10 @@ struct kt_op {
     _Atomic uint64_t tune_count;
     _Atomic uint64_t measured_runs;
     char set_hash[33];             /* the candidate set's identity in the cache (set at freeze) */
+    kt_capture_miss capture_miss;  /* what a miss under capture does */
+    kt__deferred *deferred;        /* keys deferred by misses under capture (op->lock) */
+    size_t ndeferred, deferred_cap;
+    bool deferred_loaded;          /* the cache's deferred keys were read (op->lock) */
 };
 
 /* Checks the op is still being built; reports as `where`. */
@@ -374,6 +387,9 @@ kt_status kt__op_building(const kt_op *op, const char *where);
 /* Freezes the op on its first call: checks it, resolves effort and forced candidate, assigns
  * mask bits. Idempotent and thread-safe. where: the call that froze it, for messages. */
 kt_status kt__op_freeze(kt_op *op, const char *where);
+
+/* Frees the op's deferred keys (kt_op_destroy). */
+void kt__deferred_free(kt_op *op);
 
 /* ---- key.c --------------------------------------------------------------------------------- */
 

@@ -58,4 +58,24 @@ kt_status kt__store_get_unit(kt_cache *c, const kt__store_rec *id, const char *u
     return kt__no_cache("kt__store_get_unit");
 }
 
+kt_status kt_cache_deferred(kt_cache *cache, const char *op, const char *device, char **json) {
+    (void)cache, (void)op, (void)device;
+    if (json != NULL) *json = NULL;
+    return kt__no_cache("kt_cache_deferred");
+}
+kt_status kt__store_defer_put(kt_cache *c, const kt__store_rec *id, const char *args) {
+    (void)c, (void)id, (void)args;
+    return kt__no_cache("kt__store_defer_put");
+}
+kt_status kt__store_defer_list(kt_cache *c, const kt__store_rec *id, kt__store_deferred **out, size_t *n) {
+    (void)c, (void)id;
+    if (out != NULL) *out = NULL;
+    if (n != NULL) *n = 0;
+    return kt__no_cache("kt__store_defer_list");
+}
+kt_status kt__store_defer_remove(kt_cache *c, const kt__store_rec *id) {
+    (void)c, (void)id;
+    return kt__no_cache("kt__store_defer_remove");
+}
+
 #endif /* KT_NO_CACHE */

@@ -59,7 +59,7 @@ static kt_status open_connection(kt_cache *c, const char *file, const char *wher
 
 static kt_status open_memory(kt_cache *c, const char *where) {
     kt_status st = open_connection(c, ":memory:", where);
-    if (st == KT_OK) st = kt__db_exec(c, kt__schema_v3, where);
+    if (st == KT_OK) st = kt__db_exec(c, kt__schema, where);
     free(c->path);
     c->path = kt__db_dup(":memory:");
     c->in_memory = true;

@@ -43,7 +43,8 @@ static kt_status bad_col(const kt__rows_at *r, const char *col, const char *fmt,
     vsnprintf(what, sizeof what, fmt, ap);
     va_end(ap);
     if (r->unit >= 0) snprintf(unit, sizeof unit, " (unit %ld)", r->unit);
-    return kt__err(KT_ERR_INVALID_ARGUMENT, "%s: stored decision is invalid: column %s.%s%s %s", r->where, r->table, col, unit, what);
+    return kt__err(KT_ERR_INVALID_ARGUMENT, "%s: stored %s is invalid: column %s.%s%s %s", r->where,
+                   strcmp(r->table, "deferred") == 0 ? "deferred key" : "decision", r->table, col, unit, what);
 }
 
 static const char *type_desc(int t) {
@@ -192,6 +193,37 @@ kt_status kt__rows_load_decision(kt_cache *c, sqlite3_stmt *s, kt__store_rec *ou
         st = bad_col(&r, "requested_confidence", "is %g; expected 0 to 1, or negative for none", out->requested_confidence);
     if (st == KT_OK) st = load_units(c, id, out, where);
     if (st != KT_OK) kt__store_rec_free(out);
+    return st;
+}
+
+/* Reads a deferred row (KT__DEFERRED_COLS) into out. */
+kt_status kt__rows_load_deferred(sqlite3_stmt *s, kt__store_deferred *out, const char *where) {
+    memset(out, 0, sizeof *out);
+    kt__rows_at r = {where, "deferred", -1};
+    char *key = NULL;
+    int64_t words[KT__STORE_KEY_MAX];
+    kt__store_rec *id = &out->id;
+    kt_status st = rd_text(&r, s, 0, "op", false, &id->op);
+    if (st == KT_OK) st = rd_text(&r, s, 1, "set_hash", false, &id->set_hash);
+    if (st == KT_OK) st = rd_text(&r, s, 2, "device", false, &id->device);
+    if (st == KT_OK) st = rd_text(&r, s, 3, "version", false, &id->version);
+    if (st == KT_OK) st = rd_text(&r, s, 4, "key", true, &key);
+    if (st == KT_OK && key == NULL) st = bad_col(&r, "key", "is NULL; expected text");
+    if (st == KT_OK && !parse_key(key, words, &id->key_len))
+        st = bad_col(&r, "key", "is '%.60s'; expected at most %d integers separated by commas", key, KT__STORE_KEY_MAX);
+    free(key);
+    if (st == KT_OK && id->key_len > 0) {
+        id->key = malloc(id->key_len * sizeof *id->key);
+        if (id->key == NULL) st = kt__err(KT_ERR_NO_MEMORY, "%s: out of memory copying the key (%zu words)", where, id->key_len);
+        else memcpy(id->key, words, id->key_len * sizeof *id->key);
+    }
+    if (st == KT_OK) st = rd_text(&r, s, 5, "args", false, &out->args);
+    if (st == KT_OK) st = rd_int(&r, s, 6, "created", INT64_MIN, INT64_MAX, &out->created);
+    if (st != KT_OK) {
+        kt__store_rec_free(id);
+        free(out->args);
+        memset(out, 0, sizeof *out);
+    }
     return st;
 }
 

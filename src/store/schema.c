@@ -2,7 +2,7 @@
  * schema.c - the persistent cache's file format: creating it, migrating older versions,
  * refusing files that are not ours, and setting a file up when it is opened.
  *
- * The file (schema version 3, PRAGMA user_version)
+ * The file (schema version 4, PRAGMA user_version)
  *   decisions  one row per decision: id, op, set_hash, device, version, key, winner_candidate,
  *              winner_config, time_ns, confidence (-1: unknown), created (unix time),
  *              requested_confidence (what the race asked for; -1: none); UNIQUE on the
@@ -10,11 +10,15 @@
  *   units      one row per unit of a decision (decision = decisions.id, idx = its position):
  *              candidate, config, unit_hash, outcome, time_ns, ci_low_ns, ci_high_ns, runs,
  *              warmups, message, finalist (0 or 1); indexed by unit_hash
+ *   deferred   one row per key deferred by a miss under capture and not yet tuned (version 4):
+ *              op, set_hash, device, version, key (the decisions' identity), args (the call's
+ *              arguments as tune/deferred.c writes them: scalar values and buffer sizes),
+ *              created (unix time); the identity is its primary key
  *   A key is stored as text, its words in decimal separated by commas ("512,512,-1"; "" for a
  *   key of no words): identity is then one equality per column, and the file stays readable
  *   in the sqlite3 shell. Older versions are migrated in place when opened: version 1 (the
- *   first design: decisions without confidence, no units) and version 2 (no requested
- *   confidence, no finalists); a newer version, and a database with tables but no version
+ *   first design: decisions without confidence, no units), version 2 (no requested
+ *   confidence, no finalists) and version 3 (no deferred keys); a newer version, and a database with tables but no version
  *   (not kerntune's), are refused and never written.
  */
 #ifndef KT_NO_CACHE
@@ -46,10 +50,16 @@
     " PRIMARY KEY (decision, idx)) WITHOUT ROWID;"                                                 \
     "CREATE INDEX units_by_hash ON units (unit_hash);"
 
-const char kt__schema_v3[] = KT__DECISIONS_TABLE KT__UNITS_TABLE "PRAGMA user_version = 3;";
+#define KT__DEFERRED_TABLE                                                                         \
+    "CREATE TABLE deferred ("                                                                      \
+    " op TEXT NOT NULL, set_hash TEXT NOT NULL, device TEXT NOT NULL, version TEXT NOT NULL,"       \
+    " key TEXT NOT NULL, args TEXT NOT NULL, created INTEGER NOT NULL,"                            \
+    " PRIMARY KEY (op, set_hash, device, version, key)) WITHOUT ROWID;"
 
-/* Version 1 -> 3: decisions gain an id, confidence and requested confidence (-1, unknown),
- * units arrive empty. Rows that break the NOT NULL columns cannot be kept and are counted as
+const char kt__schema[] = KT__DECISIONS_TABLE KT__UNITS_TABLE KT__DEFERRED_TABLE "PRAGMA user_version = 4;";
+
+/* Version 1 -> 4: decisions gain an id, confidence and requested confidence (-1, unknown),
+ * units and deferred keys arrive empty. Rows that break the NOT NULL columns cannot be kept and are counted as
  * dropped. */
 static const char kt__migrate_v1[] =
     "ALTER TABLE decisions RENAME TO decisions_v1;" KT__DECISIONS_TABLE
@@ -57,14 +67,17 @@ static const char kt__migrate_v1[] =
     " time_ns, confidence, created)"
     " SELECT op, set_hash, device, version, key, winner_candidate, winner_config, time_ns, -1, created"
     " FROM decisions_v1 ORDER BY rowid;"
-    "DROP TABLE decisions_v1;" KT__UNITS_TABLE "PRAGMA user_version = 3;";
+    "DROP TABLE decisions_v1;" KT__UNITS_TABLE KT__DEFERRED_TABLE "PRAGMA user_version = 4;";
 
-/* Version 2 -> 3: what the race asked for is unknown (-1), so every decision stays settled; no
- * unit is known to be a finalist (0). */
+/* Version 2 -> 4: what the race asked for is unknown (-1), so every decision stays settled; no
+ * unit is known to be a finalist (0); no key is deferred. */
 static const char kt__migrate_v2[] =
     "ALTER TABLE decisions ADD COLUMN requested_confidence REAL NOT NULL DEFAULT -1;"
-    "ALTER TABLE units ADD COLUMN finalist INTEGER NOT NULL DEFAULT 0;"
-    "PRAGMA user_version = 3;";
+    "ALTER TABLE units ADD COLUMN finalist INTEGER NOT NULL DEFAULT 0;" KT__DEFERRED_TABLE
+    "PRAGMA user_version = 4;";
+
+/* Version 3 -> 4: no key is deferred. */
+static const char kt__migrate_v3[] = KT__DEFERRED_TABLE "PRAGMA user_version = 4;";
 
 static kt_status read_int(kt_cache *c, const char *sql, int64_t *out, const char *where) {
     sqlite3_stmt *s;
@@ -100,15 +113,16 @@ static kt_status read_version(kt_cache *c, int64_t *version, const char *where) 
     return KT_OK;
 }
 
-/* Brings the schema to version 3 inside the caller's write transaction (the version is read
+/* Brings the schema to version 4 inside the caller's write transaction (the version is read
  * again: another process may have done it meanwhile): creates it in an empty file, migrates
- * versions 1 and 2. */
+ * versions 1, 2 and 3. */
 static kt_status schema_tx(kt_cache *c, void *arg, const char *where) {
     (void)arg;
     int64_t version;
     kt_status st = read_version(c, &version, where);
     if (st != KT_OK) return st;
-    if (version == 0) return kt__db_exec(c, kt__schema_v3, where);
+    if (version == 0) return kt__db_exec(c, kt__schema, where);
+    if (version == 3) return kt__db_exec(c, kt__migrate_v3, where);
     if (version == 2) return kt__db_exec(c, kt__migrate_v2, where);
     if (version == 1) {
         int64_t before, after;
@@ -124,12 +138,13 @@ static kt_status schema_tx(kt_cache *c, void *arg, const char *where) {
     return KT_OK;
 }
 
-/* Checks that both tables exist with every column of version 3, and reads the first page of
- * each (damage there shows now rather than in the middle of the first call). */
+/* Checks that the three tables exist with every column of version 4, and reads the first page
+ * of each (damage there shows now rather than in the middle of the first call). */
 static kt_status probe_tables(kt_cache *c, const char *where) {
     static const char *const probes[] = {"SELECT " KT__DECISION_COLS " FROM decisions LIMIT 1",
-                                         "SELECT decision, idx, " KT__UNIT_COLS " FROM units LIMIT 1"};
-    for (size_t i = 0; i < 2; i++) {
+                                         "SELECT decision, idx, " KT__UNIT_COLS " FROM units LIMIT 1",
+                                         "SELECT " KT__DEFERRED_COLS " FROM deferred LIMIT 1"};
+    for (size_t i = 0; i < sizeof probes / sizeof probes[0]; i++) {
         sqlite3_stmt *s;
         int rc = sqlite3_prepare_v2(c->db, probes[i], -1, &s, NULL);
         if ((rc & 0xff) == SQLITE_ERROR)

@@ -24,8 +24,8 @@
 
 /* Newest schema version (PRAGMA user_version) this library reads and writes. Version 1: one
  * `decisions` table without confidence; version 2: decisions.confidence and the `units` table;
- * version 3: decisions.requested_confidence and units.finalist. */
-#define KT__STORE_SCHEMA 3
+ * version 3: decisions.requested_confidence and units.finalist; version 4: the `deferred` table. */
+#define KT__STORE_SCHEMA 4
 
 /* Longest key a record may have, in 64-bit words. */
 #define KT__STORE_KEY_MAX 24 /* every word a key can have: KT__KEY_WORDS_MAX (checked in tune/recall.c) */
@@ -88,5 +88,30 @@ bool kt__store_unsettled(const kt__store_rec *r);
  * harmless. */
 void kt__store_rec_free(kt__store_rec *r);
 void kt__store_unit_free(kt__store_unit *u);
+
+/* ---- keys deferred by misses under capture (deferred.c) ------------------------------------- */
+
+/* One deferred key: its identity (id's op, set_hash, device, version, key; nothing else of id is
+ * used) and the call's arguments as the tuner wrote them (tune/deferred.c). */
+typedef struct kt__store_deferred {
+    kt__store_rec id;
+    char *args;
+    int64_t created; /* unix time */
+} kt__store_deferred;
+
+/* Records the deferred key of id's identity with the arguments' text; a key already recorded
+ * is kept as it is. */
+kt_status kt__store_defer_put(kt_cache *c, const kt__store_rec *id, const char *args);
+
+/* Reads the deferred keys of id's op, set_hash, device and version (its key is not read), in
+ * the order they were recorded, into *out (*n of them; free with kt__store_deferred_free). An
+ * invalid stored row fails with KT_ERR_INVALID_ARGUMENT naming its column. */
+kt_status kt__store_defer_list(kt_cache *c, const kt__store_rec *id, kt__store_deferred **out, size_t *n);
+
+/* Removes the deferred key of id's identity (nothing when absent). */
+kt_status kt__store_defer_remove(kt_cache *c, const kt__store_rec *id);
+
+/* Frees n deferred keys and the array. NULL is harmless. */
+void kt__store_deferred_free(kt__store_deferred *d, size_t n);
 
 #endif /* KT_STORE_H */

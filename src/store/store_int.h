@@ -3,13 +3,15 @@
  *
  *   db.c             the connection layer: SQLite calls that report what failed, warnings,
  *                    and the transaction runner (busy retry, damage handed to recovery)
- *   schema.c         the file format: schema version 3, migration of versions 1 and 2,
+ *   schema.c         the file format: schema version 4, migration of versions 1 to 3,
  *                    refusal of newer and foreign files, setting a file up (WAL, probe)
  *   open.c           kt_cache_open and the public handle: paths, directories, the in-memory
  *                    fallback for what cannot be written
  *   recovery.c       damage: moving a damaged file aside and starting a fresh store
  *   rows.c           reading stored rows back, every column checked
  *   records.c        single decisions (kt__store_get, _get_unit, _put), count and remove
+ *   deferred.c       keys deferred by misses under capture (kt__store_defer_*), and
+ *                    kt_cache_deferred, their JSON listing
  *   wisdom_export.c  kt_cache_export: the JSON document of stored decisions
  *   wisdom_import.c  kt_cache_import: checking a document and writing its decisions
  *   nocache.c        a build without SQLite and jansson: every call fails saying so
@@ -99,15 +101,16 @@ kt_status kt__db_tx(kt_cache *c, bool write, kt__db_tx_fn fn, void *arg, const c
 
 /* ---- schema.c: the file format ------------------------------------------------------------- */
 
-/* Every column of schema version 3, in the order the readers in rows.c expect. */
+/* Every column of schema version 4, in the order the readers expect (rows.c, deferred.c). */
 #define KT__DECISION_COLS \
     "id, op, set_hash, device, version, key, winner_candidate, winner_config, time_ns, confidence, created," \
     " requested_confidence"
 #define KT__UNIT_COLS \
     "candidate, config, unit_hash, outcome, time_ns, ci_low_ns, ci_high_ns, runs, warmups, message, finalist"
+#define KT__DEFERRED_COLS "op, set_hash, device, version, key, args, created"
 
-/* The statements creating schema version 3 in an empty database. */
-extern const char kt__schema_v3[];
+/* The statements creating schema version 4 in an empty database. */
+extern const char kt__schema[];
 
 /* Sets a file up on an open connection: refuses newer and foreign files, switches to WAL,
  * creates or migrates the schema when needed, and reads the first page of each table. */
@@ -139,6 +142,9 @@ kt_status kt__rows_load_unit(const kt__rows_at *r, sqlite3_stmt *s, int first, k
 
 /* Reads a decision row (KT__DECISION_COLS) and its units into out. */
 kt_status kt__rows_load_decision(kt_cache *c, sqlite3_stmt *s, kt__store_rec *out, const char *where);
+
+/* Reads a deferred row (KT__DEFERRED_COLS) into out (freed and zeroed on failure). */
+kt_status kt__rows_load_deferred(sqlite3_stmt *s, kt__store_deferred *out, const char *where);
 
 /* ---- records.c: decisions written and found ------------------------------------------------ */
 

@@ -476,9 +476,11 @@ static long fastest(tuning *tu, long best) {
     return best;
 }
 
-kt_status kt__measure_all(kt_op *op, kt_decision *d, const kt_arg *caller, bool launching) {
+kt_status kt__measure_all(kt_op *op, kt_decision *d, const kt_arg *caller, bool launching, bool generated) {
     const kt__measure_cfg cfg = op->ctx->measure;
-    kt_inputs inputs = (!launching && op->inputs == KT_INPUTS_PROTECT) ? KT_INPUTS_CLONE : op->inputs;
+    kt_inputs inputs = generated                                       ? KT_INPUTS_GENERATED
+                       : (!launching && op->inputs == KT_INPUTS_PROTECT) ? KT_INPUTS_CLONE
+                                                                        : op->inputs;
     kt__workset ws;
     kt__reference ref = {.unit = -1};
     tuning tu = {.op = op, .d = d, .ws = &ws, .ref = &ref};

@@ -23,14 +23,14 @@ static long default_candidate(const kt_op *op, const int64_t *key) {
 }
 
 /* Decides an entry by the op's effort level. */
-static kt_status decide(kt_op *op, kt_decision *d, const kt_arg *args, bool launching) {
+static kt_status decide(kt_op *op, kt_decision *d, const kt_arg *args, kt__finish how) {
     if (op->effective == KT_EFFORT_MEASURE || op->effective == KT_EFFORT_CACHE_ONLY) { /* a recorded decision */
         bool found = false;
         kt_status st = kt__persist_recall(op, d, args, &found);
         if (st != KT_OK || found) return st;
     }
     if (op->effective == KT_EFFORT_MEASURE) {
-        kt_status st = kt__measure_all(op, d, args, launching);
+        kt_status st = kt__measure_all(op, d, args, how == KT__FINISH_LAUNCH, how == KT__FINISH_GENERATED);
         if (st == KT_OK) kt__persist_record(op, d);
         return st;
     }
@@ -95,7 +95,7 @@ static kt_status reserve_done(kt_op *op, const char *where) {
 /* Decides entry d (this thread owns its TUNING state), publishes the outcome and wakes
  * waiters. */
 static kt_status tune(kt_op *op, kt_decision *d, const kt_arg *args, kt__finish how, const kt__unit **launch) {
-    kt_status st = decide(op, d, args, how == KT__FINISH_LAUNCH);
+    kt_status st = decide(op, d, args, how);
     pthread_mutex_lock(&op->lock);
     int state = KT__DONE;
     if (st == KT_OK) {

@@ -187,8 +187,10 @@ int kt__queued_timed(const kt__launch *l, const kt_arg *args, size_t nargs, doub
  * arguments, picks the fastest, and restores the caller's buffers for the final launch (on
  * every path, errors included). Returns KT_ERR_ALL_FAILED when no unit passed; any other error
  * is not the candidates' (the key will be tuned again). launching: the caller's buffers get the
- * final launch (kt_op_call); otherwise (kt_op_tune) they are not written at all. */
-kt_status kt__measure_all(kt_op *op, kt_decision *d, const kt_arg *caller, bool launching);
+ * final launch (kt_op_call); otherwise (kt_op_tune) they are not written at all. generated:
+ * tune on generated inputs whatever the op's inputs mode (a deferred key, not launching: its
+ * buffers are NULL). */
+kt_status kt__measure_all(kt_op *op, kt_decision *d, const kt_arg *caller, bool launching, bool generated);
 
 /* ---- recall.c ------------------------------------------------------------------------------- */
 

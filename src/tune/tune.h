@@ -8,8 +8,9 @@
 #include "op/op.h"
 
 /* How a miss ends: with the final launch on the caller's arguments (kt_op_call and
- * kt_op_call_result), or with the decision alone (kt_op_tune). */
-typedef enum kt__finish { KT__FINISH_LAUNCH, KT__FINISH_DECIDE } kt__finish;
+ * kt_op_call_result), with the decision alone (kt_op_tune), or with the decision alone made on
+ * generated inputs whatever the op's inputs mode (a deferred key: its buffers are NULL). */
+typedef enum kt__finish { KT__FINISH_LAUNCH, KT__FINISH_DECIDE, KT__FINISH_GENERATED } kt__finish;
 
 /* Decides the key of args (key[0..len), hash) for a call named where: finds it being decided by
  * another thread (then waits, or hands back the fallback candidate), or inserts it and decides
@@ -27,5 +28,13 @@ int kt__launch_async(const kt__launch *l, const kt_arg *args, size_t nargs, void
 /* Waits for the work already on queue of the op's device, when its backend launches
  * asynchronously (otherwise there is nothing to wait for: every launch waited). */
 kt_status kt__queue_wait(const kt_op *op, void *queue, const char *where);
+
+/* A miss whose queue is being captured (kt__queue_wait returned KT_ERR_CAPTURING): never tunes.
+ * By the op's capture-miss policy either refuses with KT_ERR_CAPTURING and a message saying how
+ * to tune ahead, or writes the op's native fallback (or default) candidate into *fallback, points
+ * *launch at it for the caller to run on its arguments, and records the key as deferred
+ * (tune/deferred.c). */
+kt_status kt__capture_miss(kt_op *op, const kt_arg *args, size_t nargs, const int64_t *key, size_t len, const char *where,
+                           kt__unit *fallback, const kt__unit **launch);
 
 #endif /* KT_TUNE_H */

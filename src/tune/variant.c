@@ -465,5 +465,6 @@ kt_status kt__queue_wait(const kt_op *op, void *queue, const char *where) {
     if (!kt__backend_async(b)) return KT_OK; /* every launch of it waited */
     char err[256] = "";
     kt_status st = b->queue_wait(bstate, local, queue, err, sizeof err);
+    if (st == KT_ERR_CAPTURING) return st; /* not a failure: the miss says what it does (kt__capture_miss) */
     return st == KT_OK ? KT_OK : kt__err(st, "%s(op '%s'): waiting for the work already on the queue: %s", where, op->name, err);
 }

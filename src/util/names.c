@@ -20,6 +20,11 @@ const char *kt_effort_name(kt_effort effort) {
     return NULL;
 }
 
+const char *kt_capture_miss_name(kt_capture_miss how) {
+    switch (how) { KT_CAPTURE_MISS_LIST(KT__NAME_CASE) }
+    return NULL;
+}
+
 const char *kt_log_level_name(kt_log_level level) {
     switch (level) { KT_LOG_LEVEL_LIST(KT__NAME_CASE) }
     return NULL;
