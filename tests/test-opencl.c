@@ -597,7 +597,8 @@ static void *add_calls(void *p) {
     adder *c = p;
     c->st = KT_OK;
     for (int k = 0; k < c->calls && c->st == KT_OK; k++) {
-        kt_arg args[] = {kt_arg_buf(c->buf, POOL_M * sizeof(int32_t)), kt_arg_i32(pool_a(c->t, k)), kt_arg_i64(pool_b(c->t))};
+        kt_arg args[] = {kt_arg_buf(c->buf, POOL_M * sizeof(int32_t)), kt_arg_i32(pool_a(c->t, k)),
+                         kt_arg_i64(pool_b(c->t))};
         c->st = kt_op_call_async(c->op, c->q, args, 3);
     }
     if (c->q != NULL) c->finished = c->cl->Finish(c->q);
@@ -647,7 +648,8 @@ static void run_adders(kt_context *ctx, size_t dev, kt_op *op, cl_fns *cl, int n
             expect[j] = pool_start(t, j);
             for (int k = 0; k < calls; k++) expect[j] += pool_a(t, k) + (int32_t)(pool_b(t) * (j % 3));
         }
-        if (memcmp(v, expect, sizeof v) != 0) fail_msg("thread %d (of %d): its buffer does not hold its own %d launches", t, n, calls);
+        if (memcmp(v, expect, sizeof v) != 0)
+            fail_msg("thread %d (of %d): its buffer does not hold its own %d launches", t, n, calls);
     }
     free(c);
     free(th);
@@ -736,7 +738,9 @@ static void test_pool_exhausted(void **state) {
     assert_int_equal(timeouts, 0); /* all six held a kernel at once */
     assert_int_equal(done, done0 + 1);
     assert_int_equal(overlaps, 0);
-    assert_int_equal(nkern, FIRST); /* four from the load, two grown */
+    /* four from the load, two grown at least (a launch that scans while others claim and free
+     * may find every kernel busy one by one with fewer held at once, and grow one more) */
+    assert_true(nkern >= FIRST);
 
     reset();
     gather(MAXK);

@@ -13,7 +13,7 @@
  * clSetKernelArg must not run on one kernel object from two threads at once (OpenCL 1.2,
  * appendix A.2: every call is thread-safe except clSetKernelArg on the same cl_kernel; the
  * spec asks for a kernel object per thread). So each module holds several kernel objects of
- * the same program (see kernel_pool), each with an atomic "in use" flag: a launch claims a free
+ * the same program (see the kernel pool below), each with an atomic "in use" flag: a launch claims a free
  * one with an atomic exchange, sets its arguments, enqueues it and frees it. Freeing it right
  * after clEnqueueNDRangeKernel returns is safe: the arguments a kernel has when it is enqueued
  * are the ones that launch uses ("the argument data is used by all API calls that enqueue the
@@ -94,14 +94,15 @@ typedef struct cl_state {
     size_t ndevs;
 } cl_state;
 
-/* The kernel pool. A module starts with KT_CL_KERNELS kernel objects, made at load: a hit finds
- * one free unless as many threads are inside the few microseconds of set-and-enqueue of the
- * same module at the same moment, which four covers on the machines measured (2 to 16 cores)
- * while keeping what every loaded candidate costs small (a kernel object holds its argument
- * values, no code). When every kernel is in use, the launch takes the module's grow lock and
- * makes one more kernel object (clCreateKernel: an allocation, once per kernel the pool gains,
- * never again at that concurrency), up to KT_CL_KERNELS_MAX; past that, or when the platform
- * cannot make one, it yields and looks again until a launch frees one. */
+/* The kernel pool. A module starts with KT_CL_KERNELS kernel objects, made at load, so that
+ * four threads can be inside the set-and-enqueue of one module (a few microseconds) at once
+ * before any takes a lock. Four is cheap for every loaded candidate: a kernel object holds its
+ * argument values, no code (clCreateKernel on PoCL: 0.25 us each, measured on the 2-core
+ * machine), and the pool grows to the concurrency actually seen, so the number only decides
+ * how many launches of a burst pay for one more. When every kernel is in use, the launch takes
+ * the module's grow lock and makes one more kernel object (clCreateKernel: an allocation, once
+ * per kernel the pool gains, kept until unload), up to KT_CL_KERNELS_MAX; past that, or when
+ * the platform cannot make one, it yields and looks again until a launch frees one. */
 enum { KT_CL_KERNELS = 4, KT_CL_KERNELS_MAX = 64 };
 
 /* One kernel object and its flag, alone on a cache line of 64 bytes, so that claiming one does
@@ -511,8 +512,8 @@ static void cl_unload(void *state, size_t device, void *module) {
     free(m);
 }
 
-/* Every kernel of the pool was in use when the caller looked at the first seen of them: makes
- * one more, already claimed, under the grow lock. NULL when another thread grew the pool
+/* The first `seen` kernels of the pool were all in use when the caller looked: makes one
+ * more, already claimed, under the grow lock. NULL when another thread grew the pool
  * meanwhile (look again), when it is full, or when the platform cannot make one. */
 static cl_slot *grow_pool(cl_state *s, cl_module *m, size_t seen) {
     cl_slot *k = NULL;
