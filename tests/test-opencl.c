@@ -572,6 +572,199 @@ static void test_two_queues_two_threads(void **state) {
     kt_context_destroy(ctx);
 }
 
+/* ---- many threads on one module: the kernel pool (backends/opencl.c) -----------------------
+ * v[j] += a + b (j % 3), over ints: every launch's two scalars and its buffer reach the result,
+ * so a launch that ran with another thread's argument (a kernel object whose arguments another
+ * thread set between this thread's clSetKernelArg and its enqueue) leaves wrong bytes. */
+static const char *add_cl =
+    "__kernel void add(__global int *v, int a, long b) {\n"
+    "    long j = get_global_id(0) * PER;\n"
+    "    for (int k = 0; k < PER; k++) v[j + k] += a + (int)(b * ((j + k) % 3));\n"
+    "}\n";
+
+enum { POOL_M = 256 }; /* elements of every thread's buffer: one key */
+
+static int32_t pool_a(int t, int k) { return t * 1000 + k; }
+static int64_t pool_b(int t) { return 17 * (int64_t)(t + 1); }
+static int32_t pool_start(int t, int j) { return t * 7919 + j; }
+
+/* One thread's calls of the add op on its own buffer, on queue q (NULL: the device's). */
+typedef struct adder {
+    kt_op *op;
+    cl_fns *cl;
+    cl_ptr q;
+    void *buf;
+    int t, calls;
+    kt_status st;
+    int finished; /* clFinish's code on q, when q is not NULL */
+} adder;
+
+static void *add_calls(void *p) {
+    adder *c = p;
+    c->st = KT_OK;
+    for (int k = 0; k < c->calls && c->st == KT_OK; k++) {
+        kt_arg args[] = {kt_arg_buf(c->buf, POOL_M * sizeof(int32_t)), kt_arg_i32(pool_a(c->t, k)),
+                         kt_arg_i64(pool_b(c->t))};
+        c->st = kt_op_call_async(c->op, c->q, args, 3);
+    }
+    if (c->q != NULL) c->finished = c->cl->Finish(c->q);
+    return NULL;
+}
+
+static kt_op *add_op(kt_context *ctx, size_t dev, const char *name) {
+    kt_op *op = NULL;
+    ok(kt_op_create(ctx, name, &op));
+    ok(kt_op_set_device(op, dev));
+    ok(kt_op_add_buffer(op, "v", KT_TYPE_I32, KT_READ_WRITE));
+    ok(kt_op_add_scalar(op, "a", KT_TYPE_I32));
+    ok(kt_op_add_scalar(op, "b", KT_TYPE_I64));
+    kt_space *sp = NULL;
+    ok(kt_space_create(&sp));
+    ok(kt_space_add_input(sp, "v"));
+    ok(kt_space_add_param(sp, "PER", "[1]"));
+    const char *global[3] = {"v // PER", NULL, NULL};
+    ok(kt_space_set_geometry(sp, KT_GEOMETRY_GLOBAL, global, NULL, NULL));
+    ok(kt_op_add_variants(op, "add", sp, add_cl, "add", NULL, 0));
+    kt_space_destroy(sp);
+    return op;
+}
+
+/* Runs n adders at once, thread t on queues[t % nqueues] with buffers[t], and checks every
+ * buffer holds exactly its start plus the sum of its own calls. */
+static void run_adders(kt_context *ctx, size_t dev, kt_op *op, cl_fns *cl, int n, int calls, cl_ptr *queues,
+                       size_t nqueues, void **buffers) {
+    adder *c = calloc((size_t)n, sizeof *c);
+    pthread_t *th = calloc((size_t)n, sizeof *th);
+    int32_t v[POOL_M];
+    assert_true(c && th);
+    for (int t = 0; t < n; t++) {
+        for (int j = 0; j < POOL_M; j++) v[j] = pool_start(t, j);
+        ok(kt_device_write(ctx, dev, buffers[t], v, sizeof v));
+        c[t] = (adder){op, cl, queues[(size_t)t % nqueues], buffers[t], t, calls, KT_OK, 0};
+    }
+    for (int t = 0; t < n; t++) assert_int_equal(pthread_create(&th[t], NULL, add_calls, &c[t]), 0);
+    for (int t = 0; t < n; t++) pthread_join(th[t], NULL);
+    for (int t = 0; t < n; t++) {
+        ok(c[t].st);
+        assert_int_equal(c[t].finished, 0);
+        /* the device's own queue is in order: this read follows the launches of a NULL-queue thread */
+        ok(kt_device_read(ctx, dev, v, buffers[t], sizeof v));
+        int32_t expect[POOL_M];
+        for (int j = 0; j < POOL_M; j++) {
+            expect[j] = pool_start(t, j);
+            for (int k = 0; k < calls; k++) expect[j] += pool_a(t, k) + (int32_t)(pool_b(t) * (j % 3));
+        }
+        if (memcmp(v, expect, sizeof v) != 0)
+            fail_msg("thread %d (of %d): its buffer does not hold its own %d launches", t, n, calls);
+    }
+    free(c);
+    free(th);
+}
+
+static void open_queues(cl_fns *cl, void *buffer, cl_ptr *queues, size_t n) {
+    cl_ptr mem = buffer, clctx = NULL, cldev = NULL;
+    assert_int_equal(cl->GetMemObjectInfo(mem, 0x1106 /* CL_MEM_CONTEXT */, sizeof clctx, &clctx, NULL), 0);
+    assert_int_equal(cl->GetContextInfo(clctx, 0x1081 /* CL_CONTEXT_DEVICES */, sizeof cldev, &cldev, NULL), 0);
+    for (size_t i = 0; i < n; i++) {
+        int rc = 0;
+        queues[i] = cl->CreateCommandQueue(clctx, cldev, 0, &rc);
+        assert_non_null(queues[i]);
+    }
+}
+
+/* Five threads hit the same op and key a few hundred times each, four on queues of their own and
+ * one on the device's (NULL) queue, each with its own buffer and its own scalars on every call:
+ * every buffer ends holding exactly its own launches. */
+static void test_many_threads_one_module(void **state) {
+    (void)state;
+    kt_context *ctx = test_context(2);
+    ok(kt_context_set_artifact_dir(ctx, artifacts));
+    size_t dev = opencl_device(ctx);
+    enum { THREADS = 5, CALLS = KT_TEST_LARGE ? 300 : 200 };
+    void *bufs[THREADS];
+    for (int t = 0; t < THREADS; t++) ok(kt_device_alloc(ctx, dev, POOL_M * sizeof(int32_t), &bufs[t]));
+    kt_op *op = add_op(ctx, dev, "clpool");
+    kt_arg args[] = {kt_arg_buf(bufs[0], POOL_M * sizeof(int32_t)), kt_arg_i32(0), kt_arg_i64(0)};
+    ok(kt_op_tune(op, args, 3)); /* what follows are hits */
+    cl_fns cl = cl_open();
+    cl_ptr queues[THREADS];
+    open_queues(&cl, bufs[0], queues, THREADS - 1);
+    queues[THREADS - 1] = NULL; /* the last thread: the device's queue */
+    run_adders(ctx, dev, op, &cl, THREADS, CALLS, queues, THREADS, bufs);
+    assert_int_equal(kt_op_tune_count(op), 1);
+    for (int t = 0; t < THREADS - 1; t++) cl.ReleaseCommandQueue(queues[t]);
+    for (int t = 0; t < THREADS; t++) kt_device_free(ctx, dev, bufs[t]);
+    kt_context_destroy(ctx);
+}
+
+/* The pool's exhaustion path, made certain through tests/cl-shim.c: with the shim gathering the
+ * set-and-enqueues, six threads hold six kernel objects of the one module at the same moment
+ * (a module starts with four: two launches found every kernel in use and the pool grew, and a
+ * launch that held a lock while setting arguments would keep the others out and never complete
+ * the gathering); then 66 threads while 64 are held: the pool stops at 64 kernel objects and the
+ * two launches left over wait until one is freed. No two threads ever set one kernel object at
+ * once, and every buffer holds exactly its own launches. */
+static void test_pool_exhausted(void **state) {
+    (void)state;
+    assert_int_equal(setenv("KERNTUNE_OPENCL_LIBRARY", KT_CL_SHIM, 1), 0);
+    kt_context *ctx = test_context(2);
+    ok(kt_context_set_artifact_dir(ctx, artifacts));
+    (void)kt_context_device_count(ctx); /* starts the backend: through the shim */
+    unsetenv("KERNTUNE_OPENCL_LIBRARY");  /* before anything can fail: the other tests load the real one */
+    size_t dev = opencl_device(ctx);
+    void *shim = dlopen(KT_CL_SHIM, RTLD_NOW | RTLD_LOCAL);
+    assert_non_null(shim);
+    void (*reset)(void), (*gather)(unsigned), (*counts)(unsigned *, unsigned *, unsigned *, unsigned *);
+    void *p = dlsym(shim, "kt_shim_reset");
+    memcpy(&reset, &p, sizeof p);
+    p = dlsym(shim, "kt_shim_gather");
+    memcpy(&gather, &p, sizeof p);
+    p = dlsym(shim, "kt_shim_counts");
+    memcpy(&counts, &p, sizeof p);
+    assert_true(reset && gather && counts);
+
+    enum { FIRST = 6, MAXK = 64, LAST = MAXK + 2, QUEUES = 4 };
+    void *bufs[LAST];
+    for (int t = 0; t < LAST; t++) ok(kt_device_alloc(ctx, dev, POOL_M * sizeof(int32_t), &bufs[t]));
+    kt_op *op = add_op(ctx, dev, "clpoolfull");
+    kt_arg args[] = {kt_arg_buf(bufs[0], POOL_M * sizeof(int32_t)), kt_arg_i32(0), kt_arg_i64(0)};
+    ok(kt_op_tune(op, args, 3));
+    cl_fns cl = cl_open();
+    cl_ptr queues[QUEUES];
+    open_queues(&cl, bufs[0], queues, QUEUES);
+    unsigned nkern = 0, overlaps = 0, timeouts = 0, done0 = 0, done = 0;
+    counts(&nkern, &overlaps, &timeouts, &done0);
+
+    reset();
+    gather(FIRST);
+    cl_ptr own[FIRST];
+    open_queues(&cl, bufs[0], own, FIRST);
+    run_adders(ctx, dev, op, &cl, FIRST, 20, own, FIRST, bufs);
+    counts(&nkern, &overlaps, &timeouts, &done);
+    assert_int_equal(timeouts, 0); /* all six held a kernel at once */
+    assert_int_equal(done, done0 + 1);
+    assert_int_equal(overlaps, 0);
+    /* four from the load, two grown at least (a launch that scans while others claim and free
+     * may find every kernel busy one by one with fewer held at once, and grow one more) */
+    assert_true(nkern >= FIRST);
+
+    reset();
+    gather(MAXK);
+    run_adders(ctx, dev, op, &cl, LAST, 3, queues, QUEUES, bufs);
+    counts(&nkern, &overlaps, &timeouts, &done);
+    assert_int_equal(timeouts, 0);
+    assert_int_equal(done, done0 + 2);
+    assert_int_equal(overlaps, 0);
+    assert_int_equal(nkern, MAXK); /* no more kernel objects than the pool holds */
+    assert_int_equal(kt_op_tune_count(op), 1);
+
+    for (int t = 0; t < FIRST; t++) cl.ReleaseCommandQueue(own[t]);
+    for (int t = 0; t < QUEUES; t++) cl.ReleaseCommandQueue(queues[t]);
+    for (int t = 0; t < LAST; t++) kt_device_free(ctx, dev, bufs[t]);
+    kt_context_destroy(ctx);
+    dlclose(shim);
+}
+
 /* ---- native device candidates (kt_op_add_native_queued) --------------------------------------
  * A copy op with three candidates that enqueue on the queue they are given (a vendor call,
  * clEnqueueCopyBuffer; one that fills zeros instead; one that fails) and a compiled kernel that
@@ -737,6 +930,8 @@ int main(void) {
         cmocka_unit_test(test_call_async_on_a_held_queue),
         cmocka_unit_test(test_two_queues_two_threads),
         cmocka_unit_test(test_native_queued),
+        cmocka_unit_test(test_many_threads_one_module),
+        cmocka_unit_test(test_pool_exhausted),
         cmocka_unit_test(test_cpu_fingerprint_has_no_free_memory),
         cmocka_unit_test(test_launch_size_per_call),
         cmocka_unit_test(test_code_argument_keyed_exactly),

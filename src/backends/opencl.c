@@ -6,20 +6,30 @@
  * is skipped). Every device of every platform becomes a kerntune device with its own context
  * and a profiling command queue. Buffers are cl_mem handles. A variant is built from source
  * with its defines as -D options, and its program binary is the artifact; loading rebuilds the
- * program from that binary and creates the kernel. Launches are timed with profiling events.
- * clSetKernelArg is not thread-safe on one kernel object, so each module serialises its
- * set-and-enqueue.
+ * program from that binary and creates a pool of kernel objects. Launches are timed with
+ * profiling events.
+ *
+ * A launch takes no lock. A cl_kernel's arguments are state of the kernel object, and
+ * clSetKernelArg must not run on one kernel object from two threads at once (OpenCL 1.2,
+ * appendix A.2: every call is thread-safe except clSetKernelArg on the same cl_kernel; the
+ * spec asks for a kernel object per thread). So each module holds several kernel objects of
+ * the same program (see the kernel pool below), each with an atomic "in use" flag: a launch claims a free
+ * one with an atomic exchange, sets its arguments, enqueues it and frees it. Freeing it right
+ * after clEnqueueNDRangeKernel returns is safe: the arguments a kernel has when it is enqueued
+ * are the ones that launch uses ("the argument data is used by all API calls that enqueue the
+ * kernel until the argument is changed by another call to clSetKernelArg", clSetKernelArg), so
+ * the next launch's clSetKernelArg changes only what later enqueues use.
  */
 #define CL_TARGET_OPENCL_VERSION 120
 #include <kerntune/backend.h>
 
 #include "util/util.h"
 
-#include <pthread.h>
-
 #include <CL/cl.h>
 #include <dlfcn.h>
 #include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -85,10 +95,32 @@ typedef struct cl_state {
     size_t ndevs;
 } cl_state;
 
+/* The kernel pool. A module starts with KT_CL_KERNELS kernel objects, made at load, so that
+ * four threads can be inside the set-and-enqueue of one module (a few microseconds) at once
+ * before any takes a lock. Four is cheap for every loaded candidate: a kernel object holds its
+ * argument values, no code (clCreateKernel on PoCL: 0.25 us each, measured on the 2-core
+ * machine), and the pool grows to the concurrency actually seen, so the number only decides
+ * how many launches of a burst pay for one more. When every kernel is in use, the launch takes
+ * the module's grow lock and makes one more kernel object (clCreateKernel: an allocation, once
+ * per kernel the pool gains, kept until unload), up to KT_CL_KERNELS_MAX; past that, or when
+ * the platform cannot make one, it yields and looks again until a launch frees one. */
+enum { KT_CL_KERNELS = 4, KT_CL_KERNELS_MAX = 64 };
+
+/* One kernel object and its flag, alone on a cache line of 64 bytes, so that claiming one does
+ * not take the line of another from the thread that holds it. */
+typedef struct cl_slot {
+    atomic_bool busy;
+    cl_kernel kernel;
+    char pad[64 - 2 * sizeof(cl_kernel)]; /* busy takes a pointer's room with its padding */
+} cl_slot;
+_Static_assert(sizeof(cl_slot) == 64, "a pool slot fills one cache line");
+
 typedef struct cl_module {
     cl_program program;
-    cl_kernel kernel;
-    pthread_mutex_t lock;
+    char *name;          /* the kernel's name, for the kernels the pool gains */
+    atomic_size_t count; /* slots [0, count) hold a kernel; grows under grow, never shrinks */
+    pthread_mutex_t grow;
+    cl_slot slots[KT_CL_KERNELS_MAX];
 } cl_module;
 
 static void cl_fini(void *state);
@@ -440,22 +472,31 @@ static kt_status cl_load(void *state, size_t device, const char *path, const cha
         s->api.ReleaseProgram(prog);
         return KT_ERR_BACKEND;
     }
-    cl_kernel k = s->api.CreateKernel(prog, kernel_name, &rc);
-    if (k == NULL) {
-        snprintf(err, errlen, "kernel '%s' not found in the program (OpenCL error %d)", kernel_name, (int)rc);
-        s->api.ReleaseProgram(prog);
-        return KT_ERR_BACKEND;
-    }
     cl_module *m = calloc(1, sizeof *m);
-    if (m == NULL) {
-        s->api.ReleaseKernel(k);
+    char *name = strdup(kernel_name);
+    if (m == NULL || name == NULL) {
+        free(m), free(name);
         s->api.ReleaseProgram(prog);
         snprintf(err, errlen, "out of memory");
         return KT_ERR_NO_MEMORY;
     }
     m->program = prog;
-    m->kernel = k;
-    pthread_mutex_init(&m->lock, NULL);
+    m->name = name;
+    for (size_t i = 0; i < KT_CL_KERNELS_MAX; i++) atomic_init(&m->slots[i].busy, false);
+    size_t made = 0;
+    for (; made < KT_CL_KERNELS; made++) {
+        m->slots[made].kernel = s->api.CreateKernel(prog, kernel_name, &rc);
+        if (m->slots[made].kernel == NULL) break;
+    }
+    if (made == 0) {
+        snprintf(err, errlen, "kernel '%s' not found in the program (OpenCL error %d)", kernel_name, (int)rc);
+        s->api.ReleaseProgram(prog);
+        free(name), free(m);
+        return KT_ERR_BACKEND;
+    }
+    /* Fewer than asked (the platform ran short) still launches: the pool grows when needed. */
+    atomic_init(&m->count, made);
+    pthread_mutex_init(&m->grow, NULL);
     *module = m;
     return KT_OK;
 }
@@ -465,15 +506,61 @@ static void cl_unload(void *state, size_t device, void *module) {
     cl_state *s = state;
     cl_module *m = module;
     if (m == NULL) return;
-    s->api.ReleaseKernel(m->kernel);
+    size_t n = atomic_load_explicit(&m->count, memory_order_acquire);
+    for (size_t i = 0; i < n; i++) s->api.ReleaseKernel(m->slots[i].kernel);
     s->api.ReleaseProgram(m->program);
-    pthread_mutex_destroy(&m->lock);
+    pthread_mutex_destroy(&m->grow);
+    free(m->name);
     free(m);
 }
 
-/* Sets the kernel's arguments and enqueues it on q; ev (may be NULL) receives its event. The
- * module's lock covers both: a cl_kernel's arguments are state of the kernel object, which two
- * threads must not interleave. *ran is false when the geometry is empty (nothing to run). */
+/* The first `seen` kernels of the pool were all in use when the caller looked: makes one
+ * more, already claimed, under the grow lock. NULL when another thread grew the pool
+ * meanwhile (look again), when it is full, or when the platform cannot make one. */
+static cl_slot *grow_pool(cl_state *s, cl_module *m, size_t seen) {
+    cl_slot *k = NULL;
+    pthread_mutex_lock(&m->grow);
+    size_t n = atomic_load_explicit(&m->count, memory_order_relaxed);
+    if (n == seen && n < KT_CL_KERNELS_MAX) {
+        cl_int rc = CL_SUCCESS;
+        cl_kernel made = s->api.CreateKernel(m->program, m->name, &rc);
+        if (made != NULL) {
+            k = &m->slots[n];
+            k->kernel = made;
+            atomic_store_explicit(&k->busy, true, memory_order_relaxed);
+            /* publishes the kernel handle (and the flag) to the threads that scan the pool */
+            atomic_store_explicit(&m->count, n + 1, memory_order_release);
+        }
+    }
+    pthread_mutex_unlock(&m->grow);
+    return k;
+}
+
+/* Claims a kernel of the pool for one set-and-enqueue: a load and an exchange per kernel tried,
+ * no lock unless every kernel is in use (grow_pool). The acquire pairs with release_kernel's
+ * release, so the previous holder's clSetKernelArg and clEnqueueNDRangeKernel on it happen
+ * before the claimant's. */
+static cl_slot *claim_kernel(cl_state *s, cl_module *m) {
+    for (;;) {
+        size_t n = atomic_load_explicit(&m->count, memory_order_acquire);
+        for (size_t i = 0; i < n; i++) {
+            cl_slot *k = &m->slots[i];
+            if (!atomic_load_explicit(&k->busy, memory_order_relaxed) &&
+                !atomic_exchange_explicit(&k->busy, true, memory_order_acquire))
+                return k;
+        }
+        cl_slot *k = grow_pool(s, m, n);
+        if (k != NULL) return k;
+        if (atomic_load_explicit(&m->count, memory_order_relaxed) == n) sched_yield(); /* full: wait */
+    }
+}
+
+static void release_kernel(cl_slot *k) { atomic_store_explicit(&k->busy, false, memory_order_release); }
+
+/* Sets the arguments of a kernel of the module's pool and enqueues it on q; ev (may be NULL)
+ * receives its event. The kernel is free again as soon as the enqueue returns: the launch keeps
+ * the argument values it was enqueued with. *ran is false when the geometry is empty (nothing
+ * to run). */
 static cl_int enqueue(cl_state *s, cl_module *m, cl_command_queue q, const kt_launch_geometry *g, const kt_arg *args,
                       size_t nargs, cl_event *ev, bool *ran) {
     size_t global[3], local[3];
@@ -485,27 +572,28 @@ static cl_int enqueue(cl_state *s, cl_module *m, cl_command_queue q, const kt_la
         if (global[d] == 0) return CL_SUCCESS; /* nothing to run */
         if (d > 0 && (global[d] > 1 || local[d] > 1)) dims = (cl_uint)d + 1;
     }
-    pthread_mutex_lock(&m->lock);
+    cl_slot *slot = claim_kernel(s, m);
+    cl_kernel kernel = slot->kernel;
     cl_int rc = CL_SUCCESS;
     for (size_t i = 0; rc == CL_SUCCESS && i < nargs; i++) {
         const kt_arg *a = &args[i];
         switch (a->type) {
         case KT_TYPE_BUFFER: {
             cl_mem mem = (cl_mem)a->ptr;
-            rc = s->api.SetKernelArg(m->kernel, (cl_uint)i, sizeof mem, &mem);
+            rc = s->api.SetKernelArg(kernel, (cl_uint)i, sizeof mem, &mem);
             break;
         }
-        case KT_TYPE_F32: rc = s->api.SetKernelArg(m->kernel, (cl_uint)i, sizeof a->f32, &a->f32); break;
-        case KT_TYPE_F64: rc = s->api.SetKernelArg(m->kernel, (cl_uint)i, sizeof a->f64, &a->f64); break;
+        case KT_TYPE_F32: rc = s->api.SetKernelArg(kernel, (cl_uint)i, sizeof a->f32, &a->f32); break;
+        case KT_TYPE_F64: rc = s->api.SetKernelArg(kernel, (cl_uint)i, sizeof a->f64, &a->f64); break;
         default: { /* integers: pass the declared width, little-endian low bytes of the 64-bit value */
             size_t w = kt_type_size(a->type);
-            rc = s->api.SetKernelArg(m->kernel, (cl_uint)i, w, &a->u);
+            rc = s->api.SetKernelArg(kernel, (cl_uint)i, w, &a->u);
             break;
         }
         }
     }
-    if (rc == CL_SUCCESS) rc = s->api.EnqueueNDRangeKernel(q, m->kernel, dims, NULL, global, local, 0, NULL, ev);
-    pthread_mutex_unlock(&m->lock);
+    if (rc == CL_SUCCESS) rc = s->api.EnqueueNDRangeKernel(q, kernel, dims, NULL, global, local, 0, NULL, ev);
+    release_kernel(slot);
     *ran = rc == CL_SUCCESS;
     return rc;
 }
