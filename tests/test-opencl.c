@@ -394,6 +394,20 @@ static cl_fns cl_open(void) {
     return f;
 }
 
+/* Makes n queues of its own on the context and device that kerntune's buffer lives in; returns
+ * that context. */
+static cl_ptr open_queues(cl_fns *cl, void *buffer, cl_ptr *queues, size_t n) {
+    cl_ptr mem = buffer, clctx = NULL, cldev = NULL;
+    assert_int_equal(cl->GetMemObjectInfo(mem, 0x1106 /* CL_MEM_CONTEXT */, sizeof clctx, &clctx, NULL), 0);
+    assert_int_equal(cl->GetContextInfo(clctx, 0x1081 /* CL_CONTEXT_DEVICES */, sizeof cldev, &cldev, NULL), 0);
+    for (size_t i = 0; i < n; i++) {
+        int rc = 0;
+        queues[i] = cl->CreateCommandQueue(clctx, cldev, 0, &rc);
+        assert_non_null(queues[i]);
+    }
+    return clctx;
+}
+
 static void stuck(int sig) {
     (void)sig;
     static const char msg[] = "kt_op_call_async waited for the caller's held queue\n";
@@ -433,12 +447,8 @@ static void test_call_async_on_a_held_queue(void **state) {
     kt_space_destroy(sp);
 
     cl_fns cl = cl_open();
-    cl_ptr mem = dv, clctx = NULL, cldev = NULL;
-    assert_int_equal(cl.GetMemObjectInfo(mem, 0x1106 /* CL_MEM_CONTEXT */, sizeof clctx, &clctx, NULL), 0);
-    assert_int_equal(cl.GetContextInfo(clctx, 0x1081 /* CL_CONTEXT_DEVICES */, sizeof cldev, &cldev, NULL), 0);
+    cl_ptr q = NULL, clctx = open_queues(&cl, dv, &q, 1);
     int rc = 0;
-    cl_ptr q = cl.CreateCommandQueue(clctx, cldev, 0, &rc);
-    assert_non_null(q);
 
     kt_arg args[] = {kt_arg_buf(dv, sizeof v), kt_arg_f32(2.0f)};
     ok(kt_op_call_async(op, q, args, 2)); /* a miss: tunes, then enqueues the winner on q */
@@ -530,12 +540,8 @@ static void test_two_queues_two_threads(void **state) {
     ok(kt_device_write(ctx, dev, db, vb, sizeof vb));
 
     cl_fns cl = cl_open();
-    cl_ptr mem = da, clctx = NULL, cldev = NULL;
-    assert_int_equal(cl.GetMemObjectInfo(mem, 0x1106 /* CL_MEM_CONTEXT */, sizeof clctx, &clctx, NULL), 0);
-    assert_int_equal(cl.GetContextInfo(clctx, 0x1081 /* CL_CONTEXT_DEVICES */, sizeof cldev, &cldev, NULL), 0);
+    cl_ptr qs[2], clctx = open_queues(&cl, da, qs, 2), qa = qs[0], qb = qs[1];
     int rc = 0;
-    cl_ptr qa = cl.CreateCommandQueue(clctx, cldev, 0, &rc), qb = cl.CreateCommandQueue(clctx, cldev, 0, &rc);
-    assert_true(qa && qb);
     cl_ptr hold = cl.CreateUserEvent(clctx, &rc);
     assert_non_null(hold);
     assert_int_equal(cl.EnqueueBarrierWithWaitList(qa, 1, &hold, NULL), 0);
@@ -659,17 +665,6 @@ static void run_adders(kt_context *ctx, size_t dev, kt_op *op, cl_fns *cl, int n
     }
     free(c);
     free(th);
-}
-
-static void open_queues(cl_fns *cl, void *buffer, cl_ptr *queues, size_t n) {
-    cl_ptr mem = buffer, clctx = NULL, cldev = NULL;
-    assert_int_equal(cl->GetMemObjectInfo(mem, 0x1106 /* CL_MEM_CONTEXT */, sizeof clctx, &clctx, NULL), 0);
-    assert_int_equal(cl->GetContextInfo(clctx, 0x1081 /* CL_CONTEXT_DEVICES */, sizeof cldev, &cldev, NULL), 0);
-    for (size_t i = 0; i < n; i++) {
-        int rc = 0;
-        queues[i] = cl->CreateCommandQueue(clctx, cldev, 0, &rc);
-        assert_non_null(queues[i]);
-    }
 }
 
 /* Five threads hit the same op and key a few hundred times each, four on queues of their own and
@@ -818,12 +813,8 @@ static void test_native_queued(void **state) {
     ok(kt_device_write(ctx, dev, dd, zeros, sizeof zeros));
 
     cl_fns cl = cl_open();
-    cl_ptr mem = ds, clctx = NULL, cldev = NULL;
-    assert_int_equal(cl.GetMemObjectInfo(mem, 0x1106 /* CL_MEM_CONTEXT */, sizeof clctx, &clctx, NULL), 0);
-    assert_int_equal(cl.GetContextInfo(clctx, 0x1081 /* CL_CONTEXT_DEVICES */, sizeof cldev, &cldev, NULL), 0);
+    cl_ptr q = NULL, clctx = open_queues(&cl, ds, &q, 1);
     int rc = 0;
-    cl_ptr q = cl.CreateCommandQueue(clctx, cldev, 0, &rc);
-    assert_non_null(q);
 
     kt_op *op = NULL;
     ok(kt_op_create(ctx, "clqueued", &op));
