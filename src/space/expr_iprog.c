@@ -1,0 +1,141 @@
+/*
+ * expr_iprog.c - integer programs (see expr.h): an expression whose slots are fixed but for a
+ * few integer inputs, compiled into postfix code over int64 that a call runs without the
+ * interpreter, its value type checks or an arena. The semantics are the interpreter's for
+ * integers (Python's floor division and modulo, bools as 0 and 1); where the interpreter would
+ * fail (overflow, division by zero) a run returns false instead, and its caller asks the
+ * interpreter, which says what failed.
+ */
+#include "space/expr_int.h"
+
+enum { I_IN, I_C, I_ADD, I_SUB, I_MUL, I_FLOORDIV, I_MOD, I_MIN, I_MAX, I_NEG, I_ABS };
+#define I_IMM 0x80 /* a binary operation whose right operand is the instruction's constant */
+
+/* a op b for a binary instruction; false where the interpreter fails. */
+static bool binary(int op, int64_t a, int64_t b, int64_t *r) {
+    switch (op) {
+    case I_ADD: return !__builtin_add_overflow(a, b, r);
+    case I_SUB: return !__builtin_sub_overflow(a, b, r);
+    case I_MUL: return !__builtin_mul_overflow(a, b, r);
+    case I_FLOORDIV:
+        if (b == 0 || (a == INT64_MIN && b == -1)) return false;
+        *r = a / b - ((a % b != 0) && ((a < 0) != (b < 0)));
+        return true;
+    case I_MOD:
+        if (b == 0) return false;
+        if (b == -1) { /* INT64_MIN % -1 traps in C; Python gives 0 */
+            *r = 0;
+            return true;
+        }
+        *r = a % b;
+        if (*r != 0 && ((*r < 0) != (b < 0))) *r += b;
+        return true;
+    case I_MIN: *r = b < a ? b : a; return true;
+    case I_MAX: *r = b > a ? b : a; return true;
+    }
+    return false;
+}
+
+/* Runs instructions [from, to) of p, which leave one value: *out. */
+static bool run(const kt__iprog *p, int from, int to, const int64_t *in, int64_t *out) {
+    int64_t stack[KT__IPROG_MAX];
+    int sp = 0;
+    for (int k = from; k < to; k++) {
+        int op = p->op[k];
+        int64_t v = p->v[k];
+        switch (op) {
+        case I_IN: stack[sp++] = in[v]; continue;
+        case I_C: stack[sp++] = v; continue;
+        case I_NEG:
+        case I_ABS:
+            if (stack[sp - 1] == INT64_MIN) return false;
+            if (op == I_NEG || stack[sp - 1] < 0) stack[sp - 1] = -stack[sp - 1];
+            continue;
+        }
+        int64_t b = (op & I_IMM) ? v : stack[--sp];
+        if (!binary(op & ~I_IMM, stack[sp - 1], b, &stack[sp - 1])) return false;
+    }
+    *out = stack[0];
+    return true;
+}
+
+bool kt__iprog_run(const kt__iprog *p, const int64_t *in, int64_t *out) {
+    int64_t r;
+    if (!run(p, 0, p->n, in, &r) || r < 0) return false;
+    *out = r;
+    return true;
+}
+
+typedef struct comp {
+    const kt__expr *e;
+    const kt__value *slots;
+    const int *var;
+    kt__iprog *p;
+} comp;
+
+static bool emit(kt__iprog *p, int op, int64_t v) {
+    if (p->n >= KT__IPROG_MAX) return false;
+    p->op[p->n] = (uint8_t)op;
+    p->v[p->n++] = v;
+    return true;
+}
+
+static bool int_value(const kt__value *v, int64_t *out) { return v->t != KT_V_FLOAT && kt__num_int(v, out); }
+
+/* Node idx as a fixed integer: a constant, or a slot that is not an input. */
+static bool fixed_int(const comp *c, int32_t idx, int64_t *out) {
+    const node *n = &c->e->nodes[idx];
+    if (n->kind == N_CONST) return int_value(&c->e->consts[n->a], out);
+    return n->kind == N_SLOT && c->var[n->a] == -1 && int_value(&c->slots[n->a], out);
+}
+
+static bool compile(comp *c, int32_t idx) {
+    const node *n = &c->e->nodes[idx];
+    int start = c->p->n;
+    int64_t v;
+    bool ok = false;
+    switch (n->kind) {
+    case N_CONST:
+    case N_SLOT:
+        if (n->kind == N_SLOT && c->var[n->a] >= 0) ok = emit(c->p, I_IN, c->var[n->a]);
+        else ok = fixed_int(c, idx, &v) && emit(c->p, I_C, v);
+        break;
+    case N_UNARY:
+        ok = (n->op == OP_POS || n->op == OP_NEG) && compile(c, n->a) && (n->op == OP_POS || emit(c->p, I_NEG, 0));
+        break;
+    case N_BIN: {
+        static const int ops[] = {[OP_ADD] = I_ADD, [OP_SUB] = I_SUB, [OP_MUL] = I_MUL, [OP_FLOORDIV] = I_FLOORDIV,
+                                  [OP_MOD] = I_MOD};
+        if (n->op != OP_ADD && n->op != OP_SUB && n->op != OP_MUL && n->op != OP_FLOORDIV && n->op != OP_MOD) break;
+        if (!compile(c, n->a)) break;
+        ok = fixed_int(c, n->b, &v) ? emit(c->p, ops[n->op] | I_IMM, v) : compile(c, n->b) && emit(c->p, ops[n->op], 0);
+        break;
+    }
+    case N_CALL:
+        if ((n->op == B_MIN || n->op == B_MAX) && n->n >= 2) {
+            ok = compile(c, c->e->kids[n->a]);
+            for (int i = 1; ok && i < n->n; i++)
+                ok = compile(c, c->e->kids[n->a + i]) && emit(c->p, n->op == B_MIN ? I_MIN : I_MAX, 0);
+        } else if ((n->op == B_ABS || n->op == B_INT) && n->n == 1) {
+            ok = compile(c, c->e->kids[n->a]) && (n->op == B_INT || emit(c->p, I_ABS, 0));
+        }
+        break;
+    default: break;
+    }
+    if (!ok) return false;
+    for (int k = start; k < c->p->n; k++)
+        if (c->p->op[k] == I_IN) return true;
+    /* reads no input: folded into one constant (where the interpreter would fail, so does the
+     * compilation, and every call asks the interpreter) */
+    if (!run(c->p, start, c->p->n, NULL, &v)) return false;
+    c->p->n = (uint8_t)start;
+    return emit(c->p, I_C, v);
+}
+
+bool kt__expr_compile_int(const kt__expr *e, const kt__value *slots, const int *var, kt__iprog *out) {
+    *out = (kt__iprog){0};
+    comp c = {e, slots, var, out};
+    if (compile(&c, e->root)) return true;
+    *out = (kt__iprog){0};
+    return false;
+}
