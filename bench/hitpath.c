@@ -15,9 +15,10 @@
  * Each round makes --calls calls of a mode; the figure is the median over --rounds of ns per
  * call. Each call's n varies within one key's bucket (n cycles over 8 values in (2^19, 2^20]),
  * so each call's grid differs from the last one's, as it may in a real program; --same-n keeps
- * one n. Not run by the tests.
+ * one n; --only MODE runs that mode alone (for a profiler, or `perf stat` per mode). Not run by
+ * the tests.
  *
- * Usage: hitpath [--calls N] [--rounds R] [--same-n]
+ * Usage: hitpath [--calls N] [--rounds R] [--same-n] [--only direct|async|sync]
  */
 #define _GNU_SOURCE /* mkdtemp */
 #include <kerntune.h>
@@ -212,13 +213,20 @@ static double run(bench *b, int m) {
 
 int main(int argc, char **argv) {
     long calls = 2000000;
-    int rounds = 9, same_n = 0;
+    int rounds = 9, same_n = 0, only = -1;
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--calls") == 0 && i + 1 < argc) calls = atol(argv[++i]);
         else if (strcmp(argv[i], "--rounds") == 0 && i + 1 < argc) rounds = atoi(argv[++i]);
         else if (strcmp(argv[i], "--same-n") == 0) same_n = 1;
-        else {
-            fprintf(stderr, "usage: hitpath [--calls N] [--rounds R] [--same-n]\n");
+        else if (strcmp(argv[i], "--only") == 0 && i + 1 < argc) {
+            i++;
+            only = strcmp(argv[i], "direct") == 0 ? DIRECT : strcmp(argv[i], "async") == 0 ? ASYNC : strcmp(argv[i], "sync") == 0 ? SYNC : -2;
+            if (only == -2) {
+                fprintf(stderr, "hitpath: --only takes direct, async or sync\n");
+                return 2;
+            }
+        } else {
+            fprintf(stderr, "usage: hitpath [--calls N] [--rounds R] [--same-n] [--only direct|async|sync]\n");
             return 2;
         }
     }
@@ -267,10 +275,10 @@ int main(int argc, char **argv) {
         fprintf(stderr, "hitpath: tuning: %s\n", kt_last_error());
         return 1;
     }
-    double t[MODES][99];
+    double t[MODES][99] = {{0}};
     for (int r = 0; r < rounds; r++)
         for (int m = 0; m < MODES; m++)
-            if ((t[m][r] = run(&b, m)) < 0) {
+            if ((only < 0 || m == only) && (t[m][r] = run(&b, m)) < 0) {
                 fprintf(stderr, "hitpath: %s failed or launched the wrong geometry: %s\n", names[m], kt_last_error());
                 return 1;
             }

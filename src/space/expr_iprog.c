@@ -8,54 +8,66 @@
  */
 #include "space/expr_int.h"
 
-enum { I_IN, I_C, I_ADD, I_SUB, I_MUL, I_FLOORDIV, I_MOD, I_MIN, I_MAX, I_NEG, I_ABS };
-#define I_IMM 0x80 /* a binary operation whose right operand is the instruction's constant */
+/* Instructions: an input, a constant, then the operations, each of which either takes its right
+ * operand from the stack or (I_IMM) is the instruction's constant; unary ones are always I_IMM
+ * (their constant unused). */
+enum { I_IN, I_C, I_ADD, I_SUB, I_MUL, I_FLOORDIV, I_MOD, I_MIN, I_MAX, I_SHR, I_AND, I_NEG, I_ABS };
+#define I_IMM 0x80
 
-/* a op b for a binary instruction; false where the interpreter fails. */
-static bool binary(int op, int64_t a, int64_t b, int64_t *r) {
-    switch (op) {
-    case I_ADD: return !__builtin_add_overflow(a, b, r);
-    case I_SUB: return !__builtin_sub_overflow(a, b, r);
-    case I_MUL: return !__builtin_mul_overflow(a, b, r);
-    case I_FLOORDIV:
-        if (b == 0 || (a == INT64_MIN && b == -1)) return false;
-        *r = a / b - ((a % b != 0) && ((a < 0) != (b < 0)));
-        return true;
-    case I_MOD:
-        if (b == 0) return false;
-        if (b == -1) { /* INT64_MIN % -1 traps in C; Python gives 0 */
-            *r = 0;
-            return true;
-        }
-        *r = a % b;
-        if (*r != 0 && ((*r < 0) != (b < 0))) *r += b;
-        return true;
-    case I_MIN: *r = b < a ? b : a; return true;
-    case I_MAX: *r = b > a ? b : a; return true;
-    }
-    return false;
-}
-
-/* Runs instructions [from, to) of p, which leave one value: *out. */
+/* Runs instructions [from, to) of p, which leave one value: *out. The top of the stack stays in
+ * x; false where the interpreter fails. */
 static bool run(const kt__iprog *p, int from, int to, const int64_t *in, int64_t *out) {
-    int64_t stack[KT__IPROG_MAX];
+    int64_t stack[KT__IPROG_MAX], x = 0, b;
     int sp = 0;
     for (int k = from; k < to; k++) {
         int op = p->op[k];
-        int64_t v = p->v[k];
-        switch (op) {
-        case I_IN: stack[sp++] = in[v]; continue;
-        case I_C: stack[sp++] = v; continue;
-        case I_NEG:
-        case I_ABS:
-            if (stack[sp - 1] == INT64_MIN) return false;
-            if (op == I_NEG || stack[sp - 1] < 0) stack[sp - 1] = -stack[sp - 1];
+        if (op == I_IN || op == I_C) {
+            stack[sp++] = x;
+            x = op == I_IN ? in[p->v[k]] : p->v[k];
             continue;
         }
-        int64_t b = (op & I_IMM) ? v : stack[--sp];
-        if (!binary(op & ~I_IMM, stack[sp - 1], b, &stack[sp - 1])) return false;
+        if (op & I_IMM) {
+            b = p->v[k];
+        } else {
+            b = x;
+            x = stack[--sp];
+        }
+        switch (op & ~I_IMM) {
+        case I_ADD:
+            if (__builtin_add_overflow(x, b, &x)) return false;
+            break;
+        case I_SUB:
+            if (__builtin_sub_overflow(x, b, &x)) return false;
+            break;
+        case I_MUL:
+            if (__builtin_mul_overflow(x, b, &x)) return false;
+            break;
+        case I_FLOORDIV:
+            if (b == 0 || (x == INT64_MIN && b == -1)) return false;
+            x = x / b - ((x % b != 0) && ((x < 0) != (b < 0)));
+            break;
+        case I_MOD:
+            if (b == 0) return false;
+            if (b == -1) { /* INT64_MIN % -1 traps in C; Python gives 0 */
+                x = 0;
+                break;
+            }
+            x = x % b;
+            if (x != 0 && ((x < 0) != (b < 0))) x += b;
+            break;
+        case I_MIN: x = b < x ? b : x; break;
+        case I_MAX: x = b > x ? b : x; break;
+        case I_SHR: x >>= b; break; /* // 2**b: an arithmetic shift floors as Python does */
+        case I_AND: x &= b; break;  /* % (b + 1), a power of two: Python's result, in [0, b] */
+        case I_NEG:
+        case I_ABS:
+            if (x == INT64_MIN) return false;
+            if ((op & ~I_IMM) == I_NEG || x < 0) x = -x;
+            break;
+        default: return false;
+        }
     }
-    *out = stack[0];
+    *out = x;
     return true;
 }
 
@@ -101,14 +113,20 @@ static bool compile(comp *c, int32_t idx) {
         else ok = fixed_int(c, idx, &v) && emit(c->p, I_C, v);
         break;
     case N_UNARY:
-        ok = (n->op == OP_POS || n->op == OP_NEG) && compile(c, n->a) && (n->op == OP_POS || emit(c->p, I_NEG, 0));
+        ok = (n->op == OP_POS || n->op == OP_NEG) && compile(c, n->a) && (n->op == OP_POS || emit(c->p, I_NEG | I_IMM, 0));
         break;
     case N_BIN: {
         static const int ops[] = {[OP_ADD] = I_ADD, [OP_SUB] = I_SUB, [OP_MUL] = I_MUL, [OP_FLOORDIV] = I_FLOORDIV,
                                   [OP_MOD] = I_MOD};
         if (n->op != OP_ADD && n->op != OP_SUB && n->op != OP_MUL && n->op != OP_FLOORDIV && n->op != OP_MOD) break;
         if (!compile(c, n->a)) break;
-        ok = fixed_int(c, n->b, &v) ? emit(c->p, ops[n->op] | I_IMM, v) : compile(c, n->b) && emit(c->p, ops[n->op], 0);
+        if (!fixed_int(c, n->b, &v)) {
+            ok = compile(c, n->b) && emit(c->p, ops[n->op], 0);
+        } else if ((n->op == OP_FLOORDIV || n->op == OP_MOD) && v > 0 && (v & (v - 1)) == 0) { /* no division */
+            ok = n->op == OP_FLOORDIV ? emit(c->p, I_SHR | I_IMM, __builtin_ctzll((uint64_t)v)) : emit(c->p, I_AND | I_IMM, v - 1);
+        } else {
+            ok = emit(c->p, ops[n->op] | I_IMM, v);
+        }
         break;
     }
     case N_CALL:
@@ -117,7 +135,7 @@ static bool compile(comp *c, int32_t idx) {
             for (int i = 1; ok && i < n->n; i++)
                 ok = compile(c, c->e->kids[n->a + i]) && emit(c->p, n->op == B_MIN ? I_MIN : I_MAX, 0);
         } else if ((n->op == B_ABS || n->op == B_INT) && n->n == 1) {
-            ok = compile(c, c->e->kids[n->a]) && (n->op == B_INT || emit(c->p, I_ABS, 0));
+            ok = compile(c, c->e->kids[n->a]) && (n->op == B_INT || emit(c->p, I_ABS | I_IMM, 0));
         }
         break;
     default: break;
