@@ -185,9 +185,12 @@ static void test_iprog_shapes(void **state) {
     static const char *const compiles[] = {
         "n", "(n + B - 1) // B", "n // B", "n // 3", "n % B", "n % 3", "n % -3", "n // -4", "(n + 127) // 128 * m",
         "max(1, n // B)", "min(n, m, B)", "abs(n - m)", "-n + m", "+n", "int(n) // (B // 2)", "n * m // 4", "n - B * 2",
-        "(n + T) // 2", "n // Z", "n % Z", "n // (B - B)", "n * 4 + (B * 3 - 1) % 7", "m // n", "m % n", "-(n * m)"};
+        "(n + T) // 2", "n // Z", "n % Z", "n // (B - B)", "n * 4 + (B * 3 - 1) % 7", "m // n", "m % n", "-(n * m)",
+        /* sub-expressions that read no input, whatever they are made of, fold to constants */
+        "n // int(F * 2)", "-(-n // (int(F) * B))", "n + (3 if B > 100 else 4)", "n * len([1, 2, 3])", "max(n, B ** 2)"};
     static const char *const interpreted[] = {"n / B", "x * 2", "n if n > 0 else 1", "F * n", "len([n])", "n ** 2",
-                                              "n << 2", "int(n / B)", "n * F", "[n][0]", "n > 0", "~n", "x"};
+                                              "n << 2", "int(n / B)", "n * F", "[n][0]", "n > 0", "~n", "x",
+                                              "n // F", "n // (F * 2)"};
     static const int64_t values[] = {0, 1, 2, 3, 5, 127, 128, 255, 256, 257, 1000, 1048576, 1048573, -1, -2, -3, -255,
                                      -256, -257, INT64_MAX, INT64_MAX - 1, INT64_MAX - 255, INT64_MIN, INT64_MIN + 1,
                                      (int64_t)1 << 32, -((int64_t)1 << 32), 3037000499, 3037000500};

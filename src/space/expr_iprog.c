@@ -101,11 +101,41 @@ static bool fixed_int(const comp *c, int32_t idx, int64_t *out) {
     return n->kind == N_SLOT && c->var[n->a] == -1 && int_value(&c->slots[n->a], out);
 }
 
+/* Whether node idx reads a slot that each call gives. */
+static bool reads_call_slot(const comp *c, int32_t idx) {
+    const node *n = &c->e->nodes[idx];
+    switch (n->kind) {
+    case N_CONST: return false;
+    case N_SLOT: return c->var[n->a] != -1;
+    case N_LIST:
+    case N_CALL:
+    case N_CMP:
+        for (int i = 0; i < n->n; i++)
+            if (reads_call_slot(c, c->e->kids[n->a + i])) return true;
+        return false;
+    case N_UNARY:
+    case N_NOT: return reads_call_slot(c, n->a);
+    case N_COND: return reads_call_slot(c, n->a) || reads_call_slot(c, n->b) || reads_call_slot(c, n->c);
+    default: return reads_call_slot(c, n->a) || reads_call_slot(c, n->b); /* BIN, AND, OR, INDEX */
+    }
+}
+
 static bool compile(comp *c, int32_t idx) {
     const node *n = &c->e->nodes[idx];
-    int start = c->p->n;
     int64_t v;
     bool ok = false;
+    if (n->kind != N_CONST && n->kind != N_SLOT && !reads_call_slot(c, idx)) {
+        /* reads no input: whatever it is made of (floats, lists, conditionals), the interpreter
+         * gives its value once, here, and an integer becomes a constant. It is an operand of an
+         * operation the interpreter evaluated when it planned the configuration, so it evaluates
+         * as it did then. */
+        kt__arena arena = {0};
+        kt__value val;
+        ok = kt__expr_eval_node(c->e, idx, c->slots, &arena, "launch size", &val) == KT_OK && int_value(&val, &v) &&
+             emit(c->p, I_C, v);
+        kt__arena_free(&arena);
+        return ok;
+    }
     switch (n->kind) {
     case N_CONST:
     case N_SLOT:
@@ -140,14 +170,7 @@ static bool compile(comp *c, int32_t idx) {
         break;
     default: break;
     }
-    if (!ok) return false;
-    for (int k = start; k < c->p->n; k++)
-        if (c->p->op[k] == I_IN) return true;
-    /* reads no input: folded into one constant (where the interpreter would fail, so does the
-     * compilation, and every call asks the interpreter) */
-    if (!run(c->p, start, c->p->n, NULL, &v)) return false;
-    c->p->n = (uint8_t)start;
-    return emit(c->p, I_C, v);
+    return ok;
 }
 
 bool kt__expr_compile_int(const kt__expr *e, const kt__value *slots, const int *var, kt__iprog *out) {
