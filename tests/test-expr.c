@@ -105,6 +105,125 @@ static void test_against_python(void **state) {
     assert_int_equal(failures, 0);
 }
 
+/* The interpreter's answer for a size: the value when it gives an integer >= 0 (a bool as 0 or
+ * 1), false otherwise (an error, a negative, a float). */
+static bool interpreted_size(const kt__expr *x, const kt__value *slots, kt__arena *arena, int64_t *out) {
+    kt__value v;
+    kt__arena_reset(arena);
+    if (kt__expr_eval(x, slots, arena, "test", &v) != KT_OK) return false;
+    return (v.t == KT_V_INT || v.t == KT_V_BOOL) && kt__value_to_int(&v, out) && *out >= 0;
+}
+
+/* A compiled program agrees with the interpreter on slots (its inputs in[]): the same size, or
+ * both unable to give one. Returns whether the program gave one. */
+static bool agrees(const char *text, const kt__expr *x, const kt__iprog *p, const kt__value *slots, const int64_t *in,
+                   kt__arena *arena) {
+    int64_t want = -1, got = -1;
+    bool interp = interpreted_size(x, slots, arena, &want), compiled = kt__iprog_run(p, in, &got);
+    if (interp != compiled || (interp && want != got))
+        fail_msg("%s: the interpreter %s %lld, the compiled program %s %lld", text, interp ? "gives" : "refuses", (long long)want,
+                 compiled ? "gives" : "refuses", (long long)got);
+    return compiled;
+}
+
+/* Every case of the Python table again, its integer bindings as per-call inputs and the others
+ * fixed: where the expression compiles, the program gives what the interpreter gives. */
+static void test_iprog_on_python_cases(void **state) {
+    (void)state;
+    FILE *f = fopen(KT_EXPR_CASES, "r");
+    assert_non_null(f);
+    char line[4096];
+    int compiled = 0, with_inputs = 0;
+    kt__arena arena = {0}, bind_arena = {0};
+    while (fgets(line, sizeof line, f)) {
+        line[strcspn(line, "\n")] = '\0';
+        char *tab1 = strchr(line, '\t'), *tab2 = tab1 ? strchr(tab1 + 1, '\t') : NULL;
+        assert_non_null(tab2);
+        *tab1 = *tab2 = '\0';
+        env e;
+        kt__arena_reset(&bind_arena);
+        parse_bindings(&e, tab1 + 1, &bind_arena);
+        int var[MAX_NAMES];
+        int64_t in[MAX_NAMES];
+        int ninputs = 0;
+        for (int i = 0; i < e.n; i++) {
+            var[i] = e.values[i].t == KT_V_INT ? ninputs : -1;
+            if (var[i] >= 0) in[ninputs++] = e.values[i].i;
+        }
+        kt__expr *x = NULL;
+        kt__iprog p;
+        if (kt__expr_parse(line, resolve, &e, "test", &x) == KT_OK && kt__expr_compile_int(x, e.values, var, &p)) {
+            compiled++;
+            with_inputs += ninputs > 0;
+            agrees(line, x, &p, e.values, in, &arena);
+        }
+        kt__expr_free(x);
+        for (int i = 0; i < e.n; i++) kt__expr_free(e.owners[i]);
+    }
+    fclose(f);
+    kt__arena_free(&arena);
+    kt__arena_free(&bind_arena);
+    fprintf(stderr, "%d cases compiled, %d of them reading inputs\n", compiled, with_inputs);
+    assert_true(compiled > 50);
+    assert_true(with_inputs > 5);
+}
+
+/* Launch-size shapes: which compile, and over inputs from INT64_MIN to INT64_MAX (floor division
+ * and modulo of negatives, overflow, division by zero, negative sizes) every compiled one gives
+ * the interpreter's size or, where the interpreter fails or gives a negative, none. */
+static void test_iprog_shapes(void **state) {
+    (void)state;
+    /* slots: n and m are per-call integer inputs, B, Z, T fixed integers (T a bool), F a fixed
+     * float, x a per-call float */
+    env e = {.names = {"n", "m", "B", "Z", "T", "F", "x"}, .n = 7};
+    e.values[2] = (kt__value){.t = KT_V_INT, .i = 256};
+    e.values[3] = (kt__value){.t = KT_V_INT, .i = 0};
+    e.values[4] = (kt__value){.t = KT_V_BOOL, .b = true};
+    e.values[5] = (kt__value){.t = KT_V_FLOAT, .f = 2.5};
+    e.values[6] = (kt__value){.t = KT_V_FLOAT, .f = 1.5};
+    const int var[] = {0, 1, -1, -1, -1, -1, -2};
+    static const char *const compiles[] = {
+        "n", "(n + B - 1) // B", "n // B", "n // 3", "n % B", "n % 3", "n % -3", "n // -4", "(n + 127) // 128 * m",
+        "max(1, n // B)", "min(n, m, B)", "abs(n - m)", "-n + m", "+n", "int(n) // (B // 2)", "n * m // 4", "n - B * 2",
+        "(n + T) // 2", "n // Z", "n % Z", "n // (B - B)", "n * 4 + (B * 3 - 1) % 7", "m // n", "m % n", "-(n * m)",
+        /* sub-expressions that read no input, whatever they are made of, fold to constants */
+        "n // int(F * 2)", "-(-n // (int(F) * B))", "n + (3 if B > 100 else 4)", "n * len([1, 2, 3])", "max(n, B ** 2)"};
+    static const char *const interpreted[] = {"n / B", "x * 2", "n if n > 0 else 1", "F * n", "len([n])", "n ** 2",
+                                              "n << 2", "int(n / B)", "n * F", "[n][0]", "n > 0", "~n", "x",
+                                              "n // F", "n // (F * 2)"};
+    static const int64_t values[] = {0, 1, 2, 3, 5, 127, 128, 255, 256, 257, 1000, 1048576, 1048573, -1, -2, -3, -255,
+                                     -256, -257, INT64_MAX, INT64_MAX - 1, INT64_MAX - 255, INT64_MIN, INT64_MIN + 1,
+                                     (int64_t)1 << 32, -((int64_t)1 << 32), 3037000499, 3037000500};
+    const size_t nv = sizeof values / sizeof values[0];
+    kt__arena arena = {0};
+    for (size_t k = 0; k < sizeof compiles / sizeof compiles[0]; k++) {
+        kt__expr *x = NULL;
+        kt__iprog p;
+        ok(kt__expr_parse(compiles[k], resolve, &e, "test", &x));
+        if (!kt__expr_compile_int(x, e.values, var, &p)) fail_msg("'%s' should compile", compiles[k]);
+        size_t sized = 0;
+        for (size_t i = 0; i < nv; i++)
+            for (size_t j = 0; j < nv; j++) {
+                e.values[0] = (kt__value){.t = KT_V_INT, .i = values[i]};
+                e.values[1] = (kt__value){.t = KT_V_INT, .i = values[j]};
+                int64_t in[2] = {values[i], values[j]};
+                sized += agrees(compiles[k], x, &p, e.values, in, &arena);
+            }
+        /* every shape but the divisions by zero gives some sizes */
+        if ((sized == 0) != (strstr(compiles[k], "Z") != NULL || strstr(compiles[k], "B - B") != NULL))
+            fail_msg("'%s': %zu sizes", compiles[k], sized);
+        kt__expr_free(x);
+    }
+    for (size_t k = 0; k < sizeof interpreted / sizeof interpreted[0]; k++) {
+        kt__expr *x = NULL;
+        kt__iprog p;
+        ok(kt__expr_parse(interpreted[k], resolve, &e, "test", &x));
+        if (kt__expr_compile_int(x, e.values, var, &p)) fail_msg("'%s' should be left to the interpreter", interpreted[k]);
+        kt__expr_free(x);
+    }
+    kt__arena_free(&arena);
+}
+
 /* Syntax and name errors: the message names the expression and the 1-based column. */
 static void test_error_columns(void **state) {
     (void)state;
@@ -255,6 +374,8 @@ static void test_allocation_failures(void **state) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_against_python),
+        cmocka_unit_test(test_iprog_on_python_cases),
+        cmocka_unit_test(test_iprog_shapes),
         cmocka_unit_test(test_error_columns),
         cmocka_unit_test(test_allocation_failures),
     };

@@ -285,14 +285,15 @@ void kt__cu_unload(void *state, size_t device, void *module) {
     free(m);
 }
 
-/* What one launch needs: its grid and block, and its parameters (pointing into args or ptrs).
- * Checks the constant-memory arguments and opts the function in to its dynamic shared memory. */
+/* What one launch needs: its grid and block, and its parameters (pointing into args: a buffer's
+ * pointer is passed as the CUdeviceptr it holds, which has its size and bits). Checks the
+ * constant-memory arguments and opts the function in to its dynamic shared memory. */
 typedef struct cu_call {
     unsigned grid[3], block[3];
     bool empty;        /* a dimension of zero: nothing to run */
-    void *params[256];
-    CUdeviceptr ptrs[256];
+    void *params[256]; /* only the first nargs are written */
 } cu_call;
+_Static_assert(sizeof(void *) == sizeof(CUdeviceptr), "a buffer's pointer is passed as its CUdeviceptr");
 
 static kt_status prepare(cu_state *s, cu_module *m, const kt_launch_geometry *g, const kt_arg *args, size_t nargs, cu_call *c,
                          char *err, size_t errlen) {
@@ -322,8 +323,7 @@ static kt_status prepare(cu_state *s, cu_module *m, const kt_launch_geometry *g,
     }
     for (size_t i = 0; i < nargs; i++) { /* every argument is a parameter, constant ones too (as Kernel Tuner passes them) */
         if (args[i].type == KT_TYPE_BUFFER) {
-            c->ptrs[i] = DPTR(args[i].ptr);
-            c->params[i] = &c->ptrs[i];
+            c->params[i] = (void *)&args[i].ptr;
         } else if (args[i].type == KT_TYPE_F32) {
             c->params[i] = (void *)&args[i].f32;
         } else if (args[i].type == KT_TYPE_F64) {

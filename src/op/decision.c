@@ -16,6 +16,8 @@ void kt_result_release(kt_result *r) {
 void kt__launch_free_slots(kt__launch *l) {
     free(l->slots);
     l->slots = NULL;
+    free(l->sizes);
+    l->sizes = NULL;
     kt__arena_free(&l->slots_arena);
 }
 

@@ -22,7 +22,8 @@ kt_status kt__check_args(const kt_op *op, const kt_arg *args, size_t nargs, cons
         if (KT__UNLIKELY(args[i].type != d->type))
             return kt__err(KT_ERR_ARG_TYPE, "%s(op '%s'): argument %zu ('%s') is %s, the op declares %s", where, op->name,
                            i, d->name, kt_type_name(args[i].type), kt_type_name(d->type));
-        if (d->type == KT_TYPE_BUFFER && KT__UNLIKELY(args[i].bytes % d->esize != 0))
+        if (d->type == KT_TYPE_BUFFER && KT__UNLIKELY(((d->esize & (d->esize - 1)) == 0 ? args[i].bytes & (d->esize - 1)
+                                                                                        : args[i].bytes % d->esize) != 0))
             return kt__err(KT_ERR_ARG_TYPE,
                            "%s(op '%s'): buffer argument %zu ('%s') has %zu bytes, not a multiple of its %s element size %zu",
                            where, op->name, i, d->name, args[i].bytes, kt_type_name(d->elem), d->esize);

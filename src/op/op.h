@@ -207,6 +207,18 @@ typedef struct kt__cand_result {
     bool finalist;            /* measured and not dropped when the race stopped (set by the engine) */
 } kt__cand_result;
 
+/* A variant's global sizes that read arguments (cand->call_dims), compiled at planning into
+ * integer programs (space/expr.h) over the arguments they read, so that a call computes them
+ * without the interpreter. */
+#define KT__CALL_INPUTS_MAX 8
+typedef struct kt__call_sizes {
+    kt__iprog prog[3];                   /* per dimension of cand->call_dims */
+    size_t ninputs;
+    uint32_t arg[KT__CALL_INPUTS_MAX];   /* the argument that program input i reads: */
+    int8_t shift[KT__CALL_INPUTS_MAX];   /* a buffer's bytes >> shift (elements), or (-1) an
+                                            integer scalar's value */
+} kt__call_sizes;
+
 /* How a device variant is launched: the user data of kt__launch_fn. A native device candidate
  * (kt__queued_fn's user data) uses the first fields, qfn and quser. */
 typedef struct kt__launch {
@@ -225,6 +237,7 @@ typedef struct kt__launch {
     const kt__cand *cand;
     kt__value *slots;
     kt__arena slots_arena;         /* what strings and lists among them point into */
+    kt__call_sizes *sizes;         /* those sizes compiled; NULL: the interpreter computes them */
 } kt__launch;
 
 /* A native candidate calling a device variant through its backend (no timing). On a failure it

@@ -89,4 +89,29 @@ size_t kt__value_format_len(const kt__value *v);
 bool kt__value_to_int(const kt__value *v, int64_t *out);
 bool kt__value_to_double(const kt__value *v, double *out);
 
+/* ---- integer programs: an expression specialised for values that change per call ----------- */
+
+/* What a call's global size comes to once every slot but a few integer inputs is fixed: the
+ * expression compiled into a short postfix program over 64-bit integers (expr_iprog.c). Only
+ * integer arithmetic is compiled (+ - * // %, unary - and +, min, max, abs, int), with
+ * sub-expressions that read no input folded into constants; anything else (floats, strings,
+ * lists, comparisons, conditionals) is left to the interpreter. */
+#define KT__IPROG_MAX 32
+typedef struct kt__iprog {
+    uint8_t n;                /* instructions */
+    uint8_t op[KT__IPROG_MAX];
+    int64_t v[KT__IPROG_MAX]; /* an instruction's constant, or the index of the input it reads */
+} kt__iprog;
+
+/* Compiles e for fixed slot values and per-call inputs: var[s] >= 0 says that slot s is input
+ * var[s] (an integer each run passes), -1 that slots[s] is fixed, -2 that each call gives it a
+ * value that is not an integer. Returns false when e is outside the compiled subset, reads a
+ * slot that is not a fixed integer or integer input, or is longer than KT__IPROG_MAX. */
+bool kt__expr_compile_int(const kt__expr *e, const kt__value *slots, const int *var, kt__iprog *out);
+
+/* Runs p on inputs in (indexed as var gave them); false on an integer overflow, a division or
+ * modulo by zero, or a negative result: the interpreter then evaluates the expression and says
+ * what is wrong. Allocates nothing. */
+bool kt__iprog_run(const kt__iprog *p, const int64_t *in, int64_t *out);
+
 #endif

@@ -74,6 +74,11 @@ size_t kt__space_input_slot(const kt_space *sp, size_t index);
 /* Evaluates the global size of dimension d for slots (1 when the space declares none). */
 kt_status kt__space_global(const kt_space *sp, int d, const kt__value *slots, kt__arena *arena, int64_t *out);
 
+/* Compiles the global size of dimension d for fixed slots and per-call integer inputs (var as
+ * kt__expr_compile_int takes it): false when the space declares none, or the interpreter must
+ * evaluate it. */
+bool kt__space_global_compile(const kt_space *sp, int d, const kt__value *slots, const int *var, kt__iprog *out);
+
 /* An upper bound on the bytes kt__space_format_slots needs for slots (the NUL included). */
 size_t kt__space_format_len(const kt_space *sp, const kt__value *slots, const char *prefix, const char *sep);
 

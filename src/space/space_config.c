@@ -152,6 +152,10 @@ kt_status kt__space_global(const kt_space *sp, int d, const kt__value *slots, kt
     return dim(sp->global[d], slots, arena, 1, "geometry: global size", out);
 }
 
+bool kt__space_global_compile(const kt_space *sp, int d, const kt__value *slots, const int *var, kt__iprog *out) {
+    return sp->global[d] != NULL && kt__expr_compile_int(sp->global[d], slots, var, out);
+}
+
 kt_status kt__space_geometry(const kt_space *sp, const kt__value *slots, kt__arena *arena, kt__geometry *g) {
     kt_status st = KT_OK;
     for (int d = 0; d < 3 && st == KT_OK; d++) {

@@ -45,10 +45,25 @@ static kt_status call_sizes(const kt__launch *l, const kt_arg *args, kt_launch_g
     return st;
 }
 
+/* Those global sizes through their compiled programs: false when a program cannot say (an
+ * overflow, a division by zero, a negative size), and the interpreter must. */
+static bool compiled_sizes(const kt__launch *l, const kt_arg *args, kt_launch_geometry *g) {
+    const kt__call_sizes *cs = l->sizes;
+    int64_t in[KT__CALL_INPUTS_MAX];
+    for (size_t i = 0; i < cs->ninputs; i++) {
+        const kt_arg *a = &args[cs->arg[i]];
+        in[i] = cs->shift[i] < 0 ? a->i : (int64_t)(a->bytes >> cs->shift[i]);
+    }
+    for (int d = 0; d < 3; d++)
+        if ((l->cand->call_dims & (1u << d)) && !kt__iprog_run(&cs->prog[d], in, &g->global[d])) return false;
+    return true;
+}
+
 /* The launch geometry of a call: as planned, with the global sizes that read arguments
  * computed from this call's own. On a failure describes it and returns false. */
 static bool geometry_of(const kt__launch *l, const kt_arg *args, kt_launch_geometry *g) {
     *g = l->geometry;
+    if (KT__LIKELY(l->sizes != NULL) && compiled_sizes(l, args, g)) return true;
     if (l->slots != NULL && call_sizes(l, args, g) != KT_OK) {
         kt__err(KT_ERR_INVALID_ARGUMENT, "op '%s': candidate '%s': the launch size for these arguments: %s",
                 l->op->name, l->cand->name, kt_last_error());
@@ -157,6 +172,36 @@ static kt_status group_inputs(const kt_op *op, const kt__cand *c, const kt_arg *
     return KT_OK;
 }
 
+/* Compiles the global sizes that a call of unit launch l computes (candidate c's call_dims)
+ * from its planned slots: l->sizes, left NULL where the interpreter must compute them (a size
+ * outside the compiled subset, or one that reads a float argument). */
+static kt_status compile_sizes(const kt_op *op, const kt__cand *c, kt__launch *l, const char *where) {
+    const kt_space *sp = c->space;
+    int var[KT__CALL_SLOTS_MAX]; /* call_dims is set only for spaces of at most this many slots */
+    kt__call_sizes cs = {.ninputs = 0};
+    for (size_t s = 0; s < kt__space_slot_count(sp); s++) var[s] = -1;
+    for (size_t i = 0; i < kt__space_input_count(sp); i++) {
+        long a = c->input_arg[i];
+        if (a < 0) continue; /* a bound value: fixed in the slots */
+        const kt__argdecl *d = &op->args[a];
+        size_t slot = kt__space_input_slot(sp, i);
+        bool buffer = d->type == KT_TYPE_BUFFER;
+        if (buffer ? (d->esize & (d->esize - 1)) != 0 : d->type == KT_TYPE_F32 || d->type == KT_TYPE_F64) {
+            var[slot] = -2; /* no integer, or a count that needs a division */
+            continue;
+        }
+        if (cs.ninputs == KT__CALL_INPUTS_MAX) return KT_OK;
+        cs.arg[cs.ninputs] = (uint32_t)a;
+        cs.shift[cs.ninputs] = (int8_t)(buffer ? __builtin_ctzll(d->esize) : -1);
+        var[slot] = (int)cs.ninputs++;
+    }
+    for (int d = 0; d < 3; d++)
+        if ((c->call_dims & (1u << d)) && !kt__space_global_compile(sp, d, l->slots, var, &cs.prog[d])) return KT_OK;
+    if ((l->sizes = malloc(sizeof *l->sizes)) == NULL) return kt__err(KT_ERR_NO_MEMORY, "%s(op '%s'): out of memory", where, op->name);
+    *l->sizes = cs;
+    return KT_OK;
+}
+
 /* Everything one variant unit needs before it is built. */
 typedef struct unit_plan {
     char *defines_buf;   /* NAME=VALUE\x1f... */
@@ -204,6 +249,7 @@ static kt_status plan_unit(const char *where, const kt_op *op, const kt__cand *c
         for (size_t i = 0; st == KT_OK && i < nslots; i++)
             if (!kt__value_copy(&slots[i], &u->launch.slots_arena, &u->launch.slots[i]))
                 st = kt__err(KT_ERR_NO_MEMORY, "%s(op '%s'): out of memory", where, op->name);
+        if (st == KT_OK) st = compile_sizes(op, c, &u->launch, where);
     }
     if (st == KT_OK && lim != NULL) {
         const kt_launch_geometry *g = &u->launch.geometry;
