@@ -492,7 +492,8 @@ static void tunes_for_real(const char *problem, size_t configs, const char *smal
     if (!KT_TEST_LARGE) configs = small_configs; /* sanitizer builds: part of the space (small) */
     char args[2048];
     snprintf(args, sizeof args, "tune '%s/t1/%s' --cache '%s/cache.db' --json %s", KT_DATA, problem, tmpdir, KT_TEST_LARGE ? "" : small);
-    assert_int_equal(run(args), 0);
+    int rc = run(args);
+    if (rc != 0) fail_msg("kerntune %s exited with %d; stderr:\n%s", args, rc, err);
     assert_non_null(strstr(err, "best: "));
     assert_null(strchr(err, '\r')); /* no progress line when stderr is not a terminal */
     json_t *s = doc();
