@@ -81,21 +81,19 @@ static kt_status key_fixed_inputs(kt_op *op, const char *where) {
 
 /* Native device candidates need a device whose backend runs them (kt__backend_queued). */
 static kt_status check_queued(const kt_op *op, const char *where) {
-    for (size_t i = 0; i < op->ncands; i++) {
-        if (op->cands[i].qfn == NULL) continue;
-        const kt_backend *b;
-        void *bstate;
-        size_t local;
-        const char *fp;
-        kt__op_backend(op, &b, &bstate, &local, &fp);
-        if (kt__backend_queued(b)) return KT_OK;
-        return kt__err(KT_ERR_STATE,
-                       "%s(op '%s'): candidate '%s' enqueues on a device queue (kt_op_add_native_queued), but the op's device "
-                       "(backend '%s') has no queues to time it on: choose a device of a backend with asynchronous launch and "
-                       "backend ABI 8 (CUDA, OpenCL) with kt_op_set_device",
-                       where, op->name, op->cands[i].name, b->name);
-    }
-    return KT_OK;
+    size_t i = 0;
+    while (i < op->ncands && op->cands[i].qfn == NULL) i++;
+    if (i == op->ncands) return KT_OK;
+    const kt_backend *b;
+    void *bstate;
+    size_t local;
+    kt__op_backend(op, &b, &bstate, &local, NULL);
+    if (kt__backend_queued(b)) return KT_OK;
+    return kt__err(KT_ERR_STATE,
+                   "%s(op '%s'): candidate '%s' enqueues on a device queue (kt_op_add_native_queued), but the op's device "
+                   "(backend '%s') has no queues to time it on: choose a device of a backend with asynchronous launch and "
+                   "backend ABI 8 (CUDA, OpenCL) with kt_op_set_device",
+                   where, op->name, op->cands[i].name, b->name);
 }
 
 kt_status kt__op_freeze(kt_op *op, const char *where) {

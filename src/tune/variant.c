@@ -103,8 +103,14 @@ static int launch_on(const kt__launch *l, const kt_arg *args, size_t nargs, bool
 
 int kt__launch_fn(const kt_arg *args, size_t nargs, void *user) { return launch_on(user, args, nargs, false, NULL); }
 
+/* The queue a native device candidate gets: the caller's, or the handle of the device's default
+ * (never NULL where NULL is not a queue). */
+static void *native_queue(const kt__launch *l, void *queue) {
+    return queue != NULL ? queue : l->backend->queue_default(l->bstate, l->device);
+}
+
 int kt__launch_async(const kt__launch *l, const kt_arg *args, size_t nargs, void *queue) {
-    if (l->qfn != NULL) return l->qfn(args, nargs, queue != NULL ? queue : l->backend->queue_default(l->bstate, l->device), l->quser);
+    if (l->qfn != NULL) return l->qfn(args, nargs, native_queue(l, queue), l->quser);
     return launch_on(l, args, nargs, true, queue);
 }
 
@@ -112,7 +118,7 @@ int kt__launch_async(const kt__launch *l, const kt_arg *args, size_t nargs, void
 
 int kt__queued_fn(const kt_arg *args, size_t nargs, void *user) {
     const kt__launch *l = user;
-    int rc = l->qfn(args, nargs, l->backend->queue_default(l->bstate, l->device), l->quser);
+    int rc = l->qfn(args, nargs, native_queue(l, NULL), l->quser);
     return rc != 0 ? rc : wait_default(l);
 }
 
