@@ -769,7 +769,7 @@ static const char *slowcopy_cl =
     "    size_t i = get_global_id(0);\n"
     "    float acc = src[i];\n"
     "    for (int k = 0; k < REPS; k++) acc = acc * 0.999f + 0.001f * src[i];\n"
-    "    dst[i] = acc == src[i] || REPS == 0 ? src[i] : src[i];\n"
+    "    dst[i] = src[i] + (acc > 1e30f ? 1.0f : 0.0f); /* acc stays near src[i]: the loop is kept, the copy exact */\n"
     "}\n";
 
 typedef struct queued_user {
