@@ -26,16 +26,23 @@
 /* Runs unit u (a tuning's winner or the fallback) on the caller's arguments for the call
  * named where (result: NULL unless the op returns one). With a queue (kt_op_call_async; *q NULL:
  * the device's default one) a variant of a backend that enqueues goes on it without waiting. */
-static kt_status launch(const kt_op *op, const kt__unit *u, const kt_arg *args, size_t nargs, kt_result *result,
-                        const char *where, const kt_queue *q) {
-    int rc = result                                             ? u->rfn(args, nargs, u->user, result)
-             : q != NULL && kt__fn_on_device(u->fn) && u->launch.async ? kt__launch_async(&u->launch, args, nargs, *q)
-                                                                : u->fn(args, nargs, u->user);
-    if (rc == 0) return KT_OK;
+/* A unit that failed with rc: its status, described unless the candidate described it. */
+#if defined(__GNUC__)
+__attribute__((noinline, cold))
+#endif
+static kt_status unit_failed(const kt_op *op, const kt__unit *u, int rc, kt_result *result, const char *where) {
     if (result) kt_result_release(result);
     if (kt__rc_reported(u->fn, rc)) return KT_ERR_CANDIDATE_FAILED; /* the detail message says how */
     return kt__err(KT_ERR_CANDIDATE_FAILED, "%s(op '%s'): candidate '%s'%s%s returned %d", where, op->name,
                    op->cands[u->cand].name, u->text ? " " : "", u->text ? u->text : "", rc);
+}
+
+static KT__ALWAYS_INLINE kt_status launch(const kt_op *op, const kt__unit *u, const kt_arg *args, size_t nargs,
+                                          kt_result *result, const char *where, const kt_queue *q) {
+    int rc = result                                             ? u->rfn(args, nargs, u->user, result)
+             : q != NULL && u->launch.async && kt__fn_on_device(u->fn) ? kt__launch_async(&u->launch, args, nargs, *q)
+                                                                : u->fn(args, nargs, u->user);
+    return KT__LIKELY(rc == 0) ? KT_OK : unit_failed(op, u, rc, result, where);
 }
 
 /* The miss line: (wait for the caller's queue,) tune, then launch. A queue being captured

@@ -12,18 +12,17 @@
 
 #include <string.h>
 
-kt_status kt__check_args(const kt_op *op, const kt_arg *args, size_t nargs, const char *where) {
-    if (KT__UNLIKELY(nargs != op->nargs))
+kt_status kt__args_refused(const kt_op *op, const kt_arg *args, size_t nargs, const char *where) {
+    if (nargs != op->nargs)
         return kt__err(KT_ERR_ARG_COUNT, "%s(op '%s'): %zu argument(s) passed, the op declares %zu", where, op->name,
                        nargs, op->nargs);
-    if (KT__UNLIKELY(args == NULL && nargs > 0)) return kt__err(KT_ERR_NULL, "%s(op '%s'): args is NULL", where, op->name);
+    if (args == NULL && nargs > 0) return kt__err(KT_ERR_NULL, "%s(op '%s'): args is NULL", where, op->name);
     for (size_t i = 0; i < nargs; i++) {
         const kt__argdecl *d = &op->args[i];
-        if (KT__UNLIKELY(args[i].type != d->type))
+        if (args[i].type != d->type)
             return kt__err(KT_ERR_ARG_TYPE, "%s(op '%s'): argument %zu ('%s') is %s, the op declares %s", where, op->name,
                            i, d->name, kt_type_name(args[i].type), kt_type_name(d->type));
-        if (d->type == KT_TYPE_BUFFER && KT__UNLIKELY(((d->esize & (d->esize - 1)) == 0 ? args[i].bytes & (d->esize - 1)
-                                                                                        : args[i].bytes % d->esize) != 0))
+        if (d->type == KT_TYPE_BUFFER && args[i].bytes % d->esize != 0)
             return kt__err(KT_ERR_ARG_TYPE,
                            "%s(op '%s'): buffer argument %zu ('%s') has %zu bytes, not a multiple of its %s element size %zu",
                            where, op->name, i, d->name, args[i].bytes, kt_type_name(d->elem), d->esize);
@@ -37,23 +36,16 @@ int64_t kt__bucket(int64_t v, kt_bucket bucket) {
 }
 
 /* The raw value of an argument as a key word: integers as themselves, floats by their bits,
- * buffers by their byte size. */
-static int64_t arg_value(const kt__argdecl *d, const kt_arg *a) {
-    switch (d->type) {
-    case KT_TYPE_BUFFER: return (int64_t)a->bytes;
-    case KT_TYPE_F32: {
+ * buffers by their byte size. The union's 64-bit word already is a signed or unsigned integer's
+ * value and an f64's bits; an f32 has only its low 32 bits. */
+static inline int64_t arg_value(const kt__argdecl *d, const kt_arg *a) {
+    if (d->type == KT_TYPE_BUFFER) return (int64_t)a->bytes;
+    if (d->type == KT_TYPE_F32) {
         uint32_t bits;
         memcpy(&bits, &a->f32, sizeof bits);
         return bits;
     }
-    case KT_TYPE_F64: {
-        int64_t bits;
-        memcpy(&bits, &a->f64, sizeof bits);
-        return bits;
-    }
-    case KT_TYPE_U8: case KT_TYPE_U16: case KT_TYPE_U32: case KT_TYPE_U64: return (int64_t)a->u;
-    default: return a->i;
-    }
+    return a->i;
 }
 
 static bool req_ok(const kt_op *op, const kt__req *r, const kt_arg *args) {

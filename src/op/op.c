@@ -130,6 +130,8 @@ static kt_status add_arg(kt_op *op, const char *name, kt_type type, kt_type elem
     d->elem = elem;
     d->access = access;
     d->esize = kt_type_size(type == KT_TYPE_BUFFER ? elem : type);
+    /* scalars carry no size (a caller's stray `bytes` is not checked); element sizes are powers of two */
+    d->size_mask = type == KT_TYPE_BUFFER ? d->esize - 1 : 0;
     op->nargs++;
     return KT_OK;
 }

@@ -135,6 +135,7 @@ typedef struct kt__argdecl {
     kt_type elem;     /* element type of a buffer */
     kt_access access; /* buffers only */
     size_t esize;     /* element size of a buffer; size of a scalar */
+    uint64_t size_mask; /* a buffer's bytes & size_mask must be 0: esize - 1 (every element size is a power of two) */
     bool accumulate;  /* WriteOnly buffer filled with acc_value before every tuning run */
     double acc_value;
     bool constant;    /* a ReadOnly buffer in the device's constant memory (kt_op_set_constant) */
@@ -406,8 +407,19 @@ void kt__deferred_free(kt_op *op);
 
 /* ---- key.c --------------------------------------------------------------------------------- */
 
-/* Checks nargs and types against the signature. */
-kt_status kt__check_args(const kt_op *op, const kt_arg *args, size_t nargs, const char *where);
+/* Says which of args does not fit the signature (the cold half of kt__check_args). */
+kt_status kt__args_refused(const kt_op *op, const kt_arg *args, size_t nargs, const char *where);
+
+/* Checks nargs, types and buffer sizes against the signature. Inline: it is on the hit path. */
+static inline kt_status kt__check_args(const kt_op *op, const kt_arg *args, size_t nargs, const char *where) {
+    if (KT__UNLIKELY(nargs != op->nargs || args == NULL)) return kt__args_refused(op, args, nargs, where);
+    for (size_t i = 0; i < nargs; i++) {
+        const kt__argdecl *d = &op->args[i];
+        if (KT__UNLIKELY(args[i].type != d->type || (args[i].bytes & d->size_mask) != 0))
+            return kt__args_refused(op, args, nargs, where);
+    }
+    return KT_OK;
+}
 
 /* Computes the full key (user components, then validity mask words) into key; returns its
  * length in words. Arguments must have been checked. */

@@ -99,6 +99,7 @@ bool kt__value_to_double(const kt__value *v, double *out);
 #define KT__IPROG_MAX 32
 typedef struct kt__iprog {
     uint8_t n;                /* instructions */
+    bool accumulator;         /* a load, then operations with constant operands only */
     uint8_t op[KT__IPROG_MAX];
     int64_t v[KT__IPROG_MAX]; /* an instruction's constant, or the index of the input it reads */
 } kt__iprog;

@@ -14,6 +14,48 @@
 enum { I_IN, I_C, I_ADD, I_SUB, I_MUL, I_FLOORDIV, I_MOD, I_MIN, I_MAX, I_SHR, I_AND, I_NEG, I_ABS };
 #define I_IMM 0x80
 
+/* One operation on x with right operand b (unused by the unary ones); false where the
+ * interpreter fails. */
+static inline bool step(int op, int64_t *xp, int64_t b) {
+    int64_t x = *xp;
+    switch (op) {
+    case I_ADD:
+        if (__builtin_add_overflow(x, b, &x)) return false;
+        break;
+    case I_SUB:
+        if (__builtin_sub_overflow(x, b, &x)) return false;
+        break;
+    case I_MUL:
+        if (__builtin_mul_overflow(x, b, &x)) return false;
+        break;
+    case I_FLOORDIV:
+        if (b == 0 || (x == INT64_MIN && b == -1)) return false;
+        x = x / b - ((x % b != 0) && ((x < 0) != (b < 0)));
+        break;
+    case I_MOD:
+        if (b == 0) return false;
+        if (b == -1) { /* INT64_MIN % -1 traps in C; Python gives 0 */
+            x = 0;
+            break;
+        }
+        x = x % b;
+        if (x != 0 && ((x < 0) != (b < 0))) x += b;
+        break;
+    case I_MIN: x = b < x ? b : x; break;
+    case I_MAX: x = b > x ? b : x; break;
+    case I_SHR: x >>= b; break; /* // 2**b: an arithmetic shift floors as Python does */
+    case I_AND: x &= b; break;  /* % (b + 1), a power of two: Python's result, in [0, b] */
+    case I_NEG:
+    case I_ABS:
+        if (x == INT64_MIN) return false;
+        if (op == I_NEG || x < 0) x = -x;
+        break;
+    default: return false;
+    }
+    *xp = x;
+    return true;
+}
+
 /* Runs instructions [from, to) of p, which leave one value: *out. The top of the stack stays in
  * x; false where the interpreter fails. */
 static bool run(const kt__iprog *p, int from, int to, const int64_t *in, int64_t *out) {
@@ -32,48 +74,26 @@ static bool run(const kt__iprog *p, int from, int to, const int64_t *in, int64_t
             b = x;
             x = stack[--sp];
         }
-        switch (op & ~I_IMM) {
-        case I_ADD:
-            if (__builtin_add_overflow(x, b, &x)) return false;
-            break;
-        case I_SUB:
-            if (__builtin_sub_overflow(x, b, &x)) return false;
-            break;
-        case I_MUL:
-            if (__builtin_mul_overflow(x, b, &x)) return false;
-            break;
-        case I_FLOORDIV:
-            if (b == 0 || (x == INT64_MIN && b == -1)) return false;
-            x = x / b - ((x % b != 0) && ((x < 0) != (b < 0)));
-            break;
-        case I_MOD:
-            if (b == 0) return false;
-            if (b == -1) { /* INT64_MIN % -1 traps in C; Python gives 0 */
-                x = 0;
-                break;
-            }
-            x = x % b;
-            if (x != 0 && ((x < 0) != (b < 0))) x += b;
-            break;
-        case I_MIN: x = b < x ? b : x; break;
-        case I_MAX: x = b > x ? b : x; break;
-        case I_SHR: x >>= b; break; /* // 2**b: an arithmetic shift floors as Python does */
-        case I_AND: x &= b; break;  /* % (b + 1), a power of two: Python's result, in [0, b] */
-        case I_NEG:
-        case I_ABS:
-            if (x == INT64_MIN) return false;
-            if ((op & ~I_IMM) == I_NEG || x < 0) x = -x;
-            break;
-        default: return false;
-        }
+        if (!step(op & ~I_IMM, &x, b)) return false;
     }
+    *out = x;
+    return true;
+}
+
+/* A program whose first instruction loads and whose others all take their operand from the
+ * instruction (most launch sizes: `(n + B - 1) // B` is an input, an add and a shift) runs
+ * without a stack. */
+static bool run_accumulator(const kt__iprog *p, const int64_t *in, int64_t *out) {
+    int64_t x = p->op[0] == I_IN ? in[p->v[0]] : p->v[0];
+    for (int k = 1; k < p->n; k++)
+        if (!step(p->op[k] & ~I_IMM, &x, p->v[k])) return false;
     *out = x;
     return true;
 }
 
 bool kt__iprog_run(const kt__iprog *p, const int64_t *in, int64_t *out) {
     int64_t r;
-    if (!run(p, 0, p->n, in, &r) || r < 0) return false;
+    if (!(p->accumulator ? run_accumulator(p, in, &r) : run(p, 0, p->n, in, &r)) || r < 0) return false;
     *out = r;
     return true;
 }
@@ -176,7 +196,12 @@ static bool compile(comp *c, int32_t idx) {
 bool kt__expr_compile_int(const kt__expr *e, const kt__value *slots, const int *var, kt__iprog *out) {
     *out = (kt__iprog){0};
     comp c = {e, slots, var, out};
-    if (compile(&c, e->root)) return true;
+    if (compile(&c, e->root)) {
+        bool acc = out->n > 0;
+        for (int k = 1; acc && k < out->n; k++) acc = (out->op[k] & I_IMM) != 0;
+        out->accumulator = acc;
+        return true;
+    }
     *out = (kt__iprog){0};
     return false;
 }

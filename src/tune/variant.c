@@ -85,23 +85,21 @@ static int wait_default(const kt__launch *l) {
     return st == KT_OK ? 0 : reported(l, st, err);
 }
 
-/* Launches l on args: on queue without waiting (enqueue: launch_async), or waiting for it. A
+/* Launches l on args and waits for it (kt__launch_async enqueues without waiting). A
  * waited launch of a backend that enqueues goes on the device's default queue, then waits for
  * that queue (for CUDA the default stream, which orders it after the work of the caller's
  * other blocking streams as kt_op_call always did); the backend's launch is left to tuning's
  * timed runs, on its own queue. On a failure describes it and returns KT__RC_REPORTED. */
-static int launch_on(const kt__launch *l, const kt_arg *args, size_t nargs, bool enqueue, void *queue) {
+int kt__launch_fn(const kt_arg *args, size_t nargs, void *user) {
+    const kt__launch *l = user;
     char err[256];
     kt_launch_geometry g;
     if (!geometry_of(l, args, &g)) return KT__RC_REPORTED;
-    kt_status st = enqueue || l->async
-                       ? l->backend->launch_async(l->bstate, l->device, l->module, &g, args, nargs, queue, err, sizeof err)
-                       : l->backend->launch(l->bstate, l->device, l->module, &g, args, nargs, NULL, err, sizeof err);
+    kt_status st = l->async ? l->backend->launch_async(l->bstate, l->device, l->module, &g, args, nargs, NULL, err, sizeof err)
+                            : l->backend->launch(l->bstate, l->device, l->module, &g, args, nargs, NULL, err, sizeof err);
     if (st != KT_OK) return reported(l, st, err);
-    return enqueue || !l->async ? 0 : wait_default(l);
+    return l->async ? wait_default(l) : 0;
 }
-
-int kt__launch_fn(const kt_arg *args, size_t nargs, void *user) { return launch_on(user, args, nargs, false, NULL); }
 
 /* The queue a native device candidate gets: the caller's, or the handle of the device's default
  * (never NULL where NULL is not a queue). */
@@ -111,7 +109,11 @@ static void *native_queue(const kt__launch *l, void *queue) {
 
 int kt__launch_async(const kt__launch *l, const kt_arg *args, size_t nargs, void *queue) {
     if (l->qfn != NULL) return l->qfn(args, nargs, native_queue(l, queue), l->quser);
-    return launch_on(l, args, nargs, true, queue);
+    char err[256];
+    kt_launch_geometry g;
+    if (!geometry_of(l, args, &g)) return KT__RC_REPORTED;
+    kt_status st = l->backend->launch_async(l->bstate, l->device, l->module, &g, args, nargs, queue, err, sizeof err);
+    return KT__LIKELY(st == KT_OK) ? 0 : reported(l, st, err);
 }
 
 /* ---- native device candidates ---------------------------------------------------------------- */
