@@ -96,7 +96,7 @@ static KT__ALWAYS_INLINE kt_status call(kt_op *op, const kt_arg *args, size_t na
     uint64_t hash;
     const kt_decision *d = lookup(op, args, key, &len, &hash);
     if (KT__LIKELY(finished(d))) {
-        if (q != NULL) return launch(op, &d->units[d->winner_unit], args, nargs, NULL, where, q);
+        if (q != NULL) return launch(op, d->hit, args, nargs, NULL, where, q);
         int rc = result ? d->rfn(args, nargs, d->user, result) : d->fn(args, nargs, d->user);
         if (KT__LIKELY(rc == 0)) return KT_OK;
         if (result) kt_result_release(result);

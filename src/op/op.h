@@ -130,12 +130,12 @@ void kt__context_unlink(kt_context *ctx, kt_op *op);
 /* ---- op.c: declarations -------------------------------------------------------------------- */
 
 typedef struct kt__argdecl {
-    char *name;
-    kt_type type;     /* KT_TYPE_BUFFER or the scalar type */
-    kt_type elem;     /* element type of a buffer */
-    kt_access access; /* buffers only */
-    size_t esize;     /* element size of a buffer; size of a scalar */
+    kt_type type;       /* KT_TYPE_BUFFER or the scalar type (first: what a hit checks) */
     uint64_t size_mask; /* a buffer's bytes & size_mask must be 0: esize - 1 (every element size is a power of two) */
+    char *name;
+    kt_type elem;       /* element type of a buffer */
+    kt_access access;   /* buffers only */
+    size_t esize;       /* element size of a buffer; size of a scalar */
     bool accumulate;  /* WriteOnly buffer filled with acc_value before every tuning run */
     double acc_value;
     bool constant;    /* a ReadOnly buffer in the device's constant memory (kt_op_set_constant) */
@@ -213,23 +213,26 @@ typedef struct kt__cand_result {
  * without the interpreter. */
 #define KT__CALL_INPUTS_MAX 8
 typedef struct kt__call_sizes {
-    kt__iprog prog[3];                   /* per dimension of cand->call_dims */
     size_t ninputs;
     uint32_t arg[KT__CALL_INPUTS_MAX];   /* the argument that program input i reads: */
     int8_t shift[KT__CALL_INPUTS_MAX];   /* a buffer's bytes >> shift (elements), or (-1) an
                                             integer scalar's value */
+    kt__iprog prog[3];                   /* per dimension of cand->call_dims */
 } kt__call_sizes;
 
 /* How a device variant is launched: the user data of kt__launch_fn. A native device candidate
  * (kt__queued_fn's user data) uses the first fields, qfn and quser. */
 typedef struct kt__launch {
+    /* what a hit reads, together */
     const kt_backend *backend;
     bool async;                    /* the backend can enqueue it on a caller's queue (ABI 7) */
+    uint8_t call_dims;             /* cand->call_dims, copied for the hit */
     void *bstate;
     size_t device;
+    void *module;
+    kt__call_sizes *sizes;         /* the sizes below compiled; NULL: the interpreter computes them */
     kt_queued_fn qfn;              /* a native device candidate: its function and user data */
     void *quser;
-    void *module;
     kt_launch_geometry geometry;   /* as planned for the tuning's arguments */
     /* A group whose global size reads arguments (cand->call_dims): the configuration's slots as
      * planned (parameters, derived values, inputs), from which each call computes those sizes
@@ -238,7 +241,6 @@ typedef struct kt__launch {
     const kt__cand *cand;
     kt__value *slots;
     kt__arena slots_arena;         /* what strings and lists among them point into */
-    kt__call_sizes *sizes;         /* those sizes compiled; NULL: the interpreter computes them */
 } kt__launch;
 
 /* A native candidate calling a device variant through its backend (no timing). On a failure it
@@ -272,13 +274,13 @@ static inline bool kt__outcome_failed(int o) {
 
 /* One thing a decision considers: a native candidate, or one configuration of a variant group. */
 typedef struct kt__unit {
-    size_t cand;
-    char *text;            /* the configuration, "NAME=value,..."; NULL for natives */
-    kt__cand_result r;
-    kt_native_fn fn;       /* how to run it (set once it is built) */
+    kt_native_fn fn;       /* how to run it (set once it is built); first: what a hit reads */
     kt_result_fn rfn;
     void *user;
     kt__launch launch;     /* device variants: fn is kt__launch_fn and user points here */
+    size_t cand;
+    char *text;            /* the configuration, "NAME=value,..."; NULL for natives */
+    kt__cand_result r;
     char *artifact;        /* variants: the artifact file (a worker process loads it from there) */
     bool recalled;         /* measured by an earlier tuning: its time comes from the cache */
     bool held;             /* recalled as a non-finalist of a decision being re-raced: keeps its
@@ -291,16 +293,18 @@ typedef struct kt__unit {
 enum { KT__TUNING = 0, KT__DONE = 1, KT__FAILED = 2, KT__ABANDONED = 3 };
 
 struct kt_decision {
-    const char *where;               /* the call that is tuning it ("kt_op_call", "kt_op_tune"...),
-                                        for messages */
+    /* what a hit reads first: the lookup's fields, the state, the winner */
     uint64_t hash;
     size_t keylen;                   /* words of key: user components, then mask words */
-    size_t nuser;                    /* user components */
-    int64_t key[KT__KEY_WORDS_MAX];
     _Atomic int state;               /* KT__TUNING, KT__DONE, KT__FAILED or KT__ABANDONED */
     kt_native_fn fn;                 /* the winner, copied for the hit path */
     kt_result_fn rfn;
     void *user;
+    const kt__unit *hit;             /* &units[winner_unit], set with them */
+    int64_t key[KT__KEY_WORDS_MAX];
+    const char *where;               /* the call that is tuning it ("kt_op_call", "kt_op_tune"...),
+                                        for messages */
+    size_t nuser;                    /* user components */
     size_t winner;                   /* its candidate */
     size_t winner_unit;
     kt__unit *units;                 /* set when decided */
@@ -345,18 +349,22 @@ typedef struct kt__deferred {
 } kt__deferred;
 
 struct kt_op {
+    /* what a hit reads, together at the start */
+    _Atomic int frozen;
+    bool has_result;               /* candidates return their output */
+    _Atomic(kt__table *) table;
+    kt__argdecl *args;
+    size_t nargs;
+    size_t nkeys;
+    size_t nmask_words;            /* set at freeze */
+    size_t npredicated;            /* candidates with requirements */
+    kt__keycomp keys[KT__KEY_USER_MAX + KT__KEY_AUTO_MAX]; /* declared, then automatic (freeze) */
     kt_context *ctx;
     void *user;                    /* the caller's (kt_op_set_user); never read by kerntune */
     kt_op *next;                   /* context's list */
     char *name;
-    kt__argdecl *args;
-    size_t nargs;
-    kt__keycomp keys[KT__KEY_USER_MAX + KT__KEY_AUTO_MAX]; /* declared, then automatic (freeze) */
-    size_t nkeys;
     kt__cand *cands;
     size_t ncands;
-    size_t nmask_words;            /* set at freeze */
-    size_t npredicated;            /* candidates with requirements */
     long default_idx, fallback_idx, forced_idx;  /* -1 when not set */
     size_t device;                 /* index in ctx->devices where variants run */
     kt__module *modules;           /* loaded variant modules (op->lock) */
@@ -365,7 +373,6 @@ struct kt_op {
     uint64_t seed;
     kt_hook_fn pre_hook, post_hook;
     void *hook_user;
-    bool has_result;               /* candidates return their output */
     kt_type result_elem;
     long reference_idx;            /* -1 when not set */
     bool reference_only;           /* the reference validates, never competes */
@@ -379,10 +386,8 @@ struct kt_op {
     double timeout_s;              /* one isolated run's limit */
     kt_effort effort;              /* as set on the op */
     kt_effort effective;           /* resolved at freeze */
-    _Atomic int frozen;
     pthread_mutex_t lock;          /* guards insertion, the done list, freezing */
     pthread_cond_t cond;           /* signalled when a decision finishes */
-    _Atomic(kt__table *) table;
     size_t count;                  /* decisions in the table */
     kt_decision **done;            /* finished decisions, in order */
     size_t ndone, done_cap;

@@ -103,6 +103,7 @@ static kt_status tune(kt_op *op, kt_decision *d, const kt_arg *args, kt__finish 
         d->fn = w->fn;
         d->rfn = w->rfn;
         d->user = w->user;
+        d->hit = w;
         op->done[op->ndone++] = d; /* reserve_done made room */
     } else if (st == KT_ERR_ALL_FAILED) {
         d->fail_status = st;

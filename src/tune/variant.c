@@ -55,7 +55,7 @@ static bool compiled_sizes(const kt__launch *l, const kt_arg *args, kt_launch_ge
         in[i] = cs->shift[i] < 0 ? a->i : (int64_t)(a->bytes >> cs->shift[i]);
     }
     for (int d = 0; d < 3; d++)
-        if ((l->cand->call_dims & (1u << d)) && !kt__iprog_run(&cs->prog[d], in, &g->global[d])) return false;
+        if ((l->call_dims & (1u << d)) && !kt__iprog_run(&cs->prog[d], in, &g->global[d])) return false;
     return true;
 }
 
@@ -251,6 +251,7 @@ static kt_status plan_unit(const char *where, const kt_op *op, const kt__cand *c
     if (st == KT_OK) st = kt__space_geometry(c->space, slots, &arena, &u->launch.geometry);
     u->launch.op = op; /* a launch names them in its messages */
     u->launch.cand = c;
+    u->launch.call_dims = c->call_dims;
     if (st == KT_OK && c->call_dims != 0) { /* each call computes its global sizes from these */
         u->launch.slots = calloc(nslots ? nslots : 1, sizeof *u->launch.slots);
         if (u->launch.slots == NULL) st = kt__err(KT_ERR_NO_MEMORY, "%s(op '%s'): out of memory", where, op->name);
