@@ -295,7 +295,7 @@ typedef struct cu_call {
 } cu_call;
 _Static_assert(sizeof(void *) == sizeof(CUdeviceptr), "a buffer's pointer is passed as its CUdeviceptr");
 
-static kt_status prepare(cu_state *s, cu_module *m, const kt_launch_geometry *g, const kt_arg *args, size_t nargs, cu_call *c,
+KT__HOT static kt_status prepare(cu_state *s, cu_module *m, const kt_launch_geometry *g, const kt_arg *args, size_t nargs, cu_call *c,
                          char *err, size_t errlen) {
     c->empty = false;
     for (int d = 0; d < 3; d++) {
@@ -351,7 +351,7 @@ static kt_status prepare(cu_state *s, cu_module *m, const kt_launch_geometry *g,
  * when given. The module's __constant__ variables are one per module: two threads launching it
  * at once must not interleave their copies and launches, or a kernel would read the other
  * call's data; the lock covers enqueueing them, which the stream then orders. */
-static CUresult enqueue(cu_state *s, cu_module *m, const kt_arg *args, const kt_launch_geometry *g, cu_call *c, CUstream stream,
+KT__HOT static CUresult enqueue(cu_state *s, cu_module *m, const kt_arg *args, const kt_launch_geometry *g, cu_call *c, CUstream stream,
                         CUevent start, CUevent stop, const char **what) {
     CUresult rc = 0;
     if (m->nconsts > 0) pthread_mutex_lock(&m->lock);
@@ -423,7 +423,7 @@ kt_status kt__cu_launch(void *state, size_t device, void *module, const kt_launc
  * only when it changes, so a launch is one driver call. */
 static _Thread_local CUcontext launch_ctx;
 
-kt_status kt__cu_launch_async(void *state, size_t device, void *module, const kt_launch_geometry *g, const kt_arg *args,
+KT__HOT kt_status kt__cu_launch_async(void *state, size_t device, void *module, const kt_launch_geometry *g, const kt_arg *args,
                               size_t nargs, void *queue, char *err, size_t errlen) {
     cu_state *s = state;
     cu_module *m = module;

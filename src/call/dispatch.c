@@ -27,10 +27,7 @@
  * named where (result: NULL unless the op returns one). With a queue (kt_op_call_async; *q NULL:
  * the device's default one) a variant of a backend that enqueues goes on it without waiting. */
 /* A unit that failed with rc: its status, described unless the candidate described it. */
-#if defined(__GNUC__)
-__attribute__((noinline, cold))
-#endif
-static kt_status unit_failed(const kt_op *op, const kt__unit *u, int rc, kt_result *result, const char *where) {
+KT__COLD static kt_status unit_failed(const kt_op *op, const kt__unit *u, int rc, kt_result *result, const char *where) {
     if (result) kt_result_release(result);
     if (kt__rc_reported(u->fn, rc)) return KT_ERR_CANDIDATE_FAILED; /* the detail message says how */
     return kt__err(KT_ERR_CANDIDATE_FAILED, "%s(op '%s'): candidate '%s'%s%s returned %d", where, op->name,
@@ -108,12 +105,12 @@ static KT__ALWAYS_INLINE kt_status call(kt_op *op, const kt_arg *args, size_t na
     return miss(op, args, nargs, key, len, hash, result, where, q);
 }
 
-kt_status kt_op_call(kt_op *op, const kt_arg *args, size_t nargs) {
+KT__HOT kt_status kt_op_call(kt_op *op, const kt_arg *args, size_t nargs) {
     if (KT__UNLIKELY(op == NULL)) return kt__err(KT_ERR_NULL, "kt_op_call: op is NULL");
     return call(op, args, nargs, NULL, NULL, "kt_op_call");
 }
 
-kt_status kt_op_call_async(kt_op *op, kt_queue queue, const kt_arg *args, size_t nargs) {
+KT__HOT kt_status kt_op_call_async(kt_op *op, kt_queue queue, const kt_arg *args, size_t nargs) {
     if (KT__UNLIKELY(op == NULL)) return kt__err(KT_ERR_NULL, "kt_op_call_async: op is NULL");
     return call(op, args, nargs, NULL, &queue, "kt_op_call_async");
 }

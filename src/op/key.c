@@ -12,7 +12,7 @@
 
 #include <string.h>
 
-kt_status kt__args_refused(const kt_op *op, const kt_arg *args, size_t nargs, const char *where) {
+KT__COLD kt_status kt__args_refused(const kt_op *op, const kt_arg *args, size_t nargs, const char *where) {
     if (nargs != op->nargs)
         return kt__err(KT_ERR_ARG_COUNT, "%s(op '%s'): %zu argument(s) passed, the op declares %zu", where, op->name,
                        nargs, op->nargs);
@@ -57,7 +57,7 @@ static bool req_ok(const kt_op *op, const kt__req *r, const kt_arg *args) {
     return a->i % r->value == 0;
 }
 
-size_t kt__key_compute(const kt_op *op, const kt_arg *args, int64_t *key) {
+KT__HOT size_t kt__key_compute(const kt_op *op, const kt_arg *args, int64_t *key) {
     size_t n = 0;
     for (size_t k = 0; k < op->nkeys; k++) {
         const kt__keycomp *c = &op->keys[k];
@@ -91,7 +91,7 @@ bool kt__key_accepts(const kt_op *op, const int64_t *key, size_t idx) {
     return ((uint64_t)key[op->nkeys + (size_t)bit / 64] >> (bit % 64)) & 1;
 }
 
-uint64_t kt__key_hash(const int64_t *key, size_t len) {
+KT__HOT uint64_t kt__key_hash(const int64_t *key, size_t len) {
     uint64_t h = 0x9e3779b97f4a7c15ull ^ len;
     for (size_t i = 0; i < len; i++) {
         h ^= (uint64_t)key[i];

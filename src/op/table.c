@@ -19,7 +19,7 @@ static inline bool same_key(const int64_t *a, const int64_t *b, size_t len) {
     return true;
 }
 
-kt_decision *kt__table_find(const kt__table *t, const int64_t *key, size_t len, uint64_t hash) {
+KT__HOT kt_decision *kt__table_find(const kt__table *t, const int64_t *key, size_t len, uint64_t hash) {
     for (size_t i = hash & t->mask;; i = (i + 1) & t->mask) {
         kt_decision *d = atomic_load_explicit(&t->slot[i], memory_order_acquire);
         if (d == NULL) return NULL;

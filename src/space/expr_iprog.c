@@ -83,7 +83,7 @@ static bool run(const kt__iprog *p, int from, int to, const int64_t *in, int64_t
 /* A program whose first instruction loads and whose others all take their operand from the
  * instruction (most launch sizes: `(n + B - 1) // B` is an input, an add and a shift) runs
  * without a stack. */
-static bool run_accumulator(const kt__iprog *p, const int64_t *in, int64_t *out) {
+KT__HOT static bool run_accumulator(const kt__iprog *p, const int64_t *in, int64_t *out) {
     int64_t x = p->op[0] == I_IN ? in[p->v[0]] : p->v[0];
     for (int k = 1; k < p->n; k++)
         if (!step(p->op[k] & ~I_IMM, &x, p->v[k])) return false;
@@ -91,7 +91,7 @@ static bool run_accumulator(const kt__iprog *p, const int64_t *in, int64_t *out)
     return true;
 }
 
-bool kt__iprog_run(const kt__iprog *p, const int64_t *in, int64_t *out) {
+KT__HOT bool kt__iprog_run(const kt__iprog *p, const int64_t *in, int64_t *out) {
     int64_t r;
     if (!(p->accumulator ? run_accumulator(p, in, &r) : run(p, 0, p->n, in, &r)) || r < 0) return false;
     *out = r;

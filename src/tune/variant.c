@@ -27,7 +27,7 @@ static kt__value input_of(const kt__argdecl *d, const kt_arg *a) {
 /* The global sizes a call computes from its own arguments (see key_fixed_inputs in op.c): the
  * planned slots with this call's inputs in place, on the stack; evaluating a size allocates
  * nothing unless its expression builds a list or a string. */
-static kt_status call_sizes(const kt__launch *l, const kt_arg *args, kt_launch_geometry *g) {
+KT__COLD static kt_status call_sizes(const kt__launch *l, const kt_arg *args, kt_launch_geometry *g) {
     const kt__cand *c = l->cand;
     const kt_space *sp = c->space;
     size_t n = kt__space_slot_count(sp);
@@ -47,7 +47,7 @@ static kt_status call_sizes(const kt__launch *l, const kt_arg *args, kt_launch_g
 
 /* Those global sizes through their compiled programs: false when a program cannot say (an
  * overflow, a division by zero, a negative size), and the interpreter must. */
-static bool compiled_sizes(const kt__launch *l, const kt_arg *args, kt_launch_geometry *g) {
+KT__HOT static bool compiled_sizes(const kt__launch *l, const kt_arg *args, kt_launch_geometry *g) {
     const kt__call_sizes *cs = l->sizes;
     int64_t in[KT__CALL_INPUTS_MAX];
     for (size_t i = 0; i < cs->ninputs; i++) {
@@ -61,7 +61,7 @@ static bool compiled_sizes(const kt__launch *l, const kt_arg *args, kt_launch_ge
 
 /* The launch geometry of a call: as planned, with the global sizes that read arguments
  * computed from this call's own. On a failure describes it and returns false. */
-static bool geometry_of(const kt__launch *l, const kt_arg *args, kt_launch_geometry *g) {
+KT__HOT static bool geometry_of(const kt__launch *l, const kt_arg *args, kt_launch_geometry *g) {
     *g = l->geometry;
     if (KT__LIKELY(l->sizes != NULL) && compiled_sizes(l, args, g)) return true;
     if (l->slots != NULL && call_sizes(l, args, g) != KT_OK) {
@@ -73,7 +73,7 @@ static bool geometry_of(const kt__launch *l, const kt_arg *args, kt_launch_geome
 }
 
 /* Describes a backend's failure around unit l and returns KT__RC_REPORTED. */
-static int reported(const kt__launch *l, kt_status st, const char *err) {
+KT__COLD static int reported(const kt__launch *l, kt_status st, const char *err) {
     kt__err(st, "op '%s': candidate '%s': %s", l->op->name, l->cand->name, err);
     return KT__RC_REPORTED;
 }
@@ -107,7 +107,7 @@ static void *native_queue(const kt__launch *l, void *queue) {
     return queue != NULL ? queue : l->backend->queue_default(l->bstate, l->device);
 }
 
-int kt__launch_async(const kt__launch *l, const kt_arg *args, size_t nargs, void *queue) {
+KT__HOT int kt__launch_async(const kt__launch *l, const kt_arg *args, size_t nargs, void *queue) {
     if (l->qfn != NULL) return l->qfn(args, nargs, native_queue(l, queue), l->quser);
     char err[256];
     kt_launch_geometry g;
