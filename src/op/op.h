@@ -221,7 +221,7 @@ typedef struct kt__call_sizes {
 } kt__call_sizes;
 
 /* How a device variant is launched: the user data of kt__launch_fn. A native device candidate
- * (kt__queued_fn's user data) uses the first fields, qfn and quser. */
+ * (kt__queued_fn's user data) uses backend, bstate, device, qfn and quser. */
 typedef struct kt__launch {
     /* what a hit reads, together */
     const kt_backend *backend;

@@ -56,12 +56,12 @@ static inline bool step(int op, int64_t *xp, int64_t b) {
     return true;
 }
 
-/* Runs instructions [from, to) of p, which leave one value: *out. The top of the stack stays in
- * x; false where the interpreter fails. */
-static bool run(const kt__iprog *p, int from, int to, const int64_t *in, int64_t *out) {
+/* Runs p, which leaves one value: *out. The top of the stack stays in x; false where the
+ * interpreter fails. */
+static bool run(const kt__iprog *p, const int64_t *in, int64_t *out) {
     int64_t stack[KT__IPROG_MAX], x = 0, b;
     int sp = 0;
-    for (int k = from; k < to; k++) {
+    for (int k = 0; k < p->n; k++) {
         int op = p->op[k];
         if (op == I_IN || op == I_C) {
             stack[sp++] = x;
@@ -93,7 +93,7 @@ KT__HOT static bool run_accumulator(const kt__iprog *p, const int64_t *in, int64
 
 KT__HOT bool kt__iprog_run(const kt__iprog *p, const int64_t *in, int64_t *out) {
     int64_t r;
-    if (!(p->accumulator ? run_accumulator(p, in, &r) : run(p, 0, p->n, in, &r)) || r < 0) return false;
+    if (!(p->accumulator ? run_accumulator(p, in, &r) : run(p, in, &r)) || r < 0) return false;
     *out = r;
     return true;
 }

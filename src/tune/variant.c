@@ -85,20 +85,25 @@ static int wait_default(const kt__launch *l) {
     return st == KT_OK ? 0 : reported(l, st, err);
 }
 
-/* Launches l on args and waits for it (kt__launch_async enqueues without waiting). A
- * waited launch of a backend that enqueues goes on the device's default queue, then waits for
- * that queue (for CUDA the default stream, which orders it after the work of the caller's
- * other blocking streams as kt_op_call always did); the backend's launch is left to tuning's
- * timed runs, on its own queue. On a failure describes it and returns KT__RC_REPORTED. */
+/* Enqueues l (a variant, or a native device candidate) on the device's default queue and waits
+ * for that queue: for CUDA the default stream, which orders it after the work of the caller's
+ * other blocking streams as kt_op_call always did. */
+static int enqueue_and_wait(const kt__launch *l, const kt_arg *args, size_t nargs) {
+    int rc = kt__launch_async(l, args, nargs, NULL);
+    return rc != 0 ? rc : wait_default(l);
+}
+
+/* Launches l on args and waits for it (kt__launch_async enqueues without waiting); a backend
+ * that enqueues does it on the default queue, its own queue being left to tuning's timed runs.
+ * On a failure describes it and returns KT__RC_REPORTED. */
 int kt__launch_fn(const kt_arg *args, size_t nargs, void *user) {
     const kt__launch *l = user;
+    if (l->async) return enqueue_and_wait(l, args, nargs);
     char err[256];
     kt_launch_geometry g;
     if (!geometry_of(l, args, &g)) return KT__RC_REPORTED;
-    kt_status st = l->async ? l->backend->launch_async(l->bstate, l->device, l->module, &g, args, nargs, NULL, err, sizeof err)
-                            : l->backend->launch(l->bstate, l->device, l->module, &g, args, nargs, NULL, err, sizeof err);
-    if (st != KT_OK) return reported(l, st, err);
-    return l->async ? wait_default(l) : 0;
+    kt_status st = l->backend->launch(l->bstate, l->device, l->module, &g, args, nargs, NULL, err, sizeof err);
+    return st == KT_OK ? 0 : reported(l, st, err);
 }
 
 /* The queue a native device candidate gets: the caller's, or the handle of the device's default
@@ -118,11 +123,7 @@ KT__HOT int kt__launch_async(const kt__launch *l, const kt_arg *args, size_t nar
 
 /* ---- native device candidates ---------------------------------------------------------------- */
 
-int kt__queued_fn(const kt_arg *args, size_t nargs, void *user) {
-    const kt__launch *l = user;
-    int rc = l->qfn(args, nargs, native_queue(l, NULL), l->quser);
-    return rc != 0 ? rc : wait_default(l);
-}
+int kt__queued_fn(const kt_arg *args, size_t nargs, void *user) { return enqueue_and_wait(user, args, nargs); }
 
 typedef struct queued_call {
     const kt__launch *l;
