@@ -1,0 +1,126 @@
+/*
+ * cuda_ops.h - ready-made CUDA ops built on kerntune's public API, to read and copy:
+ *
+ *   GEMM (ops/gemm.c): C = A * B, bf16 in, fp32 accumulate, bf16 out, row-major; candidates
+ *        of every kind in one choice: cuBLAS's default, cuBLASLt's heuristic top-k algorithms,
+ *        and tensor-core tiled kernels (mma.sync) compiled with NVRTC over tile sizes, warps,
+ *        stages and split-K / stream-K grids (ops/gemm.cu).
+ *   row sum (ops/rowsum.c): out[r] = sum of in[r][0..cols), f32; three implementations, not
+ *        parameters of one: one block per row, a persistent grid looping over rows, and a
+ *        split-row kernel whose last block per row adds the partial sums (ops/rowsum.cu).
+ *
+ * Nothing here links against CUDA: the driver (libcuda.so.1), cuBLASLt and cuBLAS are opened
+ * at run time, like kerntune's own CUDA backend; a machine without cuBLASLt simply has fewer
+ * GEMM candidates. Every function returns a kt_status; ktops_last_error says what failed.
+ */
+#ifndef KERNTUNE_CUDA_OPS_H
+#define KERNTUNE_CUDA_OPS_H
+
+#include <kerntune.h>
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/** The message of the calling thread's last failed ktops_* call. */
+const char *ktops_last_error(void);
+
+/* ---- the driver, opened at run time ----------------------------------------------------------- */
+
+/** The CUDA driver for kerntune device `device` of ctx (a device of the "cuda" backend), with
+ *  its primary context (the one kerntune uses) current on the calling thread. */
+typedef struct ktops_cuda ktops_cuda;
+
+kt_status ktops_cuda_open(kt_context *ctx, size_t device, ktops_cuda **out);
+void ktops_cuda_close(ktops_cuda *cu);
+
+/** Makes the device's primary context current on the calling thread. */
+kt_status ktops_cuda_make_current(ktops_cuda *cu);
+
+/** The device's number of multiprocessors, and its compute capability as major * 10 + minor. */
+int ktops_cuda_sm_count(const ktops_cuda *cu);
+int ktops_cuda_compute_capability(const ktops_cuda *cu);
+
+/** Creates and destroys a stream of the device (for kt_op_call_async). */
+kt_status ktops_cuda_stream_create(ktops_cuda *cu, kt_queue *out);
+void ktops_cuda_stream_destroy(ktops_cuda *cu, kt_queue stream);
+
+/** Waits for everything queued on stream (NULL: the default stream). */
+kt_status ktops_cuda_sync(ktops_cuda *cu, kt_queue stream);
+
+/** Device time of calls repetitions of enqueue(user, stream), in milliseconds per call, between
+ *  two events recorded on stream. enqueue returns 0 on success. */
+kt_status ktops_cuda_time(ktops_cuda *cu, kt_queue stream, int (*enqueue)(void *user, kt_queue stream), void *user,
+                          int calls, double *ms_per_call);
+
+/** Device memory: ktops_cuda_alloc allocates bytes (a CUdeviceptr, as kt_device_alloc gives). */
+kt_status ktops_cuda_alloc(ktops_cuda *cu, size_t bytes, void **out);
+void ktops_cuda_free(ktops_cuda *cu, void *ptr);
+
+/* ---- GEMM ------------------------------------------------------------------------------------- */
+
+/** Arguments of the GEMM op, in order. */
+enum { KTOPS_GEMM_A, KTOPS_GEMM_B, KTOPS_GEMM_C, KTOPS_GEMM_M, KTOPS_GEMM_N, KTOPS_GEMM_K, KTOPS_GEMM_NARGS };
+
+typedef struct ktops_gemm_options {
+    /** How many of cuBLASLt's heuristic algorithms become candidates ("cublaslt-0" is its own
+     *  first pick). 0 means 8. */
+    int cublaslt_top_k;
+    /** Libraries to open; NULL searches the usual names, "" leaves the library out (as on a
+     *  machine without it). */
+    const char *cublaslt_path;
+    const char *cublas_path;
+    /** Leaves out the NVRTC tiled kernels (vendor candidates only), when nonzero. */
+    int no_kernels;
+} ktops_gemm_options;
+
+typedef struct ktops_gemm ktops_gemm;
+
+/** Builds the GEMM op, named name, on cu's device (a kerntune device of ctx). The key is
+ *  (M, N, K), each rounded up to a power of two, so shapes of distinct aspect ratio never share
+ *  a decision. The reference that validates every candidate is cuBLAS's default (cublasGemmEx)
+ *  where cuBLAS is present, else cuBLASLt's first pick, else the first kernel configuration. */
+kt_status ktops_gemm_create(ktops_cuda *cu, kt_context *ctx, size_t device, const char *name,
+                            const ktops_gemm_options *options, ktops_gemm **out);
+void ktops_gemm_destroy(ktops_gemm *g);
+
+/** The op (to query its decisions, candidates, or set measurement options before a call). */
+kt_op *ktops_gemm_op(ktops_gemm *g);
+
+/** Enqueues C = A * B on stream (device buffers of M x K, K x N and M x N bf16): the first call
+ *  of a new shape bucket tunes. */
+kt_status ktops_gemm(ktops_gemm *g, kt_queue stream, const void *a, const void *b, void *c, int64_t m, int64_t n, int64_t k);
+
+/** Enqueues cuBLAS's default GEMM (cublasGemmEx, CUBLAS_GEMM_DEFAULT) directly, as a caller
+ *  without kerntune would; KT_ERR_BACKEND without cuBLAS. */
+kt_status ktops_gemm_cublas(ktops_gemm *g, kt_queue stream, const void *a, const void *b, void *c, int64_t m, int64_t n,
+                            int64_t k);
+
+/** Enqueues cuBLASLt's heuristic algorithm of rank `rank` for the shape directly (rank 0: its
+ *  own first pick); KT_ERR_BACKEND without cuBLASLt or when the heuristic offers fewer. */
+kt_status ktops_gemm_cublaslt(ktops_gemm *g, kt_queue stream, int rank, const void *a, const void *b, void *c, int64_t m,
+                              int64_t n, int64_t k);
+
+/* ---- row sum ---------------------------------------------------------------------------------- */
+
+/** Arguments of the row-sum op, in order: in (rows x cols f32, row-major), out (rows f32). */
+enum { KTOPS_ROWSUM_IN, KTOPS_ROWSUM_OUT, KTOPS_ROWSUM_ROWS, KTOPS_ROWSUM_COLS, KTOPS_ROWSUM_NARGS };
+
+typedef struct ktops_rowsum ktops_rowsum;
+
+/** Builds the row-sum op: candidate groups "block-per-row", "persistent" and "split-row". The
+ *  key is (rows, cols), each rounded up to a power of two. */
+kt_status ktops_rowsum_create(ktops_cuda *cu, kt_context *ctx, size_t device, const char *name, ktops_rowsum **out);
+void ktops_rowsum_destroy(ktops_rowsum *r);
+kt_op *ktops_rowsum_op(ktops_rowsum *r);
+
+/** Enqueues out = row sums of in on stream; the first call of a new shape bucket tunes. */
+kt_status ktops_rowsum(ktops_rowsum *r, kt_queue stream, const float *in, float *out, int64_t rows, int64_t cols);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* KERNTUNE_CUDA_OPS_H */

@@ -1,0 +1,158 @@
+/*
+ * cudalib.c - the CUDA driver functions the example ops need, opened at run time (dlopen), and
+ * the calling thread's error message.
+ */
+#include "cuda_ops.h"
+#include "cudalib.h"
+
+#include <kerntune/device.h>
+
+#include <dlfcn.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static _Thread_local char last_error[512];
+
+const char *ktops_last_error(void) { return last_error; }
+
+kt_status ktops__fail(kt_status status, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(last_error, sizeof last_error, fmt, ap);
+    va_end(ap);
+    return status;
+}
+
+void *ktops__sym(void *lib, const char *name, int *missing) {
+    void *p = dlsym(lib, name);
+    if (p == NULL) *missing = 1;
+    return p;
+}
+
+#define SYM(field, name) memcpy(&cu->field, &(void *){ktops__sym(cu->lib, name, &missing)}, sizeof(void *))
+
+kt_status ktops_cuda_open(kt_context *ctx, size_t device, ktops_cuda **out) {
+    if (out == NULL || ctx == NULL) return ktops__fail(KT_ERR_INVALID_ARGUMENT, "ktops_cuda_open: ctx and out must not be NULL");
+    *out = NULL;
+    const kt_device *dev = kt_context_device(ctx, device);
+    if (dev == NULL || strcmp(kt_device_backend(dev), "cuda") != 0)
+        return ktops__fail(KT_ERR_INVALID_ARGUMENT, "ktops_cuda_open: device %zu is not a CUDA device", device);
+    int ordinal = 0; /* the backend lists the driver's devices in order */
+    for (size_t i = 0; i < device; i++)
+        if (strcmp(kt_device_backend(kt_context_device(ctx, i)), "cuda") == 0) ordinal++;
+    ktops_cuda *cu = calloc(1, sizeof *cu);
+    if (cu == NULL) return ktops__fail(KT_ERR_NO_MEMORY, "ktops_cuda_open: out of memory");
+    cu->lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+    if (cu->lib == NULL) {
+        free(cu);
+        return ktops__fail(KT_ERR_BACKEND, "ktops_cuda_open: libcuda.so.1: %s", dlerror());
+    }
+    int missing = 0;
+    SYM(Init, "cuInit");
+    SYM(DeviceGet, "cuDeviceGet");
+    SYM(DeviceGetAttribute, "cuDeviceGetAttribute");
+    SYM(PrimaryCtxRetain, "cuDevicePrimaryCtxRetain");
+    SYM(PrimaryCtxRelease, "cuDevicePrimaryCtxRelease_v2");
+    SYM(CtxSetCurrent, "cuCtxSetCurrent");
+    SYM(MemAlloc, "cuMemAlloc_v2");
+    SYM(MemFree, "cuMemFree_v2");
+    SYM(StreamCreate, "cuStreamCreate");
+    SYM(StreamDestroy, "cuStreamDestroy_v2");
+    SYM(StreamSynchronize, "cuStreamSynchronize");
+    SYM(EventCreate, "cuEventCreate");
+    SYM(EventDestroy, "cuEventDestroy_v2");
+    SYM(EventRecord, "cuEventRecord");
+    SYM(EventSynchronize, "cuEventSynchronize");
+    SYM(EventElapsedTime, "cuEventElapsedTime");
+    SYM(GetErrorString, "cuGetErrorString");
+    int rc = 0, major = 0, minor = 0;
+    if (missing) {
+        ktops_cuda_close(cu);
+        return ktops__fail(KT_ERR_BACKEND, "ktops_cuda_open: libcuda.so.1 lacks a driver function the ops need");
+    }
+    if ((rc = cu->Init(0)) != 0 || (rc = cu->DeviceGet(&cu->dev, ordinal)) != 0 ||
+        (rc = cu->PrimaryCtxRetain(&cu->ctx, cu->dev)) != 0) {
+        ktops_cuda_close(cu);
+        return ktops__fail(KT_ERR_BACKEND, "ktops_cuda_open: starting CUDA device %d failed (CUresult %d)", ordinal, rc);
+    }
+    cu->retained = 1;
+    if ((rc = cu->CtxSetCurrent(cu->ctx)) != 0 ||
+        (rc = cu->DeviceGetAttribute(&cu->sms, 16 /* CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT */, cu->dev)) != 0 ||
+        (rc = cu->DeviceGetAttribute(&major, 75 /* CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR */, cu->dev)) != 0 ||
+        (rc = cu->DeviceGetAttribute(&minor, 76 /* CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR */, cu->dev)) != 0) {
+        ktops_cuda_close(cu);
+        return ktops__fail(KT_ERR_BACKEND, "ktops_cuda_open: querying CUDA device %d failed (CUresult %d)", ordinal, rc);
+    }
+    cu->cc = major * 10 + minor;
+    *out = cu;
+    return KT_OK;
+}
+
+void ktops_cuda_close(ktops_cuda *cu) {
+    if (cu == NULL) return;
+    if (cu->retained) cu->PrimaryCtxRelease(cu->dev);
+    if (cu->lib) dlclose(cu->lib);
+    free(cu);
+}
+
+kt_status ktops__cu(ktops_cuda *cu, int rc, const char *what) {
+    if (rc == 0) return KT_OK;
+    const char *s = NULL;
+    if (cu->GetErrorString == NULL || cu->GetErrorString(rc, &s) != 0 || s == NULL) s = "unknown error";
+    return ktops__fail(KT_ERR_BACKEND, "%s failed: CUresult %d (%s)", what, rc, s);
+}
+
+kt_status ktops_cuda_make_current(ktops_cuda *cu) { return ktops__cu(cu, cu->CtxSetCurrent(cu->ctx), "cuCtxSetCurrent"); }
+
+int ktops_cuda_sm_count(const ktops_cuda *cu) { return cu ? cu->sms : 0; }
+
+int ktops_cuda_compute_capability(const ktops_cuda *cu) { return cu ? cu->cc : 0; }
+
+kt_status ktops_cuda_stream_create(ktops_cuda *cu, kt_queue *out) {
+    kt_status st = ktops_cuda_make_current(cu);
+    return st != KT_OK ? st : ktops__cu(cu, cu->StreamCreate(out, 1 /* CU_STREAM_NON_BLOCKING */), "cuStreamCreate");
+}
+
+void ktops_cuda_stream_destroy(ktops_cuda *cu, kt_queue stream) {
+    if (cu && stream) cu->StreamDestroy(stream);
+}
+
+kt_status ktops_cuda_sync(ktops_cuda *cu, kt_queue stream) {
+    return ktops__cu(cu, cu->StreamSynchronize(stream), "cuStreamSynchronize");
+}
+
+kt_status ktops_cuda_alloc(ktops_cuda *cu, size_t bytes, void **out) {
+    kt_status st = ktops_cuda_make_current(cu);
+    unsigned long long p = 0;
+    if (st == KT_OK) st = ktops__cu(cu, cu->MemAlloc(&p, bytes), "cuMemAlloc");
+    *out = (void *)(uintptr_t)p;
+    return st;
+}
+
+void ktops_cuda_free(ktops_cuda *cu, void *ptr) {
+    if (cu && ptr) cu->MemFree((unsigned long long)(uintptr_t)ptr);
+}
+
+kt_status ktops_cuda_time(ktops_cuda *cu, kt_queue stream, int (*enqueue)(void *user, kt_queue stream), void *user,
+                          int calls, double *ms_per_call) {
+    void *start = NULL, *stop = NULL;
+    kt_status st = ktops__cu(cu, cu->EventCreate(&start, 0), "cuEventCreate");
+    if (st == KT_OK) st = ktops__cu(cu, cu->EventCreate(&stop, 0), "cuEventCreate");
+    if (st == KT_OK) st = ktops__cu(cu, cu->EventRecord(start, stream), "cuEventRecord");
+    for (int i = 0; st == KT_OK && i < calls; i++)
+        if (enqueue(user, stream) != 0) {
+            char why[sizeof last_error];
+            snprintf(why, sizeof why, "%s", last_error);
+            st = ktops__fail(KT_ERR_BACKEND, "ktops_cuda_time: call %d failed: %s", i, why);
+        }
+    if (st == KT_OK) st = ktops__cu(cu, cu->EventRecord(stop, stream), "cuEventRecord");
+    if (st == KT_OK) st = ktops__cu(cu, cu->EventSynchronize(stop), "cuEventSynchronize");
+    float ms = 0;
+    if (st == KT_OK) st = ktops__cu(cu, cu->EventElapsedTime(&ms, start, stop), "cuEventElapsedTime");
+    if (st == KT_OK) *ms_per_call = ms / (calls > 0 ? calls : 1);
+    if (start) cu->EventDestroy(start);
+    if (stop) cu->EventDestroy(stop);
+    return st;
+}

@@ -1,0 +1,46 @@
+/*
+ * cudalib.h - inside the example ops: the driver functions opened by ktops_cuda_open, and the
+ * error helpers the ops share.
+ */
+#ifndef KTOPS_CUDALIB_H
+#define KTOPS_CUDALIB_H
+
+#include "cuda_ops.h"
+
+struct ktops_cuda {
+    void *lib;
+    int dev, sms, cc, retained;
+    void *ctx;
+    int (*Init)(unsigned);
+    int (*DeviceGet)(int *, int);
+    int (*DeviceGetAttribute)(int *, int, int);
+    int (*PrimaryCtxRetain)(void **, int);
+    int (*PrimaryCtxRelease)(int);
+    int (*CtxSetCurrent)(void *);
+    int (*MemAlloc)(unsigned long long *, size_t);
+    int (*MemFree)(unsigned long long);
+    int (*StreamCreate)(void **, unsigned);
+    int (*StreamDestroy)(void *);
+    int (*StreamSynchronize)(void *);
+    int (*EventCreate)(void **, unsigned);
+    int (*EventDestroy)(void *);
+    int (*EventRecord)(void *, void *);
+    int (*EventSynchronize)(void *);
+    int (*EventElapsedTime)(float *, void *, void *);
+    int (*GetErrorString)(int, const char **);
+};
+
+/** Sets the thread's message (printf-style) and returns status. */
+kt_status ktops__fail(kt_status status, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/** KT_OK for CUresult 0, else a failure naming what and the driver's message. */
+kt_status ktops__cu(ktops_cuda *cu, int rc, const char *what);
+
+/** dlsym that sets *missing when the symbol is absent. */
+void *ktops__sym(void *lib, const char *name, int *missing);
+
+/** The text of an embedded kernel source (generated from ops/NAME.cu by the build). */
+extern const char ktops_gemm_cu[];
+extern const char ktops_rowsum_cu[];
+
+#endif /* KTOPS_CUDALIB_H */
