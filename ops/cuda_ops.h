@@ -91,7 +91,7 @@ kt_op *ktops_gemm_op(ktops_gemm *g);
 
 /** Enqueues C = A * B on stream (device buffers of M x K, K x N and M x N bf16): the first call
  *  of a new shape bucket tunes. */
-kt_status ktops_gemm(ktops_gemm *g, kt_queue stream, const void *a, const void *b, void *c, int64_t m, int64_t n, int64_t k);
+kt_status ktops_gemm_run(ktops_gemm *g, kt_queue stream, const void *a, const void *b, void *c, int64_t m, int64_t n, int64_t k);
 
 /** Enqueues cuBLAS's default GEMM (cublasGemmEx, CUBLAS_GEMM_DEFAULT) directly, as a caller
  *  without kerntune would; KT_ERR_BACKEND without cuBLAS. */
@@ -117,7 +117,7 @@ void ktops_rowsum_destroy(ktops_rowsum *r);
 kt_op *ktops_rowsum_op(ktops_rowsum *r);
 
 /** Enqueues out = row sums of in on stream; the first call of a new shape bucket tunes. */
-kt_status ktops_rowsum(ktops_rowsum *r, kt_queue stream, const float *in, float *out, int64_t rows, int64_t cols);
+kt_status ktops_rowsum_run(ktops_rowsum *r, kt_queue stream, const float *in, float *out, int64_t rows, int64_t cols);
 
 #ifdef __cplusplus
 }
