@@ -93,6 +93,10 @@ kt_op *ktops_gemm_op(ktops_gemm *g);
  *  of a new shape bucket tunes. */
 kt_status ktops_gemm_run(ktops_gemm *g, kt_queue stream, const void *a, const void *b, void *c, int64_t m, int64_t n, int64_t k);
 
+/** The decision ktops_gemm_run uses for the shape (KT_ERR_NOT_FOUND before it is tuned). */
+kt_status ktops_gemm_decision(ktops_gemm *g, const void *a, const void *b, void *c, int64_t m, int64_t n, int64_t k,
+                              const kt_decision **out);
+
 /** Enqueues cuBLAS's default GEMM (cublasGemmEx, CUBLAS_GEMM_DEFAULT) directly, as a caller
  *  without kerntune would; KT_ERR_BACKEND without cuBLAS. */
 kt_status ktops_gemm_cublas(ktops_gemm *g, kt_queue stream, const void *a, const void *b, void *c, int64_t m, int64_t n,

@@ -67,6 +67,8 @@ kt_status ktops_cuda_open(kt_context *ctx, size_t device, ktops_cuda **out) {
     SYM(EventSynchronize, "cuEventSynchronize");
     SYM(EventElapsedTime, "cuEventElapsedTime");
     SYM(GetErrorString, "cuGetErrorString");
+    SYM(MemsetD8, "cuMemsetD8_v2");
+    SYM(CtxSynchronize, "cuCtxSynchronize");
     int rc = 0, major = 0, minor = 0;
     if (missing) {
         ktops_cuda_close(cu);
@@ -155,4 +157,16 @@ kt_status ktops_cuda_time(ktops_cuda *cu, kt_queue stream, int (*enqueue)(void *
     if (start) cu->EventDestroy(start);
     if (stop) cu->EventDestroy(stop);
     return st;
+}
+
+kt_status ktops__zeroed(ktops_cuda *cu, size_t bytes, void **out) {
+    kt_status st = ktops_cuda_alloc(cu, bytes, out);
+    if (st == KT_OK && (st = ktops__cu(cu, cu->MemsetD8((unsigned long long)(uintptr_t)*out, 0, bytes), "cuMemsetD8")) != KT_OK)
+        ktops_cuda_free(cu, *out), *out = NULL;
+    return st;
+}
+
+kt_status ktops__sync_device(ktops_cuda *cu) {
+    kt_status st = ktops_cuda_make_current(cu);
+    return st != KT_OK ? st : ktops__cu(cu, cu->CtxSynchronize(), "cuCtxSynchronize");
 }

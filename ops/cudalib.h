@@ -7,6 +7,8 @@
 
 #include "cuda_ops.h"
 
+#include <kerntune/variants.h>
+
 struct ktops_cuda {
     void *lib;
     int dev, sms, cc, retained;
@@ -28,6 +30,8 @@ struct ktops_cuda {
     int (*EventSynchronize)(void *);
     int (*EventElapsedTime)(float *, void *, void *);
     int (*GetErrorString)(int, const char **);
+    int (*MemsetD8)(unsigned long long, unsigned char, size_t);
+    int (*CtxSynchronize)(void);
 };
 
 /** Sets the thread's message (printf-style) and returns status. */
@@ -36,8 +40,19 @@ kt_status ktops__fail(kt_status status, const char *fmt, ...) __attribute__((for
 /** KT_OK for CUresult 0, else a failure naming what and the driver's message. */
 kt_status ktops__cu(ktops_cuda *cu, int rc, const char *what);
 
+/** Allocates bytes of device memory set to zero. */
+kt_status ktops__zeroed(ktops_cuda *cu, size_t bytes, void **out);
+
+/** Waits for all work on the device (its primary context). */
+kt_status ktops__sync_device(ktops_cuda *cu);
+
 /** dlsym that sets *missing when the symbol is absent. */
 void *ktops__sym(void *lib, const char *name, int *missing);
+
+/** The GEMM kernels' spaces: one block per tile, split-K, or the persistent stream-K grid on sms
+ *  multiprocessors. Inputs M, N, K are unbound. */
+enum { KTOPS__DATA_PARALLEL, KTOPS__SPLIT_K, KTOPS__STREAM_K };
+kt_status ktops__gemm_space(int kind, int sms, kt_space **out);
 
 /** The text of an embedded kernel source (generated from ops/NAME.cu by the build). */
 extern const char ktops_gemm_cu[];
