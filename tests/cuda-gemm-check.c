@@ -182,8 +182,9 @@ static void check_all_candidates(ktops_cuda *cu, kt_context *ctx, size_t dev) {
           "candidate order: %s, %s, ...", kt_op_candidate_name(op, 0), kt_op_candidate_name(op, 1));
     for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++)
         check_shape(cu, ctx, dev, g, shapes[i][0], shapes[i][1], shapes[i][2], 9 + KERNEL_CONFIGS, 0);
-    /* C of 2^23 elements: too large for the split kernels' workspace */
-    check_shape(cu, ctx, dev, g, 2048, 4096, 64, 9 + KERNEL_CONFIGS, 1);
+    /* C of 2^23 elements: too large for the split kernels' workspace, whose two groups are
+     * rejected whole (one unit each) */
+    check_shape(cu, ctx, dev, g, 2048, 4096, 64, 9 + DP_CONFIGS + 2, 1);
     /* the vendor calls, directly */
     problem p;
     CHECK(problem_init(&p, ctx, dev, 96, 64, 128, 7), "allocating");

@@ -51,6 +51,7 @@ static bool load_symbols(cu_state *s, char *err, size_t errlen) {
     KT__SYM(s->cuda, StreamCreate, "cuStreamCreate");
     KT__SYM(s->cuda, StreamDestroy, "cuStreamDestroy_v2");
     KT__SYM(s->cuda, StreamSynchronize, "cuStreamSynchronize");
+    KT__SYM(s->cuda, LaunchHostFunc, "cuLaunchHostFunc");
     KT__SYM(s->cuda, StreamIsCapturing, "cuStreamIsCapturing");
     KT__SYM(s->cuda, ModuleLoadData, "cuModuleLoadData");
     KT__SYM(s->cuda, ModuleUnload, "cuModuleUnload");

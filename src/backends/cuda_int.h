@@ -60,6 +60,7 @@ typedef struct cu_api {
     CUresult (*StreamCreate)(CUstream *, unsigned);
     CUresult (*StreamDestroy)(CUstream);
     CUresult (*StreamSynchronize)(CUstream);
+    CUresult (*LaunchHostFunc)(CUstream, void (*)(void *), void *);
     CUresult (*StreamIsCapturing)(CUstream, int *);
     CUresult (*ModuleLoadData)(CUmodule *, const void *);
     CUresult (*ModuleUnload)(CUmodule);

@@ -11,6 +11,8 @@
 #include "backends/cuda_int.h"
 
 #include <errno.h>
+#include <stdatomic.h>
+#include <time.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -370,27 +372,57 @@ KT__HOT static CUresult enqueue(cu_state *s, cu_module *m, const kt_arg *args, c
     return rc;
 }
 
-/* Two timing events around work on the own stream (none when not timed). */
+/* Two timing events around work on the own stream (none when not timed), behind a gate.
+ *
+ * The events time what the device does between them; on an idle stream the start event's
+ * timestamp is taken as soon as it is enqueued, so the host's time to enqueue the work after it
+ * (microseconds for a vendor library's call, more than a small kernel runs) would be counted as
+ * the work's. So a timed run first enqueues a host function that holds the stream until the
+ * events and the work are all enqueued (the gate), and the device then runs them back to back.
+ * The gate opens by itself after GATE_MAX_NS, so work that waits for its own stream (a
+ * synchronising call inside a native candidate) is delayed, not deadlocked. */
+#define GATE_MAX_NS 100000000L
+
 typedef struct timing {
     CUevent start, stop;
+    atomic_int open; /* the gate: the host function holding the stream returns once it is set */
+    bool gated;
 } timing;
 
-static kt_status timing_start(cu_state *s, timing *t, bool timed, char *err, size_t errlen) {
-    *t = (timing){NULL, NULL};
+static void gate_wait(void *p) {
+    timing *t = p;
+    struct timespec t0, now;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    while (!atomic_load_explicit(&t->open, memory_order_acquire)) {
+        clock_gettime(CLOCK_MONOTONIC, &now);
+        if ((now.tv_sec - t0.tv_sec) * 1000000000L + (now.tv_nsec - t0.tv_nsec) > GATE_MAX_NS) break;
+    }
+}
+
+static kt_status timing_start(cu_state *s, timing *t, CUstream own, bool timed, char *err, size_t errlen) {
+    t->start = t->stop = NULL;
+    t->gated = false;
+    atomic_init(&t->open, 0);
     CUresult rc = 0;
     if (timed && ((rc = s->api.EventCreate(&t->start, 0)) != 0 || (rc = s->api.EventCreate(&t->stop, 0)) != 0)) {
         if (t->start) s->api.EventDestroy(t->start);
         return kt__cu_fail(s, rc, "cuEventCreate", err, errlen);
     }
+    /* without the gate (the driver refused the host function) the timing is as before */
+    if (timed) t->gated = s->api.LaunchHostFunc(own, gate_wait, t) == 0;
     return KT_OK;
 }
 
-/* Waits for the own stream after the timed work (rc: how enqueueing it went, described by
- * what), stores the time between the events in *ns, and releases them. */
+/* Opens the gate, waits for the own stream after the timed work (rc: how enqueueing it went,
+ * described by what), stores the time between the events in *ns, and releases them. The host
+ * function reads t, so the stream is waited for on every path before t goes away. */
 static kt_status timing_end(cu_state *s, timing *t, CUstream own, CUresult rc, const char *what, double *ns, char *err,
                             size_t errlen) {
+    atomic_store_explicit(&t->open, 1, memory_order_release);
     if (rc == 0 && (rc = t->stop ? s->api.EventSynchronize(t->stop) : s->api.StreamSynchronize(own)) != 0)
         what = "waiting for kerntune's own stream";
+    else if (rc != 0 && t->gated)
+        s->api.StreamSynchronize(own);
     if (rc == 0 && ns != NULL) {
         float ms = 0;
         if (s->api.EventElapsedTime(&ms, t->start, t->stop) == 0) *ns = (double)ms * 1e6;
@@ -411,7 +443,7 @@ kt_status kt__cu_launch(void *state, size_t device, void *module, const kt_launc
     if (st == KT_OK) st = prepare(s, m, g, args, nargs, &c, err, errlen);
     if (st != KT_OK || c.empty) return st;
     timing t;
-    if ((st = timing_start(s, &t, ns != NULL, err, errlen)) != KT_OK) return st;
+    if ((st = timing_start(s, &t, own, ns != NULL, err, errlen)) != KT_OK) return st;
     const char *what = "a kernel launch";
     CUresult rc = enqueue(s, m, args, g, &c, own, t.start, t.stop, &what);
     return timing_end(s, &t, own, rc, what, ns, err, errlen);
@@ -482,7 +514,7 @@ kt_status kt__cu_time_queued(void *state, size_t device, int (*work)(void *ctx, 
     CUstream own;
     kt_status st = kt__cu_own(s, device, &own, err, errlen);
     timing t;
-    if (st != KT_OK || (st = timing_start(s, &t, ns != NULL, err, errlen)) != KT_OK) return st;
+    if (st != KT_OK || (st = timing_start(s, &t, own, ns != NULL, err, errlen)) != KT_OK) return st;
     const char *what = "cuEventRecord on kerntune's own stream";
     CUresult r = t.start ? s->api.EventRecord(t.start, own) : 0;
     if (r == 0) {
