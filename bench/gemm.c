@@ -12,7 +12,7 @@
  * then runs bench/triton_gemm.py on the same shapes (when Python can import triton), with a
  * fresh Triton cache, and prints the table and RESULT lines.
  *
- * Usage: gemm [--quick] [--rounds R] [--top-k K] [--no-triton] [--python PATH] [--script PATH]
+ * Usage: gemm [--quick] [--rounds R] [--top-k K] [--max-runs N (the race's cap, default 15)] [--no-triton] [--python PATH] [--script PATH]
  *             [--shape M,N,K ...]
  */
 #define _GNU_SOURCE /* mkdtemp, setenv */
@@ -191,14 +191,14 @@ static void run_triton(const char *python, const char *script, row *rows, int nr
 }
 
 static void usage(FILE *f) {
-    fprintf(f, "usage: gemm [--quick] [--rounds R] [--top-k K] [--no-triton] [--python PATH] [--script PATH]\n"
+    fprintf(f, "usage: gemm [--quick] [--rounds R] [--top-k K] [--max-runs N] [--no-triton] [--python PATH] [--script PATH]\n"
                "            [--shape M,N,K ...]\n"
                "Tunes kerntune's GEMM (ops/gemm.c) on each shape and times it beside cuBLAS's default and Triton's\n"
                "autotuned matmul. Default shapes: the 13 of issue [11]; --quick: the first 3 and 2 skinny ones.\n");
 }
 
 int main(int argc, char **argv) {
-    int rounds = 9, top_k = 8, triton = 1, nrows = 0, quick = 0;
+    int rounds = 9, top_k = 8, triton = 1, nrows = 0, quick = 0, max_runs = 15;
     const char *python = "python3", *script = "bench/triton_gemm.py";
     row rows[MAX_SHAPES];
     memset(rows, 0, sizeof rows);
@@ -209,6 +209,7 @@ int main(int argc, char **argv) {
         else if (strcmp(a, "--no-triton") == 0) triton = 0;
         else if (i + 1 < argc && strcmp(a, "--rounds") == 0) rounds = atoi(argv[++i]);
         else if (i + 1 < argc && strcmp(a, "--top-k") == 0) top_k = atoi(argv[++i]);
+        else if (i + 1 < argc && strcmp(a, "--max-runs") == 0) max_runs = atoi(argv[++i]);
         else if (i + 1 < argc && strcmp(a, "--python") == 0) python = argv[++i];
         else if (i + 1 < argc && strcmp(a, "--script") == 0) script = argv[++i];
         else if (i + 1 < argc && strcmp(a, "--shape") == 0 && nrows < MAX_SHAPES) {
@@ -225,6 +226,8 @@ int main(int argc, char **argv) {
         }
     }
     if (rounds < 1 || rounds > 64) return fprintf(stderr, "gemm: --rounds must be in 1..64\n"), 2;
+    if (max_runs < 3) return fprintf(stderr, "gemm: --max-runs must be at least 3\n"), 2;
+    if (top_k < 1 || top_k > 32) return fprintf(stderr, "gemm: --top-k must be in 1..32\n"), 2;
     if (nrows == 0) {
         static const int quick_set[] = {0, 2, 4, 5, 7};
         int n = quick ? 5 : (int)(sizeof issue_shapes / sizeof issue_shapes[0]);
@@ -237,8 +240,10 @@ int main(int argc, char **argv) {
     if (mkdtemp(dir) == NULL) return perror("mkdtemp"), 1;
     snprintf(artifacts, sizeof artifacts, "%s/artifacts", dir);
     kt_context *ctx = NULL;
+    /* the race's run cap (default 100) at max_runs: a shape's 42 candidates then cost about what
+     * Triton's autotuner spends on its 8 configurations (25 ms of warm-up and 100 ms of runs each) */
     if (kt_context_create(&ctx) != KT_OK || kt_context_set_cache(ctx, "off") != KT_OK ||
-        kt_context_set_artifact_dir(ctx, artifacts) != KT_OK) {
+        kt_context_set_artifact_dir(ctx, artifacts) != KT_OK || kt_context_set_race(ctx, 0.99, 0.01, (unsigned)max_runs) != KT_OK) {
         fprintf(stderr, "gemm: context: %s\n", kt_last_error());
         return 1;
     }
@@ -254,9 +259,9 @@ int main(int argc, char **argv) {
         fprintf(stderr, "gemm: needs a CUDA device with cuBLAS: %s\n", dev == (size_t)-1 ? "no CUDA device" : ktops_last_error());
         return 1;
     }
-    printf("device: %s (%d SMs); %zu candidates (cuBLAS, cuBLASLt top %d, 3 kernel groups); %d rounds\n",
+    printf("device: %s (%d SMs); %zu candidates (cuBLAS, cuBLASLt top %d, 3 kernel groups); race capped at %d runs; %d rounds\n",
            kt_device_name(kt_context_device(ctx, dev)), ktops_cuda_sm_count(cu), kt_op_candidate_count(ktops_gemm_op(g)), top_k,
-           rounds);
+           max_runs, rounds);
     int good = 1;
     for (int i = 0; i < nrows; i++) {
         good &= bench_shape(cu, ctx, dev, g, stream, &rows[i], rounds);

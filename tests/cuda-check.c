@@ -13,6 +13,7 @@
  */
 #define _GNU_SOURCE /* mkdtemp */
 #include <kerntune.h>
+#include <kerntune/cache.h>
 #include <kerntune/decision.h>
 #include <kerntune/device.h>
 #include <kerntune/measure.h>
@@ -92,7 +93,8 @@ static size_t cuda_device(kt_context *ctx) {
 
 static kt_context *context(void) {
     kt_context *ctx = NULL;
-    if (kt_context_create(&ctx) != KT_OK || kt_context_set_measure(ctx, 1, 5, 5, 0) != KT_OK ||
+    if (kt_context_create(&ctx) != KT_OK || kt_context_set_cache(ctx, "off") != KT_OK ||
+        kt_context_set_measure(ctx, 1, 5, 5, 0) != KT_OK ||
         kt_context_set_artifact_dir(ctx, artifacts) != KT_OK) {
         printf("FAIL: context: %s\n", kt_last_error());
         exit(1);
