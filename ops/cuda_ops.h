@@ -5,9 +5,6 @@
  *        of every kind in one choice: cuBLAS's default, cuBLASLt's heuristic top-k algorithms,
  *        and tensor-core tiled kernels (mma.sync) compiled with NVRTC over tile sizes, warps,
  *        stages and split-K / stream-K grids (ops/gemm.cu).
- *   row sum (ops/rowsum.c): out[r] = sum of in[r][0..cols), f32; three implementations, not
- *        parameters of one: one block per row, a persistent grid looping over rows, and a
- *        split-row kernel whose last block per row adds the partial sums (ops/rowsum.cu).
  *
  * Nothing here links against CUDA: the driver (libcuda.so.1), cuBLASLt and cuBLAS are opened
  * at run time, like kerntune's own CUDA backend; a machine without cuBLASLt simply has fewer
@@ -106,22 +103,6 @@ kt_status ktops_gemm_cublas(ktops_gemm *g, kt_queue stream, const void *a, const
  *  own first pick); KT_ERR_BACKEND without cuBLASLt or when the heuristic offers fewer. */
 kt_status ktops_gemm_cublaslt(ktops_gemm *g, kt_queue stream, int rank, const void *a, const void *b, void *c, int64_t m,
                               int64_t n, int64_t k);
-
-/* ---- row sum ---------------------------------------------------------------------------------- */
-
-/** Arguments of the row-sum op, in order: in (rows x cols f32, row-major), out (rows f32). */
-enum { KTOPS_ROWSUM_IN, KTOPS_ROWSUM_OUT, KTOPS_ROWSUM_ROWS, KTOPS_ROWSUM_COLS, KTOPS_ROWSUM_NARGS };
-
-typedef struct ktops_rowsum ktops_rowsum;
-
-/** Builds the row-sum op: candidate groups "block-per-row", "persistent" and "split-row". The
- *  key is (rows, cols), each rounded up to a power of two. */
-kt_status ktops_rowsum_create(ktops_cuda *cu, kt_context *ctx, size_t device, const char *name, ktops_rowsum **out);
-void ktops_rowsum_destroy(ktops_rowsum *r);
-kt_op *ktops_rowsum_op(ktops_rowsum *r);
-
-/** Enqueues out = row sums of in on stream; the first call of a new shape bucket tunes. */
-kt_status ktops_rowsum_run(ktops_rowsum *r, kt_queue stream, const float *in, float *out, int64_t rows, int64_t cols);
 
 #ifdef __cplusplus
 }
