@@ -31,8 +31,6 @@ void *ktops__sym(void *lib, const char *name, int *missing) {
     return p;
 }
 
-#define SYM(field, name) memcpy(&cu->field, &(void *){ktops__sym(cu->lib, name, &missing)}, sizeof(void *))
-
 kt_status ktops_cuda_open(kt_context *ctx, size_t device, ktops_cuda **out) {
     if (out == NULL || ctx == NULL) return ktops__fail(KT_ERR_INVALID_ARGUMENT, "ktops_cuda_open: ctx and out must not be NULL");
     *out = NULL;
@@ -50,25 +48,23 @@ kt_status ktops_cuda_open(kt_context *ctx, size_t device, ktops_cuda **out) {
         return ktops__fail(KT_ERR_BACKEND, "ktops_cuda_open: libcuda.so.1: %s", dlerror());
     }
     int missing = 0;
-    SYM(Init, "cuInit");
-    SYM(DeviceGet, "cuDeviceGet");
-    SYM(DeviceGetAttribute, "cuDeviceGetAttribute");
-    SYM(PrimaryCtxRetain, "cuDevicePrimaryCtxRetain");
-    SYM(PrimaryCtxRelease, "cuDevicePrimaryCtxRelease_v2");
-    SYM(CtxSetCurrent, "cuCtxSetCurrent");
-    SYM(MemAlloc, "cuMemAlloc_v2");
-    SYM(MemFree, "cuMemFree_v2");
-    SYM(StreamCreate, "cuStreamCreate");
-    SYM(StreamDestroy, "cuStreamDestroy_v2");
-    SYM(StreamSynchronize, "cuStreamSynchronize");
-    SYM(EventCreate, "cuEventCreate");
-    SYM(EventDestroy, "cuEventDestroy_v2");
-    SYM(EventRecord, "cuEventRecord");
-    SYM(EventSynchronize, "cuEventSynchronize");
-    SYM(EventElapsedTime, "cuEventElapsedTime");
-    SYM(GetErrorString, "cuGetErrorString");
-    SYM(MemsetD8, "cuMemsetD8_v2");
-    SYM(CtxSynchronize, "cuCtxSynchronize");
+    KTOPS__LOAD(cu, Init, "cuInit");
+    KTOPS__LOAD(cu, DeviceGet, "cuDeviceGet");
+    KTOPS__LOAD(cu, DeviceGetAttribute, "cuDeviceGetAttribute");
+    KTOPS__LOAD(cu, PrimaryCtxRetain, "cuDevicePrimaryCtxRetain");
+    KTOPS__LOAD(cu, PrimaryCtxRelease, "cuDevicePrimaryCtxRelease_v2");
+    KTOPS__LOAD(cu, CtxSetCurrent, "cuCtxSetCurrent");
+    KTOPS__LOAD(cu, MemAlloc, "cuMemAlloc_v2");
+    KTOPS__LOAD(cu, MemFree, "cuMemFree_v2");
+    KTOPS__LOAD(cu, StreamCreate, "cuStreamCreate");
+    KTOPS__LOAD(cu, StreamDestroy, "cuStreamDestroy_v2");
+    KTOPS__LOAD(cu, StreamSynchronize, "cuStreamSynchronize");
+    KTOPS__LOAD(cu, EventCreate, "cuEventCreate");
+    KTOPS__LOAD(cu, EventDestroy, "cuEventDestroy_v2");
+    KTOPS__LOAD(cu, EventRecord, "cuEventRecord");
+    KTOPS__LOAD(cu, EventSynchronize, "cuEventSynchronize");
+    KTOPS__LOAD(cu, EventElapsedTime, "cuEventElapsedTime");
+    KTOPS__LOAD(cu, GetErrorString, "cuGetErrorString");
     int rc = 0, major = 0, minor = 0;
     if (missing) {
         ktops_cuda_close(cu);
@@ -157,16 +153,4 @@ kt_status ktops_cuda_time(ktops_cuda *cu, kt_queue stream, int (*enqueue)(void *
     if (start) cu->EventDestroy(start);
     if (stop) cu->EventDestroy(stop);
     return st;
-}
-
-kt_status ktops__zeroed(ktops_cuda *cu, size_t bytes, void **out) {
-    kt_status st = ktops_cuda_alloc(cu, bytes, out);
-    if (st == KT_OK && (st = ktops__cu(cu, cu->MemsetD8((unsigned long long)(uintptr_t)*out, 0, bytes), "cuMemsetD8")) != KT_OK)
-        ktops_cuda_free(cu, *out), *out = NULL;
-    return st;
-}
-
-kt_status ktops__sync_device(ktops_cuda *cu) {
-    kt_status st = ktops_cuda_make_current(cu);
-    return st != KT_OK ? st : ktops__cu(cu, cu->CtxSynchronize(), "cuCtxSynchronize");
 }

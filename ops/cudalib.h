@@ -9,6 +9,8 @@
 
 #include <kerntune/variants.h>
 
+#include <string.h> /* memcpy, for KTOPS__LOAD */
+
 struct ktops_cuda {
     void *lib;
     int dev, sms, cc, retained;
@@ -30,8 +32,6 @@ struct ktops_cuda {
     int (*EventSynchronize)(void *);
     int (*EventElapsedTime)(float *, void *, void *);
     int (*GetErrorString)(int, const char **);
-    int (*MemsetD8)(unsigned long long, unsigned char, size_t);
-    int (*CtxSynchronize)(void);
 };
 
 /** Sets the thread's message (printf-style) and returns status. */
@@ -40,14 +40,13 @@ kt_status ktops__fail(kt_status status, const char *fmt, ...) __attribute__((for
 /** KT_OK for CUresult 0, else a failure naming what and the driver's message. */
 kt_status ktops__cu(ktops_cuda *cu, int rc, const char *what);
 
-/** Allocates bytes of device memory set to zero. */
-kt_status ktops__zeroed(ktops_cuda *cu, size_t bytes, void **out);
-
-/** Waits for all work on the device (its primary context). */
-kt_status ktops__sync_device(ktops_cuda *cu);
-
 /** dlsym that sets *missing when the symbol is absent. */
 void *ktops__sym(void *lib, const char *name, int *missing);
+
+/** Loads symbol name of table->lib into the function pointer table->field (an int `missing`
+ *  in scope is set when it is absent). */
+#define KTOPS__LOAD(table, field, name) \
+    memcpy(&(table)->field, &(void *){ktops__sym((table)->lib, name, &missing)}, sizeof(void *))
 
 /** The GEMM kernels' spaces: one block per tile, split-K, or the persistent stream-K grid on sms
  *  multiprocessors. Inputs M, N, K are unbound. */

@@ -116,26 +116,24 @@ static void *open_lib(const char *path, const char *const *names, size_t n) {
     return h;
 }
 
-#define LOAD(tab, field, name) memcpy(&(tab)->field, &(void *){ktops__sym((tab)->lib, name, &missing)}, sizeof(void *))
-
 static int open_lt(lt_fns *lt, const char *path) {
     static const char *const names[] = {"libcublasLt.so", "libcublasLt.so.13", "libcublasLt.so.12",
                                         "/usr/local/cuda/lib64/libcublasLt.so"};
     memset(lt, 0, sizeof *lt);
     if ((lt->lib = open_lib(path, names, sizeof names / sizeof names[0])) == NULL) return 0;
     int missing = 0;
-    LOAD(lt, Create, "cublasLtCreate");
-    LOAD(lt, Destroy, "cublasLtDestroy");
-    LOAD(lt, GetVersion, "cublasLtGetVersion");
-    LOAD(lt, DescCreate, "cublasLtMatmulDescCreate");
-    LOAD(lt, DescDestroy, "cublasLtMatmulDescDestroy");
-    LOAD(lt, LayoutCreate, "cublasLtMatrixLayoutCreate");
-    LOAD(lt, LayoutDestroy, "cublasLtMatrixLayoutDestroy");
-    LOAD(lt, PrefCreate, "cublasLtMatmulPreferenceCreate");
-    LOAD(lt, PrefDestroy, "cublasLtMatmulPreferenceDestroy");
-    LOAD(lt, PrefSetAttribute, "cublasLtMatmulPreferenceSetAttribute");
-    LOAD(lt, Heuristic, "cublasLtMatmulAlgoGetHeuristic");
-    LOAD(lt, Matmul, "cublasLtMatmul");
+    KTOPS__LOAD(lt, Create, "cublasLtCreate");
+    KTOPS__LOAD(lt, Destroy, "cublasLtDestroy");
+    KTOPS__LOAD(lt, GetVersion, "cublasLtGetVersion");
+    KTOPS__LOAD(lt, DescCreate, "cublasLtMatmulDescCreate");
+    KTOPS__LOAD(lt, DescDestroy, "cublasLtMatmulDescDestroy");
+    KTOPS__LOAD(lt, LayoutCreate, "cublasLtMatrixLayoutCreate");
+    KTOPS__LOAD(lt, LayoutDestroy, "cublasLtMatrixLayoutDestroy");
+    KTOPS__LOAD(lt, PrefCreate, "cublasLtMatmulPreferenceCreate");
+    KTOPS__LOAD(lt, PrefDestroy, "cublasLtMatmulPreferenceDestroy");
+    KTOPS__LOAD(lt, PrefSetAttribute, "cublasLtMatmulPreferenceSetAttribute");
+    KTOPS__LOAD(lt, Heuristic, "cublasLtMatmulAlgoGetHeuristic");
+    KTOPS__LOAD(lt, Matmul, "cublasLtMatmul");
     if (missing) dlclose(lt->lib), lt->lib = NULL;
     return lt->lib != NULL;
 }
@@ -146,10 +144,10 @@ static int open_blas(blas_fns *b, const char *path) {
     memset(b, 0, sizeof *b);
     if ((b->lib = open_lib(path, names, sizeof names / sizeof names[0])) == NULL) return 0;
     int missing = 0;
-    LOAD(b, Create, "cublasCreate_v2");
-    LOAD(b, Destroy, "cublasDestroy_v2");
-    LOAD(b, SetStream, "cublasSetStream_v2");
-    LOAD(b, GemmEx, "cublasGemmEx");
+    KTOPS__LOAD(b, Create, "cublasCreate_v2");
+    KTOPS__LOAD(b, Destroy, "cublasDestroy_v2");
+    KTOPS__LOAD(b, SetStream, "cublasSetStream_v2");
+    KTOPS__LOAD(b, GemmEx, "cublasGemmEx");
     if (missing) dlclose(b->lib), b->lib = NULL;
     return b->lib != NULL;
 }
