@@ -104,6 +104,48 @@ kt_status ktops_gemm_cublas(ktops_gemm *g, kt_queue stream, const void *a, const
 kt_status ktops_gemm_cublaslt(ktops_gemm *g, kt_queue stream, int rank, const void *a, const void *b, void *c, int64_t m,
                               int64_t n, int64_t k);
 
+/* ---- row sum ---------------------------------------------------------------------------------- */
+
+/** Arguments of the row-sum op, in order: in (rows x cols f32, row-major), out (rows f32). */
+enum { KTOPS_ROWSUM_IN, KTOPS_ROWSUM_OUT, KTOPS_ROWSUM_ROWS, KTOPS_ROWSUM_COLS, KTOPS_ROWSUM_NARGS };
+
+typedef struct ktops_rowsum ktops_rowsum;
+
+/** Builds the row-sum op: candidate groups "block-per-row", "persistent" and "split-row" (rows
+ *  up to 4096: its module's workspace), each over a small space of block sizes, unrolling,
+ *  threads per row, blocks per SM and splits. The key is (rows, cols), each rounded up to a power
+ *  of two; each call computes its own grid from its rows. Tuning runs on generated inputs
+ *  (multiples of 1/4, whose sums every order computes exactly), never on the caller's buffers,
+ *  and validates every configuration against the rows summed on the host, bit for bit: a caller
+ *  who makes it tune on its own data instead (kt_op_set_inputs) must set a tolerance for them
+ *  (kt_op_set_tolerance). A "split-row" winner keeps per-row counters in its module: two of its
+ *  launches must not run at the same time (on two streams), or their counts mix. */
+kt_status ktops_rowsum_create(ktops_cuda *cu, kt_context *ctx, size_t device, const char *name, ktops_rowsum **out);
+
+/** What ktops_rowsum_create_with builds; zeroes (or NULL options) build ktops_rowsum_create's op. */
+typedef struct ktops_rowsum_options {
+    /** Only this implementation becomes a candidate: "block-per-row", "persistent" or
+     *  "split-row" (NULL: all three), e.g. to time one on its own. */
+    const char *group;
+    /** Only this configuration of group, as kt_decision_unit_config writes it
+     *  ("BLOCK=256,UNROLL=4"), every parameter given once (NULL: the group's whole space). */
+    const char *config;
+} ktops_rowsum_options;
+
+kt_status ktops_rowsum_create_with(ktops_cuda *cu, kt_context *ctx, size_t device, const char *name,
+                                   const ktops_rowsum_options *options, ktops_rowsum **out);
+void ktops_rowsum_destroy(ktops_rowsum *r);
+kt_op *ktops_rowsum_op(ktops_rowsum *r);
+
+/** Enqueues out = row sums of in on stream (device buffers of rows x cols and rows floats, on
+ *  multiples of 4 bytes; rows from 1 to 2^31 - 1, cols >= 1); the first call of a new shape
+ *  bucket tunes. */
+kt_status ktops_rowsum_run(ktops_rowsum *r, kt_queue stream, const float *in, float *out, int64_t rows, int64_t cols);
+
+/** The decision ktops_rowsum_run uses for the shape (KT_ERR_NOT_FOUND before it is tuned). */
+kt_status ktops_rowsum_decision(ktops_rowsum *r, const float *in, float *out, int64_t rows, int64_t cols,
+                                const kt_decision **d);
+
 #ifdef __cplusplus
 }
 #endif

@@ -55,5 +55,6 @@ kt_status ktops__gemm_space(int kind, int sms, kt_space **out);
 
 /** The text of an embedded kernel source (generated from ops/NAME.cu by the build). */
 extern const char ktops_gemm_cu[];
+extern const char ktops_rowsum_cu[];
 
 #endif /* KTOPS_CUDALIB_H */
