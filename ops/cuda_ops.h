@@ -52,6 +52,12 @@ kt_status ktops_cuda_sync(ktops_cuda *cu, kt_queue stream);
 kt_status ktops_cuda_time(ktops_cuda *cu, kt_queue stream, int (*enqueue)(void *user, kt_queue stream), void *user,
                           int calls, double *ms_per_call);
 
+/** As ktops_cuda_time, but each call is timed alone, after the device's L2 cache is flushed
+ *  outside the timed region (a buffer of twice its size, allocated on first use, is written):
+ *  the state kerntune measures candidates in by default (KT_FLUSH_AUTO). */
+kt_status ktops_cuda_time_cold(ktops_cuda *cu, kt_queue stream, int (*enqueue)(void *user, kt_queue stream), void *user,
+                               int calls, double *ms_per_call);
+
 /** Device memory: ktops_cuda_alloc allocates bytes (a CUdeviceptr, as kt_device_alloc gives). */
 kt_status ktops_cuda_alloc(ktops_cuda *cu, size_t bytes, void **out);
 void ktops_cuda_free(ktops_cuda *cu, void *ptr);

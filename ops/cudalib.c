@@ -65,6 +65,7 @@ kt_status ktops_cuda_open(kt_context *ctx, size_t device, ktops_cuda **out) {
     KTOPS__LOAD(cu, EventSynchronize, "cuEventSynchronize");
     KTOPS__LOAD(cu, EventElapsedTime, "cuEventElapsedTime");
     KTOPS__LOAD(cu, GetErrorString, "cuGetErrorString");
+    KTOPS__LOAD(cu, MemsetD8Async, "cuMemsetD8Async");
     int rc = 0, major = 0, minor = 0;
     if (missing) {
         ktops_cuda_close(cu);
@@ -90,6 +91,7 @@ kt_status ktops_cuda_open(kt_context *ctx, size_t device, ktops_cuda **out) {
 
 void ktops_cuda_close(ktops_cuda *cu) {
     if (cu == NULL) return;
+    if (cu->flush && cu->CtxSetCurrent(cu->ctx) == 0) cu->MemFree(cu->flush);
     if (cu->retained) cu->PrimaryCtxRelease(cu->dev);
     if (cu->lib) dlclose(cu->lib);
     free(cu);
@@ -133,6 +135,13 @@ void ktops_cuda_free(ktops_cuda *cu, void *ptr) {
     if (cu && ptr) cu->MemFree((unsigned long long)(uintptr_t)ptr);
 }
 
+/* Fails with the message of the enqueue function's ktops_* call (call i of a timing). */
+static kt_status enqueue_failed(int i, const char *where) {
+    char why[sizeof last_error];
+    snprintf(why, sizeof why, "%s", last_error);
+    return ktops__fail(KT_ERR_BACKEND, "%s: call %d failed: %s", where, i, why);
+}
+
 kt_status ktops_cuda_time(ktops_cuda *cu, kt_queue stream, int (*enqueue)(void *user, kt_queue stream), void *user,
                           int calls, double *ms_per_call) {
     void *start = NULL, *stop = NULL;
@@ -140,16 +149,42 @@ kt_status ktops_cuda_time(ktops_cuda *cu, kt_queue stream, int (*enqueue)(void *
     if (st == KT_OK) st = ktops__cu(cu, cu->EventCreate(&stop, 0), "cuEventCreate");
     if (st == KT_OK) st = ktops__cu(cu, cu->EventRecord(start, stream), "cuEventRecord");
     for (int i = 0; st == KT_OK && i < calls; i++)
-        if (enqueue(user, stream) != 0) {
-            char why[sizeof last_error];
-            snprintf(why, sizeof why, "%s", last_error);
-            st = ktops__fail(KT_ERR_BACKEND, "ktops_cuda_time: call %d failed: %s", i, why);
-        }
+        if (enqueue(user, stream) != 0) st = enqueue_failed(i, "ktops_cuda_time");
     if (st == KT_OK) st = ktops__cu(cu, cu->EventRecord(stop, stream), "cuEventRecord");
     if (st == KT_OK) st = ktops__cu(cu, cu->EventSynchronize(stop), "cuEventSynchronize");
     float ms = 0;
     if (st == KT_OK) st = ktops__cu(cu, cu->EventElapsedTime(&ms, start, stop), "cuEventElapsedTime");
     if (st == KT_OK) *ms_per_call = ms / (calls > 0 ? calls : 1);
+    if (start) cu->EventDestroy(start);
+    if (stop) cu->EventDestroy(stop);
+    return st;
+}
+
+kt_status ktops_cuda_time_cold(ktops_cuda *cu, kt_queue stream, int (*enqueue)(void *user, kt_queue stream), void *user,
+                               int calls, double *ms_per_call) {
+    kt_status st = ktops_cuda_make_current(cu);
+    if (st == KT_OK && cu->flush == 0) {
+        int l2 = 0;
+        st = ktops__cu(cu, cu->DeviceGetAttribute(&l2, 38 /* CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE */, cu->dev),
+                       "cuDeviceGetAttribute(L2 cache size)");
+        cu->flush_bytes = 2 * (size_t)(l2 > 0 ? l2 : 64 << 20);
+        if (st == KT_OK) st = ktops__cu(cu, cu->MemAlloc(&cu->flush, cu->flush_bytes), "cuMemAlloc (L2 flush buffer)");
+    }
+    void *start = NULL, *stop = NULL;
+    if (st == KT_OK) st = ktops__cu(cu, cu->EventCreate(&start, 0), "cuEventCreate");
+    if (st == KT_OK) st = ktops__cu(cu, cu->EventCreate(&stop, 0), "cuEventCreate");
+    double total = 0;
+    for (int i = 0; st == KT_OK && i < calls; i++) {
+        st = ktops__cu(cu, cu->MemsetD8Async(cu->flush, (unsigned char)i, cu->flush_bytes, stream), "cuMemsetD8Async (L2 flush)");
+        if (st == KT_OK) st = ktops__cu(cu, cu->EventRecord(start, stream), "cuEventRecord");
+        if (st == KT_OK && enqueue(user, stream) != 0) st = enqueue_failed(i, "ktops_cuda_time_cold");
+        if (st == KT_OK) st = ktops__cu(cu, cu->EventRecord(stop, stream), "cuEventRecord");
+        if (st == KT_OK) st = ktops__cu(cu, cu->EventSynchronize(stop), "cuEventSynchronize");
+        float ms = 0;
+        if (st == KT_OK) st = ktops__cu(cu, cu->EventElapsedTime(&ms, start, stop), "cuEventElapsedTime");
+        total += ms;
+    }
+    if (st == KT_OK) *ms_per_call = total / (calls > 0 ? calls : 1);
     if (start) cu->EventDestroy(start);
     if (stop) cu->EventDestroy(stop);
     return st;

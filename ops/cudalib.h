@@ -32,6 +32,9 @@ struct ktops_cuda {
     int (*EventSynchronize)(void *);
     int (*EventElapsedTime)(float *, void *, void *);
     int (*GetErrorString)(int, const char **);
+    int (*MemsetD8Async)(unsigned long long, unsigned char, size_t, void *);
+    unsigned long long flush;  /* ktops_cuda_time_cold's buffer, allocated on first use */
+    size_t flush_bytes;
 };
 
 /** Sets the thread's message (printf-style) and returns status. */
