@@ -13,6 +13,8 @@
  */
 #define _GNU_SOURCE /* mkdtemp */
 #include <kerntune.h>
+#include <kerntune/backend.h>
+#include <kerntune/inputs.h>
 #include <kerntune/cache.h>
 #include <kerntune/decision.h>
 #include <kerntune/device.h>
@@ -21,6 +23,7 @@
 #include <kerntune/variants.h>
 
 #include <dirent.h>
+#include <math.h>
 #include <dlfcn.h>
 #include <stdatomic.h>
 #include <time.h>
@@ -1134,6 +1137,167 @@ static void check_two_streams(void) {
     kt_context_destroy(ctx);
 }
 
+/* ---- the backend's checks on the device (ABI 9: digest, all_close) ---------------------------- */
+
+static const char *copy_cu =
+    "extern \"C\" __global__ void copy(const float *in, float *out, long long n) {\n"
+    "    long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x;\n"
+    "    if (i < n) out[i] = in[i];\n"
+    "    if (W && i == 0) ((float *)in)[0] = 7.0f; /* writes into its read-only input */\n"
+    "}\n";
+
+/* Writes v (a value the type holds exactly: a multiple of 1/2 below 2048, or 0) as type t. */
+static void encode_exact(kt_type t, double v, unsigned char *out) {
+    float f = (float)v;
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    if (t == KT_TYPE_F64) {
+        memcpy(out, &v, 8);
+    } else if (t == KT_TYPE_BF16) {
+        uint16_t h = (uint16_t)(u >> 16);
+        memcpy(out, &h, 2);
+    } else if (t == KT_TYPE_F16) { /* a normal number's sign, exponent rebiased from 127 to 15, mantissa */
+        uint16_t h = f == 0.0f ? 0 : (uint16_t)(((u >> 16) & 0x8000u) | ((((u >> 23) & 0xffu) - 112u) << 10) | ((u >> 13) & 0x3ffu));
+        memcpy(out, &h, 2);
+    } else {
+        int32_t i = (int32_t)v;
+        memcpy(out, &i, 4);
+    }
+}
+
+/* The host's rule of all_close: every element within atol + rtol * |e| in double. */
+static int host_close_f32(const float *a, const float *e, size_t n, double atol, double rtol) {
+    int bad = 0;
+    for (size_t i = 0; i < n; i++) bad |= !(fabs((double)a[i] - (double)e[i]) <= atol + rtol * fabs((double)e[i]));
+    return !bad;
+}
+
+static void check_device_checks(void) {
+    const kt_backend *b = kt_backend_cuda();
+    void *bs = NULL;
+    char err[512] = "";
+    if (b->init(b, &bs, err, sizeof err) != KT_OK || b->device_count(bs) == 0) {
+        CHECK(0, "the CUDA backend did not start: %s", err);
+        return;
+    }
+    CHECK(b->abi_version >= 9 && b->digest && b->all_close, "the CUDA backend has no device checks");
+    enum { BYTES = (1 << 20) + 3, M = 4096 };
+    unsigned char *h = malloc(BYTES + 8);
+    for (int i = 0; i < BYTES + 8; i++) h[i] = (unsigned char)(i * 2654435761u >> 13);
+    void *d1 = NULL, *d2 = NULL;
+    OK(b->buffer_alloc(bs, 0, BYTES + 8, &d1, err, sizeof err));
+    OK(b->buffer_alloc(bs, 0, BYTES + 8, &d2, err, sizeof err));
+    OK(b->buffer_copy(bs, 0, d1, h, BYTES, KT_COPY_HOST_TO_DEVICE, err, sizeof err));
+    OK(b->buffer_copy(bs, 0, (char *)d2 + 1, h, BYTES, KT_COPY_HOST_TO_DEVICE, err, sizeof err)); /* off 8 bytes */
+    uint64_t g1 = 0, g2 = 1, g3 = 0, g0 = 0;
+    OK(b->digest(bs, 0, d1, BYTES, &g1, err, sizeof err));
+    OK(b->digest(bs, 0, (char *)d2 + 1, BYTES, &g2, err, sizeof err));
+    CHECK(g1 == g2, "the digest of the same bytes depends on their address: %llx %llx", (unsigned long long)g1,
+          (unsigned long long)g2);
+    for (size_t at = 0; at < BYTES; at += BYTES / 5) { /* one bit of one byte changed anywhere */
+        unsigned char c = h[at] ^ 4;
+        OK(b->buffer_copy(bs, 0, (char *)d1 + at, &c, 1, KT_COPY_HOST_TO_DEVICE, err, sizeof err));
+        OK(b->digest(bs, 0, d1, BYTES, &g3, err, sizeof err));
+        CHECK(g3 != g1, "a changed byte at %zu kept the digest", at);
+        OK(b->buffer_copy(bs, 0, (char *)d1 + at, &h[at], 1, KT_COPY_HOST_TO_DEVICE, err, sizeof err));
+    }
+    OK(b->digest(bs, 0, d1, BYTES - 1, &g3, err, sizeof err));
+    CHECK(g3 != g1, "one byte less kept the digest");
+    OK(b->digest(bs, 0, d1, 0, &g0, err, sizeof err));
+
+    /* all_close, f32: the device says 1 exactly where the host's rule passes, at the boundary too */
+    float *a = malloc(M * sizeof *a), *e = malloc(M * sizeof *e);
+    int agree = 0, trials = 0, ones = 0;
+    for (int t = 0; t < 60; t++) {
+        for (int i = 0; i < M; i++) e[i] = (float)((i * 37 + t) % 200) - 100.0f + 0.125f, a[i] = e[i];
+        const int at = (t * 131) % M;
+        /* around the tolerance edge: a[at] moved by atol + rtol * |e| times 0.5 to 1.5 */
+        double edge = 1e-6 + 1e-4 * fabs((double)e[at]);
+        a[at] = (float)((double)e[at] + edge * (0.5 + (double)t / 60.0));
+        if (t % 10 == 9) a[at] = NAN;
+        if (t % 10 == 8) a[at] = e[at] = INFINITY;
+        OK(b->buffer_copy(bs, 0, d1, a, M * sizeof *a, KT_COPY_HOST_TO_DEVICE, err, sizeof err));
+        OK(b->buffer_copy(bs, 0, d2, e, M * sizeof *e, KT_COPY_HOST_TO_DEVICE, err, sizeof err));
+        int close = -1;
+        OK(b->all_close(bs, 0, KT_TYPE_F32, d1, d2, M, 1e-6, 1e-4, &close, err, sizeof err));
+        const int want = host_close_f32(a, e, M, 1e-6, 1e-4);
+        agree += close == want, trials++, ones += close == 1;
+    }
+    CHECK(agree == trials, "all_close and the host's rule disagree on %d of %d", trials - agree, trials);
+    CHECK(ones > 5 && ones < trials - 5, "the boundary trials were all on one side (%d of %d close)", ones, trials);
+    int close = -1;
+    OK(b->all_close(bs, 0, KT_TYPE_F32, (char *)d1 + 2, d2, 16, 1e-6, 1e-4, &close, err, sizeof err));
+    CHECK(close == 0, "a misaligned f32 output was not left to the host");
+    /* f64, f16, bf16 and i32: equal passes, one element off fails */
+    static const kt_type types[] = {KT_TYPE_F64, KT_TYPE_F16, KT_TYPE_BF16, KT_TYPE_I32};
+    for (int k = 0; k < 4; k++) {
+        const size_t es = kt_type_size(types[k]), n = 1000;
+        unsigned char *x = calloc(n, es);
+        for (size_t i = 0; i < n; i++) encode_exact(types[k], (double)(i % 50) * 0.5, x + i * es);
+        OK(b->buffer_copy(bs, 0, d1, x, n * es, KT_COPY_HOST_TO_DEVICE, err, sizeof err));
+        OK(b->buffer_copy(bs, 0, d2, x, n * es, KT_COPY_HOST_TO_DEVICE, err, sizeof err));
+        OK(b->all_close(bs, 0, types[k], d1, d2, n, 1e-3, 1e-2, &close, err, sizeof err));
+        CHECK(close == 1, "%s: equal outputs not close", kt_type_name(types[k]));
+        encode_exact(types[k], 1000.0, x + 777 * es);
+        OK(b->buffer_copy(bs, 0, d1, x, n * es, KT_COPY_HOST_TO_DEVICE, err, sizeof err));
+        OK(b->all_close(bs, 0, types[k], d1, d2, n, 1e-3, 1e-2, &close, err, sizeof err));
+        CHECK(close == 0, "%s: element 777 off, yet close", kt_type_name(types[k]));
+        free(x);
+    }
+    b->buffer_free(bs, 0, d1);
+    b->buffer_free(bs, 0, d2);
+    b->fini(bs);
+    free(h), free(a), free(e);
+
+    /* end to end: a variant that writes into its read-only input is caught through the digest
+     * (its run in a worker process, whose copy of the input comes back) */
+    kt_context *ctx = context();
+    size_t dev = cuda_device(ctx);
+    if (dev == (size_t)-1) return;
+    enum { K = 1 << 16 };
+    float *in = malloc(K * sizeof *in), *out = malloc(K * sizeof *out);
+    for (int i = 0; i < K; i++) in[i] = (float)i;
+    void *din, *dout;
+    OK(kt_device_alloc(ctx, dev, K * sizeof *in, &din));
+    OK(kt_device_alloc(ctx, dev, K * sizeof *out, &dout));
+    OK(kt_device_write(ctx, dev, din, in, K * sizeof *in));
+    kt_op *op = NULL;
+    OK(kt_op_create(ctx, "copy", &op));
+    OK(kt_op_set_device(op, dev));
+    OK(kt_op_add_buffer(op, "in", KT_TYPE_F32, KT_READ_ONLY));
+    OK(kt_op_add_buffer(op, "out", KT_TYPE_F32, KT_WRITE_ONLY));
+    OK(kt_op_add_scalar(op, "n", KT_TYPE_I64));
+    OK(kt_op_set_inputs(op, KT_INPUTS_CLONE));
+    kt_space *sp = NULL;
+    OK(kt_space_create(&sp));
+    OK(kt_space_add_input(sp, "n"));
+    OK(kt_space_add_param(sp, "W", "[0, 1]"));
+    const char *grid[3] = {"(n + 255) // 256", NULL, NULL}, *block[3] = {"256", NULL, NULL};
+    OK(kt_space_set_geometry(sp, KT_GEOMETRY_GRID, grid, block, NULL));
+    OK(kt_op_add_variants(op, "copy", sp, copy_cu, "copy", NULL, 0));
+    kt_space_destroy(sp);
+    kt_arg args[] = {kt_arg_buf(din, K * sizeof *in), kt_arg_buf(dout, K * sizeof *out), kt_arg_i64(K)};
+    OK(kt_op_call(op, args, 3));
+    OK(kt_device_read(ctx, dev, out, dout, K * sizeof *out));
+    OK(kt_device_read(ctx, dev, in, din, K * sizeof *in));
+    CHECK(out[0] == 0.0f && out[K - 1] == (float)(K - 1) && in[0] == 0.0f, "copy: out %g..%g, in[0] %g", out[0],
+          out[K - 1], in[0]);
+    const kt_decision *d = NULL;
+    OK(kt_op_decision(op, args, 3, &d));
+    for (size_t u = 0; u < kt_decision_unit_count(d); u++) {
+        const char *cfg = kt_decision_unit_config(d, u), *msg = kt_decision_unit_message(d, u);
+        if (strstr(cfg, "W=1"))
+            CHECK(kt_decision_unit_outcome(d, u) == KT_OUTCOME_INVALID && msg && strcmp(msg, "wrote into read-only argument 'in'") == 0,
+                  "the writer: %s (%s)", kt_outcome_name(kt_decision_unit_outcome(d, u)), msg ? msg : "");
+        else
+            CHECK(kt_decision_unit_outcome(d, u) == KT_OUTCOME_MEASURED, "W=0: %s", kt_outcome_name(kt_decision_unit_outcome(d, u)));
+    }
+    kt_device_free(ctx, dev, din);
+    kt_device_free(ctx, dev, dout);
+    free(in), free(out);
+    kt_context_destroy(ctx);
+}
+
 int main(void) {
     snprintf(artifacts, sizeof artifacts, "/tmp/kt-cuda-XXXXXX");
     if (mkdtemp(artifacts) == NULL) return 1;
@@ -1152,6 +1316,7 @@ int main(void) {
     check_inplace_after_writer();
     check_native_queued();
     check_two_streams();
+    check_device_checks();
     char rm[300];
     snprintf(rm, sizeof rm, "rm -rf '%s'", artifacts);
     if (system(rm) != 0) failed++;

@@ -15,11 +15,14 @@
  * the kernel language it builds, which the core asks instead of the backend's name; version 7
  * appends launching on a caller's queue without waiting, and waiting for a queue; version 8
  * appends timing work that a native device candidate enqueues, and the default queue's handle
- * (kt_op_add_native_queued). A backend
+ * (kt_op_add_native_queued); version 9 appends checking buffers where they live (a digest of a
+ * buffer's bytes, and whether an output is close to the reference's), so that validating a
+ * candidate reads nothing back while it passes. A backend
  * written against an older version has no capabilities: device memory, variants run in the
  * caller's process. A backend declares the version it was written against in
  * abi_version and the core never reads a field beyond it. Comparing outputs is the core's
- * work, on host memory: a backend with device memory copies to the host first. Caching
+ * work, on host memory: a backend with device memory copies to the host first, unless its
+ * version 9 methods say on the device that they match. Caching
  * artifacts on disk, building in parallel and building identical code once are the core's
  * work too: a backend builds one artifact file when asked.
  */
@@ -34,7 +37,7 @@
 extern "C" {
 #endif
 
-#define KT_BACKEND_ABI_VERSION 8
+#define KT_BACKEND_ABI_VERSION 9
 
 /** Longest device name and fingerprint, terminating NUL included. */
 #define KT_DEVICE_NAME_MAX 256
@@ -197,6 +200,23 @@ struct kt_backend {
     /** The handle of device's default queue: what launch_async and queue_wait take NULL for
      *  (CUDA: NULL, the default stream; OpenCL: the backend's own queue). */
     void *(*queue_default)(void *state, size_t device);
+    /* ---- version 9: checking on the device. Optional, both or neither; without them the core
+     * reads buffers back and checks them on the host. */
+    /** Stores in *out a 64-bit digest of the bytes bytes at buffer, computed where they live:
+     *  a function of the bytes alone (not of the address), so that equal contents give equal
+     *  digests and a change gives a different one but by a 2^-64 chance. The core digests each
+     *  ReadOnly argument before and after a validation run to see a candidate write into it. */
+    kt_status (*digest)(void *state, size_t device, const void *buffer, size_t bytes, uint64_t *out, char *err,
+                        size_t errlen);
+    /** Sets *close to 1 when every one of count elements of type elem at actual matches the
+     *  element at expected, else to 0: floats (f32, f64, f16, bf16, widened to double) when
+     *  |a - e| <= atol + rtol * |e| with IEEE double operations and no fused multiply-add, which
+     *  NaN and infinities never satisfy; other types when their bytes are equal. It may answer
+     *  0 for any reason (an alignment it does not handle, say): the core then reads both back
+     *  and compares on the host, which finds and names the element at fault, so 0 costs time,
+     *  never a wrong verdict; 1 must only be said when the host's comparison would pass. */
+    kt_status (*all_close)(void *state, size_t device, kt_type elem, const void *actual, const void *expected, size_t count,
+                           double atol, double rtol, int *close, char *err, size_t errlen);
 };
 
 /** Registers a backend with the context and enumerates its devices. The table must outlive the

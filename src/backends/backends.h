@@ -28,4 +28,7 @@ bool kt__backend_async(const kt_backend *b);
  * (kt__backend_async) and has both ABI 8 methods, time_queued and queue_default. */
 bool kt__backend_queued(const kt_backend *b);
 
+/* Whether b checks buffers on the device: both ABI 9 methods, digest and all_close. */
+bool kt__backend_checks(const kt_backend *b);
+
 #endif

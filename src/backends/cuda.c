@@ -154,6 +154,7 @@ static kt_status cu_init(const kt_backend *self, void **state, char *err, size_t
                  d->cc_major, d->cc_minor, attr(s, d->dev, ATTR_MULTIPROCESSOR_COUNT), mem,
                  attr(s, d->dev, ATTR_L2_CACHE_SIZE), s->driver, s->rtc_major, s->rtc_minor);
         pthread_mutex_init(&d->flush_lock, NULL);
+        pthread_mutex_init(&d->check_lock, NULL);
         s->ndevs++;
     }
     *state = s;
@@ -165,11 +166,13 @@ static void cu_fini(void *state) {
     if (s == NULL) return;
     for (size_t i = 0; i < s->ndevs; i++) {
         cu_dev *d = &s->devs[i];
-        if ((d->flush || d->own) && s->api.CtxSetCurrent(d->ctx) == 0) {
+        if ((d->flush || d->own || d->check_mod) && s->api.CtxSetCurrent(d->ctx) == 0) {
             if (d->flush) s->api.MemFree(d->flush);
+            kt__cu_check_free(s, i);
             if (d->own) s->api.StreamDestroy(d->own);
         }
         pthread_mutex_destroy(&d->flush_lock);
+        pthread_mutex_destroy(&d->check_lock);
         s->api.DevicePrimaryCtxRelease(d->dev);
     }
     free(s->devs);
@@ -357,6 +360,8 @@ static const kt_backend kt__backend_cuda = {
     .queue_wait = kt__cu_queue_wait,
     .time_queued = kt__cu_time_queued,
     .queue_default = cu_queue_default,
+    .digest = kt__cu_digest,
+    .all_close = kt__cu_all_close,
 };
 
 const kt_backend *kt_backend_cuda(void) { return &kt__backend_cuda; }

@@ -100,6 +100,12 @@ typedef struct cu_dev {
     size_t flush_bytes;
     CUstream own;               /* the backend's own stream (non-blocking), made at its first use:
                                  * tuning's copies, fills, flushes and timed launches run there */
+    pthread_mutex_t check_lock; /* guards the device checks (cuda_check.c): */
+    void *check_mod;            /* their module (a cu_module), built at the first check */
+    CUfunction check_digest, check_equal, check_close[4];
+    CUdeviceptr check_out;      /* 16 bytes: a kernel's answer */
+    int check_failed;           /* they could not be built: check_err says why */
+    char check_err[256];
 } cu_dev;
 
 typedef struct cu_state {
@@ -156,5 +162,12 @@ kt_status kt__cu_launch_async(void *state, size_t device, void *module, const kt
 kt_status kt__cu_queue_wait(void *state, size_t device, void *queue, char *err, size_t errlen);
 kt_status kt__cu_time_queued(void *state, size_t device, int (*work)(void *ctx, void *queue), void *ctx, double *ns,
                              int *rc, char *err, size_t errlen);
+
+/* The checks on the device (cuda_check.c): ABI 9's digest and all_close, and freeing them. */
+kt_status kt__cu_digest(void *state, size_t device, const void *buffer, size_t bytes, uint64_t *out, char *err,
+                        size_t errlen);
+kt_status kt__cu_all_close(void *state, size_t device, kt_type elem, const void *actual, const void *expected, size_t count,
+                           double atol, double rtol, int *close, char *err, size_t errlen);
+void kt__cu_check_free(cu_state *s, size_t device);
 
 #endif

@@ -20,3 +20,7 @@ bool kt__backend_async(const kt_backend *b) {
 bool kt__backend_queued(const kt_backend *b) {
     return kt__backend_async(b) && b->abi_version >= 8 && b->time_queued != NULL && b->queue_default != NULL;
 }
+
+bool kt__backend_checks(const kt_backend *b) {
+    return b != NULL && b->abi_version >= 9 && b->digest != NULL && b->all_close != NULL;
+}

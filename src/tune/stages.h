@@ -32,6 +32,7 @@ struct kt__workset {
     void **owned;      /* per argument: the allocation behind a CLONE or GENERATED buffer, or NULL */
     size_t *owned_bytes;
     uint64_t *ro_hash; /* per argument: hash of a ReadOnly buffer's contents at the start */
+    bool dev_checks;   /* the backend digests and compares buffers on the device (ABI 9) */
     size_t cur, peak;  /* extra bytes held now, and at most */
 };
 
@@ -72,6 +73,17 @@ kt_status kt__to_host(kt__workset *ws, void *dst, const void *src, size_t bytes)
  * copy in the workset's scratch memory otherwise (valid until the next call). NULL on error. */
 const void *kt__output_host(kt__workset *ws, const void *buf, size_t bytes);
 
+/* On a workset that checks on the device (dev_checks): *copy receives a new device buffer
+ * holding bytes of buf, counted in ws; elsewhere *copy is NULL. */
+kt_status kt__workset_keep(kt__workset *ws, const void *buf, size_t bytes, void **copy);
+void kt__workset_unkeep(kt__workset *ws, void *copy, size_t bytes);
+
+/* Whether the backend says on the device that count elements of type t at actual match those
+ * at expected (a kt__workset_keep copy) within atol and rtol (the ABI 9 all_close rule). false
+ * also when it cannot say: the caller then compares on the host. */
+bool kt__workset_close(kt__workset *ws, kt_type t, const void *actual, const void *expected, size_t count, double atol,
+                       double rtol);
+
 /* Allocates/frees extra host memory counted in ws. */
 kt_status kt__extra_alloc(kt__workset *ws, size_t bytes, void **out);
 void kt__extra_free(kt__workset *ws, void *p, size_t bytes);
@@ -95,6 +107,7 @@ typedef struct kt__reference {
     char *failed_msg;  /* and the detail message it left (KT__RC_REPORTED), or NULL */
     char message[256];
     void **outputs;    /* per argument: the reference's WriteOnly/ReadWrite output, or NULL */
+    void **dev_outputs; /* per argument: the same on the device (kt__workset_keep), or NULL */
     size_t *out_bytes; /* per argument: its size */
     kt_result result;  /* the reference's returned output */
 } kt__reference;

@@ -234,12 +234,42 @@ static uint64_t bytes_hash(const void *p, size_t bytes) {
     return kt__fnv1a(b + i, bytes - i, x);
 }
 
-/* The hash of an argument buffer's contents (read back from the device when needed); 0 with
- * *ok false when it cannot be read. */
+/* The hash of an argument buffer's contents: the backend's digest on a workset that checks on
+ * the device, else read back (from a device) and hashed here; 0 with *ok false when it fails. */
 static uint64_t content_hash(kt__workset *ws, const void *buf, size_t bytes, bool *ok) {
+    if (ws->dev_checks) {
+        uint64_t h = 0;
+        char err[256] = "";
+        kt_status st = ws->b->digest(ws->bstate, ws->dev, buf, bytes, &h, err, sizeof err);
+        *ok = st == KT_OK;
+        if (!*ok) kt__err(st, "%s(op '%s'): tuning: the digest of a read-only argument: %s", ws->where, ws->op->name, err);
+        return h;
+    }
     const void *host = kt__output_host(ws, buf, bytes);
     *ok = host != NULL || bytes == 0;
     return host ? bytes_hash(host, bytes) : 0;
+}
+
+kt_status kt__workset_keep(kt__workset *ws, const void *buf, size_t bytes, void **copy) {
+    *copy = NULL;
+    if (!ws->dev_checks) return KT_OK;
+    kt_status st = dalloc(ws, bytes, copy);
+    if (st == KT_OK && (st = dcopy(ws, *copy, buf, bytes, KT_COPY_DEVICE_TO_DEVICE)) != KT_OK) {
+        dfree(ws, *copy, bytes);
+        *copy = NULL;
+    }
+    return st;
+}
+
+void kt__workset_unkeep(kt__workset *ws, void *copy, size_t bytes) { dfree(ws, copy, bytes); }
+
+bool kt__workset_close(kt__workset *ws, kt_type t, const void *actual, const void *expected, size_t count, double atol,
+                       double rtol) {
+    if (!ws->dev_checks || expected == NULL) return false;
+    int close = 0;
+    char err[256] = "";
+    return ws->b->all_close(ws->bstate, ws->dev, t, actual, expected, count, atol, rtol, &close, err, sizeof err) == KT_OK &&
+           close == 1;
 }
 
 /* ---- generated inputs ---------------------------------------------------------------------- */
@@ -343,6 +373,7 @@ kt_status kt__workset_init(kt__workset *ws, const kt_op *op, const char *where, 
     kt__op_backend(op, &ws->b, &ws->bstate, &local, NULL);
     ws->dev = local;
     ws->host = (kt__backend_caps(ws->b) & KT_BACKEND_CAP_HOST_MEMORY) != 0;
+    ws->dev_checks = !ws->host && kt__backend_checks(ws->b);
     ws->inputs = inputs;
     ws->caller = caller;
     size_t n = op->nargs ? op->nargs : 1;
@@ -375,6 +406,14 @@ kt_status kt__workset_init(kt__workset *ws, const kt_op *op, const char *where, 
         if (d->access == KT_READ_ONLY) {
             bool ok;
             ws->ro_hash[i] = content_hash(ws, ws->args[i].ptr, bytes, &ok);
+            if (!ok && ws->dev_checks) { /* the device cannot check: the host does, for this tuning */
+                kt__log(op->ctx, KT_LOG_INFO, "op '%s': checking outputs on the host: %s", op->name, kt_last_error());
+                ws->dev_checks = false;
+                ok = true;
+                for (size_t j = 0; j <= i && ok; j++) /* the baselines so far, the host's way */
+                    if (op->args[j].type == KT_TYPE_BUFFER && op->args[j].access == KT_READ_ONLY)
+                        ws->ro_hash[j] = content_hash(ws, ws->args[j].ptr, ws->args[j].bytes, &ok);
+            }
             if (!ok) return KT_ERR_BACKEND;
         }
     }

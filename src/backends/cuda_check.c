@@ -1,0 +1,212 @@
+/*
+ * cuda_check.c - the CUDA backend's checks on the device (ABI 9): a digest of a buffer's bytes
+ * and whether an output matches the reference's, so that validating a candidate reads nothing
+ * back from the GPU while it passes. Before these, validating one candidate of a GEMM of
+ * 8192 x 8192 x 8192 read A, B and C back (384 MB) and hashed and compared them on the host.
+ *
+ * The kernels are compiled at the first check on a device, by the backend's own build (an
+ * NVRTC child process unless KERNTUNE_NVRTC_PROCESSES=0), into a temporary file that is loaded
+ * and removed; a device that cannot build them answers with an error, and the core then
+ * checks on the host.
+ */
+#include "backends/cuda_int.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* The digest is the sum, modulo 2^64, over the buffer's 8-byte chunks k (the last one padded
+ * with zeros) of mix(chunk ^ mix(k + golden)): a function of the bytes and their offsets alone,
+ * whichever thread or order adds the terms. The closeness test is the core's host rule in IEEE
+ * double, compiled with --fmad=false so that no product is fused into an addition. */
+static const char check_source[] =
+    "typedef unsigned long long u64;\n"
+    "static __device__ __forceinline__ u64 kt_mix(u64 z) {\n"
+    "    z ^= z >> 33; z *= 0xff51afd7ed558ccdULL; z ^= z >> 33; z *= 0xc4ceb9fe1a85ec53ULL; z ^= z >> 33;\n"
+    "    return z;\n"
+    "}\n"
+    "static __device__ __forceinline__ u64 kt_chunk(const unsigned char *p, u64 bytes, u64 k, bool aligned) {\n"
+    "    if (aligned && 8 * k + 8 <= bytes) return ((const u64 *)p)[k];\n"
+    "    u64 w = 0;\n"
+    "    for (int b = 0; b < 8 && 8 * k + b < bytes; b++) w |= (u64)p[8 * k + b] << (8 * b);\n"
+    "    return w;\n"
+    "}\n"
+    "extern \"C\" __global__ void kt_digest(const unsigned char *p, u64 bytes, u64 *out) {\n"
+    "    const bool aligned = ((u64)p & 7) == 0;\n"
+    "    u64 acc = 0;\n"
+    "    for (u64 k = blockIdx.x * (u64)blockDim.x + threadIdx.x; 8 * k < bytes; k += (u64)gridDim.x * blockDim.x)\n"
+    "        acc += kt_mix(kt_chunk(p, bytes, k, aligned) ^ kt_mix(k + 0x9e3779b97f4a7c15ULL));\n"
+    "    for (int o = 16; o > 0; o >>= 1) acc += __shfl_down_sync(0xffffffffu, acc, o);\n"
+    "    if ((threadIdx.x & 31) == 0) atomicAdd(out, acc);\n"
+    "}\n"
+    "extern \"C\" __global__ void kt_equal(const unsigned char *a, const unsigned char *e, u64 bytes, unsigned *bad) {\n"
+    "    const bool aligned = (((u64)a | (u64)e) & 7) == 0;\n"
+    "    int b = 0;\n"
+    "    for (u64 k = blockIdx.x * (u64)blockDim.x + threadIdx.x; 8 * k < bytes; k += (u64)gridDim.x * blockDim.x)\n"
+    "        b |= kt_chunk(a, bytes, k, aligned) != kt_chunk(e, bytes, k, aligned);\n"
+    "    if (__any_sync(0xffffffffu, b) && (threadIdx.x & 31) == 0) atomicOr(bad, 1u);\n"
+    "}\n"
+    "static __device__ __forceinline__ double kt_abs(double x) { return x < 0 ? -x : x; }\n"
+    "static __device__ __forceinline__ double kt_val(const float *p, u64 i) { return (double)p[i]; }\n"
+    "static __device__ __forceinline__ double kt_val(const double *p, u64 i) { return p[i]; }\n"
+    "struct kt_half { unsigned short bits; };\n"
+    "struct kt_bf16 { unsigned short bits; };\n"
+    "static __device__ __forceinline__ double kt_val(const kt_half *p, u64 i) {\n"
+    "    float f;\n"
+    "    asm(\"cvt.f32.f16 %0, %1;\" : \"=f\"(f) : \"h\"(p[i].bits));\n"
+    "    return (double)f;\n"
+    "}\n"
+    "static __device__ __forceinline__ double kt_val(const kt_bf16 *p, u64 i) {\n"
+    "    union { unsigned u; float f; } c;\n"
+    "    c.u = (unsigned)p[i].bits << 16;\n"
+    "    return (double)c.f;\n"
+    "}\n"
+    "template <typename T>\n"
+    "static __device__ void kt_close(const T *a, const T *e, u64 n, double atol, double rtol, unsigned *bad) {\n"
+    "    int b = 0;\n"
+    "    for (u64 i = blockIdx.x * (u64)blockDim.x + threadIdx.x; i < n; i += (u64)gridDim.x * blockDim.x) {\n"
+    "        const double x = kt_val(a, i), y = kt_val(e, i);\n"
+    "        b |= !(kt_abs(x - y) <= atol + rtol * kt_abs(y));\n"
+    "    }\n"
+    "    if (__any_sync(0xffffffffu, b) && (threadIdx.x & 31) == 0) atomicOr(bad, 1u);\n"
+    "}\n"
+    "extern \"C\" __global__ void kt_close_f32(const float *a, const float *e, u64 n, double atol, double rtol, unsigned *bad)"
+    " { kt_close(a, e, n, atol, rtol, bad); }\n"
+    "extern \"C\" __global__ void kt_close_f64(const double *a, const double *e, u64 n, double atol, double rtol, unsigned *bad)"
+    " { kt_close(a, e, n, atol, rtol, bad); }\n"
+    "extern \"C\" __global__ void kt_close_f16(const kt_half *a, const kt_half *e, u64 n, double atol, double rtol, unsigned *bad)"
+    " { kt_close(a, e, n, atol, rtol, bad); }\n"
+    "extern \"C\" __global__ void kt_close_bf16(const kt_bf16 *a, const kt_bf16 *e, u64 n, double atol, double rtol, unsigned *bad)"
+    " { kt_close(a, e, n, atol, rtol, bad); }\n";
+
+enum { CHECK_BLOCK = 256, CHECK_MAX_GRID = 2048 };
+
+static const char *const close_names[4] = {"kt_close_f32", "kt_close_f64", "kt_close_f16", "kt_close_bf16"};
+
+/* Builds and loads the check kernels for d (under d->check_lock). */
+static kt_status check_load(cu_state *s, size_t device, char *err, size_t errlen) {
+    cu_dev *d = &s->devs[device];
+    if (d->check_mod != NULL) return KT_OK;
+    if (d->check_failed) {
+        snprintf(err, errlen, "%s", d->check_err);
+        return KT_ERR_BACKEND;
+    }
+    const char *tmp = getenv("TMPDIR");
+    char path[4096];
+    snprintf(path, sizeof path, "%s/kerntune-check-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+    int fd = mkstemp(path);
+    kt_status st = KT_OK;
+    if (fd < 0) {
+        snprintf(d->check_err, sizeof d->check_err, "the device checks: cannot create a temporary file in %s",
+                 tmp && *tmp ? tmp : "/tmp");
+        st = KT_ERR_SYSTEM;
+    } else {
+        close(fd);
+        const char *options[] = {"--fmad=false"};
+        kt_build_request req = {.source = check_source, .kernel_name = "kt_digest", .options = options, .noptions = 1,
+                                .out_path = path};
+        char log[2048] = "";
+        st = kt__cu_build(s, device, &req, log, sizeof log);
+        if (st != KT_OK) snprintf(d->check_err, sizeof d->check_err, "building the device checks: %.200s", log);
+        void *mod = NULL;
+        if (st == KT_OK && (st = kt__cu_load(s, device, path, "kt_digest", &mod, log, sizeof log)) != KT_OK)
+            snprintf(d->check_err, sizeof d->check_err, "loading the device checks: %.200s", log);
+        unlink(path);
+        cu_module *m = mod;
+        CUresult rc = 0;
+        for (int i = 0; st == KT_OK && rc == 0 && i < 5; i++)
+            rc = s->api.ModuleGetFunction(i < 4 ? &d->check_close[i] : &d->check_equal, m->module,
+                                          i < 4 ? close_names[i] : "kt_equal");
+        if (st == KT_OK && rc == 0) rc = s->api.MemAlloc(&d->check_out, 16);
+        if (st == KT_OK && rc != 0) st = kt__cu_fail(s, rc, "the device checks", d->check_err, sizeof d->check_err);
+        if (st == KT_OK) {
+            d->check_digest = m->fn;
+            d->check_mod = mod;
+        } else if (mod) {
+            kt__cu_unload(s, device, mod);
+        }
+    }
+    if (st != KT_OK) {
+        d->check_failed = 1; /* once per device: the core checks on the host from then on */
+        snprintf(err, errlen, "%s", d->check_err);
+    }
+    return st;
+}
+
+/* Runs fn over work items on the own stream into d->check_out (zeroed first), reads back
+ * out_bytes of it into out; under d->check_lock. */
+static kt_status check_run(cu_state *s, size_t device, CUfunction fn, void **params, uint64_t work, void *out,
+                           size_t out_bytes, char *err, size_t errlen) {
+    cu_dev *d = &s->devs[device];
+    CUstream own;
+    kt_status st = kt__cu_own(s, device, &own, err, errlen);
+    if (st != KT_OK) return st;
+    uint64_t blocks = (work + CHECK_BLOCK - 1) / CHECK_BLOCK;
+    unsigned grid = (unsigned)(blocks < 1 ? 1 : blocks > CHECK_MAX_GRID ? CHECK_MAX_GRID : blocks);
+    const char *what = "cuMemsetD8Async (device check)";
+    CUresult rc = s->api.MemsetD8Async(d->check_out, 0, 16, own);
+    if (rc == 0) {
+        what = "cuLaunchKernel (device check)";
+        rc = s->api.LaunchKernel(fn, grid, 1, 1, CHECK_BLOCK, 1, 1, 0, own, params, NULL);
+    }
+    if (rc == 0) {
+        what = "cuMemcpyDtoHAsync (device check)";
+        rc = s->api.MemcpyDtoHAsync(out, d->check_out, out_bytes, own);
+    }
+    if (rc == 0) {
+        what = "cuStreamSynchronize (device check)";
+        rc = s->api.StreamSynchronize(own);
+    }
+    return rc == 0 ? KT_OK : kt__cu_fail(s, rc, what, err, errlen);
+}
+
+kt_status kt__cu_digest(void *state, size_t device, const void *buffer, size_t bytes, uint64_t *out, char *err,
+                        size_t errlen) {
+    cu_state *s = state;
+    cu_dev *d = &s->devs[device];
+    pthread_mutex_lock(&d->check_lock);
+    kt_status st = check_load(s, device, err, errlen);
+    uint64_t sum = 0, n = bytes;
+    CUdeviceptr p = DPTR(buffer), o = d->check_out;
+    void *params[] = {&p, &n, &o};
+    if (st == KT_OK && bytes > 0) st = check_run(s, device, d->check_digest, params, (n + 7) / 8, &sum, sizeof sum, err, errlen);
+    pthread_mutex_unlock(&d->check_lock);
+    if (st == KT_OK) *out = sum ^ (n * 0x9e3779b97f4a7c15ull); /* the length counts too */
+    return st;
+}
+
+kt_status kt__cu_all_close(void *state, size_t device, kt_type elem, const void *actual, const void *expected, size_t count,
+                           double atol, double rtol, int *close, char *err, size_t errlen) {
+    cu_state *s = state;
+    cu_dev *d = &s->devs[device];
+    *close = 0;
+    const size_t es = kt_type_size(elem);
+    const int fi = elem == KT_TYPE_F32 ? 0 : elem == KT_TYPE_F64 ? 1 : elem == KT_TYPE_F16 ? 2 : elem == KT_TYPE_BF16 ? 3 : -1;
+    if (es == 0 || (fi >= 0 && (((uintptr_t)actual | (uintptr_t)expected) % es) != 0))
+        return KT_OK; /* an element off its alignment: the host compares */
+    if (count == 0) {
+        *close = 1;
+        return KT_OK;
+    }
+    pthread_mutex_lock(&d->check_lock);
+    kt_status st = check_load(s, device, err, errlen);
+    unsigned bad = 1;
+    CUdeviceptr a = DPTR(actual), e = DPTR(expected), o = d->check_out;
+    uint64_t n = fi >= 0 ? count : count * es;
+    void *fparams[] = {&a, &e, &n, &atol, &rtol, &o}, *eparams[] = {&a, &e, &n, &o};
+    if (st == KT_OK)
+        st = fi >= 0 ? check_run(s, device, d->check_close[fi], fparams, n, &bad, sizeof bad, err, errlen)
+                     : check_run(s, device, d->check_equal, eparams, (n + 7) / 8, &bad, sizeof bad, err, errlen);
+    pthread_mutex_unlock(&d->check_lock);
+    if (st == KT_OK) *close = bad == 0;
+    return st;
+}
+
+void kt__cu_check_free(cu_state *s, size_t device) {
+    cu_dev *d = &s->devs[device];
+    if (d->check_mod) kt__cu_unload(s, device, d->check_mod);
+    if (d->check_out) s->api.MemFree(d->check_out);
+    d->check_mod = NULL;
+    d->check_out = 0;
+}
