@@ -22,6 +22,7 @@
 
 #include <kerntune/device.h>
 #include <kerntune/validation.h>
+#include <kerntune/measure.h>
 #include <kerntune/variants.h>
 
 #include <dlfcn.h>
@@ -324,6 +325,8 @@ kt_status ktops_gemm_create(ktops_cuda *cu, kt_context *ctx, size_t device, cons
         /* the key: each dimension rounded up to a power of two, so (16, 4096, 4096) and
          * (64, 4096, 4096), or (4096, 4096, 128) and (4096, 4096, 4096), never share a decision */
         for (size_t a = KTOPS_GEMM_M; ok && a <= KTOPS_GEMM_K; a++) ok = kt_op_key_arg(op, a, KT_BUCKET_POW2) == KT_OK;
+        /* the kernels are the op's own and tested: in this process, unless asked (the header says why) */
+        ok = ok && kt_op_set_isolation(op, opt.isolate ? KT_ISOLATE_AUTO : KT_ISOLATE_OFF) == KT_OK;
         if (ok && g->blas_handle)
             ok = kt_op_add_native_queued(op, "cublas", blas_candidate, g) == KT_OK &&
                  kt_op_set_candidate_version(op, "cublas", g->lt_version[0] ? g->lt_version : "cublas") == KT_OK;

@@ -203,6 +203,12 @@ static void check_all_candidates(ktops_cuda *cu, kt_context *ctx, size_t dev) {
           "M = 0 refused: %s", ktops_last_error());
     problem_free(&p, ctx, dev);
     ktops_gemm_destroy(g);
+
+    /* the kernels tuned in a worker process (options.isolate): every unit validated the same way */
+    ktops_gemm_options iso = {.isolate = 1};
+    OK(ktops_gemm_create(cu, ctx, dev, "gemm-isolated", &iso, &g));
+    check_shape(cu, ctx, dev, g, 300, 136, 1032, 9 + KERNEL_CONFIGS, 0);
+    ktops_gemm_destroy(g);
 }
 
 static void check_without_cublaslt(ktops_cuda *cu, kt_context *ctx, size_t dev) {
