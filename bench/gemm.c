@@ -6,13 +6,16 @@
  *   - tunes kerntune's op (wall time of its first call, with a fresh artifact directory, so the
  *     first shape's time includes compiling every kernel configuration);
  *   - times cuBLAS's default (cublasGemmEx), cuBLASLt's own first pick and kerntune's hit the
- *     same way, alternating their order: CUDA events around a burst of calls (about 2 ms), the
- *     median of the rounds;
+ *     same way, alternating their order: about 2 ms of calls per sample, each call timed alone by
+ *     CUDA events after an L2 flush (the state kerntune tunes in, and Triton's do_bench times
+ *     in), the median of the rounds; --warm times bursts of calls back to back instead, and
+ *     tunes without flushing (KT_FLUSH_OFF), so that both see the same cache;
  *   - measures the host time of one call: kerntune's hit against cublasGemmEx called directly;
  * then runs bench/triton_gemm.py on the same shapes (when Python can import triton), with a
  * fresh Triton cache, and prints the table and RESULT lines.
  *
- * Usage: gemm [--quick] [--rounds R] [--top-k K] [--max-runs N (the race's cap, default 15)] [--no-triton] [--python PATH] [--script PATH]
+ * Usage: gemm [--quick] [--rounds R] [--top-k K] [--max-runs N (the race's cap, default 15)] [--isolation auto|on|off] [--warm]
+ *             [--no-triton] [--python PATH] [--script PATH]
  *             [--shape M,N,K ...]
  */
 #define _GNU_SOURCE /* mkdtemp, setenv */
@@ -22,6 +25,7 @@
 #include <kerntune/cache.h>
 #include <kerntune/decision.h>
 #include <kerntune/device.h>
+#include <kerntune/measure.h>
 #include <kerntune/variants.h>
 
 #include <math.h>
@@ -60,6 +64,9 @@ static double median(double *v, int n) {
     qsort(v, (size_t)n, sizeof *v, cmp_double);
     return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
+
+/* 1: every timed call follows an L2 flush (ktops_cuda_time_cold); 0 (--warm): bursts back to back */
+static int cold = 1;
 
 /* What one timed burst calls. */
 typedef struct job {
@@ -127,14 +134,16 @@ static int bench_shape(ktops_cuda *cu, kt_context *ctx, size_t dev, ktops_gemm *
     job jobs[3];
     for (int w = 0; w < 3; w++) jobs[w] = (job){g, w, da, db, dc, m, n, k};
     double one = 0;
-    if (ok && ktops_cuda_time(cu, stream, enqueue, &jobs[0], 3, &one) != KT_OK) ok = 0;
+    kt_status (*timed)(ktops_cuda *, kt_queue, int (*)(void *, kt_queue), void *, int, double *) =
+        cold ? ktops_cuda_time_cold : ktops_cuda_time;
+    if (ok && timed(cu, stream, enqueue, &jobs[0], 3, &one) != KT_OK) ok = 0;
     int calls = one > 0 ? (int)(2.0 / one) : 100;
-    calls = calls < 3 ? 3 : calls > 500 ? 500 : calls;
+    calls = calls < 3 ? 3 : calls > (cold ? 100 : 500) ? (cold ? 100 : 500) : calls;
     double ms[3][64];
     for (int i = 0; ok && i < rounds; i++)
         for (int s = 0; ok && s < 3; s++) {
             int w = (s + i) % 3; /* each round starts with another */
-            if (ktops_cuda_time(cu, stream, enqueue, &jobs[w], calls, &ms[w][i]) != KT_OK) {
+            if (timed(cu, stream, enqueue, &jobs[w], calls, &ms[w][i]) != KT_OK) {
                 fprintf(stderr, "gemm: timing: %s\n", ktops_last_error());
                 ok = 0;
             }
@@ -191,25 +200,31 @@ static void run_triton(const char *python, const char *script, row *rows, int nr
 }
 
 static void usage(FILE *f) {
-    fprintf(f, "usage: gemm [--quick] [--rounds R] [--top-k K] [--max-runs N] [--no-triton] [--python PATH] [--script PATH]\n"
-               "            [--shape M,N,K ...]\n"
+    fprintf(f, "usage: gemm [--quick] [--rounds R] [--top-k K] [--max-runs N] [--isolation auto|on|off] [--warm]\n"
+               "            [--no-triton] [--python PATH] [--script PATH] [--shape M,N,K ...]\n"
                "Tunes kerntune's GEMM (ops/gemm.c) on each shape and times it beside cuBLAS's default and Triton's\n"
-               "autotuned matmul. Default shapes: the 13 of issue [11]; --quick: the first 3 and 2 skinny ones.\n");
+               "autotuned matmul. Default shapes: the 13 of issue [11]; --quick: the first 3 and 2 skinny ones.\n"
+               "--isolation: where the NVRTC kernels run while tuning (kt_op_set_isolation; default the op's own,\n"
+               "off: in this process; auto: in a worker process, as kerntune runs any CUDA variant by default).\n"
+               "--warm: time bursts of calls back to back and tune without flushing the L2 cache (by default each\n"
+               "timed call follows a flush, as kerntune tunes and Triton's do_bench times).\n");
 }
 
 int main(int argc, char **argv) {
     int rounds = 9, top_k = 8, triton = 1, nrows = 0, quick = 0, max_runs = 15;
-    const char *python = "python3", *script = "bench/triton_gemm.py";
+    const char *python = "python3", *script = "bench/triton_gemm.py", *isolation = NULL;
     row rows[MAX_SHAPES];
     memset(rows, 0, sizeof rows);
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) return usage(stdout), 0;
         if (strcmp(a, "--quick") == 0) quick = 1;
+        else if (strcmp(a, "--warm") == 0) cold = 0;
         else if (strcmp(a, "--no-triton") == 0) triton = 0;
         else if (i + 1 < argc && strcmp(a, "--rounds") == 0) rounds = atoi(argv[++i]);
         else if (i + 1 < argc && strcmp(a, "--top-k") == 0) top_k = atoi(argv[++i]);
         else if (i + 1 < argc && strcmp(a, "--max-runs") == 0) max_runs = atoi(argv[++i]);
+        else if (i + 1 < argc && strcmp(a, "--isolation") == 0) isolation = argv[++i];
         else if (i + 1 < argc && strcmp(a, "--python") == 0) python = argv[++i];
         else if (i + 1 < argc && strcmp(a, "--script") == 0) script = argv[++i];
         else if (i + 1 < argc && strcmp(a, "--shape") == 0 && nrows < MAX_SHAPES) {
@@ -228,6 +243,12 @@ int main(int argc, char **argv) {
     if (rounds < 1 || rounds > 64) return fprintf(stderr, "gemm: --rounds must be in 1..64\n"), 2;
     if (max_runs < 3) return fprintf(stderr, "gemm: --max-runs must be at least 3\n"), 2;
     if (top_k < 1 || top_k > 32) return fprintf(stderr, "gemm: --top-k must be in 1..32\n"), 2;
+    kt_isolation iso = isolation == NULL ? KT_ISOLATE_OFF /* the op's own default (ops/cuda_ops.h) */
+                       : strcmp(isolation, "auto") == 0 ? KT_ISOLATE_AUTO
+                       : strcmp(isolation, "on") == 0 ? KT_ISOLATE_ON
+                       : strcmp(isolation, "off") == 0 ? KT_ISOLATE_OFF
+                                                       : (kt_isolation)-1;
+    if ((int)iso < 0) return fprintf(stderr, "gemm: --isolation %s: want auto, on or off\n", isolation), 2;
     if (nrows == 0) {
         static const int quick_set[] = {0, 2, 4, 5, 7};
         int n = quick ? 5 : (int)(sizeof issue_shapes / sizeof issue_shapes[0]);
@@ -243,7 +264,8 @@ int main(int argc, char **argv) {
     /* the race's run cap (default 100) at max_runs: a shape's 42 candidates then cost about what
      * Triton's autotuner spends on its 8 configurations (25 ms of warm-up and 100 ms of runs each) */
     if (kt_context_create(&ctx) != KT_OK || kt_context_set_cache(ctx, "off") != KT_OK ||
-        kt_context_set_artifact_dir(ctx, artifacts) != KT_OK || kt_context_set_race(ctx, 0.99, 0.01, (unsigned)max_runs) != KT_OK) {
+        kt_context_set_artifact_dir(ctx, artifacts) != KT_OK || kt_context_set_race(ctx, 0.99, 0.01, (unsigned)max_runs) != KT_OK ||
+        kt_context_set_flush(ctx, cold ? KT_FLUSH_AUTO : KT_FLUSH_OFF) != KT_OK) {
         fprintf(stderr, "gemm: context: %s\n", kt_last_error());
         return 1;
     }
@@ -255,13 +277,14 @@ int main(int argc, char **argv) {
     kt_queue stream = NULL;
     ktops_gemm_options opt = {.cublaslt_top_k = top_k};
     if (dev == (size_t)-1 || ktops_cuda_open(ctx, dev, &cu) != KT_OK || ktops_cuda_stream_create(cu, &stream) != KT_OK ||
-        ktops_gemm_create(cu, ctx, dev, "bench-gemm", &opt, &g) != KT_OK) {
+        ktops_gemm_create(cu, ctx, dev, "bench-gemm", &opt, &g) != KT_OK || kt_op_set_isolation(ktops_gemm_op(g), iso) != KT_OK) {
         fprintf(stderr, "gemm: needs a CUDA device with cuBLAS: %s\n", dev == (size_t)-1 ? "no CUDA device" : ktops_last_error());
         return 1;
     }
-    printf("device: %s (%d SMs); %zu candidates (cuBLAS, cuBLASLt top %d, 3 kernel groups); race capped at %d runs; %d rounds\n",
+    printf("device: %s (%d SMs); %zu candidates (cuBLAS, cuBLASLt top %d, 3 kernel groups); race capped at %d runs; %d rounds; "
+           "isolation %s; %s\n",
            kt_device_name(kt_context_device(ctx, dev)), ktops_cuda_sm_count(cu), kt_op_candidate_count(ktops_gemm_op(g)), top_k,
-           max_runs, rounds);
+           max_runs, rounds, isolation ? isolation : "off (the op's default)", cold ? "each timed call after an L2 flush" : "bursts back to back (--warm)");
     int good = 1;
     for (int i = 0; i < nrows; i++) {
         good &= bench_shape(cu, ctx, dev, g, stream, &rows[i], rounds);
