@@ -47,7 +47,18 @@ typedef struct row {
     double tune_s, cublas_tf, lt_tf, kt_tf, triton_tf, triton_tune_s, torch_tf;
     double kt_host_us, cublas_host_us;
     char winner[160], triton_cfg[96];
+    double group_us[5]; /* tuning's best time of cublas, cuBLASLt's ranks, mma, mma-splitk, mma-streamk */
 } row;
+
+static const char *const group_names[5] = {"cublas", "cublaslt", "mma", "mma-splitk", "mma-streamk"};
+
+/* Which of the five groups candidate name belongs to (-1: none). */
+static int group_of(const char *name) {
+    if (strncmp(name, "cublaslt-", 9) == 0) return 1;
+    for (int i = 0; i < 5; i++)
+        if (i != 1 && strcmp(name, group_names[i]) == 0) return i;
+    return -1;
+}
 
 static double now_s(void) {
     struct timespec t;
@@ -124,6 +135,12 @@ static int bench_shape(ktops_cuda *cu, kt_context *ctx, size_t dev, ktops_gemm *
         fprintf(stderr, "gemm: %lld x %lld x %lld: %s\n", (long long)m, (long long)n, (long long)k, ktops_last_error());
         ok = 0;
     } else {
+        for (int i = 0; i < 5; i++) r->group_us[i] = INFINITY;
+        for (size_t u = 0; u < kt_decision_unit_count(d); u++) {
+            int gi = group_of(kt_op_candidate_name(ktops_gemm_op(g), kt_decision_unit_candidate(d, u)));
+            if (gi >= 0 && kt_decision_unit_outcome(d, u) == KT_OUTCOME_MEASURED)
+                r->group_us[gi] = fmin(r->group_us[gi], kt_decision_unit_time_ns(d, u) * 1e-3);
+        }
         size_t w = kt_decision_winner_unit(d);
         const char *cfg = kt_decision_unit_config(d, w);
         snprintf(r->winner, sizeof r->winner, "%s%s%s", kt_op_candidate_name(ktops_gemm_op(g), kt_decision_unit_candidate(d, w)),
@@ -291,6 +308,8 @@ int main(int argc, char **argv) {
         printf("  %5lld x %5lld x %5lld: tuned in %.2f s, cuBLAS %.1f, cuBLASLt pick %.1f, kerntune %.1f TFLOP/s (%s)\n",
                (long long)rows[i].m, (long long)rows[i].n, (long long)rows[i].k, rows[i].tune_s, rows[i].cublas_tf, rows[i].lt_tf,
                rows[i].kt_tf, rows[i].winner);
+        printf("        tuning's best of each group (us):");
+        for (int j = 0; j < 5; j++) printf(" %s %.1f%s", group_names[j], rows[i].group_us[j], j < 4 ? "," : "\n");
         fflush(stdout);
     }
     printf("kerntune compiled %llu kernel configurations\n", (unsigned long long)kt_context_compile_count(ctx));

@@ -221,16 +221,20 @@ static int blas_candidate(const kt_arg *args, size_t nargs, kt_queue queue, void
 
 /* ---- the tiled kernels' spaces --------------------------------------------------------------- */
 
-/* Tile shapes (BM, BN, warps along M, warps along N): every warp computes a 64 x 64, 64 x 32 or
- * 32 x 32 piece. The first three are for large C; the rest, with split-K, for small or skinny C. */
-#define TILES "[[128, 256, 2, 4], [128, 128, 2, 4], [128, 128, 2, 2], [64, 128, 2, 2], [64, 64, 2, 2], [32, 128, 1, 4], [32, 64, 1, 2]]"
+/* Tile shapes (BM, BN, warps along M, warps along N): every warp computes a 64 x 64, 64 x 32,
+ * 32 x 32 or 16 x 32 piece. The first three are for large C; the rest, with split-K, for small
+ * or skinny C; the last two (16 rows: one mma row) only with split-K, for M of 16 or so, where B
+ * is streamed once and the product is bound by memory. */
+#define TILES                                                                                                        \
+    "[[128, 256, 2, 4], [128, 128, 2, 4], [128, 128, 2, 2], [64, 128, 2, 2], [64, 64, 2, 2], [32, 128, 1, 4], [32, 64, 1, 2], " \
+    "[16, 64, 1, 2], [16, 128, 1, 4]]"
 
 /* Whether a split launch fits its module's workspace (ops/gemm.cu WS_FLOATS, WS_TILES): C's
- * entries, and its tiles of the smallest tile shape (32 x 64). */
+ * entries, and its tiles of the smallest tile shape (16 x 64). */
 static int ws_fits(const kt_arg *args, size_t nargs, void *user) {
     int64_t m = args[KTOPS_GEMM_M].i, n = args[KTOPS_GEMM_N].i;
     (void)nargs, (void)user;
-    return m * n <= (1 << 22) && ((m + 31) / 32) * ((n + 63) / 64) <= (1 << 16);
+    return m * n <= (1 << 22) && ((m + 15) / 16) * ((n + 63) / 64) <= (1 << 16);
 }
 
 kt_status ktops__gemm_space(int kind, int sms, kt_space **out) {
@@ -238,9 +242,12 @@ kt_status ktops__gemm_space(int kind, int sms, kt_space **out) {
     kt_status st = kt_space_create(&sp);
     const char *inputs[] = {"M", "N", "K", "SMS"};
     for (size_t i = 0; st == KT_OK && i < 4; i++) st = kt_space_add_input(sp, inputs[i]);
-    if (st == KT_OK) st = kt_space_add_param(sp, "TILE", kind == KTOPS__DATA_PARALLEL ? "range(7)" : kind == KTOPS__SPLIT_K ? "[3, 4, 5, 6]" : "[1, 3, 5]");
+    if (st == KT_OK) st = kt_space_add_param(sp, "TILE", kind == KTOPS__DATA_PARALLEL ? "range(7)" : kind == KTOPS__SPLIT_K ? "[3, 4, 5, 6, 7, 8]" : "[1, 3, 5]");
     if (st == KT_OK) st = kt_space_add_param(sp, "BK", kind == KTOPS__STREAM_K ? "[64]" : "[32, 64]");
-    if (st == KT_OK && kind == KTOPS__SPLIT_K) st = kt_space_add_param(sp, "SPLIT", "[4, 8]");
+    if (st == KT_OK && kind == KTOPS__SPLIT_K) st = kt_space_add_param(sp, "SPLIT", "[4, 8, 16]");
+    /* 16 splits with the smaller tiles and a 64-deep k-step; the 16-row tiles with 8 or 16 (22) */
+    if (st == KT_OK && kind == KTOPS__SPLIT_K)
+        st = kt_space_add_constraint(sp, "(TILE <= 6 or (BK == 64 and SPLIT >= 8)) and (SPLIT <= 8 or (BK == 64 and TILE >= 5))");
     if (st == KT_OK && kind == KTOPS__STREAM_K) st = kt_space_add_param(sp, "PER_SM", "[1, 2]");
     /* the large tiles take a 32-deep k-step */
     if (st == KT_OK && kind == KTOPS__DATA_PARALLEL) st = kt_space_add_constraint(sp, "TILE >= 3 or BK == 32");

@@ -128,7 +128,7 @@ static int64_t wrong_elements(problem *p, kt_context *ctx, size_t dev, int64_t *
     return bad;
 }
 
-enum { DP_CONFIGS = 11, SPLIT_CONFIGS = 16 + 6, KERNEL_CONFIGS = DP_CONFIGS + SPLIT_CONFIGS }; /* ops/gemm.c's spaces */
+enum { DP_CONFIGS = 11, SPLIT_CONFIGS = 22 + 6, KERNEL_CONFIGS = DP_CONFIGS + SPLIT_CONFIGS }; /* ops/gemm.c's spaces */
 
 /* Tunes C = A * B of one shape and checks C, and that every unit was validated and measured but
  * the split-K and stream-K configurations when want_rejected (a C too large for their
