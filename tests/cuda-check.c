@@ -12,6 +12,8 @@
  * Prints one line per check and closes with "N passed, N failed".
  */
 #define _GNU_SOURCE /* mkdtemp */
+#include "gpu-harness.h"
+
 #include <kerntune.h>
 #include <kerntune/backend.h>
 #include <kerntune/inputs.h>
@@ -34,26 +36,7 @@
 #include <string.h>
 #include <unistd.h>
 
-static int passed, failed;
-
-#define CHECK(cond, ...)                                                                     \
-    do {                                                                                     \
-        if (cond) {                                                                          \
-            passed++;                                                                        \
-        } else {                                                                             \
-            failed++;                                                                        \
-            printf("FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond);                           \
-            printf(__VA_ARGS__);                                                             \
-            printf("\n");                                                                    \
-        }                                                                                    \
-    } while (0)
-
-#define OK(call)                                                                              \
-    do {                                                                                      \
-        kt_status st_ = (call);                                                               \
-        CHECK(st_ == KT_OK, "%s returned %s: %s", #call, kt_status_name(st_), kt_last_error()); \
-        if (st_ != KT_OK) return;                                                             \
-    } while (0)
+#define OK(call) OK_SAYING(call, kt_last_error())
 
 static char artifacts[256];
 

@@ -12,6 +12,8 @@
 #define _GNU_SOURCE /* mkdtemp */
 #include "cuda_ops.h"
 
+#include "gpu-harness.h"
+
 #include <kerntune.h>
 #include <kerntune/cache.h>
 #include <kerntune/decision.h>
@@ -25,27 +27,8 @@
 #include <string.h>
 #include <unistd.h>
 
-static int passed, failed;
-
-#define CHECK(cond, ...)                                                   \
-    do {                                                                   \
-        if (cond) {                                                        \
-            passed++;                                                      \
-        } else {                                                           \
-            failed++;                                                      \
-            printf("FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond);         \
-            printf(__VA_ARGS__);                                           \
-            printf("\n");                                                  \
-        }                                                                  \
-    } while (0)
-
-#define OK(call)                                                                                  \
-    do {                                                                                          \
-        kt_status st_ = (call);                                                                   \
-        CHECK(st_ == KT_OK, "%s returned %s: %s | %s", #call, kt_status_name(st_), ktops_last_error(), \
-              kt_last_error());                                                                   \
-        if (st_ != KT_OK) return;                                                                 \
-    } while (0)
+/* a failed call's message: the ops' own (ktops_last_error) for theirs, else kerntune's */
+#define OK(call) OK_SAYING(call, strncmp(#call, "ktops_", 6) == 0 ? ktops_last_error() : kt_last_error())
 
 static char dir[256], artifacts[300], cache_path[300];
 

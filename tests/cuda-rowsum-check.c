@@ -21,6 +21,8 @@
 #define _GNU_SOURCE /* mkdtemp */
 #include "cuda_ops.h"
 
+#include "gpu-harness.h"
+
 #include <kerntune.h>
 #include <kerntune/cache.h>
 #include <kerntune/decision.h>
@@ -32,28 +34,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int passed, failed;
-
-#define CHECK(cond, ...)                                                                     \
-    do {                                                                                     \
-        if (cond) {                                                                          \
-            passed++;                                                                        \
-        } else {                                                                             \
-            failed++;                                                                        \
-            printf("FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond);                           \
-            printf(__VA_ARGS__);                                                             \
-            printf("\n");                                                                    \
-        }                                                                                    \
-    } while (0)
-
-/* a failed call's message: kerntune's, or the ops' own (ktops_last_error) */
-#define OK(call)                                                                                               \
-    do {                                                                                                       \
-        kt_status st_ = (call);                                                                                \
-        CHECK(st_ == KT_OK, "%s returned %s: %s", #call, kt_status_name(st_),                                   \
-              strncmp(#call, "ktops_", 6) == 0 ? ktops_last_error() : kt_last_error());                        \
-        if (st_ != KT_OK) return;                                                                              \
-    } while (0)
+/* a failed call's message: the ops' own (ktops_last_error) for theirs, else kerntune's */
+#define OK(call) OK_SAYING(call, strncmp(#call, "ktops_", 6) == 0 ? ktops_last_error() : kt_last_error())
 
 static char tmp[256];
 
