@@ -129,7 +129,9 @@ KT_API const char *kt_last_error(void);
  * ------------------------------------------------------------------------------------------- */
 
 /** Element types of buffers and types of scalar arguments. F16 and BF16 are buffer element types
- *  only. KT_TYPE_BUFFER marks an argument value that is a buffer. */
+ *  only. KT_TYPE_BUFFER marks an argument value that is a buffer. KT_TYPE_BYTES marks a value
+ *  passed by value as raw bytes (ptr, bytes): never an op's argument, it is how a variant's
+ *  launch parameters (kt_op_add_launch_param, kerntune/variants.h) reach a backend. */
 #define KT_TYPE_LIST(X)                  \
     X(KT_TYPE_I8, 1, "i8", 1)            \
     X(KT_TYPE_I16, 2, "i16", 2)          \
@@ -143,7 +145,8 @@ KT_API const char *kt_last_error(void);
     X(KT_TYPE_F64, 10, "f64", 8)         \
     X(KT_TYPE_F16, 11, "f16", 2)         \
     X(KT_TYPE_BF16, 12, "bf16", 2)       \
-    X(KT_TYPE_BUFFER, 64, "buffer", 0)
+    X(KT_TYPE_BUFFER, 64, "buffer", 0)   \
+    X(KT_TYPE_BYTES, 65, "bytes", 0)
 
 typedef enum kt_type { KT_TYPE_LIST(KT__ENUMERATOR) } kt_type;
 

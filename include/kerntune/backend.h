@@ -17,7 +17,9 @@
  * appends timing work that a native device candidate enqueues, and the default queue's handle
  * (kt_op_add_native_queued); version 9 appends checking buffers where they live (a digest of a
  * buffer's bytes, and whether an output is close to the reference's), so that validating a
- * candidate reads nothing back while it passes. A backend
+ * candidate reads nothing back while it passes; version 10 passes launch parameters
+ * (kt_op_add_launch_param): a launch's arguments may continue past the op's with KT_TYPE_BYTES
+ * values, which a backend with KT_BACKEND_CAP_LAUNCH_PARAMS passes to the kernel by value. A backend
  * written against an older version has no capabilities: device memory, variants run in the
  * caller's process. A backend declares the version it was written against in
  * abi_version and the core never reads a field beyond it. Comparing outputs is the core's
@@ -37,7 +39,7 @@
 extern "C" {
 #endif
 
-#define KT_BACKEND_ABI_VERSION 9
+#define KT_BACKEND_ABI_VERSION 10
 
 /** Longest device name and fingerprint, terminating NUL included. */
 #define KT_DEVICE_NAME_MAX 256
@@ -101,7 +103,11 @@ typedef enum kt_backend_cap {
     KT_BACKEND_CAP_FAULT_POISONS = 1u << 2,
     /** launch_async enqueues a launch on a caller's queue and returns before the kernel runs,
      *  and queue_wait waits for a queue's work (ABI 7; kt_op_call_async). */
-    KT_BACKEND_CAP_ASYNC_LAUNCH = 1u << 3
+    KT_BACKEND_CAP_ASYNC_LAUNCH = 1u << 3,
+    /** launch and launch_async take arguments past the op's of type KT_TYPE_BYTES (ptr, bytes)
+     *  and pass each to the kernel by value, as its next parameter (ABI 10;
+     *  kt_op_add_launch_param). Without it a group with launch parameters cannot be built. */
+    KT_BACKEND_CAP_LAUNCH_PARAMS = 1u << 4
 } kt_backend_cap;
 
 typedef enum kt_copy_dir {

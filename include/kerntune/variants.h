@@ -138,6 +138,30 @@ KT_API const char *kt_config_string(const kt_config *cfg, size_t param);
 KT_API kt_status kt_op_add_variants(kt_op *op, const char *name, kt_space *space, const char *source,
                                     const char *kernel_name, const char *const *options, size_t noptions);
 
+/** Computes one launch parameter of a variant group: writes the parameter's bytes at out (64-byte
+ *  aligned, zeroed before the call) from the arguments the variant is about to be launched with,
+ *  and returns 0; nonzero refuses the launch (the run fails, naming the parameter). */
+typedef int (*kt_launch_param_fn)(const kt_arg *args, size_t nargs, void *out, void *user);
+
+/**
+ * Adds a launch parameter of `bytes` bytes (1 to 1024; 2048 in all per group) to variant group
+ * name: a value the kernel receives by value after the op's arguments, in the order the
+ * parameters were added, computed by fn at each launch from that launch's arguments. During
+ * tuning those are kerntune's own copies of the caller's buffers; on a hit, the caller's. Every
+ * configuration of the group receives the same parameters (what depends on the configuration
+ * belongs in its defines). The use it was made for: a CUDA tensor map (CUtensorMap, 128 bytes,
+ * from cuTensorMapEncodeTiled) that a Hopper kernel declares as a `const __grid_constant__`
+ * parameter, describing a buffer whose address only the launch knows.
+ *
+ * The backend must pass such values (KT_BACKEND_CAP_LAUNCH_PARAMS: CUDA and OpenCL); on another
+ * the group's variants fail to build, saying so. fn runs in the caller's process, so the group's
+ * variants run there too, whatever the op's isolation (kt_op_set_isolation). An op with launch
+ * parameters has at most 64 arguments. Fails with KT_ERR_UNKNOWN_CANDIDATE for an unknown name,
+ * KT_ERR_INVALID_ARGUMENT when name is a native candidate or a size is out of range, and
+ * KT_ERR_STATE once the op is frozen.
+ */
+KT_API kt_status kt_op_add_launch_param(kt_op *op, const char *name, size_t bytes, kt_launch_param_fn fn, void *user);
+
 /** Places ReadOnly buffer argument arg in the device's constant memory too (T1's "MemType":
  *  "Constant", as Kernel Tuner reads it). CUDA: before every launch its bytes are copied into
  *  the module's `__constant__` variable named like the argument, which must be at least as

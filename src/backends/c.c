@@ -268,7 +268,7 @@ static const char *c_type(kt_type t) {
     case KT_TYPE_U64: return "unsigned long long";
     case KT_TYPE_F32: return "float";
     case KT_TYPE_F64: return "double";
-    case KT_TYPE_BUFFER: break;
+    case KT_TYPE_BUFFER: case KT_TYPE_BYTES: break; /* no launch parameters here (no KT_BACKEND_CAP_LAUNCH_PARAMS) */
     }
     return "void";
 }

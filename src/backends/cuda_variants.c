@@ -326,6 +326,8 @@ KT__HOT static kt_status prepare(cu_state *s, cu_module *m, const kt_launch_geom
     for (size_t i = 0; i < nargs; i++) { /* every argument is a parameter, constant ones too (as Kernel Tuner passes them) */
         if (args[i].type == KT_TYPE_BUFFER) {
             c->params[i] = (void *)&args[i].ptr;
+        } else if (args[i].type == KT_TYPE_BYTES) { /* a launch parameter: its bytes are the value */
+            c->params[i] = args[i].ptr;
         } else if (args[i].type == KT_TYPE_F32) {
             c->params[i] = (void *)&args[i].f32;
         } else if (args[i].type == KT_TYPE_F64) {

@@ -583,6 +583,7 @@ static cl_int enqueue(cl_state *s, cl_module *m, cl_command_queue q, const kt_la
             rc = s->api.SetKernelArg(kernel, (cl_uint)i, sizeof mem, &mem);
             break;
         }
+        case KT_TYPE_BYTES: rc = s->api.SetKernelArg(kernel, (cl_uint)i, a->bytes, a->ptr); break; /* a launch parameter */
         case KT_TYPE_F32: rc = s->api.SetKernelArg(kernel, (cl_uint)i, sizeof a->f32, &a->f32); break;
         case KT_TYPE_F64: rc = s->api.SetKernelArg(kernel, (cl_uint)i, sizeof a->f64, &a->f64); break;
         default: { /* integers: pass the declared width, little-endian low bytes of the 64-bit value */
@@ -709,7 +710,7 @@ static const kt_backend kt__backend_opencl = {
     .launch = cl_launch,
     .limits = cl_limits,
     .flush = cl_flush,
-    .caps = KT_BACKEND_CAP_WORKER | KT_BACKEND_CAP_ASYNC_LAUNCH,
+    .caps = KT_BACKEND_CAP_WORKER | KT_BACKEND_CAP_ASYNC_LAUNCH | KT_BACKEND_CAP_LAUNCH_PARAMS,
     .language = "OpenCL",
     .launch_async = cl_launch_async,
     .queue_wait = cl_queue_wait,

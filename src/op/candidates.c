@@ -116,6 +116,39 @@ kt_status kt_op_add_variants(kt_op *op, const char *name, kt_space *space, const
     return KT_OK;
 }
 
+kt_status kt_op_add_launch_param(kt_op *op, const char *name, size_t bytes, kt_launch_param_fn fn, void *user) {
+    const char *where = "kt_op_add_launch_param";
+    KT__CHECK_OP(op, where);
+    if (fn == NULL) return kt__err(KT_ERR_NULL, "%s(op '%s'): fn is NULL", where, op->name);
+    kt_status st = kt__op_building(op, where);
+    size_t idx = 0;
+    if (st == KT_OK) st = kt__op_find_cand(op, name, where, &idx);
+    if (st != KT_OK) return st;
+    kt__cand *c = &op->cands[idx];
+    if (c->space == NULL)
+        return kt__err(KT_ERR_INVALID_ARGUMENT, "%s(op '%s'): '%s' is a native candidate; launch parameters are for variant groups",
+                       where, op->name, name);
+    if (bytes < 1 || bytes > 1024)
+        return kt__err(KT_ERR_INVALID_ARGUMENT, "%s(op '%s'): candidate '%s': %zu bytes; a launch parameter has 1 to 1024", where,
+                       op->name, name, bytes);
+    if (c->nlparams >= KT__LPARAMS_MAX)
+        return kt__err(KT_ERR_LIMIT, "%s(op '%s'): candidate '%s' has %d launch parameters already, the most it may", where,
+                       op->name, name, KT__LPARAMS_MAX);
+    size_t offset = 0;
+    if (c->nlparams > 0) {
+        const kt__lparam *last = &c->lparams[c->nlparams - 1];
+        offset = (last->offset + last->bytes + 63) / 64 * 64;
+    }
+    if (offset + bytes > KT__LPARAM_BYTES_MAX)
+        return kt__err(KT_ERR_LIMIT, "%s(op '%s'): candidate '%s': launch parameters of more than %d bytes in all", where, op->name,
+                       name, KT__LPARAM_BYTES_MAX);
+    if (op->nargs > KT__LPARAM_ARGS_MAX)
+        return kt__err(KT_ERR_LIMIT, "%s(op '%s'): an op with launch parameters has at most %d arguments (this one has %zu)", where,
+                       op->name, KT__LPARAM_ARGS_MAX, op->nargs);
+    c->lparams[c->nlparams++] = (kt__lparam){.bytes = bytes, .offset = offset, .fn = fn, .user = user};
+    return KT_OK;
+}
+
 /* Looks up a candidate for a requirement and checks the argument index and building state. */
 static kt_status req_target(kt_op *op, const char *name, size_t arg, const char *where, kt__cand **out) {
     KT__CHECK_OP(op, where);

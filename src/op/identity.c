@@ -101,6 +101,8 @@ void kt__op_identity(kt_op *op) {
             x = kt__hash_str(c->source, kt__hash_str(c->kernel, x));
             for (size_t o = 0; o < c->noptions; o++) x = kt__hash_str(c->options[o], x);
             x = kt__space_hash(c->space, x);
+            /* the launch parameters' sizes (absent without: old records still match) */
+            for (size_t l = 0; l < c->nlparams; l++) x = kt__fnv1a(&c->lparams[l].bytes, sizeof c->lparams[l].bytes, kt__hash_str("launch param", x));
         }
         h[k] = kt__hash_str(compiler, x);
         if (k == 0) h[1] ^= h[0] * 0x9e3779b97f4a7c15ull;

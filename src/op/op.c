@@ -120,6 +120,10 @@ static kt_status add_arg(kt_op *op, const char *name, kt_type type, kt_type elem
     for (size_t i = 0; name && i < op->nargs; i++)
         if (strcmp(op->args[i].name, name) == 0)
             return kt__err(KT_ERR_DUPLICATE, "%s(op '%s'): argument '%s' is already declared", where, op->name, name);
+    for (size_t i = 0; op->nargs >= KT__LPARAM_ARGS_MAX && i < op->ncands; i++)
+        if (op->cands[i].nlparams > 0)
+            return kt__err(KT_ERR_LIMIT, "%s(op '%s'): an op with launch parameters has at most %d arguments", where, op->name,
+                           KT__LPARAM_ARGS_MAX);
     kt__argdecl *a = realloc(op->args, (op->nargs + 1) * sizeof *a);
     if (a == NULL) return kt__err(KT_ERR_NO_MEMORY, "%s: out of memory", where);
     op->args = a;

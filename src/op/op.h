@@ -32,6 +32,9 @@
 #define KT__KEY_WORDS_MAX (KT__KEY_USER_MAX + KT__KEY_AUTO_MAX + KT__MASK_WORDS_MAX)
 #define KT__CALL_SLOTS_MAX 128       /* slots of a space whose global size a call computes */
 #define KT__CAND_MAX 4096            /* candidates per op */
+#define KT__LPARAMS_MAX 8            /* launch parameters per variant group (kt_op_add_launch_param) */
+#define KT__LPARAM_BYTES_MAX 2048    /* their bytes together, each at a 64-byte offset */
+#define KT__LPARAM_ARGS_MAX 64       /* an op with launch parameters has at most this many arguments */
 
 /* ---- context.c ----------------------------------------------------------------------------- */
 
@@ -166,6 +169,13 @@ typedef struct kt__req {
     int64_t value;
 } kt__req;
 
+/* A launch parameter of a variant group: bytes at offset of the launch's parameter block. */
+typedef struct kt__lparam {
+    size_t bytes, offset;
+    kt_launch_param_fn fn;
+    void *user;
+} kt__lparam;
+
 typedef struct kt__cand {
     char *name;
     kt_native_fn fn;     /* natives: exactly one of fn, rfn and qfn is set; variant groups: none */
@@ -186,6 +196,8 @@ typedef struct kt__cand {
     void *accept_user;
     int mask_bit; /* bit in the key's validity mask; -1 when the candidate accepts everything */
     char *version;       /* kt_op_set_candidate_version; NULL when not set */
+    kt__lparam lparams[KT__LPARAMS_MAX]; /* variant groups: launch parameters, in order */
+    size_t nlparams;
     /* natives: the identity of the loaded object that holds the function (util/buildid.h), ""
      * when it is in none; set at freeze, part of the candidate set's and the unit's identity */
     char code_id[KT__CODE_ID_MAX];
@@ -226,6 +238,7 @@ typedef struct kt__launch {
     /* what a hit reads, together */
     const kt_backend *backend;
     bool async;                    /* the backend can enqueue it on a caller's queue (ABI 7) */
+    bool lparams;                  /* cand has launch parameters: each launch computes them */
     uint8_t call_dims;             /* cand->call_dims, copied for the hit */
     void *bstate;
     size_t device;

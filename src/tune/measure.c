@@ -93,10 +93,11 @@ static int trial_run(void *p, const kt_arg *args) {
     }
     if (u->fn == kt__launch_fn) { /* a device variant: timed by the device's events */
         char err[256];
-        const kt__launch *l = &u->launch;
-        kt_status st = l->backend->launch(l->bstate, l->device, l->module, &l->geometry, args, t->op->nargs, &t->device_ns,
-                                          err, sizeof err);
-        return st == KT_OK ? 0 : (int)st;
+        kt_status st = kt__launch_timed(&u->launch, args, t->op->nargs, &t->device_ns, err, sizeof err);
+        if (st == KT_OK) return 0;
+        kt__log(t->op->ctx, KT_LOG_WARN, "op '%s': candidate '%s' %s: %s", t->op->name, t->op->cands[u->cand].name,
+                u->text ? u->text : "", err);
+        return (int)st; /* the backend's status is the failure's code (KT_FAIL_LAUNCH) */
     }
     if (u->fn == kt__queued_fn) return kt__queued_timed(&u->launch, args, t->op->nargs, &t->device_ns); /* device events */
     if (u->rfn) return u->rfn(args, t->op->nargs, u->user, &t->result);
@@ -255,6 +256,7 @@ static void tuning_progress(void *p, size_t done, size_t total, size_t valid, si
  * worker setup may still refuse (a backend without KT_BACKEND_CAP_WORKER): they then run here. */
 static bool isolate(const kt_op *op, const kt__unit *u) {
     if (u->text == NULL || u->artifact == NULL || op->isolation == KT_ISOLATE_OFF) return false;
+    if (op->cands[u->cand].nlparams > 0) return false; /* its launch parameters are computed in this process */
     if (op->isolation == KT_ISOLATE_ON) return true;
     return (kt__backend_caps(u->launch.backend) & KT_BACKEND_CAP_FAULT_POISONS) != 0;
 }

@@ -93,6 +93,54 @@ static int enqueue_and_wait(const kt__launch *l, const kt_arg *args, size_t narg
     return rc != 0 ? rc : wait_default(l);
 }
 
+/* ---- launch parameters (kt_op_add_launch_param) ---------------------------------------------- */
+
+/* A launch's arguments: the call's, then the group's launch parameters computed from them. */
+typedef struct lp_frame {
+    kt_arg args[KT__LPARAM_ARGS_MAX + KT__LPARAMS_MAX];
+    _Alignas(64) unsigned char bytes[KT__LPARAM_BYTES_MAX];
+} lp_frame;
+
+/* Fills f for l's launch on args; on a refusal describes it and returns false. */
+static bool lp_fill(const kt__launch *l, const kt_arg *args, size_t nargs, lp_frame *f) {
+    const kt__cand *c = l->cand;
+    if (nargs > KT__LPARAM_ARGS_MAX) { /* kt_op_add_launch_param keeps the op below it */
+        kt__err(KT_ERR_LIMIT, "op '%s': candidate '%s': %zu arguments with launch parameters", l->op->name, c->name, nargs);
+        return false;
+    }
+    memcpy(f->args, args, nargs * sizeof *args);
+    for (size_t i = 0; i < c->nlparams; i++) {
+        const kt__lparam *p = &c->lparams[i];
+        unsigned char *out = f->bytes + p->offset;
+        memset(out, 0, p->bytes);
+        int rc = p->fn(args, nargs, out, p->user);
+        if (rc != 0) {
+            kt__err(KT_ERR_INVALID_ARGUMENT, "op '%s': candidate '%s': launch parameter %zu refused these arguments (it returned %d)",
+                    l->op->name, c->name, i, rc);
+            return false;
+        }
+        f->args[nargs + i] = (kt_arg){.type = KT_TYPE_BYTES, .ptr = out, .bytes = p->bytes};
+    }
+    return true;
+}
+
+/* The backend's launch of l, waited for, and timed into *ns when ns is not NULL (tuning's runs):
+ * with its launch parameters appended to args when it has them. */
+kt_status kt__launch_timed(const kt__launch *l, const kt_arg *args, size_t nargs, double *ns, char *err, size_t errlen) {
+    kt_launch_geometry g;
+    if (!geometry_of(l, args, &g)) {
+        snprintf(err, errlen, "%s", kt_last_error());
+        return KT_ERR_INVALID_ARGUMENT;
+    }
+    if (!l->lparams) return l->backend->launch(l->bstate, l->device, l->module, &g, args, nargs, ns, err, errlen);
+    lp_frame f;
+    if (!lp_fill(l, args, nargs, &f)) {
+        snprintf(err, errlen, "%s", kt_last_error());
+        return KT_ERR_INVALID_ARGUMENT;
+    }
+    return l->backend->launch(l->bstate, l->device, l->module, &g, f.args, nargs + l->cand->nlparams, ns, err, errlen);
+}
+
 /* Launches l on args and waits for it (kt__launch_async enqueues without waiting); a backend
  * that enqueues does it on the default queue, its own queue being left to tuning's timed runs.
  * On a failure describes it and returns KT__RC_REPORTED. */
@@ -100,9 +148,7 @@ int kt__launch_fn(const kt_arg *args, size_t nargs, void *user) {
     const kt__launch *l = user;
     if (l->async) return enqueue_and_wait(l, args, nargs);
     char err[256];
-    kt_launch_geometry g;
-    if (!geometry_of(l, args, &g)) return KT__RC_REPORTED;
-    kt_status st = l->backend->launch(l->bstate, l->device, l->module, &g, args, nargs, NULL, err, sizeof err);
+    kt_status st = kt__launch_timed(l, args, nargs, NULL, err, sizeof err);
     return st == KT_OK ? 0 : reported(l, st, err);
 }
 
@@ -112,11 +158,21 @@ static void *native_queue(const kt__launch *l, void *queue) {
     return queue != NULL ? queue : l->backend->queue_default(l->bstate, l->device);
 }
 
+/* kt__launch_async for a group with launch parameters: the hit of a kernel that takes them. */
+static int launch_async_lparams(const kt__launch *l, const kt_arg *args, size_t nargs, const kt_launch_geometry *g, void *queue) {
+    lp_frame f;
+    if (!lp_fill(l, args, nargs, &f)) return KT__RC_REPORTED;
+    char err[256];
+    kt_status st = l->backend->launch_async(l->bstate, l->device, l->module, g, f.args, nargs + l->cand->nlparams, queue, err, sizeof err);
+    return st == KT_OK ? 0 : reported(l, st, err);
+}
+
 KT__HOT int kt__launch_async(const kt__launch *l, const kt_arg *args, size_t nargs, void *queue) {
     if (l->qfn != NULL) return l->qfn(args, nargs, native_queue(l, queue), l->quser);
     char err[256];
     kt_launch_geometry g;
     if (!geometry_of(l, args, &g)) return KT__RC_REPORTED;
+    if (KT__UNLIKELY(l->lparams)) return launch_async_lparams(l, args, nargs, &g, queue);
     kt_status st = l->backend->launch_async(l->bstate, l->device, l->module, &g, args, nargs, queue, err, sizeof err);
     return KT__LIKELY(st == KT_OK) ? 0 : reported(l, st, err);
 }
@@ -253,6 +309,7 @@ static kt_status plan_unit(const char *where, const kt_op *op, const kt__cand *c
     u->launch.op = op; /* a launch names them in its messages */
     u->launch.cand = c;
     u->launch.call_dims = c->call_dims;
+    u->launch.lparams = c->nlparams > 0;
     if (st == KT_OK && c->call_dims != 0) { /* each call computes its global sizes from these */
         u->launch.slots = calloc(nslots ? nslots : 1, sizeof *u->launch.slots);
         if (u->launch.slots == NULL) st = kt__err(KT_ERR_NO_MEMORY, "%s(op '%s'): out of memory", where, op->name);
@@ -318,6 +375,14 @@ static kt_status build_units(kt_op *op, kt_decision *d, unit_plan *plans) {
     size_t local;
     const char *fp;
     kt__op_backend(op, &b, &bstate, &local, &fp);
+    for (size_t i = 0; !(kt__backend_caps(b) & KT_BACKEND_CAP_LAUNCH_PARAMS) && i < d->nunits; i++) {
+        kt__unit *u = &d->units[i];
+        const kt__cand *c = &op->cands[u->cand];
+        if (plans[i].defines_buf == NULL || u->r.outcome != KT_OUTCOME_NOT_RUN || c->nlparams == 0) continue;
+        u->r.outcome = KT_OUTCOME_BUILD_FAILED; /* not the code's failure: never recorded as one */
+        u->env_failed = true;
+        kt__unit_message(&u->r, "backend '%s' cannot pass launch parameters (kt_op_add_launch_param)", b->name, 0);
+    }
     size_t n = 0;
     for (size_t i = 0; i < d->nunits; i++) n += plans[i].defines_buf != NULL && d->units[i].r.outcome == KT_OUTCOME_NOT_RUN;
     if (n == 0) return KT_OK;

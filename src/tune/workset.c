@@ -89,7 +89,7 @@ void kt__encode(kt_type t, double v, void *out) {
     case KT_TYPE_F64: memcpy(out, &v, 8); break;
     case KT_TYPE_F16: { uint16_t x = f32_to_f16((float)v); memcpy(out, &x, 2); break; }
     case KT_TYPE_BF16: { uint16_t x = f32_to_bf16((float)v); memcpy(out, &x, 2); break; }
-    case KT_TYPE_BUFFER: break;
+    case KT_TYPE_BUFFER: case KT_TYPE_BYTES: break;
     }
 }
 
@@ -108,7 +108,7 @@ double kt__decode(kt_type t, const void *base, size_t i) {
     case KT_TYPE_F64: { double x; memcpy(&x, p, 8); return x; }
     case KT_TYPE_F16: { uint16_t x; memcpy(&x, p, 2); return f16_to_f32(x); }
     case KT_TYPE_BF16: { uint16_t x; memcpy(&x, p, 2); return bf16_to_f32(x); }
-    case KT_TYPE_BUFFER: break;
+    case KT_TYPE_BUFFER: case KT_TYPE_BYTES: break;
     }
     return 0;
 }
