@@ -34,7 +34,7 @@
 #include <string.h>
 #include <time.h>
 
-enum { MAX_SHAPES = 32 };
+enum { MAX_SHAPES = 32, NGROUPS = 7 };
 
 static const int64_t issue_shapes[][3] = {
     {4096, 4096, 4096}, {8192, 8192, 8192}, {2048, 2048, 2048}, {1024, 1024, 1024}, {512, 512, 512},
@@ -47,15 +47,15 @@ typedef struct row {
     double tune_s, cublas_tf, lt_tf, kt_tf, triton_tf, triton_tune_s, torch_tf;
     double kt_host_us, cublas_host_us;
     char winner[160], triton_cfg[96];
-    double group_us[5]; /* tuning's best time of cublas, cuBLASLt's ranks, mma, mma-splitk, mma-streamk */
+    double group_us[NGROUPS]; /* tuning's best time of each group of group_names */
 } row;
 
-static const char *const group_names[5] = {"cublas", "cublaslt", "mma", "mma-splitk", "mma-streamk"};
+static const char *const group_names[NGROUPS] = {"cublas", "cublaslt", "wgmma", "wgmma-splitk", "mma", "mma-splitk", "mma-streamk"};
 
-/* Which of the five groups candidate name belongs to (-1: none). */
+/* Which group of group_names candidate name belongs to (-1: none). */
 static int group_of(const char *name) {
     if (strncmp(name, "cublaslt-", 9) == 0) return 1;
-    for (int i = 0; i < 5; i++)
+    for (int i = 0; i < NGROUPS; i++)
         if (i != 1 && strcmp(name, group_names[i]) == 0) return i;
     return -1;
 }
@@ -135,7 +135,7 @@ static int bench_shape(ktops_cuda *cu, kt_context *ctx, size_t dev, ktops_gemm *
         fprintf(stderr, "gemm: %lld x %lld x %lld: %s\n", (long long)m, (long long)n, (long long)k, ktops_last_error());
         ok = 0;
     } else {
-        for (int i = 0; i < 5; i++) r->group_us[i] = INFINITY;
+        for (int i = 0; i < NGROUPS; i++) r->group_us[i] = INFINITY;
         for (size_t u = 0; u < kt_decision_unit_count(d); u++) {
             int gi = group_of(kt_op_candidate_name(ktops_gemm_op(g), kt_decision_unit_candidate(d, u)));
             if (gi >= 0 && kt_decision_unit_outcome(d, u) == KT_OUTCOME_MEASURED)
@@ -298,7 +298,7 @@ int main(int argc, char **argv) {
         fprintf(stderr, "gemm: needs a CUDA device with cuBLAS: %s\n", dev == (size_t)-1 ? "no CUDA device" : ktops_last_error());
         return 1;
     }
-    printf("device: %s (%d SMs); %zu candidates (cuBLAS, cuBLASLt top %d, 3 kernel groups); race capped at %d runs; %d rounds; "
+    printf("device: %s (%d SMs); %zu candidates (cuBLAS, cuBLASLt top %d, the kernel groups); race capped at %d runs; %d rounds; "
            "isolation %s; %s\n",
            kt_device_name(kt_context_device(ctx, dev)), ktops_cuda_sm_count(cu), kt_op_candidate_count(ktops_gemm_op(g)), top_k,
            max_runs, rounds, isolation ? isolation : "off (the op's default)", cold ? "each timed call after an L2 flush" : "bursts back to back (--warm)");
@@ -309,7 +309,9 @@ int main(int argc, char **argv) {
                (long long)rows[i].m, (long long)rows[i].n, (long long)rows[i].k, rows[i].tune_s, rows[i].cublas_tf, rows[i].lt_tf,
                rows[i].kt_tf, rows[i].winner);
         printf("        tuning's best of each group (us):");
-        for (int j = 0; j < 5; j++) printf(" %s %.1f%s", group_names[j], rows[i].group_us[j], j < 4 ? "," : "\n");
+        for (int j = 0; j < NGROUPS; j++)
+            if (isfinite(rows[i].group_us[j])) printf(" %s %.1f", group_names[j], rows[i].group_us[j]);
+        printf("\n");
         fflush(stdout);
     }
     printf("kerntune compiled %llu kernel configurations\n", (unsigned long long)kt_context_compile_count(ctx));

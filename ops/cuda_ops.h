@@ -3,8 +3,10 @@
  *
  *   GEMM (ops/gemm.c): C = A * B, bf16 in, fp32 accumulate, bf16 out, row-major; candidates
  *        of every kind in one choice: cuBLAS's default, cuBLASLt's heuristic top-k algorithms,
- *        and tensor-core tiled kernels (mma.sync) compiled with NVRTC over tile sizes, warps,
- *        stages and split-K / stream-K grids (ops/gemm.cu).
+ *        and tensor-core tiled kernels compiled with NVRTC over tile sizes, warps and stages: on
+ *        Hopper, warpgroup MMAs fed by the tensor-memory accelerator on a persistent grid, and
+ *        split-K over clusters (ops/gemm90.cu); elsewhere mma.sync with split-K and stream-K
+ *        grids (ops/gemm.cu).
  *
  * Nothing here links against CUDA: the driver (libcuda.so.1), cuBLASLt and cuBLAS are opened
  * at run time, like kerntune's own CUDA backend; a machine without cuBLASLt simply has fewer
@@ -67,6 +69,9 @@ void ktops_cuda_free(ktops_cuda *cu, void *ptr);
 /** Arguments of the GEMM op, in order. */
 enum { KTOPS_GEMM_A, KTOPS_GEMM_B, KTOPS_GEMM_C, KTOPS_GEMM_M, KTOPS_GEMM_N, KTOPS_GEMM_K, KTOPS_GEMM_NARGS };
 
+/** ktops_gemm_options.kernels. */
+enum { KTOPS_GEMM_KERNELS_AUTO = 0, KTOPS_GEMM_KERNELS_MMA = 1, KTOPS_GEMM_KERNELS_WGMMA = 2, KTOPS_GEMM_KERNELS_ALL = 3 };
+
 typedef struct ktops_gemm_options {
     /** How many of cuBLASLt's heuristic algorithms become candidates ("cublaslt-0" is its own
      *  first pick). 0 means 8. */
@@ -77,6 +82,10 @@ typedef struct ktops_gemm_options {
     const char *cublas_path;
     /** Leaves out the NVRTC tiled kernels (vendor candidates only), when nonzero. */
     int no_kernels;
+    /** Which tiled kernels: KTOPS_GEMM_KERNELS_AUTO (0: the wgmma groups on a Hopper GPU whose
+     *  driver has cuTensorMapEncodeTiled, the mma groups elsewhere), _MMA, _WGMMA (refused
+     *  where they cannot run) or _ALL. */
+    int kernels;
     /** Nonzero: tuning runs the NVRTC kernels in a worker process (KT_ISOLATE_AUTO, kerntune's
      *  default for CUDA variants), where a kernel that faults cannot break the caller's CUDA
      *  context. By default they run in the caller's process (KT_ISOLATE_OFF), as cuBLAS's own

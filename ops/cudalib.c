@@ -66,7 +66,9 @@ kt_status ktops_cuda_open(kt_context *ctx, size_t device, ktops_cuda **out) {
     KTOPS__LOAD(cu, EventElapsedTime, "cuEventElapsedTime");
     KTOPS__LOAD(cu, GetErrorString, "cuGetErrorString");
     KTOPS__LOAD(cu, MemsetD8Async, "cuMemsetD8Async");
-    int rc = 0, major = 0, minor = 0;
+    int rc = 0, major = 0, minor = 0, optional = 0;
+    KTOPS__LOAD_AS(cu, TensorMapEncodeTiled, "cuTensorMapEncodeTiled", optional); /* the wgmma kernels' only */
+    (void)optional;
     if (missing) {
         ktops_cuda_close(cu);
         return ktops__fail(KT_ERR_BACKEND, "ktops_cuda_open: libcuda.so.1 lacks a driver function the ops need");

@@ -33,6 +33,9 @@ struct ktops_cuda {
     int (*EventElapsedTime)(float *, void *, void *);
     int (*GetErrorString)(int, const char **);
     int (*MemsetD8Async)(unsigned long long, unsigned char, size_t, void *);
+    /* cuTensorMapEncodeTiled (CUDA 12 and later; NULL on an older driver) */
+    int (*TensorMapEncodeTiled)(void *, int, unsigned, void *, const unsigned long long *, const unsigned long long *,
+                                const unsigned *, const unsigned *, int, int, int, int);
     unsigned long long flush;  /* ktops_cuda_time_cold's buffer, allocated on first use */
     size_t flush_bytes;
 };
@@ -48,16 +51,20 @@ void *ktops__sym(void *lib, const char *name, int *missing);
 
 /** Loads symbol name of table->lib into the function pointer table->field (an int `missing`
  *  in scope is set when it is absent). */
-#define KTOPS__LOAD(table, field, name) \
-    memcpy(&(table)->field, &(void *){ktops__sym((table)->lib, name, &missing)}, sizeof(void *))
+#define KTOPS__LOAD(table, field, name) KTOPS__LOAD_AS(table, field, name, missing)
+/** The same, setting the int named by flag when the symbol is absent. */
+#define KTOPS__LOAD_AS(table, field, name, flag) \
+    memcpy(&(table)->field, &(void *){ktops__sym((table)->lib, name, &(flag))}, sizeof(void *))
 
-/** The GEMM kernels' spaces: one block per tile, split-K, or the persistent stream-K grid on sms
- *  multiprocessors. Inputs M, N, K are unbound. */
-enum { KTOPS__DATA_PARALLEL, KTOPS__SPLIT_K, KTOPS__STREAM_K };
+/** The GEMM kernels' spaces: mma.sync (ops/gemm.cu) with one block per tile, split-K, or the
+ * persistent stream-K grid on sms multiprocessors; wgmma (ops/gemm90.cu, Hopper) on a persistent
+ * grid, or split-K over clusters. Inputs M, N, K are unbound. */
+enum { KTOPS__DATA_PARALLEL, KTOPS__SPLIT_K, KTOPS__STREAM_K, KTOPS__WGMMA, KTOPS__WGMMA_SPLIT_K };
 kt_status ktops__gemm_space(int kind, int sms, kt_space **out);
 
 /** The text of an embedded kernel source (generated from ops/NAME.cu by the build). */
 extern const char ktops_gemm_cu[];
+extern const char ktops_gemm90_cu[];
 extern const char ktops_rowsum_cu[];
 
 #endif /* KTOPS_CUDALIB_H */

@@ -13,6 +13,16 @@
  *                   the k-steps of all tiles evenly among the blocks (stream-K).
  *   The split and stream-K kernels add partial sums in their module's workspace, which holds
  *   C of up to 2^22 elements: larger products are left to the others (a requirement).
+ *   On Hopper (sm_90), instead of the three mma groups (options.kernels says otherwise):
+ *   "wgmma"         warpgroup MMAs fed by the tensor-memory accelerator, a producer warpgroup
+ *                   and one or two consumers, over tile shapes and pipeline depths, on a
+ *                   persistent grid that stores C through the copy engine (ops/gemm90.cu);
+ *   "wgmma-splitk"  the same with each tile's k-range split among the 2 to 8 blocks of a
+ *                   cluster, which add their partial tiles over distributed shared memory: for
+ *                   products with fewer tiles than multiprocessors (skinny M).
+ *   Their tensor maps (A, B and C: the buffers' addresses and sizes, which only the launch
+ *   knows) are launch parameters made by cuTensorMapEncodeTiled at each launch
+ *   (kt_op_add_launch_param), remembered per thread for the buffers of the last launch.
  *
  * cuBLAS works in column-major order; a row-major C = A * B is the column-major C^T = B^T A^T,
  * so every vendor call swaps the operands and passes (N, M, K).
@@ -237,7 +247,10 @@ static int ws_fits(const kt_arg *args, size_t nargs, void *user) {
     return m * n <= (1 << 22) && ((m + 15) / 16) * ((n + 63) / 64) <= (1 << 16);
 }
 
+static kt_status gemm90_space(int kind, int sms, kt_space **out);
+
 kt_status ktops__gemm_space(int kind, int sms, kt_space **out) {
+    if (kind >= KTOPS__WGMMA) return gemm90_space(kind, sms, out);
     kt_space *sp = NULL;
     kt_status st = kt_space_create(&sp);
     const char *inputs[] = {"M", "N", "K", "SMS"};
@@ -270,18 +283,119 @@ kt_status ktops__gemm_space(int kind, int sms, kt_space **out) {
     return st;
 }
 
+/* The wgmma tile shapes (BM, BN, consumer warpgroups, pipeline stages): the persistent group's,
+ * and the split-K group's, each fitting the 227 KB of shared memory a block may have with its
+ * stages (STAGES * (BM + BN) * 128 bytes) and C's tile (BM * BN * 2) or its fp32 partial tile. */
+#define TILES90 "[[128, 256, 2, 3], [128, 128, 2, 5], [256, 128, 2, 3], [64, 256, 1, 4], [64, 128, 1, 8], [128, 64, 2, 8]]"
+#define SPLIT90 "[[64, 128, 1, 8], [64, 256, 1, 5], [128, 128, 2, 6]]"
+
+static kt_status gemm90_space(int kind, int sms, kt_space **out) {
+    kt_space *sp = NULL;
+    kt_status st = kt_space_create(&sp);
+    const char *inputs[] = {"M", "N", "K", "SMS"};
+    for (size_t i = 0; st == KT_OK && i < 4; i++) st = kt_space_add_input(sp, inputs[i]);
+    const int split = kind == KTOPS__WGMMA_SPLIT_K;
+    if (st == KT_OK) st = kt_space_add_param(sp, "TILE", split ? "range(3)" : "range(6)");
+    if (st == KT_OK) st = kt_space_add_param(sp, "KS", split ? "[2, 4, 8]" : "[1]");
+    /* eight blocks split a 128-row tile into 16-row slices: no better than four */
+    if (st == KT_OK && split) st = kt_space_add_constraint(sp, "TILE < 2 or KS < 8");
+    static const char *const names[4] = {"BM", "BN", "WGS", "STAGES"};
+    for (int i = 0; st == KT_OK && i < 4; i++) {
+        char expr[256];
+        snprintf(expr, sizeof expr, "%s[TILE][%d]", split ? SPLIT90 : TILES90, i);
+        st = kt_space_add_derived(sp, names[i], expr);
+    }
+    if (st == KT_OK) st = kt_space_bind_int(sp, "SMS", sms);
+    const char *grid[3] = {split ? "((M + BM - 1) // BM) * ((N + BN - 1) // BN) * KS"
+                                 : "min(SMS, ((M + BM - 1) // BM) * ((N + BN - 1) // BN))",
+                           NULL, NULL};
+    const char *block[3] = {"(WGS + 1) * 128", NULL, NULL};
+    if (st == KT_OK)
+        st = kt_space_set_geometry(sp, KT_GEOMETRY_GRID, grid, block,
+                                   split ? "max(STAGES * (BM + BN) * 128, BM * (BN + 4) * 4) + 1024"
+                                         : "STAGES * (BM + BN) * 128 + 1024 + BM * BN * 2");
+    if (st != KT_OK) kt_space_destroy(sp), sp = NULL;
+    *out = sp;
+    return st;
+}
+
+/* ---- the wgmma kernels' tensor maps: launch parameters ------------------------------------- */
+
+enum { TMAP_A, TMAP_B, TMAP_C, TMAP_BYTES = 128 };
+
+/* The last map this thread made of each kind: the same buffer and sizes make the same bytes. */
+typedef struct tmap_memo {
+    const void *ptr;
+    int64_t inner, outer;
+    _Alignas(64) unsigned char map[TMAP_BYTES];
+} tmap_memo;
+static _Thread_local tmap_memo memo[3];
+
+/* A bf16 row-major matrix of outer rows of inner elements, in boxes of 64 x 64 with the 128-byte
+ * swizzle (what ops/gemm90.cu's loads and stores expect), elements past its edges read as zero. */
+static int tensor_map(const ktops_gemm *g, int which, const void *ptr, int64_t inner, int64_t outer, void *out) {
+    tmap_memo *m = &memo[which];
+    if (m->ptr == ptr && m->inner == inner && m->outer == outer && ptr != NULL) {
+        memcpy(out, m->map, TMAP_BYTES);
+        return 0;
+    }
+    const unsigned long long dims[2] = {(unsigned long long)inner, (unsigned long long)outer},
+                             strides[1] = {(unsigned long long)inner * 2};
+    const unsigned box[2] = {64, 64}, elem_strides[2] = {1, 1};
+    int rc = g->cu->TensorMapEncodeTiled(out, 9 /* CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 */, 2, (void *)ptr, dims, strides, box,
+                                         elem_strides, 0 /* INTERLEAVE_NONE */, 3 /* SWIZZLE_128B */, 3 /* L2_PROMOTION_L2_256B */,
+                                         0 /* FLOAT_OOB_FILL_NONE: zeros */);
+    if (rc == 0) {
+        memcpy(m->map, out, TMAP_BYTES);
+        m->ptr = ptr, m->inner = inner, m->outer = outer;
+    }
+    return rc;
+}
+
+static int tmap_a(const kt_arg *args, size_t nargs, void *out, void *user) {
+    (void)nargs;
+    return tensor_map(user, TMAP_A, args[KTOPS_GEMM_A].ptr, args[KTOPS_GEMM_K].i, args[KTOPS_GEMM_M].i, out);
+}
+
+static int tmap_b(const kt_arg *args, size_t nargs, void *out, void *user) {
+    (void)nargs;
+    return tensor_map(user, TMAP_B, args[KTOPS_GEMM_B].ptr, args[KTOPS_GEMM_N].i, args[KTOPS_GEMM_K].i, out);
+}
+
+static int tmap_c(const kt_arg *args, size_t nargs, void *out, void *user) {
+    (void)nargs;
+    return tensor_map(user, TMAP_C, args[KTOPS_GEMM_C].ptr, args[KTOPS_GEMM_N].i, args[KTOPS_GEMM_M].i, out);
+}
+
+/* The split-K group only where the product has fewer 64 x 128 tiles than the GPU has
+ * multiprocessors: elsewhere the persistent grid fills them already. */
+static int few_tiles(const kt_arg *args, size_t nargs, void *user) {
+    const ktops_gemm *g = user;
+    int64_t m = args[KTOPS_GEMM_M].i, n = args[KTOPS_GEMM_N].i;
+    (void)nargs;
+    return ((m + 63) / 64) * ((n + 127) / 128) < ktops_cuda_sm_count(g->cu);
+}
+
 static kt_status add_kernels(ktops_gemm *g, int kind) {
-    static const char *const names[] = {"mma", "mma-splitk", "mma-streamk"};
+    static const char *const names[] = {"mma", "mma-splitk", "mma-streamk", "wgmma", "wgmma-splitk"};
+    static const char *const sm90a[] = {"-arch=sm_90a"}; /* wgmma and setmaxnreg: NVRTC takes the "a" target over sm_90 */
     const char *name = names[kind];
+    const int wgmma = kind >= KTOPS__WGMMA;
     kt_space *sp = NULL;
     kt_status st = ktops__gemm_space(kind, ktops_cuda_sm_count(g->cu), &sp);
-    if (st == KT_OK) st = kt_op_add_variants(g->op, name, sp, ktops_gemm_cu, "gemm", NULL, 0);
+    if (st == KT_OK)
+        st = wgmma ? kt_op_add_variants(g->op, name, sp, ktops_gemm90_cu, "gemm90", sm90a, 1)
+                   : kt_op_add_variants(g->op, name, sp, ktops_gemm_cu, "gemm", NULL, 0);
     kt_space_destroy(sp);
+    if (st == KT_OK && wgmma) st = kt_op_add_launch_param(g->op, name, TMAP_BYTES, tmap_a, g);
+    if (st == KT_OK && wgmma) st = kt_op_add_launch_param(g->op, name, TMAP_BYTES, tmap_b, g);
+    if (st == KT_OK && wgmma) st = kt_op_add_launch_param(g->op, name, TMAP_BYTES, tmap_c, g);
+    if (st == KT_OK && kind == KTOPS__WGMMA_SPLIT_K) st = kt_op_require_fn(g->op, name, few_tiles, g);
     /* 16-byte copies of rows of A and B: K and N multiples of 8, buffers 16-byte aligned */
     if (st == KT_OK) st = kt_op_require_multiple(g->op, name, KTOPS_GEMM_K, 8);
     if (st == KT_OK) st = kt_op_require_multiple(g->op, name, KTOPS_GEMM_N, 8);
     for (size_t arg = KTOPS_GEMM_A; st == KT_OK && arg <= KTOPS_GEMM_C; arg++) st = kt_op_require_align(g->op, name, arg, 16);
-    if (st == KT_OK && kind != KTOPS__DATA_PARALLEL) st = kt_op_require_fn(g->op, name, ws_fits, NULL);
+    if (st == KT_OK && (kind == KTOPS__SPLIT_K || kind == KTOPS__STREAM_K)) st = kt_op_require_fn(g->op, name, ws_fits, NULL);
     return st != KT_OK ? ktops__fail(st, "ktops_gemm_create: the %s kernels: %s", name, kt_last_error()) : KT_OK;
 }
 
@@ -293,6 +407,9 @@ kt_status ktops_gemm_create(ktops_cuda *cu, kt_context *ctx, size_t device, cons
         return ktops__fail(KT_ERR_NULL, "ktops_gemm_create: cu, ctx, name and out must not be NULL");
     *out = NULL;
     ktops_gemm_options opt = options ? *options : (ktops_gemm_options){0};
+    if (opt.kernels < KTOPS_GEMM_KERNELS_AUTO || opt.kernels > KTOPS_GEMM_KERNELS_ALL)
+        return ktops__fail(KT_ERR_INVALID_ARGUMENT, "ktops_gemm_create: kernels %d is not a KTOPS_GEMM_KERNELS_* value",
+                           opt.kernels);
     if (opt.cublaslt_top_k < 0 || opt.cublaslt_top_k > MAX_TOP_K)
         return ktops__fail(KT_ERR_INVALID_ARGUMENT, "ktops_gemm_create: cublaslt_top_k %d is outside 0..%d",
                            opt.cublaslt_top_k, MAX_TOP_K);
@@ -346,8 +463,16 @@ kt_status ktops_gemm_create(ktops_cuda *cu, kt_context *ctx, size_t device, cons
         }
         if (!ok) st = ktops__fail(KT_ERR_STATE, "ktops_gemm_create: building op %s: %s", name, kt_last_error());
     }
-    for (int kind = KTOPS__DATA_PARALLEL; st == KT_OK && !opt.no_kernels && kind <= KTOPS__STREAM_K; kind++)
-        st = add_kernels(g, kind);
+    /* the tiled kernels: wgmma where it runs (Hopper, and a driver that makes tensor maps), mma elsewhere */
+    const int hopper = ktops_cuda_compute_capability(cu) == 90 && cu->TensorMapEncodeTiled != NULL;
+    const int kernels = opt.kernels == KTOPS_GEMM_KERNELS_AUTO ? (hopper ? KTOPS_GEMM_KERNELS_WGMMA : KTOPS_GEMM_KERNELS_MMA)
+                                                                 : opt.kernels;
+    if (st == KT_OK && (kernels & KTOPS_GEMM_KERNELS_WGMMA) && !hopper && !opt.no_kernels)
+        st = ktops__fail(KT_ERR_INVALID_ARGUMENT,
+                         "ktops_gemm_create: the wgmma kernels need a Hopper GPU (compute capability 9.0; this one has %d) "
+                         "and a driver with cuTensorMapEncodeTiled", ktops_cuda_compute_capability(cu));
+    for (int kind = KTOPS__DATA_PARALLEL; st == KT_OK && !opt.no_kernels && kind <= KTOPS__WGMMA_SPLIT_K; kind++)
+        if (kernels & (kind >= KTOPS__WGMMA ? KTOPS_GEMM_KERNELS_WGMMA : KTOPS_GEMM_KERNELS_MMA)) st = add_kernels(g, kind);
     if (st == KT_OK && kt_op_candidate_count(g->op) == 0)
         st = ktops__fail(KT_ERR_NO_CANDIDATES, "ktops_gemm_create: no candidates: no cuBLAS, no cuBLASLt and no kernels");
     if (st == KT_OK) { /* the reference: cuBLAS's default, else cuBLASLt's own pick, else the first kernel */

@@ -3,8 +3,10 @@
  * scripts/gpu-check (CI compiles it; no CUDA headers, no test framework).
  *
  * Checks: on small shapes with tails in M, N and K, every candidate (cuBLAS's default,
- * cuBLASLt's top 8, every tiled-kernel configuration, split-K and stream-K included) is
- * validated against cuBLAS while tuning, and the winner's C equals a host-computed product;
+ * cuBLASLt's top 8, every tiled-kernel configuration of both kernel families: on Hopper the
+ * wgmma kernels with their tensor maps, persistent and split over clusters, and the mma.sync
+ * kernels with split-K and stream-K) is validated against cuBLAS while tuning, and the winner's
+ * C equals a host-computed product;
  * the candidate list of a machine without cuBLASLt (both vendor libraries hidden), which still
  * tunes and computes the right C; a second context on the same cache file serves the decision
  * without tuning. Prints one line per failed check and closes with "N passed, N failed".
@@ -111,13 +113,14 @@ static int64_t wrong_elements(problem *p, kt_context *ctx, size_t dev, int64_t *
     return bad;
 }
 
-enum { DP_CONFIGS = 11, SPLIT_CONFIGS = 22 + 6, KERNEL_CONFIGS = DP_CONFIGS + SPLIT_CONFIGS }; /* ops/gemm.c's spaces */
+enum { DP_CONFIGS = 11, SPLIT_CONFIGS = 22 + 6, KERNEL_CONFIGS = DP_CONFIGS + SPLIT_CONFIGS }; /* ops/gemm.c's mma spaces */
+enum { WG_CONFIGS = 6, WG_SPLIT_CONFIGS = 8, WG_KERNEL_CONFIGS = WG_CONFIGS + WG_SPLIT_CONFIGS }; /* and its wgmma spaces */
 
 /* Tunes C = A * B of one shape and checks C, and that every unit was validated and measured but
- * the split-K and stream-K configurations when want_rejected (a C too large for their
- * workspace), which must be rejected. */
+ * those of the groups named in rejected (a space-separated list), which the shape's size must
+ * have rejected. */
 static void check_shape(ktops_cuda *cu, kt_context *ctx, size_t dev, ktops_gemm *g, int64_t m, int64_t n, int64_t k,
-                        size_t want_units, int want_rejected) {
+                        size_t want_units, const char *rejected) {
     problem p;
     CHECK(problem_init(&p, ctx, dev, m, n, k, (unsigned)(m * 31 + n * 7 + k)), "allocating %lld x %lld x %lld", (long long)m,
           (long long)n, (long long)k);
@@ -135,9 +138,11 @@ static void check_shape(ktops_cuda *cu, kt_context *ctx, size_t dev, ktops_gemm 
         for (size_t u = 0; u < units; u++) {
             kt_outcome o = kt_decision_unit_outcome(d, u);
             const char *cand = kt_op_candidate_name(op, kt_decision_unit_candidate(d, u));
-            int split = strcmp(cand, "mma-splitk") == 0 || strcmp(cand, "mma-streamk") == 0;
+            char padded[64];
+            snprintf(padded, sizeof padded, " %s ", cand);
+            int split = strstr(rejected, padded) != NULL;
             measured += o == KT_OUTCOME_MEASURED;
-            CHECK(o == (want_rejected && split ? KT_OUTCOME_REJECTED : KT_OUTCOME_MEASURED), "%lld x %lld x %lld: %s %s: %s (%s)", (long long)m, (long long)n, (long long)k,
+            CHECK(o == (split ? KT_OUTCOME_REJECTED : KT_OUTCOME_MEASURED), "%lld x %lld x %lld: %s %s: %s (%s)", (long long)m, (long long)n, (long long)k,
                   kt_op_candidate_name(op, kt_decision_unit_candidate(d, u)), kt_decision_unit_config(d, u) ? kt_decision_unit_config(d, u) : "",
                   kt_outcome_name(o), kt_decision_unit_message(d, u) ? kt_decision_unit_message(d, u) : "");
         }
@@ -153,22 +158,66 @@ static void check_shape(ktops_cuda *cu, kt_context *ctx, size_t dev, ktops_gemm 
 /* Tiles in M, N and K; a skinny product for split-K and stream-K; a shape with one tile. */
 static const int64_t shapes[][3] = {{64, 128, 256}, {100, 200, 96}, {16, 1024, 2048}, {300, 136, 1032}, {1, 8, 8}};
 
-static void check_all_candidates(ktops_cuda *cu, kt_context *ctx, size_t dev) {
+/* Whether the op's default kernels are the wgmma ones (a Hopper GPU). */
+static int hopper(ktops_cuda *cu) { return ktops_cuda_compute_capability(cu) == 90; }
+
+/* The mma.sync family (the default elsewhere than on Hopper): its three groups, every
+ * configuration validated, and its split groups rejected for a C too large for their workspace. */
+static void check_mma_kernels(ktops_cuda *cu, kt_context *ctx, size_t dev) {
     ktops_gemm *g = NULL;
-    OK(ktops_gemm_create(cu, ctx, dev, "gemm-all", NULL, &g));
+    ktops_gemm_options opt = {.kernels = KTOPS_GEMM_KERNELS_MMA};
+    OK(ktops_gemm_create(cu, ctx, dev, "gemm-mma", &opt, &g));
     kt_op *op = ktops_gemm_op(g);
     size_t n = kt_op_candidate_count(op);
-    CHECK(n == 1 + 8 + 3, "cublas, cublaslt-0..7, mma, mma-splitk, mma-streamk: %zu candidates", n);
     CHECK(n == 12 && strcmp(kt_op_candidate_name(op, 0), "cublas") == 0 && strcmp(kt_op_candidate_name(op, 1), "cublaslt-0") == 0 &&
               strcmp(kt_op_candidate_name(op, 8), "cublaslt-7") == 0 && strcmp(kt_op_candidate_name(op, 9), "mma") == 0 &&
               strcmp(kt_op_candidate_name(op, 11), "mma-streamk") == 0,
-          "candidate order: %s, %s, ...", kt_op_candidate_name(op, 0), kt_op_candidate_name(op, 1));
+          "cublas, cublaslt-0..7, mma, mma-splitk, mma-streamk: %zu candidates (%s, %s, ...)", n, kt_op_candidate_name(op, 0),
+          kt_op_candidate_name(op, 1));
     for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++)
-        check_shape(cu, ctx, dev, g, shapes[i][0], shapes[i][1], shapes[i][2], 9 + KERNEL_CONFIGS, 0);
+        check_shape(cu, ctx, dev, g, shapes[i][0], shapes[i][1], shapes[i][2], 9 + KERNEL_CONFIGS, "");
     /* C of 2^23 elements: too large for the split kernels' workspace, whose two groups are
      * rejected whole (one unit each) */
-    check_shape(cu, ctx, dev, g, 2048, 4096, 64, 9 + DP_CONFIGS + 2, 1);
-    /* the vendor calls, directly */
+    check_shape(cu, ctx, dev, g, 2048, 4096, 64, 9 + DP_CONFIGS + 2, " mma-splitk mma-streamk ");
+    ktops_gemm_destroy(g);
+
+    /* tuned in a worker process (options.isolate): every unit validated the same way */
+    ktops_gemm_options iso = {.kernels = KTOPS_GEMM_KERNELS_MMA, .isolate = 1};
+    OK(ktops_gemm_create(cu, ctx, dev, "gemm-mma-isolated", &iso, &g));
+    check_shape(cu, ctx, dev, g, 300, 136, 1032, 9 + KERNEL_CONFIGS, "");
+    ktops_gemm_destroy(g);
+}
+
+/* The wgmma family, Hopper's default: its two groups with their tensor maps (launch
+ * parameters), every configuration validated; the split-K group only for products of fewer
+ * tiles than multiprocessors. */
+static void check_wgmma_kernels(ktops_cuda *cu, kt_context *ctx, size_t dev) {
+    ktops_gemm *g = NULL;
+    OK(ktops_gemm_create(cu, ctx, dev, "gemm-wgmma", NULL, &g));
+    kt_op *op = ktops_gemm_op(g);
+    size_t n = kt_op_candidate_count(op);
+    CHECK(n == 11 && strcmp(kt_op_candidate_name(op, 9), "wgmma") == 0 && strcmp(kt_op_candidate_name(op, 10), "wgmma-splitk") == 0,
+          "cublas, cublaslt-0..7, wgmma, wgmma-splitk: %zu candidates (%s, ...)", n, n > 9 ? kt_op_candidate_name(op, 9) : "");
+    for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++)
+        check_shape(cu, ctx, dev, g, shapes[i][0], shapes[i][1], shapes[i][2], 9 + WG_KERNEL_CONFIGS, "");
+    /* many tiles: no split-K (rejected whole, one unit); tails in every dimension of every tile shape */
+    check_shape(cu, ctx, dev, g, 2048, 4096, 64, 9 + WG_CONFIGS + 1, " wgmma-splitk ");
+    check_shape(cu, ctx, dev, g, 1000, 2056, 200, 9 + WG_CONFIGS + 1, " wgmma-splitk ");
+    /* options.isolate asks for worker processes: the wgmma groups still run here (their tensor
+     * maps are made in this process) and validate the same way */
+    ktops_gemm_destroy(g);
+    ktops_gemm_options iso = {.isolate = 1};
+    OK(ktops_gemm_create(cu, ctx, dev, "gemm-wgmma-isolated", &iso, &g));
+    check_shape(cu, ctx, dev, g, 300, 136, 1032, 9 + WG_KERNEL_CONFIGS, "");
+    ktops_gemm_destroy(g);
+}
+
+/* The default op of this GPU, and the vendor calls directly. */
+static void check_all_candidates(ktops_cuda *cu, kt_context *ctx, size_t dev) {
+    if (hopper(cu)) check_wgmma_kernels(cu, ctx, dev);
+    check_mma_kernels(cu, ctx, dev);
+    ktops_gemm *g = NULL;
+    OK(ktops_gemm_create(cu, ctx, dev, "gemm-vendor", NULL, &g));
     problem p;
     CHECK(problem_init(&p, ctx, dev, 96, 64, 128, 7), "allocating");
     int64_t first = -1;
@@ -186,12 +235,10 @@ static void check_all_candidates(ktops_cuda *cu, kt_context *ctx, size_t dev) {
           "M = 0 refused: %s", ktops_last_error());
     problem_free(&p, ctx, dev);
     ktops_gemm_destroy(g);
-
-    /* the kernels tuned in a worker process (options.isolate): every unit validated the same way */
-    ktops_gemm_options iso = {.isolate = 1};
-    OK(ktops_gemm_create(cu, ctx, dev, "gemm-isolated", &iso, &g));
-    check_shape(cu, ctx, dev, g, 300, 136, 1032, 9 + KERNEL_CONFIGS, 0);
-    ktops_gemm_destroy(g);
+    ktops_gemm_options bad = {.kernels = 7};
+    CHECK(ktops_gemm_create(cu, ctx, dev, "gemm-bad", &bad, &g) == KT_ERR_INVALID_ARGUMENT &&
+              strstr(ktops_last_error(), "kernels 7") != NULL,
+          "kernels 7 refused: %s", ktops_last_error());
 }
 
 static void check_without_cublaslt(ktops_cuda *cu, kt_context *ctx, size_t dev) {
@@ -199,10 +246,16 @@ static void check_without_cublaslt(ktops_cuda *cu, kt_context *ctx, size_t dev) 
     ktops_gemm_options opt = {.cublaslt_path = "", .cublas_path = ""};
     OK(ktops_gemm_create(cu, ctx, dev, "gemm-no-vendor", &opt, &g));
     kt_op *op = ktops_gemm_op(g);
-    CHECK(kt_op_candidate_count(op) == 3 && strcmp(kt_op_candidate_name(op, 0), "mma") == 0 &&
-              strcmp(kt_op_candidate_name(op, 1), "mma-splitk") == 0 && strcmp(kt_op_candidate_name(op, 2), "mma-streamk") == 0,
-          "without cuBLASLt only the kernels: %zu candidates", kt_op_candidate_count(op));
-    check_shape(cu, ctx, dev, g, 100, 200, 96, KERNEL_CONFIGS, 0);
+    if (hopper(cu))
+        CHECK(kt_op_candidate_count(op) == 2 && strcmp(kt_op_candidate_name(op, 0), "wgmma") == 0 &&
+                  strcmp(kt_op_candidate_name(op, 1), "wgmma-splitk") == 0,
+              "without cuBLASLt only the kernels: %zu candidates", kt_op_candidate_count(op));
+    else
+        CHECK(kt_op_candidate_count(op) == 3 && strcmp(kt_op_candidate_name(op, 0), "mma") == 0 &&
+                  strcmp(kt_op_candidate_name(op, 1), "mma-splitk") == 0 && strcmp(kt_op_candidate_name(op, 2), "mma-streamk") == 0,
+              "without cuBLASLt only the kernels: %zu candidates", kt_op_candidate_count(op));
+    /* the reference is then the first kernel configuration: every other one validated against it */
+    check_shape(cu, ctx, dev, g, 100, 200, 96, hopper(cu) ? WG_KERNEL_CONFIGS : KERNEL_CONFIGS, "");
     problem p;
     CHECK(problem_init(&p, ctx, dev, 8, 8, 8, 3), "allocating");
     CHECK(ktops_gemm_cublas(g, NULL, p.da, p.db, p.dc, 8, 8, 8) == KT_ERR_BACKEND, "no cuBLAS to call directly");
