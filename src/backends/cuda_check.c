@@ -161,6 +161,18 @@ static kt_status check_run(cu_state *s, size_t device, CUfunction fn, void **par
     return rc == 0 ? KT_OK : kt__cu_fail(s, rc, what, err, errlen);
 }
 
+kt_status kt__cu_read_through(cu_state *s, size_t device, CUdeviceptr buffer, size_t bytes, char *err, size_t errlen) {
+    cu_dev *d = &s->devs[device];
+    pthread_mutex_lock(&d->check_lock);
+    kt_status st = check_load(s, device, err, errlen);
+    uint64_t sum = 0, n = bytes;
+    CUdeviceptr o = d->check_out;
+    void *params[] = {&buffer, &n, &o};
+    if (st == KT_OK && bytes > 0) st = check_run(s, device, d->check_digest, params, (n + 7) / 8, &sum, sizeof sum, err, errlen);
+    pthread_mutex_unlock(&d->check_lock);
+    return st;
+}
+
 kt_status kt__cu_digest(void *state, size_t device, const void *buffer, size_t bytes, uint64_t *out, char *err,
                         size_t errlen) {
     cu_state *s = state;

@@ -99,7 +99,8 @@ typedef struct cu_dev {
     CUdeviceptr flush;          /* a buffer as large as the L2 cache, made at the first flush */
     size_t flush_bytes;
     CUstream own;               /* the backend's own stream (non-blocking), made at its first use:
-                                 * tuning's copies, fills, flushes and timed launches run there */
+                                 * tuning's copies, fills, checks and flushes run there */
+    CUstream timed;             /* and the one its timed runs have to themselves */
     pthread_mutex_t check_lock; /* guards the device checks (cuda_check.c): */
     void *check_mod;            /* their module (a cu_module), built at the first check */
     CUfunction check_digest, check_equal, check_close[4];
@@ -149,6 +150,9 @@ kt_status kt__cu_use(cu_state *s, size_t device, char *err, size_t errlen);
  * for it in *stream (creating it at the first call). */
 kt_status kt__cu_own(cu_state *s, size_t device, CUstream *stream, char *err, size_t errlen);
 
+/* The same for the stream of tuning's timed runs (kt__cu_launch, kt__cu_time_queued). */
+kt_status kt__cu_timed(cu_state *s, size_t device, CUstream *stream, char *err, size_t errlen);
+
 /* The variant methods of the backend table (cuda_variants.c). */
 kt_status kt__cu_compiler_id(void *state, size_t device, char *out, size_t len, char *err, size_t errlen);
 kt_status kt__cu_build(void *state, size_t device, const kt_build_request *req, char *log, size_t loglen);
@@ -169,5 +173,9 @@ kt_status kt__cu_digest(void *state, size_t device, const void *buffer, size_t b
 kt_status kt__cu_all_close(void *state, size_t device, kt_type elem, const void *actual, const void *expected, size_t count,
                            double atol, double rtol, int *close, char *err, size_t errlen);
 void kt__cu_check_free(cu_state *s, size_t device);
+
+/* Reads bytes of device memory at buffer with the digest kernel, on the own stream, and waits
+ * for it: cu_flush's way of evicting the L2 cache while leaving it clean. */
+kt_status kt__cu_read_through(cu_state *s, size_t device, CUdeviceptr buffer, size_t bytes, char *err, size_t errlen);
 
 #endif

@@ -434,13 +434,13 @@ static kt_status timing_end(cu_state *s, timing *t, CUstream own, CUresult rc, c
     return rc == 0 ? KT_OK : kt__cu_fail(s, rc, what, err, errlen);
 }
 
-/* A launch for tuning: on the backend's own stream, waited for, timed by its events. */
+/* A launch for tuning: on the stream of timed runs, waited for, timed by its events. */
 kt_status kt__cu_launch(void *state, size_t device, void *module, const kt_launch_geometry *g, const kt_arg *args,
                         size_t nargs, double *ns, char *err, size_t errlen) {
     cu_state *s = state;
     cu_module *m = module;
     CUstream own;
-    kt_status st = kt__cu_own(s, device, &own, err, errlen);
+    kt_status st = kt__cu_timed(s, device, &own, err, errlen);
     cu_call c;
     if (st == KT_OK) st = prepare(s, m, g, args, nargs, &c, err, errlen);
     if (st != KT_OK || c.empty) return st;
@@ -509,12 +509,12 @@ kt_status kt__cu_queue_wait(void *state, size_t device, void *queue, char *err, 
     return rc == 0 ? KT_OK : kt__cu_fail(s, rc, what, err, errlen);
 }
 
-/* A native device candidate's work on the own stream, between two timing events. */
+/* A native device candidate's work on the stream of timed runs, between two timing events. */
 kt_status kt__cu_time_queued(void *state, size_t device, int (*work)(void *ctx, void *queue), void *ctx, double *ns,
                              int *rc, char *err, size_t errlen) {
     cu_state *s = state;
     CUstream own;
-    kt_status st = kt__cu_own(s, device, &own, err, errlen);
+    kt_status st = kt__cu_timed(s, device, &own, err, errlen);
     timing t;
     if (st != KT_OK || (st = timing_start(s, &t, own, ns != NULL, err, errlen)) != KT_OK) return st;
     const char *what = "cuEventRecord on kerntune's own stream";
