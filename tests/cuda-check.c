@@ -250,6 +250,11 @@ static void check_inplace(void) {
     OK(kt_op_call(op, args, 2));
     OK(kt_device_read(ctx, dev, v, dv, M * sizeof *v));
     CHECK(memcmp(v, expect, M * sizeof *v) == 0, "in-place buffer is not one launch's result");
+    /* the cache flush (tuning's, and kt_device_flush) reads its own buffer and touches nobody's */
+    OK(kt_device_flush(ctx, dev));
+    OK(kt_device_flush(ctx, dev));
+    OK(kt_device_read(ctx, dev, v, dv, M * sizeof *v));
+    CHECK(memcmp(v, expect, M * sizeof *v) == 0, "a buffer changed across kt_device_flush");
     kt_device_free(ctx, dev, dv);
     free(v), free(expect);
     kt_context_destroy(ctx);

@@ -912,6 +912,21 @@ static void test_cpu_fingerprint_has_no_free_memory(void **state) {
     kt_context_destroy(ctx);
 }
 
+/* kt_device_flush: the OpenCL device's flush runs and is waited for; the host's backend cannot
+ * flush (kerntune flushes the CPU's caches itself), nor can a device that does not exist. */
+static void test_device_flush(void **state) {
+    (void)state;
+    kt_context *ctx = test_context(3);
+    size_t dev = opencl_device(ctx);
+    ok(kt_device_flush(ctx, dev));
+    ok(kt_device_flush(ctx, dev)); /* its buffer allocated once, reused */
+    expect_status(KT_ERR_BACKEND, kt_device_flush(ctx, 0));
+    assert_non_null(strstr(kt_last_error(), "backend 'c' cannot flush"));
+    expect_status(KT_ERR_INVALID_ARGUMENT, kt_device_flush(ctx, 99));
+    expect_status(KT_ERR_NULL, kt_device_flush(NULL, dev));
+    kt_context_destroy(ctx);
+}
+
 int main(void) {
     snprintf(artifacts, sizeof artifacts, "/tmp/kt-opencl-XXXXXX");
     if (mkdtemp(artifacts) == NULL) return 1;
@@ -927,6 +942,7 @@ int main(void) {
         cmocka_unit_test(test_launch_size_per_call),
         cmocka_unit_test(test_code_argument_keyed_exactly),
         cmocka_unit_test(test_work_items_with_local_size_keyed),
+        cmocka_unit_test(test_device_flush),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
     char rm[300];

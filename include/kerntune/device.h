@@ -39,6 +39,14 @@ KT_API void kt_device_free(kt_context *ctx, size_t device, void *buffer);
 KT_API kt_status kt_device_write(kt_context *ctx, size_t device, void *dst, const void *src, size_t bytes);
 KT_API kt_status kt_device_read(kt_context *ctx, size_t device, void *dst, const void *src, size_t bytes);
 
+/** Evicts what earlier work left in the device's caches, as tuning does before each measured
+ *  run (KT_FLUSH_AUTO), and waits for it: so a benchmark can time a call in the state kerntune
+ *  tuned it in. The CUDA backend reads a buffer twice as large as the L2 cache, which leaves it
+ *  holding clean lines (the next kernel's misses write nothing back); OpenCL writes one as large
+ *  as the device's cache. KT_ERR_BACKEND for a device whose backend cannot flush (the host:
+ *  kerntune flushes the CPU's caches itself while tuning). */
+KT_API kt_status kt_device_flush(kt_context *ctx, size_t device);
+
 /** Returns how many built-in backends could not start, and the reason for number index as
  *  "name: why" (e.g. "cuda: libcuda.so.1 is not installed"), or NULL when out of range. */
 KT_API size_t kt_context_unavailable_count(kt_context *ctx);

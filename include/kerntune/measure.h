@@ -67,8 +67,10 @@ KT_API kt_status kt_context_set_measure(kt_context *ctx, unsigned warmup_runs, u
 
 /** Cache flushing between measured runs, outside the timed region.
  *  - KT_FLUSH_AUTO (default): variants of backends that can flush (the C backend writes a
- *    buffer as large as the CPU's last-level cache, OpenCL and CUDA one as large as the
- *    device's); native candidates are not flushed;
+ *    buffer as large as the CPU's last-level cache, OpenCL one as large as the device's; CUDA
+ *    reads one twice as large as the L2 cache, leaving it clean, so that the measured run writes
+ *    back nothing of the flush's: kt_device_flush, kerntune/device.h) and native device
+ *    candidates (kt_op_add_native_queued); other native candidates are not flushed;
  *  - KT_FLUSH_OFF: never;
  *  - KT_FLUSH_ON: as AUTO, and native candidates too (the host's last-level cache). */
 #define KT_FLUSH_LIST(X)         \

@@ -490,6 +490,18 @@ kt_status kt_device_read(kt_context *ctx, size_t device, void *dst, const void *
     return device_copy(ctx, device, dst, src, bytes, KT_COPY_DEVICE_TO_HOST, "kt_device_read");
 }
 
+kt_status kt_device_flush(kt_context *ctx, size_t device) {
+    const kt__backend_slot *bs = NULL;
+    size_t local = 0;
+    kt_status st = device_slot(ctx, device, "kt_device_flush", &bs, &local);
+    if (st != KT_OK) return st;
+    if (bs->backend->abi_version < 4 || bs->backend->flush == NULL)
+        return kt__err(KT_ERR_BACKEND, "kt_device_flush: backend '%s' cannot flush its device's caches", bs->backend->name);
+    char err[256] = "";
+    st = bs->backend->flush(bs->state, local, err, sizeof err);
+    return st == KT_OK ? KT_OK : kt__err(st, "kt_device_flush(device %zu): %s", device, err);
+}
+
 size_t kt_context_device_count(kt_context *ctx) {
     if (ctx == NULL) return 0;
     kt__context_discover(ctx);
