@@ -15,6 +15,8 @@
  * fresh Triton cache, and prints the table and RESULT lines.
  *
  * Usage: gemm [--quick] [--rounds R] [--top-k K] [--max-runs N (the race's cap, default 15)] [--isolation auto|on|off] [--warm]
+ *             [--units N (print each shape's N fastest units as tuning measured them)]
+ *             [--sequence N (time cuBLAS alone N times first, printing each)] [--vendor-only (no kernels)]
  *             [--no-triton] [--python PATH] [--script PATH]
  *             [--shape M,N,K ...]
  */
@@ -79,6 +81,38 @@ static double median(double *v, int n) {
 /* 1: every timed call follows an L2 flush (ktops_cuda_time_cold); 0 (--warm): bursts back to back */
 static int cold = 1;
 
+/* --units N: after tuning a shape, print its N fastest units as tuning measured them */
+static int show_units = 0;
+
+/* --sequence N: before tuning a shape, time cuBLAS's default alone N times, each call after a
+ * flush, and print the times in order (how steady one timed call is) */
+static int sequence = 0;
+
+static void print_units(const kt_decision *d, kt_op *op, int n) {
+    size_t count = kt_decision_unit_count(d);
+    char *done = calloc(count ? count : 1, 1);
+    for (int k = 0; done && k < n; k++) {
+        long best = -1;
+        for (size_t u = 0; u < count; u++)
+            if (!done[u] && kt_decision_unit_outcome(d, u) == KT_OUTCOME_MEASURED &&
+                (best < 0 || kt_decision_unit_time_ns(d, u) < kt_decision_unit_time_ns(d, (size_t)best)))
+                best = (long)u;
+        if (best < 0) break;
+        done[best] = 1;
+        const double *t = NULL;
+        size_t nt = 0;
+        kt_decision_unit_runtimes(d, (size_t)best, &t, &nt);
+        printf("          %8.1f us [%6.1f, %6.1f] %2u runs%s %s %s:", kt_decision_unit_time_ns(d, (size_t)best) / 1e3,
+               kt_decision_unit_ci_low_ns(d, (size_t)best) / 1e3, kt_decision_unit_ci_high_ns(d, (size_t)best) / 1e3,
+               kt_decision_unit_runs(d, (size_t)best), kt_decision_unit_finalist(d, (size_t)best) ? " finalist" : "",
+               kt_op_candidate_name(op, kt_decision_unit_candidate(d, (size_t)best)),
+               kt_decision_unit_config(d, (size_t)best) ? kt_decision_unit_config(d, (size_t)best) : "");
+        for (size_t i = 0; i < nt && i < 12; i++) printf(" %.1f", t[i] / 1e3);
+        printf("\n");
+    }
+    free(done);
+}
+
 /* What one timed burst calls. */
 typedef struct job {
     ktops_gemm *g;
@@ -125,6 +159,19 @@ static int bench_shape(ktops_cuda *cu, kt_context *ctx, size_t dev, ktops_gemm *
         fprintf(stderr, "gemm: %lld x %lld x %lld: device memory: %s\n", (long long)m, (long long)n, (long long)k, kt_last_error());
         return 0;
     }
+    if (sequence > 0) { /* alone, then alternating with cuBLASLt's own pick */
+        job cj = {g, 0, da, db, dc, m, n, k}, lj = {g, 1, da, db, dc, m, n, k};
+        for (int alt = 0; alt < 2; alt++) {
+            printf("        cuBLAS%s, each call after a flush (us):", alt ? " alternating with cuBLASLt's pick" : " alone");
+            for (int i = 0; i < sequence; i++) {
+                double ms = 0, ms2 = 0;
+                if (ktops_cuda_time_cold(cu, stream, enqueue, &cj, 1, &ms) != KT_OK) break;
+                if (alt && ktops_cuda_time_cold(cu, stream, enqueue, &lj, 1, &ms2) != KT_OK) break;
+                printf(alt ? " %.1f/%.1f" : " %.1f", ms * 1e3, ms2 * 1e3);
+            }
+            printf("\n");
+        }
+    }
     double t0 = now_s();
     kt_status st = ktops_gemm_run(g, stream, da, db, dc, m, n, k);
     if (st == KT_OK) st = ktops_cuda_sync(cu, stream);
@@ -141,6 +188,7 @@ static int bench_shape(ktops_cuda *cu, kt_context *ctx, size_t dev, ktops_gemm *
             if (gi >= 0 && kt_decision_unit_outcome(d, u) == KT_OUTCOME_MEASURED)
                 r->group_us[gi] = fmin(r->group_us[gi], kt_decision_unit_time_ns(d, u) * 1e-3);
         }
+        if (show_units > 0) print_units(d, ktops_gemm_op(g), show_units);
         size_t w = kt_decision_winner_unit(d);
         const char *cfg = kt_decision_unit_config(d, w);
         snprintf(r->winner, sizeof r->winner, "%s%s%s", kt_op_candidate_name(ktops_gemm_op(g), kt_decision_unit_candidate(d, w)),
@@ -217,7 +265,8 @@ static void run_triton(const char *python, const char *script, row *rows, int nr
 }
 
 static void usage(FILE *f) {
-    fprintf(f, "usage: gemm [--quick] [--rounds R] [--top-k K] [--max-runs N] [--isolation auto|on|off] [--warm]\n"
+    fprintf(f, "usage: gemm [--quick] [--rounds R] [--top-k K] [--max-runs N] [--isolation auto|on|off] [--warm] [--units N]\n"
+               "            [--sequence N] [--vendor-only]\n"
                "            [--no-triton] [--python PATH] [--script PATH] [--shape M,N,K ...]\n"
                "Tunes kerntune's GEMM (ops/gemm.c) on each shape and times it beside cuBLAS's default and Triton's\n"
                "autotuned matmul. Default shapes: the 13 of issue [11]; --quick: the first 3 and 2 skinny ones.\n"
@@ -228,7 +277,7 @@ static void usage(FILE *f) {
 }
 
 int main(int argc, char **argv) {
-    int rounds = 9, top_k = 8, triton = 1, nrows = 0, quick = 0, max_runs = 15;
+    int rounds = 9, top_k = 8, triton = 1, nrows = 0, quick = 0, max_runs = 15, vendor_only = 0;
     const char *python = "python3", *script = "bench/triton_gemm.py", *isolation = NULL;
     row rows[MAX_SHAPES];
     memset(rows, 0, sizeof rows);
@@ -241,6 +290,9 @@ int main(int argc, char **argv) {
         else if (i + 1 < argc && strcmp(a, "--rounds") == 0) rounds = atoi(argv[++i]);
         else if (i + 1 < argc && strcmp(a, "--top-k") == 0) top_k = atoi(argv[++i]);
         else if (i + 1 < argc && strcmp(a, "--max-runs") == 0) max_runs = atoi(argv[++i]);
+        else if (i + 1 < argc && strcmp(a, "--units") == 0) show_units = atoi(argv[++i]);
+        else if (i + 1 < argc && strcmp(a, "--sequence") == 0) sequence = atoi(argv[++i]);
+        else if (strcmp(a, "--vendor-only") == 0) vendor_only = 1;
         else if (i + 1 < argc && strcmp(a, "--isolation") == 0) isolation = argv[++i];
         else if (i + 1 < argc && strcmp(a, "--python") == 0) python = argv[++i];
         else if (i + 1 < argc && strcmp(a, "--script") == 0) script = argv[++i];
@@ -292,7 +344,7 @@ int main(int argc, char **argv) {
     ktops_cuda *cu = NULL;
     ktops_gemm *g = NULL;
     kt_queue stream = NULL;
-    ktops_gemm_options opt = {.cublaslt_top_k = top_k};
+    ktops_gemm_options opt = {.cublaslt_top_k = top_k, .no_kernels = vendor_only};
     if (dev == (size_t)-1 || ktops_cuda_open(ctx, dev, &cu) != KT_OK || ktops_cuda_stream_create(cu, &stream) != KT_OK ||
         ktops_gemm_create(cu, ctx, dev, "bench-gemm", &opt, &g) != KT_OK || kt_op_set_isolation(ktops_gemm_op(g), iso) != KT_OK) {
         fprintf(stderr, "gemm: needs a CUDA device with cuBLAS: %s\n", dev == (size_t)-1 ? "no CUDA device" : ktops_last_error());

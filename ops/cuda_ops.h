@@ -55,8 +55,9 @@ kt_status ktops_cuda_time(ktops_cuda *cu, kt_queue stream, int (*enqueue)(void *
                           int calls, double *ms_per_call);
 
 /** As ktops_cuda_time, but each call is timed alone, after the device's L2 cache is flushed
- *  outside the timed region (a buffer of twice its size, allocated on first use, is written):
- *  the state kerntune measures candidates in by default (KT_FLUSH_AUTO). */
+ *  outside the timed region by kerntune's own flush (kt_device_flush: a buffer of twice its
+ *  size is read, leaving the cache clean): the state kerntune measures candidates in by default
+ *  (KT_FLUSH_AUTO). */
 kt_status ktops_cuda_time_cold(ktops_cuda *cu, kt_queue stream, int (*enqueue)(void *user, kt_queue stream), void *user,
                                int calls, double *ms_per_call);
 

@@ -31,13 +31,13 @@ struct ktops_cuda {
     int (*EventRecord)(void *, void *);
     int (*EventSynchronize)(void *);
     int (*EventElapsedTime)(float *, void *, void *);
+    int (*LaunchHostFunc)(void *, void (*)(void *), void *);
     int (*GetErrorString)(int, const char **);
-    int (*MemsetD8Async)(unsigned long long, unsigned char, size_t, void *);
     /* cuTensorMapEncodeTiled (CUDA 12 and later; NULL on an older driver) */
     int (*TensorMapEncodeTiled)(void *, int, unsigned, void *, const unsigned long long *, const unsigned long long *,
                                 const unsigned *, const unsigned *, int, int, int, int);
-    unsigned long long flush;  /* ktops_cuda_time_cold's buffer, allocated on first use */
-    size_t flush_bytes;
+    kt_context *kctx; /* kerntune's context and device, whose cache flush ktops_cuda_time_cold uses */
+    size_t kdev;
 };
 
 /** Sets the thread's message (printf-style) and returns status. */

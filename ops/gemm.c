@@ -53,6 +53,7 @@ enum {
 };
 
 #define LT_WORKSPACE (32u << 20) /* bytes of workspace cuBLASLt's algorithms may use */
+#define BLAS_WORKSPACE (32u << 20) /* and cuBLAS's */
 
 typedef struct lt_heuristic { /* cublasLtMatmulHeuristicResult_t */
     uint64_t algo[8];
@@ -84,6 +85,7 @@ typedef struct blas_fns {
     int (*Create)(void **);
     int (*Destroy)(void *);
     int (*SetStream)(void *, void *);
+    int (*SetWorkspace)(void *, void *, size_t);
     int (*GemmEx)(void *, int, int, int, int, int, const void *, const void *, int, int, const void *, int, int,
                   const void *, void *, int, int, int, int);
 } blas_fns;
@@ -110,7 +112,7 @@ struct ktops_gemm {
     lt_fns lt;
     void *lt_handle, *lt_desc, *lt_pref, *lt_ws;
     blas_fns blas;
-    void *blas_handle;
+    void *blas_handle, *blas_ws;
     pthread_mutex_t blas_lock; /* a cuBLAS handle's stream is per handle */
     pthread_mutex_t shapes_lock;
     shape *shapes;
@@ -158,6 +160,7 @@ static int open_blas(blas_fns *b, const char *path) {
     KTOPS__LOAD(b, Create, "cublasCreate_v2");
     KTOPS__LOAD(b, Destroy, "cublasDestroy_v2");
     KTOPS__LOAD(b, SetStream, "cublasSetStream_v2");
+    KTOPS__LOAD(b, SetWorkspace, "cublasSetWorkspace_v2");
     KTOPS__LOAD(b, GemmEx, "cublasGemmEx");
     if (missing) dlclose(b->lib), b->lib = NULL;
     return b->lib != NULL;
@@ -216,6 +219,9 @@ static int blas_enqueue(ktops_gemm *g, const void *a, const void *b, void *c, in
     if (m > 0x7fffffff || n > 0x7fffffff || k > 0x7fffffff) return 1;
     pthread_mutex_lock(&g->blas_lock);
     int rc = g->blas.SetStream(g->blas_handle, stream);
+    /* setting the stream puts cuBLAS back on its default workspace pool; its own buffer instead,
+     * so that no call allocates on the stream it is timed on */
+    if (rc == 0) rc = g->blas.SetWorkspace(g->blas_handle, g->blas_ws, BLAS_WORKSPACE);
     if (rc == 0)
         rc = g->blas.GemmEx(g->blas_handle, CUBLAS_OP_N, CUBLAS_OP_N, (int)n, (int)m, (int)k, &one, b, CUDA_R_16BF, (int)n, a,
                             CUDA_R_16BF, (int)k, &zero, c, CUDA_R_16BF, (int)n, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
@@ -435,6 +441,7 @@ kt_status ktops_gemm_create(ktops_cuda *cu, kt_context *ctx, size_t device, cons
     }
     if (st == KT_OK && open_blas(&g->blas, opt.cublas_path) && g->blas.Create(&g->blas_handle) != 0)
         st = ktops__fail(KT_ERR_BACKEND, "ktops_gemm_create: cuBLAS is present but cublasCreate failed");
+    if (st == KT_OK && g->blas_handle) st = ktops_cuda_alloc(cu, BLAS_WORKSPACE, &g->blas_ws);
 
     /* the op: arguments, key, candidates */
     if (st == KT_OK && (st = kt_op_create(ctx, name, &g->op)) != KT_OK)
@@ -503,6 +510,7 @@ void ktops_gemm_destroy(ktops_gemm *g) {
     if (g->lt_handle) g->lt.Destroy(g->lt_handle);
     if (g->blas_handle) g->blas.Destroy(g->blas_handle);
     ktops_cuda_free(g->cu, g->lt_ws);
+    ktops_cuda_free(g->cu, g->blas_ws);
     if (g->lt.lib) dlclose(g->lt.lib);
     if (g->blas.lib) dlclose(g->blas.lib);
     pthread_mutex_destroy(&g->blas_lock);
