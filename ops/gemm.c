@@ -19,7 +19,10 @@
  *                   persistent grid that stores C through the copy engine (ops/gemm90.cu);
  *   "wgmma-splitk"  the same with each tile's k-range split among the 2 to 8 blocks of a
  *                   cluster, which add their partial tiles over distributed shared memory: for
- *                   products with fewer tiles than multiprocessors (skinny M).
+ *                   products with fewer tiles than multiprocessors (skinny M). It has no
+ *                   requirement that would keep it from other shapes: the race drops it there
+ *                   after a run, and so its variants are built with the others, at the first
+ *                   tuning, not at the first skinny shape (where compiling cost about 1 s).
  *   Their tensor maps (A, B and C: the buffers' addresses and sizes, which only the launch
  *   knows) are launch parameters made by cuTensorMapEncodeTiled at each launch
  *   (kt_op_add_launch_param), remembered per thread for the buffers of the last launch.
@@ -293,7 +296,7 @@ kt_status ktops__gemm_space(int kind, int sms, kt_space **out) {
  * and the split-K group's, each fitting the 227 KB of shared memory a block may have with its
  * stages (STAGES * (BM + BN) * 128 bytes) and C's tile (BM * BN * 2) or its fp32 partial tile. */
 #define TILES90 "[[128, 256, 2, 3], [128, 128, 2, 5], [256, 128, 2, 3], [64, 256, 1, 4], [64, 128, 1, 8], [128, 64, 2, 8]]"
-#define SPLIT90 "[[64, 128, 1, 8], [64, 256, 1, 5], [128, 128, 2, 6]]"
+#define SPLIT90 "[[64, 128, 1, 8], [64, 256, 1, 5], [64, 64, 1, 8], [128, 64, 2, 8]]"
 
 static kt_status gemm90_space(int kind, int sms, kt_space **out) {
     kt_space *sp = NULL;
@@ -301,10 +304,10 @@ static kt_status gemm90_space(int kind, int sms, kt_space **out) {
     const char *inputs[] = {"M", "N", "K", "SMS"};
     for (size_t i = 0; st == KT_OK && i < 4; i++) st = kt_space_add_input(sp, inputs[i]);
     const int split = kind == KTOPS__WGMMA_SPLIT_K;
-    if (st == KT_OK) st = kt_space_add_param(sp, "TILE", split ? "range(3)" : "range(6)");
+    if (st == KT_OK) st = kt_space_add_param(sp, "TILE", split ? "range(4)" : "range(6)");
     if (st == KT_OK) st = kt_space_add_param(sp, "KS", split ? "[2, 4, 8]" : "[1]");
     /* eight blocks split a 128-row tile into 16-row slices: no better than four */
-    if (st == KT_OK && split) st = kt_space_add_constraint(sp, "TILE < 2 or KS < 8");
+    if (st == KT_OK && split) st = kt_space_add_constraint(sp, "TILE < 3 or KS < 8");
     static const char *const names[4] = {"BM", "BN", "WGS", "STAGES"};
     for (int i = 0; st == KT_OK && i < 4; i++) {
         char expr[256];
@@ -373,15 +376,6 @@ static int tmap_c(const kt_arg *args, size_t nargs, void *out, void *user) {
     return tensor_map(user, TMAP_C, args[KTOPS_GEMM_C].ptr, args[KTOPS_GEMM_N].i, args[KTOPS_GEMM_M].i, out);
 }
 
-/* The split-K group only where the product has fewer 64 x 128 tiles than the GPU has
- * multiprocessors: elsewhere the persistent grid fills them already. */
-static int few_tiles(const kt_arg *args, size_t nargs, void *user) {
-    const ktops_gemm *g = user;
-    int64_t m = args[KTOPS_GEMM_M].i, n = args[KTOPS_GEMM_N].i;
-    (void)nargs;
-    return ((m + 63) / 64) * ((n + 127) / 128) < ktops_cuda_sm_count(g->cu);
-}
-
 static kt_status add_kernels(ktops_gemm *g, int kind) {
     static const char *const names[] = {"mma", "mma-splitk", "mma-streamk", "wgmma", "wgmma-splitk"};
     static const char *const sm90a[] = {"-arch=sm_90a"}; /* wgmma and setmaxnreg: NVRTC takes the "a" target over sm_90 */
@@ -396,7 +390,6 @@ static kt_status add_kernels(ktops_gemm *g, int kind) {
     if (st == KT_OK && wgmma) st = kt_op_add_launch_param(g->op, name, TMAP_BYTES, tmap_a, g);
     if (st == KT_OK && wgmma) st = kt_op_add_launch_param(g->op, name, TMAP_BYTES, tmap_b, g);
     if (st == KT_OK && wgmma) st = kt_op_add_launch_param(g->op, name, TMAP_BYTES, tmap_c, g);
-    if (st == KT_OK && kind == KTOPS__WGMMA_SPLIT_K) st = kt_op_require_fn(g->op, name, few_tiles, g);
     /* 16-byte copies of rows of A and B: K and N multiples of 8, buffers 16-byte aligned */
     if (st == KT_OK) st = kt_op_require_multiple(g->op, name, KTOPS_GEMM_K, 8);
     if (st == KT_OK) st = kt_op_require_multiple(g->op, name, KTOPS_GEMM_N, 8);
