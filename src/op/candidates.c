@@ -6,6 +6,7 @@
 #include "op/building.h"
 #include "space/space.h"
 
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -116,15 +117,22 @@ kt_status kt_op_add_variants(kt_op *op, const char *name, kt_space *space, const
     return KT_OK;
 }
 
-kt_status kt_op_add_launch_param(kt_op *op, const char *name, size_t bytes, kt_launch_param_fn fn, void *user) {
-    const char *where = "kt_op_add_launch_param";
+/* The candidate a setter taking a function names: the op is still being built, fn is set. */
+static kt_status fn_target(kt_op *op, const char *name, const void *fn, const char *where, kt__cand **out) {
     KT__CHECK_OP(op, where);
     if (fn == NULL) return kt__err(KT_ERR_NULL, "%s(op '%s'): fn is NULL", where, op->name);
     kt_status st = kt__op_building(op, where);
     size_t idx = 0;
     if (st == KT_OK) st = kt__op_find_cand(op, name, where, &idx);
+    if (st == KT_OK) *out = &op->cands[idx];
+    return st;
+}
+
+kt_status kt_op_add_launch_param(kt_op *op, const char *name, size_t bytes, kt_launch_param_fn fn, void *user) {
+    const char *where = "kt_op_add_launch_param";
+    kt__cand *c = NULL;
+    kt_status st = fn_target(op, name, (const void *)(uintptr_t)fn, where, &c);
     if (st != KT_OK) return st;
-    kt__cand *c = &op->cands[idx];
     if (c->space == NULL)
         return kt__err(KT_ERR_INVALID_ARGUMENT, "%s(op '%s'): '%s' is a native candidate; launch parameters are for variant groups",
                        where, op->name, name);
@@ -195,15 +203,11 @@ kt_status kt_op_require_multiple(kt_op *op, const char *name, size_t arg, int64_
 }
 
 kt_status kt_op_require_fn(kt_op *op, const char *name, kt_accept_fn fn, void *user) {
-    const char *where = "kt_op_require_fn";
-    KT__CHECK_OP(op, where);
-    if (fn == NULL) return kt__err(KT_ERR_NULL, "%s(op '%s'): fn is NULL", where, op->name);
-    kt_status st = kt__op_building(op, where);
-    size_t idx = 0;
-    if (st == KT_OK) st = kt__op_find_cand(op, name, where, &idx);
+    kt__cand *c = NULL;
+    kt_status st = fn_target(op, name, (const void *)(uintptr_t)fn, "kt_op_require_fn", &c);
     if (st != KT_OK) return st;
-    op->cands[idx].accept = fn;
-    op->cands[idx].accept_user = user;
+    c->accept = fn;
+    c->accept_user = user;
     return KT_OK;
 }
 
