@@ -189,6 +189,7 @@ static void test_refusal_fails_the_group(void **state) {
             assert_int_equal(kt_decision_unit_outcome(d, u), KT_OUTCOME_FAILED);
             assert_int_equal(kt_decision_unit_fail_kind(d, u), KT_FAIL_LAUNCH);
             assert_int_equal(kt_decision_unit_fail_code(d, u), KT_ERR_INVALID_ARGUMENT);
+            assert_non_null(strstr(kt_decision_unit_message(d, u), "launch parameter 0 refused these arguments (it returned 7)"));
         } else {
             assert_int_equal(kt_decision_unit_outcome(d, u), KT_OUTCOME_MEASURED);
         }

@@ -33,6 +33,7 @@ typedef struct trial_ctx {
     kt__worker *worker;        /* isolated: the worker process that runs it, and its id there */
     size_t worker_id;
     kt__iso_run iso;           /* how its isolated run failed (iso.kind), or the isolation did (iso.infra) */
+    char launch_msg[256];      /* how its backend's launch failed in this process (KT_FAIL_LAUNCH) */
     bool full;                 /* this run's outputs are looked at (validation, the reference) */
 } trial_ctx;
 
@@ -92,12 +93,8 @@ static int trial_run(void *p, const kt_arg *args) {
         return run.code != 0 ? run.code : -1;
     }
     if (u->fn == kt__launch_fn) { /* a device variant: timed by the device's events */
-        char err[256];
-        kt_status st = kt__launch_timed(&u->launch, args, t->op->nargs, &t->device_ns, err, sizeof err);
-        if (st == KT_OK) return 0;
-        kt__log(t->op->ctx, KT_LOG_WARN, "op '%s': candidate '%s' %s: %s", t->op->name, t->op->cands[u->cand].name,
-                u->text ? u->text : "", err);
-        return (int)st; /* the backend's status is the failure's code (KT_FAIL_LAUNCH) */
+        kt_status st = kt__launch_timed(&u->launch, args, t->op->nargs, &t->device_ns, t->launch_msg, sizeof t->launch_msg);
+        return st == KT_OK ? 0 : (int)st; /* the backend's status is the failure's code (KT_FAIL_LAUNCH); launch_msg says why */
     }
     if (u->fn == kt__queued_fn) return kt__queued_timed(&u->launch, args, t->op->nargs, &t->device_ns); /* device events */
     if (u->rfn) return u->rfn(args, t->op->nargs, u->user, &t->result);
@@ -138,6 +135,7 @@ static kt_status validation_run(trial_ctx *t, const kt__reference *ref, kt__cand
         r->outcome = KT_OUTCOME_FAILED;
         r->fail_code = rc;
         if (t->iso.kind != KT_FAIL_NONE) kt__unit_message(r, "%s", t->iso.msg, 0); /* in its worker: how it failed there */
+        else if (t->launch_msg[0]) kt__unit_message(r, "%s", t->launch_msg, 0); /* its launch, here */
         else kt__unit_message(r, "%sreturned %d in its validation run", NULL, rc);
     } else if (!valid) {
         r->outcome = KT_OUTCOME_INVALID;
@@ -450,7 +448,8 @@ static uint64_t settle_units(tuning *tu) {
         if (u->r.outcome == KT_OUTCOME_FAILED && u->r.fail_kind == KT_FAIL_NONE) /* failed in this process */
             u->r.fail_kind = u->fn == kt__launch_fn ? KT_FAIL_LAUNCH : KT_FAIL_RETURNED;
         if (u->r.outcome == KT_OUTCOME_FAILED && u->r.message == NULL) {
-            kt__unit_message(&u->r, "%sreturned %d while measured", NULL, u->r.fail_code);
+            if (tu->trials && tu->trials[i].launch_msg[0]) kt__unit_message(&u->r, "%s", tu->trials[i].launch_msg, 0);
+            else kt__unit_message(&u->r, "%sreturned %d while measured", NULL, u->r.fail_code);
             kt__log(op->ctx, KT_LOG_WARN, "op '%s': candidate '%s'%s%s disqualified: %s", op->name, op->cands[u->cand].name,
                     u->text ? " " : "", u->text ? u->text : "", u->r.message ? u->r.message : "");
         } else if (u->r.outcome == KT_OUTCOME_MEASURED) {

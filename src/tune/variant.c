@@ -101,11 +101,11 @@ typedef struct lp_frame {
     _Alignas(64) unsigned char bytes[KT__LPARAM_BYTES_MAX];
 } lp_frame;
 
-/* Fills f for l's launch on args; on a refusal describes it and returns false. */
-static bool lp_fill(const kt__launch *l, const kt_arg *args, size_t nargs, lp_frame *f) {
+/* Fills f for l's launch on args; on a refusal says why in err and returns false. */
+static bool lp_fill(const kt__launch *l, const kt_arg *args, size_t nargs, lp_frame *f, char *err, size_t errlen) {
     const kt__cand *c = l->cand;
     if (nargs > KT__LPARAM_ARGS_MAX) { /* kt_op_add_launch_param keeps the op below it */
-        kt__err(KT_ERR_LIMIT, "op '%s': candidate '%s': %zu arguments with launch parameters", l->op->name, c->name, nargs);
+        snprintf(err, errlen, "%zu arguments with launch parameters", nargs);
         return false;
     }
     memcpy(f->args, args, nargs * sizeof *args);
@@ -115,8 +115,7 @@ static bool lp_fill(const kt__launch *l, const kt_arg *args, size_t nargs, lp_fr
         memset(out, 0, p->bytes);
         int rc = p->fn(args, nargs, out, p->user);
         if (rc != 0) {
-            kt__err(KT_ERR_INVALID_ARGUMENT, "op '%s': candidate '%s': launch parameter %zu refused these arguments (it returned %d)",
-                    l->op->name, c->name, i, rc);
+            snprintf(err, errlen, "launch parameter %zu refused these arguments (it returned %d)", i, rc);
             return false;
         }
         f->args[nargs + i] = (kt_arg){.type = KT_TYPE_BYTES, .ptr = out, .bytes = p->bytes};
@@ -124,21 +123,23 @@ static bool lp_fill(const kt__launch *l, const kt_arg *args, size_t nargs, lp_fr
     return true;
 }
 
-/* The backend's launch of l, waited for, and timed into *ns when ns is not NULL (tuning's runs):
- * with its launch parameters appended to args when it has them. */
+/* The backend's launch of l with geometry g, waited for, timed into *ns unless ns is NULL: with
+ * its launch parameters appended to args when it has them. */
+static kt_status launch_with(const kt__launch *l, const kt_launch_geometry *g, const kt_arg *args, size_t nargs, double *ns,
+                             char *err, size_t errlen) {
+    if (!l->lparams) return l->backend->launch(l->bstate, l->device, l->module, g, args, nargs, ns, err, errlen);
+    lp_frame f;
+    if (!lp_fill(l, args, nargs, &f, err, errlen)) return KT_ERR_INVALID_ARGUMENT;
+    return l->backend->launch(l->bstate, l->device, l->module, g, f.args, nargs + l->cand->nlparams, ns, err, errlen);
+}
+
 kt_status kt__launch_timed(const kt__launch *l, const kt_arg *args, size_t nargs, double *ns, char *err, size_t errlen) {
     kt_launch_geometry g;
     if (!geometry_of(l, args, &g)) {
         snprintf(err, errlen, "%s", kt_last_error());
         return KT_ERR_INVALID_ARGUMENT;
     }
-    if (!l->lparams) return l->backend->launch(l->bstate, l->device, l->module, &g, args, nargs, ns, err, errlen);
-    lp_frame f;
-    if (!lp_fill(l, args, nargs, &f)) {
-        snprintf(err, errlen, "%s", kt_last_error());
-        return KT_ERR_INVALID_ARGUMENT;
-    }
-    return l->backend->launch(l->bstate, l->device, l->module, &g, f.args, nargs + l->cand->nlparams, ns, err, errlen);
+    return launch_with(l, &g, args, nargs, ns, err, errlen);
 }
 
 /* Launches l on args and waits for it (kt__launch_async enqueues without waiting); a backend
@@ -148,7 +149,9 @@ int kt__launch_fn(const kt_arg *args, size_t nargs, void *user) {
     const kt__launch *l = user;
     if (l->async) return enqueue_and_wait(l, args, nargs);
     char err[256];
-    kt_status st = kt__launch_timed(l, args, nargs, NULL, err, sizeof err);
+    kt_launch_geometry g;
+    if (!geometry_of(l, args, &g)) return KT__RC_REPORTED;
+    kt_status st = launch_with(l, &g, args, nargs, NULL, err, sizeof err);
     return st == KT_OK ? 0 : reported(l, st, err);
 }
 
@@ -161,8 +164,8 @@ static void *native_queue(const kt__launch *l, void *queue) {
 /* kt__launch_async for a group with launch parameters: the hit of a kernel that takes them. */
 static int launch_async_lparams(const kt__launch *l, const kt_arg *args, size_t nargs, const kt_launch_geometry *g, void *queue) {
     lp_frame f;
-    if (!lp_fill(l, args, nargs, &f)) return KT__RC_REPORTED;
     char err[256];
+    if (!lp_fill(l, args, nargs, &f, err, sizeof err)) return reported(l, KT_ERR_INVALID_ARGUMENT, err);
     kt_status st = l->backend->launch_async(l->bstate, l->device, l->module, g, f.args, nargs + l->cand->nlparams, queue, err, sizeof err);
     return st == KT_OK ? 0 : reported(l, st, err);
 }
