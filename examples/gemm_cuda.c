@@ -2,8 +2,9 @@
  * gemm_cuda.c - a tuned bf16 GEMM on an NVIDIA GPU, through the example op of ops/gemm.c.
  *
  * The first call of each shape bucket tunes: cuBLAS's default, cuBLASLt's top 8 algorithms and
- * the NVRTC tensor-core kernels (one block per tile, split-K, stream-K), each validated against
- * cuBLAS; later calls of the bucket go straight to the winner, queued on the caller's stream.
+ * the NVRTC tensor-core kernels (on Hopper wgmma fed by TMA, persistent or split-K over
+ * clusters; elsewhere mma.sync with split-K and stream-K), each validated against cuBLAS; later
+ * calls of the bucket go straight to the winner, queued on the caller's stream.
  * The decisions land in the persistent cache, so a second run tunes nothing.
  *
  * Usage: gemm_cuda_demo [M N K ...]   (default: 1024 1024 1024 and 64 4096 4096)
