@@ -1003,7 +1003,8 @@ static void test_crashing_problem(void **state) {
     char args[2048], t4path[256];
     snprintf(t4path, sizeof t4path, "%s/crashy.json", tmpdir);
     snprintf(args, sizeof args, "tune '%s/t1/crashy_c.json' --timeout 1 --quiet --json --t4 %s", KT_DATA, t4path);
-    assert_int_equal(run(args), 0);
+    int rc = run(args);
+    if (rc != 0) fail_msg("kerntune %s exited with %d; stdout:\n%s\nstderr:\n%s", args, rc, out, err);
     json_t *s = doc();
     assert_int_equal(json_integer_value(json_object_get(json_object_get(json_object_get(s, "best"), "configuration"), "MODE")), 0);
     assert_int_equal(json_integer_value(json_object_get(s, "measured")), 2);
