@@ -46,7 +46,6 @@ typedef unsigned short bf16_t;
 #define A_BYTES (BM * 128) /* one stage of A: BM rows of 64 bf16 */
 #define B_BYTES (BN * 128) /* one stage of B: BN / 64 panels of 64 rows of 128 bytes */
 #define STAGE_BYTES (A_BYTES + B_BYTES)
-#define C_BYTES (BM * BN * 2) /* the tile of C on its way out (KS == 1) */
 #define RED_LD (BN + 4)    /* the partial tile's row stride in floats (KS > 1) */
 #define GROUP_M 8
 
@@ -333,7 +332,7 @@ gemm90(const bf16_t *__restrict__ A, const bf16_t *__restrict__ B, bf16_t *__res
 #pragma unroll
         for (int i = 0; i < MT; i++) fence_acc(acc[i], BN / 2);
         if (steps > 0 && t == 0) bar_arrive(empty0 + ((g - 1) % STAGES) * 8);
-        if (steps == 0) /* K == 0 (ops/gemm.c refuses it): keep the tile defined anyway */
+        if (steps == 0) /* a split piece past the k-steps (K of fewer than KS steps of 64): adds zeros */
 #pragma unroll
             for (int i = 0; i < MT; i++)
 #pragma unroll

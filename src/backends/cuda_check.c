@@ -161,30 +161,30 @@ static kt_status check_run(cu_state *s, size_t device, CUfunction fn, void **par
     return rc == 0 ? KT_OK : kt__cu_fail(s, rc, what, err, errlen);
 }
 
-kt_status kt__cu_read_through(cu_state *s, size_t device, CUdeviceptr buffer, size_t bytes, char *err, size_t errlen) {
+/* The digest kernel's sum over bytes of device memory at buffer (0 for none), under the lock. */
+static kt_status digest_sum(cu_state *s, size_t device, CUdeviceptr buffer, uint64_t bytes, uint64_t *sum, char *err,
+                            size_t errlen) {
     cu_dev *d = &s->devs[device];
     pthread_mutex_lock(&d->check_lock);
     kt_status st = check_load(s, device, err, errlen);
-    uint64_t sum = 0, n = bytes;
     CUdeviceptr o = d->check_out;
-    void *params[] = {&buffer, &n, &o};
-    if (st == KT_OK && bytes > 0) st = check_run(s, device, d->check_digest, params, (n + 7) / 8, &sum, sizeof sum, err, errlen);
+    void *params[] = {&buffer, &bytes, &o};
+    *sum = 0;
+    if (st == KT_OK && bytes > 0) st = check_run(s, device, d->check_digest, params, (bytes + 7) / 8, sum, sizeof *sum, err, errlen);
     pthread_mutex_unlock(&d->check_lock);
     return st;
 }
 
+kt_status kt__cu_read_through(cu_state *s, size_t device, CUdeviceptr buffer, size_t bytes, char *err, size_t errlen) {
+    uint64_t sum;
+    return digest_sum(s, device, buffer, bytes, &sum, err, errlen);
+}
+
 kt_status kt__cu_digest(void *state, size_t device, const void *buffer, size_t bytes, uint64_t *out, char *err,
                         size_t errlen) {
-    cu_state *s = state;
-    cu_dev *d = &s->devs[device];
-    pthread_mutex_lock(&d->check_lock);
-    kt_status st = check_load(s, device, err, errlen);
-    uint64_t sum = 0, n = bytes;
-    CUdeviceptr p = DPTR(buffer), o = d->check_out;
-    void *params[] = {&p, &n, &o};
-    if (st == KT_OK && bytes > 0) st = check_run(s, device, d->check_digest, params, (n + 7) / 8, &sum, sizeof sum, err, errlen);
-    pthread_mutex_unlock(&d->check_lock);
-    if (st == KT_OK) *out = sum ^ (n * 0x9e3779b97f4a7c15ull); /* the length counts too */
+    uint64_t sum;
+    kt_status st = digest_sum(state, device, DPTR(buffer), bytes, &sum, err, errlen);
+    if (st == KT_OK) *out = sum ^ ((uint64_t)bytes * 0x9e3779b97f4a7c15ull); /* the length counts too */
     return st;
 }
 

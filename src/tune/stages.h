@@ -189,8 +189,8 @@ bool kt__unit_runnable(const kt__unit *u);
  * backend, with u->launch as its user data: *u must not move afterwards). */
 void kt__unit_native(const kt_op *op, size_t i, kt__unit *u);
 
-/* The backend's launch of device variant l on args, waited for; timed by the device's events
- * into *ns unless ns is NULL. A group's launch parameters (kt_op_add_launch_param) are computed
+/* The backend's launch of device variant l on tuning's arguments args (so with the geometry
+ * planned for them), waited for; timed by the device's events into *ns unless ns is NULL. A group's launch parameters (kt_op_add_launch_param) are computed
  * from args and passed after them. On a failure returns its status and describes it in err. */
 kt_status kt__launch_timed(const kt__launch *l, const kt_arg *args, size_t nargs, double *ns, char *err, size_t errlen);
 

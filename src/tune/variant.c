@@ -134,12 +134,7 @@ static kt_status launch_with(const kt__launch *l, const kt_launch_geometry *g, c
 }
 
 kt_status kt__launch_timed(const kt__launch *l, const kt_arg *args, size_t nargs, double *ns, char *err, size_t errlen) {
-    kt_launch_geometry g;
-    if (!geometry_of(l, args, &g)) {
-        snprintf(err, errlen, "%s", kt_last_error());
-        return KT_ERR_INVALID_ARGUMENT;
-    }
-    return launch_with(l, &g, args, nargs, ns, err, errlen);
+    return launch_with(l, &l->geometry, args, nargs, ns, err, errlen); /* tuning's arguments: the planned geometry */
 }
 
 /* Launches l on args and waits for it (kt__launch_async enqueues without waiting); a backend
