@@ -16,7 +16,8 @@
  *
  * Usage: gemm [--quick] [--rounds R] [--top-k K] [--max-runs N (the race's cap, default 15)] [--isolation auto|on|off] [--warm]
  *             [--units N (print each shape's N fastest units as tuning measured them)]
- *             [--sequence N (time cuBLAS alone N times first, printing each)] [--vendor-only (no kernels)]
+ *             [--sequence N (first time cuBLAS N times alone, then alternating with cuBLASLt's pick, printing each)]
+ *             [--vendor-only (no kernels)]
  *             [--no-triton] [--python PATH] [--script PATH]
  *             [--shape M,N,K ...]
  */
@@ -84,8 +85,9 @@ static int cold = 1;
 /* --units N: after tuning a shape, print its N fastest units as tuning measured them */
 static int show_units = 0;
 
-/* --sequence N: before tuning a shape, time cuBLAS's default alone N times, each call after a
- * flush, and print the times in order (how steady one timed call is) */
+/* --sequence N: before tuning a shape, time cuBLAS's default N times alone, then N times
+ * alternating with cuBLASLt's own pick, each call after a flush, and print the times in order
+ * (how steady one timed call is) */
 static int sequence = 0;
 
 static void print_units(const kt_decision *d, kt_op *op, int n) {
