@@ -17,7 +17,7 @@
  * Usage: gemm [--quick] [--rounds R] [--top-k K] [--max-runs N (the race's cap, default 15)] [--isolation auto|on|off] [--warm]
  *             [--units N (print each shape's N fastest units as tuning measured them)]
  *             [--sequence N (first time cuBLAS N times alone, then alternating with cuBLASLt's pick, printing each)]
- *             [--vendor-only (no kernels)]
+ *             [--vendor-only (no kernels)] [--skinny (the skinny kernel too, ops/gemm_skinny.cu)]
  *             [--no-triton] [--python PATH] [--script PATH]
  *             [--shape M,N,K ...]
  */
@@ -37,7 +37,7 @@
 #include <string.h>
 #include <time.h>
 
-enum { MAX_SHAPES = 32, NGROUPS = 7 };
+enum { MAX_SHAPES = 32, NGROUPS = 8 };
 
 static const int64_t issue_shapes[][3] = {
     {4096, 4096, 4096}, {8192, 8192, 8192}, {2048, 2048, 2048}, {1024, 1024, 1024}, {512, 512, 512},
@@ -53,7 +53,7 @@ typedef struct row {
     double group_us[NGROUPS]; /* tuning's best time of each group of group_names */
 } row;
 
-static const char *const group_names[NGROUPS] = {"cublas", "cublaslt", "wgmma", "wgmma-splitk", "mma", "mma-splitk", "mma-streamk"};
+static const char *const group_names[NGROUPS] = {"cublas", "cublaslt", "wgmma", "wgmma-splitk", "skinny", "mma", "mma-splitk", "mma-streamk"};
 
 /* Which group of group_names candidate name belongs to (-1: none). */
 static int group_of(const char *name) {
@@ -268,18 +268,19 @@ static void run_triton(const char *python, const char *script, row *rows, int nr
 
 static void usage(FILE *f) {
     fprintf(f, "usage: gemm [--quick] [--rounds R] [--top-k K] [--max-runs N] [--isolation auto|on|off] [--warm] [--units N]\n"
-               "            [--sequence N] [--vendor-only]\n"
+               "            [--sequence N] [--vendor-only] [--skinny]\n"
                "            [--no-triton] [--python PATH] [--script PATH] [--shape M,N,K ...]\n"
                "Tunes kerntune's GEMM (ops/gemm.c) on each shape and times it beside cuBLAS's default and Triton's\n"
                "autotuned matmul. Default shapes: the 13 of issue [11]; --quick: the first 3 and 2 skinny ones.\n"
                "--isolation: where the NVRTC kernels run while tuning (kt_op_set_isolation; default the op's own,\n"
                "off: in this process; auto: in a worker process, as kerntune runs any CUDA variant by default).\n"
                "--warm: time bursts of calls back to back and tune without flushing the L2 cache (by default each\n"
-               "timed call follows a flush, as kerntune tunes and Triton's do_bench times).\n");
+               "timed call follows a flush, as kerntune tunes and Triton's do_bench times).\n"
+               "--skinny: add the skinny kernel (ops/gemm_skinny.cu, M <= 128), which the op leaves out by default.\n");
 }
 
 int main(int argc, char **argv) {
-    int rounds = 9, top_k = 8, triton = 1, nrows = 0, quick = 0, max_runs = 15, vendor_only = 0;
+    int rounds = 9, top_k = 8, triton = 1, nrows = 0, quick = 0, max_runs = 15, vendor_only = 0, skinny = 0;
     const char *python = "python3", *script = "bench/triton_gemm.py", *isolation = NULL;
     row rows[MAX_SHAPES];
     memset(rows, 0, sizeof rows);
@@ -295,6 +296,7 @@ int main(int argc, char **argv) {
         else if (i + 1 < argc && strcmp(a, "--units") == 0) show_units = atoi(argv[++i]);
         else if (i + 1 < argc && strcmp(a, "--sequence") == 0) sequence = atoi(argv[++i]);
         else if (strcmp(a, "--vendor-only") == 0) vendor_only = 1;
+        else if (strcmp(a, "--skinny") == 0) skinny = 1;
         else if (i + 1 < argc && strcmp(a, "--isolation") == 0) isolation = argv[++i];
         else if (i + 1 < argc && strcmp(a, "--python") == 0) python = argv[++i];
         else if (i + 1 < argc && strcmp(a, "--script") == 0) script = argv[++i];
@@ -347,7 +349,11 @@ int main(int argc, char **argv) {
     ktops_gemm *g = NULL;
     kt_queue stream = NULL;
     ktops_gemm_options opt = {.cublaslt_top_k = top_k, .no_kernels = vendor_only};
-    if (dev == (size_t)-1 || ktops_cuda_open(ctx, dev, &cu) != KT_OK || ktops_cuda_stream_create(cu, &stream) != KT_OK ||
+    int opened = dev != (size_t)-1 && ktops_cuda_open(ctx, dev, &cu) == KT_OK;
+    if (opened && skinny) /* the GPU's default family and the skinny kernel */
+        opt.kernels = (ktops_cuda_compute_capability(cu) == 90 ? KTOPS_GEMM_KERNELS_WGMMA : KTOPS_GEMM_KERNELS_MMA) |
+                      KTOPS_GEMM_KERNELS_SKINNY;
+    if (!opened || ktops_cuda_stream_create(cu, &stream) != KT_OK ||
         ktops_gemm_create(cu, ctx, dev, "bench-gemm", &opt, &g) != KT_OK || kt_op_set_isolation(ktops_gemm_op(g), iso) != KT_OK) {
         fprintf(stderr, "gemm: needs a CUDA device with cuBLAS: %s\n", dev == (size_t)-1 ? "no CUDA device" : ktops_last_error());
         return 1;

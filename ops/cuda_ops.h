@@ -6,7 +6,8 @@
  *        and tensor-core tiled kernels compiled with NVRTC over tile sizes, warps and stages: on
  *        Hopper, warpgroup MMAs fed by the tensor-memory accelerator on a persistent grid, and
  *        split-K over clusters (ops/gemm90.cu); elsewhere mma.sync with split-K and stream-K
- *        grids (ops/gemm.cu).
+ *        grids (ops/gemm.cu); and, on request, for products of few rows (M <= 128), a kernel
+ *        that streams B from memory into the tensor cores once (ops/gemm_skinny.cu).
  *
  * Nothing here links against CUDA: the driver (libcuda.so.1), cuBLASLt and cuBLAS are opened
  * at run time, like kerntune's own CUDA backend; a machine without cuBLASLt simply has fewer
@@ -71,7 +72,13 @@ void ktops_cuda_free(ktops_cuda *cu, void *ptr);
 enum { KTOPS_GEMM_A, KTOPS_GEMM_B, KTOPS_GEMM_C, KTOPS_GEMM_M, KTOPS_GEMM_N, KTOPS_GEMM_K, KTOPS_GEMM_NARGS };
 
 /** ktops_gemm_options.kernels. */
-enum { KTOPS_GEMM_KERNELS_AUTO = 0, KTOPS_GEMM_KERNELS_MMA = 1, KTOPS_GEMM_KERNELS_WGMMA = 2, KTOPS_GEMM_KERNELS_ALL = 3 };
+enum {
+    KTOPS_GEMM_KERNELS_AUTO = 0,
+    KTOPS_GEMM_KERNELS_MMA = 1,
+    KTOPS_GEMM_KERNELS_WGMMA = 2,
+    KTOPS_GEMM_KERNELS_SKINNY = 4,
+    KTOPS_GEMM_KERNELS_ALL = 7
+};
 
 typedef struct ktops_gemm_options {
     /** How many of cuBLASLt's heuristic algorithms become candidates ("cublaslt-0" is its own
@@ -83,9 +90,12 @@ typedef struct ktops_gemm_options {
     const char *cublas_path;
     /** Leaves out the NVRTC tiled kernels (vendor candidates only), when nonzero. */
     int no_kernels;
-    /** Which tiled kernels: KTOPS_GEMM_KERNELS_AUTO (0: the wgmma groups on a Hopper GPU whose
-     *  driver has cuTensorMapEncodeTiled, the mma groups elsewhere), _MMA, _WGMMA (refused
-     *  where they cannot run) or _ALL. */
+    /** Which tiled kernels, a combination of flags: KTOPS_GEMM_KERNELS_AUTO (0: the wgmma groups
+     *  on a Hopper GPU whose driver has cuTensorMapEncodeTiled, the mma groups elsewhere), _MMA,
+     *  _WGMMA (refused where they cannot run), _SKINNY (ops/gemm_skinny.cu, for M of at most
+     *  128: B streamed once from memory into the tensor cores; not in AUTO, because on the H200
+     *  cuBLAS streams B faster once K reaches a few thousand, and compiling its configurations
+     *  at the first such shape costs more than it saves) or _ALL. */
     int kernels;
     /** Nonzero: tuning runs the NVRTC kernels in a worker process (KT_ISOLATE_AUTO, kerntune's
      *  default for CUDA variants), where a kernel that faults cannot break the caller's CUDA

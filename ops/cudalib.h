@@ -59,12 +59,13 @@ void *ktops__sym(void *lib, const char *name, int *missing);
 /** The GEMM kernels' spaces: mma.sync (ops/gemm.cu) with one block per tile, split-K, or the
  * persistent stream-K grid on sms multiprocessors; wgmma (ops/gemm90.cu, Hopper) on a persistent
  * grid, or split-K over clusters. Inputs M, N, K are unbound. */
-enum { KTOPS__DATA_PARALLEL, KTOPS__SPLIT_K, KTOPS__STREAM_K, KTOPS__WGMMA, KTOPS__WGMMA_SPLIT_K };
-kt_status ktops__gemm_space(int kind, int sms, kt_space **out);
+enum { KTOPS__DATA_PARALLEL, KTOPS__SPLIT_K, KTOPS__STREAM_K, KTOPS__WGMMA, KTOPS__WGMMA_SPLIT_K, KTOPS__SKINNY };
+kt_status ktops__gemm_space(int kind, int sms, int cc, kt_space **out);
 
 /** The text of an embedded kernel source (generated from ops/NAME.cu by the build). */
 extern const char ktops_gemm_cu[];
 extern const char ktops_gemm90_cu[];
+extern const char ktops_gemm_skinny_cu[];
 extern const char ktops_rowsum_cu[];
 
 #endif /* KTOPS_CUDALIB_H */

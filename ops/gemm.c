@@ -15,8 +15,9 @@
  *   C of up to 2^22 elements: larger products are left to the others (a requirement).
  *   On Hopper (sm_90), instead of the three mma groups (options.kernels says otherwise):
  *   "wgmma"         warpgroup MMAs fed by the tensor-memory accelerator, a producer warpgroup
- *                   and one or two consumers, over tile shapes and pipeline depths, on a
- *                   persistent grid that stores C through the copy engine (ops/gemm90.cu);
+ *                   and one or two consumers (sharing each tile, or ping-pong: taking whole
+ *                   tiles in turns), over tile shapes and pipeline depths, on a persistent grid
+ *                   that stores C through the copy engine (ops/gemm90.cu);
  *   "wgmma-splitk"  the same with each tile's k-range split among the 2 to 8 blocks of a
  *                   cluster, which add their partial tiles over distributed shared memory: for
  *                   products with fewer tiles than multiprocessors (skinny M). It has no
@@ -26,6 +27,9 @@
  *   Their tensor maps (A, B and C: the buffers' addresses and sizes, which only the launch
  *   knows) are launch parameters made by cuTensorMapEncodeTiled at each launch
  *   (kt_op_add_launch_param), remembered per thread for the buffers of the last launch.
+ *   On request (options.kernels with KTOPS_GEMM_KERNELS_SKINNY), on any GPU:
+ *   "skinny"        products of at most SKINNY_MAX_M rows, B streamed from memory into the
+ *                   tensor cores through registers once (ops/gemm_skinny.cu).
  *
  * cuBLAS works in column-major order; a row-major C = A * B is the column-major C^T = B^T A^T,
  * so every vendor call swaps the operands and passes (N, M, K).
@@ -257,8 +261,10 @@ static int ws_fits(const kt_arg *args, size_t nargs, void *user) {
 }
 
 static kt_status gemm90_space(int kind, int sms, kt_space **out);
+static kt_status skinny_space(int cc, kt_space **out);
 
-kt_status ktops__gemm_space(int kind, int sms, kt_space **out) {
+kt_status ktops__gemm_space(int kind, int sms, int cc, kt_space **out) {
+    if (kind == KTOPS__SKINNY) return skinny_space(cc, out);
     if (kind >= KTOPS__WGMMA) return gemm90_space(kind, sms, out);
     kt_space *sp = NULL;
     kt_status st = kt_space_create(&sp);
@@ -292,11 +298,16 @@ kt_status ktops__gemm_space(int kind, int sms, kt_space **out) {
     return st;
 }
 
-/* The wgmma tile shapes (BM, BN, consumer warpgroups, pipeline stages): the persistent group's,
- * and the split-K group's, each fitting the 227 KB of shared memory a block may have with its
- * stages (STAGES * (BM + BN) * 128 bytes) and C's tile (BM * BN * 2) or its fp32 partial tile. */
-#define TILES90 "[[128, 256, 2, 3], [128, 128, 2, 5], [256, 128, 2, 3], [64, 256, 1, 4], [64, 128, 1, 8], [128, 64, 2, 8]]"
-#define SPLIT90 "[[64, 128, 1, 8], [64, 256, 1, 5], [64, 64, 1, 8], [128, 64, 2, 8]]"
+/* The wgmma tile shapes (BM, BN, consumer warpgroups, pipeline stages, ping-pong): the
+ * persistent group's, and the split-K group's, each fitting the 227 KB of shared memory a block
+ * may have with its stages (STAGES * (BM + BN) * 128 bytes) and C's tile (BM * BN * 2; a
+ * ping-pong block has two, one per consumer) or its fp32 partial tile. The ping-pong tiles are
+ * for products whose tiles have few k-steps (K of a few hundred), where a cooperative block's
+ * tensor cores wait for every tile's epilogue. */
+#define TILES90                                                                                                       \
+    "[[128, 256, 2, 3, 0], [128, 128, 2, 5, 0], [256, 128, 2, 3, 0], [64, 256, 1, 4, 0], [64, 128, 1, 8, 0], "        \
+    "[128, 64, 2, 8, 0], [128, 128, 2, 5, 1], [64, 256, 2, 4, 1], [64, 128, 2, 8, 1]]"
+#define SPLIT90 "[[64, 128, 1, 8, 0], [64, 256, 1, 5, 0], [64, 64, 1, 8, 0], [128, 64, 2, 8, 0]]"
 
 static kt_status gemm90_space(int kind, int sms, kt_space **out) {
     kt_space *sp = NULL;
@@ -304,13 +315,13 @@ static kt_status gemm90_space(int kind, int sms, kt_space **out) {
     const char *inputs[] = {"M", "N", "K", "SMS"};
     for (size_t i = 0; st == KT_OK && i < 4; i++) st = kt_space_add_input(sp, inputs[i]);
     const int split = kind == KTOPS__WGMMA_SPLIT_K;
-    if (st == KT_OK) st = kt_space_add_param(sp, "TILE", split ? "range(4)" : "range(6)");
+    if (st == KT_OK) st = kt_space_add_param(sp, "TILE", split ? "range(4)" : "range(9)");
     if (st == KT_OK) st = kt_space_add_param(sp, "KS", split ? "[2, 4, 8]" : "[1]");
     /* eight blocks split a 128-row tile into 16-row slices: no better than four */
     if (st == KT_OK && split) st = kt_space_add_constraint(sp, "TILE < 3 or KS < 8");
-    static const char *const names[4] = {"BM", "BN", "WGS", "STAGES"};
-    for (int i = 0; st == KT_OK && i < 4; i++) {
-        char expr[256];
+    static const char *const names[5] = {"BM", "BN", "WGS", "STAGES", "PP"};
+    for (int i = 0; st == KT_OK && i < 5; i++) {
+        char expr[512];
         snprintf(expr, sizeof expr, "%s[TILE][%d]", split ? SPLIT90 : TILES90, i);
         st = kt_space_add_derived(sp, names[i], expr);
     }
@@ -322,10 +333,44 @@ static kt_status gemm90_space(int kind, int sms, kt_space **out) {
     if (st == KT_OK)
         st = kt_space_set_geometry(sp, KT_GEOMETRY_GRID, grid, block,
                                    split ? "max(STAGES * (BM + BN) * 128, BM * (BN + 4) * 4) + 1024"
-                                         : "STAGES * (BM + BN) * 128 + 1024 + BM * BN * 2");
+                                         : "STAGES * (BM + BN) * 128 + 1024 + BM * BN * 2 * (PP + 1)");
     if (st != KT_OK) kt_space_destroy(sp), sp = NULL;
     *out = sp;
     return st;
+}
+
+/* The skinny kernel's space (ops/gemm_skinny.cu), for M of at most SKINNY_MAX_M: the m8 tiles
+ * of a block (MT) follow from M, so that one block computes every row; the rest is tuned. The
+ * register estimate (accumulators, the loads of UNROLL steps in flight and about 30 for
+ * addresses) must fit what WARPS warps may have, so that no configuration spills. Clusters
+ * (SPLIT > 1) need sm_90. */
+#define SKINNY_MAX_M 128
+
+static kt_status skinny_space(int cc, kt_space **out) {
+    kt_space *sp = NULL;
+    kt_status st = kt_space_create(&sp);
+    const char *inputs[] = {"M", "N", "K"};
+    for (size_t i = 0; st == KT_OK && i < 3; i++) st = kt_space_add_input(sp, inputs[i]);
+    if (st == KT_OK) st = kt_space_add_param(sp, "VEC", "[4, 8]");
+    if (st == KT_OK) st = kt_space_add_param(sp, "MT", "[2, 4, 8]");
+    if (st == KT_OK) st = kt_space_add_param(sp, "WARPS", "[4, 8, 16]");
+    if (st == KT_OK) st = kt_space_add_param(sp, "UNROLL", "[2, 4]");
+    if (st == KT_OK) st = kt_space_add_param(sp, "SPLIT", cc >= 90 ? "[1, 2, 4]" : "[1]");
+    if (st == KT_OK) st = kt_space_add_constraint(sp, "(MT == 2 and M <= 16) or (MT == 4 and M > 16 and M <= 32) or (MT == 8 and M > 32)");
+    if (st == KT_OK)
+        st = kt_space_add_constraint(sp, "2 * MT * VEC + UNROLL * (2 * VEC + 2 * MT) + 30 <= min(255, 2048 // WARPS)");
+    const char *grid[3] = {"((N + 8 * VEC - 1) // (8 * VEC)) * ((M + 8 * MT - 1) // (8 * MT)) * SPLIT", NULL, NULL};
+    const char *block[3] = {"WARPS * 32", NULL, NULL};
+    if (st == KT_OK) st = kt_space_set_geometry(sp, KT_GEOMETRY_GRID, grid, block, "max(WARPS // 2, 1) * MT * VEC * 256");
+    if (st != KT_OK) kt_space_destroy(sp), sp = NULL;
+    *out = sp;
+    return st;
+}
+
+/* The skinny kernel streams B once per block of rows: M of at most SKINNY_MAX_M. */
+static int skinny_fits(const kt_arg *args, size_t nargs, void *user) {
+    (void)nargs, (void)user;
+    return args[KTOPS_GEMM_M].i <= SKINNY_MAX_M;
 }
 
 /* ---- the wgmma kernels' tensor maps: launch parameters ------------------------------------- */
@@ -377,15 +422,16 @@ static int tmap_c(const kt_arg *args, size_t nargs, void *out, void *user) {
 }
 
 static kt_status add_kernels(ktops_gemm *g, int kind) {
-    static const char *const names[] = {"mma", "mma-splitk", "mma-streamk", "wgmma", "wgmma-splitk"};
+    static const char *const names[] = {"mma", "mma-splitk", "mma-streamk", "wgmma", "wgmma-splitk", "skinny"};
     static const char *const sm90a[] = {"-arch=sm_90a"}; /* wgmma and setmaxnreg: NVRTC takes the "a" target over sm_90 */
     const char *name = names[kind];
-    const int wgmma = kind >= KTOPS__WGMMA;
+    const int wgmma = kind == KTOPS__WGMMA || kind == KTOPS__WGMMA_SPLIT_K;
     kt_space *sp = NULL;
-    kt_status st = ktops__gemm_space(kind, ktops_cuda_sm_count(g->cu), &sp);
+    kt_status st = ktops__gemm_space(kind, ktops_cuda_sm_count(g->cu), ktops_cuda_compute_capability(g->cu), &sp);
     if (st == KT_OK)
-        st = wgmma ? kt_op_add_variants(g->op, name, sp, ktops_gemm90_cu, "gemm90", sm90a, 1)
-                   : kt_op_add_variants(g->op, name, sp, ktops_gemm_cu, "gemm", NULL, 0);
+        st = wgmma                    ? kt_op_add_variants(g->op, name, sp, ktops_gemm90_cu, "gemm90", sm90a, 1)
+             : kind == KTOPS__SKINNY ? kt_op_add_variants(g->op, name, sp, ktops_gemm_skinny_cu, "gemm_skinny", NULL, 0)
+                                     : kt_op_add_variants(g->op, name, sp, ktops_gemm_cu, "gemm", NULL, 0);
     kt_space_destroy(sp);
     if (st == KT_OK && wgmma) st = kt_op_add_launch_param(g->op, name, TMAP_BYTES, tmap_a, g);
     if (st == KT_OK && wgmma) st = kt_op_add_launch_param(g->op, name, TMAP_BYTES, tmap_b, g);
@@ -395,6 +441,7 @@ static kt_status add_kernels(ktops_gemm *g, int kind) {
     if (st == KT_OK) st = kt_op_require_multiple(g->op, name, KTOPS_GEMM_N, 8);
     for (size_t arg = KTOPS_GEMM_A; st == KT_OK && arg <= KTOPS_GEMM_C; arg++) st = kt_op_require_align(g->op, name, arg, 16);
     if (st == KT_OK && (kind == KTOPS__SPLIT_K || kind == KTOPS__STREAM_K)) st = kt_op_require_fn(g->op, name, ws_fits, NULL);
+    if (st == KT_OK && kind == KTOPS__SKINNY) st = kt_op_require_fn(g->op, name, skinny_fits, NULL);
     return st != KT_OK ? ktops__fail(st, "ktops_gemm_create: the %s kernels: %s", name, kt_last_error()) : KT_OK;
 }
 
@@ -471,8 +518,11 @@ kt_status ktops_gemm_create(ktops_cuda *cu, kt_context *ctx, size_t device, cons
         st = ktops__fail(KT_ERR_INVALID_ARGUMENT,
                          "ktops_gemm_create: the wgmma kernels need a Hopper GPU (compute capability 9.0; this one has %d) "
                          "and a driver with cuTensorMapEncodeTiled", ktops_cuda_compute_capability(cu));
-    for (int kind = KTOPS__DATA_PARALLEL; st == KT_OK && !opt.no_kernels && kind <= KTOPS__WGMMA_SPLIT_K; kind++)
-        if (kernels & (kind >= KTOPS__WGMMA ? KTOPS_GEMM_KERNELS_WGMMA : KTOPS_GEMM_KERNELS_MMA)) st = add_kernels(g, kind);
+    for (int kind = KTOPS__DATA_PARALLEL; st == KT_OK && !opt.no_kernels && kind <= KTOPS__SKINNY; kind++)
+        if (kernels & (kind == KTOPS__SKINNY ? KTOPS_GEMM_KERNELS_SKINNY
+                       : kind >= KTOPS__WGMMA ? KTOPS_GEMM_KERNELS_WGMMA
+                                              : KTOPS_GEMM_KERNELS_MMA))
+            st = add_kernels(g, kind);
     if (st == KT_OK && kt_op_candidate_count(g->op) == 0)
         st = ktops__fail(KT_ERR_NO_CANDIDATES, "ktops_gemm_create: no candidates: no cuBLAS, no cuBLASLt and no kernels");
     if (st == KT_OK) { /* the reference: cuBLAS's default, else cuBLASLt's own pick, else the first kernel */

@@ -10,6 +10,9 @@
  *              (64 or 128: one or two m64 slices)
  *   STAGES     shared-memory pipeline depth
  *   KS         blocks that split one tile's k-range, as one cluster (1, 2, 4 or 8)
+ *   PP         1: ping-pong (KS == 1, WGS == 2): each consumer warpgroup computes whole tiles, the
+ *              two taking the block's tiles in turns, so that one's epilogue overlaps the other's
+ *              MMAs; 0 (the default): cooperative, the consumers share each tile's rows
  *
  * The block is WGS consumer warpgroups and one producer warpgroup, whose first thread loads the
  * k-steps (64 deep) of A and B through the tensor-memory accelerator: tensor maps of A (K x M,
@@ -29,7 +32,15 @@
  * across tile boundaries, so the next tile's first stages load while the consumers store the
  * last one: each consumer warpgroup writes its rows of the tile into shared memory (swizzled as
  * for the loads) and one thread sends them to C through the copy engine (a third tensor map, C:
- * N x M, boxes of 64 x 64), which clips what lies past M and N.
+ * N x M, boxes of 64 x 64), which clips what lies past M and N. With PP, consumer w takes the
+ * block's tiles w, w + 2, ... whole (its stages are those of its tiles: every tile has the same
+ * k-steps, so tile j's first is stage j * k-steps), and each stage is released by its one
+ * consumer: while one warpgroup stores a tile, the other multiplies the next, and the tensor
+ * cores do not wait for an epilogue (the products of few k-steps and large C, where cooperative
+ * blocks idle the tensor cores for each tile's store). Their main loops take turns (a pair of
+ * mbarriers: each hands the turn to the other once it has waited for its tile's last stage),
+ * which keeps the waits on the stage barriers in stage order: a consumer running a whole tile
+ * ahead could otherwise take a stage's earlier phase, of the same parity, for the one it wants.
  *
  * With KS > 1 the KS blocks of a cluster share one tile, each multiplying a KS-th of its
  * k-steps; they then add their fp32 partial tiles over distributed shared memory, each block
@@ -40,8 +51,16 @@
 
 typedef unsigned short bf16_t;
 
+#ifndef PP
+#define PP 0
+#endif
+#if PP && (KS != 1 || WGS != 2)
+#error "PP (ping-pong) needs KS == 1 and WGS == 2"
+#endif
+
 #define THREADS ((WGS + 1) * 128)
-#define WG_ROWS (BM / WGS) /* rows of the tile per consumer warpgroup */
+#define WG_ROWS (PP ? BM : BM / WGS) /* rows of a tile per consumer warpgroup */
+#define ROW0 (PP ? 0 : wg * WG_ROWS) /* the first of them */
 #define MT (WG_ROWS / 64)  /* m64 slices per consumer warpgroup */
 #define A_BYTES (BM * 128) /* one stage of A: BM rows of 64 bf16 */
 #define B_BYTES (BN * 128) /* one stage of B: BN / 64 panels of 64 rows of 128 bytes */
@@ -257,7 +276,7 @@ gemm90(const bf16_t *__restrict__ A, const bf16_t *__restrict__ B, bf16_t *__res
        long long K, const __grid_constant__ tmap_t tma_a, const __grid_constant__ tmap_t tma_b,
        const __grid_constant__ tmap_t tma_c) {
     extern __shared__ unsigned char smem[];
-    __shared__ __align__(8) unsigned long long full[STAGES], empty[STAGES];
+    __shared__ __align__(8) unsigned long long full[STAGES], empty[STAGES], turn[2];
     const unsigned base = (smem_addr(smem) + 1023u) & ~1023u; /* the swizzle repeats every 1024 bytes */
     const unsigned full0 = smem_addr(full), empty0 = smem_addr(empty);
 
@@ -266,7 +285,8 @@ gemm90(const bf16_t *__restrict__ A, const bf16_t *__restrict__ B, bf16_t *__res
     const int kiters = (int)((K + 63) / 64);
 
     if (threadIdx.x == 0) {
-        for (int s = 0; s < STAGES; s++) bar_init(full0 + s * 8, 1), bar_init(empty0 + s * 8, WGS);
+        for (int s = 0; s < STAGES; s++) bar_init(full0 + s * 8, 1), bar_init(empty0 + s * 8, PP ? 1 : WGS);
+        bar_init(smem_addr(&turn[0]), 1), bar_init(smem_addr(&turn[1]), 1);
         asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
     }
     __syncthreads();
@@ -301,18 +321,26 @@ gemm90(const bf16_t *__restrict__ A, const bf16_t *__restrict__ B, bf16_t *__res
         return;
     }
 
-    /* a consumer: rows [wg * WG_ROWS, (wg + 1) * WG_ROWS) of each tile */
+    /* a consumer: rows [ROW0, ROW0 + WG_ROWS) of each tile it takes (with PP, every other tile) */
     asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(REGS_CONSUMER));
     float acc[MT][BN / 2];
-    int g = 0;
-    for (long long piece = blockIdx.x; piece < pieces; piece += gridDim.x) {
+    int g = 0; /* the stage counter */
+    for (long long j = PP ? wg : 0, piece = blockIdx.x + j * gridDim.x; piece < pieces;
+         j += PP ? 2 : 1, piece += (PP ? 2 : 1) * (long long)gridDim.x) {
         long long m0, n0;
         int kbeg, steps;
         piece_of(piece, tiles_m, tiles_n, kiters, &m0, &n0, &kbeg, &steps);
+#if PP
+        /* the two consumers' main loops take turns (the other's epilogue runs meanwhile): so they
+         * wait for the stages in order, as the stage barriers' parities require */
+        g = (int)(j * steps); /* at tile j's first k-step: every tile has as many (KS == 1) */
+        const long long mine = j >> 1; /* this consumer's tiles before this one */
+        if (wg == 1 || mine > 0) bar_wait(smem_addr(&turn[wg]), (unsigned)(wg == 0 ? mine - 1 : mine) & 1);
+#endif
         for (int s = 0; s < steps; s++, g++) {
             const int slot = g % STAGES;
             bar_wait(full0 + slot * 8, (unsigned)(g / STAGES) & 1);
-            const unsigned sa = base + slot * STAGE_BYTES + wg * WG_ROWS * 128, sb = base + slot * STAGE_BYTES + A_BYTES;
+            const unsigned sa = base + slot * STAGE_BYTES + ROW0 * 128, sb = base + slot * STAGE_BYTES + A_BYTES;
 #pragma unroll
             for (int i = 0; i < MT; i++) fence_acc(acc[i], BN / 2);
             wgmma_fence();
@@ -328,6 +356,9 @@ gemm90(const bf16_t *__restrict__ A, const bf16_t *__restrict__ B, bf16_t *__res
             for (int i = 0; i < MT; i++) fence_acc(acc[i], BN / 2);
             if (s > 0 && t == 0) bar_arrive(empty0 + ((g - 1) % STAGES) * 8);
         }
+#if PP
+        if (t == 0) bar_arrive(smem_addr(&turn[wg ^ 1])); /* every stage of this tile waited for: the other's turn */
+#endif
         wgmma_wait0();
 #pragma unroll
         for (int i = 0; i < MT; i++) fence_acc(acc[i], BN / 2);
@@ -362,7 +393,7 @@ gemm90(const bf16_t *__restrict__ A, const bf16_t *__restrict__ B, bf16_t *__res
             for (int p = 0; p < BN / 64; p++)
 #pragma unroll
                 for (int i = 0; i < MT; i++)
-                    tma_store(&tma_c, (int)n0 + p * 64, (int)m0 + wg * WG_ROWS + i * 64, cbuf + p * (WG_ROWS * 128) + i * 64 * 128);
+                    tma_store(&tma_c, (int)n0 + p * 64, (int)m0 + ROW0 + i * 64, cbuf + p * (WG_ROWS * 128) + i * 64 * 128);
             asm volatile("cp.async.bulk.commit_group;\n" ::: "memory");
         }
 #else

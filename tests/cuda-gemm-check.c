@@ -13,6 +13,7 @@
  */
 #define _GNU_SOURCE /* mkdtemp */
 #include "cuda_ops.h"
+#include "cudalib.h" /* the kernels' spaces, to count a shape's configurations */
 
 #include "gpu-harness.h"
 
@@ -114,7 +115,25 @@ static int64_t wrong_elements(problem *p, kt_context *ctx, size_t dev, int64_t *
 }
 
 enum { DP_CONFIGS = 11, SPLIT_CONFIGS = 22 + 6, KERNEL_CONFIGS = DP_CONFIGS + SPLIT_CONFIGS }; /* ops/gemm.c's mma spaces */
-enum { WG_CONFIGS = 6, WG_SPLIT_CONFIGS = 11, WG_KERNEL_CONFIGS = WG_CONFIGS + WG_SPLIT_CONFIGS }; /* and its wgmma spaces */
+enum { WG_CONFIGS = 9, WG_SPLIT_CONFIGS = 11, WG_KERNEL_CONFIGS = WG_CONFIGS + WG_SPLIT_CONFIGS }; /* and its wgmma spaces */
+enum { SKINNY_MAX_M = 128 }; /* ops/gemm.c: the skinny kernel's requirement */
+/* its configurations for M of 1-16, 17-32 and 33 or more rows, without clusters (ops/gemm.c's
+ * register estimate over VEC, WARPS and UNROLL); clusters of 1, 2 or 4 blocks triple them */
+enum { SKINNY_M16 = 11, SKINNY_M32 = 10, SKINNY_M64 = 6 };
+
+/* The skinny kernel's configurations for a shape, as its space enumerates them (a rejected
+ * group is one unit); checked against fixed counts in check_skinny_kernels. */
+static size_t skinny_units(ktops_cuda *cu, int64_t m, int64_t n, int64_t k) {
+    if (m > SKINNY_MAX_M) return 1;
+    kt_space *sp = NULL;
+    size_t count = 0;
+    if (ktops__gemm_space(KTOPS__SKINNY, ktops_cuda_sm_count(cu), ktops_cuda_compute_capability(cu), &sp) != KT_OK ||
+        kt_space_bind_int(sp, "M", m) != KT_OK || kt_space_bind_int(sp, "N", n) != KT_OK || kt_space_bind_int(sp, "K", k) != KT_OK ||
+        kt_space_enumerate(sp, &count) != KT_OK)
+        count = 0;
+    kt_space_destroy(sp);
+    return count;
+}
 
 /* Tunes C = A * B of one shape and checks C, and that every unit was validated and measured but
  * those of the groups named in rejected (a space-separated list), which the shape's size must
@@ -189,7 +208,8 @@ static void check_mma_kernels(ktops_cuda *cu, kt_context *ctx, size_t dev) {
 }
 
 /* The wgmma family, Hopper's default: its two groups with their tensor maps (launch
- * parameters), every configuration validated, on small shapes and on one of many tiles. */
+ * parameters), cooperative and ping-pong blocks, every configuration validated, on small shapes
+ * and on ones of many tiles (several per block, so that both ping-pong consumers take tiles). */
 static void check_wgmma_kernels(ktops_cuda *cu, kt_context *ctx, size_t dev) {
     ktops_gemm *g = NULL;
     OK(ktops_gemm_create(cu, ctx, dev, "gemm-wgmma", NULL, &g));
@@ -202,6 +222,7 @@ static void check_wgmma_kernels(ktops_cuda *cu, kt_context *ctx, size_t dev) {
     /* many tiles, with tails in every dimension of every tile shape */
     check_shape(cu, ctx, dev, g, 2048, 4096, 64, 9 + WG_KERNEL_CONFIGS, "");
     check_shape(cu, ctx, dev, g, 1000, 2056, 200, 9 + WG_KERNEL_CONFIGS, "");
+    check_shape(cu, ctx, dev, g, 2056, 1000, 520, 9 + WG_KERNEL_CONFIGS, "");
     /* options.isolate asks for worker processes: the wgmma groups still run here (their tensor
      * maps are made in this process) and validate the same way */
     ktops_gemm_destroy(g);
@@ -211,10 +232,37 @@ static void check_wgmma_kernels(ktops_cuda *cu, kt_context *ctx, size_t dev) {
     ktops_gemm_destroy(g);
 }
 
+/* The skinny kernel alone (KTOPS_GEMM_KERNELS_SKINNY, the mma.sync family's GPUs too): its space
+ * picks the rows of a block from M, and every configuration validates on shapes with tails. */
+static void check_skinny_kernels(ktops_cuda *cu, kt_context *ctx, size_t dev) {
+    const int clusters = ktops_cuda_compute_capability(cu) >= 90;
+    /* per row class (M of 1-16, 17-32, 33-64): VEC, WARPS, UNROLL and SPLIT within the register estimate */
+    CHECK(skinny_units(cu, 16, 4096, 4096) == (clusters ? SKINNY_M16 * 3 : SKINNY_M16) &&
+              skinny_units(cu, 1, 8, 8) == skinny_units(cu, 16, 4096, 4096) &&
+              skinny_units(cu, 32, 64, 64) == (clusters ? SKINNY_M32 * 3 : SKINNY_M32) &&
+              skinny_units(cu, 64, 64, 64) == (clusters ? SKINNY_M64 * 3 : SKINNY_M64) &&
+              skinny_units(cu, SKINNY_MAX_M + 1, 64, 64) == 1,
+          "the skinny space's configurations: %zu, %zu, %zu, %zu", skinny_units(cu, 16, 4096, 4096), skinny_units(cu, 32, 64, 64),
+          skinny_units(cu, 64, 64, 64), skinny_units(cu, SKINNY_MAX_M + 1, 64, 64));
+    ktops_gemm *g = NULL;
+    ktops_gemm_options opt = {.kernels = KTOPS_GEMM_KERNELS_SKINNY};
+    OK(ktops_gemm_create(cu, ctx, dev, "gemm-skinny", &opt, &g));
+    kt_op *op = ktops_gemm_op(g);
+    CHECK(kt_op_candidate_count(op) == 10 && strcmp(kt_op_candidate_name(op, 9), "skinny") == 0,
+          "cublas, cublaslt-0..7, skinny: %zu candidates", kt_op_candidate_count(op));
+    static const int64_t skinny[][3] = {{1, 8, 8}, {7, 72, 24}, {16, 1024, 2048}, {24, 520, 1000}, {64, 136, 4104}, {50, 2048, 40}, {100, 264, 520}};
+    for (size_t i = 0; i < sizeof skinny / sizeof skinny[0]; i++)
+        check_shape(cu, ctx, dev, g, skinny[i][0], skinny[i][1], skinny[i][2],
+                    9 + skinny_units(cu, skinny[i][0], skinny[i][1], skinny[i][2]), "");
+    check_shape(cu, ctx, dev, g, SKINNY_MAX_M + 1, 64, 64, 9 + 1, " skinny ");
+    ktops_gemm_destroy(g);
+}
+
 /* The default op of this GPU, and the vendor calls directly. */
 static void check_all_candidates(ktops_cuda *cu, kt_context *ctx, size_t dev) {
     if (hopper(cu)) check_wgmma_kernels(cu, ctx, dev);
     check_mma_kernels(cu, ctx, dev);
+    check_skinny_kernels(cu, ctx, dev);
     ktops_gemm *g = NULL;
     OK(ktops_gemm_create(cu, ctx, dev, "gemm-vendor", NULL, &g));
     problem p;
@@ -234,10 +282,10 @@ static void check_all_candidates(ktops_cuda *cu, kt_context *ctx, size_t dev) {
           "M = 0 refused: %s", ktops_last_error());
     problem_free(&p, ctx, dev);
     ktops_gemm_destroy(g);
-    ktops_gemm_options bad = {.kernels = 7};
+    ktops_gemm_options bad = {.kernels = 8};
     CHECK(ktops_gemm_create(cu, ctx, dev, "gemm-bad", &bad, &g) == KT_ERR_INVALID_ARGUMENT &&
-              strstr(ktops_last_error(), "kernels 7") != NULL,
-          "kernels 7 refused: %s", ktops_last_error());
+              strstr(ktops_last_error(), "kernels 8") != NULL,
+          "kernels 8 refused: %s", ktops_last_error());
 }
 
 static void check_without_cublaslt(ktops_cuda *cu, kt_context *ctx, size_t dev) {
