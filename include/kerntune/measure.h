@@ -100,6 +100,11 @@ KT_API kt_status kt_context_set_progress_fn(kt_context *ctx, kt_progress_fn fn, 
  *  max_seconds of wall time (0: no limit). Units left out end KT_OUTCOME_NOT_RUN. */
 KT_API kt_status kt_op_set_budget(kt_op *op, size_t max_units, double max_seconds);
 
+/** Limits each tuning of the op to a fraction (0 to 1) of its units: with a count from
+ *  kt_op_set_budget, the smaller of the two; 0 (the default): no such limit. A tuning rounds
+ *  it up to a whole unit. */
+KT_API kt_status kt_op_set_budget_fraction(kt_op *op, double fraction);
+
 /** Where candidates run while tuning:
  *  - KT_ISOLATE_AUTO (default): variants of a backend whose faults poison its device context
  *    (CUDA: an illegal address would leave the caller's context unusable) in a worker process,

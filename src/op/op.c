@@ -9,6 +9,9 @@
 #include "op/building.h"
 #include "space/space.h"
 
+#include <kerntune/search.h>
+
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -236,6 +239,31 @@ kt_status kt_op_set_budget(kt_op *op, size_t max_units, double max_seconds) {
         return kt__err(KT_ERR_INVALID_ARGUMENT, "kt_op_set_budget(op '%s'): max_seconds %g must be >= 0", op->name, max_seconds);
     op->budget.units = max_units;
     op->budget.seconds = max_seconds;
+    return KT_OK;
+}
+
+kt_status kt_op_set_budget_fraction(kt_op *op, double fraction) {
+    KT__CHECK_OP(op, "kt_op_set_budget_fraction");
+    kt_status st = kt__op_building(op, "kt_op_set_budget_fraction");
+    if (st != KT_OK) return st;
+    if (!(fraction >= 0 && fraction <= 1))
+        return kt__err(KT_ERR_INVALID_ARGUMENT, "kt_op_set_budget_fraction(op '%s'): %g is not a fraction in [0, 1]", op->name, fraction);
+    op->budget.fraction = fraction;
+    return KT_OK;
+}
+
+kt_status kt_op_set_search(kt_op *op, const char *strategy, uint64_t seed) {
+    KT__CHECK_OP(op, "kt_op_set_search");
+    kt_status st = kt__op_building(op, "kt_op_set_search");
+    if (st != KT_OK) return st;
+    bool known = strategy == NULL;
+    for (size_t i = 0; !known && i < kt_search_strategy_count(); i++) known = strcmp(strategy, kt_search_strategy_name(i)) == 0;
+    if (!known)
+        return kt__err(KT_ERR_INVALID_ARGUMENT,
+                       "kt_op_set_search(op '%s'): unknown strategy '%s' (known: exhaustive, random, local, anneal, genetic, model, auto)",
+                       op->name, strategy);
+    snprintf(op->strategy, sizeof op->strategy, "%s", strategy && strcmp(strategy, "auto") != 0 ? strategy : "");
+    op->search_seed = seed;
     return KT_OK;
 }
 

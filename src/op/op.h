@@ -74,6 +74,7 @@ typedef struct kt__measure_cfg {
 /* Limits on one tuning; 0: none. */
 typedef struct kt__budget {
     size_t units;
+    double fraction;  /* of the units of a tuning (0: none); with units, the smaller */
     double seconds;
     uint64_t runs;
 } kt__budget;
@@ -395,6 +396,8 @@ struct kt_op {
     bool tol_set;
     double atol, rtol;
     kt__budget budget;             /* 0s: no limit */
+    char strategy[16];             /* the search over variant groups (kerntune/search.h); "" is auto */
+    uint64_t search_seed;
     kt_isolation isolation;        /* where variants run while tuning */
     double timeout_s;              /* one isolated run's limit */
     kt_effort effort;              /* as set on the op */

@@ -46,6 +46,11 @@ size_t kt__space_param_count_all(const kt_space *sp);
 /* Number of slots (parameters, inputs, derived values) a configuration's values fill. */
 size_t kt__space_slot_count(const kt_space *sp);
 
+/* The configurations of the last public enumeration (kt_space_enumerate), and how many values
+ * parameter p has (0 past the last parameter). */
+const kt__configs *kt__space_last(const kt_space *sp);
+size_t kt__space_param_nvalues(const kt_space *sp, size_t p);
+
 /* Fills slots with configuration index of the last public enumeration. */
 kt_status kt__space_config_slots(const kt_space *sp, size_t index, kt__value *slots, kt__arena *arena);
 

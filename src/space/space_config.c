@@ -18,6 +18,10 @@ const char *kt_space_param_name(const kt_space *sp, size_t index) {
 
 size_t kt_space_config_count(const kt_space *sp) { return sp ? sp->last.n : 0; }
 
+const kt__configs *kt__space_last(const kt_space *sp) { return &sp->last; }
+
+size_t kt__space_param_nvalues(const kt_space *sp, size_t p) { return p < sp->nparams ? sp->params[p].n : 0; }
+
 kt_status kt__space_slots(const kt_space *sp, const kt__configs *c, size_t index, const kt__value *inputs,
                           kt__value *slots, kt__arena *arena) {
     if (index >= c->n)

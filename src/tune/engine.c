@@ -477,6 +477,53 @@ static void conclude(engine *e) {
     }
 }
 
+/* Admits unit i and screens it (one run after a warm-up in a race; the whole measurement
+ * under the other policies). *ns receives its screened time, INFINITY when it failed or the
+ * budget ran out before it ran. */
+static kt_status screen(engine *e, size_t i, double *ns) {
+    const kt__measure_cfg *cfg = e->cfg;
+    kt__engine_out *out = e->out;
+    bool usable = false, validated = false, ok = true;
+    *ns = INFINITY;
+    kt_status st = admit(e, i, &usable, &validated);
+    if (st != KT_OK) return st;
+    if (!usable) {
+        out->failed++;
+        return KT_OK;
+    }
+    arm *a = &e->arms[i];
+    if (cfg->policy != KT_POLICY_RACE) {
+        st = measure_fixed(e, a, validated);
+    } else {
+        /* a dedicated warm-up for an arm that did not run yet, until WARM_CHECKS of them
+         * showed no first-run outlier; the settle check stays on for every arm */
+        double w = -1;
+        bool warming = !validated && e->warm_checks < WARM_CHECKS;
+        if (warming) st = warm(e, a, &ok, &w);
+        if (st == KT_OK && ok) st = sample(e, a, &ok);
+        if (st == KT_OK && ok && warming) {
+            e->warm_checks++;
+            if (w > SETTLE_RATIO * a->r->times[0]) e->warm_checks = 0; /* an outlier: keep warming up */
+        }
+        if (st == KT_OK && ok) {
+            stats(e, a);
+            a->racing = true;
+            long b = best_racing(e); /* a clear loser is out after one run */
+            if (b >= 0 && b != (long)i && slower(e, a, &e->arms[b])) a->racing = false;
+        }
+    }
+    if (st != KT_OK) return st;
+    if (a->r->outcome == KT_OUTCOME_MEASURED && a->r->runs > 0) {
+        out->valid++;
+        *ns = exp(a->m);
+    } else if (a->r->outcome == KT_OUTCOME_MEASURED) {
+        a->r->outcome = KT_OUTCOME_NOT_RUN; /* the budget ran out first */
+    } else {
+        out->failed++;
+    }
+    return KT_OK;
+}
+
 kt_status kt__engine_run(const kt__measure_cfg *cfg, const kt__budget *budget, const kt__engine_io *io, const bool *eligible,
                          size_t n, kt__engine_out *out) {
     *out = (kt__engine_out){.best = -1};
@@ -486,46 +533,32 @@ kt_status kt__engine_run(const kt__measure_cfg *cfg, const kt__budget *budget, c
     e.arms = calloc(n ? n : 1, sizeof *e.arms);
     kt_status st = e.arms ? grow_scratch(&e, n + 8) : kt__err(KT_ERR_NO_MEMORY, "measuring: out of memory for %zu units", n);
     size_t admitted = 0;
-    for (size_t i = 0; st == KT_OK && i < n; i++) {
+    if (io->next != NULL) { /* in the order a search gives, which keeps the budget of units */
+        size_t batch[64];
+        while (st == KT_OK && !budget_spent(&e)) {
+            size_t k = io->next(io->user, batch, sizeof batch / sizeof batch[0]);
+            if (k == 0) break;
+            for (size_t j = 0; j < k && st == KT_OK && !budget_spent(&e); j++) { /* the rest of a spent budget stays NOT_RUN */
+                double ns = INFINITY;
+                st = screen(&e, batch[j], &ns);
+                admitted++;
+                if (st == KT_OK) io->told(io->user, batch[j], ns);
+                report(&e, admitted);
+            }
+        }
+        for (size_t i = 0; st == KT_OK && i < n; i++) /* build failures and rejections */
+            if (!eligible[i] && io->result(io->user, i)->outcome != KT_OUTCOME_NOT_RUN) out->failed++;
+    }
+    for (size_t i = 0; st == KT_OK && io->next == NULL && i < n; i++) {
         if (i > 0) report(&e, i);
         if (!eligible[i]) {
             if (io->result(io->user, i)->outcome != KT_OUTCOME_NOT_RUN) out->failed++; /* build failed, rejected */
             continue;
         }
         if ((budget->units && admitted >= budget->units && e.any_sample) || budget_spent(&e)) continue; /* left NOT_RUN */
-        bool usable = false, validated = false, ok = true;
-        st = admit(&e, i, &usable, &validated);
+        double ns;
+        st = screen(&e, i, &ns);
         admitted++;
-        if (st != KT_OK) break;
-        if (!usable) {
-            out->failed++;
-            continue;
-        }
-        arm *a = &e.arms[i];
-        if (cfg->policy != KT_POLICY_RACE) {
-            st = measure_fixed(&e, a, validated);
-        } else {
-            /* a dedicated warm-up for an arm that did not run yet, until WARM_CHECKS of them
-             * showed no first-run outlier; the settle check stays on for every arm */
-            double w = -1;
-            bool warming = !validated && e.warm_checks < WARM_CHECKS;
-            if (warming) st = warm(&e, a, &ok, &w);
-            if (st == KT_OK && ok) st = sample(&e, a, &ok);
-            if (st == KT_OK && ok && warming) {
-                e.warm_checks++;
-                if (w > SETTLE_RATIO * a->r->times[0]) e.warm_checks = 0; /* an outlier: keep warming up */
-            }
-            if (st == KT_OK && ok) {
-                stats(&e, a);
-                a->racing = true;
-                long b = best_racing(&e); /* a clear loser is out after one run */
-                if (b >= 0 && b != (long)i && slower(&e, a, &e.arms[b])) a->racing = false;
-            }
-        }
-        if (st != KT_OK) break;
-        if (a->r->outcome == KT_OUTCOME_MEASURED && a->r->runs > 0) out->valid++;
-        else if (a->r->outcome == KT_OUTCOME_MEASURED) a->r->outcome = KT_OUTCOME_NOT_RUN; /* the budget ran out first */
-        else out->failed++;
     }
     if (st == KT_OK && cfg->policy == KT_POLICY_RACE) st = race_rounds(&e);
     if (st == KT_OK) {

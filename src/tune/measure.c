@@ -7,8 +7,10 @@
  */
 #include "backends/backends.h"
 #include "isolate/isolate.h"
+#include "search/search.h"
 #include "tune/stages.h"
 
+#include <math.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -205,7 +207,7 @@ static kt_status all_failed(const kt_op *op, kt_decision *d) {
  * key) and the work arguments they will actually run on (copies keep the caller's alignment,
  * and this makes sure of it, predicate functions included). Units that may not are marked
  * REJECTED here. */
-static bool *accepting(const kt_op *op, kt_decision *d, const kt__workset *ws) {
+static bool *accepting(const kt_op *op, kt_decision *d, const kt__workset *ws, const kt__plans *plans) {
     bool *acc = calloc(d->nunits ? d->nunits : 1, sizeof *acc);
     if (acc == NULL) return NULL;
     int64_t wkey[KT__KEY_WORDS_MAX];
@@ -213,7 +215,8 @@ static bool *accepting(const kt_op *op, kt_decision *d, const kt__workset *ws) {
     for (size_t i = 0; i < d->nunits; i++) {
         kt__unit *u = &d->units[i];
         size_t c = u->cand;
-        acc[i] = kt__unit_runnable(u) && kt__key_accepts(op, d->key, c) && kt__key_accepts(op, wkey, c);
+        bool ready = kt__unit_runnable(u) || (kt__unit_planned(plans, i) && u->r.outcome == KT_OUTCOME_NOT_RUN); /* or to be built */
+        acc[i] = ready && kt__key_accepts(op, d->key, c) && kt__key_accepts(op, wkey, c);
         if (!acc[i] && u->r.outcome == KT_OUTCOME_NOT_RUN) {
             u->r.outcome = KT_OUTCOME_REJECTED;
             if (kt__key_accepts(op, d->key, c))
@@ -222,6 +225,13 @@ static bool *accepting(const kt_op *op, kt_decision *d, const kt__workset *ws) {
     }
     return acc;
 }
+
+/* A variant group searched in a tuning: its configurations are its units first .. first + n - 1. */
+typedef struct group_search {
+    size_t cand, first, n;
+    kt_search *s;
+    bool done;
+} group_search;
 
 /* What the engine needs of one tuning. */
 typedef struct tuning {
@@ -238,6 +248,14 @@ typedef struct tuning {
     kt__worker *native_worker; /* started for this tuning: it holds this tuning's natives */
     bool iso_locked;           /* holds the context's iso_lock (the device's worker) */
     bool recalled;             /* some unit's time comes from the persistent cache */
+    kt__configs *cfgs;         /* per candidate: its variant group's enumeration (make_units) */
+    kt__plans *plans;          /* the variant units not built yet (lazy: built when admitted) */
+    group_search *groups;      /* the searched groups, when a strategy chooses their units */
+    size_t ngroups, turn;      /* and whose turn it is */
+    size_t plain;              /* the next unit outside a search to admit */
+    size_t evaluations, budget; /* units proposed or admitted so far, and at most (0: no limit) */
+    kt_status next_error;      /* what stopped tuning_next (building), for after the engine */
+    bool ref_taken;            /* a searched group's reference unit went first */
 } tuning;
 
 static kt_status tuning_admit(void *p, size_t i, bool *usable, unsigned *runs) {
@@ -284,10 +302,14 @@ static void tuning_progress(void *p, size_t done, size_t total, size_t valid, si
  * so, and by default those of a backend whose faults poison its device context (CUDA's). The
  * worker setup may still refuse (a backend without KT_BACKEND_CAP_WORKER): they then run here. */
 static bool isolate(const kt_op *op, const kt__unit *u) {
-    if (u->text == NULL || u->artifact == NULL || op->isolation == KT_ISOLATE_OFF) return false;
+    if (u->text == NULL || op->isolation == KT_ISOLATE_OFF) return false;
     if (op->cands[u->cand].nlparams > 0) return false; /* its launch parameters are computed in this process */
     if (op->isolation == KT_ISOLATE_ON) return true;
-    return (kt__backend_caps(u->launch.backend) & KT_BACKEND_CAP_FAULT_POISONS) != 0;
+    const kt_backend *b; /* the op's device's: a variant not built yet has none of its own */
+    void *bstate;
+    size_t local;
+    kt__op_backend(op, &b, &bstate, &local, NULL);
+    return (kt__backend_caps(b) & KT_BACKEND_CAP_FAULT_POISONS) != 0;
 }
 
 /* Why a native of an op that asks for isolation (KT_ISOLATE_ON) cannot run in a worker
@@ -324,16 +346,25 @@ static int tuning_run_unit(void *p, size_t i, const kt_arg *args, kt_result *res
     return res ? u->rfn(args, tu->op->nargs, u->user, res) : u->fn(args, tu->op->nargs, u->user);
 }
 
+/* Whether a tuning of the op builds its variants only as it admits them: when a budget or a
+ * search strategy may leave most of them out. */
+static bool lazy_building(const kt_op *op) {
+    return op->budget.units || op->budget.fraction > 0 || op->budget.seconds > 0 ||
+           (op->strategy[0] && strcmp(op->strategy, "exhaustive") != 0);
+}
+
 /* Makes the units, the workset and one trial per unit; says which units may run and whether
  * some run in workers. */
 static kt_status set_up(tuning *tu, const kt_arg *caller, kt_inputs inputs, bool launching) {
     kt_op *op = tu->op;
     kt_decision *d = tu->d;
-    kt_status st = kt__make_units(op, d, caller, -1, NULL);
+    if ((tu->cfgs = calloc(op->ncands ? op->ncands : 1, sizeof *tu->cfgs)) == NULL)
+        return kt__err(KT_ERR_NO_MEMORY, "%s(op '%s'): out of memory", d->where, op->name);
+    kt_status st = kt__make_units(op, d, caller, -1, NULL, tu->cfgs, lazy_building(op) && !d->rerace ? &tu->plans : NULL);
     if (st == KT_OK) st = kt__workset_init(tu->ws, op, d->where, inputs, caller, launching);
     else memset(tu->ws, 0, sizeof *tu->ws);
-    if (st == KT_OK &&
-        ((tu->acc = accepting(op, d, tu->ws)) == NULL || (tu->trials = calloc(d->nunits ? d->nunits : 1, sizeof *tu->trials)) == NULL))
+    if (st == KT_OK && ((tu->acc = accepting(op, d, tu->ws, tu->plans)) == NULL ||
+                        (tu->trials = calloc(d->nunits ? d->nunits : 1, sizeof *tu->trials)) == NULL))
         st = kt__err(KT_ERR_NO_MEMORY, "%s(op '%s'): out of memory for the tuning's trials", d->where, op->name);
     for (size_t i = 0; st == KT_OK && i < d->nunits; i++) {
         tu->trials[i] = (trial_ctx){.op = op, .ws = tu->ws, .unit = &d->units[i], .device_ns = -1, .flush = flush_kind(op, &d->units[i])};
@@ -396,10 +427,49 @@ static kt_status start_device_worker(tuning *tu) {
     if (st == KT_OK) st = kt__worker_ready(worker);
     if (st != KT_OK) return kt__err(st, "%s(op '%s'): %s", d->where, op->name, kt_last_error());
     for (size_t i = 0; st == KT_OK && i < d->nunits; i++) {
-        if (!tu->acc[i] || !isolate(op, &d->units[i])) continue;
+        if (!tu->acc[i] || !isolate(op, &d->units[i]) || d->units[i].artifact == NULL) continue; /* or when built */
         tu->trials[i].worker = worker;
         st = kt__worker_add(worker, d->units[i].artifact, op->cands[d->units[i].cand].kernel, &d->units[i].launch.geometry,
                             &tu->trials[i].worker_id);
+    }
+    return st;
+}
+
+/* Builds those of units (n) still to build; those that failed are out, those that run in the
+ * device's worker are loaded there. */
+static kt_status build_admitted(tuning *tu, const size_t *units, size_t n) {
+    kt_op *op = tu->op;
+    kt_decision *d = tu->d;
+    kt_status st = kt__build_some(op, d, tu->plans, units, n);
+    for (size_t j = 0; st == KT_OK && j < n; j++) {
+        size_t i = units[j];
+        kt__unit *u = &d->units[i];
+        if (!tu->acc[i] || tu->trials[i].worker != NULL) continue;
+        if (!kt__unit_runnable(u)) {
+            tu->acc[i] = false; /* BUILD_FAILED */
+            continue;
+        }
+        tu->trials[i].flush = flush_kind(op, u); /* its backend is known once built */
+        if (!tu->isolated || !isolate(op, u)) continue;
+        kt__worker *worker = op->ctx->workers[op->device];
+        tu->trials[i].worker = worker;
+        st = kt__worker_add(worker, u->artifact, op->cands[u->cand].kernel, &u->launch.geometry, &tu->trials[i].worker_id);
+        if (st != KT_OK) st = kt__err(st, "%s(op '%s'): %s", d->where, op->name, kt_last_error());
+    }
+    return st;
+}
+
+/* Lazily built: the reference candidate's first unit that builds, before the reference runs. */
+static kt_status build_reference(tuning *tu) {
+    kt_op *op = tu->op;
+    kt_decision *d = tu->d;
+    if (!op->validate || op->reference_fn != NULL) return KT_OK;
+    size_t cand = (size_t)kt__reference_candidate(op);
+    kt_status st = KT_OK;
+    for (size_t i = 0; st == KT_OK && i < d->nunits; i++) {
+        if (d->units[i].cand != cand || !tu->acc[i]) continue;
+        st = build_admitted(tu, &i, 1);
+        if (tu->acc[i]) break;
     }
     return st;
 }
@@ -508,6 +578,145 @@ static long fastest(tuning *tu, long best) {
     return best;
 }
 
+/* ---- a search over the variant groups ----------------------------------------------------------- */
+
+/* The searched group unit i belongs to, or NULL. */
+static group_search *group_of(tuning *tu, size_t i) {
+    for (size_t g = 0; g < tu->ngroups; g++)
+        if (i >= tu->groups[g].first && i < tu->groups[g].first + tu->groups[g].n) return &tu->groups[g];
+    return NULL;
+}
+
+/* Sets up a search over each variant group when the op's strategy (auto: for the budget of
+ * units) is not exhaustive; otherwise the engine admits units in their order. */
+static kt_status set_up_search(tuning *tu) {
+    kt_op *op = tu->op;
+    kt_decision *d = tu->d;
+    const size_t n = d->nunits;
+    size_t budget = op->budget.units;
+    if (op->budget.fraction > 0) {
+        double want = ceil(op->budget.fraction * (double)n);
+        size_t part = want >= (double)n ? n : want < 1 ? 1 : (size_t)want;
+        if (budget == 0 || part < budget) budget = part;
+    }
+    tu->budget = budget;
+    if (d->rerace) return KT_OK; /* its finalists only: recall.c */
+    size_t groups = 0;
+    for (size_t c = 0; c < op->ncands; c++) groups += tu->cfgs[c].n > 0;
+    if (groups == 0) return KT_OK;
+    if ((tu->groups = calloc(groups, sizeof *tu->groups)) == NULL)
+        return kt__err(KT_ERR_NO_MEMORY, "%s(op '%s'): out of memory", d->where, op->name);
+    for (size_t c = 0, u = 0; c < op->ncands; c++) {
+        while (u < n && d->units[u].cand != c) u++;
+        if (tu->cfgs[c].n == 0 || u == n) continue;
+        const char *strategy = op->strategy[0] ? op->strategy : "auto";
+        kt_search *s = NULL;
+        char where[160];
+        snprintf(where, sizeof where, "%s(op '%s'): the search over '%s'", d->where, op->name, op->cands[c].name);
+        kt_status st = kt__search_new(op->cands[c].space, &tu->cfgs[c], strategy, op->search_seed, budget ? budget : n, where, &s);
+        if (st != KT_OK) return st;
+        if (strcmp(kt_search_strategy(s), "exhaustive") == 0) { /* in order: as the engine goes anyway */
+            kt_search_destroy(s);
+            continue;
+        }
+        tu->groups[tu->ngroups++] = (group_search){.cand = c, .first = u, .n = tu->cfgs[c].n, .s = s};
+        kt__log(op->ctx, KT_LOG_INFO, "op '%s': searching the %zu configurations of '%s' by %s (budget %zu units of %zu)", op->name,
+                tu->cfgs[c].n, op->cands[c].name, kt_search_strategy(s), budget ? budget : n, n);
+    }
+    return KT_OK;
+}
+
+static bool budget_left(const tuning *tu) { return tu->budget == 0 || tu->evaluations < tu->budget; }
+
+static size_t propose_units(tuning *tu, size_t *units, size_t max);
+
+/* The engine's next units, within the budget of units: first those outside a search (natives,
+ * unsearched groups) in their order, then each search's proposals in turn, built now when they
+ * are built lazily. A proposal the tuning can say something of without running it (a limit or
+ * requirement rejected it, it failed to build now or in a recorded tuning, the persistent cache
+ * knows its time) is told at once; each counts as an evaluation. */
+static size_t tuning_next(void *p, size_t *units, size_t max) {
+    tuning *tu = p;
+    for (;;) {
+        size_t k = propose_units(tu, units, max);
+        if (k == 0 || tu->plans == NULL) return k;
+        kt_status st = build_admitted(tu, units, k);
+        if (st != KT_OK) {
+            tu->next_error = st;
+            return 0;
+        }
+        size_t kept = 0;
+        for (size_t j = 0; j < k; j++) {
+            size_t i = units[j];
+            if (tu->acc[i]) {
+                units[kept++] = i;
+                continue;
+            }
+            group_search *g = group_of(tu, i); /* it failed to build */
+            if (g) kt_search_tell(g->s, i - g->first, INFINITY);
+        }
+        if (kept > 0) return kept;
+    }
+}
+
+static size_t propose_units(tuning *tu, size_t *units, size_t max) {
+    kt_decision *d = tu->d;
+    size_t k = 0;
+    long r = tu->ref->unit;
+    group_search *rg = r >= 0 && !tu->ref_taken ? group_of(tu, (size_t)r) : NULL;
+    tu->ref_taken = true;
+    if (rg && tu->acc[r] && budget_left(tu) && kt__search_take(rg->s, (size_t)r - rg->first)) {
+        units[k++] = (size_t)r; /* the reference ran already: the search's first evaluation */
+        tu->evaluations++;
+        return k;
+    }
+    while (k < max && tu->plain < d->nunits && budget_left(tu)) {
+        size_t i = tu->plain++;
+        if (!tu->acc[i] || group_of(tu, i) != NULL) continue;
+        units[k++] = i;
+        tu->evaluations++;
+    }
+    if (k > 0) return k;
+    for (size_t idle = 0; k == 0 && idle < tu->ngroups && budget_left(tu);) {
+        group_search *g = &tu->groups[tu->turn++ % tu->ngroups];
+        size_t cfg[16], want = max < 16 ? max : 16;
+        if (tu->budget && tu->budget - tu->evaluations < want) want = tu->budget - tu->evaluations;
+        size_t m = g->done ? 0 : kt_search_propose(g->s, cfg, want);
+        if (m == 0) {
+            g->done = true;
+            idle++;
+            continue;
+        }
+        idle = 0;
+        for (size_t j = 0; j < m; j++) {
+            size_t i = g->first + cfg[j];
+            const kt__unit *u = &d->units[i];
+            tu->evaluations++;
+            if (tu->acc[i]) {
+                units[k++] = i;
+                continue;
+            }
+            double told = u->recalled && u->r.time_ns > 0 ? u->r.time_ns : INFINITY;
+            kt_search_tell(g->s, cfg[j], told);
+        }
+    }
+    return k;
+}
+
+static void tuning_told(void *p, size_t i, double ns) {
+    tuning *tu = p;
+    group_search *g = group_of(tu, i);
+    if (g) kt_search_tell(g->s, i - g->first, ns);
+}
+
+static void free_search(tuning *tu) {
+    for (size_t g = 0; g < tu->ngroups; g++) kt_search_destroy(tu->groups[g].s);
+    free(tu->groups);
+    for (size_t c = 0; tu->cfgs && c < tu->op->ncands; c++) kt__configs_free(&tu->cfgs[c]);
+    free(tu->cfgs);
+    kt__plans_free(tu->plans);
+}
+
 kt_status kt__measure_all(kt_op *op, kt_decision *d, const kt_arg *caller, bool launching, bool generated) {
     const kt__measure_cfg cfg = op->ctx->measure;
     kt_inputs inputs = generated                                       ? KT_INPUTS_GENERATED
@@ -516,16 +725,20 @@ kt_status kt__measure_all(kt_op *op, kt_decision *d, const kt_arg *caller, bool 
     kt__workset ws;
     kt__reference ref = {.unit = -1};
     tuning tu = {.op = op, .d = d, .ws = &ws, .ref = &ref};
-    kt__engine_io io = {&tu, tuning_admit, tuning_result, tuning_trial, op->ctx->progress_fn ? tuning_progress : NULL};
+    kt__engine_io io = {&tu, tuning_admit, tuning_result, tuning_trial, op->ctx->progress_fn ? tuning_progress : NULL, NULL, NULL};
     kt__engine_out out = {.best = -1};
     /* set up -> workers -> reference -> measure -> verdicts -> restore the caller's buffers */
     kt_status st = set_up(&tu, caller, inputs, launching);
     if (st == KT_OK && tu.natives) st = start_natives_worker(&tu);
     if (st == KT_OK && tu.isolated) st = start_device_worker(&tu);
+    if (st == KT_OK && tu.plans) st = build_reference(&tu);
     if (st == KT_OK) st = run_reference(&tu);
     if (st == KT_OK) hold_recalled(&tu);
     d->validated = ref.active;
+    if (st == KT_OK) st = set_up_search(&tu);
+    if (st == KT_OK && (tu.ngroups > 0 || tu.plans)) io.next = tuning_next, io.told = tuning_told;
     if (st == KT_OK) st = kt__engine_run(&cfg, &op->budget, &io, tu.acc, d->nunits, &out);
+    if (st == KT_OK) st = tu.next_error;
     worker_verdicts(&tu);
     if (tu.iso_locked) pthread_mutex_unlock(&op->ctx->iso_lock);
     kt__worker_free(tu.native_worker);
@@ -540,6 +753,7 @@ kt_status kt__measure_all(kt_op *op, kt_decision *d, const kt_arg *caller, bool 
     free(tu.host_flush);
     free(tu.trials);
     free(tu.acc);
+    free_search(&tu);
     atomic_fetch_add(&op->measured_runs, runs);
     d->policy = cfg.policy;
     d->confidence = out.confidence;

@@ -49,7 +49,7 @@ static kt_status decide(kt_op *op, kt_decision *d, const kt_arg *args, kt__finis
         d->source = KT_SOURCE_DEFAULT;
     }
     d->winner = (size_t)idx;
-    kt_status st = kt__make_units(op, d, args, idx, NULL); /* a variant group: build its first configuration */
+    kt_status st = kt__make_units(op, d, args, idx, NULL, NULL, NULL); /* a variant group: build its first configuration */
     if (st != KT_OK) return st;
     if (d->nunits != 1 || !kt__unit_runnable(&d->units[0]))
         return kt__err(KT_ERR_BACKEND, "%s(op '%s'): candidate '%s' cannot run: %s", d->where, op->name, op->cands[idx].name,

@@ -107,7 +107,7 @@ kt_status kt__persist_recall(kt_op *op, kt_decision *d, const kt_arg *args, bool
     else if (!kt__key_accepts(op, d->key, (size_t)cand))
         snprintf(why, sizeof why, "candidate '%.200s' rejects these arguments", rec.winner_candidate);
     if (!why[0]) {
-        st = kt__make_units(op, d, args, cand, rec.winner_config);
+        st = kt__make_units(op, d, args, cand, rec.winner_config, NULL, NULL);
         if (st != KT_OK) {
             kt__store_rec_free(&rec);
             return st;

@@ -8,6 +8,7 @@
 #define KT_TUNE_STAGES_H
 
 #include "op/op.h"
+#include "space/space.h"
 
 /* ---- workset.c: the arguments tuning runs use ------------------------------------------------ */
 
@@ -117,6 +118,9 @@ typedef struct kt__reference {
 /* Runs unit index of a tuning on args (res: where a result-returning candidate puts it). */
 typedef int (*kt__unit_runner)(void *user, size_t unit, const kt_arg *args, kt_result *res);
 
+/* The reference candidate: named, else the default, else the first added. */
+long kt__reference_candidate(const kt_op *op);
+
 kt_status kt__reference_capture(kt__reference *ref, kt__workset *ws, const kt__unit *units, size_t nunits,
                                 const bool *accepts, kt__unit_runner run, void *run_user);
 
@@ -158,6 +162,13 @@ typedef struct kt__engine_io {
     void (*trial)(void *user, size_t i, kt__trial *out);
     /* Optional progress, as kt_progress_fn. */
     void (*progress)(void *user, size_t done, size_t total, size_t valid, size_t failed, double best_ns);
+    /* Optional: the order of admission, by a search (measure.c). next writes up to max units to
+     * admit next (eligible ones) and returns how many, 0 once the search is over; units it never
+     * names stay NOT_RUN, and the budget of units is its to keep. told then gives each admitted
+     * unit's screened time in ns (INFINITY when it failed), for the search. NULL: every eligible
+     * unit in index order, within the budget of units. */
+    size_t (*next)(void *user, size_t *units, size_t max);
+    void (*told)(void *user, size_t i, double ns);
 } kt__engine_io;
 
 typedef struct kt__engine_out {
@@ -179,8 +190,25 @@ kt_status kt__engine_run(const kt__measure_cfg *cfg, const kt__budget *budget, c
 /* Sets a unit's diagnostic from fmt, which takes detail (a %s) and code (a %d), whole. */
 void kt__unit_message(kt__cand_result *r, const char *fmt, const char *detail, int code);
 
-/* Makes the decision's units (see variant.c); only_text picks one configuration of group only. */
-kt_status kt__make_units(kt_op *op, kt_decision *d, const kt_arg *args, long only, const char *only_text);
+/* The plans of variant units not built yet (variant.c). */
+typedef struct kt__plans kt__plans;
+
+/* Makes the decision's units (see variant.c); only_text picks one configuration of group only.
+ * keep (NULL, or one per candidate): receives each variant group's enumeration, whose
+ * configuration k is the group's k-th unit (the caller frees them with kt__configs_free).
+ * lazy (NULL: build every variant unit now): receives the plans of the variant units, which are
+ * built only when kt__build_some is asked for them (free with kt__plans_free). */
+kt_status kt__make_units(kt_op *op, kt_decision *d, const kt_arg *args, long only, const char *only_text, kt__configs *keep,
+                         kt__plans **lazy);
+
+/* Builds those of units (n of them) that are planned and not built yet, in parallel: each ends
+ * runnable or BUILD_FAILED. An error is not the units'. */
+kt_status kt__build_some(kt_op *op, kt_decision *d, kt__plans *plans, const size_t *units, size_t n);
+
+/* Whether unit i is planned and not built yet. */
+bool kt__unit_planned(const kt__plans *plans, size_t i);
+
+void kt__plans_free(kt__plans *plans);
 
 /* Whether a unit is built and not yet decided. */
 bool kt__unit_runnable(const kt__unit *u);

@@ -119,8 +119,7 @@ static bool is_output(const kt__argdecl *d) {
     return d->type == KT_TYPE_BUFFER && d->access != KT_READ_ONLY;
 }
 
-/* Picks the reference candidate: named, else the default, else the first added. */
-static long reference_candidate(const kt_op *op) {
+long kt__reference_candidate(const kt_op *op) {
     if (op->reference_idx >= 0) return op->reference_idx;
     return op->default_idx >= 0 ? op->default_idx : 0;
 }
@@ -133,7 +132,7 @@ kt_status kt__reference_capture(kt__reference *ref, kt__workset *ws, const kt__u
     if (!op->validate) return KT_OK;
     const kt__unit *u = NULL;
     if (op->reference_fn == NULL) {
-        long cand = reference_candidate(op);
+        long cand = kt__reference_candidate(op);
         for (size_t i = 0; i < nunits && u == NULL; i++)
             if (units[i].cand == (size_t)cand && accepts[i]) u = &units[i];
         if (u == NULL) {

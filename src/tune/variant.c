@@ -365,9 +365,10 @@ static void adopt_modules(kt_op *op, kt__build *builds, size_t n, const kt_backe
         if (builds[i].dup_of >= 0) builds[i].module = builds[builds[i].dup_of].module;
 }
 
-/* Builds the variant units that are still to be built (those with a plan), in parallel, and
- * makes them runnable, or BUILD_FAILED with the first lines of their log. */
-static kt_status build_units(kt_op *op, kt_decision *d, unit_plan *plans) {
+/* Builds the variant units that are still to be built (those with a plan; of those, the ones
+ * want says, when it is not NULL), in parallel, and makes them runnable, or BUILD_FAILED with
+ * the first lines of their log. */
+static kt_status build_units(kt_op *op, kt_decision *d, unit_plan *plans, const bool *want) {
     const kt_backend *b;
     void *bstate;
     size_t local;
@@ -376,13 +377,14 @@ static kt_status build_units(kt_op *op, kt_decision *d, unit_plan *plans) {
     for (size_t i = 0; !(kt__backend_caps(b) & KT_BACKEND_CAP_LAUNCH_PARAMS) && i < d->nunits; i++) {
         kt__unit *u = &d->units[i];
         const kt__cand *c = &op->cands[u->cand];
-        if (plans[i].defines_buf == NULL || u->r.outcome != KT_OUTCOME_NOT_RUN || c->nlparams == 0) continue;
+        if (plans[i].defines_buf == NULL || u->r.outcome != KT_OUTCOME_NOT_RUN || c->nlparams == 0 || (want && !want[i])) continue;
         u->r.outcome = KT_OUTCOME_BUILD_FAILED; /* not the code's failure: never recorded as one */
         u->env_failed = true;
         kt__unit_message(&u->r, "backend '%s' cannot pass launch parameters (kt_op_add_launch_param)", b->name, 0);
     }
     size_t n = 0;
-    for (size_t i = 0; i < d->nunits; i++) n += plans[i].defines_buf != NULL && d->units[i].r.outcome == KT_OUTCOME_NOT_RUN;
+    for (size_t i = 0; i < d->nunits; i++)
+        n += plans[i].defines_buf != NULL && d->units[i].r.outcome == KT_OUTCOME_NOT_RUN && (want == NULL || want[i]);
     if (n == 0) return KT_OK;
     if (b->abi_version < 3 || b->build == NULL || b->load == NULL || (b->entry == NULL && b->launch == NULL))
         return kt__err(KT_ERR_BACKEND, "%s(op '%s'): backend '%s' cannot build variants", d->where, op->name, b->name);
@@ -407,7 +409,7 @@ static kt_status build_units(kt_op *op, kt_decision *d, unit_plan *plans) {
     }
     size_t k = 0;
     for (size_t i = 0; i < d->nunits; i++) {
-        if (plans[i].defines_buf == NULL || d->units[i].r.outcome != KT_OUTCOME_NOT_RUN) continue;
+        if (plans[i].defines_buf == NULL || d->units[i].r.outcome != KT_OUTCOME_NOT_RUN || (want && !want[i])) continue;
         const kt__cand *c = &op->cands[d->units[i].cand];
         builds[k] = (kt__build){.backend = b, .bstate = bstate, .device = local, .device_fp = fp,
                                 .req = {.source = c->source, .kernel_name = c->kernel, .defines = plans[i].defines,
@@ -483,11 +485,46 @@ static kt_status build_units(kt_op *op, kt_decision *d, unit_plan *plans) {
     return st;
 }
 
+struct kt__plans {
+    unit_plan *p; /* per unit; a built (or never to be built) unit's is empty */
+    size_t n;
+};
+
+static void free_plan(unit_plan *p) {
+    free(p->defines_buf);
+    free(p->defines);
+    *p = (unit_plan){0};
+}
+
+void kt__plans_free(kt__plans *pl) {
+    if (pl == NULL) return;
+    for (size_t i = 0; i < pl->n; i++) free_plan(&pl->p[i]);
+    free(pl->p);
+    free(pl);
+}
+
+bool kt__unit_planned(const kt__plans *pl, size_t i) { return pl != NULL && i < pl->n && pl->p[i].defines_buf != NULL; }
+
+kt_status kt__build_some(kt_op *op, kt_decision *d, kt__plans *pl, const size_t *units, size_t n) {
+    bool any = false;
+    for (size_t j = 0; j < n; j++) any = any || kt__unit_planned(pl, units[j]);
+    if (!any) return KT_OK;
+    bool *want = calloc(d->nunits ? d->nunits : 1, sizeof *want);
+    if (want == NULL) return kt__err(KT_ERR_NO_MEMORY, "%s(op '%s'): out of memory", d->where, op->name);
+    for (size_t j = 0; j < n; j++) want[units[j]] = true;
+    kt_status st = build_units(op, d, pl->p, want);
+    for (size_t j = 0; j < n; j++) free_plan(&pl->p[units[j]]); /* built, or failed: never again */
+    free(want);
+    return st;
+}
+
 /* Makes the decision's units: all candidates (only < 0) or only candidate `only`'s
  * configuration only_text (NULL: its first); natives are runnable at once, variant units are
- * planned and built. A full set first learns from the persistent cache what it recorded of
- * each unit (kt__persist_units): recorded failures are not built again. */
-kt_status kt__make_units(kt_op *op, kt_decision *d, const kt_arg *args, long only, const char *only_text) {
+ * planned and built (or, with lazy, planned only: *lazy receives their plans, for
+ * kt__build_some). A full set first learns from the persistent cache what it recorded of each
+ * unit (kt__persist_units): recorded failures are not built again. */
+kt_status kt__make_units(kt_op *op, kt_decision *d, const kt_arg *args, long only, const char *only_text, kt__configs *keep,
+                         kt__plans **lazy) {
     size_t total = 0;
     kt__configs *cfgs = calloc(op->ncands, sizeof *cfgs);
     kt__value **inputs = calloc(op->ncands, sizeof *inputs);
@@ -557,14 +594,23 @@ kt_status kt__make_units(kt_op *op, kt_decision *d, const kt_arg *args, long onl
         }
     }
     if (st == KT_OK && only < 0) kt__persist_units(op, d);
-    if (st == KT_OK) st = build_units(op, d, plans);
-    for (size_t i = 0; plans && i < d->nunits; i++) {
-        free(plans[i].defines_buf);
-        free(plans[i].defines);
+    if (st == KT_OK && lazy) {
+        for (size_t i = 0; i < d->nunits; i++) /* what will never be built holds no plan */
+            if (d->units[i].r.outcome != KT_OUTCOME_NOT_RUN) free_plan(&plans[i]);
+        if ((*lazy = malloc(sizeof **lazy)) == NULL) {
+            st = kt__err(KT_ERR_NO_MEMORY, "%s(op '%s'): out of memory", d->where, op->name);
+        } else {
+            **lazy = (kt__plans){plans, d->nunits};
+            plans = NULL;
+        }
+    } else if (st == KT_OK) {
+        st = build_units(op, d, plans, NULL);
     }
+    for (size_t i = 0; plans && i < d->nunits; i++) free_plan(&plans[i]);
     free(plans);
     for (size_t i = 0; cfgs && inputs && i < op->ncands; i++) {
-        kt__configs_free(&cfgs[i]);
+        if (keep && st == KT_OK) keep[i] = cfgs[i]; /* the caller's now */
+        else kt__configs_free(&cfgs[i]);
         free(inputs[i]);
     }
     free(cfgs);
