@@ -7,6 +7,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -106,6 +107,8 @@ static kt_status r_build(void *state, size_t device, const kt_build_request *req
         return KT_ERR_NO_MEMORY;
     }
     t4_record *rec = find(d, key);
+    if (rec) /* what building it cost when it was recorded: compiling, and the framework's share */
+        atomic_fetch_add(&d->built_ns, (uint64_t)(fmax(rec->compile_ns, 0) + fmax(rec->framework_ns, 0)));
     if (rec && strcmp(rec->invalidity, "compile") == 0) { /* replay the recorded failure */
         free(key);
         snprintf(log, loglen, "recorded as failing to compile in %s", d->source);

@@ -15,6 +15,8 @@
 
 #include <kerntune/backend.h>
 
+#include <stdatomic.h>
+
 typedef struct replay_data {
     kt_backend backend;   /* the table registered with the context (replay_backend): replay's
                            * callbacks find this data through it, so none needs a global */
@@ -25,6 +27,8 @@ typedef struct replay_data {
     uint64_t seed;
     double served_ns;     /* simulated time of every run served */
     uint64_t served_runs;
+    _Atomic uint64_t built_ns; /* the recorded compile and framework times of the configurations
+                                * built (builds run in parallel) */
 } replay_data;
 
 /* Fills in data's backend table and returns it, for kt_context_add_backend: the backend's state

@@ -18,6 +18,8 @@ typedef struct t4_record {
     double mean_ns;     /* the recorded objective: the file's time measurement, else the mean */
     double mean_ms;     /* the same in milliseconds, as the file gives it when its unit is ms */
     char *invalidity;   /* correct, compile, runtime, timeout, correctness, constraints (as the file says) */
+    double compile_ns;  /* times.compilation (a Kernel Tuner cache: compile_time), -1 when not recorded */
+    double framework_ns; /* times.framework (framework_time), -1 when not recorded */
 } t4_record;
 
 typedef struct t4_records {

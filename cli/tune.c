@@ -23,6 +23,7 @@
 #include <kerntune/decision.h>
 #include <kerntune/device.h>
 #include <kerntune/measure.h>
+#include <kerntune/search.h>
 #include <kerntune/validation.h>
 #include <kerntune/variants.h>
 
@@ -54,9 +55,13 @@ void help_tune(FILE *out) {
             "options:\n"
             "  --problem-size N[,N...]  override the problem's ProblemSize\n"
             "  --define NAME=VALUE      fix a tuning parameter to one value (repeatable)\n"
-            "  --budget N | Ns          stop after N configurations, or after N seconds\n"
-            "  --strategy NAME          search strategy: exhaustive (the default and only one yet; given\n"
-            "                           explicitly, it overrides the problem's Search)\n"
+            "  --budget N | N%% | Ns    stop after N configurations, N percent of them, or N seconds\n"
+            "                           (compiling included); every configuration a search proposes\n"
+            "                           counts, also one that fails\n"
+            "  --strategy NAME          which configurations to try within the budget: exhaustive,\n"
+            "                           random, local, anneal, genetic, model or auto (the default:\n"
+            "                           exhaustive when the budget covers the space, else a search;\n"
+            "                           see docs/ARCHITECTURE.md); overrides the problem's Search\n"
             "  --measure NAME           how configurations are measured: race (the default: drop a\n"
             "                           configuration as soon as it is slower than the best with 99%%\n"
             "                           confidence), triton (as Triton's do_bench: 25 ms of warm-up,\n"
@@ -65,7 +70,8 @@ void help_tune(FILE *out) {
             "                           recorded mean instead of its recorded runs)\n"
             "  --device N               the kerntune device to use (see 'kerntune devices'; not with\n"
             "                           --simulate)\n"
-            "  --seed N                 seed of Random fills, and of sampled replay (default 1)\n"
+            "  --seed N                 seed of Random fills, of the search, and of sampled replay\n"
+            "                           (default 1)\n"
             "  --t4 FILE                write T4 results of every configuration tried, failures included\n"
             "                           (checked for writing before any work)\n"
             "  --simulate FILE          replay a T4 file (gzip or plain) or a Kernel Tuner cache file\n"
@@ -98,6 +104,7 @@ typedef struct options {
     const char *defines[64];
     size_t ndefines;
     size_t budget_count;
+    double budget_fraction;
     double budget_seconds;
     const char *strategy;
     bool strategy_given;
@@ -200,7 +207,7 @@ static bool same_file(const char *a, const char *b) {
 
 static int parse_options(int argc, char **argv, options *o) {
     memset(o, 0, sizeof *o);
-    o->strategy = "exhaustive";
+    o->strategy = "auto";
     o->measure = "race";
     o->timeout = 10;
     o->device = -1;
@@ -251,7 +258,13 @@ static int parse_options(int argc, char **argv, options *o) {
                 char *end;
                 o->budget_seconds = strtod(v, &end);
                 if (end != v + len - 1 || !(o->budget_seconds > 0) || !isfinite(o->budget_seconds))
-                    return usage("--budget '%s': expected a count of configurations (N) or seconds (Ns)", v);
+                    return usage("--budget '%s': expected a count of configurations (N), a percentage of them (N%%) or seconds (Ns)", v);
+            } else if (len > 1 && v[len - 1] == '%') {
+                char *end;
+                double pct = strtod(v, &end);
+                if (end != v + len - 1 || !(pct > 0 && pct <= 100))
+                    return usage("--budget '%s': a percentage must be above 0 and at most 100", v);
+                o->budget_fraction = pct / 100;
             } else if (parse_int(v, &n) && n > 0) {
 #if SIZE_MAX < INT64_MAX
                 if ((uint64_t)n > SIZE_MAX) return usage("--budget '%s': out of range: at most %zu configurations", v, (size_t)SIZE_MAX);
@@ -260,10 +273,13 @@ static int parse_options(int argc, char **argv, options *o) {
             } else if (too_large(v, 0)) {
                 return usage("--budget '%s': out of range: at most " INT_MAX_TEXT " configurations", v);
             } else {
-                return usage("--budget '%s': expected a count of configurations (N) or seconds (Ns)", v);
+                return usage("--budget '%s': expected a count of configurations (N), a percentage of them (N%%) or seconds (Ns)", v);
             }
         } else if (strcmp(name, "--strategy") == 0) {
-            if (strcmp(v, "exhaustive") != 0) return usage("--strategy '%s': this version has exhaustive only", v);
+            bool known = false;
+            for (size_t i = 0; i < kt_search_strategy_count(); i++) known = known || strcmp(v, kt_search_strategy_name(i)) == 0;
+            if (!known)
+                return usage("--strategy '%s': expected exhaustive, random, local, anneal, genetic, model or auto", v);
             o->strategy = v;
             o->strategy_given = true;
         } else if (strcmp(name, "--measure") == 0) {
@@ -1163,12 +1179,23 @@ int run_tune(int argc, char **argv) {
     if (!t1_load(o.problem, &p, &err)) FAIL("%s", err ? err : "out of memory");
     if (p.nargs > 64 || p.nparams > 64) FAIL("%s: at most 64 arguments and 64 parameters", o.problem);
     for (size_t i = 0; i < p.nparams; i++) names[i] = p.params[i].name;
-    if (p.search && !o.strategy_given) {
-        if (strcmp(p.search, "brute_force") != 0 && strcmp(p.search, "exhaustive") != 0)
-            FAIL("%s: Search.Name: '%s': kerntune searches exhaustively only (pass --strategy exhaustive to tune so anyway)", o.problem,
-                 p.search);
+    const char *strategy = o.strategy;
+    if (p.search && !o.strategy_given) { /* the problem's Search, in kerntune's words or Kernel Tuner's */
+        static const char *const names[][2] = {{"brute_force", "exhaustive"}, {"random_sample", "random"},
+                                               {"greedy_ils", "local"},        {"greedy_mls", "local"},
+                                               {"simulated_annealing", "anneal"}, {"dual_annealing", "anneal"},
+                                               {"genetic_algorithm", "genetic"}, {"bayes_opt", "model"}};
+        strategy = NULL;
+        for (size_t i = 0; i < kt_search_strategy_count() && strategy == NULL; i++)
+            if (strcmp(p.search, kt_search_strategy_name(i)) == 0) strategy = p.search;
+        for (size_t i = 0; i < sizeof names / sizeof names[0] && strategy == NULL; i++)
+            if (strcmp(p.search, names[i][0]) == 0) strategy = names[i][1];
+        if (strategy == NULL)
+            FAIL("%s: Search.Name: '%s' is not a strategy kerntune has (exhaustive, random, local, anneal, genetic, model, auto, or "
+                 "Kernel Tuner's brute_force, random_sample, greedy_ils, greedy_mls, simulated_annealing, dual_annealing, "
+                 "genetic_algorithm, bayes_opt); --strategy NAME overrides it", o.problem, p.search);
         if (p.search_attributes)
-            FAIL("%s: Search.Attributes: an exhaustive search takes none (pass --strategy exhaustive to tune without them)", o.problem);
+            FAIL("%s: Search.Attributes: kerntune's strategies take none (pass --strategy %s to tune without them)", o.problem, strategy);
     }
     for (size_t i = 0; o.t4 && i < p.nargs + p.nrefs + 1; i++) { /* what the problem names: --t4 would replace it too */
         const char *src = i == 0 ? p.kernel_file : i <= p.nargs ? p.args[i - 1].data_source : p.refs[i - 1 - p.nargs].data_source;
@@ -1373,14 +1400,17 @@ int run_tune(int argc, char **argv) {
         KT(kt_op_set_reference(op, "kernel")); /* no defaults: the first configuration */
         if (txt) fprintf(stderr, "kerntune tune: note: %s: the first configuration is the reference\n", no_reference);
     }
-    /* --budget N replaces the problem's ConfigurationCount and ConfigurationFraction; given
-     * both, the problem's budget is the smaller of the two */
-    size_t budget = o.budget_count ? o.budget_count : (size_t)p.budget_count;
-    if (!o.budget_count && p.budget_fraction > 0) {
-        double want = ceil(p.budget_fraction * (double)total); /* a fraction <= 1: at most total, */
+    /* --budget N or N% replaces the problem's ConfigurationCount and ConfigurationFraction;
+     * given both, the problem's budget is the smaller of the two */
+    bool given = o.budget_count || o.budget_fraction > 0;
+    size_t budget = o.budget_count ? o.budget_count : given ? 0 : (size_t)p.budget_count;
+    double fraction = o.budget_fraction > 0 ? o.budget_fraction : given ? 0 : p.budget_fraction;
+    if (fraction > 0) {
+        double want = ceil(fraction * (double)total); /* a fraction <= 1: at most total, */
         size_t part = want >= (double)total ? total : (size_t)want; /* which a double may round up */
         if (budget == 0 || part < budget) budget = part;
     }
+    KT(kt_op_set_search(op, strategy, o.seed));
     double seconds = o.budget_seconds > 0 ? o.budget_seconds : p.budget_seconds;
     if (budget || seconds > 0) KT(kt_op_set_budget(op, budget, seconds));
     progress prog = {now_s(), 0, false, ref_sp ? 1 : 0};
@@ -1577,7 +1607,10 @@ int run_tune(int argc, char **argv) {
         json_object_set_new(j, "below_confidence", json_boolean(low));
         json_object_set_new(j, "reraced", json_boolean(reraced));
         json_object_set_new(j, "cache_rejected", rejected ? json_string(rejected) : json_null());
-        if (o.simulate) json_object_set_new(j, "simulated_time_s", json_real(replay.served_ns / 1e9));
+        if (o.simulate) { /* what the search would have cost on the recorded device: the runs, and building what it tried */
+            json_object_set_new(j, "simulated_time_s", json_real((replay.served_ns + (double)atomic_load(&replay.built_ns)) / 1e9));
+            json_object_set_new(j, "simulated_run_time_s", json_real(replay.served_ns / 1e9));
+        }
         json_object_set_new(j, "tuning_time_s", json_real(wall));
         if (best != (size_t)-1) {
             json_t *b = json_object();

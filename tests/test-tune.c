@@ -363,6 +363,48 @@ static void test_hub_replay_exact(void **state) {
     remove_tmpdir();
 }
 
+/* A search on a recorded space (issue [12]): with --budget 5% every strategy evaluates exactly
+ * 5% of the convolution's configurations (ceil(0.05 x 4362) = 219, failures included), leaves
+ * the rest not run, and picks one of those it evaluated. How good the pick is for a budget is
+ * bench/search's business (many seeds), not a test's. */
+static void test_hub_search_budget(void **state) {
+    (void)state;
+    make_tmpdir();
+    char results[1024];
+    snprintf(results, sizeof results, "%s/results/convolution_milo/A4000_T4.json.gz", KT_HUB);
+    static const char *const strategies[] = {"model", "auto", "local", "anneal", "random", "genetic", "exhaustive"};
+    for (size_t i = 0; i < (KT_TEST_LARGE ? sizeof strategies / sizeof strategies[0] : 2); i++) {
+        char args[4096], t4[600];
+        snprintf(t4, sizeof t4, "%s/search.json", tmpdir);
+        snprintf(args, sizeof args, "tune '%s/kernels/convolution_milo.json' --simulate '%s' --strategy %s --budget 5%% --t4 %s --json --quiet",
+                 KT_HUB, results, strategies[i], t4);
+        assert_int_equal(run(args), 0);
+        json_t *s = doc();
+        json_int_t measured = json_integer_value(json_object_get(s, "measured")), failed = json_integer_value(json_object_get(s, "failed"));
+        assert_int_equal(json_integer_value(json_object_get(s, "configurations")), 4362);
+        if (measured + failed != 219) fail_msg("%s: %lld measured + %lld failed, not 219", strategies[i], (long long)measured, (long long)failed);
+        assert_int_equal(json_integer_value(json_object_get(s, "not_run")), 4362 - 219);
+        /* the pick is among the evaluated: its T4 record has runtimes */
+        json_t *pick = json_object_get(json_object_get(s, "best"), "configuration"), *doc4 = load(t4);
+        size_t k, with_runtimes = 0;
+        json_t *r;
+        bool found = false;
+        json_array_foreach(json_object_get(doc4, "results"), k, r) {
+            bool ran = json_array_size(json_object_get(json_object_get(r, "times"), "runtimes")) > 0;
+            with_runtimes += ran;
+            if (ran && json_equal(json_object_get(r, "configuration"), pick)) found = true;
+        }
+        assert_true(found);
+        assert_int_equal(with_runtimes, measured);
+        double chosen = json_real_value(json_object_get(json_object_get(s, "best"), "recorded_ms"));
+        double best = json_real_value(json_object_get(json_object_get(s, "recorded_best"), "time_ms"));
+        assert_true(chosen >= best);
+        json_decref(doc4);
+        json_decref(s);
+    }
+    remove_tmpdir();
+}
+
 /* Every T1 file of the hub parses (tuned here by replaying its first result file). */
 static void test_every_hub_problem_parses(void **state) {
     (void)state;
@@ -689,8 +731,14 @@ static void test_refused_fields(void **state) {
          "KernelSpecification.Device.Name: no c device is named like 'no such device' (see 'kerntune devices')"},
         {"matmul_c.json", "KernelSpecification.Device", "{\"Id\": 3}",
          "KernelSpecification.Device.Id: 3, but there is 1 c device (see 'kerntune devices')"},
-        {"matmul_c.json", "Search", "{\"Name\": \"genetic_algorithm\"}",
-         "Search.Name: 'genetic_algorithm': kerntune searches exhaustively only (pass --strategy exhaustive to tune so anyway)"},
+        {"matmul_c.json", "Search", "{\"Name\": \"pso\"}",
+         "Search.Name: 'pso' is not a strategy kerntune has (exhaustive, random, local, anneal, genetic, model, auto, or Kernel "
+         "Tuner's brute_force, random_sample, greedy_ils, greedy_mls, simulated_annealing, dual_annealing, genetic_algorithm, "
+         "bayes_opt); --strategy NAME overrides it"},
+        {"matmul_c.json", "Search", "{\"Name\": \"random_sample\", \"Attributes\": [{\"Name\": \"fraction\", \"Value\": 0.1}]}",
+         "Search.Attributes: kerntune's strategies take none (pass --strategy random to tune without them)"},
+        {"matmul_c.json", "Search", "{\"Name\": \"genetic_algorithm\"}", NULL},
+        {"matmul_c.json", "Search", "{\"Name\": \"model\"}", NULL},
         {"matmul_c.json", "Search", "{\"Name\": \"brute_force\"}", NULL},
         {"matmul_c.json", "Budget", "[{\"Type\": \"ConfigurationCount\", \"BudgetValue\": 0}]",
          "Budget[0].BudgetValue: 0; expected a number above 0"},
@@ -847,7 +895,7 @@ static void test_checked_at_load(void **state) {
 
 /* ConfigurationCount and ConfigurationFraction together: the smaller budget (a fraction had
  * overridden the count). Replayed: the recording's 5 configurations, of which one failed to
- * compile (a failed build costs no budget), measured in order until the budget is spent. */
+ * compile; a budget short of them is searched, and a failed build counts as an evaluation. */
 static void test_budget_count_and_fraction(void **state) {
     (void)state;
     make_tmpdir();
@@ -868,8 +916,12 @@ static void test_budget_count_and_fraction(void **state) {
         snprintf(args, sizeof args, "tune '%s/%s' --simulate '%s/t1/matmul_c.ktcache.json' --quiet --json", tmpdir, name, KT_DATA);
         if (run(args) != 0) fail_msg("%s", err);
         json_t *s = doc();
-        json_int_t measured = json_integer_value(json_object_get(s, "measured"));
-        if (measured != cases[i].measured) fail_msg("budget %s: %lld measured, expected %d", cases[i].budget, (long long)measured, cases[i].measured);
+        /* a budget short of the space is searched (auto), and every configuration the search
+         * proposes counts, one that fails to compile too */
+        json_int_t evaluated = json_integer_value(json_object_get(s, "measured")) + json_integer_value(json_object_get(s, "failed"));
+        if (evaluated != cases[i].measured)
+            fail_msg("budget %s: %lld evaluated, expected %d", cases[i].budget, (long long)evaluated, cases[i].measured);
+        assert_int_equal(json_integer_value(json_object_get(s, "not_run")), 5 - cases[i].measured);
         json_decref(s);
     }
     remove_tmpdir();
@@ -1098,15 +1150,17 @@ static void test_options(void **state) {
         {"tune", "no problem file given"},
         {"tune x.json --frobnicate", "unknown option '--frobnicate'"},
         {"tune x.json --json=1", "unknown option '--json=1'"},
-        {"tune x.json --budget lots", "--budget 'lots': expected a count of configurations (N) or seconds (Ns)"},
+        {"tune x.json --budget lots", "--budget 'lots': expected a count of configurations (N), a percentage of them (N%) or seconds (Ns)"},
+        {"tune x.json --budget 0%", "--budget '0%': a percentage must be above 0 and at most 100"},
+        {"tune x.json --budget 101%", "--budget '101%': a percentage must be above 0 and at most 100"},
         {"tune x.json --measure recorded", "--measure recorded needs --simulate"},
-        {"tune x.json --strategy random", "--strategy 'random': this version has exhaustive only"},
+        {"tune x.json --strategy pso", "--strategy 'pso': expected exhaustive, random, local, anneal, genetic, model or auto"},
         {"tune x.json --define TI", "--define 'TI': expected NAME=VALUE"},
         {"tune x.json --seed", "--seed needs a value"},
         {"tune x.json --problem-size 0", "--problem-size '0': expected up to 8 comma-separated sizes, each at least 1"},
         {"tune x.json --problem-size 4,,4", "--problem-size '4,,4': expected up to 8 comma-separated sizes, each at least 1"},
         /* numbers out of range are refused naming the option, never converted */
-        {"tune x.json --budget 1e30", "--budget '1e30': expected a count of configurations (N) or seconds (Ns)"},
+        {"tune x.json --budget 1e30", "--budget '1e30': expected a count of configurations (N), a percentage of them (N%) or seconds (Ns)"},
         {"tune x.json --budget 99999999999999999999", "--budget '99999999999999999999': out of range: at most 9223372036854775807 configurations"},
         {"tune x.json --budget 9223372036854775808", "--budget '9223372036854775808': out of range: at most 9223372036854775807 configurations"},
         {"tune x.json --seed 18446744073709551616", "--seed '18446744073709551616': out of range: expected an integer from 0 to 9223372036854775807"},
@@ -1308,7 +1362,8 @@ static void test_json_is_json(void **state) {
     /* a usage error with --json: one JSON document too (exit status 2) */
     assert_int_equal(run("tune x.json --json --budget lots"), 2);
     json_t *u = doc();
-    assert_string_equal(json_string_value(json_object_get(u, "error")), "--budget 'lots': expected a count of configurations (N) or seconds (Ns)");
+    assert_string_equal(json_string_value(json_object_get(u, "error")),
+                        "--budget 'lots': expected a count of configurations (N), a percentage of them (N%) or seconds (Ns)");
     json_decref(u);
     /* and through a parser that is not jansson */
     if (system("command -v python3 >/dev/null 2>&1") == 0) {
@@ -1849,6 +1904,7 @@ int main(void) {
 #endif
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_hub_replay_exact),
+        cmocka_unit_test(test_hub_search_budget),
         cmocka_unit_test(test_every_hub_problem_parses),
         cmocka_unit_test(test_hub_grid_is_kernel_tuners),
         cmocka_unit_test(test_t4_round_trip),
