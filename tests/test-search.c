@@ -240,10 +240,11 @@ static void test_errors(void **state) {
 static char artifacts[256];
 
 /* 8 x 8 configurations; X == 2 and Y == 6 do not compile (an #error), so that failures are
- * proposed too. Every variant writes 1: validation passes. */
+ * proposed too. Every variant writes 1: validation passes; each reads X and Y, so that each is
+ * its own code (configurations with the same preprocessed code share one build). */
 static const char *lattice_src = "#include <stdint.h>\n"
                                  "#if X == 2 && Y == 6\n#error this configuration does not compile\n#endif\n"
-                                 "void lattice(int32_t *out, long n) { (void)n; out[0] = 1; }\n";
+                                 "void lattice(int32_t *out, long n) { (void)n; out[0] = 1 + 0 * (X + Y); }\n";
 
 static kt_op *lattice_op(kt_context *ctx, const char *strategy, uint64_t seed) {
     kt_op *op = NULL;

@@ -107,7 +107,13 @@ typedef enum kt_backend_cap {
     /** launch and launch_async take arguments past the op's of type KT_TYPE_BYTES (ptr, bytes)
      *  and pass each to the kernel by value, as its next parameter (ABI 10;
      *  kt_op_add_launch_param). Without it a group with launch parameters cannot be built. */
-    KT_BACKEND_CAP_LAUNCH_PARAMS = 1u << 4
+    KT_BACKEND_CAP_LAUNCH_PARAMS = 1u << 4,
+    /** build compiles the source as C preprocessor input with the defines as -D NAME=VALUE (or
+     *  #define lines in front), and the artifact depends on the defines only through what the
+     *  preprocessor makes of the source: configurations whose preprocessed code is the same
+     *  share one artifact (the core finds them without running the compiler). Without it every
+     *  set of defines is built on its own. */
+    KT_BACKEND_CAP_PREPROCESSED = 1u << 5
 } kt_backend_cap;
 
 typedef enum kt_copy_dir {
@@ -152,7 +158,10 @@ struct kt_backend {
      *  version): part of the artifact cache key. */
     kt_status (*compiler_id)(void *state, size_t device, char *out, size_t len, char *err, size_t errlen);
     /** Builds one artifact file at req->out_path. On failure writes the compiler's log (its
-     *  first lines at least) into log and returns KT_ERR_BACKEND. Must be thread-safe. */
+     *  first lines at least) into log and returns KT_ERR_BACKEND when the compiler refused the
+     *  code (the failure is kept with the artifacts and not tried again for the same key), or
+     *  another status (KT_ERR_SYSTEM, KT_ERR_NO_MEMORY) when the environment failed (a compiler
+     *  that could not start, crashed or was killed): tried again next time. Thread-safe. */
     kt_status (*build)(void *state, size_t device, const kt_build_request *req, char *log, size_t loglen);
     /** Loads an artifact and finds its kernel: a missing entry point fails with KT_ERR_BACKEND. */
     kt_status (*load)(void *state, size_t device, const char *path, const char *kernel_name, void **module,

@@ -359,7 +359,8 @@ static kt_status c_build(void *state, size_t device, const kt_build_request *req
                 read_head(logp, head, sizeof head);
                 snprintf(log, loglen, "%s exited with %d: %s", st->cc, rc, head);
             }
-            status = KT_ERR_BACKEND;
+            /* could not run, or killed (the OOM killer, a signal): the environment's failure */
+            status = rc < 0 || rc >= 128 ? KT_ERR_SYSTEM : KT_ERR_BACKEND;
         }
     }
     unlink(src);
@@ -431,7 +432,8 @@ static const kt_backend kt__backend_c = {
     .entry = c_entry,
     .launch = NULL,
     .limits = NULL,
-    .caps = KT_BACKEND_CAP_HOST_MEMORY | KT_BACKEND_CAP_WORKER,
+    .caps = KT_BACKEND_CAP_HOST_MEMORY | KT_BACKEND_CAP_WORKER |
+            KT_BACKEND_CAP_PREPROCESSED,
     .language = "C",
 };
 

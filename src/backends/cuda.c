@@ -371,7 +371,8 @@ static const kt_backend kt__backend_cuda = {
     .launch = kt__cu_launch,
     .limits = cu_limits,
     .flush = cu_flush,
-    .caps = KT_BACKEND_CAP_WORKER | KT_BACKEND_CAP_FAULT_POISONS | KT_BACKEND_CAP_ASYNC_LAUNCH | KT_BACKEND_CAP_LAUNCH_PARAMS,
+    .caps = KT_BACKEND_CAP_WORKER | KT_BACKEND_CAP_FAULT_POISONS | KT_BACKEND_CAP_ASYNC_LAUNCH | KT_BACKEND_CAP_LAUNCH_PARAMS |
+            KT_BACKEND_CAP_PREPROCESSED,
     .language = "CUDA",
     .launch_async = kt__cu_launch_async,
     .queue_wait = kt__cu_queue_wait,

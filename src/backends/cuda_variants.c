@@ -91,11 +91,13 @@ static kt_status build_here(cu_state *s, size_t device, const kt_build_request *
                 snprintf(log, loglen, "NVRTC: %s", s->api.rtcGetErrorString(rc));
             }
             free(text);
-            st = KT_ERR_BACKEND;
+            /* NVRTC_ERROR_COMPILATION (6): the code's failure; out of memory (1) and the rest:
+             * the environment's, tried again next time */
+            st = rc == 6 ? KT_ERR_BACKEND : rc == 1 ? KT_ERR_NO_MEMORY : KT_ERR_SYSTEM;
         }
     } else {
         snprintf(log, loglen, "NVRTC: %s", oom ? "out of memory" : s->api.rtcGetErrorString(rc));
-        st = KT_ERR_BACKEND;
+        st = oom ? KT_ERR_NO_MEMORY : KT_ERR_BACKEND;
     }
     if (st == KT_OK) {
         const char *lowered = NULL;
@@ -189,7 +191,7 @@ kt_status kt__cu_build(void *state, size_t device, const kt_build_request *req, 
     if (!have) {
         snprintf(log, loglen, "the NVRTC worker process died (%s %d)", WIFSIGNALED(status) ? "signal" : "exit",
                  WIFSIGNALED(status) ? WTERMSIG(status) : WEXITSTATUS(status));
-        return KT_ERR_BACKEND;
+        return KT_ERR_SYSTEM; /* not the code's failure: tried again next time */
     }
     return (kt_status)head[0];
 }

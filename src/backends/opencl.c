@@ -710,7 +710,8 @@ static const kt_backend kt__backend_opencl = {
     .launch = cl_launch,
     .limits = cl_limits,
     .flush = cl_flush,
-    .caps = KT_BACKEND_CAP_WORKER | KT_BACKEND_CAP_ASYNC_LAUNCH | KT_BACKEND_CAP_LAUNCH_PARAMS,
+    .caps = KT_BACKEND_CAP_WORKER | KT_BACKEND_CAP_ASYNC_LAUNCH | KT_BACKEND_CAP_LAUNCH_PARAMS |
+            KT_BACKEND_CAP_PREPROCESSED,
     .language = "OpenCL",
     .launch_async = cl_launch_async,
     .queue_wait = cl_queue_wait,

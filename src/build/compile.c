@@ -4,15 +4,21 @@
  * Every variant to build is keyed by a 128-bit hash of everything that can change its artifact:
  * the library version and artifact format, the backend, the compiler's identity and default
  * options, the device's fingerprint (its architecture), the kernel name, the source, the
- * defines, the options, the op's signature and which arguments are constants (by name).
+ * defines (see below), the options, the op's signature and which arguments are constants (by name).
  * The artifact lives at <artifact dir>/<key><ext>. A file already there is used as it is (a hit:
  * a second process compiles nothing); otherwise the backend builds it under a temporary name
  * in the same directory and the core renames it into place, so a reader never sees half a
  * file and two processes racing to build one key both end with a whole one.
+ * A build the compiler refuses leaves <key><ext>.failed with its log: the same key fails again
+ * without compiling (a failure of the environment, such as a compiler killed, leaves nothing).
+ * Defines enter the key through what the preprocessor makes of the source with them (pp.c), so
+ * that configurations differing only in a parameter the code never reads share one artifact.
  * Builds run on a pool of threads (the C backend's threads each drive a compiler process);
  * variants with the same key are built once; the loaded module of a key is shared.
  */
 #include "build/compile.h"
+#include "build/pp.h"
+#include "backends/backends.h"
 
 #include <pthread.h>
 
@@ -96,7 +102,14 @@ static void build_key(const kt__build *bd, const char *compiler_id, char out[33]
     hash_str(&h, bd->device_fp);
     hash_str(&h, r->kernel_name);
     hash_str(&h, r->source);
-    for (size_t i = 0; i < r->ndefines; i++) hash_str(&h, r->defines[i]);
+    uint64_t pp[2];
+    if (r->ndefines > 0 && (kt__backend_caps(bd->backend) & KT_BACKEND_CAP_PREPROCESSED) &&
+        kt__pp_fingerprint(r->source, r->defines, r->ndefines, r->options, r->noptions, pp)) {
+        hash_str(&h, "|preprocessed|"); /* what the compiler sees, not how the defines spell it */
+        hash_bytes(&h, pp, sizeof pp);
+    } else {
+        for (size_t i = 0; i < r->ndefines; i++) hash_str(&h, r->defines[i]);
+    }
     hash_str(&h, "|options|");
     for (size_t i = 0; i < r->noptions; i++) hash_str(&h, r->options[i]);
     hash_bytes(&h, r->arg_types, r->nargs * sizeof *r->arg_types);
@@ -157,13 +170,47 @@ static void load_one(kt__build *bd) {
     if (bd->status != KT_OK) snprintf(bd->log, sizeof bd->log, "%s", err);
 }
 
+/* A build the compiler refused is kept next to where its artifact would be, as <path>.failed
+ * holding the log, so that the same code is not compiled again to fail again. */
+static void failed_path(const kt__build *bd, char *out, size_t len) { snprintf(out, len, "%.4000s.failed", bd->path); }
+
+static bool recorded_failure(kt__build *bd) {
+    char path[4200];
+    failed_path(bd, path, sizeof path);
+    FILE *f = fopen(path, "r");
+    if (f == NULL) return false;
+    size_t n = fread(bd->log, 1, sizeof bd->log - 1, f);
+    fclose(f);
+    bd->log[n] = '\0';
+    bd->status = KT_ERR_BACKEND;
+    bd->cached = true;
+    bd->build_ms = 0;
+    return true;
+}
+
+static void record_failure(const kt__build *bd) {
+    char path[4200], tmp[4300];
+    failed_path(bd, path, sizeof path);
+    temp_name(path, tmp, sizeof tmp);
+    FILE *f = fopen(tmp, "w");
+    if (f == NULL) return; /* not kept: compiled again next time, nothing worse */
+    bool ok = fputs(bd->log, f) >= 0;
+    ok = fclose(f) == 0 && ok;
+    if (!ok || rename(tmp, path) != 0) unlink(tmp);
+}
+
 /* Builds (or finds) and loads one artifact. A cached artifact that does not load (truncated,
  * corrupt) is removed and built once more. */
 static void run_one(pool *p, kt__build *bd) {
     struct stat stt;
     bool cached = stat(bd->path, &stt) == 0 && S_ISREG(stt.st_mode) && stt.st_size > 0;
+    if (!cached && recorded_failure(bd)) {
+        atomic_fetch_add(&p->arts->hits, 1);
+        return;
+    }
     if (!cached) {
         build_one(p, bd);
+        if (bd->status == KT_ERR_BACKEND) record_failure(bd);
         if (bd->status != KT_OK) return;
     }
     if (bd->no_load) {
