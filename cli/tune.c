@@ -896,9 +896,9 @@ static json_t *t4_document(const t1 *p, kt_op *op, const kt_decision *d, const c
         json_object_set_new(r, "timestamp", json_string(stamp));
         json_object_set_new(r, "configuration", t4_configuration(kt_decision_unit_config(d, u), names, nnames));
         json_object_set_new(times, "compilation", json_real(kt_decision_unit_build_ms(d, u) * k));
-        json_object_set_new(times, "framework", json_real(0));
+        json_object_set_new(times, "framework", json_real(kt_decision_unit_framework_ms(d, u) * k));
         json_object_set_new(times, "search_algorithm", json_real(0));
-        json_object_set_new(times, "validation", json_real(0));
+        json_object_set_new(times, "validation", json_real(kt_decision_unit_validation_ms(d, u) * k));
         json_object_set_new(times, "runtimes", runtimes);
         json_object_set_new(r, "times", times);
         json_object_set_new(r, "invalidity", json_string(inv));
@@ -1475,6 +1475,14 @@ int run_tune(int argc, char **argv) {
     kt_cache *cache = kt_context_cache(ctx);
     const char *cache_path = cache ? kt_cache_path(cache) : NULL;
     uint64_t runs = kt_decision_total_runs(d);
+    /* where the tuning's time went, summed over its units: building, validating, the framework
+     * around the runs (loading, preparing, flushing, restoring, a worker's round trips), the runs */
+    double split_ms[3] = {0, 0, 0};
+    for (size_t u = 0; d && u < kt_decision_unit_count(d); u++) {
+        split_ms[0] += kt_decision_unit_build_ms(d, u);
+        split_ms[1] += kt_decision_unit_validation_ms(d, u);
+        split_ms[2] += kt_decision_unit_framework_ms(d, u);
+    }
     double run_ns = kt_decision_measure_ns(d), confidence = kt_decision_confidence(d);
     const t4_record *chosen = NULL, *truth = NULL; /* replay: the chosen configuration's record, the recorded best */
     if (o.simulate) {
@@ -1512,6 +1520,9 @@ int run_tune(int argc, char **argv) {
             }
             fprintf(txt, "measurement (%s): %llu runs, %.6g s of kernel time%s; tuning took %.3g s\n", kt_policy_name(policy),
                     (unsigned long long)runs, run_ns / 1e9, o.simulate ? " (simulated)" : "", wall);
+            if (!o.simulate)
+                fprintf(txt, "time spent: building %.3g s (summed over the build threads), validating %.3g s, around the runs %.3g s, "
+                             "the runs %.3g s\n", split_ms[0] / 1e3, split_ms[1] / 1e3, split_ms[2] / 1e3, run_ns / 1e9);
         }
         if (!validated && !o.simulate && !cached && (best != (size_t)-1 || ref_unit != (size_t)-1)) {
             fprintf(txt, "warning: the configurations were not validated: ");
@@ -1612,6 +1623,14 @@ int run_tune(int argc, char **argv) {
             json_object_set_new(j, "simulated_run_time_s", json_real(replay.served_ns / 1e9));
         }
         json_object_set_new(j, "tuning_time_s", json_real(wall));
+        if (!o.simulate) {
+            json_t *sp = json_object();
+            json_object_set_new(sp, "build_s", json_real(split_ms[0] / 1e3));
+            json_object_set_new(sp, "validation_s", json_real(split_ms[1] / 1e3));
+            json_object_set_new(sp, "framework_s", json_real(split_ms[2] / 1e3));
+            json_object_set_new(sp, "runs_s", json_real(run_ns / 1e9));
+            json_object_set_new(j, "time_split", sp);
+        }
         if (best != (size_t)-1) {
             json_t *b = json_object();
             json_object_set_new(b, "configuration", t4_configuration(kt_decision_unit_config(d, best), names, p.nparams));

@@ -489,7 +489,11 @@ static void test_t4_round_trip(void **state) {
     snprintf(t4path, sizeof t4path, "%s/out.json", tmpdir);
     snprintf(args, sizeof args, "tune '%s/t1/matmul_c_bad.json' --t4 '%s' --quiet --json %s", KT_DATA, t4path, SMALL("--define TI=4"));
     assert_int_equal(run(args), 0);
-    json_decref(doc());
+    json_t *summary = doc(); /* where the time went: building, validating, around the runs, the runs */
+    const json_t *split = json_object_get(summary, "time_split");
+    static const char *const parts[] = {"build_s", "validation_s", "framework_s", "runs_s"};
+    for (int k = 0; k < 4; k++) assert_true(json_real_value(json_object_get(split, parts[k])) > 0);
+    json_decref(summary);
     json_t *t4 = load(t4path);
     assert_string_equal(json_string_value(json_object_get(json_object_get(t4, "metadata"), "timeunit")), "milliseconds");
     const json_t *r;
@@ -507,7 +511,11 @@ static void test_t4_round_trip(void **state) {
             compile_failures++;
         } else {
             assert_string_equal(inv, "correct");
-            assert_true(json_array_size(json_object_get(json_object_get(r, "times"), "runtimes")) > 0);
+            const json_t *times = json_object_get(r, "times");
+            assert_true(json_array_size(json_object_get(times, "runtimes")) > 0);
+            /* the unit's costs beyond its runs: validating it, and the framework around its runs */
+            assert_true(json_real_value(json_object_get(times, "validation")) > 0);
+            assert_true(json_real_value(json_object_get(times, "framework")) > 0);
             correct++;
         }
     }

@@ -127,12 +127,17 @@ static void test_tiled_matmul(void **state) {
         const char *cfg = kt_decision_unit_config(d, u);
         assert_non_null(cfg);
         assert_int_equal(kt_decision_unit_candidate(d, u), 1);
+        /* every variant was validated, and its validation took time; measuring cost some too */
+        assert_true(kt_decision_unit_validation_ms(d, u) > 0);
+        assert_true(kt_decision_unit_framework_ms(d, u) >= 0 && isfinite(kt_decision_unit_framework_ms(d, u)));
         if (strstr(cfg, "WRONG=1")) {
             assert_int_equal(kt_decision_unit_outcome(d, u), KT_OUTCOME_INVALID);
+            assert_true(kt_decision_unit_framework_ms(d, u) == 0); /* never measured: nothing around runs */
             assert_non_null(strstr(kt_decision_unit_message(d, u), "output 'c' element"));
             invalid++;
         } else {
             assert_int_equal(kt_decision_unit_outcome(d, u), KT_OUTCOME_MEASURED);
+            assert_true(kt_decision_unit_framework_ms(d, u) > 0); /* preparing and flushing around its runs */
             measured++;
         }
     }

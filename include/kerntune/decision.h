@@ -96,6 +96,16 @@ KT_API kt_status kt_decision_unit_runtimes(const kt_decision *d, size_t u, const
 /** Returns how long building unit u took in ms (0 for natives and for artifacts found cached). */
 KT_API double kt_decision_unit_build_ms(const kt_decision *d, size_t u);
 
+/** Returns the wall time in ms that validating unit u took (its validation run, the comparison
+ *  with the reference, restoring inputs), 0 when it was not validated. */
+KT_API double kt_decision_unit_validation_ms(const kt_decision *d, size_t u);
+
+/** Returns the wall time in ms that measuring unit u cost beyond its runs' own times: loading it
+ *  (into a worker process), and around each run preparing arguments, flushing caches,
+ *  restoring inputs and a worker's round trip. With build, validation and the runs it makes the
+ *  unit's whole cost (T4's compilation, validation, framework and runtimes). */
+KT_API double kt_decision_unit_framework_ms(const kt_decision *d, size_t u);
+
 /** Returns the diagnostic of a candidate that failed or was invalid in the decision (e.g.
  *  "output 'y' element 17: expected 3.5, got 3.25"), or NULL. */
 KT_API const char *kt_decision_message(const kt_decision *d, size_t candidate);

@@ -114,6 +114,12 @@ kt_status kt_decision_unit_runtimes(const kt_decision *d, size_t u, const double
 }
 
 double kt_decision_unit_build_ms(const kt_decision *d, size_t u) { return (d && u < d->nunits) ? d->units[u].r.build_ms : 0; }
+double kt_decision_unit_validation_ms(const kt_decision *d, size_t u) {
+    return (d && u < d->nunits) ? d->units[u].r.validate_ns / 1e6 : 0;
+}
+double kt_decision_unit_framework_ms(const kt_decision *d, size_t u) {
+    return (d && u < d->nunits) ? d->units[u].r.framework_ns / 1e6 : 0;
+}
 size_t kt_decision_winner_unit(const kt_decision *d) { return d ? d->winner_unit : 0; }
 static const kt__unit *unit_at(const kt_decision *d, size_t u) { return (d && u < d->nunits) ? &d->units[u] : NULL; }
 size_t kt_decision_unit_candidate(const kt_decision *d, size_t u) {

@@ -218,6 +218,9 @@ typedef struct kt__cand_result {
     unsigned warmups;         /* warm-up runs (validation excluded) */
     double ci_low_ns, ci_high_ns; /* confidence interval of time_ns */
     double spent_ns;          /* time of its warm-ups and measured runs */
+    double validate_ns;       /* wall time of its validation (the run, the comparison, the restores) */
+    double framework_ns;      /* wall time around its runs that is not the run itself (preparing,
+                                 flushing, restoring, a worker's round trip), and loading it */
     bool finalist;            /* measured and not dropped when the race stopped (set by the engine) */
 } kt__cand_result;
 

@@ -153,6 +153,7 @@ static kt_status one_run(engine *e, arm *a, double *t, bool *ok) {
     const kt__trial *tr = &a->trial;
     const kt_arg *args = NULL;
     *ok = false;
+    double w0 = now_ns();
     kt_status st = tr->before(tr->ctx, &args);
     if (st != KT_OK) return st;
     double t0 = now_ns();
@@ -161,6 +162,7 @@ static kt_status one_run(engine *e, arm *a, double *t, bool *ok) {
     double dev = tr->device_ns ? tr->device_ns(tr->ctx) : -1;
     if (dev >= 0) dt = dev;
     st = tr->after(tr->ctx);
+    a->r->framework_ns += fmax(0, now_ns() - w0 - dt); /* all but the run itself */
     e->out->runs++;
     if (st != KT_OK) return st; /* not the candidate's failure: the tuning stops */
     if (rc != 0) {
@@ -269,7 +271,9 @@ static void report(engine *e, size_t done) {
 static kt_status admit(engine *e, size_t i, bool *usable, bool *validated) {
     unsigned runs = 0;
     arm *a = &e->arms[i];
+    double t0 = now_ns();
     kt_status st = e->io->admit(e->io->user, i, usable, &runs);
+    e->io->result(e->io->user, i)->validate_ns += now_ns() - t0;
     e->out->runs += runs;
     *validated = runs > 0;
     if (st != KT_OK || !*usable) return st;

@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 /* ---- measuring one unit ---------------------------------------------------------------------- */
@@ -404,6 +405,18 @@ static kt_status start_natives_worker(tuning *tu) {
     return st == KT_OK ? KT_OK : kt__err(st, "%s(op '%s'): %s", d->where, op->name, kt_last_error());
 }
 
+/* Loads unit i into the worker, its wall time counted as the unit's framework time. */
+static kt_status load_in_worker(tuning *tu, kt__worker *worker, size_t i) {
+    kt__unit *u = &tu->d->units[i];
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    tu->trials[i].worker = worker;
+    kt_status st = kt__worker_add(worker, u->artifact, tu->op->cands[u->cand].kernel, &u->launch.geometry, &tu->trials[i].worker_id);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    u->r.framework_ns += (double)(t1.tv_sec - t0.tv_sec) * 1e9 + (double)(t1.tv_nsec - t0.tv_nsec);
+    return st;
+}
+
 /* Readies the device's worker (kept by the context, held for the whole tuning) and loads the
  * isolated variants into it; a backend that cannot run in a worker keeps them here. */
 static kt_status start_device_worker(tuning *tu) {
@@ -428,9 +441,7 @@ static kt_status start_device_worker(tuning *tu) {
     if (st != KT_OK) return kt__err(st, "%s(op '%s'): %s", d->where, op->name, kt_last_error());
     for (size_t i = 0; st == KT_OK && i < d->nunits; i++) {
         if (!tu->acc[i] || !isolate(op, &d->units[i]) || d->units[i].artifact == NULL) continue; /* or when built */
-        tu->trials[i].worker = worker;
-        st = kt__worker_add(worker, d->units[i].artifact, op->cands[d->units[i].cand].kernel, &d->units[i].launch.geometry,
-                            &tu->trials[i].worker_id);
+        st = load_in_worker(tu, worker, i);
     }
     return st;
 }
@@ -451,9 +462,7 @@ static kt_status build_admitted(tuning *tu, const size_t *units, size_t n) {
         }
         tu->trials[i].flush = flush_kind(op, u); /* its backend is known once built */
         if (!tu->isolated || !isolate(op, u)) continue;
-        kt__worker *worker = op->ctx->workers[op->device];
-        tu->trials[i].worker = worker;
-        st = kt__worker_add(worker, u->artifact, op->cands[u->cand].kernel, &u->launch.geometry, &tu->trials[i].worker_id);
+        st = load_in_worker(tu, op->ctx->workers[op->device], i);
         if (st != KT_OK) st = kt__err(st, "%s(op '%s'): %s", d->where, op->name, kt_last_error());
     }
     return st;
