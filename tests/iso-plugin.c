@@ -7,7 +7,9 @@
  * The plug backend's one device keeps buffers in ordinary memory (but says nothing of host
  * memory: the core copies through buffer_copy as for a GPU). Its "artifact" is the variant's
  * defines, one per line; its kernel computes out[i] = 2 * in[i], REPS times, and MODE picks a
- * behaviour: 0 correct, 1 a segmentation fault, 2 a wrong answer, 3 a failed launch.
+ * behaviour: 0 correct, 1 a segmentation fault, 2 a wrong answer, 3 a failed launch, 4 a right
+ * answer that writes into its input. Reading a buffer back logs "readback"; the third table,
+ * kt_test_plug_checks, also checks on its device (ABI 9: digest, all_close; logged "close").
  */
 #define _DEFAULT_SOURCE /* MAP_ANONYMOUS */
 #include <kerntune/backend.h>
@@ -60,8 +62,34 @@ static void plug_free(void *state, size_t device, void *buffer) {
 
 static kt_status plug_copy(void *state, size_t device, void *dst, const void *src, size_t bytes, kt_copy_dir dir, char *err,
                            size_t errlen) {
-    (void)state, (void)device, (void)dir, (void)err, (void)errlen;
+    (void)state, (void)device, (void)err, (void)errlen;
+    if (dir == KT_COPY_DEVICE_TO_HOST) note("readback");
     memmove(dst, src, bytes);
+    return KT_OK;
+}
+
+/* ABI 9, on the memory behind the "device" buffers: FNV-1a of the bytes; f32 within tolerance. */
+static kt_status plug_digest(void *state, size_t device, const void *buffer, size_t bytes, uint64_t *out, char *err, size_t errlen) {
+    (void)state, (void)device, (void)err, (void)errlen;
+    uint64_t h = 0xcbf29ce484222325ull;
+    for (size_t i = 0; i < bytes; i++) h = (h ^ ((const unsigned char *)buffer)[i]) * 0x100000001b3ull;
+    *out = h;
+    return KT_OK;
+}
+
+static kt_status plug_all_close(void *state, size_t device, kt_type elem, const void *actual, const void *expected, size_t count,
+                                double atol, double rtol, int *close, char *err, size_t errlen) {
+    (void)state, (void)device, (void)err, (void)errlen;
+    note("close");
+    *close = 0;
+    if (elem != KT_TYPE_F32) return KT_OK; /* 0 is always a safe answer */
+    const float *a = actual, *e = expected;
+    int bad = 0;
+    for (size_t i = 0; i < count; i++) {
+        double d = (double)a[i] - (double)e[i];
+        bad |= !((d < 0 ? -d : d) <= atol + rtol * ((double)e[i] < 0 ? -(double)e[i] : (double)e[i]));
+    }
+    *close = !bad;
     return KT_OK;
 }
 
@@ -136,6 +164,7 @@ static kt_status plug_launch(void *state, size_t device, void *module, const kt_
     }
     twice(args, m->reps);
     if (m->mode == 2) ((float *)args[0].ptr)[0] += 1.0f;
+    if (m->mode == 4) ((float *)args[1].ptr)[0] = 99.0f;
     clock_gettime(CLOCK_MONOTONIC, &t1);
     if (ns) *ns = (double)(t1.tv_sec - t0.tv_sec) * 1e9 + (double)(t1.tv_nsec - t0.tv_nsec);
     return KT_OK;
@@ -162,6 +191,9 @@ static kt_status plug_launch(void *state, size_t device, void *module, const kt_
 const kt_backend kt_test_plug = {.name = "plug", PLUG_TABLE(KT_BACKEND_CAP_WORKER)};
 /* The same backend, saying nothing of workers. */
 const kt_backend kt_test_plug_nocap = {.name = "plugnocap", PLUG_TABLE(0)};
+/* The same backend, checking on its device. */
+const kt_backend kt_test_plug_checks = {.name = "plugchecks", PLUG_TABLE(KT_BACKEND_CAP_WORKER), .digest = plug_digest,
+                                        .all_close = plug_all_close};
 
 /* Native candidates: twice, user times over (user is a number), and one that fails with 42. */
 static int native_twice(const kt_arg *args, size_t nargs, void *user) {

@@ -472,7 +472,9 @@ static kt_context *plug_tune(void *h, const char *sym, const char *name, const k
     kt_space *sp = NULL;
     ok(kt_space_create(&sp));
     ok(kt_space_add_param(sp, "REPS", "[40, 1]"));
-    ok(kt_space_add_param(sp, "MODE", strcmp(sym, "kt_test_plug") == 0 ? "[0, 1, 2, 3]" : "[0, 2]"));
+    ok(kt_space_add_param(sp, "MODE", strcmp(sym, "kt_test_plug") == 0          ? "[0, 1, 2, 3]"
+                                      : strcmp(sym, "kt_test_plug_checks") == 0 ? "[0, 2, 4]"
+                                                                                : "[0, 2]"));
     ok(kt_op_add_variants(op, "twice", sp, "plug source", "twice", NULL, 0));
     kt_space_destroy(sp);
     args[0] = kt_arg_buf(dout, N * sizeof(float));
@@ -512,6 +514,41 @@ static void test_plugin_backend(void **state) {
     for (size_t i = 0; i < 3; i++)
         if (args[i].type == KT_TYPE_BUFFER) kt_device_free(ctx, dev, args[i].ptr);
     kt_context_destroy(ctx);
+    dlclose(h);
+}
+
+/* A backend that checks on its device (ABI 9) checks validation runs in the worker: a variant
+ * that passes sends nothing back; one with a wrong element sends its outputs back, to be named
+ * here as without checks; one that wrote into its input is named by the worker, and sends
+ * nothing (the caller's input is never overwritten with what it wrote). Without checks, every
+ * validation run reads its two buffers back. */
+static void test_plugin_backend_checks_in_worker(void **state) {
+    (void)state;
+    void *h = plugin_open(KT_PLUGIN);
+    for (int checks = 0; checks < 2; checks++) {
+        log_reset();
+        const kt_decision *d = NULL;
+        kt_arg args[3];
+        size_t dev;
+        kt_context *ctx = plug_tune(h, checks ? "kt_test_plug_checks" : "kt_test_plug", checks ? "checked" : "unchecked", &d, args,
+                                    &dev, NULL);
+        assert_string_equal(kt_decision_unit_config(d, kt_decision_winner_unit(d)), "REPS=1,MODE=0");
+        expect_unit(d, "REPS=1,MODE=2", KT_OUTCOME_INVALID, "output 'out' element 0: expected 0");
+        expect_unit(d, "REPS=40,MODE=2", KT_OUTCOME_INVALID, "output 'out' element 0: expected 0");
+        int mine = 0, closes = log_count("close", &mine, NULL), readbacks = log_count("readback", &mine, NULL);
+        if (checks) {
+            expect_unit(d, "REPS=1,MODE=4", KT_OUTCOME_INVALID, "wrote into read-only argument 'in'");
+            expect_unit(d, "REPS=40,MODE=4", KT_OUTCOME_INVALID, "wrote into read-only argument 'in'");
+            assert_int_equal(closes, 6);    /* every validation run (MODE 0, 2, 4; REPS 40, 1) compared its output there */
+            assert_int_equal(readbacks, 2); /* the two wrong answers' outputs, nothing else */
+        } else { /* MODE 1 crashes and MODE 3 fails to launch: 4 validation runs ran */
+            assert_int_equal(closes, 0);
+            assert_int_equal(readbacks, 2 * 4); /* every one: both buffers */
+        }
+        for (size_t i = 0; i < 3; i++)
+            if (args[i].type == KT_TYPE_BUFFER) kt_device_free(ctx, dev, args[i].ptr);
+        kt_context_destroy(ctx);
+    }
     dlclose(h);
 }
 
@@ -667,6 +704,7 @@ int main(void) {
         cmocka_unit_test(test_user_pointer_stays),
         cmocka_unit_test(test_plugin_backend),
         cmocka_unit_test(test_plugin_backend_without_worker),
+        cmocka_unit_test(test_plugin_backend_checks_in_worker),
         cmocka_unit_test(test_plugin_natives),
         cmocka_unit_test(test_opencl_isolated),
         cmocka_unit_test(test_isolation_arguments),

@@ -71,6 +71,10 @@ struct kt__worker {
     kt__iso_args io;
     worker_mod *mods;
     size_t nmods;
+    kt__msg_check *check;      /* the CHECK request of this tuning (NULL: none), */
+    size_t check_len;
+    kt__iso_check_arg *check_args; /* and where its data comes from */
+    uint64_t check_incarnation; /* the worker process that holds it */
 };
 
 /* kerntune-worker: KERNTUNE_WORKER, else the installed one, else the build tree's. */
@@ -101,12 +105,21 @@ static void drop_mods(kt__worker *w) {
     w->nmods = 0;
 }
 
+static void drop_check(kt__worker *w) {
+    free(w->check);
+    free(w->check_args);
+    w->check = NULL;
+    w->check_args = NULL;
+    w->check_len = 0;
+}
+
 void kt__worker_free(kt__worker *w) {
     if (w == NULL) return;
     stop(w);
     if (w->region) munmap(w->region, w->region_bytes);
     if (w->region_fd >= 0) close(w->region_fd);
     drop_mods(w);
+    drop_check(w);
     free(w->mods);
     free(w->setup);
     free(w);
@@ -377,6 +390,7 @@ static kt_status setup(kt__worker **wp, uint32_t mode, const kt__iso_args *a, kt
     w->primed = false;
     w->io = *a;
     drop_mods(w);
+    drop_check(w);
     *out = m;
     return KT_OK;
 }
@@ -501,9 +515,62 @@ static bool infra(kt__iso_run *out, const char *fmt, ...) {
     return false;
 }
 
-bool kt__worker_run(kt__worker *w, size_t id, const kt_arg *run_args, bool flush, bool full, double timeout_s, kt__iso_run *out) {
-    *out = (kt__iso_run){.ns = -1};
+/* Sends this tuning's CHECK to the running worker: the reference's outputs and the pristine
+ * inputs into the region first. */
+static kt_status send_check(kt__worker *w) {
+    const kt__msg_arg *a = (const kt__msg_arg *)(w->setup + 1);
+    for (size_t i = 0; i < w->io.nargs; i++) {
+        const kt__iso_check_arg *c = &w->check_args[i];
+        if (a[i].type != KT_TYPE_BUFFER || a[i].bytes == 0) continue;
+        if (c->role == KT__ISO_OUTPUT) memcpy(w->region + a[i].offset, c->expected, a[i].bytes);
+        else if (c->role == KT__ISO_INPUT && w->io.to_host(w->io.user, w->region + a[i].offset, w->io.args[i].ptr, a[i].bytes) != KT_OK)
+            return KT_ERR_BACKEND; /* its message says which copy */
+    }
+    kt__reply r;
+    kt__iso_run lost;
+    if (!call(w, KT__MSG_CHECK, w->check, (uint32_t)w->check_len, 60, &r, &lost))
+        return kt__err(KT_ERR_BACKEND, "isolation: the worker failed while taking the reference: %s", lost.msg);
+    if (r.status != KT_OK) return kt__err((kt_status)r.status, "isolation: the worker cannot check runs: %s", r.msg);
+    w->check_incarnation = w->incarnation;
+    return KT_OK;
+}
+
+kt_status kt__worker_check(kt__worker *w, const kt__iso_check_arg *args, size_t nargs) {
+    if (nargs != w->io.nargs) return kt__err(KT_ERR_INVALID_ARGUMENT, "isolation: %zu checked arguments, %zu set up", nargs, w->io.nargs);
+    drop_check(w);
+    size_t len = sizeof(kt__msg_check) + nargs * sizeof(kt__msg_check_arg);
+    w->check = calloc(1, len);
+    w->check_args = calloc(nargs ? nargs : 1, sizeof *w->check_args);
+    if (w->check == NULL || w->check_args == NULL) {
+        drop_check(w);
+        return kt__err(KT_ERR_NO_MEMORY, "isolation: out of memory");
+    }
+    w->check_len = len;
+    w->check->nargs = (uint32_t)nargs;
+    kt__msg_check_arg *m = (kt__msg_check_arg *)(w->check + 1);
+    for (size_t i = 0; i < nargs; i++) {
+        const kt__iso_check_arg *c = &args[i];
+        w->check_args[i] = *c;
+        m[i].role = c->role == KT__ISO_OUTPUT ? KT__CHECK_OUTPUT : c->role == KT__ISO_INPUT ? KT__CHECK_INPUT : KT__CHECK_NONE;
+        m[i].elem = (uint32_t)c->elem;
+        m[i].atol = c->atol, m[i].rtol = c->rtol;
+        m[i].poison_size = c->poison_size <= sizeof m[i].poison ? (uint32_t)c->poison_size : 0;
+        memcpy(m[i].poison, c->poison, m[i].poison_size);
+    }
+    kt_status st = ready(w);
+    if (st == KT_OK) st = send_check(w);
+    if (st != KT_OK) drop_check(w); /* runs are validated in full, as without */
+    return st;
+}
+
+bool kt__worker_run(kt__worker *w, size_t id, const kt_arg *run_args, bool flush, bool full, bool check, double timeout_s,
+                    kt__iso_run *out) {
+    *out = (kt__iso_run){.ns = -1, .wrote_input = -1};
     if (ready(w) != KT_OK) return infra(out, "%s", kt_last_error());
+    check = check && w->check != NULL && w->io.nargs <= 64;
+    if (check && w->check_incarnation != w->incarnation && send_check(w) != KT_OK) /* a replacement worker */
+        return infra(out, "%s", kt_last_error());
+    if (check) full = false; /* in: what a measured run takes; back: everything, but only if the check fails */
     if (id >= w->nmods) return infra(out, "isolation: no module %zu", id);
     worker_mod *mod = &w->mods[id];
     kt__reply r;
@@ -522,7 +589,7 @@ bool kt__worker_run(kt__worker *w, size_t id, const kt_arg *run_args, bool flush
     }
     /* the work arguments into the region */
     const kt__msg_arg *a = (const kt__msg_arg *)(w->setup + 1);
-    kt__msg_run m = {mod->worker_id, flush ? KT__RUN_FLUSH : 0, 0, 0};
+    kt__msg_run m = {mod->worker_id, (flush ? KT__RUN_FLUSH : 0) | (check ? KT__RUN_CHECK : 0), 0, 0};
     for (size_t i = 0; i < w->io.nargs; i++) {
         if (run_args[i].type != KT_TYPE_BUFFER) { /* scalars went at setup: a hook may not change them */
             if (memcmp(&run_args[i].u, &a[i].value, sizeof a[i].value) != 0)
@@ -535,7 +602,7 @@ bool kt__worker_run(kt__worker *w, size_t id, const kt_arg *run_args, bool flush
         if (run_args[i].bytes == 0) continue;
         bool in = copy_in(w, i, full) || run_args[i].ptr != w->io.args[i].ptr; /* a substitute goes every time */
         if (i < 64 && in) m.in |= (uint64_t)1 << i;
-        if (i < 64 && copy_out(i, full)) m.out |= (uint64_t)1 << i;
+        if (i < 64 && copy_out(i, full || check)) m.out |= (uint64_t)1 << i;
         if (in && w->io.to_host(w->io.user, w->region + a[i].offset, run_args[i].ptr, run_args[i].bytes) != KT_OK)
             return infra(out, "%s", kt_last_error());
     }
@@ -547,8 +614,15 @@ bool kt__worker_run(kt__worker *w, size_t id, const kt_arg *run_args, bool flush
         return false;
     }
     w->primed = true;
-    for (size_t i = 0; i < w->io.nargs; i++) { /* and back */
+    out->checked = check && r.checked;
+    if (check && r.changed != 0) { /* named there; its inputs are sent again before the next run */
+        w->primed = false;
+        for (size_t i = 0; i < w->io.nargs && out->wrote_input < 0; i++)
+            if (r.changed >> i & 1) out->wrote_input = (long)i;
+    }
+    for (size_t i = 0; i < w->io.nargs; i++) { /* and back: after a check, only a mismatch's outputs */
         if (run_args[i].type != KT_TYPE_BUFFER || run_args[i].bytes == 0 || !copy_out(i, full)) continue;
+        if (check && (r.changed != 0 || !(r.mismatched != 0 && w->check_args[i].role == KT__ISO_OUTPUT))) continue;
         if (w->io.from_host(w->io.user, run_args[i].ptr, w->region + a[i].offset, run_args[i].bytes) != KT_OK)
             return infra(out, "%s", kt_last_error());
     }

@@ -46,6 +46,8 @@ typedef struct kt__iso_args {
 /* How one isolated run went. */
 typedef struct kt__iso_run {
     double ns;          /* ran: the candidate's time */
+    bool checked;       /* a checked run the worker vouched for: outputs match, inputs unchanged */
+    long wrote_input;   /* a checked run: the first input it changed (its worker said), else -1 */
     kt_fail_kind kind;  /* KT_FAIL_NONE: it ran; else how it failed, and */
     int code;           /* the code kt_fail_kind describes */
     bool infra;         /* the isolation itself failed (no worker, a copy failed): not the
@@ -82,11 +84,32 @@ kt_status kt__worker_add(kt__worker *w, const char *path, const char *kernel, co
  * rather than its candidates. */
 kt_status kt__worker_ready(kt__worker *w);
 
+/* One argument's part in a checked run (kt__worker_check). */
+typedef struct kt__iso_check_arg {
+    enum { KT__ISO_NONE, KT__ISO_OUTPUT, KT__ISO_INPUT } role; /* compared with expected; must not change */
+    const void *expected; /* an output's reference bytes, in host memory (its size), valid until the next setup */
+    kt_type elem;         /* an output's element type, */
+    double atol, rtol;    /* and tolerances (kerntune/backend.h: all_close) */
+    unsigned char poison[8];
+    size_t poison_size;   /* > 0: the output is filled with this pattern before a checked run */
+} kt__iso_check_arg;
+
+/* Lets the worker check validation runs on its own device, so that a run that passes sends no
+ * buffer back (kt__worker_run with check): it keeps the reference's outputs and the inputs'
+ * digests (sent again to a replacement worker). nargs as set up. Fails with KT_ERR_NOT_FOUND
+ * when it cannot (a host backend, no device checks: ABI 9): validation runs are then full. */
+kt_status kt__worker_check(kt__worker *w, const kt__iso_check_arg *args, size_t nargs);
+
 /* Runs id once on run_args (nargs as set up): copies them to the worker and back (full: every
- * buffer both ways, for a validation run; otherwise what changes between runs only). Returns
- * true when it ran, with its time in out->ns; false with out saying how it failed (a failure of
- * the candidate's, or out->infra). timeout_s: the longest the run may take (0: no limit). */
-bool kt__worker_run(kt__worker *w, size_t id, const kt_arg *run_args, bool flush, bool full, double timeout_s, kt__iso_run *out);
+ * buffer both ways, for a validation run; otherwise what changes between runs only; check,
+ * after kt__worker_check: a validation run the worker checks itself: out->checked when it
+ * passed, out->wrote_input when it wrote into an input (nothing comes back: the caller's input
+ * keeps its bytes), and the outputs back (only) when one of them did not match, for the caller
+ * to compare and name the element). Returns true when it ran, with its
+ * time in out->ns; false with out saying how it failed (a failure of the candidate's, or
+ * out->infra). timeout_s: the longest the run may take (0: no limit). */
+bool kt__worker_run(kt__worker *w, size_t id, const kt_arg *run_args, bool flush, bool full, bool check, double timeout_s,
+                    kt__iso_run *out);
 
 /* Kills the worker and frees it; NULL is harmless. */
 void kt__worker_free(kt__worker *w);

@@ -15,7 +15,17 @@
  *          into its buffers, flushes the device's cache when asked, runs the candidate once
  *          timing it (device events, or the CPU clock around a host entry point or a native),
  *          and copies those asked for back into the region. Its buffers persist between runs,
- *          so an input that does not change is copied once per worker and tuning.
+ *          so an input that does not change is copied once per worker and tuning. With
+ *          KT__RUN_CHECK (after a CHECK) it also poisons the outputs to poison before the run
+ *          and compares after it, on the device: every output with the reference's, every
+ *          ReadOnly input's digest with the one taken at CHECK. When all match it replies
+ *          checked and copies nothing back; an input that changed is named (changed) and nothing
+ *          comes back; an output that does not match is named (mismatched) and the outputs that
+ *          `out` says come back, so the tuning compares on the host and names the element;
+ *   CHECK  per argument its role in a checked run (an output compared, with its element type and
+ *          tolerances; an input that must not change; an output to poison, with the pattern):
+ *          the reference's outputs and the pristine inputs are in the region at their offsets.
+ *          Only for a device backend that checks on the device (ABI 9: digest, all_close).
  * Every reply is one kt__reply.
  */
 #ifndef KT_ISOLATE_PROTOCOL_H
@@ -27,10 +37,11 @@
 
 #include <stdint.h>
 
-#define KT__PROTOCOL_VERSION 2
+#define KT__PROTOCOL_VERSION 3
 
-enum { KT__MSG_SETUP = 1, KT__MSG_LOAD = 2, KT__MSG_RUN = 3 };
-enum { KT__RUN_FLUSH = 1 };
+enum { KT__MSG_SETUP = 1, KT__MSG_LOAD = 2, KT__MSG_RUN = 3, KT__MSG_CHECK = 4 };
+enum { KT__RUN_FLUSH = 1, KT__RUN_CHECK = 2 };
+enum { KT__CHECK_NONE = 0, KT__CHECK_OUTPUT = 1, KT__CHECK_INPUT = 2 };
 enum { KT__MODE_BACKEND = 1, KT__MODE_NATIVES = 2 };
 
 typedef struct kt__msg {
@@ -72,13 +83,30 @@ typedef struct kt__msg_run {
     uint64_t out; /* later ones always are), and back into it after */
 } kt__msg_run;
 
+typedef struct kt__msg_check_arg {
+    uint32_t role;        /* KT__CHECK_* */
+    uint32_t elem;        /* an output's element type (kt_type) */
+    double atol, rtol;    /* an output's tolerances */
+    uint8_t poison[8];    /* poisoned before a checked run with this pattern, */
+    uint32_t poison_size; /* of this many bytes (0: not poisoned) */
+    uint32_t pad;
+} kt__msg_check_arg;
+
+typedef struct kt__msg_check {
+    uint32_t nargs; /* as set up; then nargs kt__msg_check_arg */
+    uint32_t pad;
+} kt__msg_check;
+
 typedef struct kt__reply {
     int32_t status;  /* kt_status of the request; for RUN, the run's */
     int32_t sticky;  /* RUN: the device context is unusable after this failure */
     uint32_t module; /* LOAD: the module id */
     int32_t kind;    /* LOAD, RUN that failed: KT_FAIL_RETURNED or KT_FAIL_LAUNCH, */
     int32_t code;    /* with the candidate's return value or the backend's kt_status */
-    uint32_t pad;
+    uint32_t checked; /* RUN with KT__RUN_CHECK: 1 when every output matched and no input changed */
+    uint64_t mismatched; /* RUN with KT__RUN_CHECK: the outputs (bit per argument) that did not match:
+                            then every output, and only outputs, came back */
+    uint64_t changed;    /* RUN with KT__RUN_CHECK: the inputs that changed (nothing came back) */
     double ns;       /* RUN: the candidate's time */
     char msg[512];
 } kt__reply;

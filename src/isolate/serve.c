@@ -47,6 +47,9 @@ static struct {
     uint32_t nargs;
     module *modules;
     uint32_t nmodules;
+    kt__msg_check_arg *check; /* per argument, after a CHECK; NULL: no checked runs */
+    void **expected;          /* per compared output: the reference's bytes on the device */
+    uint64_t *digest;         /* per checked input: its bytes' digest at CHECK */
 } S;
 
 static int read_all(int fd, void *p, size_t n) {
@@ -72,7 +75,15 @@ static int write_all(int fd, const void *p, size_t n) {
 /* Whether candidates run on host memory (the region itself): natives, and host backends. */
 static bool host(void) { return S.mode == KT__MODE_NATIVES || (S.backend && S.backend->entry != NULL); }
 
+static void free_check(void) {
+    for (uint32_t i = 0; S.expected && i < S.nargs; i++)
+        if (S.expected[i] && S.backend) S.backend->buffer_free(S.state, S.device, S.expected[i]);
+    free(S.expected), free(S.digest), free(S.check);
+    S.expected = NULL, S.digest = NULL, S.check = NULL;
+}
+
 static void free_buffers(void) {
+    free_check();
     for (uint32_t i = 0; S.args && i < S.nargs; i++)
         if (S.args[i].type == KT_TYPE_BUFFER && !host() && S.backend && S.args[i].ptr) S.backend->buffer_free(S.state, S.device, S.args[i].ptr);
     free(S.args);
@@ -251,6 +262,69 @@ static bool usable(void) {
     return st == KT_OK;
 }
 
+/* Takes the roles of a checked run: the reference's outputs onto the device, the inputs' digests. */
+static void check(const kt__msg_check *m, const kt__msg_check_arg *a, kt__reply *r) {
+    free_check();
+    const kt_backend *b = S.backend;
+    if (!S.ready || host() || m->nargs != S.nargs || b->abi_version < 9 || !b->digest || !b->all_close || !b->buffer_fill) {
+        r->status = KT_ERR_NOT_FOUND;
+        snprintf(r->msg, sizeof r->msg, "this worker cannot check runs on its device");
+        return;
+    }
+    S.check = calloc(S.nargs ? S.nargs : 1, sizeof *S.check);
+    S.expected = calloc(S.nargs ? S.nargs : 1, sizeof *S.expected);
+    S.digest = calloc(S.nargs ? S.nargs : 1, sizeof *S.digest);
+    if (!S.check || !S.expected || !S.digest) {
+        free_check();
+        r->status = KT_ERR_NO_MEMORY;
+        snprintf(r->msg, sizeof r->msg, "out of memory");
+        return;
+    }
+    memcpy(S.check, a, S.nargs * sizeof *a);
+    r->status = KT_OK;
+    for (uint32_t i = 0; i < S.nargs && r->status == KT_OK; i++) {
+        const kt__msg_check_arg *c = &a[i];
+        size_t bytes = S.args[i].bytes;
+        if (c->role == KT__CHECK_NONE || S.args[i].type != KT_TYPE_BUFFER || bytes == 0) continue;
+        if (c->poison_size > sizeof c->poison || c->elem > KT_TYPE_BF16) {
+            r->status = KT_ERR_INVALID_ARGUMENT;
+            snprintf(r->msg, sizeof r->msg, "malformed check of argument %u", i);
+        } else if (c->role == KT__CHECK_OUTPUT) {
+            r->status = b->buffer_alloc(S.state, S.device, bytes, &S.expected[i], r->msg, sizeof r->msg);
+            if (r->status == KT_OK)
+                r->status = b->buffer_copy(S.state, S.device, S.expected[i], S.region + S.offsets[i], bytes, KT_COPY_HOST_TO_DEVICE,
+                                           r->msg, sizeof r->msg);
+        } else if (c->role == KT__CHECK_INPUT) {
+            r->status = b->buffer_copy(S.state, S.device, S.args[i].ptr, S.region + S.offsets[i], bytes, KT_COPY_HOST_TO_DEVICE,
+                                       r->msg, sizeof r->msg);
+            if (r->status == KT_OK) r->status = b->digest(S.state, S.device, S.args[i].ptr, bytes, &S.digest[i], r->msg, sizeof r->msg);
+        }
+    }
+    if (r->status != KT_OK) free_check();
+}
+
+/* After a checked run: which outputs do not match the reference's, which inputs changed. */
+static void check_run(kt__reply *r) {
+    const kt_backend *b = S.backend;
+    for (uint32_t i = 0; i < S.nargs && i < 64; i++) {
+        const kt__msg_check_arg *c = &S.check[i];
+        size_t bytes = S.args[i].bytes, es = kt_type_size((kt_type)c->elem);
+        char err[256];
+        if (c->role == KT__CHECK_OUTPUT && S.expected[i] != NULL) {
+            int close = 0;
+            if (es == 0 || bytes % es != 0 ||
+                b->all_close(S.state, S.device, (kt_type)c->elem, S.args[i].ptr, S.expected[i], bytes / es, c->atol, c->rtol, &close,
+                             err, sizeof err) != KT_OK || close != 1)
+                r->mismatched |= (uint64_t)1 << i;
+        } else if (c->role == KT__CHECK_INPUT && bytes > 0) {
+            uint64_t d = 0;
+            if (b->digest(S.state, S.device, S.args[i].ptr, bytes, &d, err, sizeof err) != KT_OK || d != S.digest[i])
+                r->changed |= (uint64_t)1 << i;
+        }
+    }
+    r->checked = r->mismatched == 0 && r->changed == 0;
+}
+
 static void run(const kt__msg_run *m, kt__reply *r) {
     if (!S.ready || m->module >= S.nmodules) {
         r->status = KT_ERR_STATE;
@@ -275,14 +349,22 @@ static void run(const kt__msg_run *m, kt__reply *r) {
             (r->status = S.backend->buffer_copy(S.state, S.device, S.args[i].ptr, S.region + S.offsets[i], S.args[i].bytes,
                                                 KT_COPY_HOST_TO_DEVICE, r->msg, sizeof r->msg)) != KT_OK)
             goto failed;
+    bool checking = (m->flags & KT__RUN_CHECK) && S.check != NULL;
+    for (uint32_t i = 0; checking && i < S.nargs; i++) /* outputs start poisoned: what is left unwritten shows */
+        if (S.check[i].poison_size > 0 && S.args[i].bytes &&
+            (r->status = S.backend->buffer_fill(S.state, S.device, S.args[i].ptr, S.args[i].bytes, S.check[i].poison,
+                                                S.check[i].poison_size, r->msg, sizeof r->msg)) != KT_OK)
+            goto failed;
     if ((m->flags & KT__RUN_FLUSH) && S.backend->flush &&
         (r->status = S.backend->flush(S.state, S.device, r->msg, sizeof r->msg)) != KT_OK)
         goto failed;
     r->ns = -1;
     r->status = S.backend->launch(S.state, S.device, mod->handle, &mod->geometry, S.args, S.nargs, &r->ns, r->msg, sizeof r->msg);
     if (r->status != KT_OK) goto failed;
-    for (uint32_t i = 0; i < S.nargs; i++)
+    if (checking) check_run(r);
+    for (uint32_t i = 0; i < S.nargs; i++) /* after a check, only the outputs of one that did not match */
         if (S.args[i].type == KT_TYPE_BUFFER && S.args[i].bytes && (i >= 64 || (m->out >> i & 1)) &&
+            (!checking || (r->mismatched != 0 && r->changed == 0 && S.check[i].role == KT__CHECK_OUTPUT)) &&
             (r->status = S.backend->buffer_copy(S.state, S.device, S.region + S.offsets[i], S.args[i].ptr, S.args[i].bytes,
                                                 KT_COPY_DEVICE_TO_HOST, r->msg, sizeof r->msg)) != KT_OK)
             goto failed;
@@ -343,6 +425,9 @@ int kt__worker_serve(int sock, int region_fd, long parent, bool program) {
             load(payload, &r);
         } else if (h.type == KT__MSG_RUN && h.len == sizeof(kt__msg_run)) {
             run(payload, &r);
+        } else if (h.type == KT__MSG_CHECK && h.len >= sizeof(kt__msg_check) &&
+                   h.len == sizeof(kt__msg_check) + (size_t)((const kt__msg_check *)payload)->nargs * sizeof(kt__msg_check_arg)) {
+            check(payload, (const kt__msg_check_arg *)((const kt__msg_check *)payload + 1), &r);
         } else {
             r.status = KT_ERR_INVALID_ARGUMENT;
             snprintf(r.msg, sizeof r.msg, "unknown request %u (%u bytes)", h.type, h.len);

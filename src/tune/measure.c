@@ -38,6 +38,9 @@ typedef struct trial_ctx {
     kt__iso_run iso;           /* how its isolated run failed (iso.kind), or the isolation did (iso.infra) */
     char launch_msg[256];      /* how its backend's launch failed in this process (KT_FAIL_LAUNCH) */
     bool full;                 /* this run's outputs are looked at (validation, the reference) */
+    bool check;                /* isolated: the worker checks this validation run itself */
+    bool checked;              /* and vouched for it: outputs match, inputs unchanged; */
+    long wrote_input;          /* or saw it write into this input (-1: none) */
 } trial_ctx;
 
 static int flush_kind(const kt_op *op, const kt__unit *u) {
@@ -119,8 +122,11 @@ static int trial_run(void *p, const kt_arg *args) {
     t->device_ns = -1;
     if (t->worker) { /* in the worker process */
         kt__iso_run run;
-        if (kt__worker_run(t->worker, t->worker_id, args, t->flush == FLUSH_DEVICE, t->full, t->op->timeout_s, &run)) {
+        if (kt__worker_run(t->worker, t->worker_id, args, t->flush == FLUSH_DEVICE, t->full, t->full && t->check, t->op->timeout_s,
+                           &run)) {
             t->device_ns = run.ns;
+            t->checked = run.checked;
+            t->wrote_input = run.wrote_input;
             return 0;
         }
         t->iso = run; /* its kind and code go on the unit after the engine; infra: after() stops the tuning */
@@ -154,12 +160,17 @@ static kt_status validation_run(trial_ctx *t, const kt__reference *ref, kt__cand
     if (st != KT_OK) return st;
     t->result = (kt_result){0};
     t->full = true;
+    t->checked = false;
+    t->wrote_input = -1;
     int rc = trial_run(t, args);
     t->full = false;
     char msg[KT__ERRBUF] = ""; /* a comparison's diagnostic: an element and two values */
     bool reported = kt__rc_reported(t->unit->fn, rc);
     char *why = reported ? kt__error_save() : NULL;
-    bool valid = rc != 0 || kt__validate(ref, t->ws, args, &t->result, msg, sizeof msg);
+    /* a run its worker checked and vouched for sent nothing back: there is nothing to compare here */
+    if (rc == 0 && t->wrote_input >= 0)
+        snprintf(msg, sizeof msg, "wrote into read-only argument '%s'", t->op->args[t->wrote_input].name);
+    bool valid = rc != 0 || t->checked || (t->wrote_input < 0 && kt__validate(ref, t->ws, args, &t->result, msg, sizeof msg));
     st = trial_after(t);
     if (reported) {
         r->outcome = KT_OUTCOME_FAILED;
@@ -257,6 +268,7 @@ typedef struct tuning {
     size_t evaluations, budget; /* units proposed or admitted so far, and at most (0: no limit) */
     kt_status next_error;      /* what stopped tuning_next (building), for after the engine */
     bool ref_taken;            /* a searched group's reference unit went first */
+    bool worker_checks;        /* the device's worker checks validation runs itself */
 } tuning;
 
 static kt_status tuning_admit(void *p, size_t i, bool *usable, unsigned *runs) {
@@ -511,6 +523,45 @@ static kt_status run_reference(tuning *tu) {
     return st;
 }
 
+/* Lets the device's worker check validation runs on its device (isolate.h: kt__worker_check),
+ * so that a validation run that passes sends nothing back: every output compared there with the
+ * reference's, every ReadOnly input's digest with its pristine one, WriteOnly outputs poisoned
+ * there first. Not with a pre-hook (it may substitute buffers the worker does not have); a
+ * worker that cannot (a host backend, no device checks) leaves validation runs in full. */
+static void worker_checks(tuning *tu) {
+    kt_op *op = tu->op;
+    const kt__reference *ref = tu->ref;
+    kt__worker *w = tu->isolated ? op->ctx->workers[op->device] : NULL;
+    if (w == NULL || !op->validate || !ref->active || op->pre_hook != NULL || op->has_result) return;
+    kt__iso_check_arg *c = calloc(op->nargs ? op->nargs : 1, sizeof *c);
+    if (c == NULL) return;
+    bool usable = true;
+    for (size_t i = 0; i < op->nargs && usable; i++) {
+        const kt__argdecl *d = &op->args[i];
+        if (d->type != KT_TYPE_BUFFER) continue;
+        if (d->access == KT_READ_ONLY) {
+            c[i].role = KT__ISO_INPUT;
+            continue;
+        }
+        usable = ref->outputs[i] != NULL && ref->out_bytes[i] == tu->ws->args[i].bytes && d->esize <= sizeof c[i].poison;
+        c[i].role = KT__ISO_OUTPUT;
+        c[i].expected = ref->outputs[i];
+        c[i].elem = d->elem;
+        kt__tolerances(op, d->elem, &c[i].atol, &c[i].rtol);
+        if (d->access == KT_WRITE_ONLY && !d->accumulate) {
+            memcpy(c[i].poison, kt__poison(d->elem), d->esize);
+            c[i].poison_size = d->esize;
+        }
+    }
+    if (usable && kt__worker_check(w, c, op->nargs) == KT_OK) {
+        tu->worker_checks = true;
+        for (size_t i = 0; i < tu->d->nunits; i++) tu->trials[i].check = true;
+    } else if (usable) {
+        kt__log(op->ctx, KT_LOG_INFO, "op '%s': validation runs come back to be compared: %s", op->name, kt_last_error());
+    }
+    free(c);
+}
+
 /* Units measured by an earlier tuning (the persistent cache) are not measured again. */
 static void hold_recalled(tuning *tu) {
     kt_decision *d = tu->d;
@@ -742,6 +793,7 @@ kt_status kt__measure_all(kt_op *op, kt_decision *d, const kt_arg *caller, bool 
     if (st == KT_OK && tu.isolated) st = start_device_worker(&tu);
     if (st == KT_OK && tu.plans) st = build_reference(&tu);
     if (st == KT_OK) st = run_reference(&tu);
+    if (st == KT_OK) worker_checks(&tu);
     if (st == KT_OK) hold_recalled(&tu);
     d->validated = ref.active;
     if (st == KT_OK) st = set_up_search(&tu);

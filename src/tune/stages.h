@@ -98,6 +98,10 @@ double kt__decode(kt_type t, const void *base, size_t i);
 /* The poison pattern of type t (kt_type_size(t) bytes). */
 const void *kt__poison(kt_type t);
 
+/* The tolerances a float output of type t is compared with (the op's, or the type's default);
+ * 0 and 0 for other types (compared bit for bit). */
+void kt__tolerances(const kt_op *op, kt_type t, double *atol, double *rtol);
+
 /* ---- validate.c: the reference and comparisons --------------------------------------------- */
 
 typedef struct kt__reference {

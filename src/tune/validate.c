@@ -22,8 +22,10 @@ static bool is_float(kt_type t) {
     return t == KT_TYPE_F32 || t == KT_TYPE_F64 || t == KT_TYPE_F16 || t == KT_TYPE_BF16;
 }
 
-static void tolerances(const kt_op *op, kt_type t, double *atol, double *rtol) {
-    if (op->tol_set) {
+void kt__tolerances(const kt_op *op, kt_type t, double *atol, double *rtol) {
+    if (!is_float(t)) {
+        *atol = *rtol = 0;
+    } else if (op->tol_set) {
         *atol = op->atol;
         *rtol = op->rtol;
     } else if (t == KT_TYPE_F64) {
@@ -85,7 +87,7 @@ static bool compare(const kt_op *op, kt_type t, const void *actual, const void *
     size_t es = kt_type_size(t);
     const void *poison = kt__poison(t);
     double atol = 0, rtol = 0;
-    if (is_float(t)) tolerances(op, t, &atol, &rtol);
+    if (is_float(t)) kt__tolerances(op, t, &atol, &rtol);
     if (is_float(t) && all_close(t, actual, expected, count, atol, rtol)) return true;
     for (size_t i = 0; i < count; i++) {
         const unsigned char *a = (const unsigned char *)actual + i * es, *e = (const unsigned char *)expected + i * es;
@@ -210,7 +212,7 @@ bool kt__validate(const kt__reference *ref, kt__workset *ws, const kt_arg *args,
         }
         /* where the device can say they match, nothing is read back */
         double atol = 0, rtol = 0;
-        if (is_float(d->elem)) tolerances(op, d->elem, &atol, &rtol);
+        if (is_float(d->elem)) kt__tolerances(op, d->elem, &atol, &rtol);
         if (kt__workset_close(ws, d->elem, args[i].ptr, ref->dev_outputs[i], args[i].bytes / d->esize, atol, rtol)) continue;
         char what[KT__NAME_MAX + 16];
         snprintf(what, sizeof what, "output '%s'", d->name);
