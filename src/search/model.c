@@ -8,8 +8,9 @@
  *     counts as 1 in log units, e^1 = 2.7 times, worse than the worst valid one, so that the
  *     model steers away from where configurations fail; past FITMAX results, the FITMAX / 2
  *     best and the FITMAX / 2 latest of the others, which keeps a fit's cost bounded), and
- *     propose the BATCH untried
- *     configurations of largest expected improvement among a pool: every untried configuration
+ *     propose the untried configurations of largest expected improvement, as many as the caller
+ *     asks for at once (BATCH to LATE_BATCH: a tuning asks for as many as it builds in
+ *     parallel), among a pool: every untried configuration
  *     when there are at most POOL, else the untried neighbours of the best few and a random
  *     sample.
  *   - Past the budget (a search may be asked for more), cheaper: batches of LATE_BATCH, fitted to
@@ -175,11 +176,11 @@ static void choose_fitset(model *m, const kt__search_core *core, size_t cap) {
     }
 }
 
-/* Fits the process and queues the `batch` best candidates by expected improvement (best last);
- * false when the model failed. */
-static bool by_model(model *m, kt__search_core *core, size_t batch) {
+/* Fits the process (to at most LATE_FITMAX results when late: past the budget) and queues the
+ * `batch` best candidates by expected improvement (best last); false when the model failed. */
+static bool by_model(model *m, kt__search_core *core, size_t batch, bool late) {
     const kt__lattice *lat = core->lat;
-    choose_fitset(m, core, batch > BATCH ? LATE_FITMAX : FITMAX);
+    choose_fitset(m, core, late ? LATE_FITMAX : FITMAX);
     const size_t k = m->nfit;
     /* targets: standardised log times, invalid ones 1 above the worst valid */
     double worst = -INFINITY, mean = 0, var = 0;
@@ -256,14 +257,17 @@ static bool by_model(model *m, kt__search_core *core, size_t batch) {
 
 static size_t propose(void *p, kt__search_core *core, size_t *out, size_t max) {
     model *m = p;
-    size_t k = 0, batch = core->told < core->budget ? BATCH : LATE_BATCH;
+    /* a fit's picks: as many as asked for at once (a tuning asks for as many as it builds in
+     * parallel), BATCH at least and LATE_BATCH at most; LATE_BATCH past the budget */
+    size_t early = max < BATCH ? BATCH : max > LATE_BATCH ? LATE_BATCH : max;
+    size_t k = 0, batch = core->told < core->budget ? early : LATE_BATCH;
     if (m->nobs + m->outstanding < INIT || m->failed) {
         size_t want = m->failed ? max : INIT - m->nobs - m->outstanding;
         k = kt__random_batch(core, out, want < max ? want : max);
     } else {
         if (m->nqueue == 0 && m->outstanding == 0) { /* all in: fit again */
 #ifndef KT_NO_LAPACK
-            if (!by_model(m, core, batch)) m->nqueue = 0;
+            if (!by_model(m, core, batch, core->told >= core->budget)) m->nqueue = 0;
 #endif
             if (m->nqueue == 0 && kt__random_batch(core, &m->queue[0], 1) == 1) m->nqueue = 1; /* no usable model (nothing valid yet) */
         }

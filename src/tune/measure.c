@@ -269,6 +269,15 @@ typedef struct tuning {
     kt_status next_error;      /* what stopped tuning_next (building), for after the engine */
     bool ref_taken;            /* a searched group's reference unit went first */
     bool worker_checks;        /* the device's worker checks validation runs itself */
+    double start_s;            /* when the tuning started (a budget of seconds counts from there) */
+    /* building lazily under a budget of seconds: what batches cost so far */
+    double build_s;            /* the wall time of their builds, */
+    size_t waves;              /* in waves of as many units as there are build threads, */
+    double screen_s;           /* the wall time the engine took to screen them, */
+    size_t screened;           /* for this many units */
+    double handed_s;           /* when the last batch went to the engine (0: none yet) */
+    size_t handed;             /* and how many units it held */
+    bool any_valid;            /* a unit was measured: the tuning can decide */
 } tuning;
 
 static kt_status tuning_admit(void *p, size_t i, bool *usable, unsigned *runs) {
@@ -697,10 +706,32 @@ static size_t propose_units(tuning *tu, size_t *units, size_t max);
  * knows its time) is told at once; each counts as an evaluation. */
 static size_t tuning_next(void *p, size_t *units, size_t max) {
     tuning *tu = p;
+    const kt_op *op = tu->op;
+    size_t threads = op->ctx->artifacts.threads ? op->ctx->artifacts.threads : (size_t)sysconf(_SC_NPROCESSORS_ONLN);
+    if (threads < 1) threads = 1;
+    if (tu->handed_s > 0) { /* the engine screened the last batch meanwhile */
+        tu->screen_s += kt__now_s() - tu->handed_s;
+        tu->screened += tu->handed;
+        tu->handed_s = 0;
+    }
     for (;;) {
-        size_t k = propose_units(tu, units, max);
+        /* building lazily: a batch as large as the build threads, so that they all work; under a
+         * budget of seconds, no larger than what the batches so far say fits in what is left
+         * (nothing more, once the tuning can decide) */
+        size_t want = tu->plans && threads < max ? threads : max;
+        if (tu->plans && op->budget.seconds > 0 && tu->waves > 0) {
+            double left = op->budget.seconds - (kt__now_s() - tu->start_s), wave = tu->build_s / (double)tu->waves;
+            double per_unit = tu->screened ? tu->screen_s / (double)tu->screened : 0;
+            while (want > 0 && (double)((want + threads - 1) / threads) * wave + (double)want * per_unit > left) want--;
+            if (want == 0 && tu->any_valid) return 0;
+            if (want == 0) want = 1;
+        }
+        size_t k = propose_units(tu, units, want);
         if (k == 0 || tu->plans == NULL) return k;
+        double t0 = kt__now_s();
         kt_status st = build_admitted(tu, units, k);
+        tu->build_s += kt__now_s() - t0;
+        tu->waves += (k + threads - 1) / threads;
         if (st != KT_OK) {
             tu->next_error = st;
             return 0;
@@ -715,7 +746,11 @@ static size_t tuning_next(void *p, size_t *units, size_t max) {
             group_search *g = group_of(tu, i); /* it failed to build */
             if (g) kt_search_tell(g->s, i - g->first, INFINITY);
         }
-        if (kept > 0) return kept;
+        if (kept > 0) {
+            tu->handed_s = kt__now_s();
+            tu->handed = kept;
+            return kept;
+        }
     }
 }
 
@@ -765,6 +800,7 @@ static size_t propose_units(tuning *tu, size_t *units, size_t max) {
 
 static void tuning_told(void *p, size_t i, double ns) {
     tuning *tu = p;
+    if (isfinite(ns)) tu->any_valid = true;
     group_search *g = group_of(tu, i);
     if (g) kt_search_tell(g->s, i - g->first, ns);
 }
@@ -785,7 +821,9 @@ kt_status kt__measure_all(kt_op *op, kt_decision *d, const kt_arg *caller, bool 
     kt__workset ws;
     kt__reference ref = {.unit = -1};
     tuning tu = {.op = op, .d = d, .ws = &ws, .ref = &ref};
-    kt__engine_io io = {&tu, tuning_admit, tuning_result, tuning_trial, op->ctx->progress_fn ? tuning_progress : NULL, NULL, NULL};
+    kt__engine_io io = {&tu, tuning_admit, tuning_result, tuning_trial, op->ctx->progress_fn ? tuning_progress : NULL, NULL, NULL,
+                        kt__now_s()};
+    tu.start_s = io.start_s;
     kt__engine_out out = {.best = -1};
     /* set up -> workers -> reference -> measure -> verdicts -> restore the caller's buffers */
     kt_status st = set_up(&tu, caller, inputs, launching);

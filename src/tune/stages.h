@@ -173,6 +173,9 @@ typedef struct kt__engine_io {
      * unit in index order, within the budget of units. */
     size_t (*next)(void *user, size_t *units, size_t max);
     void (*told)(void *user, size_t i, double ns);
+    /* When the tuning started (kt__now_s), so that a budget of seconds counts what came before
+     * the engine too (setting up, building and running the reference); 0: the engine's start. */
+    double start_s;
 } kt__engine_io;
 
 typedef struct kt__engine_out {
