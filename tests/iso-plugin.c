@@ -8,8 +8,10 @@
  * memory: the core copies through buffer_copy as for a GPU). Its "artifact" is the variant's
  * defines, one per line; its kernel computes out[i] = 2 * in[i], REPS times, and MODE picks a
  * behaviour: 0 correct, 1 a segmentation fault, 2 a wrong answer, 3 a failed launch, 4 a right
- * answer that writes into its input. Reading a buffer back logs "readback"; the third table,
- * kt_test_plug_checks, also checks on its device (ABI 9: digest, all_close; logged "close").
+ * answer that writes into its input. Reading a buffer back logs "readback"; the table
+ * kt_test_plug_checks also checks on its device (ABI 9: digest, all_close; logged "close"), and
+ * kt_test_plug_pipe says its kernels run on a processor of their own. A configuration with
+ * LAG >= 1 builds until some launch happens (at most 5 s).
  */
 #define _DEFAULT_SOURCE /* MAP_ANONYMOUS */
 #include <kerntune/backend.h>
@@ -106,8 +108,31 @@ static kt_status plug_compiler(void *state, size_t device, char *out, size_t len
     return KT_OK;
 }
 
+/* How many lines of the log say word. */
+static int log_lines(const char *word) {
+    const char *path = getenv("KT_TEST_PLUGIN_LOG");
+    FILE *f = path ? fopen(path, "r") : NULL;
+    int n = 0;
+    char w[64];
+    long pid;
+    while (f && fscanf(f, "%63s %ld", w, &pid) == 2) n += strcmp(w, word) == 0;
+    if (f) fclose(f);
+    return n;
+}
+
 static kt_status plug_build(void *state, size_t device, const kt_build_request *req, char *log, size_t loglen) {
     (void)state, (void)device;
+    /* LAG >= 1: the build lasts until a launch happens (at most 5 s), so that it shows whether
+     * configurations run while others build: "build-waited" if one did, else "build-timeout" */
+    for (size_t i = 0; i < req->ndefines; i++) {
+        if (strncmp(req->defines[i], "LAG=", 4) != 0 || atoi(req->defines[i] + 4) < 1) continue;
+        int before = log_lines("launch"), waited = 0;
+        for (; waited < 5000 && log_lines("launch") == before; waited++) {
+            struct timespec ms = {0, 1000000};
+            nanosleep(&ms, NULL);
+        }
+        note(waited < 5000 ? "build-waited" : "build-timeout");
+    }
     FILE *f = fopen(req->out_path, "w");
     if (f == NULL) {
         snprintf(log, loglen, "cannot write %s", req->out_path);
@@ -191,6 +216,8 @@ static kt_status plug_launch(void *state, size_t device, void *module, const kt_
 const kt_backend kt_test_plug = {.name = "plug", PLUG_TABLE(KT_BACKEND_CAP_WORKER)};
 /* The same backend, saying nothing of workers. */
 const kt_backend kt_test_plug_nocap = {.name = "plugnocap", PLUG_TABLE(0)};
+/* The same backend, its kernels on a processor of their own: a tuning builds while it measures. */
+const kt_backend kt_test_plug_pipe = {.name = "plugpipe", PLUG_TABLE(KT_BACKEND_CAP_WORKER | KT_BACKEND_CAP_OWN_PROCESSOR)};
 /* The same backend, checking on its device. */
 const kt_backend kt_test_plug_checks = {.name = "plugchecks", PLUG_TABLE(KT_BACKEND_CAP_WORKER), .digest = plug_digest,
                                         .all_close = plug_all_close};

@@ -13,6 +13,7 @@
 #include <kerntune/backend.h>
 #include <kerntune/cache.h>
 #include <kerntune/decision.h>
+#include <kerntune/search.h>
 #include <kerntune/device.h>
 #include <kerntune/measure.h>
 #include <kerntune/validation.h>
@@ -552,6 +553,73 @@ static void test_plugin_backend_checks_in_worker(void **state) {
     dlclose(h);
 }
 
+/* A backend whose kernels run on a processor of their own (KT_BACKEND_CAP_OWN_PROCESSOR) builds
+ * a search's next configurations while it measures: each LAG = 1 configuration's build lasts
+ * until a launch happens, which, when building and measuring took turns, never would (each
+ * build would wait its 5 s out). The first configuration (LAG = 0) builds at once; every later
+ * one is built while an earlier one runs. Without the capability, builds and runs take turns
+ * (checked the same way: every waiting build times out). */
+static void test_plugin_builds_while_measuring(void **state) {
+    (void)state;
+    void *h = plugin_open(KT_PLUGIN);
+    for (int pipe = 1; pipe >= 0; pipe--) {
+        log_reset();
+        kt_context *ctx = NULL;
+        ok(kt_context_create(&ctx));
+        ok(kt_context_set_artifact_dir(ctx, artifacts));
+        ok(kt_context_set_compile_threads(ctx, 2));
+        ok(kt_context_add_backend(ctx, plugin_sym(h, pipe ? "kt_test_plug_pipe" : "kt_test_plug")));
+        size_t dev = (size_t)-1;
+        for (size_t i = 0; i < kt_context_device_count(ctx); i++)
+            if (strcmp(kt_device_fingerprint(kt_context_device(ctx, i)), "plug-device-1") == 0) dev = i;
+        assert_true(dev != (size_t)-1);
+        static float in[N];
+        for (int i = 0; i < N; i++) in[i] = (float)(i % 7);
+        void *dout, *din;
+        ok(kt_device_alloc(ctx, dev, N * sizeof(float), &dout));
+        ok(kt_device_alloc(ctx, dev, N * sizeof(float), &din));
+        ok(kt_device_write(ctx, dev, din, in, sizeof in));
+        kt_op *op = NULL;
+        ok(kt_op_create(ctx, pipe ? "pipelined" : "in-turns", &op));
+        ok(kt_op_set_device(op, dev));
+        ok(kt_op_add_buffer(op, "out", KT_TYPE_F32, KT_WRITE_ONLY));
+        ok(kt_op_add_buffer(op, "in", KT_TYPE_F32, KT_READ_ONLY));
+        ok(kt_op_add_scalar(op, "n", KT_TYPE_I32));
+        ok(kt_op_set_reference_fn(op, twice_ref_host, NULL));
+        ok(kt_op_set_isolation(op, KT_ISOLATE_ON));
+        kt_space *sp = NULL;
+        ok(kt_space_create(&sp));
+        ok(kt_space_add_param(sp, "LAG", "[0, 1, 2, 3, 4, 5]"));
+        ok(kt_space_add_param(sp, "REPS", "[1]"));
+        ok(kt_op_add_variants(op, "twice", sp, "plug source", "twice", NULL, 0));
+        kt_space_destroy(sp);
+        ok(kt_op_set_search(op, "exhaustive", 1)); /* in order */
+        if (!pipe) ok(kt_op_set_budget(op, 2, 0)); /* built as it goes too (a budget): LAG 0 and 1, together */
+        kt_arg args[3] = {kt_arg_buf(dout, N * sizeof(float)), kt_arg_buf(din, N * sizeof(float)), kt_arg_i32(N)};
+        ok(kt_op_call(op, args, 3));
+        const kt_decision *d = NULL;
+        ok(kt_op_decision(op, args, 3, &d));
+        int mine = 0, waited = log_count("build-waited", &mine, NULL) + mine, timeouts = log_count("build-timeout", &mine, NULL) + mine;
+        if (getenv("KT_TEST_SHOW_LOG")) {
+            char cmd[300];
+            snprintf(cmd, sizeof cmd, "cat %s >&2", plugin_log);
+            (void)system(cmd);
+        }
+        if (pipe) {
+            for (size_t u = 0; u < kt_decision_unit_count(d); u++) assert_int_equal(kt_decision_unit_outcome(d, u), KT_OUTCOME_MEASURED);
+            assert_int_equal(waited, 5); /* LAG 1 to 5: each saw a launch while it built */
+            assert_int_equal(timeouts, 0);
+        } else {
+            assert_int_equal(waited, 0);
+            assert_int_equal(timeouts, 1); /* LAG 1 built while nothing ran */
+        }
+        kt_device_free(ctx, dev, dout);
+        kt_device_free(ctx, dev, din);
+        kt_context_destroy(ctx);
+    }
+    dlclose(h);
+}
+
 /* A backend that does not say it can run in a worker runs its variants here under
  * KT_ISOLATE_ON, and an info line says so. */
 static void test_plugin_backend_without_worker(void **state) {
@@ -705,6 +773,7 @@ int main(void) {
         cmocka_unit_test(test_plugin_backend),
         cmocka_unit_test(test_plugin_backend_without_worker),
         cmocka_unit_test(test_plugin_backend_checks_in_worker),
+        cmocka_unit_test(test_plugin_builds_while_measuring),
         cmocka_unit_test(test_plugin_natives),
         cmocka_unit_test(test_opencl_isolated),
         cmocka_unit_test(test_isolation_arguments),

@@ -113,7 +113,12 @@ typedef enum kt_backend_cap {
      *  preprocessor makes of the source: configurations whose preprocessed code is the same
      *  share one artifact (the core finds them without running the compiler). Without it every
      *  set of defines is built on its own. */
-    KT_BACKEND_CAP_PREPROCESSED = 1u << 5
+    KT_BACKEND_CAP_PREPROCESSED = 1u << 5,
+    /** Its kernels run on a processor of their own (a GPU), not on the host's CPUs: building on
+     *  the host while one runs does not slow it, so a tuning that builds as it goes compiles the
+     *  next configurations while it measures these. Without it, building and measuring take
+     *  turns. */
+    KT_BACKEND_CAP_OWN_PROCESSOR = 1u << 6
 } kt_backend_cap;
 
 typedef enum kt_copy_dir {

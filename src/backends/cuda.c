@@ -372,7 +372,7 @@ static const kt_backend kt__backend_cuda = {
     .limits = cu_limits,
     .flush = cu_flush,
     .caps = KT_BACKEND_CAP_WORKER | KT_BACKEND_CAP_FAULT_POISONS | KT_BACKEND_CAP_ASYNC_LAUNCH | KT_BACKEND_CAP_LAUNCH_PARAMS |
-            KT_BACKEND_CAP_PREPROCESSED,
+            KT_BACKEND_CAP_PREPROCESSED | KT_BACKEND_CAP_OWN_PROCESSOR,
     .language = "CUDA",
     .launch_async = kt__cu_launch_async,
     .queue_wait = kt__cu_queue_wait,

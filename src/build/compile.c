@@ -144,7 +144,7 @@ static void temp_name(const char *path, char *out, size_t len) {
 }
 
 /* Builds one artifact into place. */
-static void build_one(pool *p, kt__build *bd) {
+static void build_one(kt__artifacts *arts, kt__build *bd) {
     const kt_backend *b = bd->backend;
     char tmp[4200];
     temp_name(bd->path, tmp, sizeof tmp);
@@ -155,7 +155,7 @@ static void build_one(pool *p, kt__build *bd) {
     bd->status = b->build(bd->bstate, bd->device, &bd->req, bd->log, sizeof bd->log);
     clock_gettime(CLOCK_MONOTONIC, &t1);
     bd->build_ms = (double)(t1.tv_sec - t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - t0.tv_nsec) / 1e6;
-    atomic_fetch_add(&p->arts->compiles, 1);
+    atomic_fetch_add(&arts->compiles, 1);
     bd->req.out_path = NULL;
     if (bd->status == KT_OK && rename(tmp, bd->path) != 0) {
         snprintf(bd->log, sizeof bd->log, "cannot move the artifact to %.1900s: %s", bd->path, strerror(errno));
@@ -201,32 +201,32 @@ static void record_failure(const kt__build *bd) {
 
 /* Builds (or finds) and loads one artifact. A cached artifact that does not load (truncated,
  * corrupt) is removed and built once more. */
-static void run_one(pool *p, kt__build *bd) {
+void kt__build_run_one(kt__artifacts *arts, kt__build *bd) {
     struct stat stt;
     bool cached = stat(bd->path, &stt) == 0 && S_ISREG(stt.st_mode) && stt.st_size > 0;
     if (!cached && recorded_failure(bd)) {
-        atomic_fetch_add(&p->arts->hits, 1);
+        atomic_fetch_add(&arts->hits, 1);
         return;
     }
     if (!cached) {
-        build_one(p, bd);
+        build_one(arts, bd);
         if (bd->status == KT_ERR_BACKEND) record_failure(bd);
         if (bd->status != KT_OK) return;
     }
     if (bd->no_load) {
-        if (cached) bd->cached = true, atomic_fetch_add(&p->arts->hits, 1);
+        if (cached) bd->cached = true, atomic_fetch_add(&arts->hits, 1);
         return;
     }
     load_one(bd);
     if (cached && bd->status != KT_OK) {
         unlink(bd->path);
-        build_one(p, bd);
+        build_one(arts, bd);
         if (bd->status == KT_OK) load_one(bd);
         return;
     }
     if (cached) {
         bd->cached = true;
-        atomic_fetch_add(&p->arts->hits, 1);
+        atomic_fetch_add(&arts->hits, 1);
     }
 }
 
@@ -235,23 +235,34 @@ static void *worker(void *arg) {
     for (;;) {
         size_t i = atomic_fetch_add(&p->next, 1);
         if (i >= p->nunique) return NULL;
-        run_one(p, &p->builds[p->unique[i]]);
+        kt__build_run_one(p->arts, &p->builds[p->unique[i]]);
     }
+}
+
+kt_status kt__build_begin(kt__artifacts *arts, const kt_backend *b, void *bstate, size_t device, char *compiler, size_t len) {
+    char err[1024] = "";
+    compiler[0] = '\0';
+    kt_status st = b->compiler_id(bstate, device, compiler, len, err, sizeof err);
+    if (st != KT_OK) return kt__err(st, "building variants: the %s backend's compiler: %s", b->name, err);
+    return mkdirs(arts->dir);
+}
+
+void kt__build_keyed(const kt__artifacts *arts, const char *compiler, kt__build *bd) {
+    const kt_backend *b = bd->backend;
+    build_key(bd, compiler, bd->key);
+    /* at most KT__ARTIFACT_DIR_MAX + 1 + 32 + 16 characters: it fits */
+    snprintf(bd->path, sizeof bd->path, "%s/%s%.16s", arts->dir, bd->key, b->artifact_ext ? b->artifact_ext : "");
+    bd->dup_of = -1;
 }
 
 kt_status kt__build_prepare(kt__artifacts *arts, kt__build *builds, size_t n) {
     if (n == 0) return KT_OK;
-    const kt_backend *b = builds[0].backend;
-    char compiler[1024] = "", err[1024] = "";
-    kt_status st = b->compiler_id(builds[0].bstate, builds[0].device, compiler, sizeof compiler, err, sizeof err);
-    if (st != KT_OK) return kt__err(st, "building variants: the %s backend's compiler: %s", b->name, err);
-    if ((st = mkdirs(arts->dir)) != KT_OK) return st;
+    char compiler[1024];
+    kt_status st = kt__build_begin(arts, builds[0].backend, builds[0].bstate, builds[0].device, compiler, sizeof compiler);
+    if (st != KT_OK) return st;
     for (size_t i = 0; i < n; i++) {
         kt__build *bd = &builds[i];
-        build_key(bd, compiler, bd->key);
-        /* at most KT__ARTIFACT_DIR_MAX + 1 + 32 + 16 characters: it fits */
-        snprintf(bd->path, sizeof bd->path, "%s/%s%.16s", arts->dir, bd->key, b->artifact_ext ? b->artifact_ext : "");
-        bd->dup_of = -1;
+        kt__build_keyed(arts, compiler, bd);
         for (size_t j = 0; j < i && bd->dup_of < 0; j++) /* the same code twice: build it once */
             if (builds[j].dup_of < 0 && strcmp(builds[j].key, bd->key) == 0) bd->dup_of = (long)j;
     }

@@ -47,6 +47,14 @@ typedef struct kt__build {
  * Fails when the compiler or the directory fails. */
 kt_status kt__build_prepare(kt__artifacts *arts, kt__build *builds, size_t n);
 
+/* The pieces of kt__build_prepare and kt__build_run, for a caller that builds one at a time
+ * (tune/builder.c): asks backend b for its compiler's identity (into compiler) and creates the
+ * artifact directory; computes one build's key and path (dup_of -1); builds (or finds) and
+ * loads one, as the pool does (thread-safe). */
+kt_status kt__build_begin(kt__artifacts *arts, const kt_backend *b, void *bstate, size_t device, char *compiler, size_t len);
+void kt__build_keyed(const kt__artifacts *arts, const char *compiler, kt__build *bd);
+void kt__build_run_one(kt__artifacts *arts, kt__build *bd);
+
 /* Builds what is not on disk and loads every artifact, on a pool of arts->threads threads (0:
  * one per core; at most 64, and no more than there are distinct builds). Failures are per build
  * (status, log); the call itself fails only when it cannot allocate the pool. */

@@ -4,7 +4,9 @@
  * next configurations are those of highest expected improvement over the best time so far.
  *
  *   - First INIT configurations at random (the design the model starts from).
- *   - Then, whenever nothing is pending: fit the process to the results told (an invalid one
+ *   - Then, whenever the last fit's picks are out and either nothing is pending or results
+ *     came in since (a caller that measures while it builds the next): fit the process to the
+ *     results told (an invalid one
  *     counts as 1 in log units, e^1 = 2.7 times, worse than the worst valid one, so that the
  *     model steers away from where configurations fail; past FITMAX results, the FITMAX / 2
  *     best and the FITMAX / 2 latest of the others, which keeps a fit's cost bounded), and
@@ -41,6 +43,7 @@ typedef struct model {
     size_t queue[LATE_BATCH]; /* the last fit's picks not yet proposed, best last */
     size_t nqueue;
     size_t outstanding;
+    size_t fitted_at;  /* how many results the last fit saw */
     uint8_t *mine;
     double *K, *alpha, *ys, *x; /* work arrays, grown as needed; x: every configuration's position */
     size_t Kcap, acap, ycap;
@@ -265,7 +268,11 @@ static size_t propose(void *p, kt__search_core *core, size_t *out, size_t max) {
         size_t want = m->failed ? max : INIT - m->nobs - m->outstanding;
         k = kt__random_batch(core, out, want < max ? want : max);
     } else {
-        if (m->nqueue == 0 && m->outstanding == 0) { /* all in: fit again */
+        /* fit again once the picks are out: when every one is in, or (a caller that measures
+         * while it builds the next ones) when new results came in since the last fit; with
+         * picks out and nothing new, wait */
+        if (m->nqueue == 0 && (m->outstanding == 0 || m->nobs > m->fitted_at)) {
+            m->fitted_at = m->nobs;
 #ifndef KT_NO_LAPACK
             if (!by_model(m, core, batch, core->told >= core->budget)) m->nqueue = 0;
 #endif

@@ -242,6 +242,7 @@ static bool *accepting(const kt_op *op, kt_decision *d, const kt__workset *ws, c
 typedef struct group_search {
     size_t cand, first, n;
     kt_search *s;
+    size_t outstanding; /* proposed and not told yet (building, or being screened) */
     bool done;
 } group_search;
 
@@ -278,6 +279,10 @@ typedef struct tuning {
     double handed_s;           /* when the last batch went to the engine (0: none yet) */
     size_t handed;             /* and how many units it held */
     bool any_valid;            /* a unit was measured: the tuning can decide */
+    kt__builder *builder;      /* pipelined: builds the next proposals while the engine measures */
+    size_t threads;            /* build threads */
+    size_t direct[64];         /* pipelined: proposals that need no build (the reference, natives), */
+    size_t ndirect;            /* handed to the engine next */
 } tuning;
 
 static kt_status tuning_admit(void *p, size_t i, bool *usable, unsigned *runs) {
@@ -371,8 +376,13 @@ static int tuning_run_unit(void *p, size_t i, const kt_arg *args, kt_result *res
 /* Whether a tuning of the op builds its variants only as it admits them: when a budget or a
  * search strategy may leave most of them out. */
 static bool lazy_building(const kt_op *op) {
+    const kt_backend *b;
+    void *bstate;
+    size_t local;
+    kt__op_backend(op, &b, &bstate, &local, NULL);
     return op->budget.units || op->budget.fraction > 0 || op->budget.seconds > 0 ||
-           (op->strategy[0] && strcmp(op->strategy, "exhaustive") != 0);
+           (op->strategy[0] && strcmp(op->strategy, "exhaustive") != 0) ||
+           (kt__backend_caps(b) & KT_BACKEND_CAP_OWN_PROCESSOR); /* building while measuring: always worth it */
 }
 
 /* Makes the units, the workset and one trial per unit; says which units may run and whether
@@ -467,12 +477,12 @@ static kt_status start_device_worker(tuning *tu) {
     return st;
 }
 
-/* Builds those of units (n) still to build; those that failed are out, those that run in the
- * device's worker are loaded there. */
-static kt_status build_admitted(tuning *tu, const size_t *units, size_t n) {
+/* After units (n) were built: those that failed are out, those that run in the device's worker
+ * are loaded there. */
+static kt_status prepare_built(tuning *tu, const size_t *units, size_t n) {
     kt_op *op = tu->op;
     kt_decision *d = tu->d;
-    kt_status st = kt__build_some(op, d, tu->plans, units, n);
+    kt_status st = KT_OK;
     for (size_t j = 0; st == KT_OK && j < n; j++) {
         size_t i = units[j];
         kt__unit *u = &d->units[i];
@@ -487,6 +497,12 @@ static kt_status build_admitted(tuning *tu, const size_t *units, size_t n) {
         if (st != KT_OK) st = kt__err(st, "%s(op '%s'): %s", d->where, op->name, kt_last_error());
     }
     return st;
+}
+
+/* Builds those of units (n) still to build, now, and prepares them (prepare_built). */
+static kt_status build_admitted(tuning *tu, const size_t *units, size_t n) {
+    kt_status st = kt__build_some(tu->op, tu->d, tu->plans, units, n);
+    return st == KT_OK ? prepare_built(tu, units, n) : st;
 }
 
 /* Lazily built: the reference candidate's first unit that builds, before the reference runs. */
@@ -704,16 +720,94 @@ static size_t propose_units(tuning *tu, size_t *units, size_t max);
  * are built lazily. A proposal the tuning can say something of without running it (a limit or
  * requirement rejected it, it failed to build now or in a recorded tuning, the persistent cache
  * knows its time) is told at once; each counts as an evaluation. */
+/* Of units (k) just built, those the engine can run (the rest failed to build: told to their
+ * search as failures); their count, kept in order at the front. Notes the hand-over time. */
+static size_t keep_runnable(tuning *tu, size_t *units, size_t k) {
+    size_t kept = 0;
+    for (size_t j = 0; j < k; j++) {
+        size_t i = units[j];
+        if (tu->acc[i]) {
+            units[kept++] = i;
+            continue;
+        }
+        group_search *g = group_of(tu, i); /* it failed to build */
+        if (g) {
+            g->outstanding--;
+            kt_search_tell(g->s, i - g->first, INFINITY);
+        }
+    }
+    if (kept > 0) {
+        tu->handed_s = kt__now_s();
+        tu->handed = kept;
+    }
+    return kept;
+}
+
+/* Whether one more unit may go to the builder under a budget of seconds: what the builds and
+ * screenings so far say it would finish by (after the inflight ones, threads at a time) fits in
+ * what is left; always before the tuning can decide. */
+static bool fits_in_budget(const tuning *tu, size_t inflight) {
+    const kt_op *op = tu->op;
+    if (op->budget.seconds <= 0 || !tu->any_valid) return true;
+    double build_s = kt__builder_mean_ms(tu->builder) / 1e3, per_unit = tu->screened ? tu->screen_s / (double)tu->screened : 0;
+    double left = op->budget.seconds - (kt__now_s() - tu->start_s);
+    return (double)(inflight / tu->threads + 1) * build_s + (double)(inflight + 1) * per_unit <= left;
+}
+
+/* Pipelined: keeps every build thread busy with the search's proposals, and hands the engine
+ * units as their builds finish (waiting for one when none has), so that the next configurations
+ * compile while the engine measures these. */
+/* Gives the builder the search's proposals until every build thread has one (what needs no
+ * build waits in tu->direct). */
+static kt_status top_up(tuning *tu) {
+    kt_status st = KT_OK;
+    size_t inflight = kt__builder_pending(tu->builder);
+    while (st == KT_OK && inflight < tu->threads && tu->ndirect < 48 && fits_in_budget(tu, inflight)) {
+        size_t got[16], want = tu->threads - inflight < 16 ? tu->threads - inflight : 16;
+        size_t k = propose_units(tu, got, want);
+        if (k == 0) break;
+        for (size_t j = 0; j < k && st == KT_OK; j++)
+            if (!kt__unit_planned(tu->plans, got[j])) tu->direct[tu->ndirect++] = got[j]; /* built or native */
+            else st = kt__builder_submit(tu->builder, &got[j], 1);
+        inflight = kt__builder_pending(tu->builder);
+    }
+    return st;
+}
+
+static size_t next_pipelined(tuning *tu, size_t *units, size_t max) {
+    for (;;) {
+        kt_status st = top_up(tu);
+        size_t k = 0;
+        if (st == KT_OK && tu->ndirect > 0) { /* what needs no build goes first */
+            k = tu->ndirect < max ? tu->ndirect : max;
+            memcpy(units, tu->direct, k * sizeof *units);
+            memmove(tu->direct, tu->direct + k, (tu->ndirect - k) * sizeof *tu->direct);
+            tu->ndirect -= k;
+        } else if (st == KT_OK) {
+            k = kt__builder_take(tu->builder, units, max, true, &st);
+        }
+        /* the threads those freed build the next proposals while the engine measures these */
+        if (st == KT_OK && k > 0) st = top_up(tu);
+        if (st == KT_OK) st = prepare_built(tu, units, k);
+        if (st != KT_OK) {
+            tu->next_error = st;
+            return 0;
+        }
+        if (k == 0) return 0; /* nothing building, nothing proposed: the search is over */
+        if ((k = keep_runnable(tu, units, k)) > 0) return k;
+    }
+}
+
 static size_t tuning_next(void *p, size_t *units, size_t max) {
     tuning *tu = p;
     const kt_op *op = tu->op;
-    size_t threads = op->ctx->artifacts.threads ? op->ctx->artifacts.threads : (size_t)sysconf(_SC_NPROCESSORS_ONLN);
-    if (threads < 1) threads = 1;
+    const size_t threads = tu->threads;
     if (tu->handed_s > 0) { /* the engine screened the last batch meanwhile */
         tu->screen_s += kt__now_s() - tu->handed_s;
         tu->screened += tu->handed;
         tu->handed_s = 0;
     }
+    if (tu->builder) return next_pipelined(tu, units, max);
     for (;;) {
         /* building lazily: a batch as large as the build threads, so that they all work; under a
          * budget of seconds, no larger than what the batches so far say fits in what is left
@@ -736,21 +830,7 @@ static size_t tuning_next(void *p, size_t *units, size_t max) {
             tu->next_error = st;
             return 0;
         }
-        size_t kept = 0;
-        for (size_t j = 0; j < k; j++) {
-            size_t i = units[j];
-            if (tu->acc[i]) {
-                units[kept++] = i;
-                continue;
-            }
-            group_search *g = group_of(tu, i); /* it failed to build */
-            if (g) kt_search_tell(g->s, i - g->first, INFINITY);
-        }
-        if (kept > 0) {
-            tu->handed_s = kt__now_s();
-            tu->handed = kept;
-            return kept;
-        }
+        if ((k = keep_runnable(tu, units, k)) > 0) return k;
     }
 }
 
@@ -763,6 +843,7 @@ static size_t propose_units(tuning *tu, size_t *units, size_t max) {
     if (rg && tu->acc[r] && budget_left(tu) && kt__search_take(rg->s, (size_t)r - rg->first)) {
         units[k++] = (size_t)r; /* the reference ran already: the search's first evaluation */
         tu->evaluations++;
+        rg->outstanding++;
         return k;
     }
     while (k < max && tu->plain < d->nunits && budget_left(tu)) {
@@ -777,8 +858,8 @@ static size_t propose_units(tuning *tu, size_t *units, size_t max) {
         size_t cfg[16], want = max < 16 ? max : 16;
         if (tu->budget && tu->budget - tu->evaluations < want) want = tu->budget - tu->evaluations;
         size_t m = g->done ? 0 : kt_search_propose(g->s, cfg, want);
-        if (m == 0) {
-            g->done = true;
+        if (m == 0) { /* over, unless it waits for what it proposed (building, or measured now) */
+            if (g->outstanding == 0) g->done = true;
             idle++;
             continue;
         }
@@ -789,6 +870,7 @@ static size_t propose_units(tuning *tu, size_t *units, size_t max) {
             tu->evaluations++;
             if (tu->acc[i]) {
                 units[k++] = i;
+                g->outstanding++;
                 continue;
             }
             double told = u->recalled && u->r.time_ns > 0 ? u->r.time_ns : INFINITY;
@@ -802,7 +884,10 @@ static void tuning_told(void *p, size_t i, double ns) {
     tuning *tu = p;
     if (isfinite(ns)) tu->any_valid = true;
     group_search *g = group_of(tu, i);
-    if (g) kt_search_tell(g->s, i - g->first, ns);
+    if (g) {
+        g->outstanding -= g->outstanding > 0;
+        kt_search_tell(g->s, i - g->first, ns);
+    }
 }
 
 static void free_search(tuning *tu) {
@@ -836,7 +921,20 @@ kt_status kt__measure_all(kt_op *op, kt_decision *d, const kt_arg *caller, bool 
     d->validated = ref.active;
     if (st == KT_OK) st = set_up_search(&tu);
     if (st == KT_OK && (tu.ngroups > 0 || tu.plans)) io.next = tuning_next, io.told = tuning_told;
+    tu.threads = op->ctx->artifacts.threads ? op->ctx->artifacts.threads : (size_t)sysconf(_SC_NPROCESSORS_ONLN);
+    if (tu.threads < 1) tu.threads = 1;
+    if (tu.threads > 64) tu.threads = 64;
+    /* building lazily for a device whose kernels run apart from the host's processors: the next
+     * proposals compile while the engine measures (compiling beside a host kernel would slow it) */
+    const kt_backend *ob;
+    void *ostate;
+    size_t olocal;
+    kt__op_backend(op, &ob, &ostate, &olocal, NULL);
+    if (st == KT_OK && tu.plans && (kt__backend_caps(ob) & KT_BACKEND_CAP_OWN_PROCESSOR))
+        st = kt__builder_start(op, d, tu.plans, tu.threads, &tu.builder);
     if (st == KT_OK) st = kt__engine_run(&cfg, &op->budget, &io, tu.acc, d->nunits, &out);
+    kt__builder_stop(tu.builder); /* builds running finish; the rest never start */
+    tu.builder = NULL;
     if (st == KT_OK) st = tu.next_error;
     worker_verdicts(&tu);
     if (tu.iso_locked) pthread_mutex_unlock(&op->ctx->iso_lock);

@@ -215,6 +215,35 @@ kt_status kt__build_some(kt_op *op, kt_decision *d, kt__plans *plans, const size
 /* Whether unit i is planned and not built yet. */
 bool kt__unit_planned(const kt__plans *plans, size_t i);
 
+/* A planned unit's defines (false when it is not planned); and forgetting its plan once built. */
+bool kt__plan_defines(const kt__plans *plans, size_t i, const char *const **defines, size_t *n);
+void kt__plan_done(kt__plans *plans, size_t i);
+
+/* ---- builder.c: building planned units in the background ------------------------------------- */
+
+typedef struct kt__builder kt__builder;
+
+/* Starts a builder of d's planned units with threads threads (0: one per core; at most 64). */
+kt_status kt__builder_start(kt_op *op, kt_decision *d, kt__plans *plans, size_t threads, kt__builder **out);
+
+/* Queues the planned, not yet decided ones of units for building (those sharing a build's key
+ * share the build). A unit that cannot be built here at all (no compiler, launch parameters
+ * the backend cannot pass) ends BUILD_FAILED at once, not queued. An error is not the units'. */
+kt_status kt__builder_submit(kt__builder *b, const size_t *units, size_t n);
+
+/* Takes up to max units whose builds are done (waiting for one when wait and some are still
+ * building), finished on this thread: runnable, or BUILD_FAILED. Returns how many. *st: an
+ * error that is not the units'. */
+size_t kt__builder_take(kt__builder *b, size_t *units, size_t max, bool wait, kt_status *st);
+
+/* Units submitted and not taken yet; the mean time of the builds done (ms, 0 before one). */
+size_t kt__builder_pending(kt__builder *b);
+double kt__builder_mean_ms(kt__builder *b);
+
+/* Stops the builder: builds running finish, queued ones never start (their units stay planned
+ * and NOT_RUN); built units not taken are finished. NULL is harmless. */
+void kt__builder_stop(kt__builder *b);
+
 void kt__plans_free(kt__plans *plans);
 
 /* Whether a unit is built and not yet decided. */

@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 /* A space input's value from the argument that binds it: a scalar's value, a buffer's element
  * count. */
@@ -340,151 +341,6 @@ static kt_status plan_unit(const char *where, const kt_op *op, const kt__cand *c
     return st;
 }
 
-/* Adopts loaded modules into the op's table (op->lock held): a key already loaded keeps the
- * first module, and a second load of it is unloaded. */
-static void adopt_modules(kt_op *op, kt__build *builds, size_t n, const kt_backend *b) {
-    for (size_t i = 0; i < n; i++) {
-        kt__build *bd = &builds[i];
-        if (bd->dup_of >= 0 || bd->status != KT_OK || bd->module == NULL) continue;
-        size_t m = 0;
-        while (m < op->nmodules && strcmp(op->modules[m].key, bd->key) != 0) m++;
-        if (m < op->nmodules) {
-            if (op->modules[m].module != bd->module) b->unload(bd->bstate, bd->device, bd->module);
-            bd->module = op->modules[m].module;
-            continue;
-        }
-        kt__module *mods = realloc(op->modules, (op->nmodules + 1) * sizeof *mods);
-        if (mods == NULL) { /* keep it loaded anyway: leaking a module beats a dangling one */
-            continue;
-        }
-        op->modules = mods;
-        snprintf(op->modules[op->nmodules].key, sizeof op->modules[op->nmodules].key, "%s", bd->key);
-        op->modules[op->nmodules++].module = bd->module;
-    }
-    for (size_t i = 0; i < n; i++)
-        if (builds[i].dup_of >= 0) builds[i].module = builds[builds[i].dup_of].module;
-}
-
-/* Builds the variant units that are still to be built (those with a plan; of those, the ones
- * want says, when it is not NULL), in parallel, and makes them runnable, or BUILD_FAILED with
- * the first lines of their log. */
-static kt_status build_units(kt_op *op, kt_decision *d, unit_plan *plans, const bool *want) {
-    const kt_backend *b;
-    void *bstate;
-    size_t local;
-    const char *fp;
-    kt__op_backend(op, &b, &bstate, &local, &fp);
-    for (size_t i = 0; !(kt__backend_caps(b) & KT_BACKEND_CAP_LAUNCH_PARAMS) && i < d->nunits; i++) {
-        kt__unit *u = &d->units[i];
-        const kt__cand *c = &op->cands[u->cand];
-        if (plans[i].defines_buf == NULL || u->r.outcome != KT_OUTCOME_NOT_RUN || c->nlparams == 0 || (want && !want[i])) continue;
-        u->r.outcome = KT_OUTCOME_BUILD_FAILED; /* not the code's failure: never recorded as one */
-        u->env_failed = true;
-        kt__unit_message(&u->r, "backend '%s' cannot pass launch parameters (kt_op_add_launch_param)", b->name, 0);
-    }
-    size_t n = 0;
-    for (size_t i = 0; i < d->nunits; i++)
-        n += plans[i].defines_buf != NULL && d->units[i].r.outcome == KT_OUTCOME_NOT_RUN && (want == NULL || want[i]);
-    if (n == 0) return KT_OK;
-    if (b->abi_version < 3 || b->build == NULL || b->load == NULL || (b->entry == NULL && b->launch == NULL))
-        return kt__err(KT_ERR_BACKEND, "%s(op '%s'): backend '%s' cannot build variants", d->where, op->name, b->name);
-    bool constants = false;
-    for (size_t a = 0; a < op->nargs; a++) constants = constants || op->args[a].constant;
-    if (constants && b->abi_version < 5)
-        return kt__err(KT_ERR_BACKEND, "%s(op '%s'): backend '%s' (ABI %d) cannot place arguments in constant memory (ABI 5)",
-                       d->where, op->name, b->name, b->abi_version);
-    size_t na = op->nargs ? op->nargs : 1;
-    kt__build *builds = calloc(n, sizeof *builds);
-    size_t *unit_of = calloc(n, sizeof *unit_of);
-    kt_type *types = calloc(na, sizeof *types), *elems = calloc(na, sizeof *elems);
-    const char **names = calloc(na, sizeof *names);
-    unsigned char *constant = calloc(na, 1);
-    if (!builds || !unit_of || !types || !elems || !names || !constant) {
-        free(builds), free(unit_of), free(types), free(elems), free(names), free(constant);
-        return kt__err(KT_ERR_NO_MEMORY, "%s(op '%s'): out of memory", d->where, op->name);
-    }
-    for (size_t a = 0; a < op->nargs; a++) {
-        types[a] = op->args[a].type, elems[a] = op->args[a].elem;
-        names[a] = op->args[a].name, constant[a] = op->args[a].constant;
-    }
-    size_t k = 0;
-    for (size_t i = 0; i < d->nunits; i++) {
-        if (plans[i].defines_buf == NULL || d->units[i].r.outcome != KT_OUTCOME_NOT_RUN || (want && !want[i])) continue;
-        const kt__cand *c = &op->cands[d->units[i].cand];
-        builds[k] = (kt__build){.backend = b, .bstate = bstate, .device = local, .device_fp = fp,
-                                .req = {.source = c->source, .kernel_name = c->kernel, .defines = plans[i].defines,
-                                        .ndefines = plans[i].ndefines, .options = (const char *const *)c->options,
-                                        .noptions = c->noptions, .arg_types = types, .arg_elems = elems, .nargs = op->nargs,
-                                        .arg_names = names, .arg_constant = constant}};
-        unit_of[k++] = i;
-    }
-    kt_status st = kt__build_prepare(&op->ctx->artifacts, builds, n);
-    if (st != KT_OK) { /* no compiler, no artifact directory: the variants cannot run, the natives can */
-        char *why = kt__error_save();
-        for (size_t i = 0; i < n; i++) {
-            kt__unit *u = &d->units[unit_of[i]];
-            u->r.outcome = KT_OUTCOME_BUILD_FAILED;
-            u->env_failed = true; /* not the unit's code: never recorded as its failure */
-            kt__unit_message(&u->r, "%s", why ? why : "out of memory", 0);
-        }
-        kt__log(op->ctx, KT_LOG_WARN, "op '%s': no variant can be built: %s", op->name, why ? why : "out of memory");
-        free(why);
-        free(builds), free(unit_of), free(types), free(elems), free(names), free(constant);
-        return KT_OK;
-    }
-    {
-        pthread_mutex_lock(&op->lock); /* modules another tuning loaded already */
-        for (size_t i = 0; i < n; i++)
-            for (size_t m = 0; m < op->nmodules && builds[i].dup_of < 0; m++)
-                if (strcmp(op->modules[m].key, builds[i].key) == 0) builds[i].module = op->modules[m].module;
-        pthread_mutex_unlock(&op->lock);
-        st = kt__build_run(&op->ctx->artifacts, builds, n);
-    }
-    if (st == KT_OK) {
-        pthread_mutex_lock(&op->lock);
-        adopt_modules(op, builds, n, b);
-        pthread_mutex_unlock(&op->lock);
-        for (size_t i = 0; i < n; i++) {
-            kt__unit *u = &d->units[unit_of[i]];
-            if (builds[i].status != KT_OK) {
-                u->r.outcome = KT_OUTCOME_BUILD_FAILED;
-                u->r.build_ms = builds[i].build_ms;
-                char head[1024];
-                snprintf(head, sizeof head, "%s", builds[i].log);
-                for (int lines = 0, j = 0; head[j]; j++) /* keep the first lines */
-                    if (head[j] == '\n' && ++lines == 8) head[j] = '\0';
-                kt__unit_message(&u->r, "%s", head, 0);
-                kt__log(op->ctx, KT_LOG_WARN, "op '%s': variant %s of '%s' failed to build: %s", op->name, u->text,
-                        op->cands[u->cand].name, head);
-                continue;
-            }
-            u->r.build_ms = builds[i].build_ms;
-            if ((u->artifact = strdup(builds[i].path)) == NULL) { /* a worker process loads it from there */
-                st = kt__err(KT_ERR_NO_MEMORY, "%s(op '%s'): out of memory for an artifact's path", d->where, op->name);
-                break;
-            }
-            u->launch.backend = b;
-            u->launch.async = kt__backend_async(b);
-            u->launch.bstate = bstate;
-            u->launch.device = local;
-            u->launch.module = builds[i].module;
-            if (b->entry != NULL) {
-                u->fn = b->entry(bstate, builds[i].module);
-            } else {
-                u->fn = kt__launch_fn;
-                u->user = &u->launch;
-            }
-        }
-    }
-    free(builds);
-    free(unit_of);
-    free(types);
-    free(elems);
-    free(names);
-    free(constant);
-    return st;
-}
-
 struct kt__plans {
     unit_plan *p; /* per unit; a built (or never to be built) unit's is empty */
     size_t n;
@@ -505,16 +361,35 @@ void kt__plans_free(kt__plans *pl) {
 
 bool kt__unit_planned(const kt__plans *pl, size_t i) { return pl != NULL && i < pl->n && pl->p[i].defines_buf != NULL; }
 
+bool kt__plan_defines(const kt__plans *pl, size_t i, const char *const **defines, size_t *n) {
+    if (!kt__unit_planned(pl, i)) return false;
+    *defines = pl->p[i].defines;
+    *n = pl->p[i].ndefines;
+    return true;
+}
+
+void kt__plan_done(kt__plans *pl, size_t i) {
+    if (pl != NULL && i < pl->n) free_plan(&pl->p[i]);
+}
+
 kt_status kt__build_some(kt_op *op, kt_decision *d, kt__plans *pl, const size_t *units, size_t n) {
     bool any = false;
     for (size_t j = 0; j < n; j++) any = any || kt__unit_planned(pl, units[j]);
     if (!any) return KT_OK;
-    bool *want = calloc(d->nunits ? d->nunits : 1, sizeof *want);
-    if (want == NULL) return kt__err(KT_ERR_NO_MEMORY, "%s(op '%s'): out of memory", d->where, op->name);
-    for (size_t j = 0; j < n; j++) want[units[j]] = true;
-    kt_status st = build_units(op, d, pl->p, want);
+    size_t distinct = 0, threads = op->ctx->artifacts.threads;
+    for (size_t j = 0; j < n; j++) distinct += kt__unit_planned(pl, units[j]);
+    if (threads == 0) threads = (size_t)sysconf(_SC_NPROCESSORS_ONLN); /* one per core */
+    if (threads < 1) threads = 1;
+    if (threads > distinct) threads = distinct; /* no more threads than builds */
+    kt__builder *bl = NULL;
+    kt_status st = kt__builder_start(op, d, pl, threads, &bl);
+    if (st == KT_OK) st = kt__builder_submit(bl, units, n);
+    size_t *taken = st == KT_OK ? malloc(n * sizeof *taken) : NULL;
+    if (st == KT_OK && taken == NULL) st = kt__err(KT_ERR_NO_MEMORY, "%s(op '%s'): out of memory", d->where, op->name);
+    while (st == KT_OK && kt__builder_take(bl, taken, n, true, &st) > 0) {}
+    free(taken);
+    kt__builder_stop(bl);
     for (size_t j = 0; j < n; j++) free_plan(&pl->p[units[j]]); /* built, or failed: never again */
-    free(want);
     return st;
 }
 
@@ -603,8 +478,13 @@ kt_status kt__make_units(kt_op *op, kt_decision *d, const kt_arg *args, long onl
             **lazy = (kt__plans){plans, d->nunits};
             plans = NULL;
         }
-    } else if (st == KT_OK) {
-        st = build_units(op, d, plans, NULL);
+    } else if (st == KT_OK) { /* every planned unit, now */
+        kt__plans all = {plans, d->nunits};
+        size_t *every = malloc((d->nunits ? d->nunits : 1) * sizeof *every);
+        if (every == NULL) st = kt__err(KT_ERR_NO_MEMORY, "%s(op '%s'): out of memory", d->where, op->name);
+        for (size_t i = 0; every && i < d->nunits; i++) every[i] = i;
+        if (every) st = kt__build_some(op, d, &all, every, d->nunits);
+        free(every);
     }
     for (size_t i = 0; plans && i < d->nunits; i++) free_plan(&plans[i]);
     free(plans);

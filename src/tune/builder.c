@@ -1,0 +1,349 @@
+/*
+ * builder.c - building a decision's planned variant units on threads, in the background.
+ *
+ * Units are submitted (planned, not built yet) and taken back once built: the caller may
+ * measure units taken earlier meanwhile, so that on a backend whose kernels run apart from the
+ * host's processors the next configurations compile while the current ones run. Units whose
+ * builds share a key (the same code, see build/pp.c) share one build, also across submissions;
+ * a key another tuning of the op loaded already is not built again. Building and loading happen
+ * on the builder's threads (as the build pool's threads did); a taken unit is finished on the
+ * caller's thread: its module adopted into the op's table, its launch made runnable, or
+ * BUILD_FAILED with the first lines of its log. kt__build_some, building synchronously, is a
+ * submit and a take of everything.
+ */
+#include "backends/backends.h"
+#include "build/compile.h"
+#include "tune/stages.h"
+#include "tune/tune.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+enum { QUEUED, RUNNING, DONE };
+
+typedef struct job {
+    kt__build bd;
+    size_t *units; /* the units this build serves: the first pays its build time */
+    size_t nunits, cap;
+    int state;
+    bool adopted;  /* its module is in the op's table */
+} job;
+
+struct kt__builder {
+    kt_op *op;
+    kt_decision *d;
+    kt__plans *plans;
+    const kt_backend *b;
+    void *bstate;
+    size_t local;
+    const char *fp;
+    char compiler[1024];
+    kt_status begun;   /* kt__build_begin's status (KT_OK, or why nothing can be built) */
+    char *begun_why;
+    kt_type *types, *elems;
+    const char **names;
+    unsigned char *constant;
+    job **jobs;
+    size_t njobs, capjobs, next; /* jobs[next..] are queued, in order */
+    size_t *ready;                 /* units whose builds are done, not taken */
+    size_t nready, capready;
+    size_t pending;                /* units submitted, build not done */
+    double built_ms;               /* build times of the builds done, */
+    size_t nbuilt;                 /* and how many */
+    pthread_mutex_t mu;
+    pthread_cond_t work, done;
+    pthread_t th[64];
+    size_t nthreads;
+    bool stopping;
+    bool inited; /* mu, work and done exist */
+};
+
+static bool grow(void **p, size_t *cap, size_t need, size_t size) {
+    if (need <= *cap) return true;
+    size_t c = *cap ? *cap * 2 : 16;
+    while (c < need) c *= 2;
+    void *q = realloc(*p, c * size);
+    if (q == NULL) return false;
+    *p = q, *cap = c;
+    return true;
+}
+
+static void *worker(void *arg) {
+    kt__builder *bl = arg;
+    pthread_mutex_lock(&bl->mu);
+    for (;;) {
+        while (!bl->stopping && bl->next == bl->njobs) pthread_cond_wait(&bl->work, &bl->mu);
+        if (bl->stopping) break;
+        job *j = bl->jobs[bl->next++];
+        j->state = RUNNING;
+        pthread_mutex_unlock(&bl->mu);
+        kt__build_run_one(&bl->op->ctx->artifacts, &j->bd);
+        pthread_mutex_lock(&bl->mu);
+        j->state = DONE;
+        if (!j->bd.cached) bl->built_ms += j->bd.build_ms, bl->nbuilt++;
+        if (grow((void **)&bl->ready, &bl->capready, bl->nready + j->nunits, sizeof *bl->ready)) {
+            memcpy(bl->ready + bl->nready, j->units, j->nunits * sizeof *j->units);
+            bl->nready += j->nunits;
+        }
+        bl->pending -= j->nunits;
+        pthread_cond_broadcast(&bl->done);
+    }
+    pthread_mutex_unlock(&bl->mu);
+    return NULL;
+}
+
+kt_status kt__builder_start(kt_op *op, kt_decision *d, kt__plans *plans, size_t threads, kt__builder **out) {
+    *out = NULL;
+    kt__builder *bl = calloc(1, sizeof *bl);
+    size_t na = op->nargs ? op->nargs : 1;
+    if (bl == NULL) return kt__err(KT_ERR_NO_MEMORY, "%s(op '%s'): out of memory for the builder", d->where, op->name);
+    bl->op = op, bl->d = d, bl->plans = plans;
+    kt__op_backend(op, &bl->b, &bl->bstate, &bl->local, &bl->fp);
+    bl->types = calloc(na, sizeof *bl->types), bl->elems = calloc(na, sizeof *bl->elems);
+    bl->names = calloc(na, sizeof *bl->names), bl->constant = calloc(na, 1);
+    if (!bl->types || !bl->elems || !bl->names || !bl->constant) {
+        kt__builder_stop(bl);
+        return kt__err(KT_ERR_NO_MEMORY, "%s(op '%s'): out of memory for the builder", d->where, op->name);
+    }
+    for (size_t a = 0; a < op->nargs; a++) {
+        bl->types[a] = op->args[a].type, bl->elems[a] = op->args[a].elem;
+        bl->names[a] = op->args[a].name, bl->constant[a] = op->args[a].constant;
+    }
+    bl->begun = KT_ERR_STATE; /* asked at the first submission that builds */
+    pthread_mutex_init(&bl->mu, NULL);
+    pthread_cond_init(&bl->work, NULL);
+    pthread_cond_init(&bl->done, NULL);
+    bl->inited = true;
+    if (threads == 0) threads = (size_t)sysconf(_SC_NPROCESSORS_ONLN);
+    if (threads < 1) threads = 1;
+    if (threads > 64) threads = 64;
+    for (; bl->nthreads < threads; bl->nthreads++)
+        if (pthread_create(&bl->th[bl->nthreads], NULL, worker, bl) != 0) break;
+    if (bl->nthreads == 0) {
+        kt__builder_stop(bl);
+        return kt__err(KT_ERR_SYSTEM, "%s(op '%s'): cannot start a build thread", d->where, op->name);
+    }
+    *out = bl;
+    return KT_OK;
+}
+
+/* A unit that cannot be built here, for a reason that is not its code's: never recorded. */
+static void env_failed(kt__unit *u, const char *fmt, const char *detail) {
+    u->r.outcome = KT_OUTCOME_BUILD_FAILED;
+    u->env_failed = true;
+    kt__unit_message(&u->r, fmt, detail, 0);
+}
+
+kt_status kt__builder_submit(kt__builder *bl, const size_t *units, size_t n) {
+    kt_op *op = bl->op;
+    kt_decision *d = bl->d;
+    const kt_backend *b = bl->b;
+    for (size_t k = 0; k < n; k++) {
+        size_t i = units[k];
+        kt__unit *u = &d->units[i];
+        const kt__cand *c = &op->cands[u->cand];
+        const char *const *defines = NULL;
+        size_t ndefines = 0;
+        if (!kt__plan_defines(bl->plans, i, &defines, &ndefines) || u->r.outcome != KT_OUTCOME_NOT_RUN) continue;
+        if (!(kt__backend_caps(b) & KT_BACKEND_CAP_LAUNCH_PARAMS) && c->nlparams > 0) {
+            env_failed(u, "backend '%s' cannot pass launch parameters (kt_op_add_launch_param)", b->name);
+            continue;
+        }
+        if (b->abi_version < 3 || b->build == NULL || b->load == NULL || (b->entry == NULL && b->launch == NULL))
+            return kt__err(KT_ERR_BACKEND, "%s(op '%s'): backend '%s' cannot build variants", d->where, op->name, b->name);
+        bool constants = false;
+        for (size_t a = 0; a < op->nargs; a++) constants = constants || op->args[a].constant;
+        if (constants && b->abi_version < 5)
+            return kt__err(KT_ERR_BACKEND, "%s(op '%s'): backend '%s' (ABI %d) cannot place arguments in constant memory (ABI 5)",
+                           d->where, op->name, b->name, b->abi_version);
+        if (bl->begun == KT_ERR_STATE) { /* the compiler and the directory, once */
+            bl->begun = kt__build_begin(&op->ctx->artifacts, b, bl->bstate, bl->local, bl->compiler, sizeof bl->compiler);
+            if (bl->begun != KT_OK) {
+                bl->begun_why = kt__error_save();
+                kt__log(op->ctx, KT_LOG_WARN, "op '%s': no variant can be built: %s", op->name,
+                        bl->begun_why ? bl->begun_why : "out of memory");
+            }
+        }
+        if (bl->begun != KT_OK) { /* no compiler, no artifact directory: the variants cannot run, the natives can */
+            env_failed(u, "%s", bl->begun_why ? bl->begun_why : "out of memory");
+            continue;
+        }
+        kt__build probe = {.backend = b, .bstate = bl->bstate, .device = bl->local, .device_fp = bl->fp,
+                           .req = {.source = c->source, .kernel_name = c->kernel, .defines = (const char **)defines,
+                                   .ndefines = ndefines, .options = (const char *const *)c->options, .noptions = c->noptions,
+                                   .arg_types = bl->types, .arg_elems = bl->elems, .nargs = op->nargs,
+                                   .arg_names = bl->names, .arg_constant = bl->constant}};
+        kt__build_keyed(&op->ctx->artifacts, bl->compiler, &probe);
+        pthread_mutex_lock(&bl->mu);
+        job *j = NULL;
+        for (size_t q = 0; q < bl->njobs && j == NULL; q++) /* the same code: one build */
+            if (strcmp(bl->jobs[q]->bd.key, probe.key) == 0) j = bl->jobs[q];
+        bool fresh = j == NULL;
+        if (fresh && (j = calloc(1, sizeof *j)) != NULL) {
+            j->bd = probe;
+            pthread_mutex_lock(&op->lock); /* a module another tuning loaded already */
+            for (size_t m = 0; m < op->nmodules; m++)
+                if (strcmp(op->modules[m].key, probe.key) == 0) j->bd.module = op->modules[m].module;
+            pthread_mutex_unlock(&op->lock);
+            if (j->bd.module) j->bd.status = KT_OK, j->bd.cached = true, j->adopted = true;
+        }
+        bool ok = j != NULL && grow((void **)&j->units, &j->cap, j->nunits + 1, sizeof *j->units) &&
+                  (!fresh || grow((void **)&bl->jobs, &bl->capjobs, bl->njobs + 1, sizeof *bl->jobs));
+        if (!ok) {
+            pthread_mutex_unlock(&bl->mu);
+            if (fresh) free(j);
+            return kt__err(KT_ERR_NO_MEMORY, "%s(op '%s'): out of memory submitting a build", d->where, op->name);
+        }
+        j->units[j->nunits++] = i;
+        if (fresh && j->adopted) { /* loaded already: done at once, before the queue (jobs[next..]) */
+            j->state = DONE;
+            if (bl->next < bl->njobs) bl->jobs[bl->njobs] = bl->jobs[bl->next];
+            bl->jobs[bl->next++] = j;
+            bl->njobs++;
+        } else if (fresh) {
+            j->state = QUEUED;
+            bl->jobs[bl->njobs++] = j;
+        }
+        if (j->state == DONE) {
+            if (!grow((void **)&bl->ready, &bl->capready, bl->nready + 1, sizeof *bl->ready)) {
+                pthread_mutex_unlock(&bl->mu);
+                return kt__err(KT_ERR_NO_MEMORY, "%s(op '%s'): out of memory submitting a build", d->where, op->name);
+            }
+            bl->ready[bl->nready++] = i;
+        } else {
+            bl->pending++;
+        }
+        pthread_cond_signal(&bl->work);
+        pthread_mutex_unlock(&bl->mu);
+    }
+    return KT_OK;
+}
+
+/* The job unit i's build is in (the caller holds mu). */
+static job *job_of(kt__builder *bl, size_t i) {
+    for (size_t q = 0; q < bl->njobs; q++)
+        for (size_t k = 0; k < bl->jobs[q]->nunits; k++)
+            if (bl->jobs[q]->units[k] == i) return bl->jobs[q];
+    return NULL;
+}
+
+/* Finishes unit i of a done job, on the caller's thread: the module into the op's table (a key
+ * loaded meanwhile keeps the first module, and this load is unloaded), the launch, or the
+ * failure. */
+static kt_status finish(kt__builder *bl, job *j, size_t i) {
+    kt_op *op = bl->op;
+    kt_decision *d = bl->d;
+    kt__unit *u = &d->units[i];
+    kt__build *bd = &j->bd;
+    bool first = j->units[0] == i;
+    kt__plan_done(bl->plans, i);
+    if (bd->status != KT_OK) {
+        u->r.outcome = KT_OUTCOME_BUILD_FAILED;
+        u->r.build_ms = first ? bd->build_ms : 0;
+        char head[1024];
+        snprintf(head, sizeof head, "%.1023s", bd->log);
+        for (int lines = 0, k = 0; head[k]; k++) /* keep the first lines */
+            if (head[k] == '\n' && ++lines == 8) head[k] = '\0';
+        kt__unit_message(&u->r, "%s", head, 0);
+        kt__log(op->ctx, KT_LOG_WARN, "op '%s': variant %s of '%s' failed to build: %s", op->name, u->text, op->cands[u->cand].name,
+                head);
+        return KT_OK;
+    }
+    if (!j->adopted) {
+        pthread_mutex_lock(&op->lock);
+        size_t m = 0;
+        while (m < op->nmodules && strcmp(op->modules[m].key, bd->key) != 0) m++;
+        if (m < op->nmodules) {
+            if (op->modules[m].module != bd->module) bl->b->unload(bd->bstate, bd->device, bd->module);
+            bd->module = op->modules[m].module;
+        } else {
+            kt__module *mods = realloc(op->modules, (op->nmodules + 1) * sizeof *mods);
+            if (mods != NULL) { /* else kept loaded anyway: leaking a module beats a dangling one */
+                op->modules = mods;
+                snprintf(op->modules[op->nmodules].key, sizeof op->modules[op->nmodules].key, "%s", bd->key);
+                op->modules[op->nmodules++].module = bd->module;
+            }
+        }
+        pthread_mutex_unlock(&op->lock);
+        j->adopted = true;
+    }
+    u->r.build_ms = first ? bd->build_ms : 0; /* built once, for the first */
+    if ((u->artifact = strdup(bd->path)) == NULL) /* a worker process loads it from there */
+        return kt__err(KT_ERR_NO_MEMORY, "%s(op '%s'): out of memory for an artifact's path", d->where, op->name);
+    u->launch.backend = bl->b;
+    u->launch.async = kt__backend_async(bl->b);
+    u->launch.bstate = bl->bstate;
+    u->launch.device = bl->local;
+    u->launch.module = bd->module;
+    if (bl->b->entry != NULL) {
+        u->fn = bl->b->entry(bl->bstate, bd->module);
+    } else {
+        u->fn = kt__launch_fn;
+        u->user = &u->launch;
+    }
+    return KT_OK;
+}
+
+size_t kt__builder_take(kt__builder *bl, size_t *units, size_t max, bool wait, kt_status *st) {
+    *st = KT_OK;
+    pthread_mutex_lock(&bl->mu);
+    while (wait && bl->nready == 0 && bl->pending > 0) pthread_cond_wait(&bl->done, &bl->mu);
+    size_t k = bl->nready < max ? bl->nready : max;
+    memcpy(units, bl->ready, k * sizeof *units);
+    memmove(bl->ready, bl->ready + k, (bl->nready - k) * sizeof *bl->ready);
+    bl->nready -= k;
+    job **of = malloc((k ? k : 1) * sizeof *of);
+    for (size_t q = 0; of && q < k; q++) of[q] = job_of(bl, units[q]);
+    pthread_mutex_unlock(&bl->mu);
+    if (of == NULL) {
+        *st = kt__err(KT_ERR_NO_MEMORY, "%s(op '%s'): out of memory taking builds", bl->d->where, bl->op->name);
+        return 0;
+    }
+    for (size_t q = 0; q < k && *st == KT_OK; q++) *st = finish(bl, of[q], units[q]);
+    free(of);
+    return *st == KT_OK ? k : 0;
+}
+
+size_t kt__builder_pending(kt__builder *bl) {
+    pthread_mutex_lock(&bl->mu);
+    size_t n = bl->pending + bl->nready;
+    pthread_mutex_unlock(&bl->mu);
+    return n;
+}
+
+double kt__builder_mean_ms(kt__builder *bl) {
+    pthread_mutex_lock(&bl->mu);
+    double m = bl->nbuilt ? bl->built_ms / (double)bl->nbuilt : 0;
+    pthread_mutex_unlock(&bl->mu);
+    return m;
+}
+
+void kt__builder_stop(kt__builder *bl) {
+    if (bl == NULL) return;
+    if (bl->inited) {
+        pthread_mutex_lock(&bl->mu);
+        bl->stopping = true; /* builds running finish; queued ones never start */
+        pthread_cond_broadcast(&bl->work);
+        pthread_mutex_unlock(&bl->mu);
+        for (size_t t = 0; t < bl->nthreads; t++) pthread_join(bl->th[t], NULL);
+        kt_status st;
+        size_t unit;
+        while (kt__builder_take(bl, &unit, 1, false, &st) == 1) {} /* built, never taken: finished (their modules kept) */
+    }
+    for (size_t q = 0; q < bl->njobs; q++) {
+        free(bl->jobs[q]->units);
+        free(bl->jobs[q]);
+    }
+    free(bl->jobs), free(bl->ready);
+    free(bl->types), free(bl->elems), free(bl->names), free(bl->constant);
+    free(bl->begun_why);
+    if (bl->inited) {
+        pthread_mutex_destroy(&bl->mu);
+        pthread_cond_destroy(&bl->work);
+        pthread_cond_destroy(&bl->done);
+    }
+    free(bl);
+}
