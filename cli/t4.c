@@ -148,14 +148,17 @@ static char *make_key(const json_t *cfg, const char *const *names, size_t n, con
 /* A recorded time in ns, or -1 when t is not a number. */
 static double recorded_ns(const json_t *t, double scale) { return json_is_number(t) ? json_number_value(t) * scale : -1; }
 
+/* The sum of two recorded times, or -1 when neither is. */
+static double recorded_sum(double a, double b) { return a < 0 && b < 0 ? -1 : fmax(a, 0) + fmax(b, 0); }
+
 static bool add_record(t4_records *out, const char *key, const json_t *runtimes, double scale, double objective,
-                       const char *invalidity, double compile_ns, double framework_ns) {
+                       const char *invalidity, double compile_ns, double framework_ns, double other_ns) {
     t4_record *r = realloc(out->recs, (out->n + 1) * sizeof *r);
     if (r == NULL) return false;
     out->recs = r;
     t4_record *rec = &out->recs[out->n];
     memset(rec, 0, sizeof *rec);
-    rec->compile_ns = compile_ns, rec->framework_ns = framework_ns;
+    rec->compile_ns = compile_ns, rec->framework_ns = framework_ns, rec->other_ns = other_ns;
     rec->key = strdup(key);
     rec->invalidity = strdup(strcmp(invalidity, "correct") == 0 && json_array_size(runtimes) == 0 && objective < 0 ? "runtime" : invalidity);
     size_t n = json_array_size(runtimes);
@@ -229,7 +232,9 @@ bool t4_read(const char *path, const char *const *names, size_t n, t4_records *o
             const json_t *times = json_object_get(res, "times");
             ok = add_record(out, key, json_object_get(times, "runtimes"), scale, time_measurement(res),
                             json_is_string(inv) ? json_string_value(inv) : "correct", recorded_ns(json_object_get(times, "compilation"), scale),
-                            recorded_ns(json_object_get(times, "framework"), scale));
+                            recorded_ns(json_object_get(times, "framework"), scale),
+                            recorded_sum(recorded_ns(json_object_get(times, "validation"), scale),
+                                         recorded_ns(json_object_get(times, "search_algorithm"), scale)));
             free(key);
             if (!ok) {
                 *err = cli_format("%s: out of memory", path);
@@ -255,7 +260,9 @@ bool t4_read(const char *path, const char *const *names, size_t n, t4_records *o
                 inv = strstr(why, "Compil") ? "compile" : strstr(why, "Runtime") ? "runtime" : "constraints";
             }
             ok = add_record(out, key, json_object_get(entry, "times"), 1e6, json_is_number(t) ? json_number_value(t) : -1, inv,
-                            recorded_ns(json_object_get(entry, "compile_time"), 1e6), recorded_ns(json_object_get(entry, "framework_time"), 1e6));
+                            recorded_ns(json_object_get(entry, "compile_time"), 1e6), recorded_ns(json_object_get(entry, "framework_time"), 1e6),
+                            recorded_sum(recorded_ns(json_object_get(entry, "verification_time"), 1e6),
+                                         recorded_ns(json_object_get(entry, "strategy_time"), 1e6)));
             free(key);
             if (!ok) {
                 *err = cli_format("%s: out of memory", path);

@@ -20,6 +20,8 @@ typedef struct t4_record {
     char *invalidity;   /* correct, compile, runtime, timeout, correctness, constraints (as the file says) */
     double compile_ns;  /* times.compilation (a Kernel Tuner cache: compile_time), -1 when not recorded */
     double framework_ns; /* times.framework (framework_time), -1 when not recorded */
+    double other_ns;    /* times.validation plus times.search_algorithm (a Kernel Tuner cache:
+                           verification_time plus strategy_time); -1 when neither is recorded */
 } t4_record;
 
 typedef struct t4_records {

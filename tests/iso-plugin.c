@@ -11,7 +11,8 @@
  * answer that writes into its input. Reading a buffer back logs "readback"; the table
  * kt_test_plug_checks also checks on its device (ABI 9: digest, all_close; logged "close"), and
  * kt_test_plug_pipe says its kernels run on a processor of their own. A configuration with
- * LAG >= 1 builds until some launch happens (at most 5 s).
+ * LAG >= 1 builds until some launch happens (at most 5 s); one with MAXT=k says (ABI 11: fits)
+ * that its kernel allows k threads per block.
  */
 #define _DEFAULT_SOURCE /* MAP_ANONYMOUS */
 #include <kerntune/backend.h>
@@ -144,6 +145,7 @@ static kt_status plug_build(void *state, size_t device, const kt_build_request *
 
 typedef struct plug_module {
     int reps, mode;
+    int maxt; /* MAXT: the threads per block the "compiled" kernel allows (-1: any) */
 } plug_module;
 
 static kt_status plug_load(void *state, size_t device, const char *path, const char *kernel, void **module, char *err,
@@ -158,13 +160,25 @@ static kt_status plug_load(void *state, size_t device, const char *path, const c
         return KT_ERR_BACKEND;
     }
     char line[128];
+    m->maxt = -1;
     while (fgets(line, sizeof line, f)) {
         sscanf(line, "REPS=%d", &m->reps);
         sscanf(line, "MODE=%d", &m->mode);
+        sscanf(line, "MAXT=%d", &m->maxt);
     }
     fclose(f);
     *module = m;
     return KT_OK;
+}
+
+/* ABI 11: a module built with MAXT=k allows k threads per block. */
+static kt_status plug_fits(void *state, size_t device, void *module, const kt_launch_geometry *g, char *err, size_t errlen) {
+    (void)state, (void)device;
+    const plug_module *m = module;
+    long long threads = (long long)g->local[0] * g->local[1] * g->local[2];
+    if (m->maxt < 0 || threads <= m->maxt) return KT_OK;
+    snprintf(err, errlen, "plug: needs %lld threads per block; the kernel allows %d", threads, m->maxt);
+    return KT_ERR_LIMIT;
 }
 
 static void plug_unload(void *state, size_t device, void *module) {
@@ -209,6 +223,7 @@ static kt_status plug_launch(void *state, size_t device, void *module, const kt_
      .load = plug_load,                                                                            \
      .unload = plug_unload,                                                                        \
      .launch = plug_launch,                                                                        \
+     .fits = plug_fits,                                                                            \
      .caps = (caps_),                                                                              \
      .language = "plug"
 

@@ -620,6 +620,54 @@ static void test_plugin_builds_while_measuring(void **state) {
     dlclose(h);
 }
 
+/* A configuration whose compiled kernel cannot take its launch's block (the backend's fits, ABI
+ * 11: the compiler's own account of registers and shared memory) is rejected after it is built
+ * and before it is launched, with the backend's reason; the others run. */
+static void test_plugin_rejects_what_does_not_fit(void **state) {
+    (void)state;
+    log_reset();
+    void *h = plugin_open(KT_PLUGIN);
+    kt_context *ctx = NULL;
+    ok(kt_context_create(&ctx));
+    ok(kt_context_set_artifact_dir(ctx, artifacts));
+    ok(kt_context_add_backend(ctx, plugin_sym(h, "kt_test_plug")));
+    size_t dev = (size_t)-1;
+    for (size_t i = 0; i < kt_context_device_count(ctx); i++)
+        if (strcmp(kt_device_fingerprint(kt_context_device(ctx, i)), "plug-device-1") == 0) dev = i;
+    assert_true(dev != (size_t)-1);
+    static float in[N];
+    for (int i = 0; i < N; i++) in[i] = (float)(i % 5);
+    void *dout, *din;
+    ok(kt_device_alloc(ctx, dev, N * sizeof(float), &dout));
+    ok(kt_device_alloc(ctx, dev, N * sizeof(float), &din));
+    ok(kt_device_write(ctx, dev, din, in, sizeof in));
+    kt_op *op = NULL;
+    ok(kt_op_create(ctx, "fits", &op));
+    ok(kt_op_set_device(op, dev));
+    ok(kt_op_add_buffer(op, "out", KT_TYPE_F32, KT_WRITE_ONLY));
+    ok(kt_op_add_buffer(op, "in", KT_TYPE_F32, KT_READ_ONLY));
+    ok(kt_op_add_scalar(op, "n", KT_TYPE_I32));
+    ok(kt_op_set_reference_fn(op, twice_ref_host, NULL));
+    ok(kt_op_set_isolation(op, KT_ISOLATE_ON));
+    kt_space *sp = NULL;
+    ok(kt_space_create(&sp));
+    ok(kt_space_add_param(sp, "MAXT", "[0, 64]"));
+    ok(kt_space_add_param(sp, "REPS", "[1]"));
+    ok(kt_op_add_variants(op, "twice", sp, "plug source", "twice", NULL, 0));
+    kt_space_destroy(sp);
+    kt_arg args[3] = {kt_arg_buf(dout, N * sizeof(float)), kt_arg_buf(din, N * sizeof(float)), kt_arg_i32(N)};
+    ok(kt_op_call(op, args, 3));
+    const kt_decision *d = NULL;
+    ok(kt_op_decision(op, args, 3, &d));
+    expect_unit(d, "MAXT=0,REPS=1", KT_OUTCOME_REJECTED, "plug: needs 1 threads per block; the kernel allows 0");
+    expect_unit(d, "MAXT=64,REPS=1", KT_OUTCOME_MEASURED, NULL);
+    assert_string_equal(kt_decision_unit_config(d, kt_decision_winner_unit(d)), "MAXT=64,REPS=1");
+    kt_device_free(ctx, dev, dout);
+    kt_device_free(ctx, dev, din);
+    kt_context_destroy(ctx);
+    dlclose(h);
+}
+
 /* A backend that does not say it can run in a worker runs its variants here under
  * KT_ISOLATE_ON, and an info line says so. */
 static void test_plugin_backend_without_worker(void **state) {
@@ -774,6 +822,7 @@ int main(void) {
         cmocka_unit_test(test_plugin_backend_without_worker),
         cmocka_unit_test(test_plugin_backend_checks_in_worker),
         cmocka_unit_test(test_plugin_builds_while_measuring),
+        cmocka_unit_test(test_plugin_rejects_what_does_not_fit),
         cmocka_unit_test(test_plugin_natives),
         cmocka_unit_test(test_opencl_isolated),
         cmocka_unit_test(test_isolation_arguments),

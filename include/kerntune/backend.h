@@ -19,7 +19,9 @@
  * buffer's bytes, and whether an output is close to the reference's), so that validating a
  * candidate reads nothing back while it passes; version 10 passes launch parameters
  * (kt_op_add_launch_param): a launch's arguments may continue past the op's with KT_TYPE_BYTES
- * values, which a backend with KT_BACKEND_CAP_LAUNCH_PARAMS passes to the kernel by value. A backend
+ * values, which a backend with KT_BACKEND_CAP_LAUNCH_PARAMS passes to the kernel by value;
+ * version 11 says whether a built kernel fits its launch by the compiler's own account
+ * (registers, static shared memory), so that one that does not is rejected unlaunched. A backend
  * written against an older version has no capabilities: device memory, variants run in the
  * caller's process. A backend declares the version it was written against in
  * abi_version and the core never reads a field beyond it. Comparing outputs is the core's
@@ -39,7 +41,7 @@
 extern "C" {
 #endif
 
-#define KT_BACKEND_ABI_VERSION 10
+#define KT_BACKEND_ABI_VERSION 11
 
 /** Longest device name and fingerprint, terminating NUL included. */
 #define KT_DEVICE_NAME_MAX 256
@@ -237,6 +239,13 @@ struct kt_backend {
      *  never a wrong verdict; 1 must only be said when the host's comparison would pass. */
     kt_status (*all_close)(void *state, size_t device, kt_type elem, const void *actual, const void *expected, size_t count,
                            double atol, double rtol, int *close, char *err, size_t errlen);
+    /* ---- version 11: what a built kernel needs. */
+    /** Says whether the loaded module's kernel can be launched with geometry g by the compiler's
+     *  and the driver's own account of what it needs (the threads per block its registers
+     *  allow, its static shared memory beside g's dynamic shared memory): KT_OK, or
+     *  KT_ERR_LIMIT with why in err. A configuration that does not fit is rejected before it is
+     *  launched (KT_OUTCOME_REJECTED). Optional. */
+    kt_status (*fits)(void *state, size_t device, void *module, const kt_launch_geometry *g, char *err, size_t errlen);
 };
 
 /** Registers a backend with the context and enumerates its devices. The table must outlive the

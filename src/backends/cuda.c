@@ -58,6 +58,7 @@ static bool load_symbols(cu_state *s, char *err, size_t errlen) {
     KT__SYM(s->cuda, ModuleGetFunction, "cuModuleGetFunction");
     KT__SYM(s->cuda, ModuleGetGlobal, "cuModuleGetGlobal_v2");
     KT__SYM(s->cuda, FuncSetAttribute, "cuFuncSetAttribute");
+    KT__SYM(s->cuda, FuncGetAttribute, "cuFuncGetAttribute");
     KT__SYM(s->cuda, LaunchKernel, "cuLaunchKernel");
     KT__SYM(s->cuda, EventCreate, "cuEventCreate");
     KT__SYM(s->cuda, EventRecord, "cuEventRecord");
@@ -370,6 +371,7 @@ static const kt_backend kt__backend_cuda = {
     .entry = NULL,
     .launch = kt__cu_launch,
     .limits = cu_limits,
+    .fits = kt__cu_fits,
     .flush = cu_flush,
     .caps = KT_BACKEND_CAP_WORKER | KT_BACKEND_CAP_FAULT_POISONS | KT_BACKEND_CAP_ASYNC_LAUNCH | KT_BACKEND_CAP_LAUNCH_PARAMS |
             KT_BACKEND_CAP_PREPROCESSED | KT_BACKEND_CAP_OWN_PROCESSOR,

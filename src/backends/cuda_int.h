@@ -67,6 +67,7 @@ typedef struct cu_api {
     CUresult (*ModuleGetFunction)(CUfunction *, CUmodule, const char *);
     CUresult (*ModuleGetGlobal)(CUdeviceptr *, size_t *, CUmodule, const char *);
     CUresult (*FuncSetAttribute)(CUfunction, int, int);
+    CUresult (*FuncGetAttribute)(int *, int, CUfunction);
     CUresult (*LaunchKernel)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, CUstream,
                              void **, void **);
     CUresult (*EventCreate)(CUevent *, unsigned);
@@ -168,6 +169,7 @@ kt_status kt__cu_time_queued(void *state, size_t device, int (*work)(void *ctx, 
                              int *rc, char *err, size_t errlen);
 
 /* The checks on the device (cuda_check.c): ABI 9's digest and all_close, and freeing them. */
+kt_status kt__cu_fits(void *state, size_t device, void *module, const kt_launch_geometry *g, char *err, size_t errlen);
 kt_status kt__cu_digest(void *state, size_t device, const void *buffer, size_t bytes, uint64_t *out, char *err,
                         size_t errlen);
 kt_status kt__cu_all_close(void *state, size_t device, kt_type elem, const void *actual, const void *expected, size_t count,

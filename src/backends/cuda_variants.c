@@ -278,6 +278,33 @@ kt_status kt__cu_load(void *state, size_t device, const char *path, const char *
     return KT_OK;
 }
 
+/* What the compiled kernel needs, from the driver: the most threads per block its registers
+ * allow (CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, 0), its registers (NUM_REGS, 4) and static
+ * shared memory (SHARED_SIZE_BYTES, 1), against the launch's block and dynamic shared memory. */
+kt_status kt__cu_fits(void *state, size_t device, void *module, const kt_launch_geometry *g, char *err, size_t errlen) {
+    cu_state *s = state;
+    cu_module *m = module;
+    kt_status st = kt__cu_use(s, device, err, errlen);
+    if (st != KT_OK) return st;
+    int max_threads = 0, regs = 0, shared = 0, optin = 0;
+    if (s->api.FuncGetAttribute(&max_threads, 0, m->fn) != 0 || s->api.FuncGetAttribute(&regs, 4, m->fn) != 0 ||
+        s->api.FuncGetAttribute(&shared, 1, m->fn) != 0)
+        return KT_OK; /* the launch will say */
+    if (s->api.DeviceGetAttribute(&optin, ATTR_MAX_SHARED_PER_BLOCK_OPTIN, s->devs[device].dev) != 0) optin = 0;
+    long long threads = (long long)g->local[0] * g->local[1] * g->local[2];
+    if (max_threads > 0 && threads > max_threads) {
+        snprintf(err, errlen, "needs %lld threads per block; the compiled kernel, with %d registers a thread, allows %d", threads,
+                 regs, max_threads);
+        return KT_ERR_LIMIT;
+    }
+    if (optin > 0 && (long long)shared + g->shared_memory > optin) {
+        snprintf(err, errlen, "needs %d bytes of static and %lld of dynamic shared memory a block; the device allows %d", shared,
+                 (long long)g->shared_memory, optin);
+        return KT_ERR_LIMIT;
+    }
+    return KT_OK;
+}
+
 void kt__cu_unload(void *state, size_t device, void *module) {
     cu_state *s = state;
     cu_module *m = module;

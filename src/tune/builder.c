@@ -51,8 +51,8 @@ struct kt__builder {
     size_t *ready;                 /* units whose builds are done, not taken */
     size_t nready, capready;
     size_t pending;                /* units submitted, build not done */
-    double built_ms;               /* build times of the builds done, */
-    size_t nbuilt;                 /* and how many */
+    double *built_ms;              /* the times of the builds done (not found cached), */
+    size_t nbuilt, capbuilt;       /* how many */
     pthread_mutex_t mu;
     pthread_cond_t work, done;
     pthread_t th[64];
@@ -83,7 +83,8 @@ static void *worker(void *arg) {
         kt__build_run_one(&bl->op->ctx->artifacts, &j->bd);
         pthread_mutex_lock(&bl->mu);
         j->state = DONE;
-        if (!j->bd.cached) bl->built_ms += j->bd.build_ms, bl->nbuilt++;
+        if (!j->bd.cached && grow((void **)&bl->built_ms, &bl->capbuilt, bl->nbuilt + 1, sizeof *bl->built_ms))
+            bl->built_ms[bl->nbuilt++] = j->bd.build_ms;
         if (grow((void **)&bl->ready, &bl->capready, bl->nready + j->nunits, sizeof *bl->ready)) {
             memcpy(bl->ready + bl->nready, j->units, j->nunits * sizeof *j->units);
             bl->nready += j->nunits;
@@ -278,6 +279,12 @@ static kt_status finish(kt__builder *bl, job *j, size_t i) {
     u->launch.bstate = bl->bstate;
     u->launch.device = bl->local;
     u->launch.module = bd->module;
+    char why[256] = "";
+    if (bl->b->abi_version >= 11 && bl->b->fits &&
+        bl->b->fits(bl->bstate, bl->local, bd->module, &u->launch.geometry, why, sizeof why) == KT_ERR_LIMIT) {
+        u->r.outcome = KT_OUTCOME_REJECTED; /* the compiler's own account: never launched */
+        kt__unit_message(&u->r, "%s", why, 0);
+    }
     if (bl->b->entry != NULL) {
         u->fn = bl->b->entry(bl->bstate, bd->module);
     } else {
@@ -314,11 +321,25 @@ size_t kt__builder_pending(kt__builder *bl) {
     return n;
 }
 
-double kt__builder_mean_ms(kt__builder *bl) {
+static int cmp_ms(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+double kt__builder_quantile_ms(kt__builder *bl, double q) {
     pthread_mutex_lock(&bl->mu);
-    double m = bl->nbuilt ? bl->built_ms / (double)bl->nbuilt : 0;
+    double v = 0;
+    size_t n = bl->nbuilt;
+    double *copy = n ? malloc(n * sizeof *copy) : NULL;
+    if (copy) memcpy(copy, bl->built_ms, n * sizeof *copy);
     pthread_mutex_unlock(&bl->mu);
-    return m;
+    if (copy) {
+        qsort(copy, n, sizeof *copy, cmp_ms);
+        size_t i = (size_t)(q * (double)(n - 1) + 0.5);
+        v = copy[i < n ? i : n - 1];
+        free(copy);
+    }
+    return v;
 }
 
 void kt__builder_stop(kt__builder *bl) {
@@ -337,7 +358,7 @@ void kt__builder_stop(kt__builder *bl) {
         free(bl->jobs[q]->units);
         free(bl->jobs[q]);
     }
-    free(bl->jobs), free(bl->ready);
+    free(bl->jobs), free(bl->ready), free(bl->built_ms);
     free(bl->types), free(bl->elems), free(bl->names), free(bl->constant);
     free(bl->begun_why);
     if (bl->inited) {

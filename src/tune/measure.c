@@ -744,14 +744,16 @@ static size_t keep_runnable(tuning *tu, size_t *units, size_t k) {
 }
 
 /* Whether one more unit may go to the builder under a budget of seconds: what the builds and
- * screenings so far say it would finish by (after the inflight ones, threads at a time) fits in
- * what is left; always before the tuning can decide. */
+ * screenings so far say it would finish by fits in what is left (after the inflight ones,
+ * threads at a time, at the median build time; itself at the 90th percentile, since a build
+ * cannot be cut short and build times have a long tail); always before the tuning can decide. */
 static bool fits_in_budget(const tuning *tu, size_t inflight) {
     const kt_op *op = tu->op;
     if (op->budget.seconds <= 0 || !tu->any_valid) return true;
-    double build_s = kt__builder_mean_ms(tu->builder) / 1e3, per_unit = tu->screened ? tu->screen_s / (double)tu->screened : 0;
+    double median_s = kt__builder_quantile_ms(tu->builder, 0.5) / 1e3, p90_s = kt__builder_quantile_ms(tu->builder, 0.9) / 1e3;
+    double per_unit = tu->screened ? tu->screen_s / (double)tu->screened : 0;
     double left = op->budget.seconds - (kt__now_s() - tu->start_s);
-    return (double)(inflight / tu->threads + 1) * build_s + (double)(inflight + 1) * per_unit <= left;
+    return (double)(inflight / tu->threads) * median_s + p90_s + (double)(inflight + 1) * per_unit <= left;
 }
 
 /* Pipelined: keeps every build thread busy with the search's proposals, and hands the engine

@@ -236,9 +236,10 @@ kt_status kt__builder_submit(kt__builder *b, const size_t *units, size_t n);
  * error that is not the units'. */
 size_t kt__builder_take(kt__builder *b, size_t *units, size_t max, bool wait, kt_status *st);
 
-/* Units submitted and not taken yet; the mean time of the builds done (ms, 0 before one). */
+/* Units submitted and not taken yet; the q quantile (0 to 1) of the times of the builds done
+ * (ms, 0 before one). */
 size_t kt__builder_pending(kt__builder *b);
-double kt__builder_mean_ms(kt__builder *b);
+double kt__builder_quantile_ms(kt__builder *b, double q);
 
 /* Stops the builder: builds running finish, queued ones never start (their units stay planned
  * and NOT_RUN); built units not taken are finished. NULL is harmless. */
