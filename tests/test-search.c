@@ -12,7 +12,12 @@
 #include <kerntune/search.h>
 #include <kerntune/variants.h>
 
+#include <kerntune/cache.h>
+
 #include <math.h>
+#include <sqlite3.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 /* A space of three parameters of 16 values (0..15) each: 4096 configurations. */
 static kt_space *cube(const char *constraint) {
@@ -342,6 +347,83 @@ static void test_tuning_exhaustive_and_auto(void **state) {
     kt_context_destroy(ctx);
 }
 
+/* ---- nothing is lost when a tuning stops -------------------------------------------------- */
+
+static int kill_after; /* units; the progress function ends the process at that many */
+
+static void die_midway(size_t done, size_t total, size_t valid, size_t failed, double best_ns, void *user) {
+    (void)total, (void)valid, (void)failed, (void)best_ns, (void)user;
+    if ((int)done >= kill_after) _exit(7); /* as a kill would: no clean-up, nothing flushed at exit */
+}
+
+static int64_t sql_count(const char *path, const char *sql) {
+    sqlite3 *db = NULL;
+    sqlite3_stmt *s = NULL;
+    int64_t n = -1;
+    if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL) == SQLITE_OK && sqlite3_prepare_v2(db, sql, -1, &s, NULL) == SQLITE_OK &&
+        sqlite3_step(s) == SQLITE_ROW)
+        n = sqlite3_column_int64(s, 0);
+    sqlite3_finalize(s);
+    sqlite3_close(db);
+    return n;
+}
+
+/* A tuning killed after 6 of its 16 units keeps them in the cache (table progress), written as
+ * they came; tuning the key again measures only the other 10: the 6 are taken as recorded
+ * (no runs), the decision is the same as one tuning in one go would make of them, and once
+ * recorded it replaces the progress rows. */
+static void test_killed_tuning_resumes(void **state) {
+    (void)state;
+    char db[320];
+    snprintf(db, sizeof db, "%s/resume.db", artifacts);
+    for (int round = 0; round < 2; round++) {
+        pid_t pid = round == 0 ? fork() : 0;
+        assert_true(pid >= 0);
+        if (pid > 0) { /* the parent: waits for the killed tuning, then looks at the file */
+            int status = 0;
+            assert_int_equal(waitpid(pid, &status, 0), pid);
+            assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 7);
+            assert_true(sql_count(db, "SELECT count(*) FROM progress") >= 6);
+            assert_int_equal(sql_count(db, "SELECT count(*) FROM decisions"), 0);
+            continue;
+        }
+        kt_context *ctx = lattice_context();
+        ok(kt_context_set_cache(ctx, db));
+        kt_op *op = NULL;
+        ok(kt_op_create(ctx, "resumed", &op));
+        ok(kt_op_add_buffer(op, "out", KT_TYPE_I32, KT_WRITE_ONLY));
+        ok(kt_op_add_scalar(op, "n", KT_TYPE_I64));
+        kt_space *sp = NULL;
+        ok(kt_space_create(&sp));
+        ok(kt_space_add_param(sp, "X", "range(4)"));
+        ok(kt_space_add_param(sp, "Y", "range(4)"));
+        ok(kt_op_add_variants(op, "lattice", sp, lattice_src, "lattice", NULL, 0));
+        kt_space_destroy(sp);
+        int32_t out[1] = {0};
+        kt_arg args[] = {kt_arg_buf(out, sizeof out), kt_arg_i64(1)};
+        if (round == 0) { /* the child: killed midway */
+            kill_after = 6;
+            ok(kt_context_set_progress_fn(ctx, die_midway, NULL));
+            kt_op_tune(op, args, 2);
+            _exit(0); /* not reached */
+        }
+        ok(kt_op_tune(op, args, 2));
+        const kt_decision *d = NULL;
+        ok(kt_op_decision(op, args, 2, &d));
+        size_t taken = 0, measured = 0;
+        for (size_t u = 0; u < kt_decision_unit_count(d); u++) {
+            if (kt_decision_unit_outcome(d, u) != KT_OUTCOME_MEASURED) continue;
+            if (kt_decision_unit_runs(d, u) == 0) taken++; /* as recorded: not run again */
+            else measured++;
+        }
+        assert_true(taken >= 5); /* the reference runs again: it validates the others */
+        assert_int_equal(taken + measured, 16);
+        assert_int_equal(sql_count(db, "SELECT count(*) FROM progress"), 0);
+        assert_int_equal(sql_count(db, "SELECT count(*) FROM decisions"), 1);
+        kt_context_destroy(ctx);
+    }
+}
+
 static void test_tuning_search_errors(void **state) {
     (void)state;
     kt_context *ctx = lattice_context();
@@ -368,7 +450,7 @@ int main(void) {
         cmocka_unit_test(test_deterministic),         cmocka_unit_test(test_invalid_results),
         cmocka_unit_test(test_smooth_landscape),      cmocka_unit_test(test_errors),
         cmocka_unit_test(test_tuning_budget_and_builds), cmocka_unit_test(test_tuning_exhaustive_and_auto),
-        cmocka_unit_test(test_tuning_search_errors),
+        cmocka_unit_test(test_tuning_search_errors),    cmocka_unit_test(test_killed_tuning_resumes),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
     char rm[300];

@@ -843,7 +843,7 @@ static void test_migrate_v1(void **state) {
     assert_int_equal(sql_int(path, "PRAGMA user_version"), 1);
     kt_cache *c = open_ok(path);
     assert_string_equal(kt_cache_warning(c), "");
-    assert_int_equal(sql_int(path, "PRAGMA user_version"), 4);
+    assert_int_equal(sql_int(path, "PRAGMA user_version"), 5);
     assert_int_equal(sql_int(path, "SELECT count(*) FROM deferred"), 0);
     assert_int_equal(count(c, NULL, NULL), 3);
     assert_int_equal(count(c, "matmul", NULL), 2);
@@ -880,7 +880,7 @@ static void test_migrate_v1(void **state) {
     assert_int_equal(count(c, NULL, NULL), 4);
     kt_cache_close(c);
     check_integrity(path);
-    c = open_ok(path); /* once more: already version 4 */
+    c = open_ok(path); /* once more: already version 5 */
     assert_int_equal(count(c, NULL, NULL), 4);
     kt_cache_close(c);
 }
@@ -900,7 +900,7 @@ static void test_migrate_v2(void **state) {
     assert_int_equal(sql_int(path, "SELECT count(*) FROM units"), 3);
     kt_cache *c = open_ok(path);
     assert_string_equal(kt_cache_warning(c), "");
-    assert_int_equal(sql_int(path, "PRAGMA user_version"), 4);
+    assert_int_equal(sql_int(path, "PRAGMA user_version"), 5);
     assert_int_equal(sql_int(path, "SELECT count(*) FROM deferred"), 0);
     assert_int_equal(count(c, NULL, NULL), 2);
     kt__store_rec id = {.op = "matmul", .set_hash = "9f2c4e1a7b3d5f60", .device = "cpu:x86_64:avx2:8t", .version = "0.1.0"}, got;
@@ -939,8 +939,74 @@ static void test_migrate_v2(void **state) {
     kt__store_rec_free(&got);
     kt_cache_close(c);
     check_integrity(path);
-    c = open_ok(path); /* once more: already version 4 */
+    c = open_ok(path); /* once more: already version 5 */
     assert_int_equal(count(c, NULL, NULL), 3);
+    kt_cache_close(c);
+}
+
+/* A file of schema version 4 (tests/data/store/v4.sql: no `progress` table) is migrated in
+ * place, keeping its decision, units and deferred key; the new table takes a tuning's units as
+ * they come (found by unit hash under any candidate set, the newest first), and recording the
+ * decision of that identity replaces them. */
+static void test_migrate_v4(void **state) {
+    (void)state;
+    const char *path = in_dir("v4.db");
+    char *v4 = read_file(KT_DATA "/store/v4.sql", NULL);
+    assert_non_null(v4);
+    sql(path, v4);
+    free(v4);
+    assert_int_equal(sql_int(path, "PRAGMA user_version"), 4);
+    kt_cache *c = open_ok(path);
+    assert_string_equal(kt_cache_warning(c), "");
+    assert_int_equal(sql_int(path, "PRAGMA user_version"), 5);
+    assert_int_equal(count(c, NULL, NULL), 1);
+    assert_int_equal(sql_int(path, "SELECT count(*) FROM deferred"), 1);
+    assert_int_equal(sql_int(path, "SELECT count(*) FROM progress"), 0);
+    /* a tuning of another key records two units as it goes */
+    int64_t key[1] = {96};
+    kt__store_rec id = {.op = "matmul", .set_hash = "9f2c4e1a7b3d5f60", .device = "cpu:x86_64:avx2:8t", .version = "0.1.0",
+                        .key = key, .key_len = 1};
+    kt__store_unit units[2] = {{.candidate = "tiled", .config = "TM=8,TN=8", .unit_hash = "aa01", .outcome = KT_OUTCOME_MEASURED,
+                                .time_ns = 5000, .ci_low_ns = -1, .ci_high_ns = -1, .runs = 2},
+                               {.candidate = "tiled", .config = "TM=64,TN=8", .unit_hash = "aa02", .outcome = KT_OUTCOME_BUILD_FAILED,
+                                .time_ns = -1, .ci_low_ns = -1, .ci_high_ns = -1, .message = "too many registers"}};
+    ok(kt__store_progress_put(c, &id, units, 2));
+    ok(kt__store_progress_put(c, &id, units, 1)); /* again: replaced, not doubled */
+    assert_int_equal(sql_int(path, "SELECT count(*) FROM progress"), 2);
+    assert_int_equal(count(c, NULL, NULL), 1); /* not a decision */
+    kt__store_unit got;
+    kt__store_rec other = id;
+    other.set_hash = "0000000000000000"; /* found under any candidate set */
+    ok(kt__store_get_unit(c, &other, "aa01", false, &got));
+    assert_true(got.time_ns == 5000 && got.outcome == KT_OUTCOME_MEASURED && got.runs == 2);
+    kt__store_unit_free(&got);
+    ok(kt__store_get_unit(c, &other, "aa02", false, &got));
+    assert_int_equal(got.outcome, KT_OUTCOME_BUILD_FAILED);
+    assert_string_equal(got.message, "too many registers");
+    kt__store_unit_free(&got);
+    assert_int_equal(kt__store_get_unit(c, &id, "aa01", true, &got), KT_ERR_NOT_FOUND); /* its own set skipped */
+    kt__store_unit bad = units[0];
+    bad.time_ns = NAN;
+    assert_int_equal(kt__store_progress_put(c, &id, &bad, 1), KT_ERR_INVALID_ARGUMENT);
+    /* the decision of that identity replaces its progress */
+    kt__store_rec rec = id;
+    rec.winner_candidate = "tiled";
+    rec.winner_config = "TM=8,TN=8";
+    rec.time_ns = 5000;
+    rec.confidence = 0.99;
+    rec.requested_confidence = 0.99;
+    rec.created = 1763800200;
+    rec.units = units;
+    rec.nunits = 2;
+    ok(kt__store_put(c, &rec));
+    assert_int_equal(sql_int(path, "SELECT count(*) FROM progress"), 0);
+    assert_int_equal(count(c, NULL, NULL), 2);
+    /* and removing an op's decisions removes its tunings' progress too */
+    ok(kt__store_progress_put(c, &other, units, 1));
+    size_t removed = 0;
+    ok(kt_cache_remove(c, "matmul", NULL, &removed));
+    assert_int_equal(removed, 2);
+    assert_int_equal(sql_int(path, "SELECT count(*) FROM progress"), 0);
     kt_cache_close(c);
 }
 
@@ -957,7 +1023,7 @@ static void test_migrate_v3(void **state) {
     assert_int_equal(sql_int(path, "PRAGMA user_version"), 3);
     kt_cache *c = open_ok(path);
     assert_string_equal(kt_cache_warning(c), "");
-    assert_int_equal(sql_int(path, "PRAGMA user_version"), 4);
+    assert_int_equal(sql_int(path, "PRAGMA user_version"), 5);
     assert_int_equal(count(c, NULL, NULL), 1);
     kt__store_rec id = {.op = "matmul", .set_hash = "9f2c4e1a7b3d5f60", .device = "cpu:x86_64:avx2:8t", .version = "0.1.0"}, got;
     int64_t key[3] = {512, 512, 512};
@@ -1032,10 +1098,10 @@ static void test_newer_version_refused(void **state) {
     (void)state;
     const char *path = in_dir("newer.db");
     sql(path, "CREATE TABLE decisions (id INTEGER PRIMARY KEY, what TEXT); CREATE TABLE things (x);"
-              "INSERT INTO decisions (what) VALUES ('from the future'); PRAGMA user_version = 5;");
+              "INSERT INTO decisions (what) VALUES ('from the future'); PRAGMA user_version = 6;");
     char expect[1024];
     snprintf(expect, sizeof expect,
-             "kt_cache_open('%s'): the store has schema version 5; this library (%s) knows versions up to 4: a newer kerntune "
+             "kt_cache_open('%s'): the store has schema version 6; this library (%s) knows versions up to 5: a newer kerntune "
              "wrote it; it was left untouched",
              path, kt_version_string());
     expect_refused_untouched(path, expect);
@@ -1647,6 +1713,7 @@ int main(void) {
         cmocka_unit_test_setup_teardown(test_migrate_v1, setup, teardown),
         cmocka_unit_test_setup_teardown(test_migrate_v2, setup, teardown),
         cmocka_unit_test_setup_teardown(test_migrate_v3, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_migrate_v4, setup, teardown),
         cmocka_unit_test_setup_teardown(test_newer_version_refused, setup, teardown),
         cmocka_unit_test_setup_teardown(test_wrong_types, setup, teardown),
         cmocka_unit_test_setup_teardown(test_wisdom_roundtrip, setup, teardown),

@@ -53,6 +53,10 @@ kt_status kt__store_put(kt_cache *c, const kt__store_rec *rec) {
     (void)c, (void)rec;
     return kt__no_cache("kt__store_put");
 }
+kt_status kt__store_progress_put(kt_cache *c, const kt__store_rec *id, const kt__store_unit *units, size_t n) {
+    (void)c, (void)id, (void)units, (void)n;
+    return kt__no_cache("kt__store_progress_put");
+}
 kt_status kt__store_get_unit(kt_cache *c, const kt__store_rec *id, const char *unit_hash, bool skip_own, kt__store_unit *out) {
     (void)c, (void)id, (void)unit_hash, (void)skip_own, (void)out;
     return kt__no_cache("kt__store_get_unit");

@@ -6,6 +6,8 @@
  */
 #include "store/store_int.h"
 
+#include <time.h>
+
 #include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
@@ -157,12 +159,19 @@ kt_status kt__store_get(kt_cache *c, const kt__store_rec *id, kt__store_rec *out
 static kt_status get_unit_tx(kt_cache *c, void *arg, const char *where) {
     get_job *j = arg;
     sqlite3_stmt *s;
+    /* a recorded decision's unit, or a unit an unfinished tuning recorded as it went: the newest */
     kt_status st = kt__db_prepare(c,
-                           "SELECT u.candidate, u.config, u.unit_hash, u.outcome, u.time_ns, u.ci_low_ns, u.ci_high_ns,"
-                           " u.runs, u.warmups, u.message, u.finalist, u.idx FROM units u JOIN decisions d ON d.id = u.decision"
+                           "SELECT " KT__UNIT_COLS ", idx FROM ("
+                           " SELECT u.candidate, u.config, u.unit_hash, u.outcome, u.time_ns, u.ci_low_ns, u.ci_high_ns,"
+                           " u.runs, u.warmups, u.message, u.finalist, u.idx, d.created AS at, d.id AS seq"
+                           " FROM units u JOIN decisions d ON d.id = u.decision"
                            " WHERE u.unit_hash = ?1 AND d.op = ?2 AND d.device = ?3 AND d.version = ?4 AND d.key = ?5"
                            " AND (?6 IS NULL OR d.set_hash IS NOT ?6)"
-                           " ORDER BY d.created DESC, d.id DESC, u.idx LIMIT 1",
+                           " UNION ALL"
+                           " SELECT " KT__UNIT_COLS ", 0, created, 0 FROM progress"
+                           " WHERE unit_hash = ?1 AND op = ?2 AND device = ?3 AND version = ?4 AND key = ?5"
+                           " AND (?6 IS NULL OR set_hash IS NOT ?6))"
+                           " ORDER BY at DESC, seq DESC, idx LIMIT 1",
                            &s, where);
     if (st != KT_OK) return st;
     kt__db_bind_text(s, 1, j->unit_hash);
@@ -202,13 +211,20 @@ kt_status kt__store_get_unit(kt_cache *c, const kt__store_rec *id, const char *u
     return st;
 }
 
-/* Deletes the decision of rec's identity and its units, then inserts rec; inside a write
- * transaction. */
+/* Deletes the decision of rec's identity, its units and its tuning's progress, then inserts rec;
+ * inside a write transaction. */
 kt_status kt__rec_write(kt_cache *c, const kt__store_rec *rec, const char *where) {
     char key[KT__KEYTEXT_MAX];
     kt__rec_key_text(rec->key, rec->key_len, key);
     sqlite3_stmt *s = NULL;
-    kt_status st = kt__db_prepare(c, "DELETE FROM units WHERE decision IN (SELECT id FROM decisions WHERE " KT__IDENTITY ")", &s, where);
+    kt_status st = kt__db_prepare(c, "DELETE FROM progress WHERE " KT__IDENTITY, &s, where);
+    if (st == KT_OK) {
+        kt__rec_bind_identity(s, rec, key);
+        st = kt__db_step(c, s, NULL, where);
+    }
+    sqlite3_finalize(s);
+    s = NULL;
+    if (st == KT_OK) st = kt__db_prepare(c, "DELETE FROM units WHERE decision IN (SELECT id FROM decisions WHERE " KT__IDENTITY ")", &s, where);
     if (st == KT_OK) {
         kt__rec_bind_identity(s, rec, key);
         st = kt__db_step(c, s, NULL, where);
@@ -280,6 +296,69 @@ kt_status kt__store_put(kt_cache *c, const kt__store_rec *rec) {
     return st;
 }
 
+/* ---- a tuning's progress ------------------------------------------------------------------- */
+
+typedef struct progress_job {
+    const kt__store_rec *id;
+    const kt__store_unit *units;
+    size_t n;
+} progress_job;
+
+static kt_status progress_tx(kt_cache *c, void *arg, const char *where) {
+    progress_job *j = arg;
+    char key[KT__KEYTEXT_MAX];
+    kt__rec_key_text(j->id->key, j->id->key_len, key);
+    sqlite3_stmt *s = NULL;
+    kt_status st = kt__db_prepare(c,
+                                  "INSERT OR REPLACE INTO progress (op, set_hash, device, version, key, " KT__UNIT_COLS ", created)"
+                                  " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17)",
+                                  &s, where);
+    int64_t now = (int64_t)time(NULL);
+    for (size_t i = 0; st == KT_OK && i < j->n; i++) {
+        const kt__store_unit *u = &j->units[i];
+        sqlite3_reset(s);
+        kt__rec_bind_identity(s, j->id, key);
+        kt__db_bind_text(s, 6, u->candidate);
+        kt__db_bind_text(s, 7, u->config);
+        kt__db_bind_text(s, 8, u->unit_hash);
+        sqlite3_bind_int(s, 9, u->outcome);
+        sqlite3_bind_double(s, 10, u->time_ns);
+        sqlite3_bind_double(s, 11, u->ci_low_ns);
+        sqlite3_bind_double(s, 12, u->ci_high_ns);
+        sqlite3_bind_int64(s, 13, u->runs);
+        sqlite3_bind_int64(s, 14, u->warmups);
+        kt__db_bind_text(s, 15, u->message);
+        sqlite3_bind_int(s, 16, u->finalist ? 1 : 0);
+        sqlite3_bind_int64(s, 17, now);
+        st = kt__db_step(c, s, NULL, where);
+    }
+    sqlite3_finalize(s);
+    return st;
+}
+
+kt_status kt__store_progress_put(kt_cache *c, const kt__store_rec *id, const kt__store_unit *units, size_t n) {
+    if (c == NULL || id == NULL || (n > 0 && units == NULL)) return kt__err(KT_ERR_NULL, "kt__store_progress_put: cache, id or units is NULL");
+    char where[200];
+    snprintf(where, sizeof where, "kt__store_progress_put(op '%.128s')", id->op ? id->op : "(null)");
+    kt_status st = need_identity(id, where);
+    for (size_t i = 0; st == KT_OK && i < n; i++) { /* checked as a decision's units are */
+        const kt__store_unit *u = &units[i];
+        st = need_name(u->candidate, "candidate", where);
+        if (st == KT_OK) st = need_name(u->unit_hash, "unit_hash", where);
+        if (st == KT_OK && (u->outcome < 0 || u->outcome >= KT__NOUTCOMES))
+            st = kt__err(KT_ERR_INVALID_ARGUMENT, "%s: units[%zu].outcome is %d; expected a kt_outcome (0 to 7)", where, i, u->outcome);
+        if (st == KT_OK) st = need_finite(u->time_ns, "time_ns", where);
+        if (st == KT_OK) st = need_finite(u->ci_low_ns, "ci_low_ns", where);
+        if (st == KT_OK) st = need_finite(u->ci_high_ns, "ci_high_ns", where);
+    }
+    if (st != KT_OK || n == 0) return st;
+    progress_job j = {id, units, n};
+    pthread_mutex_lock(&c->lock);
+    st = kt__db_tx(c, true, progress_tx, &j, where);
+    pthread_mutex_unlock(&c->lock);
+    return st;
+}
+
 /* ---- count, remove ------------------------------------------------------------------------- */
 
 static kt_status count_tx(kt_cache *c, void *arg, const char *where) {
@@ -317,8 +396,17 @@ static kt_status remove_tx(kt_cache *c, void *arg, const char *where) {
     kt__filter_job *j = arg;
     bool all = j->op == NULL && j->device == NULL;
     sqlite3_stmt *s = NULL;
-    kt_status st = kt__db_prepare(c, all ? "DELETE FROM units" : "DELETE FROM units WHERE decision IN (SELECT id FROM decisions WHERE " KT__FILTER ")",
-                           &s, where);
+    kt_status st = kt__db_prepare(c, "DELETE FROM progress WHERE " KT__FILTER, &s, where); /* unfinished tunings too */
+    if (st == KT_OK) {
+        kt__db_bind_text(s, 1, j->op);
+        kt__db_bind_text(s, 2, j->device);
+        st = kt__db_step(c, s, NULL, where);
+    }
+    sqlite3_finalize(s);
+    s = NULL;
+    if (st == KT_OK)
+        st = kt__db_prepare(c, all ? "DELETE FROM units" : "DELETE FROM units WHERE decision IN (SELECT id FROM decisions WHERE " KT__FILTER ")",
+                            &s, where);
     if (st == KT_OK) {
         if (!all) {
             kt__db_bind_text(s, 1, j->op);

@@ -2,7 +2,7 @@
  * schema.c - the persistent cache's file format: creating it, migrating older versions,
  * refusing files that are not ours, and setting a file up when it is opened.
  *
- * The file (schema version 4, PRAGMA user_version)
+ * The file (schema version 5, PRAGMA user_version)
  *   decisions  one row per decision: id, op, set_hash, device, version, key, winner_candidate,
  *              winner_config, time_ns, confidence (-1: unknown), created (unix time),
  *              requested_confidence (what the race asked for; -1: none); UNIQUE on the
@@ -14,6 +14,11 @@
  *              op, set_hash, device, version, key (the decisions' identity), args (the call's
  *              arguments as tune/deferred.c writes them: scalar values and buffer sizes),
  *              created (unix time); the identity is its primary key
+ *   progress   one row per unit a tuning has decided so far, written as it goes (version 5):
+ *              the decisions' identity, then the units' columns (KT__UNIT_COLS) and created;
+ *              primary key the identity and unit_hash. A tuning killed midway leaves its rows,
+ *              which the next tuning of the key reuses like a recorded decision's units; the
+ *              decision, once recorded, replaces them
  *   A key is stored as text, its words in decimal separated by commas ("512,512,-1"; "" for a
  *   key of no words): identity is then one equality per column, and the file stays readable
  *   in the sqlite3 shell. Older versions are migrated in place when opened: version 1 (the
@@ -56,10 +61,22 @@
     " key TEXT NOT NULL, args TEXT NOT NULL, created INTEGER NOT NULL,"                            \
     " PRIMARY KEY (op, set_hash, device, version, key)) WITHOUT ROWID;"
 
-const char kt__schema[] = KT__DECISIONS_TABLE KT__UNITS_TABLE KT__DEFERRED_TABLE "PRAGMA user_version = 4;";
+#define KT__PROGRESS_TABLE                                                                         \
+    "CREATE TABLE progress ("                                                                      \
+    " op TEXT NOT NULL, set_hash TEXT NOT NULL, device TEXT NOT NULL, version TEXT NOT NULL,"       \
+    " key TEXT NOT NULL,"                                                                          \
+    " candidate TEXT NOT NULL, config TEXT, unit_hash TEXT NOT NULL,"                              \
+    " outcome INTEGER NOT NULL, time_ns REAL NOT NULL,"                                            \
+    " ci_low_ns REAL NOT NULL, ci_high_ns REAL NOT NULL,"                                          \
+    " runs INTEGER NOT NULL, warmups INTEGER NOT NULL, message TEXT,"                              \
+    " finalist INTEGER NOT NULL DEFAULT 0, created INTEGER NOT NULL,"                              \
+    " PRIMARY KEY (op, set_hash, device, version, key, unit_hash)) WITHOUT ROWID;"                 \
+    "CREATE INDEX progress_by_hash ON progress (unit_hash);"
 
-/* Version 1 -> 4: decisions gain an id, confidence and requested confidence (-1, unknown),
- * units and deferred keys arrive empty. Rows that break the NOT NULL columns cannot be kept and are counted as
+const char kt__schema[] = KT__DECISIONS_TABLE KT__UNITS_TABLE KT__DEFERRED_TABLE KT__PROGRESS_TABLE "PRAGMA user_version = 5;";
+
+/* Version 1 -> 5: decisions gain an id, confidence and requested confidence (-1, unknown),
+ * units, deferred keys and progress arrive empty. Rows that break the NOT NULL columns cannot be kept and are counted as
  * dropped. */
 static const char kt__migrate_v1[] =
     "ALTER TABLE decisions RENAME TO decisions_v1;" KT__DECISIONS_TABLE
@@ -67,17 +84,20 @@ static const char kt__migrate_v1[] =
     " time_ns, confidence, created)"
     " SELECT op, set_hash, device, version, key, winner_candidate, winner_config, time_ns, -1, created"
     " FROM decisions_v1 ORDER BY rowid;"
-    "DROP TABLE decisions_v1;" KT__UNITS_TABLE KT__DEFERRED_TABLE "PRAGMA user_version = 4;";
+    "DROP TABLE decisions_v1;" KT__UNITS_TABLE KT__DEFERRED_TABLE KT__PROGRESS_TABLE "PRAGMA user_version = 5;";
 
-/* Version 2 -> 4: what the race asked for is unknown (-1), so every decision stays settled; no
- * unit is known to be a finalist (0); no key is deferred. */
+/* Version 2 -> 5: what the race asked for is unknown (-1), so every decision stays settled; no
+ * unit is known to be a finalist (0); no key is deferred; no tuning is in progress. */
 static const char kt__migrate_v2[] =
     "ALTER TABLE decisions ADD COLUMN requested_confidence REAL NOT NULL DEFAULT -1;"
-    "ALTER TABLE units ADD COLUMN finalist INTEGER NOT NULL DEFAULT 0;" KT__DEFERRED_TABLE
-    "PRAGMA user_version = 4;";
+    "ALTER TABLE units ADD COLUMN finalist INTEGER NOT NULL DEFAULT 0;" KT__DEFERRED_TABLE KT__PROGRESS_TABLE
+    "PRAGMA user_version = 5;";
 
-/* Version 3 -> 4: no key is deferred. */
-static const char kt__migrate_v3[] = KT__DEFERRED_TABLE "PRAGMA user_version = 4;";
+/* Version 3 -> 5: no key is deferred, no tuning in progress. */
+static const char kt__migrate_v3[] = KT__DEFERRED_TABLE KT__PROGRESS_TABLE "PRAGMA user_version = 5;";
+
+/* Version 4 -> 5: no tuning in progress. */
+static const char kt__migrate_v4[] = KT__PROGRESS_TABLE "PRAGMA user_version = 5;";
 
 static kt_status read_int(kt_cache *c, const char *sql, int64_t *out, const char *where) {
     sqlite3_stmt *s;
@@ -113,15 +133,16 @@ static kt_status read_version(kt_cache *c, int64_t *version, const char *where) 
     return KT_OK;
 }
 
-/* Brings the schema to version 4 inside the caller's write transaction (the version is read
+/* Brings the schema to version 5 inside the caller's write transaction (the version is read
  * again: another process may have done it meanwhile): creates it in an empty file, migrates
- * versions 1, 2 and 3. */
+ * versions 1 to 4. */
 static kt_status schema_tx(kt_cache *c, void *arg, const char *where) {
     (void)arg;
     int64_t version;
     kt_status st = read_version(c, &version, where);
     if (st != KT_OK) return st;
     if (version == 0) return kt__db_exec(c, kt__schema, where);
+    if (version == 4) return kt__db_exec(c, kt__migrate_v4, where);
     if (version == 3) return kt__db_exec(c, kt__migrate_v3, where);
     if (version == 2) return kt__db_exec(c, kt__migrate_v2, where);
     if (version == 1) {
@@ -138,12 +159,13 @@ static kt_status schema_tx(kt_cache *c, void *arg, const char *where) {
     return KT_OK;
 }
 
-/* Checks that the three tables exist with every column of version 4, and reads the first page
+/* Checks that the four tables exist with every column of version 5, and reads the first page
  * of each (damage there shows now rather than in the middle of the first call). */
 static kt_status probe_tables(kt_cache *c, const char *where) {
     static const char *const probes[] = {"SELECT " KT__DECISION_COLS " FROM decisions LIMIT 1",
                                          "SELECT decision, idx, " KT__UNIT_COLS " FROM units LIMIT 1",
-                                         "SELECT " KT__DEFERRED_COLS " FROM deferred LIMIT 1"};
+                                         "SELECT " KT__DEFERRED_COLS " FROM deferred LIMIT 1",
+                                         "SELECT op, set_hash, device, version, key, " KT__UNIT_COLS ", created FROM progress LIMIT 1"};
     for (size_t i = 0; i < sizeof probes / sizeof probes[0]; i++) {
         sqlite3_stmt *s;
         int rc = sqlite3_prepare_v2(c->db, probes[i], -1, &s, NULL);

@@ -24,8 +24,9 @@
 
 /* Newest schema version (PRAGMA user_version) this library reads and writes. Version 1: one
  * `decisions` table without confidence; version 2: decisions.confidence and the `units` table;
- * version 3: decisions.requested_confidence and units.finalist; version 4: the `deferred` table. */
-#define KT__STORE_SCHEMA 4
+ * version 3: decisions.requested_confidence and units.finalist; version 4: the `deferred` table;
+ * version 5: the `progress` table. */
+#define KT__STORE_SCHEMA 5
 
 /* Longest key a record may have, in 64-bit words. */
 #define KT__STORE_KEY_MAX 24 /* every word a key can have: KT__KEY_WORDS_MAX (checked in tune/recall.c) */
@@ -74,12 +75,18 @@ kt_status kt__store_get(kt_cache *c, const kt__store_rec *id, kt__store_rec *out
 kt_status kt__store_put(kt_cache *c, const kt__store_rec *rec);
 
 /* Finds the most recently stored unit with this unit_hash among the decisions of (op, device,
- * version, key) under any candidate-set hash: lets a changed candidate set reuse the
+ * version, key) under any candidate-set hash, and the progress of their tunings: lets a changed candidate set reuse the
  * measurements and failures of unchanged units. With skip_own, the decision of id's exact
  * identity (its set_hash included) is not consulted: a record that was rejected lends nothing.
  * Otherwise id's set_hash is not read. KT_ERR_NOT_FOUND when absent; KT_ERR_INVALID_ARGUMENT
  * for an invalid stored row, as kt__store_get. */
 kt_status kt__store_get_unit(kt_cache *c, const kt__store_rec *id, const char *unit_hash, bool skip_own, kt__store_unit *out);
+
+/* Records units (n) that a tuning of id's identity (op, set_hash, device, version, key) has
+ * decided so far, as it goes: a tuning killed midway keeps them, and kt__store_get_unit finds
+ * them like a decision's units. kt__store_put of the decision replaces them. Names must be
+ * non-empty, outcomes 0..7, times finite. */
+kt_status kt__store_progress_put(kt_cache *c, const kt__store_rec *id, const kt__store_unit *units, size_t n);
 
 /* Whether a record ended below the confidence its race asked for (both known). */
 bool kt__store_unsettled(const kt__store_rec *r);

@@ -101,7 +101,8 @@ kt_status kt__db_tx(kt_cache *c, bool write, kt__db_tx_fn fn, void *arg, const c
 
 /* ---- schema.c: the file format ------------------------------------------------------------- */
 
-/* Every column of schema version 4, in the order the readers expect (rows.c, deferred.c). */
+/* Every column of schema version 5, in the order the readers expect (rows.c, deferred.c;
+ * progress rows: the identity, KT__UNIT_COLS, created). */
 #define KT__DECISION_COLS \
     "id, op, set_hash, device, version, key, winner_candidate, winner_config, time_ns, confidence, created," \
     " requested_confidence"
@@ -109,7 +110,7 @@ kt_status kt__db_tx(kt_cache *c, bool write, kt__db_tx_fn fn, void *arg, const c
     "candidate, config, unit_hash, outcome, time_ns, ci_low_ns, ci_high_ns, runs, warmups, message, finalist"
 #define KT__DEFERRED_COLS "op, set_hash, device, version, key, args, created"
 
-/* The statements creating schema version 4 in an empty database. */
+/* The statements creating schema version 5 in an empty database. */
 extern const char kt__schema[];
 
 /* Sets a file up on an open connection: refuses newer and foreign files, switches to WAL,

@@ -563,6 +563,7 @@ kt_status kt__engine_run(const kt__measure_cfg *cfg, const kt__budget *budget, c
         double ns;
         st = screen(&e, i, &ns);
         admitted++;
+        if (st == KT_OK && io->told) io->told(io->user, i, ns);
     }
     if (st == KT_OK && cfg->policy == KT_POLICY_RACE) st = race_rounds(&e);
     if (st == KT_OK) {

@@ -735,6 +735,7 @@ static size_t keep_runnable(tuning *tu, size_t *units, size_t k) {
             g->outstanding--;
             kt_search_tell(g->s, i - g->first, INFINITY);
         }
+        kt__persist_progress(tu->op, tu->d, i, INFINITY); /* kept even if this tuning never ends */
     }
     if (kept > 0) {
         tu->handed_s = kt__now_s();
@@ -885,6 +886,7 @@ static size_t propose_units(tuning *tu, size_t *units, size_t max) {
 static void tuning_told(void *p, size_t i, double ns) {
     tuning *tu = p;
     if (isfinite(ns)) tu->any_valid = true;
+    kt__persist_progress(tu->op, tu->d, i, ns); /* kept even if this tuning never ends */
     group_search *g = group_of(tu, i);
     if (g) {
         g->outstanding -= g->outstanding > 0;
@@ -922,7 +924,8 @@ kt_status kt__measure_all(kt_op *op, kt_decision *d, const kt_arg *caller, bool 
     if (st == KT_OK) hold_recalled(&tu);
     d->validated = ref.active;
     if (st == KT_OK) st = set_up_search(&tu);
-    if (st == KT_OK && (tu.ngroups > 0 || tu.plans)) io.next = tuning_next, io.told = tuning_told;
+    if (st == KT_OK && (tu.ngroups > 0 || tu.plans)) io.next = tuning_next;
+    io.told = tuning_told; /* every unit is recorded as it comes */
     tu.threads = op->ctx->artifacts.threads ? op->ctx->artifacts.threads : (size_t)sysconf(_SC_NPROCESSORS_ONLN);
     if (tu.threads < 1) tu.threads = 1;
     if (tu.threads > 64) tu.threads = 64;

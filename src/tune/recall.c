@@ -31,6 +31,7 @@
 #include "space/space.h"
 #include "store/store.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -222,6 +223,32 @@ void kt__persist_record(kt_op *op, kt_decision *d) {
     free(units);
     free(hashes);
     free(lines);
+}
+
+void kt__persist_progress(kt_op *op, kt_decision *d, size_t i, double ns) {
+    kt_cache *c = kt__context_cache(op->ctx);
+    if (c == NULL || i >= d->nunits) return;
+    const kt__unit *u = &d->units[i];
+    if (u->env_failed || u->recalled || u->r.outcome == KT_OUTCOME_NOT_RUN) return;
+    if (u->r.outcome == KT_OUTCOME_MEASURED && !(ns > 0 && isfinite(ns))) return; /* not measured after all */
+    kt__store_rec id;
+    identity(op, d, &id);
+    char compiler[1024], hash[33], line[256];
+    kt__op_compiler(op, compiler, sizeof compiler);
+    unit_hash(op, u, compiler, hash);
+    bool measured = u->r.outcome == KT_OUTCOME_MEASURED;
+    kt__store_unit su = {.candidate = op->cands[u->cand].name,
+                         .config = u->text,
+                         .unit_hash = hash,
+                         .outcome = (int)u->r.outcome,
+                         .time_ns = measured ? ns : -1,
+                         .ci_low_ns = -1,
+                         .ci_high_ns = -1,
+                         .runs = u->r.runs,
+                         .warmups = u->r.warmups,
+                         .message = first_line(u->r.message, line, sizeof line)};
+    if (kt__store_progress_put(c, &id, &su, 1) != KT_OK)
+        kt__log(op->ctx, KT_LOG_WARN, "op '%s': recording a unit's result as it came: %s", op->name, kt_last_error());
 }
 
 /* Takes what the store recorded of a unit: a measurement (recalled: not run again, its time

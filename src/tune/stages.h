@@ -168,9 +168,10 @@ typedef struct kt__engine_io {
     void (*progress)(void *user, size_t done, size_t total, size_t valid, size_t failed, double best_ns);
     /* Optional: the order of admission, by a search (measure.c). next writes up to max units to
      * admit next (eligible ones) and returns how many, 0 once the search is over; units it never
-     * names stay NOT_RUN, and the budget of units is its to keep. told then gives each admitted
-     * unit's screened time in ns (INFINITY when it failed), for the search. NULL: every eligible
-     * unit in index order, within the budget of units. */
+     * names stay NOT_RUN, and the budget of units is its to keep. NULL: every eligible unit in
+     * index order, within the budget of units. told (optional, with or without next) gives each
+     * admitted unit's screened time in ns (INFINITY when it failed): for the search, and to
+     * record the unit as it comes. */
     size_t (*next)(void *user, size_t *units, size_t max);
     void (*told)(void *user, size_t i, double ns);
     /* When the tuning started (kt__now_s), so that a budget of seconds counts what came before
@@ -291,5 +292,11 @@ void kt__persist_record(kt_op *op, kt_decision *d);
  * recorded measurements (recalled). Nothing comes from a record that was rejected; when d is
  * re-raced, its record's finalists are left to be measured and its other units are held. */
 void kt__persist_units(kt_op *op, kt_decision *d);
+
+/* Records unit i of d as a tuning decides it (ns: its screened time, INFINITY when it failed), so
+ * that a tuning killed midway keeps it: the next tuning of the key takes it as recorded
+ * (kt__persist_units) instead of measuring it again. Nothing without a cache, for a unit that
+ * was recalled or failed for reasons not its own, or one the budget left unmeasured. */
+void kt__persist_progress(kt_op *op, kt_decision *d, size_t i, double ns);
 
 #endif /* KT_TUNE_STAGES_H */
