@@ -85,6 +85,11 @@ void help_tune(FILE *out) {
             "  --timeout S              the longest one run of a configuration may take (default 10);\n"
             "                           every configuration runs in a worker process, so one that\n"
             "                           crashes or hangs is disqualified (T4: runtime, timeout)\n"
+            "  --resume                 continue an interrupted run from what the cache recorded of it\n"
+            "                           (every configuration is recorded there as it is decided, so\n"
+            "                           running again does this too): its configurations are taken\n"
+            "                           as recorded, the rest measured; refused with --cache off or\n"
+            "                           --simulate, which record nothing\n"
             "  --json                   print a machine-readable summary on stdout, and nothing else\n"
             "                           there (the text, and what the kernel prints, go to stderr)\n"
             "  --quiet                  print nothing but errors (and the --json summary)\n"
@@ -118,6 +123,7 @@ typedef struct options {
     double timeout;
     bool json;
     bool quiet;
+    bool resume;
 } options;
 
 static char *usage_message; /* the last usage error, for --json */
@@ -230,6 +236,7 @@ static int parse_options(int argc, char **argv, options *o) {
         }
         if (strcmp(a, "--json") == 0) o->json = true;
         else if (strcmp(a, "--quiet") == 0) o->quiet = true;
+        else if (strcmp(a, "--resume") == 0) o->resume = true;
         else if (name == NULL && a[0] == '-') return usage("unknown option '%s'", a);
         else if (name == NULL && o->problem == NULL) o->problem = a;
         else if (name == NULL) return usage("unexpected argument '%s' (one problem file at a time)", a);
@@ -317,6 +324,9 @@ static int parse_options(int argc, char **argv, options *o) {
     if (strcmp(o->measure, "recorded") == 0 && o->simulate == NULL) return usage("--measure recorded needs --simulate");
     if (o->device >= 0 && o->simulate)
         return usage("--device %ld with --simulate: a replay runs on no device (the recording is its device); leave --device out", o->device);
+    if (o->resume && o->simulate) return usage("--resume with --simulate: a replay records nothing to resume from");
+    if (o->resume && o->cache && strcmp(o->cache, "off") == 0)
+        return usage("--resume with --cache off: runs record what they measure in the cache only; name the cache the run used");
     /* --t4 replaces its file: never one the command reads */
     const char *inputs[3][2] = {{o->problem, "the problem file"}, {o->simulate, "the --simulate recording"},
                                 {o->cache && strcmp(o->cache, "off") != 0 ? o->cache : NULL, "the --cache file"}};
@@ -873,9 +883,12 @@ static json_t *geometry_json(const t1 *p, const kt_decision *d, size_t u) {
     return j;
 }
 
-static json_t *t4_document(const t1 *p, kt_op *op, const kt_decision *d, const char *device, const char *const *names,
-                           size_t nnames) {
-    json_t *root = json_object(), *results = json_array();
+/* The T4 record of unit u of d (a configuration of the kernel that was tried), or NULL. */
+static json_t *t4_result(const t1 *p, kt_op *op, const kt_decision *d, size_t u, const char *const *names, size_t nnames) {
+    if (strcmp(kt_op_candidate_name(op, kt_decision_unit_candidate(d, u)), "kernel") != 0) return NULL;
+    kt_outcome o = kt_decision_unit_outcome(d, u);
+    const char *inv = invalidity(o);
+    if (inv == NULL) return NULL; /* not tried (budget) */
     char stamp[64];
     time_t now = time(NULL);
     struct tm tmv;
@@ -883,11 +896,7 @@ static json_t *t4_document(const t1 *p, kt_op *op, const kt_decision *d, const c
     const double k = p->time_scale; /* ms to the problem's TimeUnit */
     const char *unit = strcmp(p->time_unit, "nanoseconds") == 0 ? "ns" : strcmp(p->time_unit, "microseconds") == 0 ? "us"
                        : strcmp(p->time_unit, "seconds") == 0 ? "s" : "ms";
-    for (size_t u = 0; u < kt_decision_unit_count(d); u++) {
-        if (strcmp(kt_op_candidate_name(op, kt_decision_unit_candidate(d, u)), "kernel") != 0) continue;
-        kt_outcome o = kt_decision_unit_outcome(d, u);
-        const char *inv = invalidity(o);
-        if (inv == NULL) continue; /* not tried (budget) */
+    {
         json_t *r = json_object(), *times = json_object(), *runtimes = json_array();
         const double *t;
         size_t n = 0;
@@ -921,8 +930,13 @@ static json_t *t4_document(const t1 *p, kt_op *op, const kt_decision *d, const c
         if (why) json_object_set_new(r, "diagnostic", json_string(why));
         json_t *geo = geometry_json(p, d, u);
         if (geo) json_object_set_new(r, "geometry", geo); /* kerntune's: the launch it was run with */
-        json_array_append_new(results, r);
+        return r;
     }
+}
+
+/* A T4 document of results (taken). */
+static json_t *t4_wrap(const t1 *p, const char *device, json_t *results) {
+    json_t *root = json_object();
     json_t *meta = json_object();
     json_object_set_new(meta, "timeunit", json_string(p->time_unit));
     json_object_set_new(meta, "problem", json_string(p->name));
@@ -934,6 +948,76 @@ static json_t *t4_document(const t1 *p, kt_op *op, const kt_decision *d, const c
     json_object_set_new(root, "metadata", meta);
     json_object_set_new(root, "results", results);
     return root;
+}
+
+static json_t *t4_document(const t1 *p, kt_op *op, const kt_decision *d, const char *device, const char *const *names,
+                           size_t nnames) {
+    json_t *results = json_array();
+    for (size_t u = 0; u < kt_decision_unit_count(d); u++) {
+        json_t *r = t4_result(p, op, d, u, names, nnames);
+        if (r) json_array_append_new(results, r);
+    }
+    return t4_wrap(p, device, results);
+}
+
+/* The T4 file as the tuning goes: each unit's record is appended as the unit is decided, and the
+ * file is a whole T4 document after every append (the records, then "]}": the next append
+ * writes over that end), so that a run that stops, even killed, keeps what it measured; the
+ * final document replaces it at the end. */
+typedef struct t4_live {
+    const t1 *p;
+    kt_op *op;
+    const char *path, *device;
+    const char *const *names;
+    size_t nnames;
+    FILE *f;
+    long end;    /* where the closing "\n]}\n" starts */
+    size_t n;    /* records written */
+    bool failed; /* a write failed: said once, tried no more */
+} t4_live;
+
+static void live_failed(t4_live *l, const char *what) {
+    fprintf(stderr, "kerntune tune: warning: --t4 %s: writing results as they come: %s: %s\n", l->path, what, strerror(errno));
+    l->failed = true;
+}
+
+static void on_unit(const kt_decision *d, size_t u, void *user) {
+    t4_live *l = user;
+    if (l->failed) return;
+    json_t *r = t4_result(l->p, l->op, d, u, l->names, l->nnames);
+    char *text = r ? json_dumps(r, JSON_COMPACT | JSON_REAL_PRECISION(17)) : NULL;
+    json_decref(r);
+    if (text == NULL) return;
+    if (l->f == NULL) { /* the document's head, once */
+        json_t *head = t4_wrap(l->p, l->device, json_array());
+        char *h = json_dumps(head, JSON_COMPACT | JSON_REAL_PRECISION(17));
+        json_decref(head);
+        size_t hl = h ? strlen(h) : 0;
+        if (h == NULL || hl < 3 || strcmp(h + hl - 3, "[]}") != 0) { /* "...,"results":[]}" */
+            free(h), free(text);
+            errno = ENOMEM;
+            live_failed(l, "making its head");
+            return;
+        }
+        h[hl - 2] = '\0';
+        if ((l->f = fopen(l->path, "w")) == NULL || fputs(h, l->f) < 0) {
+            free(h), free(text);
+            live_failed(l, "opening it");
+            return;
+        }
+        free(h);
+        l->end = ftell(l->f);
+    }
+    bool ok = fseek(l->f, l->end, SEEK_SET) == 0 && fputs(l->n ? ",\n" : "\n", l->f) >= 0 && fputs(text, l->f) >= 0;
+    long end = ok ? ftell(l->f) : -1;
+    ok = ok && end >= 0 && fputs("\n]}\n", l->f) >= 0 && fflush(l->f) == 0;
+    free(text);
+    if (!ok) {
+        live_failed(l, "appending a record");
+        return;
+    }
+    l->end = end;
+    l->n++;
 }
 
 /* Prints a message indented, at most max_lines of it. */
@@ -1230,7 +1314,9 @@ int run_tune(int argc, char **argv) {
         kt_cache *c = NULL;
         kt_status st = kt_cache_open(o.cache, &c);
         const char *env = getenv("KERNTUNE_CACHE");
-        if (st == KT_ERR_NOT_FOUND && o.cache == NULL) {
+        if (st == KT_ERR_NOT_FOUND && o.cache == NULL && o.resume) {
+            FAIL("--resume: there is no cache to resume from (KERNTUNE_CACHE=off, or no home directory); name one with --cache");
+        } else if (st == KT_ERR_NOT_FOUND && o.cache == NULL) {
             /* KERNTUNE_CACHE=off, or no home directory: decisions last as long as the process */
         } else if (st != KT_OK) {
             if (o.cache) FAIL("--cache %s: %s", o.cache, kt_last_error());
@@ -1415,6 +1501,8 @@ int run_tune(int argc, char **argv) {
     if (budget || seconds > 0) KT(kt_op_set_budget(op, budget, seconds));
     progress prog = {now_s(), 0, false, ref_sp ? 1 : 0};
     if (!o.quiet && isatty(2)) KT(kt_context_set_progress_fn(ctx, on_progress, &prog));
+    t4_live live = {&p, op, o.t4, dev_name, names, p.nparams, NULL, 0, 0, false};
+    if (o.t4) KT(kt_context_set_unit_fn(ctx, on_unit, &live));
     if (txt)
         fprintf(stderr, "kerntune tune: %s: %zu configurations on %s%s\n", p.name, total, dev_name,
                 o.simulate ? (replay.recorded ? " (recorded means)" : " (recorded runs)") : "");
@@ -1422,6 +1510,8 @@ int run_tune(int argc, char **argv) {
     double t0 = now_s();
     kt_status st = kt_op_tune(op, args, p.nargs);
     double wall = now_s() - t0;
+    kt_context_set_unit_fn(ctx, NULL, NULL);
+    if (live.f) fclose(live.f); /* the final document replaces it below */
     if (prog.shown) fprintf(stderr, "\n");
     const kt_decision *d = NULL;
     if (st == KT_OK || st == KT_ERR_ALL_FAILED) st = kt_op_decision(op, args, p.nargs, &d);
@@ -1451,13 +1541,18 @@ int run_tune(int argc, char **argv) {
 
     /* the kernel's units: counts; the best is the library's winner, always a configuration of the
      * kernel's space (the reference group only validates) */
-    size_t measured = 0, failed = 0, not_run = 0, best = (size_t)-1, fails[8] = {0};
+    size_t measured = 0, failed = 0, not_run = 0, best = (size_t)-1, fails[8] = {0}, recorded = 0;
     size_t examples[8][EXAMPLES], ref_unit = (size_t)-1;
     for (size_t u = 0; u < kt_decision_unit_count(d); u++) {
         const char *cand = kt_op_candidate_name(op, kt_decision_unit_candidate(d, u));
         if (strcmp(cand, "reference") == 0 && ref_unit == (size_t)-1) ref_unit = u;
         if (strcmp(cand, "kernel") != 0) continue;
         kt_outcome oc = kt_decision_unit_outcome(d, u);
+        const char *why = kt_decision_unit_message(d, u);
+        /* taken from what the cache recorded (an earlier run, finished or not): not run now */
+        if (kt_decision_source_of(d) == KT_SOURCE_MEASURED &&
+            ((oc == KT_OUTCOME_MEASURED && kt_decision_unit_runs(d, u) == 0) || (why && strncmp(why, "recorded in the cache", 21) == 0)))
+            recorded++;
         if (oc == KT_OUTCOME_MEASURED) measured++;
         else if (oc == KT_OUTCOME_NOT_RUN) not_run++;
         else if ((unsigned)oc < 8) {
@@ -1520,6 +1615,9 @@ int run_tune(int argc, char **argv) {
             }
             fprintf(txt, "measurement (%s): %llu runs, %.6g s of kernel time%s; tuning took %.3g s\n", kt_policy_name(policy),
                     (unsigned long long)runs, run_ns / 1e9, o.simulate ? " (simulated)" : "", wall);
+            if (recorded)
+                fprintf(txt, "%s %zu configurations as the cache %s recorded them (an earlier run's): not run again\n",
+                        o.resume ? "resumed: took" : "took", recorded, cache_path ? cache_path : "");
             if (!o.simulate)
                 fprintf(txt, "time spent: building %.3g s (summed over the build threads), validating %.3g s, around the runs %.3g s, "
                              "the runs %.3g s\n", split_ms[0] / 1e3, split_ms[1] / 1e3, split_ms[2] / 1e3, run_ns / 1e9);
@@ -1612,6 +1710,7 @@ int run_tune(int argc, char **argv) {
         json_object_set_new(j, "source", json_string(cached ? "cache" : "measured"));
         json_object_set_new(j, "cache", cache_path ? json_string(cache_path) : json_null());
         json_object_set_new(j, "runs", json_integer((json_int_t)runs));
+        json_object_set_new(j, "recorded", json_integer((json_int_t)recorded)); /* taken as the cache recorded them */
         json_object_set_new(j, "measurement_time_s", json_real(run_ns / 1e9));
         json_object_set_new(j, "confidence", json_real(confidence));
         json_object_set_new(j, "requested_confidence", d && kt_decision_requested_confidence(d) > 0 ? json_real(kt_decision_requested_confidence(d)) : json_null());

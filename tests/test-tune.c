@@ -14,6 +14,8 @@
  */
 #define _GNU_SOURCE /* popen, mkdtemp */
 #include "helpers.h"
+#include <fcntl.h>
+#include <signal.h>
 
 #include <kerntune/cache.h>
 #include <kerntune/variants.h>
@@ -488,7 +490,9 @@ static void test_t4_round_trip(void **state) {
     char t4path[256], args[2048];
     snprintf(t4path, sizeof t4path, "%s/out.json", tmpdir);
     snprintf(args, sizeof args, "tune '%s/t1/matmul_c_bad.json' --t4 '%s' --quiet --json %s", KT_DATA, t4path, SMALL("--define TI=4"));
-    assert_int_equal(run(args), 0);
+    char env[300]; /* artifacts of its own: every configuration is built, whatever ran before */
+    snprintf(env, sizeof env, "KERNTUNE_ARTIFACTS='%s/artifacts'", tmpdir);
+    assert_int_equal(run_env(env, args), 0);
     json_t *summary = doc(); /* where the time went: building, validating, around the runs, the runs */
     const json_t *split = json_object_get(summary, "time_split");
     static const char *const parts[] = {"build_s", "validation_s", "framework_s", "runs_s"};
@@ -1057,6 +1061,66 @@ static void test_replay_policies(void **state) {
 /* A problem whose configurations crash, abort, hang, write out of bounds and exhaust memory
  * tunes to completion (each configuration runs in a worker process), and its T4 output
  * classifies every failure. */
+/* --t4 is written as the tuning goes: the crashing problem's MODE=3 loops for ever (--timeout
+ * 60 leaves it running), and a run killed there (SIGKILL: nothing flushed at exit) leaves a T4
+ * file that parses, with the records of the three configurations decided before it; its cache
+ * holds them too, and --resume takes the three as recorded (the reference, the problem's
+ * Default configuration, runs again to validate the others as a candidate of its own) and
+ * measures the rest. */
+static void test_t4_kept_when_killed(void **state) {
+    (void)state;
+    make_tmpdir();
+    char t4path[256], problem[1024], db[256];
+    snprintf(t4path, sizeof t4path, "%s/killed.json", tmpdir);
+    snprintf(db, sizeof db, "%s/resume.db", tmpdir);
+    snprintf(problem, sizeof problem, "%s/t1/crashy_c.json", KT_DATA);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        int null = open("/dev/null", O_WRONLY);
+        dup2(null, 1), dup2(null, 2);
+        execl(cli, "kerntune", "tune", problem, "--timeout", "60", "--measure", "kerneltuner", "--cache", db, "--t4", t4path,
+              (char *)NULL);
+        _exit(127);
+    }
+    size_t have = 0;
+    for (int i = 0; i < 1200 && have < 3; i++) { /* at most 60 s */
+        struct timespec ms = {0, 50 * 1000 * 1000};
+        nanosleep(&ms, NULL);
+        json_t *t4 = json_load_file(t4path, 0, NULL);
+        have = json_array_size(json_object_get(t4, "results"));
+        json_decref(t4);
+    }
+    kill(pid, SIGKILL);
+    int status = 0;
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    assert_true(WIFSIGNALED(status)); /* killed while MODE=3 ran */
+    json_t *t4 = load(t4path);
+    const json_t *results = json_object_get(t4, "results");
+    assert_int_equal(json_array_size(results), 3);
+    static const char *const want[3] = {"correct", "runtime", "runtime"};
+    for (size_t i = 0; i < 3; i++) {
+        const json_t *r = json_array_get(results, i);
+        json_int_t mode = json_integer_value(json_object_get(json_object_get(r, "configuration"), "MODE"));
+        assert_true(mode >= 0 && mode < 3);
+        assert_string_equal(json_string_value(json_object_get(r, "invalidity")), want[mode]);
+    }
+    json_decref(t4);
+    char args[2048];
+    snprintf(args, sizeof args, "tune '%s' --timeout 1 --measure kerneltuner --cache '%s' --resume --quiet --json", problem, db);
+    int rc = run(args);
+    if (rc != 0) fail_msg("kerntune %s exited with %d; stderr:\n%s", args, rc, err);
+    json_t *s = doc();
+    assert_int_equal(json_integer_value(json_object_get(s, "recorded")), 3);
+    assert_int_equal(json_integer_value(json_object_get(s, "measured")), 2);
+    assert_int_equal(json_integer_value(json_object_get(s, "failed")), 5);
+    json_decref(s);
+    snprintf(args, sizeof args, "tune '%s' --cache off --resume", problem);
+    assert_int_equal(run(args), 2);
+    expect_error("--resume with --cache off: runs record what they measure in the cache only; name the cache the run used");
+    remove_tmpdir();
+}
+
 static void test_crashing_problem(void **state) {
     (void)state;
     make_tmpdir();
@@ -1927,6 +1991,7 @@ int main(void) {
         cmocka_unit_test(test_scalar_problem_size),
         cmocka_unit_test(test_replay_policies),
         cmocka_unit_test(test_crashing_problem),
+        cmocka_unit_test(test_t4_kept_when_killed),
         cmocka_unit_test(test_decision_recorded),
         cmocka_unit_test(test_options),
         cmocka_unit_test(test_options_refused),

@@ -95,6 +95,16 @@ typedef void (*kt_progress_fn)(size_t done, size_t total, size_t valid, size_t f
 /** Sets the progress function (NULL: none, the default). */
 KT_API kt_status kt_context_set_progress_fn(kt_context *ctx, kt_progress_fn fn, void *user);
 
+/** Reports each unit as a tuning decides it: d is the decision being made (not yet published:
+ *  read it only inside the call, through the kt_decision_unit_* accessors), u the unit just
+ *  screened (measured once, or failed: its outcome says) or found failing to build. Called on
+ *  the tuning thread, before the progress function, so that a program can keep results as they
+ *  come (the kerntune command writes its T4 file as it goes). */
+typedef void (*kt_unit_fn)(const kt_decision *d, size_t u, void *user);
+
+/** Sets the unit function (NULL: none, the default). */
+KT_API kt_status kt_context_set_unit_fn(kt_context *ctx, kt_unit_fn fn, void *user);
+
 /** Limits each tuning of the op: at most max_units units (native candidates and variant
  *  configurations, in order; 0: no limit) are validated and measured, and none is started after
  *  max_seconds of wall time (0: no limit). Units left out end KT_OUTCOME_NOT_RUN. */

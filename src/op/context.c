@@ -427,6 +427,13 @@ kt_status kt_context_set_progress_fn(kt_context *ctx, kt_progress_fn fn, void *u
     return KT_OK;
 }
 
+kt_status kt_context_set_unit_fn(kt_context *ctx, kt_unit_fn fn, void *user) {
+    if (ctx == NULL) return kt__err(KT_ERR_NULL, "kt_context_set_unit_fn: ctx is NULL");
+    ctx->unit_fn = fn;
+    ctx->unit_user = user;
+    return KT_OK;
+}
+
 kt_status kt_context_set_compile_threads(kt_context *ctx, size_t threads) {
     if (ctx == NULL) return kt__err(KT_ERR_NULL, "kt_context_set_compile_threads: ctx is NULL");
     if (threads > 64) return kt__err(KT_ERR_INVALID_ARGUMENT, "kt_context_set_compile_threads: %zu threads; at most 64", threads);

@@ -103,6 +103,8 @@ struct kt_context {
     kt__artifacts artifacts;    /* where variants are built, and counts of builds */
     kt_progress_fn progress_fn;
     void *progress_user;
+    kt_unit_fn unit_fn;
+    void *unit_user;
     pthread_mutex_t iso_lock;   /* held by an isolated tuning: one at a time per context */
     kt__worker *workers[KT__MAX_DEVICES]; /* warm worker processes, per device */
     pthread_mutex_t cache_lock; /* guards opening the cache */

@@ -736,6 +736,7 @@ static size_t keep_runnable(tuning *tu, size_t *units, size_t k) {
             kt_search_tell(g->s, i - g->first, INFINITY);
         }
         kt__persist_progress(tu->op, tu->d, i, INFINITY); /* kept even if this tuning never ends */
+        if (tu->op->ctx->unit_fn) tu->op->ctx->unit_fn(tu->d, i, tu->op->ctx->unit_user);
     }
     if (kept > 0) {
         tu->handed_s = kt__now_s();
@@ -887,6 +888,7 @@ static void tuning_told(void *p, size_t i, double ns) {
     tuning *tu = p;
     if (isfinite(ns)) tu->any_valid = true;
     kt__persist_progress(tu->op, tu->d, i, ns); /* kept even if this tuning never ends */
+    if (tu->op->ctx->unit_fn) tu->op->ctx->unit_fn(tu->d, i, tu->op->ctx->unit_user);
     group_search *g = group_of(tu, i);
     if (g) {
         g->outstanding -= g->outstanding > 0;
