@@ -36,8 +36,13 @@
  * re-visit is served from Kernel Tuner's cache, as its own simulated time counts it; the package
  * charges re-visits again).
  *
+ * --kerneltuner runs bench/kerneltuner.py first, in the same run (it creates a virtual
+ * environment with Kernel Tuner 1.5 on first use; its runs stop at 600 evaluations, so on a set
+ * whose window is longer their last best counts to its end, as the package counts a run that
+ * stopped), and scores its traces.
+ *
  * usage: search [--hub DIR] [--seeds N] [--strategies a,b,...] [--sets c-A4000,...]
- *               [--budgets 1,2,5,10] [--kt FILE] [--set-file KERNEL:GPU:T4] [--trace FILE]
+ *               [--budgets 1,2,5,10] [--kerneltuner | --kt FILE] [--set-file KERNEL:GPU:T4] [--trace FILE]
  */
 #define _GNU_SOURCE
 #include <kerntune.h>
@@ -422,14 +427,20 @@ int main(int argc, char **argv) {
         {"convolution_milo", "A4000"}, {"convolution_milo", "W6600"}, {"dedispersion_milo", "A4000"}, {"dedispersion_milo", "W6600"}};
     const char *extra[MAX_SETS];
     size_t nextra = 0;
+    bool run_kt = false;
     for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--kerneltuner") == 0) {
+            run_kt = true;
+            continue;
+        }
         if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
             printf("usage: search [--hub DIR] [--seeds N] [--strategies a,b,...] [--sets c-A4000,c-W6600,d-A4000,d-W6600]\n"
-                   "              [--budgets 1,2,5,10] [--kt FILE] [--set-file KERNEL:GPU:T4] [--trace FILE]\n"
+                   "              [--budgets 1,2,5,10] [--kerneltuner | --kt FILE] [--set-file KERNEL:GPU:T4] [--trace FILE]\n"
                    "Runs kerntune's search strategies on the recorded spaces of benchmark_hub (and --set-file's: a T4 file of\n"
                    "the hub's KERNEL recorded on GPU; its set is c-GPU or d-GPU): chosen/best at each budget (percent of the\n"
                    "space) over seeds, and the autotuning methodology's performance score; with --kt, Kernel Tuner's\n"
-                   "strategies from bench/kerneltuner.py's traces, scored the same way.\n");
+                   "strategies from bench/kerneltuner.py's traces, scored the same way (--kerneltuner: run it first,\n"
+                   "in a virtual environment it creates).\n");
             return 0;
         }
         if (i + 1 >= argc) die(argv[i], "needs a value (see --help)");
@@ -466,6 +477,24 @@ int main(int argc, char **argv) {
     double budgets[MAX_BUDGETS];
     for (size_t b = 0; b < nbudgets; b++)
         if (!((budgets[b] = atof(budget_text[b])) > 0 && budgets[b] <= 100)) die("--budgets", "each a percentage in (0, 100]");
+    static char kt_out[1200];
+    if (run_kt) { /* Kernel Tuner's strategies, on the hub's sets, as many seeds */
+        char sets_arg[300] = "", cmd[3000];
+        for (size_t k = 0; k < 4; k++) {
+            char shortname[80];
+            snprintf(shortname, sizeof shortname, "%c-%s", sets[k].kernel[0], sets[k].gpu);
+            bool wanted = nsets == 0;
+            for (size_t q = 0; q < nsets; q++) wanted = wanted || strcmp(set_names[q], shortname) == 0;
+            if (wanted) snprintf(sets_arg + strlen(sets_arg), sizeof sets_arg - strlen(sets_arg), "%s%s", sets_arg[0] ? "," : "", shortname);
+        }
+        snprintf(kt_out, sizeof kt_out, "%s/kt-traces.jsonl", KT_BINARY_DIR);
+        snprintf(cmd, sizeof cmd, "python3 '%s/bench/kerneltuner.py' --hub '%s' --sets %s --seeds %zu --out '%s'", KT_SOURCE_DIR, hub,
+                 sets_arg, nseeds, kt_out);
+        fprintf(stderr, "search: %s\n", cmd);
+        if (sets_arg[0] && system(cmd) != 0) die("--kerneltuner", "bench/kerneltuner.py failed (see above)");
+        kt_path = kt_out;
+    }
+    setvbuf(stdout, NULL, _IOLBF, 0); /* each line as it comes: the runs take a while */
     FILE *tf = trace_path ? fopen(trace_path, "w") : NULL;
     if (trace_path && tf == NULL) die(trace_path, "cannot be written");
     double worst_auto5 = 0, worst_margin = INFINITY;
