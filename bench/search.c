@@ -57,7 +57,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum { MAX_STRATEGIES = 32, MAX_BUDGETS = 8, MAX_SEEDS = 64, MAX_SETS = 8, GRID = 1000 };
+enum { MAX_STRATEGIES = 32, MAX_BUDGETS = 8, MAX_SEEDS = 64, MAX_SETS = 8, GRID = 1000, MAX_BATCH = 64 };
+
+static size_t batch = 1; /* --batch: configurations proposed at once, as a tuning that builds in parallel asks */
 #define CUTOFF_START 0.01
 #define CUTOFF_END 0.96
 
@@ -213,13 +215,17 @@ static void run_one(const space_data *d, const char *strategy, uint64_t seed, si
     double best = INFINITY, now = 0;
     if (tf) fprintf(tf, "{\"set\": \"%s\", \"strategy\": \"%s\", \"seed\": %llu, \"evaluations\": [", label, strategy, (unsigned long long)seed);
     while (t->n < max && (until_ms <= 0 || now < until_ms)) {
-        size_t c;
-        if (kt_search_propose(s, &c, 1) != 1) break;
-        now += d->cost[c];
-        best = fmin(best, d->value[c]);
-        kt_search_tell(s, c, d->value[c]);
-        if (tf) fprintf(tf, "%s[%zu, %.17g, %.17g]", t->n ? ", " : "", c, isfinite(d->value[c]) ? d->value[c] : -1.0, d->cost[c]);
-        trace_add(t, &cap, best, now);
+        size_t cs[MAX_BATCH], want = batch < max - t->n ? batch : max - t->n;
+        size_t got = kt_search_propose(s, cs, want);
+        if (got == 0) break;
+        for (size_t k = 0; k < got; k++) { /* evaluated one after another, told together */
+            size_t c = cs[k];
+            now += d->cost[c];
+            best = fmin(best, d->value[c]);
+            if (tf) fprintf(tf, "%s[%zu, %.17g, %.17g]", t->n ? ", " : "", c, isfinite(d->value[c]) ? d->value[c] : -1.0, d->cost[c]);
+            trace_add(t, &cap, best, now);
+        }
+        for (size_t k = 0; k < got; k++) kt_search_tell(s, cs[k], d->value[cs[k]]);
     }
     if (tf) fprintf(tf, "]}\n");
     kt_search_destroy(s);
@@ -436,6 +442,7 @@ int main(int argc, char **argv) {
         if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
             printf("usage: search [--hub DIR] [--seeds N] [--strategies a,b,...] [--sets c-A4000,c-W6600,d-A4000,d-W6600]\n"
                    "              [--budgets 1,2,5,10] [--kerneltuner | --kt FILE] [--set-file KERNEL:GPU:T4] [--trace FILE]\n"
+                   "              [--batch N (proposals at once, told together; default 1)]\n"
                    "Runs kerntune's search strategies on the recorded spaces of benchmark_hub (and --set-file's: a T4 file of\n"
                    "the hub's KERNEL recorded on GPU; its set is c-GPU or d-GPU): chosen/best at each budget (percent of the\n"
                    "space) over seeds, and the autotuning methodology's performance score; with --kt, Kernel Tuner's\n"
@@ -451,10 +458,12 @@ int main(int argc, char **argv) {
         else if (strcmp(argv[i], "--budgets") == 0) snprintf(budget_buf, sizeof budget_buf, "%s", argv[++i]);
         else if (strcmp(argv[i], "--trace") == 0) trace_path = argv[++i];
         else if (strcmp(argv[i], "--kt") == 0) kt_path = argv[++i];
+        else if (strcmp(argv[i], "--batch") == 0) batch = (size_t)atoi(argv[++i]);
         else if (strcmp(argv[i], "--set-file") == 0 && nextra < 4) extra[nextra++] = argv[++i];
         else die(argv[i], "unknown option, or more than 4 --set-file (see --help)");
     }
     if (nseeds < 1 || nseeds > MAX_SEEDS) die("--seeds", "must be 1 to 64");
+    if (batch < 1 || batch > MAX_BATCH) die("--batch", "must be 1 to 64");
     for (size_t k = 0; k < 4; k++) {
         set *s = &sets[nsets_all++];
         snprintf(s->kernel, sizeof s->kernel, "%s", hub_sets[k][0]);
