@@ -1,7 +1,9 @@
 /*
  * local.c - greedy local search with restarts (iterated local search) on the lattice of value
- * lists: from the current configuration, its untried neighbours (one parameter one step away)
- * are proposed in random order; the first result better than the current one becomes current,
+ * lists. It starts from the best of a small random design (INIT configurations, proposed at
+ * once: a few spread-out samples find a good basin sooner than one random start, and they keep
+ * parallel builds busy); from the current configuration, its untried neighbours (one parameter
+ * one step away) are proposed in random order; the first result better than the current one becomes current,
  * and its neighbours are proposed next. When every neighbour of the current configuration was
  * tried without improvement it is a local optimum, and the search restarts: alternately from
  * the best found, a random walk of a few steps away (a perturbation that keeps what was
@@ -12,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum { WALK = 3, WALK_TRIES = 16 };
+enum { WALK = 3, WALK_TRIES = 16, INIT = 8 };
 
 typedef struct local {
     long cur;            /* the current configuration, -1 while a start is being measured */
@@ -23,6 +25,8 @@ typedef struct local {
     size_t outstanding;  /* proposals of this strategy not yet told */
     uint8_t *mine;       /* per configuration: proposed by this strategy and not yet told */
     unsigned restarts;
+    size_t seeded;       /* random configurations of the initial design proposed so far */
+    bool began;          /* the walk began from the design's best */
 } local;
 
 static void *create(kt__search_core *core) {
@@ -82,6 +86,21 @@ static size_t take(local *l, size_t *out, size_t k, size_t i) {
 static size_t propose(void *p, kt__search_core *core, size_t *out, size_t max) {
     local *l = p;
     size_t k = 0;
+    while (l->seeded < INIT && k < max) { /* first a small random design, all at once */
+        long s = kt__random_fresh(core);
+        if (s < 0) {
+            l->seeded = INIT;
+            break;
+        }
+        k = take(l, out, k, (size_t)s);
+        l->seeded++;
+    }
+    if (k > 0) return k;
+    if (!l->began) { /* then the walk, from the design's best, once its results are in */
+        if (l->outstanding > 0) return 0;
+        l->began = true;
+        if (core->best >= 0) move_to(l, core, (size_t)core->best, core->value[core->best]);
+    }
     if (l->start >= 0) return 0; /* waiting for where it starts */
     while (k < max && l->cur >= 0 && l->nfrontier > 0) {
         size_t i = l->frontier[--l->nfrontier];
