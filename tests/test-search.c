@@ -15,6 +15,7 @@
 #include <kerntune/cache.h>
 
 #include <math.h>
+#include <stdbool.h>
 #include <sqlite3.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -424,6 +425,38 @@ static void test_killed_tuning_resumes(void **state) {
     }
 }
 
+/* The order in which a tuning decides units (kt_context_set_unit_fn). */
+typedef struct order {
+    size_t unit[64];
+    size_t n;
+} order;
+
+static void note_unit(const kt_decision *d, size_t u, void *user) {
+    (void)d;
+    order *o = user;
+    if (o->n < 64) o->unit[o->n++] = u;
+}
+
+/* A budget of seconds alone may end long before the space does: auto searches (its first
+ * configurations are not the enumeration's first), where exhaustive goes in order. */
+static void test_seconds_budget_searches(void **state) {
+    (void)state;
+    for (int searched = 0; searched < 2; searched++) {
+        kt_context *ctx = lattice_context();
+        order o = {{0}, 0};
+        ok(kt_context_set_unit_fn(ctx, note_unit, &o));
+        kt_op *op = lattice_op(ctx, searched ? NULL : "exhaustive", 3);
+        ok(kt_op_set_budget(op, 0, 3600)); /* seconds only, far more than needed */
+        kt_outcome out[64];
+        assert_int_equal(tune_lattice(op, out), 64); /* the space spent either way */
+        assert_int_equal(o.n, 64);
+        bool ascending = true;
+        for (size_t i = 1; i < o.n; i++) ascending = ascending && o.unit[i] > o.unit[i - 1];
+        assert_int_equal(ascending, !searched);
+        kt_context_destroy(ctx);
+    }
+}
+
 static void test_tuning_search_errors(void **state) {
     (void)state;
     kt_context *ctx = lattice_context();
@@ -451,6 +484,7 @@ int main(void) {
         cmocka_unit_test(test_smooth_landscape),      cmocka_unit_test(test_errors),
         cmocka_unit_test(test_tuning_budget_and_builds), cmocka_unit_test(test_tuning_exhaustive_and_auto),
         cmocka_unit_test(test_tuning_search_errors),    cmocka_unit_test(test_killed_tuning_resumes),
+        cmocka_unit_test(test_seconds_budget_searches),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
     char rm[300];

@@ -695,6 +695,10 @@ static kt_status set_up_search(tuning *tu) {
         while (u < n && d->units[u].cand != c) u++;
         if (tu->cfgs[c].n == 0 || u == n) continue;
         const char *strategy = op->strategy[0] ? op->strategy : "auto";
+        /* a budget of seconds alone may end long before the space does: auto searches then
+         * (as for a budget of units short of the space), never walks the space in order */
+        if (strcmp(strategy, "auto") == 0 && budget == 0 && op->budget.seconds > 0 && tu->cfgs[c].n > 1)
+            strategy = kt__strategy_auto(tu->cfgs[c].n, 0, tu->cfgs[c].n - 1)->name; /* what it picks short of the space */
         kt_search *s = NULL;
         char where[160];
         snprintf(where, sizeof where, "%s(op '%s'): the search over '%s'", d->where, op->name, op->cands[c].name);
