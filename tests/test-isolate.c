@@ -440,10 +440,12 @@ static int twice_ref_host(const kt_arg *args, size_t nargs, void *user, kt_resul
     return twice(args, nargs, user, res);
 }
 
-/* Tunes the plug backend's variants (REPS x MODE) of the table named sym on its device; returns
- * the context (the decision through *d; info lines into got when not NULL). */
-static kt_context *plug_tune(void *h, const char *sym, const char *name, const kt_decision **d, kt_arg *args, size_t *dev,
-                             lines *got) {
+/* A context with the plug-in's backend of table sym (info lines into got when not NULL; builds on
+ * threads threads, 0: the default) and op name on its device: out = 2 in over N floats, the
+ * host's reference, every variant in a worker process. args receives the arguments (the
+ * caller frees the two buffers with kt_device_free), *dev the device, *ctxp the context. */
+static kt_op *plug_op(void *h, const char *sym, const char *name, size_t threads, kt_arg *args, size_t *dev, lines *got,
+                      kt_context **ctxp) {
     kt_context *ctx = NULL;
     ok(kt_context_create(&ctx));
     if (got) {
@@ -451,6 +453,7 @@ static kt_context *plug_tune(void *h, const char *sym, const char *name, const k
         ok(kt_context_set_log_fn(ctx, capture, got));
     }
     ok(kt_context_set_artifact_dir(ctx, artifacts));
+    if (threads) ok(kt_context_set_compile_threads(ctx, threads));
     ok(kt_context_add_backend(ctx, plugin_sym(h, sym)));
     *dev = (size_t)-1;
     for (size_t i = 0; i < kt_context_device_count(ctx); i++)
@@ -470,20 +473,34 @@ static kt_context *plug_tune(void *h, const char *sym, const char *name, const k
     ok(kt_op_add_scalar(op, "n", KT_TYPE_I32));
     ok(kt_op_set_reference_fn(op, twice_ref_host, NULL));
     ok(kt_op_set_isolation(op, KT_ISOLATE_ON));
-    kt_space *sp = NULL;
-    ok(kt_space_create(&sp));
-    ok(kt_space_add_param(sp, "REPS", "[40, 1]"));
-    ok(kt_space_add_param(sp, "MODE", strcmp(sym, "kt_test_plug") == 0          ? "[0, 1, 2, 3]"
-                                      : strcmp(sym, "kt_test_plug_checks") == 0 ? "[0, 2, 4]"
-                                                                                : "[0, 2]"));
-    ok(kt_op_add_variants(op, "twice", sp, "plug source", "twice", NULL, 0));
-    kt_space_destroy(sp);
     args[0] = kt_arg_buf(dout, N * sizeof(float));
     args[1] = kt_arg_buf(din, N * sizeof(float));
     args[2] = kt_arg_i32(N);
+    *ctxp = ctx;
+    return op;
+}
+
+/* Adds the plug's variants over params (NAME and values, pairs, NULL-ended) to op. */
+static void plug_variants(kt_op *op, const char *const *params) {
+    kt_space *sp = NULL;
+    ok(kt_space_create(&sp));
+    for (size_t i = 0; params[i]; i += 2) ok(kt_space_add_param(sp, params[i], params[i + 1]));
+    ok(kt_op_add_variants(op, "twice", sp, "plug source", "twice", NULL, 0));
+    kt_space_destroy(sp);
+}
+
+/* Tunes the plug backend's variants (REPS x MODE) of the table named sym on its device; returns
+ * the context (the decision through *d; info lines into got when not NULL). */
+static kt_context *plug_tune(void *h, const char *sym, const char *name, const kt_decision **d, kt_arg *args, size_t *dev,
+                             lines *got) {
+    kt_context *ctx = NULL;
+    kt_op *op = plug_op(h, sym, name, 0, args, dev, got, &ctx);
+    const char *modes = strcmp(sym, "kt_test_plug") == 0 ? "[0, 1, 2, 3]" : strcmp(sym, "kt_test_plug_checks") == 0 ? "[0, 2, 4]" : "[0, 2]";
+    plug_variants(op, (const char *const[]){"REPS", "[40, 1]", "MODE", modes, NULL});
     ok(kt_op_call(op, args, 3));
-    static float out[N];
-    ok(kt_device_read(ctx, *dev, out, dout, sizeof out));
+    float out[N], in[N];
+    ok(kt_device_read(ctx, *dev, out, args[0].ptr, sizeof out));
+    ok(kt_device_read(ctx, *dev, in, args[1].ptr, sizeof in));
     for (int i = 0; i < N; i++) assert_true(out[i] == 2.0f * in[i]);
     ok(kt_op_decision(op, args, 3, d));
     return ctx;
@@ -565,46 +582,16 @@ static void test_plugin_builds_while_measuring(void **state) {
     for (int pipe = 1; pipe >= 0; pipe--) {
         log_reset();
         kt_context *ctx = NULL;
-        ok(kt_context_create(&ctx));
-        ok(kt_context_set_artifact_dir(ctx, artifacts));
-        ok(kt_context_set_compile_threads(ctx, 2));
-        ok(kt_context_add_backend(ctx, plugin_sym(h, pipe ? "kt_test_plug_pipe" : "kt_test_plug")));
-        size_t dev = (size_t)-1;
-        for (size_t i = 0; i < kt_context_device_count(ctx); i++)
-            if (strcmp(kt_device_fingerprint(kt_context_device(ctx, i)), "plug-device-1") == 0) dev = i;
-        assert_true(dev != (size_t)-1);
-        static float in[N];
-        for (int i = 0; i < N; i++) in[i] = (float)(i % 7);
-        void *dout, *din;
-        ok(kt_device_alloc(ctx, dev, N * sizeof(float), &dout));
-        ok(kt_device_alloc(ctx, dev, N * sizeof(float), &din));
-        ok(kt_device_write(ctx, dev, din, in, sizeof in));
-        kt_op *op = NULL;
-        ok(kt_op_create(ctx, pipe ? "pipelined" : "in-turns", &op));
-        ok(kt_op_set_device(op, dev));
-        ok(kt_op_add_buffer(op, "out", KT_TYPE_F32, KT_WRITE_ONLY));
-        ok(kt_op_add_buffer(op, "in", KT_TYPE_F32, KT_READ_ONLY));
-        ok(kt_op_add_scalar(op, "n", KT_TYPE_I32));
-        ok(kt_op_set_reference_fn(op, twice_ref_host, NULL));
-        ok(kt_op_set_isolation(op, KT_ISOLATE_ON));
-        kt_space *sp = NULL;
-        ok(kt_space_create(&sp));
-        ok(kt_space_add_param(sp, "LAG", "[0, 1, 2, 3, 4, 5]"));
-        ok(kt_space_add_param(sp, "REPS", "[1]"));
-        ok(kt_op_add_variants(op, "twice", sp, "plug source", "twice", NULL, 0));
-        kt_space_destroy(sp);
+        kt_arg args[3];
+        size_t dev;
+        kt_op *op = plug_op(h, pipe ? "kt_test_plug_pipe" : "kt_test_plug", pipe ? "pipelined" : "in-turns", 2, args, &dev, NULL, &ctx);
+        plug_variants(op, (const char *const[]){"LAG", "[0, 1, 2, 3, 4, 5]", "REPS", "[1]", NULL});
         ok(kt_op_set_search(op, "exhaustive", 1)); /* in order */
         if (!pipe) ok(kt_op_set_budget(op, 2, 0)); /* built as it goes too (a budget): LAG 0 and 1, together */
-        kt_arg args[3] = {kt_arg_buf(dout, N * sizeof(float)), kt_arg_buf(din, N * sizeof(float)), kt_arg_i32(N)};
         ok(kt_op_call(op, args, 3));
         const kt_decision *d = NULL;
         ok(kt_op_decision(op, args, 3, &d));
         int mine = 0, waited = log_count("build-waited", &mine, NULL) + mine, timeouts = log_count("build-timeout", &mine, NULL) + mine;
-        if (getenv("KT_TEST_SHOW_LOG")) {
-            char cmd[300];
-            snprintf(cmd, sizeof cmd, "cat %s >&2", plugin_log);
-            (void)system(cmd);
-        }
         if (pipe) {
             for (size_t u = 0; u < kt_decision_unit_count(d); u++) assert_int_equal(kt_decision_unit_outcome(d, u), KT_OUTCOME_MEASURED);
             assert_int_equal(waited, 5); /* LAG 1 to 5: each saw a launch while it built */
@@ -613,8 +600,8 @@ static void test_plugin_builds_while_measuring(void **state) {
             assert_int_equal(waited, 0);
             assert_int_equal(timeouts, 1); /* LAG 1 built while nothing ran */
         }
-        kt_device_free(ctx, dev, dout);
-        kt_device_free(ctx, dev, din);
+        kt_device_free(ctx, dev, args[0].ptr);
+        kt_device_free(ctx, dev, args[1].ptr);
         kt_context_destroy(ctx);
     }
     dlclose(h);
@@ -628,42 +615,18 @@ static void test_plugin_rejects_what_does_not_fit(void **state) {
     log_reset();
     void *h = plugin_open(KT_PLUGIN);
     kt_context *ctx = NULL;
-    ok(kt_context_create(&ctx));
-    ok(kt_context_set_artifact_dir(ctx, artifacts));
-    ok(kt_context_add_backend(ctx, plugin_sym(h, "kt_test_plug")));
-    size_t dev = (size_t)-1;
-    for (size_t i = 0; i < kt_context_device_count(ctx); i++)
-        if (strcmp(kt_device_fingerprint(kt_context_device(ctx, i)), "plug-device-1") == 0) dev = i;
-    assert_true(dev != (size_t)-1);
-    static float in[N];
-    for (int i = 0; i < N; i++) in[i] = (float)(i % 5);
-    void *dout, *din;
-    ok(kt_device_alloc(ctx, dev, N * sizeof(float), &dout));
-    ok(kt_device_alloc(ctx, dev, N * sizeof(float), &din));
-    ok(kt_device_write(ctx, dev, din, in, sizeof in));
-    kt_op *op = NULL;
-    ok(kt_op_create(ctx, "fits", &op));
-    ok(kt_op_set_device(op, dev));
-    ok(kt_op_add_buffer(op, "out", KT_TYPE_F32, KT_WRITE_ONLY));
-    ok(kt_op_add_buffer(op, "in", KT_TYPE_F32, KT_READ_ONLY));
-    ok(kt_op_add_scalar(op, "n", KT_TYPE_I32));
-    ok(kt_op_set_reference_fn(op, twice_ref_host, NULL));
-    ok(kt_op_set_isolation(op, KT_ISOLATE_ON));
-    kt_space *sp = NULL;
-    ok(kt_space_create(&sp));
-    ok(kt_space_add_param(sp, "MAXT", "[0, 64]"));
-    ok(kt_space_add_param(sp, "REPS", "[1]"));
-    ok(kt_op_add_variants(op, "twice", sp, "plug source", "twice", NULL, 0));
-    kt_space_destroy(sp);
-    kt_arg args[3] = {kt_arg_buf(dout, N * sizeof(float)), kt_arg_buf(din, N * sizeof(float)), kt_arg_i32(N)};
+    kt_arg args[3];
+    size_t dev;
+    kt_op *op = plug_op(h, "kt_test_plug", "fits", 0, args, &dev, NULL, &ctx);
+    plug_variants(op, (const char *const[]){"MAXT", "[0, 64]", "REPS", "[1]", NULL});
     ok(kt_op_call(op, args, 3));
     const kt_decision *d = NULL;
     ok(kt_op_decision(op, args, 3, &d));
     expect_unit(d, "MAXT=0,REPS=1", KT_OUTCOME_REJECTED, "plug: needs 1 threads per block; the kernel allows 0");
     expect_unit(d, "MAXT=64,REPS=1", KT_OUTCOME_MEASURED, NULL);
     assert_string_equal(kt_decision_unit_config(d, kt_decision_winner_unit(d)), "MAXT=64,REPS=1");
-    kt_device_free(ctx, dev, dout);
-    kt_device_free(ctx, dev, din);
+    kt_device_free(ctx, dev, args[0].ptr);
+    kt_device_free(ctx, dev, args[1].ptr);
     kt_context_destroy(ctx);
     dlclose(h);
 }

@@ -252,19 +252,24 @@ static const char *lattice_src = "#include <stdint.h>\n"
                                  "#if X == 2 && Y == 6\n#error this configuration does not compile\n#endif\n"
                                  "void lattice(int32_t *out, long n) { (void)n; out[0] = 1 + 0 * (X + Y); }\n";
 
-static kt_op *lattice_op(kt_context *ctx, const char *strategy, uint64_t seed) {
+/* Op name of the lattice's variants, X and Y each over values (e.g. "range(8)"). */
+static kt_op *lattice_op_over(kt_context *ctx, const char *name, const char *values, const char *strategy, uint64_t seed) {
     kt_op *op = NULL;
-    ok(kt_op_create(ctx, "lattice", &op));
+    ok(kt_op_create(ctx, name, &op));
     ok(kt_op_add_buffer(op, "out", KT_TYPE_I32, KT_WRITE_ONLY));
     ok(kt_op_add_scalar(op, "n", KT_TYPE_I64));
     kt_space *sp = NULL;
     ok(kt_space_create(&sp));
-    ok(kt_space_add_param(sp, "X", "range(8)"));
-    ok(kt_space_add_param(sp, "Y", "range(8)"));
+    ok(kt_space_add_param(sp, "X", values));
+    ok(kt_space_add_param(sp, "Y", values));
     ok(kt_op_add_variants(op, "lattice", sp, lattice_src, "lattice", NULL, 0));
     kt_space_destroy(sp);
     if (strategy) ok(kt_op_set_search(op, strategy, seed));
     return op;
+}
+
+static kt_op *lattice_op(kt_context *ctx, const char *strategy, uint64_t seed) {
+    return lattice_op_over(ctx, "lattice", "range(8)", strategy, seed);
 }
 
 static kt_context *lattice_context(void) {
@@ -390,16 +395,7 @@ static void test_killed_tuning_resumes(void **state) {
         }
         kt_context *ctx = lattice_context();
         ok(kt_context_set_cache(ctx, db));
-        kt_op *op = NULL;
-        ok(kt_op_create(ctx, "resumed", &op));
-        ok(kt_op_add_buffer(op, "out", KT_TYPE_I32, KT_WRITE_ONLY));
-        ok(kt_op_add_scalar(op, "n", KT_TYPE_I64));
-        kt_space *sp = NULL;
-        ok(kt_space_create(&sp));
-        ok(kt_space_add_param(sp, "X", "range(4)"));
-        ok(kt_space_add_param(sp, "Y", "range(4)"));
-        ok(kt_op_add_variants(op, "lattice", sp, lattice_src, "lattice", NULL, 0));
-        kt_space_destroy(sp);
+        kt_op *op = lattice_op_over(ctx, "resumed", "range(4)", NULL, 0);
         int32_t out[1] = {0};
         kt_arg args[] = {kt_arg_buf(out, sizeof out), kt_arg_i64(1)};
         if (round == 0) { /* the child: killed midway */

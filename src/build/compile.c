@@ -17,6 +17,7 @@
  * variants with the same key are built once; the loaded module of a key is shared.
  */
 #include "build/compile.h"
+#include "build/hash.h"
 #include "build/pp.h"
 #include "backends/backends.h"
 
@@ -73,27 +74,14 @@ kt_status kt__default_artifact_dir(char *out, size_t len) {
 
 /* ---- keys ----------------------------------------------------------------------------------- */
 
-typedef struct hasher {
-    uint64_t a, b;
-} hasher;
-
-static void hash_bytes(hasher *h, const void *p, size_t n) {
-    /* a length prefix keeps ("ab","c") and ("a","bc") apart */
-    uint64_t len = n;
-    h->a = kt__fnv1a(&len, sizeof len, h->a);
-    h->b = kt__fnv1a(&len, sizeof len, h->b ^ 0x5bd1e995u);
-    h->a = kt__fnv1a(p, n, h->a);
-    h->b = kt__fnv1a(p, n, h->b * 0x9e3779b97f4a7c15ull);
-}
-
-static void hash_str(hasher *h, const char *s) { hash_bytes(h, s ? s : "", s ? strlen(s) : 0); }
+static void hash_str(kt__hasher *h, const char *s) { kt__hash_bytes(h, s ? s : "", s ? strlen(s) : 0); }
 
 /* Bumped whenever what kerntune writes into an artifact changes (the C entry wrapper, the CUDA
  * header): artifacts of another format never match. */
 #define KT__ARTIFACT_FORMAT "3"
 
 static void build_key(const kt__build *bd, const char *compiler_id, char out[33]) {
-    hasher h = {0x6b65726e74756e65ull, 0x61727469666163ull};
+    kt__hasher h = {0x6b65726e74756e65ull, 0x61727469666163ull};
     const kt_build_request *r = &bd->req;
     hash_str(&h, kt_version_string());
     hash_str(&h, KT__ARTIFACT_FORMAT);
@@ -106,16 +94,16 @@ static void build_key(const kt__build *bd, const char *compiler_id, char out[33]
     if (r->ndefines > 0 && (kt__backend_caps(bd->backend) & KT_BACKEND_CAP_PREPROCESSED) &&
         kt__pp_fingerprint(r->source, r->defines, r->ndefines, r->options, r->noptions, pp)) {
         hash_str(&h, "|preprocessed|"); /* what the compiler sees, not how the defines spell it */
-        hash_bytes(&h, pp, sizeof pp);
+        kt__hash_bytes(&h, pp, sizeof pp);
     } else {
         for (size_t i = 0; i < r->ndefines; i++) hash_str(&h, r->defines[i]);
     }
     hash_str(&h, "|options|");
     for (size_t i = 0; i < r->noptions; i++) hash_str(&h, r->options[i]);
-    hash_bytes(&h, r->arg_types, r->nargs * sizeof *r->arg_types);
-    hash_bytes(&h, r->arg_elems, r->nargs * sizeof *r->arg_elems);
+    kt__hash_bytes(&h, r->arg_types, r->nargs * sizeof *r->arg_types);
+    kt__hash_bytes(&h, r->arg_elems, r->nargs * sizeof *r->arg_elems);
     for (size_t i = 0; r->arg_constant && i < r->nargs; i++) /* which argument goes into which variable */
-        if (r->arg_constant[i]) hash_bytes(&h, &i, sizeof i), hash_str(&h, r->arg_names[i]);
+        if (r->arg_constant[i]) kt__hash_bytes(&h, &i, sizeof i), hash_str(&h, r->arg_names[i]);
     snprintf(out, 33, "%016llx%016llx", (unsigned long long)h.a, (unsigned long long)h.b);
 }
 

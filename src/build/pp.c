@@ -30,7 +30,7 @@
  */
 #include "build/pp.h"
 
-#include "util/util.h"
+#include "build/hash.h"
 
 #include <limits.h>
 #include <stdio.h>
@@ -69,7 +69,7 @@ typedef struct macro {
 
 typedef struct pp {
     macro *tab[BUCKETS];
-    uint64_t a, b;
+    kt__hasher h;
     unsigned gen;
     const char **dirs;
     size_t ndirs;
@@ -109,13 +109,7 @@ static bool isdig(unsigned char c) { return c >= '0' && c <= '9'; }
 static bool idstart(unsigned char c) { return c == '_' || c == '$' || ((c | 32) >= 'a' && (c | 32) <= 'z') || c >= 0x80; }
 static bool idchar(unsigned char c) { return idstart(c) || isdig(c); }
 
-static void emit(pp *p, const void *data, size_t n) {
-    uint64_t len = n;
-    p->a = kt__fnv1a(&len, sizeof len, p->a);
-    p->b = kt__fnv1a(&len, sizeof len, p->b ^ 0x2545f4914f6cdd1dull);
-    p->a = kt__fnv1a(data, n, p->a);
-    p->b = kt__fnv1a(data, n, p->b * 0x9e3779b97f4a7c15ull);
-}
+static void emit(pp *p, const void *data, size_t n) { kt__hash_bytes(&p->h, data, n); }
 
 static void emit_str(pp *p, const char *s) { emit(p, s, strlen(s)); }
 
@@ -847,7 +841,7 @@ bool kt__pp_fingerprint(const char *source, const char *const *defines, size_t n
         return false;
     }
     p->optdefs = optdefs;
-    p->a = 0x70726570726f63ull, p->b = 0x66696e6765727072ull;
+    p->h = (kt__hasher){0x70726570726f63ull, 0x66696e6765727072ull};
     p->dirs = dirs;
     for (size_t i = 0; i < noptions && !p->fail; i++) {
         const char *o = options[i];
@@ -886,7 +880,7 @@ bool kt__pp_fingerprint(const char *source, const char *const *defines, size_t n
     free(t.v);
     if (!p->fail) run(p, source, strlen(source), LIVE);
     bool ok = !p->fail;
-    if (ok) out[0] = p->a, out[1] = p->b;
+    if (ok) out[0] = p->h.a, out[1] = p->h.b;
     for (size_t b = 0; b < BUCKETS; b++)
         for (macro *m = p->tab[b], *next; m; m = next) {
             next = m->next;

@@ -211,6 +211,21 @@ kt_status kt__store_get_unit(kt_cache *c, const kt__store_rec *id, const char *u
     return st;
 }
 
+/* Binds a unit's columns (KT__UNIT_COLS) to parameters first.. of s. */
+static void bind_unit(sqlite3_stmt *s, int first, const kt__store_unit *u) {
+    kt__db_bind_text(s, first, u->candidate);
+    kt__db_bind_text(s, first + 1, u->config);
+    kt__db_bind_text(s, first + 2, u->unit_hash);
+    sqlite3_bind_int(s, first + 3, u->outcome);
+    sqlite3_bind_double(s, first + 4, u->time_ns);
+    sqlite3_bind_double(s, first + 5, u->ci_low_ns);
+    sqlite3_bind_double(s, first + 6, u->ci_high_ns);
+    sqlite3_bind_int64(s, first + 7, u->runs);
+    sqlite3_bind_int64(s, first + 8, u->warmups);
+    kt__db_bind_text(s, first + 9, u->message);
+    sqlite3_bind_int(s, first + 10, u->finalist ? 1 : 0);
+}
+
 /* Deletes the decision of rec's identity, its units and its tuning's progress, then inserts rec;
  * inside a write transaction. */
 kt_status kt__rec_write(kt_cache *c, const kt__store_rec *rec, const char *where) {
@@ -265,17 +280,7 @@ kt_status kt__rec_write(kt_cache *c, const kt__store_rec *rec, const char *where
         sqlite3_reset(s);
         sqlite3_bind_int64(s, 1, id);
         sqlite3_bind_int64(s, 2, (int64_t)i);
-        kt__db_bind_text(s, 3, u->candidate);
-        kt__db_bind_text(s, 4, u->config);
-        kt__db_bind_text(s, 5, u->unit_hash);
-        sqlite3_bind_int(s, 6, u->outcome);
-        sqlite3_bind_double(s, 7, u->time_ns);
-        sqlite3_bind_double(s, 8, u->ci_low_ns);
-        sqlite3_bind_double(s, 9, u->ci_high_ns);
-        sqlite3_bind_int64(s, 10, u->runs);
-        sqlite3_bind_int64(s, 11, u->warmups);
-        kt__db_bind_text(s, 12, u->message);
-        sqlite3_bind_int(s, 13, u->finalist ? 1 : 0);
+        bind_unit(s, 3, u);
         st = kt__db_step(c, s, NULL, where);
     }
     sqlite3_finalize(s);
@@ -318,17 +323,7 @@ static kt_status progress_tx(kt_cache *c, void *arg, const char *where) {
         const kt__store_unit *u = &j->units[i];
         sqlite3_reset(s);
         kt__rec_bind_identity(s, j->id, key);
-        kt__db_bind_text(s, 6, u->candidate);
-        kt__db_bind_text(s, 7, u->config);
-        kt__db_bind_text(s, 8, u->unit_hash);
-        sqlite3_bind_int(s, 9, u->outcome);
-        sqlite3_bind_double(s, 10, u->time_ns);
-        sqlite3_bind_double(s, 11, u->ci_low_ns);
-        sqlite3_bind_double(s, 12, u->ci_high_ns);
-        sqlite3_bind_int64(s, 13, u->runs);
-        sqlite3_bind_int64(s, 14, u->warmups);
-        kt__db_bind_text(s, 15, u->message);
-        sqlite3_bind_int(s, 16, u->finalist ? 1 : 0);
+        bind_unit(s, 6, u);
         sqlite3_bind_int64(s, 17, now);
         st = kt__db_step(c, s, NULL, where);
     }
