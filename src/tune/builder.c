@@ -85,7 +85,7 @@ static void *worker(void *arg) {
         j->state = DONE;
         if (!j->bd.cached && grow((void **)&bl->built_ms, &bl->capbuilt, bl->nbuilt + 1, sizeof *bl->built_ms))
             bl->built_ms[bl->nbuilt++] = j->bd.build_ms;
-        if (grow((void **)&bl->ready, &bl->capready, bl->nready + j->nunits, sizeof *bl->ready)) {
+        if (j->nunits > 0 && grow((void **)&bl->ready, &bl->capready, bl->nready + j->nunits, sizeof *bl->ready)) {
             memcpy(bl->ready + bl->nready, j->units, j->nunits * sizeof *j->units);
             bl->nready += j->nunits;
         }
@@ -299,8 +299,10 @@ size_t kt__builder_take(kt__builder *bl, size_t *units, size_t max, bool wait, k
     pthread_mutex_lock(&bl->mu);
     while (wait && bl->nready == 0 && bl->pending > 0) pthread_cond_wait(&bl->done, &bl->mu);
     size_t k = bl->nready < max ? bl->nready : max;
-    memcpy(units, bl->ready, k * sizeof *units);
-    memmove(bl->ready, bl->ready + k, (bl->nready - k) * sizeof *bl->ready);
+    if (k > 0) {
+        memcpy(units, bl->ready, k * sizeof *units);
+        memmove(bl->ready, bl->ready + k, (bl->nready - k) * sizeof *bl->ready);
+    }
     bl->nready -= k;
     job **of = malloc((k ? k : 1) * sizeof *of);
     for (size_t q = 0; of && q < k; q++) of[q] = job_of(bl, units[q]);
