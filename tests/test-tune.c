@@ -984,6 +984,58 @@ static void test_scalar_problem_size(void **state) {
     remove_tmpdir();
 }
 
+/* A search is told each configuration's screened time and steers by it, so screening waits for
+ * a kernel to settle: a configuration whose first runs are 20x, 10x slower than its steady time
+ * (a device warming up after a build) is told its steady time and wins. Screened by one run it
+ * would look 7x slower than the first configuration and be dropped. Replayed in recorded order. */
+static void test_search_screens_settled_runs(void **state) {
+    (void)state;
+    make_tmpdir();
+    char path[512], rec[512];
+    snprintf(path, sizeof path, "%s/warming.json", tmpdir);
+    write_file(path,
+               "{\"General\": {\"BenchmarkName\": \"warming\", \"OutputFormat\": \"JSON\"},\n"
+               " \"ConfigurationSpace\": {\"TuningParameters\": [{\"Name\": \"block_size_x\", \"Type\": \"int\", \"Values\": \"[32, 64, 128]\", \"Default\": 32}],\n"
+               "   \"Conditions\": []},\n"
+               " \"KernelSpecification\": {\"Language\": \"CUDA\", \"BenchmarkName\": \"warming\", \"KernelName\": \"k\", \"KernelFile\": \"k.cu\",\n"
+               "   \"GlobalSizeType\": \"CUDA\", \"LocalSize\": {\"X\": \"block_size_x\", \"Y\": \"1\", \"Z\": \"1\"},\n"
+               "   \"GlobalSize\": {\"X\": \"1024 // block_size_x\", \"Y\": \"1\", \"Z\": \"1\"}, \"ProblemSize\": 1024, \"SharedMemory\": 0,\n"
+               "   \"Arguments\": [{\"Name\": \"c\", \"Type\": \"float\", \"MemoryType\": \"Vector\", \"AccessType\": \"WriteOnly\", \"FillType\": \"Constant\", \"Size\": 1024, \"FillValue\": 0.0}]}}\n");
+    /* 32: steady 3 ms; 64: 30 (the warm-up), 20, 10, then 1 ms; 128: steady 2 ms */
+    static const double runs[3][12] = {{3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3}, {30, 20, 10, 1, 1, 1, 1, 1, 1, 1, 1, 1}, {2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2}};
+    json_t *t4 = json_pack("{s:{s:s}, s:[]}", "metadata", "timeunit", "milliseconds", "results");
+    for (int c = 0; c < 3; c++) {
+        json_t *rt = json_array();
+        for (int q = 0; q < 12; q++) json_array_append_new(rt, json_real(runs[c][q]));
+        json_array_append_new(json_object_get(t4, "results"),
+                              json_pack("{s:{s:i}, s:s, s:{s:o}, s:[{s:s,s:f,s:s}]}", "configuration", "block_size_x", 32 << c, "invalidity",
+                                        "correct", "times", "runtimes", rt, "measurements", "name", "time", "value", runs[c][11], "unit", "ms"));
+    }
+    snprintf(rec, sizeof rec, "%s/warming.t4.json", tmpdir);
+    write_json(rec, t4);
+    json_decref(t4);
+    char args[2048], out4[512];
+    snprintf(out4, sizeof out4, "%s/out.t4.json", tmpdir);
+    snprintf(args, sizeof args, "tune '%s' --simulate '%s' --strategy exhaustive --json --quiet --t4 '%s'", path, rec, out4);
+    if (run(args) != 0) fail_msg("%s", err);
+    json_t *d = doc();
+    assert_int_equal(json_integer_value(json_object_get(json_object_get(json_object_get(d, "best"), "configuration"), "block_size_x")), 64);
+    assert_true(json_real_value(json_object_get(json_object_get(d, "best"), "time_ms")) < 1.0001);
+    json_decref(d);
+    t4 = load(out4);
+    size_t i;
+    json_t *r;
+    json_array_foreach(json_object_get(t4, "results"), i, r) { /* 64's kept runs are its steady ones */
+        if (json_integer_value(json_object_get(json_object_get(r, "configuration"), "block_size_x")) != 64) continue;
+        json_t *kept = json_object_get(json_object_get(r, "times"), "runtimes"), *v;
+        size_t q;
+        assert_true(json_array_size(kept) >= 2);
+        json_array_foreach(kept, q, v) assert_true(json_real_value(v) == 1.0);
+    }
+    json_decref(t4);
+    remove_tmpdir();
+}
+
 /* Kernel Tuner's formats: its cache files replay (a failed compile classified), and a problem
  * in its T1 style (list(range(...)), GridDivX, MemType, Output, a null Stream) tunes. */
 static void test_kernel_tuner_formats(void **state) {
@@ -1989,6 +2041,7 @@ int main(void) {
         cmocka_unit_test(test_checked_at_load),
         cmocka_unit_test(test_budget_count_and_fraction),
         cmocka_unit_test(test_scalar_problem_size),
+        cmocka_unit_test(test_search_screens_settled_runs),
         cmocka_unit_test(test_replay_policies),
         cmocka_unit_test(test_crashing_problem),
         cmocka_unit_test(test_t4_kept_when_killed),
