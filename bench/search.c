@@ -6,10 +6,15 @@
  * recorded exhaustively on an RTX A4000 and a Radeon Pro W6600; more with --set-file, e.g. a
  * space recorded on the H200 by `kerntune tune --t4`), the problem's space is built from its T1
  * file and every configuration's recorded result is looked up in the T4 file. Each strategy then
- * runs through kerntune/search.h, proposing one configuration at a time and being told its
- * recorded mean (or that it is invalid). An evaluation costs, in simulated time, what it cost
- * when it was recorded: compiling it, validating it, the framework's and the recording tuner's
- * share, and its runs (every time field of T4, as the autotuning methodology counts them).
+ * runs through kerntune/search.h, proposing one configuration at a time. An evaluation costs,
+ * in simulated time, what building it cost when it was recorded (compiling, validating, the
+ * framework's share: the time fields of T4) and the runs kerntune's race takes to screen it,
+ * served from its recorded runs in their order (race_screen below: a warm-up, two runs, more
+ * while the first is a warm-up outlier), and the strategy is told the screened time, as the
+ * engine tells a search; the best found is the race's pick (race_pick). With --cost recorded,
+ * every recorded run is charged and the recorded mean told instead, as if kerntune measured
+ * each configuration as the recording tuner did (Kernel Tuner: 32 runs here). Kernel Tuner's
+ * own strategies are always charged the recorded costs: they are its measuring.
  *
  * Reported per set and strategy, over seeds: the median and 90th percentile of chosen / best
  * (the best recorded mean found within the budget over the space's best) for budgets of 1%, 2%,
@@ -57,9 +62,17 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum { MAX_STRATEGIES = 32, MAX_BUDGETS = 8, MAX_SEEDS = 64, MAX_SETS = 8, GRID = 1000, MAX_BATCH = 64 };
+enum { RUNS = 8, MAX_STRATEGIES = 32, MAX_BUDGETS = 8, MAX_SEEDS = 64, MAX_SETS = 8, GRID = 1000, MAX_BATCH = 64 };
 
 static size_t batch = 1; /* --batch: configurations proposed at once, as a tuning that builds in parallel asks */
+/* --cost: how kerntune's evaluations are charged and told. "race" (the default): as kerntune's
+ * engine measures during a search, a configuration costs its build (compile, framework,
+ * validation) and two recorded runs (a warm-up or validation run, then the one run it is
+ * screened by), the strategy is told that screened run, and the best found is the
+ * configuration with the fastest screened run (its recorded mean counts). "recorded": every
+ * recorded run is charged and the recorded mean told, as the recording tuner measured. Kernel
+ * Tuner's traces are always charged their recorded costs (its own measuring). */
+static bool recorded_cost = false;
 #define CUTOFF_START 0.01
 #define CUTOFF_END 0.96
 
@@ -73,6 +86,9 @@ typedef struct space_data {
     kt_space *sp;
     size_t n;
     double *value, *cost;
+    double *build;        /* what building it cost (compile, framework, validation; ms) */
+    double *runs;         /* its first RUNS recorded runs (ms), as the replay backend serves them: in order */
+    uint8_t *nruns;       /* how many of them it has (0 when invalid) */
     char **key;           /* per configuration: its values in T1 order, joined by "," */
     double opt, median, median_cost, mean_cost;
     double *worst_first;  /* the valid values, worst first */
@@ -125,10 +141,13 @@ static void load_set(const char *hub, const set *s, space_data *d) {
     if (!t4_read(s->t4, names, nnames, &recs, &err)) die(s->t4, err);
     d->value = malloc(d->n * sizeof *d->value);
     d->cost = malloc(d->n * sizeof *d->cost);
+    d->build = malloc(d->n * sizeof *d->build);
+    d->runs = malloc(d->n * RUNS * sizeof *d->runs);
+    d->nruns = calloc(d->n, 1);
     d->key = calloc(d->n, sizeof *d->key);
     d->worst_first = malloc(d->n * sizeof *d->worst_first);
     double *costs = malloc(d->n * sizeof *costs);
-    if (!d->value || !d->cost || !d->key || !d->worst_first || !costs) die(s->label, "out of memory");
+    if (!d->value || !d->cost || !d->build || !d->runs || !d->nruns || !d->key || !d->worst_first || !costs) die(s->label, "out of memory");
     d->opt = INFINITY, d->nvalid = 0;
     size_t missing = 0, ninvalid = 0;
     double valid_cost = 0, invalid_cost = 0;
@@ -145,7 +164,7 @@ static void load_set(const char *hub, const set *s, space_data *d) {
         }
         if ((d->key[c] = strdup(k ? vals : "")) == NULL) die(s->label, "out of memory");
         t4_record probe = {.key = key}, *r = bsearch(&probe, recs.recs, recs.n, sizeof *recs.recs, t4_compare);
-        d->value[c] = INFINITY, d->cost[c] = 0;
+        d->value[c] = INFINITY, d->cost[c] = 0, d->build[c] = 0;
         if (r == NULL) {
             missing++;
             ninvalid++;
@@ -154,9 +173,14 @@ static void load_set(const char *hub, const set *s, space_data *d) {
         }
         double runs = 0;
         for (size_t q = 0; q < r->nruntimes; q++) runs += r->runtimes[q];
-        d->cost[c] = (fmax(r->compile_ns, 0) + fmax(r->framework_ns, 0) + fmax(r->other_ns, 0) + runs) / 1e6;
+        double build = fmax(r->compile_ns, 0) + fmax(r->framework_ns, 0) + fmax(r->other_ns, 0);
+        d->cost[c] = (build + runs) / 1e6;
+        d->build[c] = build / 1e6;
         if (strcmp(r->invalidity, "correct") == 0 && r->mean_ms > 0) {
             d->value[c] = r->mean_ms;
+            for (size_t q = 0; q < RUNS; q++) /* without recorded runs: the mean, again and again */
+                d->runs[c * RUNS + q] = r->nruntimes ? r->runtimes[q % r->nruntimes] / 1e6 : r->mean_ms;
+            d->nruns[c] = RUNS;
             d->worst_first[d->nvalid++] = r->mean_ms;
             d->opt = fmin(d->opt, r->mean_ms);
             valid_cost += d->cost[c];
@@ -185,7 +209,7 @@ static void load_set(const char *hub, const set *s, space_data *d) {
 static void free_set(space_data *d) {
     for (size_t c = 0; c < d->n; c++) free(d->key[c]);
     kt_space_destroy(d->sp);
-    free(d->value), free(d->cost), free(d->key), free(d->worst_first);
+    free(d->value), free(d->cost), free(d->build), free(d->runs), free(d->nruns), free(d->key), free(d->worst_first);
 }
 
 /* One run: after each evaluation, the best found and the simulated time then. */
@@ -204,6 +228,51 @@ static void trace_add(trace *t, size_t *cap, double best, double time) {
     t->n++;
 }
 
+/* kerntune's race as a search sees it (src/tune/engine.c, default settings: 99% confidence, 1%
+ * tolerance). Each configuration is screened: a dedicated warm-up run until 8 configurations in
+ * a row showed no warm-up outlier (10%), then two runs, and one more each time the first kept
+ * run is 10% slower than the next (it counts as a warm-up; three warm-ups at most); the search
+ * is told the median of the two kept. The configuration stays in the race unless it is slower
+ * than the best one then, with confidence, judged with the prior spread (30%) two runs each
+ * give: by more than a factor exp(z 1.2533 0.3) (1 + tolerance). When the search stops, the
+ * race's rounds among those left pick the fastest: counted here as the best recorded mean among
+ * them (their extra runs are not charged: a few runs of the few fastest kernels). */
+#define RACE_WARM_CHECKS 8
+#define RACE_SETTLE 1.1
+#define RACE_SETTLE_MAX 3
+
+/* The engine's screen() of one configuration from its recorded runs r (in order): the runs'
+ * total time is returned, and the time the strategy is told in *told. */
+static double race_screen(const double *r, unsigned *warm_checks, double *told) {
+    size_t q = 0;
+    double spent = 0;
+    bool warming = *warm_checks < RACE_WARM_CHECKS;
+    if (warming) spent += r[q++]; /* the dedicated warm-up */
+    size_t first = q, warmups = q;
+    spent += r[q] + r[q + 1];
+    while (r[first] > RACE_SETTLE * r[first + 1] && warmups < RACE_SETTLE_MAX && first + 2 < RUNS) {
+        first++, warmups++;
+        spent += r[first + 1];
+    }
+    *told = (r[first] + r[first + 1]) / 2; /* the median of two */
+    if (warming) *warm_checks = r[0] > RACE_SETTLE * r[1] ? 0 : *warm_checks + 1;
+    return spent;
+}
+
+typedef struct race_state {
+    double best_run;     /* the best screened time so far (0: none yet) */
+    double pick;         /* the recorded mean of the best configuration still in the race */
+} race_state;
+
+/* Screens configuration c, told run; returns the recorded mean of the race's pick. */
+static double race_pick(const space_data *d, race_state *rs, size_t c, double run) {
+    const double keep = exp(2.3263478740408408 * 1.2533 * 0.3) * 1.01;
+    if (rs->best_run == 0) rs->pick = INFINITY;
+    if (rs->best_run == 0 || run <= keep * rs->best_run) rs->pick = fmin(rs->pick, d->value[c]); /* else dropped */
+    if (rs->best_run == 0 || run < rs->best_run) rs->best_run = run;
+    return rs->pick;
+}
+
 /* Runs strategy from seed, told budget: at most max evaluations, and none once until_ms of
  * simulated time has passed (0: no limit). */
 static void run_one(const space_data *d, const char *strategy, uint64_t seed, size_t budget, size_t max, double until_ms, trace *t,
@@ -213,19 +282,32 @@ static void run_one(const space_data *d, const char *strategy, uint64_t seed, si
     *t = (trace){0};
     size_t cap = 0;
     double best = INFINITY, now = 0;
+    unsigned warm_checks = 0;
+    race_state rs = {0};
     if (tf) fprintf(tf, "{\"set\": \"%s\", \"strategy\": \"%s\", \"seed\": %llu, \"evaluations\": [", label, strategy, (unsigned long long)seed);
     while (t->n < max && (until_ms <= 0 || now < until_ms)) {
         size_t cs[MAX_BATCH], want = batch < max - t->n ? batch : max - t->n;
         size_t got = kt_search_propose(s, cs, want);
         if (got == 0) break;
+        double told[MAX_BATCH];
         for (size_t k = 0; k < got; k++) { /* evaluated one after another, told together */
             size_t c = cs[k];
-            now += d->cost[c];
-            best = fmin(best, d->value[c]);
-            if (tf) fprintf(tf, "%s[%zu, %.17g, %.17g]", t->n ? ", " : "", c, isfinite(d->value[c]) ? d->value[c] : -1.0, d->cost[c]);
+            double cost;
+            if (recorded_cost) {
+                cost = d->cost[c], told[k] = d->value[c];
+                best = fmin(best, d->value[c]);
+            } else {
+                cost = d->build[c], told[k] = INFINITY;
+                if (isfinite(d->value[c])) {
+                    cost += race_screen(&d->runs[c * RUNS], &warm_checks, &told[k]);
+                    best = race_pick(d, &rs, c, told[k]);
+                }
+            }
+            now += cost;
+            if (tf) fprintf(tf, "%s[%zu, %.17g, %.17g]", t->n ? ", " : "", c, isfinite(d->value[c]) ? d->value[c] : -1.0, cost);
             trace_add(t, &cap, best, now);
         }
-        for (size_t k = 0; k < got; k++) kt_search_tell(s, cs[k], d->value[cs[k]]);
+        for (size_t k = 0; k < got; k++) kt_search_tell(s, cs[k], told[k]);
     }
     if (tf) fprintf(tf, "]}\n");
     kt_search_destroy(s);
@@ -442,12 +524,15 @@ int main(int argc, char **argv) {
         if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
             printf("usage: search [--hub DIR] [--seeds N] [--strategies a,b,...] [--sets c-A4000,c-W6600,d-A4000,d-W6600]\n"
                    "              [--budgets 1,2,5,10] [--kerneltuner | --kt FILE] [--set-file KERNEL:GPU:T4] [--trace FILE]\n"
-                   "              [--batch N (proposals at once, told together; default 1)]\n"
+                   "              [--batch N (proposals at once, told together; default 1)] [--cost race|recorded]\n"
                    "Runs kerntune's search strategies on the recorded spaces of benchmark_hub (and --set-file's: a T4 file of\n"
                    "the hub's KERNEL recorded on GPU; its set is c-GPU or d-GPU): chosen/best at each budget (percent of the\n"
                    "space) over seeds, and the autotuning methodology's performance score; with --kt, Kernel Tuner's\n"
                    "strategies from bench/kerneltuner.py's traces, scored the same way (--kerneltuner: run it first,\n"
-                   "in a virtual environment it creates).\n");
+                   "in a virtual environment it creates). --cost race (the default) charges and tells kerntune's strategies\n"
+                   "what kerntune's race spends during a search: the build, a warm-up or validation run and the one run a\n"
+                   "configuration is screened by; --cost recorded charges every recorded run and tells the recorded mean.\n"
+                   "Kernel Tuner's traces are always charged their recorded costs.\n");
             return 0;
         }
         if (i + 1 >= argc) die(argv[i], "needs a value (see --help)");
@@ -459,6 +544,12 @@ int main(int argc, char **argv) {
         else if (strcmp(argv[i], "--trace") == 0) trace_path = argv[++i];
         else if (strcmp(argv[i], "--kt") == 0) kt_path = argv[++i];
         else if (strcmp(argv[i], "--batch") == 0) batch = (size_t)atoi(argv[++i]);
+        else if (strcmp(argv[i], "--cost") == 0) {
+            const char *v = argv[++i];
+            if (strcmp(v, "recorded") == 0) recorded_cost = true;
+            else if (strcmp(v, "race") == 0) recorded_cost = false;
+            else die("--cost", "must be race or recorded");
+        }
         else if (strcmp(argv[i], "--set-file") == 0 && nextra < 4) extra[nextra++] = argv[++i];
         else die(argv[i], "unknown option, or more than 4 --set-file (see --help)");
     }
