@@ -843,7 +843,7 @@ static void test_migrate_v1(void **state) {
     assert_int_equal(sql_int(path, "PRAGMA user_version"), 1);
     kt_cache *c = open_ok(path);
     assert_string_equal(kt_cache_warning(c), "");
-    assert_int_equal(sql_int(path, "PRAGMA user_version"), 5);
+    assert_int_equal(sql_int(path, "PRAGMA user_version"), 6);
     assert_int_equal(sql_int(path, "SELECT count(*) FROM deferred"), 0);
     assert_int_equal(count(c, NULL, NULL), 3);
     assert_int_equal(count(c, "matmul", NULL), 2);
@@ -900,7 +900,7 @@ static void test_migrate_v2(void **state) {
     assert_int_equal(sql_int(path, "SELECT count(*) FROM units"), 3);
     kt_cache *c = open_ok(path);
     assert_string_equal(kt_cache_warning(c), "");
-    assert_int_equal(sql_int(path, "PRAGMA user_version"), 5);
+    assert_int_equal(sql_int(path, "PRAGMA user_version"), 6);
     assert_int_equal(sql_int(path, "SELECT count(*) FROM deferred"), 0);
     assert_int_equal(count(c, NULL, NULL), 2);
     kt__store_rec id = {.op = "matmul", .set_hash = "9f2c4e1a7b3d5f60", .device = "cpu:x86_64:avx2:8t", .version = "0.1.0"}, got;
@@ -958,7 +958,7 @@ static void test_migrate_v4(void **state) {
     assert_int_equal(sql_int(path, "PRAGMA user_version"), 4);
     kt_cache *c = open_ok(path);
     assert_string_equal(kt_cache_warning(c), "");
-    assert_int_equal(sql_int(path, "PRAGMA user_version"), 5);
+    assert_int_equal(sql_int(path, "PRAGMA user_version"), 6);
     assert_int_equal(count(c, NULL, NULL), 1);
     assert_int_equal(sql_int(path, "SELECT count(*) FROM deferred"), 1);
     assert_int_equal(sql_int(path, "SELECT count(*) FROM progress"), 0);
@@ -1023,7 +1023,7 @@ static void test_migrate_v3(void **state) {
     assert_int_equal(sql_int(path, "PRAGMA user_version"), 3);
     kt_cache *c = open_ok(path);
     assert_string_equal(kt_cache_warning(c), "");
-    assert_int_equal(sql_int(path, "PRAGMA user_version"), 5);
+    assert_int_equal(sql_int(path, "PRAGMA user_version"), 6);
     assert_int_equal(count(c, NULL, NULL), 1);
     kt__store_rec id = {.op = "matmul", .set_hash = "9f2c4e1a7b3d5f60", .device = "cpu:x86_64:avx2:8t", .version = "0.1.0"}, got;
     int64_t key[3] = {512, 512, 512};
@@ -1094,14 +1094,69 @@ static void expect_refused_untouched(const char *path, const char *message) {
     assert_null(moved_aside("newer.db"));
 }
 
+/* A file of schema version 5 (tests/data/store/v5.sql) is migrated in place: its decision, units,
+ * deferred key and progress are kept, and the decision's device architecture, vendor and key
+ * kinds are unknown (''), which kt__store_list reports as such; a decision written now keeps
+ * them, and one with key kinds that are not s or c is refused. */
+static void test_migrate_v5(void **state) {
+    (void)state;
+    const char *path = in_dir("v5.db");
+    char *v5 = read_file(KT_DATA "/store/v5.sql", NULL);
+    assert_non_null(v5);
+    sql(path, v5);
+    free(v5);
+    assert_int_equal(sql_int(path, "PRAGMA user_version"), 5);
+    kt_cache *c = open_ok(path);
+    assert_string_equal(kt_cache_warning(c), "");
+    assert_int_equal(sql_int(path, "PRAGMA user_version"), 6);
+    assert_int_equal(count(c, NULL, NULL), 1);
+    assert_int_equal(sql_int(path, "SELECT count(*) FROM units"), 2);
+    assert_int_equal(sql_int(path, "SELECT count(*) FROM deferred"), 1);
+    assert_int_equal(sql_int(path, "SELECT count(*) FROM progress"), 1);
+    kt__store_rec *recs = NULL;
+    size_t n = 0;
+    ok(kt__store_list(c, "matmul", "0.1.0", &recs, &n));
+    assert_int_equal(n, 1);
+    assert_string_equal(recs[0].arch, "");
+    assert_string_equal(recs[0].vendor, "");
+    assert_string_equal(recs[0].key_kinds, "");
+    assert_int_equal(recs[0].nunits, 0); /* listed without units */
+    assert_string_equal(recs[0].winner_config, "TM=16,TN=8");
+    kt__store_rec_free(&recs[0]);
+    free(recs);
+    int64_t key[4] = {1024, 64, 16, 3};
+    kt__store_rec rec = {.op = "matmul", .set_hash = "9f2c4e1a7b3d5f60", .device = "cpu:x86_64:avx2:8t", .version = "0.1.0",
+                         .key = key, .key_len = 4, .winner_candidate = "tiled", .winner_config = "TM=8,TN=8", .time_ns = 4000,
+                         .confidence = 0.99, .requested_confidence = 0.99, .created = 1763800300, .arch = "x86_64 haswell",
+                         .vendor = "GenuineIntel", .key_kinds = "ssc"};
+    ok(kt__store_put(c, &rec));
+    ok(kt__store_list(c, "matmul", "0.1.0", &recs, &n));
+    assert_int_equal(n, 2);
+    assert_string_equal(recs[1].arch, "x86_64 haswell");
+    assert_string_equal(recs[1].vendor, "GenuineIntel");
+    assert_string_equal(recs[1].key_kinds, "ssc");
+    assert_int_equal(recs[1].key_len, 4);
+    for (size_t i = 0; i < n; i++) kt__store_rec_free(&recs[i]);
+    free(recs);
+    ok(kt__store_list(c, "other", "0.1.0", &recs, &n));
+    assert_int_equal(n, 0);
+    free(recs);
+    rec.key_kinds = "sx";
+    assert_int_equal(kt__store_put(c, &rec), KT_ERR_INVALID_ARGUMENT);
+    assert_string_equal(kt_last_error(), "kt__store_put(op 'matmul'): key_kinds is 'sx'; expected one letter s or c per key component, at most 4");
+    rec.key_kinds = "sssss"; /* more kinds than key words */
+    assert_int_equal(kt__store_put(c, &rec), KT_ERR_INVALID_ARGUMENT);
+    kt_cache_close(c);
+}
+
 static void test_newer_version_refused(void **state) {
     (void)state;
     const char *path = in_dir("newer.db");
     sql(path, "CREATE TABLE decisions (id INTEGER PRIMARY KEY, what TEXT); CREATE TABLE things (x);"
-              "INSERT INTO decisions (what) VALUES ('from the future'); PRAGMA user_version = 6;");
+              "INSERT INTO decisions (what) VALUES ('from the future'); PRAGMA user_version = 7;");
     char expect[1024];
     snprintf(expect, sizeof expect,
-             "kt_cache_open('%s'): the store has schema version 6; this library (%s) knows versions up to 5: a newer kerntune "
+             "kt_cache_open('%s'): the store has schema version 7; this library (%s) knows versions up to 6: a newer kerntune "
              "wrote it; it was left untouched",
              path, kt_version_string());
     expect_refused_untouched(path, expect);
@@ -1714,6 +1769,7 @@ int main(void) {
         cmocka_unit_test_setup_teardown(test_migrate_v2, setup, teardown),
         cmocka_unit_test_setup_teardown(test_migrate_v3, setup, teardown),
         cmocka_unit_test_setup_teardown(test_migrate_v4, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_migrate_v5, setup, teardown),
         cmocka_unit_test_setup_teardown(test_newer_version_refused, setup, teardown),
         cmocka_unit_test_setup_teardown(test_wrong_types, setup, teardown),
         cmocka_unit_test_setup_teardown(test_wisdom_roundtrip, setup, teardown),

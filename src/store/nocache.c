@@ -39,12 +39,24 @@ kt_status kt_cache_import(kt_cache *cache, const char *json, int replace, size_t
     (void)cache, (void)json, (void)replace, (void)added, (void)replaced, (void)kept;
     return kt__no_cache("kt_cache_import");
 }
+kt_status kt_cache_explain(kt_cache *cache, const char *op, const char *device, const char *arch, const char *vendor,
+                           const int64_t *key, size_t nkey, char **json) {
+    (void)cache, (void)op, (void)device, (void)arch, (void)vendor, (void)key, (void)nkey;
+    if (json != NULL) *json = NULL;
+    return kt__no_cache("kt_cache_explain");
+}
 kt_status kt_cache_remove(kt_cache *cache, const char *op, const char *device, size_t *removed) {
     (void)cache, (void)op, (void)device;
     if (removed != NULL) *removed = 0;
     return kt__no_cache("kt_cache_remove");
 }
 void kt_free(void *p) { free(p); }
+kt_status kt__store_list(kt_cache *c, const char *op, const char *version, kt__store_rec **out, size_t *n) {
+    (void)c, (void)op, (void)version;
+    if (out != NULL) *out = NULL;
+    if (n != NULL) *n = 0;
+    return kt__no_cache("kt__store_list");
+}
 kt_status kt__store_get(kt_cache *c, const kt__store_rec *id, kt__store_rec *out) {
     (void)c, (void)id, (void)out;
     return kt__no_cache("kt__store_get");

@@ -36,6 +36,9 @@ void kt__store_rec_free(kt__store_rec *r) {
     free(r->key);
     free(r->winner_candidate);
     free(r->winner_config);
+    free(r->arch);
+    free(r->vendor);
+    free(r->key_kinds);
     for (size_t i = 0; i < r->nunits; i++) kt__store_unit_free(&r->units[i]);
     free(r->units);
     memset(r, 0, sizeof *r);
@@ -81,6 +84,9 @@ static kt_status check_rec(const kt__store_rec *r, const char *where) {
     kt_status st = need_identity(r, where);
     if (st == KT_OK) st = need_name(r->winner_candidate, "winner_candidate", where);
     if (st == KT_OK) st = need_finite(r->time_ns, "time_ns", where);
+    if (st == KT_OK && r->key_kinds && (strspn(r->key_kinds, "sc") != strlen(r->key_kinds) || strlen(r->key_kinds) > r->key_len))
+        st = kt__err(KT_ERR_INVALID_ARGUMENT, "%s: key_kinds is '%.60s'; expected one letter s or c per key component, at most %zu", where,
+                     r->key_kinds, r->key_len);
     if (st == KT_OK) st = need_finite(r->confidence, "confidence", where);
     if (st == KT_OK && r->confidence > 1)
         st = kt__err(KT_ERR_INVALID_ARGUMENT, "%s: confidence is %g; expected 0 to 1, or negative for unknown", where, r->confidence);
@@ -136,7 +142,7 @@ static kt_status get_tx(kt_cache *c, void *arg, const char *where) {
     bool row = false;
     st = kt__db_step(c, s, &row, where);
     if (st == KT_OK && !row) st = kt__err(KT_ERR_NOT_FOUND, "%s: no decision recorded for that identity", where);
-    if (st == KT_OK) st = kt__rows_load_decision(c, s, j->rec, where);
+    if (st == KT_OK) st = kt__rows_load_decision(c, s, j->rec, true, where);
     sqlite3_finalize(s);
     return st;
 }
@@ -256,7 +262,8 @@ kt_status kt__rec_write(kt_cache *c, const kt__store_rec *rec, const char *where
     if (st == KT_OK)
         st = kt__db_prepare(c,
                      "INSERT INTO decisions (op, set_hash, device, version, key, winner_candidate, winner_config,"
-                     " time_ns, confidence, created, requested_confidence) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
+                     " time_ns, confidence, created, requested_confidence, arch, vendor, key_kinds)"
+                     " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)",
                      &s, where);
     if (st == KT_OK) {
         kt__rec_bind_identity(s, rec, key);
@@ -266,6 +273,9 @@ kt_status kt__rec_write(kt_cache *c, const kt__store_rec *rec, const char *where
         sqlite3_bind_double(s, 9, rec->confidence < 0 ? -1.0 : rec->confidence);
         sqlite3_bind_int64(s, 10, rec->created);
         sqlite3_bind_double(s, 11, rec->requested_confidence < 0 ? -1.0 : rec->requested_confidence);
+        kt__db_bind_text(s, 12, rec->arch ? rec->arch : "");
+        kt__db_bind_text(s, 13, rec->vendor ? rec->vendor : "");
+        kt__db_bind_text(s, 14, rec->key_kinds ? rec->key_kinds : "");
         st = kt__db_step(c, s, NULL, where);
     }
     sqlite3_finalize(s);
@@ -285,6 +295,58 @@ kt_status kt__rec_write(kt_cache *c, const kt__store_rec *rec, const char *where
     }
     sqlite3_finalize(s);
     return st;
+}
+
+typedef struct list_job {
+    const char *op, *version;
+    kt__store_rec *recs;
+    size_t n, cap;
+} list_job;
+
+static kt_status list_tx(kt_cache *c, void *arg, const char *where) {
+    list_job *j = arg;
+    for (size_t i = 0; i < j->n; i++) kt__store_rec_free(&j->recs[i]); /* a retried transaction starts over */
+    j->n = 0;
+    sqlite3_stmt *s;
+    kt_status st = kt__db_prepare(c, "SELECT " KT__DECISION_COLS " FROM decisions WHERE op = ?1 AND version = ?2 ORDER BY id", &s, where);
+    if (st != KT_OK) return st;
+    kt__db_bind_text(s, 1, j->op);
+    kt__db_bind_text(s, 2, j->version);
+    for (;;) {
+        bool row = false;
+        st = kt__db_step(c, s, &row, where);
+        if (st != KT_OK || !row) break;
+        if (j->n == j->cap) {
+            size_t cap = j->cap ? 2 * j->cap : 16;
+            kt__store_rec *p = realloc(j->recs, cap * sizeof *p);
+            if (p == NULL) {
+                st = kt__err(KT_ERR_NO_MEMORY, "%s: out of memory listing decisions", where);
+                break;
+            }
+            j->recs = p, j->cap = cap;
+        }
+        if (kt__rows_load_decision(c, s, &j->recs[j->n], false, where) == KT_OK) j->n++; /* an unreadable row answers nothing */
+    }
+    sqlite3_finalize(s);
+    return st;
+}
+
+kt_status kt__store_list(kt_cache *c, const char *op, const char *version, kt__store_rec **out, size_t *n) {
+    *out = NULL, *n = 0;
+    if (c == NULL || op == NULL || version == NULL) return kt__err(KT_ERR_NULL, "kt__store_list: cache, op or version is NULL");
+    char where[200];
+    snprintf(where, sizeof where, "kt__store_list(op '%.128s')", op);
+    list_job j = {op, version, NULL, 0, 0};
+    pthread_mutex_lock(&c->lock);
+    kt_status st = kt__db_tx(c, false, list_tx, &j, where);
+    pthread_mutex_unlock(&c->lock);
+    if (st != KT_OK) {
+        for (size_t i = 0; i < j.n; i++) kt__store_rec_free(&j.recs[i]);
+        free(j.recs);
+        return st;
+    }
+    *out = j.recs, *n = j.n;
+    return KT_OK;
 }
 
 static kt_status put_tx(kt_cache *c, void *arg, const char *where) { return kt__rec_write(c, arg, where); }

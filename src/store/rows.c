@@ -73,6 +73,14 @@ static kt_status rd_text(const kt__rows_at *r, sqlite3_stmt *s, int i, const cha
     return KT_OK;
 }
 
+/* A text column that may be empty ('': unknown); NULL is refused. */
+static kt_status rd_maybe_empty(const kt__rows_at *r, sqlite3_stmt *s, int i, const char *col, char **out) {
+    if (sqlite3_column_type(s, i) == SQLITE_NULL) return bad_col(r, col, "is NULL; expected text");
+    kt_status st = rd_text(r, s, i, col, true, out);
+    if (st == KT_OK && *out == NULL) st = kt__err(KT_ERR_NO_MEMORY, "%s: out of memory reading %s.%s", r->where, r->table, col);
+    return st;
+}
+
 /* The text of a column known to be text, for a message; NULL when SQLite ran out of memory
  * converting it (KT_ERR_NO_MEMORY reported). */
 static const char *text_for_message(const kt__rows_at *r, sqlite3_stmt *s, int i, const char *col) {
@@ -162,7 +170,7 @@ static kt_status load_units(kt_cache *c, int64_t id, kt__store_rec *out, const c
 }
 
 /* Reads a decision row (KT__DECISION_COLS) and its units into out. */
-kt_status kt__rows_load_decision(kt_cache *c, sqlite3_stmt *s, kt__store_rec *out, const char *where) {
+kt_status kt__rows_load_decision(kt_cache *c, sqlite3_stmt *s, kt__store_rec *out, bool units, const char *where) {
     memset(out, 0, sizeof *out);
     kt__rows_at r = {where, "decisions", -1};
     int64_t id = sqlite3_column_int64(s, 0);
@@ -191,7 +199,12 @@ kt_status kt__rows_load_decision(kt_cache *c, sqlite3_stmt *s, kt__store_rec *ou
     if (st == KT_OK) st = rd_num(&r, s, 11, "requested_confidence", &out->requested_confidence);
     if (st == KT_OK && out->requested_confidence > 1)
         st = bad_col(&r, "requested_confidence", "is %g; expected 0 to 1, or negative for none", out->requested_confidence);
-    if (st == KT_OK) st = load_units(c, id, out, where);
+    if (st == KT_OK) st = rd_maybe_empty(&r, s, 12, "arch", &out->arch);
+    if (st == KT_OK) st = rd_maybe_empty(&r, s, 13, "vendor", &out->vendor);
+    if (st == KT_OK) st = rd_maybe_empty(&r, s, 14, "key_kinds", &out->key_kinds);
+    if (st == KT_OK && (strspn(out->key_kinds, "sc") != strlen(out->key_kinds) || strlen(out->key_kinds) > out->key_len))
+        st = bad_col(&r, "key_kinds", "is '%.60s'; expected one letter s or c per key component, at most %zu", out->key_kinds, out->key_len);
+    if (st == KT_OK && units) st = load_units(c, id, out, where);
     if (st != KT_OK) kt__store_rec_free(out);
     return st;
 }

@@ -41,6 +41,7 @@
     " winner_candidate TEXT NOT NULL, winner_config TEXT,"                                         \
     " time_ns REAL NOT NULL, confidence REAL NOT NULL DEFAULT -1, created INTEGER NOT NULL,"       \
     " requested_confidence REAL NOT NULL DEFAULT -1,"                                              \
+    " arch TEXT NOT NULL DEFAULT '', vendor TEXT NOT NULL DEFAULT '', key_kinds TEXT NOT NULL DEFAULT '',"  \
     " UNIQUE (op, set_hash, device, version, key));"
 
 #define KT__UNITS_TABLE                                                                            \
@@ -73,9 +74,17 @@
     " PRIMARY KEY (op, set_hash, device, version, key, unit_hash)) WITHOUT ROWID;"                 \
     "CREATE INDEX progress_by_hash ON progress (unit_hash);"
 
-const char kt__schema[] = KT__DECISIONS_TABLE KT__UNITS_TABLE KT__DEFERRED_TABLE KT__PROGRESS_TABLE "PRAGMA user_version = 5;";
+/* Version 5 -> 6: what a decision's device is, and its key's components, unknown ('') for the
+ * decisions recorded before: they answer for their own keys only, never for a key nobody tuned
+ * on another device, nor as a nearest key. */
+#define KT__V6_COLUMNS                                                                             \
+    "ALTER TABLE decisions ADD COLUMN arch TEXT NOT NULL DEFAULT '';"                              \
+    "ALTER TABLE decisions ADD COLUMN vendor TEXT NOT NULL DEFAULT '';"                            \
+    "ALTER TABLE decisions ADD COLUMN key_kinds TEXT NOT NULL DEFAULT '';"
 
-/* Version 1 -> 5: decisions gain an id, confidence and requested confidence (-1, unknown),
+const char kt__schema[] = KT__DECISIONS_TABLE KT__UNITS_TABLE KT__DEFERRED_TABLE KT__PROGRESS_TABLE "PRAGMA user_version = 6;";
+
+/* Version 1 -> 6: decisions gain an id, confidence and requested confidence (-1, unknown),
  * units, deferred keys and progress arrive empty. Rows that break the NOT NULL columns cannot be kept and are counted as
  * dropped. */
 static const char kt__migrate_v1[] =
@@ -84,20 +93,23 @@ static const char kt__migrate_v1[] =
     " time_ns, confidence, created)"
     " SELECT op, set_hash, device, version, key, winner_candidate, winner_config, time_ns, -1, created"
     " FROM decisions_v1 ORDER BY rowid;"
-    "DROP TABLE decisions_v1;" KT__UNITS_TABLE KT__DEFERRED_TABLE KT__PROGRESS_TABLE "PRAGMA user_version = 5;";
+    "DROP TABLE decisions_v1;" KT__UNITS_TABLE KT__DEFERRED_TABLE KT__PROGRESS_TABLE "PRAGMA user_version = 6;";
 
-/* Version 2 -> 5: what the race asked for is unknown (-1), so every decision stays settled; no
+/* Version 2 -> 6: what the race asked for is unknown (-1), so every decision stays settled; no
  * unit is known to be a finalist (0); no key is deferred; no tuning is in progress. */
 static const char kt__migrate_v2[] =
     "ALTER TABLE decisions ADD COLUMN requested_confidence REAL NOT NULL DEFAULT -1;"
-    "ALTER TABLE units ADD COLUMN finalist INTEGER NOT NULL DEFAULT 0;" KT__DEFERRED_TABLE KT__PROGRESS_TABLE
-    "PRAGMA user_version = 5;";
+    "ALTER TABLE units ADD COLUMN finalist INTEGER NOT NULL DEFAULT 0;" KT__DEFERRED_TABLE KT__PROGRESS_TABLE KT__V6_COLUMNS
+    "PRAGMA user_version = 6;";
 
-/* Version 3 -> 5: no key is deferred, no tuning in progress. */
-static const char kt__migrate_v3[] = KT__DEFERRED_TABLE KT__PROGRESS_TABLE "PRAGMA user_version = 5;";
+/* Version 3 -> 6: no key is deferred, no tuning in progress. */
+static const char kt__migrate_v3[] = KT__DEFERRED_TABLE KT__PROGRESS_TABLE KT__V6_COLUMNS "PRAGMA user_version = 6;";
 
-/* Version 4 -> 5: no tuning in progress. */
-static const char kt__migrate_v4[] = KT__PROGRESS_TABLE "PRAGMA user_version = 5;";
+/* Version 4 -> 6: no tuning in progress. */
+static const char kt__migrate_v4[] = KT__PROGRESS_TABLE KT__V6_COLUMNS "PRAGMA user_version = 6;";
+
+/* Version 5 -> 6. */
+static const char kt__migrate_v5[] = KT__V6_COLUMNS "PRAGMA user_version = 6;";
 
 static kt_status read_int(kt_cache *c, const char *sql, int64_t *out, const char *where) {
     sqlite3_stmt *s;
@@ -133,15 +145,16 @@ static kt_status read_version(kt_cache *c, int64_t *version, const char *where) 
     return KT_OK;
 }
 
-/* Brings the schema to version 5 inside the caller's write transaction (the version is read
+/* Brings the schema to version 6 inside the caller's write transaction (the version is read
  * again: another process may have done it meanwhile): creates it in an empty file, migrates
- * versions 1 to 4. */
+ * versions 1 to 5. */
 static kt_status schema_tx(kt_cache *c, void *arg, const char *where) {
     (void)arg;
     int64_t version;
     kt_status st = read_version(c, &version, where);
     if (st != KT_OK) return st;
     if (version == 0) return kt__db_exec(c, kt__schema, where);
+    if (version == 5) return kt__db_exec(c, kt__migrate_v5, where);
     if (version == 4) return kt__db_exec(c, kt__migrate_v4, where);
     if (version == 3) return kt__db_exec(c, kt__migrate_v3, where);
     if (version == 2) return kt__db_exec(c, kt__migrate_v2, where);
@@ -159,7 +172,7 @@ static kt_status schema_tx(kt_cache *c, void *arg, const char *where) {
     return KT_OK;
 }
 
-/* Checks that the four tables exist with every column of version 5, and reads the first page
+/* Checks that the four tables exist with every column of version 6, and reads the first page
  * of each (damage there shows now rather than in the middle of the first call). */
 static kt_status probe_tables(kt_cache *c, const char *where) {
     static const char *const probes[] = {"SELECT " KT__DECISION_COLS " FROM decisions LIMIT 1",

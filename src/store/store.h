@@ -25,8 +25,9 @@
 /* Newest schema version (PRAGMA user_version) this library reads and writes. Version 1: one
  * `decisions` table without confidence; version 2: decisions.confidence and the `units` table;
  * version 3: decisions.requested_confidence and units.finalist; version 4: the `deferred` table;
- * version 5: the `progress` table. */
-#define KT__STORE_SCHEMA 5
+ * version 5: the `progress` table; version 6: decisions.arch, decisions.vendor and
+ * decisions.key_kinds, for answering keys nobody tuned (tune/fallback.c). */
+#define KT__STORE_SCHEMA 6
 
 /* Longest key a record may have, in 64-bit words. */
 #define KT__STORE_KEY_MAX 24 /* every word a key can have: KT__KEY_WORDS_MAX (checked in tune/recall.c) */
@@ -58,6 +59,11 @@ typedef struct kt__store_rec {
                                                before schema 3). A decision whose confidence is
                                                below it is not settled: kt__store_unsettled */
     int64_t created;                        /* unix time of the recording */
+    char *arch, *vendor;                    /* the device's architecture and vendor, as its
+                                               backend classifies it ("" when unknown) */
+    char *key_kinds;                        /* per declared key component: 's' a size, 'c' a
+                                               category; the key's other words are the validity
+                                               mask ("" when unknown) */
     kt__store_unit *units;
     size_t nunits;
 } kt__store_rec;
@@ -90,6 +96,11 @@ kt_status kt__store_progress_put(kt_cache *c, const kt__store_rec *id, const kt_
 
 /* Whether a record ended below the confidence its race asked for (both known). */
 bool kt__store_unsettled(const kt__store_rec *r);
+
+/* Every decision recorded for op name op and library version version, on any device, of any
+ * candidate set, without units (nunits 0), in recording order, into *out (*n of them; free each
+ * with kt__store_rec_free, then the array with free). A row that cannot be read is skipped. */
+kt_status kt__store_list(kt_cache *c, const char *op, const char *version, kt__store_rec **out, size_t *n);
 
 /* Free what a record or unit owns and zero it; the struct itself is the caller's. NULL is
  * harmless. */

@@ -101,16 +101,16 @@ kt_status kt__db_tx(kt_cache *c, bool write, kt__db_tx_fn fn, void *arg, const c
 
 /* ---- schema.c: the file format ------------------------------------------------------------- */
 
-/* Every column of schema version 5, in the order the readers expect (rows.c, deferred.c;
+/* Every column of schema version 6, in the order the readers expect (rows.c, deferred.c;
  * progress rows: the identity, KT__UNIT_COLS, created). */
 #define KT__DECISION_COLS \
     "id, op, set_hash, device, version, key, winner_candidate, winner_config, time_ns, confidence, created," \
-    " requested_confidence"
+    " requested_confidence, arch, vendor, key_kinds"
 #define KT__UNIT_COLS \
     "candidate, config, unit_hash, outcome, time_ns, ci_low_ns, ci_high_ns, runs, warmups, message, finalist"
 #define KT__DEFERRED_COLS "op, set_hash, device, version, key, args, created"
 
-/* The statements creating schema version 5 in an empty database. */
+/* The statements creating schema version 6 in an empty database. */
 extern const char kt__schema[];
 
 /* Sets a file up on an open connection: refuses newer and foreign files, switches to WAL,
@@ -141,8 +141,8 @@ typedef struct kt__rows_at {
 /* Reads a unit from columns first.. of s, in KT__UNIT_COLS order. */
 kt_status kt__rows_load_unit(const kt__rows_at *r, sqlite3_stmt *s, int first, kt__store_unit *u);
 
-/* Reads a decision row (KT__DECISION_COLS) and its units into out. */
-kt_status kt__rows_load_decision(kt_cache *c, sqlite3_stmt *s, kt__store_rec *out, const char *where);
+/* Reads a decision row (KT__DECISION_COLS), and its units when units is set, into out. */
+kt_status kt__rows_load_decision(kt_cache *c, sqlite3_stmt *s, kt__store_rec *out, bool units, const char *where);
 
 /* Reads a deferred row (KT__DEFERRED_COLS) into out (freed and zeroed on failure). */
 kt_status kt__rows_load_deferred(sqlite3_stmt *s, kt__store_deferred *out, const char *where);

@@ -59,10 +59,13 @@ static json_t *rec_json(const kt__store_rec *r) {
     jset(o, "op", json_string(r->op), &ok);
     jset(o, "candidate_set", json_string(r->set_hash), &ok);
     jset(o, "device", json_string(r->device), &ok);
+    if (r->arch && r->arch[0]) jset(o, "arch", json_string(r->arch), &ok);
+    if (r->vendor && r->vendor[0]) jset(o, "vendor", json_string(r->vendor), &ok);
     jset(o, "library_version", json_string(r->version), &ok);
     for (size_t i = 0; i < r->key_len; i++)
         if (json_array_append_new(key, json_integer(r->key[i])) != 0) ok = false;
     jset(o, "key", key, &ok);
+    if (r->key_kinds && r->key_kinds[0]) jset(o, "key_kinds", json_string(r->key_kinds), &ok);
     jset(winner, "candidate", json_string(r->winner_candidate), &ok);
     jset(winner, "config", jstr_or_null(r->winner_config), &ok);
     jset(o, "winner", winner, &ok);
@@ -96,7 +99,7 @@ static kt_status export_tx(kt_cache *c, void *arg, const char *where) {
         st = kt__db_step(c, s, &row, where);
         if (st != KT_OK || !row) break;
         kt__store_rec r;
-        st = kt__rows_load_decision(c, s, &r, where);
+        st = kt__rows_load_decision(c, s, &r, true, where);
         if (st != KT_OK) {
             kt__err(st, "%s (decision %lld; remove it, e.g. with 'kerntune cache rm --op NAME')", kt_last_error(),
                     (long long)sqlite3_column_int64(s, 0));
