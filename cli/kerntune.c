@@ -39,9 +39,12 @@ static void help_devices(FILE *out) {
             "\n"
             "options:\n"
             "  -v, --verbose   also print each device's fingerprint, the string that keys\n"
-            "                  recorded decisions to the device\n"
+            "                  recorded decisions to the device, and its architecture and\n"
+            "                  vendor, by which a key nobody tuned on it may borrow another\n"
+            "                  device's decision ('kerntune cache explain')\n"
             "  --json          print one JSON document instead: {\"devices\": [{\"index\", \"backend\",\n"
-            "                  \"name\", \"fingerprint\"}], \"unavailable\": [\"backend: why\", ...]}\n"
+            "                  \"name\", \"fingerprint\", \"arch\", \"vendor\"}], \"unavailable\":\n"
+            "                  [\"backend: why\", ...]}\n"
             "  -h, --help      print this help\n");
 }
 
@@ -98,6 +101,8 @@ static int run_devices(int argc, char **argv) {
             json_object_set_new(x, "backend", json_string(kt_device_backend(d)));
             json_object_set_new(x, "name", json_string(kt_device_name(d)));
             json_object_set_new(x, "fingerprint", json_string(kt_device_fingerprint(d)));
+            json_object_set_new(x, "arch", json_string(kt_device_architecture(d)));
+            json_object_set_new(x, "vendor", json_string(kt_device_vendor(d)));
             json_array_append_new(devs, x);
         }
         for (size_t i = 0; i < kt_context_unavailable_count(ctx); i++) json_array_append_new(un, json_string(kt_context_unavailable(ctx, i)));
@@ -116,6 +121,8 @@ static int run_devices(int argc, char **argv) {
         const kt_device *d = kt_context_device(ctx, i);
         printf("%-8s %-6zu %s\n", kt_device_backend(d), i, kt_device_name(d));
         if (verbose) printf("%-8s %-6s fingerprint: %s\n", "", "", kt_device_fingerprint(d));
+        if (verbose) printf("%-8s %-6s architecture: %s; vendor: %s\n", "", "", *kt_device_architecture(d) ? kt_device_architecture(d) : "unknown",
+                            *kt_device_vendor(d) ? kt_device_vendor(d) : "unknown");
     }
     for (size_t i = 0; i < kt_context_unavailable_count(ctx); i++) printf("unavailable: %s\n", kt_context_unavailable(ctx, i));
     kt_context_destroy(ctx);

@@ -21,7 +21,9 @@
  * (kt_op_add_launch_param): a launch's arguments may continue past the op's with KT_TYPE_BYTES
  * values, which a backend with KT_BACKEND_CAP_LAUNCH_PARAMS passes to the kernel by value;
  * version 11 says whether a built kernel fits its launch by the compiler's own account
- * (registers, static shared memory), so that one that does not is rejected unlaunched. A backend
+ * (registers, static shared memory), so that one that does not is rejected unlaunched; version
+ * 12 says a device's architecture and vendor, so that a key nobody tuned on it may borrow
+ * another device's decision (kerntune.h, KT_SOURCE_ARCH and KT_SOURCE_VENDOR). A backend
  * written against an older version has no capabilities: device memory, variants run in the
  * caller's process. A backend declares the version it was written against in
  * abi_version and the core never reads a field beyond it. Comparing outputs is the core's
@@ -41,7 +43,7 @@
 extern "C" {
 #endif
 
-#define KT_BACKEND_ABI_VERSION 11
+#define KT_BACKEND_ABI_VERSION 12
 
 /** Longest device name and fingerprint, terminating NUL included. */
 #define KT_DEVICE_NAME_MAX 256
@@ -246,6 +248,14 @@ struct kt_backend {
      *  KT_ERR_LIMIT with why in err. A configuration that does not fit is rejected before it is
      *  launched (KT_OUTCOME_REJECTED). Optional. */
     kt_status (*fits)(void *state, size_t device, void *module, const kt_launch_geometry *g, char *err, size_t errlen);
+    /* ---- version 12: what kind of device it is. */
+    /** Writes device index's architecture (the devices that run the same code the same way: for
+     *  CUDA the compute capability, "sm_90") into arch and its vendor ("NVIDIA") into vendor,
+     *  each KT_DEVICE_NAME_MAX bytes; either may be left empty when unknown. A key nobody
+     *  tuned may be answered from a decision made on another device of the same architecture,
+     *  then of the same vendor (kt_decision_source_of). Optional: without it a device's
+     *  decisions answer for that device only. */
+    kt_status (*classify)(void *state, size_t index, char *arch, char *vendor, char *err, size_t errlen);
 };
 
 /** Registers a backend with the context and enumerates its devices. The table must outlive the

@@ -62,6 +62,13 @@ KT_API const char *kt_device_name(const kt_device *dev);
  *  anything else that can change a tuning decision changes. */
 KT_API const char *kt_device_fingerprint(const kt_device *dev);
 
+/** Returns the device's architecture and vendor as its backend classifies it (CUDA: "sm_90",
+ *  "NVIDIA"; OpenCL: the device's name and CL_DEVICE_VENDOR; the host: the CPU's model and
+ *  vendor_id), "" when its backend does not say. A key nobody tuned on it may take the decision
+ *  of a device of the same architecture, then vendor (kt_decision_source). */
+KT_API const char *kt_device_architecture(const kt_device *dev);
+KT_API const char *kt_device_vendor(const kt_device *dev);
+
 /** Runs the op's compiled variants on device index of the context (kt_context_device); the
  *  op's buffer arguments are then that device's buffers. Default: device 0, the host CPU (the
  *  C backend). */

@@ -90,6 +90,27 @@ static kt_status c_device_describe(void *state, size_t index, char *name, char *
     return KT_OK;
 }
 
+/* The architecture: the CPU's model and instruction set ("Intel(R) Xeon(R) ... (x86_64)"); the
+ * vendor: its vendor_id ("GenuineIntel") or implementer. */
+static kt_status c_classify(void *state, size_t index, char *arch, char *vendor, char *err, size_t errlen) {
+    (void)state;
+    if (index != 0) {
+        snprintf(err, errlen, "device %zu does not exist (the C backend has one)", index);
+        return KT_ERR_INVALID_ARGUMENT;
+    }
+    struct utsname u;
+    if (uname(&u) != 0) snprintf(u.machine, sizeof u.machine, "unknown");
+    char model[200] = "", who[120] = "";
+    if (!cpuinfo_field("model name", model, sizeof model) && !cpuinfo_field("Model", model, sizeof model) &&
+        !cpuinfo_field("CPU part", model, sizeof model))
+        snprintf(model, sizeof model, "%s CPU", u.machine);
+    if (!cpuinfo_field("vendor_id", who, sizeof who) && !cpuinfo_field("CPU implementer", who, sizeof who))
+        snprintf(who, sizeof who, "%s", u.machine);
+    snprintf(arch, KT_DEVICE_NAME_MAX, "%.150s (%.40s)", model, u.machine);
+    snprintf(vendor, KT_DEVICE_NAME_MAX, "%.120s", who);
+    return KT_OK;
+}
+
 /* Host memory: the C backend's buffers are plain malloc'd memory, its "device" is the host. */
 static kt_status c_buffer_alloc(void *state, size_t device, size_t bytes, void **out, char *err, size_t errlen) {
     (void)state, (void)device;
@@ -420,6 +441,7 @@ static const kt_backend kt__backend_c = {
     .fini = c_fini,
     .device_count = c_device_count,
     .device_describe = c_device_describe,
+    .classify = c_classify,
     .buffer_alloc = c_buffer_alloc,
     .buffer_free = c_buffer_free,
     .buffer_copy = c_buffer_copy,

@@ -195,6 +195,18 @@ static kt_status cu_device_describe(void *state, size_t index, char *name, char 
     return KT_OK;
 }
 
+/* The architecture is the compute capability (code built for it runs alike on every such GPU). */
+static kt_status cu_classify(void *state, size_t index, char *arch, char *vendor, char *err, size_t errlen) {
+    cu_state *s = state;
+    if (index >= s->ndevs) {
+        snprintf(err, errlen, "device %zu does not exist", index);
+        return KT_ERR_INVALID_ARGUMENT;
+    }
+    snprintf(arch, KT_DEVICE_NAME_MAX, "sm_%d%d", s->devs[index].cc_major, s->devs[index].cc_minor);
+    snprintf(vendor, KT_DEVICE_NAME_MAX, "NVIDIA");
+    return KT_OK;
+}
+
 /* ---- errors, the current context -------------------------------------------------------------- */
 
 const char *kt__cu_errstr(cu_state *s, CUresult rc) {
@@ -372,6 +384,7 @@ static const kt_backend kt__backend_cuda = {
     .launch = kt__cu_launch,
     .limits = cu_limits,
     .fits = kt__cu_fits,
+    .classify = cu_classify,
     .flush = cu_flush,
     .caps = KT_BACKEND_CAP_WORKER | KT_BACKEND_CAP_FAULT_POISONS | KT_BACKEND_CAP_ASYNC_LAUNCH | KT_BACKEND_CAP_LAUNCH_PARAMS |
             KT_BACKEND_CAP_PREPROCESSED | KT_BACKEND_CAP_OWN_PROCESSOR,

@@ -83,6 +83,7 @@ typedef struct cl_dev {
     char name[KT_DEVICE_NAME_MAX];
     char fingerprint[KT_DEVICE_FINGERPRINT_MAX];
     char compiler[512];
+    char arch[KT_DEVICE_NAME_MAX], vendor[KT_DEVICE_NAME_MAX]; /* the device's name, CL_DEVICE_VENDOR */
     cl_ulong cache;             /* CL_DEVICE_GLOBAL_MEM_CACHE_SIZE */
     pthread_mutex_t flush_lock; /* guards creating flush */
     cl_mem flush;               /* a buffer as large as the cache, made at the first flush */
@@ -245,6 +246,8 @@ static kt_status cl_init(const kt_backend *self, void **state, char *err, size_t
                      "opencl:%.200s|platform=%.100s %.100s|device=%.100s|driver=%.100s|cu=%u%s|cache=%llu", dname,
                      pname, pver, dver, drv, cus, memtext, (unsigned long long)cache);
             snprintf(dv->compiler, sizeof dv->compiler, "%.150s %.150s | %.150s", pname, pver, drv);
+            snprintf(dv->arch, sizeof dv->arch, "%s", dname); /* a GPU's name is its chip ("gfx1032"), PoCL's its CPU's */
+            dev_string(s, dv->id, CL_DEVICE_VENDOR, dv->vendor, sizeof dv->vendor);
             dv->cache = cache;
             pthread_mutex_init(&dv->flush_lock, NULL);
             s->ndevs++;
@@ -279,6 +282,17 @@ static kt_status cl_device_describe(void *state, size_t index, char *name, char 
     }
     snprintf(name, KT_DEVICE_NAME_MAX, "%s", s->devs[index].name);
     snprintf(fp, KT_DEVICE_FINGERPRINT_MAX, "%s", s->devs[index].fingerprint);
+    return KT_OK;
+}
+
+static kt_status cl_classify(void *state, size_t index, char *arch, char *vendor, char *err, size_t errlen) {
+    cl_state *s = state;
+    if (index >= s->ndevs) {
+        snprintf(err, errlen, "device %zu does not exist", index);
+        return KT_ERR_INVALID_ARGUMENT;
+    }
+    snprintf(arch, KT_DEVICE_NAME_MAX, "%s", s->devs[index].arch);
+    snprintf(vendor, KT_DEVICE_NAME_MAX, "%s", s->devs[index].vendor);
     return KT_OK;
 }
 
@@ -697,6 +711,7 @@ static const kt_backend kt__backend_opencl = {
     .fini = cl_fini,
     .device_count = cl_device_count,
     .device_describe = cl_device_describe,
+    .classify = cl_classify,
     .buffer_alloc = cl_buffer_alloc,
     .buffer_free = cl_buffer_free,
     .buffer_copy = cl_buffer_copy,

@@ -146,6 +146,8 @@ void kt_context_destroy(kt_context *ctx) {
         free(ctx->devices[i].backend);
         free(ctx->devices[i].name);
         free(ctx->devices[i].fingerprint);
+        free(ctx->devices[i].arch);
+        free(ctx->devices[i].vendor);
     }
     for (size_t i = 0; i < ctx->nunavailable; i++) free(ctx->unavailable[i]);
     for (size_t i = 0; i < KT__MAX_DEVICES; i++) kt__worker_free(ctx->workers[i]);
@@ -346,7 +348,15 @@ static kt_status add_backend(kt_context *ctx, const kt_backend *b) {
         d->backend = strdup(b->name);
         d->name = strdup(name);
         d->fingerprint = strdup(fp);
-        if (!d->backend || !d->name || !d->fingerprint) {
+        char arch[KT_DEVICE_NAME_MAX] = "", vendor[KT_DEVICE_NAME_MAX] = "", why[256] = "";
+        if (b->abi_version >= 12 && b->classify && b->classify(state, added, arch, vendor, why, sizeof why) != KT_OK) {
+            kt__log(ctx, KT_LOG_DEBUG, "backend '%s': device %zu is not classified: %s", b->name, added, why);
+            arch[0] = vendor[0] = '\0';
+        }
+        arch[KT_DEVICE_NAME_MAX - 1] = vendor[KT_DEVICE_NAME_MAX - 1] = '\0';
+        d->arch = strdup(arch);
+        d->vendor = strdup(vendor);
+        if (!d->backend || !d->name || !d->fingerprint || !d->arch || !d->vendor) {
             added++; /* so that the cleanup below frees this one too */
             st = kt__err(KT_ERR_NO_MEMORY, "kt_context_add_backend(%s): out of memory", b->name);
             break;
@@ -358,6 +368,8 @@ static kt_status add_backend(kt_context *ctx, const kt_backend *b) {
             free(d->backend);
             free(d->name);
             free(d->fingerprint);
+            free(d->arch);
+            free(d->vendor);
             memset(d, 0, sizeof *d);
         }
         if (b->fini) b->fini(state);
@@ -524,6 +536,8 @@ const kt_device *kt_context_device(kt_context *ctx, size_t index) {
 const char *kt_device_backend(const kt_device *dev) { return dev ? dev->backend : NULL; }
 const char *kt_device_name(const kt_device *dev) { return dev ? dev->name : NULL; }
 const char *kt_device_fingerprint(const kt_device *dev) { return dev ? dev->fingerprint : NULL; }
+const char *kt_device_architecture(const kt_device *dev) { return dev ? dev->arch : NULL; }
+const char *kt_device_vendor(const kt_device *dev) { return dev ? dev->vendor : NULL; }
 unsigned kt_device_caps(const kt_device *dev) { return dev ? kt__backend_caps(dev->table) : 0; }
 const char *kt_device_language(const kt_device *dev) {
     return dev && dev->table->abi_version >= 6 ? dev->table->language : NULL;
