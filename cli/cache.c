@@ -1,5 +1,5 @@
 /*
- * cache.c - `kerntune cache list|show|export|import|rm|clear|path|deferred`: the persistent cache from
+ * cache.c - `kerntune cache list|show|export|import|rm|clear|path|deferred|explain`: the persistent cache from
  * the command line, through the public kt_cache_* API only.
  *
  * list and show read the same wisdom document `export` writes (parsed with jansson), so what
@@ -39,11 +39,12 @@ enum {
     OPT_REPLACE = 1 << 4,
     OPT_YES = 1 << 5,
     OPT_FILE = 1 << 6, /* one positional FILE */
+    OPT_OPKEY = 1 << 7, /* two positionals: OP and KEY; and --arch, --vendor */
 };
 
 typedef struct opts {
     const char *sub;
-    const char *cache, *op, *device, *output, *file;
+    const char *cache, *op, *device, *output, *file, *key, *arch, *vendor;
     bool json, replace, yes;
 } opts;
 
@@ -64,6 +65,7 @@ static int run_rm(const opts *o, kt_cache *c);
 static int run_clear(const opts *o, kt_cache *c);
 static int run_path(const opts *o, kt_cache *c);
 static int run_deferred(const opts *o, kt_cache *c);
+static int run_explain(const opts *o, kt_cache *c);
 
 static const subcommand subs[] = {
     {"list", "[--op NAME] [--device FP] [--json] [--cache PATH]", "one line per decision", OPT_JSON | OPT_OP | OPT_DEVICE, run_list,
@@ -114,6 +116,19 @@ static const subcommand subs[] = {
      "program that declares the op can (kt_op_tune_deferred, e.g. at its next start, before it\n"
      "captures). With --json: the entries of kt_cache_deferred's document, objects {op,\n"
      "candidate_set, device, library_version, key, args, created (unix time)}.\n"},
+    {"explain", "OP KEY [--device FP] [--arch A] [--vendor V] [--json] [--cache PATH]",
+     "how a key nobody tuned would be answered", OPT_OPKEY | OPT_DEVICE | OPT_JSON, run_explain,
+     "Explains how op OP answers KEY (its key components, as 'kerntune cache list' shows them up\n"
+     "to the validity mask: \"4096\" or \"512,512\") on device FP when it may not tune (effort\n"
+     "cache-only): the decision recorded for that very key, if any; else, in the order they are\n"
+     "tried, the decisions that may answer it: the nearest tuned keys on the device (distance in\n"
+     "log2 over the size components, category components equal), this key decided on another\n"
+     "device of the same architecture, then of the same vendor. The first whose winner accepts the\n"
+     "call's arguments answers, else the op's default; only the op can tell which accept them.\n"
+     "--device may be left out when one device has decisions of OP; its architecture and vendor\n"
+     "come from its decisions, or from --arch and --vendor (see 'kerntune devices'). With --json:\n"
+     "kt_cache_explain's document {op, device, arch, vendor, key, recorded, candidates [{rule,\n"
+     "device, key, distance, winner}]}.\n"},
 };
 #define NSUBS (sizeof subs / sizeof subs[0])
 
@@ -141,7 +156,12 @@ void help_cache(FILE *out) {
 static void help_sub(const subcommand *s, FILE *out) {
     fprintf(out, "usage: kerntune cache %s %s\n\n%s\noptions:\n", s->name, s->synopsis, s->details);
     if (s->allowed & OPT_OP) fprintf(out, "  --op NAME      only the decisions of this op\n");
-    if (s->allowed & OPT_DEVICE) fprintf(out, "  --device FP    only the decisions of this device fingerprint (exact)\n");
+    if (s->allowed & OPT_DEVICE && !(s->allowed & OPT_OPKEY)) fprintf(out, "  --device FP    only the decisions of this device fingerprint (exact)\n");
+    if (s->allowed & OPT_OPKEY) {
+        fprintf(out, "  --device FP    the device (its fingerprint, exact) whose calls are explained\n");
+        fprintf(out, "  --arch A       its architecture (default: as its decisions in the cache say)\n");
+        fprintf(out, "  --vendor V     its vendor (default: as its decisions in the cache say)\n");
+    }
     if (s->allowed & OPT_OUTPUT) fprintf(out, "  -o FILE        write to FILE instead of stdout\n");
     if (s->allowed & OPT_REPLACE) fprintf(out, "  --replace      replace decisions already in the cache\n");
     if (s->allowed & OPT_YES) fprintf(out, "  --yes          confirm removing everything\n");
@@ -196,6 +216,12 @@ static int parse(const subcommand *s, int argc, char **argv, opts *o) {
     o->sub = s->name;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
+        if ((a[0] != '-' || (o->op && !o->key && a[1] >= '0' && a[1] <= '9')) && (s->allowed & OPT_OPKEY)) {
+            if (o->op == NULL) o->op = a; /* (a key may start with '-': a negative component) */
+            else if (o->key == NULL) o->key = a;
+            else return usage(s->name, "unexpected argument '%s' (OP and KEY were given)", a);
+            continue;
+        }
         if (a[0] != '-' || strcmp(a, "-") == 0) {
             if (!(s->allowed & OPT_FILE)) return usage(s->name, "unexpected argument '%s'", a);
             if (o->file != NULL) return usage(s->name, "one FILE only ('%s' and '%s')", o->file, a);
@@ -212,7 +238,8 @@ static int parse(const subcommand *s, int argc, char **argv, opts *o) {
             bool value;
         } known[] = {{"--cache", 0, true},       {"--op", OPT_OP, true},       {"--device", OPT_DEVICE, true},
                      {"-o", OPT_OUTPUT, true},   {"--output", OPT_OUTPUT, true}, {"--json", OPT_JSON, false},
-                     {"--replace", OPT_REPLACE, false}, {"--yes", OPT_YES, false}};
+                     {"--replace", OPT_REPLACE, false}, {"--yes", OPT_YES, false},
+                     {"--arch", OPT_OPKEY, true}, {"--vendor", OPT_OPKEY, true}};
         size_t k = 0;
         while (k < sizeof known / sizeof known[0] && !(strlen(known[k].name) == nlen && strncmp(known[k].name, a, nlen) == 0)) k++;
         if (k == sizeof known / sizeof known[0] || (known[k].bit && !(s->allowed & known[k].bit)))
@@ -234,9 +261,14 @@ static int parse(const subcommand *s, int argc, char **argv, opts *o) {
         case OPT_JSON: o->json = true; break;
         case OPT_REPLACE: o->replace = true; break;
         case OPT_YES: o->yes = true; break;
+        case OPT_OPKEY:
+            if (known[k].name[2] == 'a') o->arch = v;
+            else o->vendor = v;
+            break;
         }
     }
     if ((s->allowed & OPT_FILE) && o->file == NULL) return usage(s->name, "which FILE?");
+    if ((s->allowed & OPT_OPKEY) && o->key == NULL) return usage(s->name, o->op ? "which KEY?" : "which OP and KEY?");
     return 0;
 }
 
@@ -804,6 +836,113 @@ static int print_help(void (*print)(FILE *out, const void *arg), const void *arg
     json_decref(v);
     free(text);
     return text ? 0 : 1;
+}
+
+/* ---- explain ------------------------------------------------------------------------------ */
+
+/* Parses "4096" or "512,-1,7" into key; false with why when it is not integers joined by commas. */
+static bool parse_key(const char *text, int64_t *key, size_t max, size_t *n, char *why, size_t len) {
+    *n = 0;
+    for (const char *p = text;;) {
+        char *end;
+        errno = 0;
+        long long v = strtoll(p, &end, 10);
+        if (end == p || errno != 0 || (*end != ',' && *end != '\0')) {
+            snprintf(why, len, "KEY '%.100s' is not integers joined by commas (at offset %zu)", text, (size_t)(p - text));
+            return false;
+        }
+        if (*n == max) {
+            snprintf(why, len, "KEY '%.100s' has more than %zu components", text, max);
+            return false;
+        }
+        key[(*n)++] = v;
+        if (*end == '\0') return true;
+        p = end + 1;
+    }
+}
+
+static int run_explain(const opts *o, kt_cache *c) {
+    int64_t key[16];
+    size_t nkey = 0;
+    char why[256];
+    if (!parse_key(o->key, key, sizeof key / sizeof key[0], &nkey, why, sizeof why)) return usage(o->sub, "%s", why);
+    const char *device = o->device;
+    json_t *doc = NULL;
+    if (device == NULL) { /* the one device with decisions of the op */
+        json_t *entries = load_entries(o, c, &doc);
+        if (entries == NULL) return 1;
+        size_t i;
+        json_t *e;
+        json_array_foreach(entries, i, e) {
+            const char *d = str_of(e, "device");
+            if (device == NULL) device = d;
+            else if (strcmp(device, d) != 0) {
+                int st = usage(o->sub, "decisions of op '%s' were made on several devices ('%.80s', '%.80s'...): give --device FP", o->op,
+                               device, d);
+                json_decref(doc);
+                return st;
+            }
+        }
+        if (device == NULL) {
+            json_decref(doc);
+            return report(1, o->sub, "the cache holds no decision of op '%s' (of this library version): every key gets the op's default", o->op);
+        }
+    }
+    char *text = NULL;
+    kt_status st = kt_cache_explain(c, o->op, device, o->arch, o->vendor, key, nkey, &text);
+    json_decref(doc); /* device pointed into it */
+    if (st != KT_OK) return failed(o);
+    json_t *x = json_loads(text, 0, NULL);
+    kt_free(text);
+    if (x == NULL) return report(1, o->sub, "out of memory");
+    if (o->json) {
+        print_json(x);
+        json_decref(x);
+        return 0;
+    }
+    char k[400];
+    fmt_key(json_object_get(x, "key"), k, sizeof k);
+    printf("op %s, key [%s], device %s\n", o->op, k, str_of(x, "device"));
+    printf("  architecture: %s; vendor: %s\n", *str_of(x, "arch") ? str_of(x, "arch") : "unknown",
+           *str_of(x, "vendor") ? str_of(x, "vendor") : "unknown");
+    json_t *rec = json_object_get(x, "recorded");
+    if (json_is_object(rec)) {
+        char *w = fmt_winner(rec);
+        printf("recorded: %s (a tuned key: served as it is)\n", w ? w : "(out of memory)");
+        free(w);
+    } else {
+        printf("recorded: nothing for this key on this device\n");
+    }
+    json_t *cands = json_object_get(x, "candidates");
+    if (json_array_size(cands) == 0) {
+        printf("no other decision can answer it: the op's default does\n");
+    } else {
+        printf("%s, in this order (the first whose winner accepts the call's arguments answers; else the op's default):\n",
+               json_is_object(rec) ? "were it not recorded" : "answered by the rules");
+        table t = {.ncols = 5};
+        static const char *const head[] = {"RULE", "KEY", "DISTANCE", "DEVICE", "WINNER"};
+        bool ok = table_row(&t, head);
+        size_t i;
+        json_t *e;
+        json_array_foreach(cands, i, e) {
+            char ck[400], dist[32], dev[48];
+            fmt_key(json_object_get(e, "key"), ck, sizeof ck);
+            snprintf(dist, sizeof dist, "%.2f", json_number_value(json_object_get(e, "distance")));
+            shorten(str_of(e, "device"), dev, sizeof dev, 40);
+            char *w = fmt_winner(e);
+            const char *row[] = {str_of(e, "rule"), ck, dist, dev, w ? w : ""};
+            ok = ok && w != NULL && table_row(&t, row);
+            free(w);
+        }
+        if (ok) table_print(&t, "  ");
+        table_free(&t);
+        if (!ok) {
+            json_decref(x);
+            return report(1, o->sub, "out of memory");
+        }
+    }
+    json_decref(x);
+    return 0;
 }
 
 int run_cache(int argc, char **argv) {

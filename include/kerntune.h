@@ -390,6 +390,17 @@ KT_API kt_status kt_op_key_align(kt_op *op, size_t arg, size_t max_align);
 /** Adds a key component computed by fn from all arguments. */
 KT_API kt_status kt_op_key_fn(kt_op *op, kt_key_fn fn, void *user);
 
+/** How a key component compares when a key nobody tuned is answered from the nearest tuned one
+ *  (KT_SOURCE_NEAREST): a SIZE by its distance in log2 (1024 is as far from 512 as from 2048),
+ *  a CATEGORY only when equal. Without a call, a buffer's size and an integer scalar's value
+ *  (bucketed or mapped) are sizes; an alignment, a float's bits and kt_op_key_fn's value are
+ *  categories. */
+typedef enum kt_key_scale { KT_KEY_SIZE = 0, KT_KEY_CATEGORY = 1 } kt_key_scale;
+
+/** Sets the scale of declared key component index (0 for the first kt_op_key_* call). Only
+ *  while the op is being built. */
+KT_API kt_status kt_op_key_scale(kt_op *op, size_t index, kt_key_scale scale);
+
 /** Adds a native candidate named name (unique within the op) that calls fn(args, nargs, user).
  *  At most 4096 candidates per op. */
 KT_API kt_status kt_op_add_native(kt_op *op, const char *name, kt_native_fn fn, void *user);
@@ -579,13 +590,28 @@ KT_API uint64_t kt_op_tune_count(const kt_op *op);
 /** A recorded decision; owned by its op and valid as long as the op. Read-only. */
 typedef struct kt_decision kt_decision;
 
-/** How a decision was made. */
+/** How a decision was made. Under effort CACHE_ONLY a key with no recorded decision is answered
+ *  from what is known, by the first of these rules that gives a winner valid for the call's
+ *  arguments (its requirements and, for a variant group, a configuration of today's space for
+ *  these arguments): the nearest tuned key on the same device and candidate set (NEAREST: the
+ *  least distance in log2 over the key's size components, every category component equal; see
+ *  kt_op_key_scale), the same key decided on another device of the same architecture (ARCH),
+ *  then of the same vendor (VENDOR, as the backends classify devices), else the op's default
+ *  (DEFAULT). Decisions are looked for in the op's own, then in the persistent cache, which
+ *  wisdom from other machines can fill (kt_cache_import). Nothing is measured. */
 typedef enum kt_decision_source {
     KT_SOURCE_MEASURED = 1, /* measured at first call */
-    KT_SOURCE_DEFAULT = 2,  /* default candidate, by effort OFF or CACHE_ONLY */
+    KT_SOURCE_DEFAULT = 2,  /* default candidate, by effort OFF, FORCED without one, or CACHE_ONLY */
     KT_SOURCE_FORCED = 3,   /* forced candidate */
-    KT_SOURCE_CACHE = 4     /* recorded in the persistent cache by an earlier process */
+    KT_SOURCE_CACHE = 4,    /* recorded in the persistent cache by an earlier process */
+    KT_SOURCE_NEAREST = 5,  /* CACHE_ONLY: the winner of the nearest tuned key on this device */
+    KT_SOURCE_ARCH = 6,     /* CACHE_ONLY: this key's winner on another device of this architecture */
+    KT_SOURCE_VENDOR = 7    /* CACHE_ONLY: this key's winner on another device of this vendor */
 } kt_decision_source;
+
+/** Returns a source's name: "measured", "default", "forced", "cache", "nearest key", "same
+ *  architecture", "same vendor"; NULL for an unknown value. */
+KT_API const char *kt_decision_source_name(kt_decision_source source);
 
 /** Finds the decision for the key of these arguments without tuning or calling anything.
  *  Returns KT_ERR_NOT_FOUND when the key has no finished decision. When every candidate
@@ -615,6 +641,12 @@ KT_API kt_decision_source kt_decision_source_of(const kt_decision *d);
  *  call computes that size from its own arguments. */
 KT_API size_t kt_decision_key_len(const kt_decision *d);
 KT_API int64_t kt_decision_key(const kt_decision *d, size_t index);
+
+/** For a decision answered by a rule (KT_SOURCE_NEAREST, ARCH, VENDOR): the fingerprint of the
+ *  device whose decision it took, and that decision's key components (as kt_decision_key
+ *  counts them; up to max into out, returns how many there are). NULL and 0 otherwise. */
+KT_API const char *kt_decision_borrowed_device(const kt_decision *d);
+KT_API size_t kt_decision_borrowed_key(const kt_decision *d, int64_t *out, size_t max);
 
 /* ---------------------------------------------------------------------------------------------
  * Memory handed out

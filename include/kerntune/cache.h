@@ -80,6 +80,9 @@ KT_API kt_status kt_cache_count(kt_cache *cache, const char *op, const char *dev
  *   {"kerntune_wisdom": 1, "library_version": "0.1.0", "entries": [
  *     {"op": "matmul", "candidate_set": "<hex>", "device": "<fingerprint>",
  *      "library_version": "0.1.0", "key": [512, 512],
+ *      "arch": "sm_90", "vendor": "NVIDIA",       (the device's, as its backend classifies it;
+ *                                                    absent when unknown)
+ *      "key_kinds": "ss",    (per key component: s a size, c a category; absent when unknown)
  *      "winner": {"candidate": "tiled", "config": "TM=16,TN=8"},    (config null for natives)
  *      "time_ns": 1234.5, "confidence": 0.99,                     (null when unknown)
  *      "requested_confidence": 0.99,                 (what the race asked for; null: nothing)
@@ -129,6 +132,25 @@ KT_API kt_status kt_cache_deferred(kt_cache *cache, const char *op, const char *
  */
 KT_API kt_status kt_cache_import(kt_cache *cache, const char *json, int replace, size_t *added,
                                  size_t *replaced, size_t *kept);
+
+/**
+ * Explains how a key nobody tuned would be answered for op (of this library version) on device
+ * (a fingerprint) under effort CACHE_ONLY, by the rules of kt_decision_source, from what the
+ * cache holds: a JSON document into *json, to free with kt_free:
+ *
+ *   {"op": "scale", "device": "<fingerprint>", "arch": "sm_90", "vendor": "NVIDIA",
+ *    "key": [4096],
+ *    "recorded": {"key": [...], "winner": {...}} or null,   (this very key, decided here)
+ *    "candidates": [{"rule": "nearest key", "device": "<fingerprint>", "key": [2048],
+ *                    "distance": 1.0, "winner": {"candidate": "big", "config": null}}, ...]}
+ *
+ * key holds the key's components (kt_decision_key); arch and vendor are the device's, or NULL
+ * to take them from its decisions in the cache. The candidates come in the order the rules try
+ * them; which of them accept a call's arguments only the op can tell: the first that does
+ * answers, else the op's default.
+ */
+KT_API kt_status kt_cache_explain(kt_cache *cache, const char *op, const char *device, const char *arch, const char *vendor,
+                                  const int64_t *key, size_t nkey, char **json);
 
 /** Removes the decisions of op and of device (NULL: any; both NULL: every decision) with their
  *  units; *removed (may be NULL) receives how many decisions. */

@@ -40,6 +40,9 @@ void kt__decision_reset(kt_decision *d) {
     d->fail_msg = NULL;
     free(d->cache_rejected); /* what the persistent cache said (tune/recall.c) */
     d->cache_rejected = NULL;
+    free(d->borrowed_device); /* whose decision a rule took (tune/fallback.c) */
+    d->borrowed_device = NULL;
+    d->borrowed_len = 0;
     d->rerace = false;
     d->requested_confidence = 0;
     d->validated = false;
@@ -59,6 +62,19 @@ void kt__decision_free(kt_decision *d) {
 
 size_t kt_decision_winner(const kt_decision *d) { return d ? d->winner : 0; }
 kt_decision_source kt_decision_source_of(const kt_decision *d) { return d ? d->source : 0; }
+
+const char *kt_decision_source_name(kt_decision_source source) {
+    static const char *const names[] = {NULL, "measured", "default", "forced", "cache", "nearest key", "same architecture", "same vendor"};
+    return (int)source >= 1 && (size_t)source < sizeof names / sizeof names[0] ? names[source] : NULL;
+}
+
+const char *kt_decision_borrowed_device(const kt_decision *d) { return d ? d->borrowed_device : NULL; }
+
+size_t kt_decision_borrowed_key(const kt_decision *d, int64_t *out, size_t max) {
+    if (d == NULL || d->borrowed_device == NULL) return 0;
+    for (size_t i = 0; out && i < d->borrowed_len && i < max; i++) out[i] = d->borrowed_key[i];
+    return d->borrowed_len;
+}
 size_t kt_decision_key_len(const kt_decision *d) { return d ? d->nuser : 0; }
 int64_t kt_decision_key(const kt_decision *d, size_t index) { return (d && index < d->nuser) ? d->key[index] : 0; }
 int kt_decision_validated(const kt_decision *d) { return d ? d->validated : 0; }

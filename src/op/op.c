@@ -206,6 +206,32 @@ kt_status kt_op_key_align(kt_op *op, size_t arg, size_t max_align) {
     return add_key(op, (kt__keycomp){.kind = KT__KEY_ALIGN, .arg = arg, .max_align = max_align}, "kt_op_key_align");
 }
 
+kt_status kt_op_key_scale(kt_op *op, size_t index, kt_key_scale scale) {
+    KT__CHECK_OP(op, "kt_op_key_scale");
+    kt_status st = kt__op_building(op, "kt_op_key_scale");
+    if (st != KT_OK) return st;
+    if (scale != KT_KEY_SIZE && scale != KT_KEY_CATEGORY)
+        return kt__err(KT_ERR_INVALID_ARGUMENT, "kt_op_key_scale(op '%s'): scale %d is not KT_KEY_SIZE or KT_KEY_CATEGORY", op->name,
+                       (int)scale);
+    if (index >= op->nkeys)
+        return kt__err(KT_ERR_INVALID_ARGUMENT, "kt_op_key_scale(op '%s'): key component %zu does not exist (the op declares %zu)",
+                       op->name, index, op->nkeys);
+    op->keys[index].scale = scale;
+    op->keys[index].scale_set = true;
+    return KT_OK;
+}
+
+void kt__key_kinds(const kt_op *op, char *kinds) {
+    for (size_t i = 0; i < op->nkeys; i++) {
+        const kt__keycomp *k = &op->keys[i];
+        bool size = false;
+        if (k->scale_set) size = k->scale == KT_KEY_SIZE;
+        else if (k->kind == KT__KEY_ARG || k->kind == KT__KEY_ARG_FN) size = op->args[k->arg].type != KT_TYPE_F32 && op->args[k->arg].type != KT_TYPE_F64;
+        kinds[i] = size ? 's' : 'c';
+    }
+    kinds[op->nkeys] = '\0';
+}
+
 kt_status kt_op_key_fn(kt_op *op, kt_key_fn fn, void *user) {
     if (fn == NULL) return kt__err(KT_ERR_NULL, "kt_op_key_fn: fn is NULL");
     return add_key(op, (kt__keycomp){.kind = KT__KEY_FN, .key_fn = fn, .user = user}, "kt_op_key_fn");

@@ -43,6 +43,7 @@ struct kt_device {
     char *backend;
     char *name;
     char *fingerprint;
+    char *arch, *vendor; /* as the backend classifies it (ABI 12); "" when unknown */
     size_t slot;   /* the backend's index in ctx->backends */
     size_t local;  /* the device's index within its backend */
 };
@@ -162,6 +163,8 @@ typedef struct kt__keycomp {
     void *user;
     uint64_t max_align;
     bool automatic;   /* added at freeze: the argument reaches a variant group's code or validity */
+    bool scale_set;   /* kt_op_key_scale named its scale */
+    kt_key_scale scale;
 } kt__keycomp;
 
 typedef enum kt__req_kind { KT__REQ_ALIGN, KT__REQ_MULTIPLE } kt__req_kind;
@@ -340,6 +343,9 @@ struct kt_decision {
     bool rerace;                     /* a recorded decision below its requested confidence is being
                                         re-raced: measure its finalists only (tune/recall.c) */
     char *cache_rejected;            /* why the recorded decision for this key was rejected, or NULL */
+    char *borrowed_device;           /* KT_SOURCE_NEAREST, ARCH, VENDOR: whose decision it took */
+    int64_t borrowed_key[KT__KEY_USER_MAX + KT__KEY_AUTO_MAX]; /* ... and that decision's key components */
+    size_t borrowed_len;
     uint64_t total_runs;
     double measure_ns;
 };
@@ -489,6 +495,10 @@ void kt__op_backend(const kt_op *op, const kt_backend **b, void **state, size_t 
 
 /* Frees a decision's units and results (not the decision). */
 void kt__decision_reset(kt_decision *d);
+
+/* The scale of each of the op's key components, 's' (a size) or 'c' (a category), into kinds
+ * (op->nkeys letters and a NUL). */
+void kt__key_kinds(const kt_op *op, char *kinds);
 
 /* Frees what a unit's launch holds for per-call sizes. */
 void kt__launch_free_slots(kt__launch *l);

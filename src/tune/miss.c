@@ -34,6 +34,11 @@ static kt_status decide(kt_op *op, kt_decision *d, const kt_arg *args, kt__finis
         if (st == KT_OK) kt__persist_record(op, d);
         return st;
     }
+    if (op->effective == KT_EFFORT_CACHE_ONLY) { /* a key nobody tuned: what other keys and devices decided */
+        bool found = false;
+        kt_status st = kt__fallback(op, d, args, &found);
+        if (st != KT_OK || found) return st;
+    }
     long idx = -1;
     if (op->effective == KT_EFFORT_FORCED && op->forced_idx >= 0) {
         if (kt__key_accepts(op, d->key, (size_t)op->forced_idx)) {

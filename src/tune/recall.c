@@ -77,6 +77,35 @@ static void reject(kt_op *op, kt_decision *d, const char *why) {
     d->cache_rejected = strdup(why);
 }
 
+kt_status kt__adopt_winner(kt_op *op, kt_decision *d, const kt_arg *args, const char *cand_name, const char *config, long *cand,
+                           long *unit, char *why, size_t len) {
+    *cand = *unit = -1;
+    why[0] = '\0';
+    for (size_t i = 0; i < op->ncands; i++)
+        if (strcmp(op->cands[i].name, cand_name) == 0) *cand = (long)i;
+    long c = *cand;
+    if (c < 0) snprintf(why, len, "it names candidate '%.200s', which the op does not have", cand_name);
+    else if ((op->cands[c].space == NULL) != (config == NULL))
+        snprintf(why, len, "candidate '%.200s' %s", cand_name,
+                 config ? "is native but the record gives a configuration" : "is a variant group but the record gives no configuration");
+    else if (op->reference_only && c == (op->reference_idx >= 0 ? op->reference_idx : op->default_idx >= 0 ? op->default_idx : 0))
+        snprintf(why, len, "candidate '%.200s' only validates the others", cand_name);
+    else if (!kt__key_accepts(op, d->key, (size_t)c))
+        snprintf(why, len, "candidate '%.200s' rejects these arguments", cand_name);
+    if (why[0]) return KT_OK;
+    kt_status st = kt__make_units(op, d, args, (size_t)c, config, NULL, NULL);
+    if (st != KT_OK) return st;
+    for (size_t i = 0; i < d->nunits; i++)
+        if (d->units[i].cand == (size_t)c && (config == NULL || (d->units[i].text && strcmp(d->units[i].text, config) == 0))) *unit = (long)i;
+    if (*unit < 0)
+        snprintf(why, len, "configuration %.200s of '%.100s' is not in today's space for these arguments", config, cand_name);
+    else if (!kt__unit_runnable(&d->units[*unit]))
+        snprintf(why, len, "configuration %.200s of '%.100s' cannot run: %.200s", config ? config : "", cand_name,
+                 d->units[*unit].r.message ? d->units[*unit].r.message : "not built");
+    if (why[0]) *unit = -1;
+    return KT_OK;
+}
+
 kt_status kt__persist_recall(kt_op *op, kt_decision *d, const kt_arg *args, bool *found) {
     *found = false;
     kt_cache *c = kt__context_cache(op->ctx);
@@ -96,54 +125,32 @@ kt_status kt__persist_recall(kt_op *op, kt_decision *d, const kt_arg *args, bool
         return KT_OK;
     }
     char why[512] = "";
-    long cand = -1;
-    for (size_t i = 0; i < op->ncands; i++)
-        if (strcmp(op->cands[i].name, rec.winner_candidate) == 0) cand = (long)i;
-    if (cand < 0) snprintf(why, sizeof why, "it names candidate '%.200s', which the op does not have", rec.winner_candidate);
-    else if ((op->cands[cand].space == NULL) != (rec.winner_config == NULL))
-        snprintf(why, sizeof why, "candidate '%.200s' %s", rec.winner_candidate,
-                 rec.winner_config ? "is native but the record gives a configuration" : "is a variant group but the record gives no configuration");
-    else if (op->reference_only && cand == (op->reference_idx >= 0 ? op->reference_idx : op->default_idx >= 0 ? op->default_idx : 0))
-        snprintf(why, sizeof why, "candidate '%.200s' only validates the others", rec.winner_candidate);
-    else if (!kt__key_accepts(op, d->key, (size_t)cand))
-        snprintf(why, sizeof why, "candidate '%.200s' rejects these arguments", rec.winner_candidate);
+    long cand = -1, w = -1;
+    st = kt__adopt_winner(op, d, args, rec.winner_candidate, rec.winner_config, &cand, &w, why, sizeof why);
+    if (st != KT_OK) {
+        kt__store_rec_free(&rec);
+        return st;
+    }
     if (!why[0]) {
-        st = kt__make_units(op, d, args, cand, rec.winner_config, NULL, NULL);
-        if (st != KT_OK) {
-            kt__store_rec_free(&rec);
-            return st;
-        }
-        long w = -1;
-        for (size_t i = 0; i < d->nunits; i++)
-            if (d->units[i].cand == (size_t)cand && (rec.winner_config == NULL || (d->units[i].text && strcmp(d->units[i].text, rec.winner_config) == 0)))
-                w = (long)i;
-        if (w < 0)
-            snprintf(why, sizeof why, "configuration %.200s of '%.100s' is not in today's space for these arguments",
-                     rec.winner_config, rec.winner_candidate);
-        else if (!kt__unit_runnable(&d->units[w]))
-            snprintf(why, sizeof why, "configuration %.200s of '%.100s' cannot run: %.200s", rec.winner_config ? rec.winner_config : "",
-                     rec.winner_candidate, d->units[w].r.message ? d->units[w].r.message : "not built");
-        else {
-            d->winner = (size_t)cand;
-            d->winner_unit = (size_t)w;
-            d->source = KT_SOURCE_CACHE;
-            d->confidence = rec.confidence;
-            d->requested_confidence = rec.requested_confidence;
-            kt__cand_result *r = &d->units[w].r;
-            r->outcome = KT_OUTCOME_MEASURED;
-            r->time_ns = rec.time_ns;
-            r->ci_low_ns = r->ci_high_ns = rec.time_ns;
-            for (size_t i = 0; i < rec.nunits; i++) { /* its recorded interval */
-                const kt__store_unit *su = &rec.units[i];
-                if (strcmp(su->candidate, rec.winner_candidate) == 0 && (su->config == NULL) == (rec.winner_config == NULL) &&
-                    (su->config == NULL || strcmp(su->config, rec.winner_config) == 0) && su->ci_low_ns >= 0) {
-                    r->ci_low_ns = su->ci_low_ns;
-                    r->ci_high_ns = su->ci_high_ns;
-                }
+        d->winner = (size_t)cand;
+        d->winner_unit = (size_t)w;
+        d->source = KT_SOURCE_CACHE;
+        d->confidence = rec.confidence;
+        d->requested_confidence = rec.requested_confidence;
+        kt__cand_result *r = &d->units[w].r;
+        r->outcome = KT_OUTCOME_MEASURED;
+        r->time_ns = rec.time_ns;
+        r->ci_low_ns = r->ci_high_ns = rec.time_ns;
+        for (size_t i = 0; i < rec.nunits; i++) { /* its recorded interval */
+            const kt__store_unit *su = &rec.units[i];
+            if (strcmp(su->candidate, rec.winner_candidate) == 0 && (su->config == NULL) == (rec.winner_config == NULL) &&
+                (su->config == NULL || strcmp(su->config, rec.winner_config) == 0) && su->ci_low_ns >= 0) {
+                r->ci_low_ns = su->ci_low_ns;
+                r->ci_high_ns = su->ci_high_ns;
             }
-            *found = true;
         }
-        if (*found && kt__store_unsettled(&rec) && op->effective == KT_EFFORT_MEASURE) { /* not settled: race again */
+        *found = true;
+        if (kt__store_unsettled(&rec) && op->effective == KT_EFFORT_MEASURE) { /* not settled: race again */
             kt__log(op->ctx, KT_LOG_INFO,
                     "op '%s': the recorded decision has confidence %.3f, below the %.3f its race asked for: re-racing its finalists",
                     op->name, rec.confidence, rec.requested_confidence);
@@ -153,10 +160,13 @@ kt_status kt__persist_recall(kt_op *op, kt_decision *d, const kt_arg *args, bool
             kt__store_rec_free(&rec);
             return KT_OK;
         }
-        if (!*found) kt__decision_reset(d);
     }
-    if (why[0]) reject(op, d, why);
-    else atomic_fetch_add(&op->ctx->cache_hits, 1);
+    if (why[0]) {
+        kt__decision_reset(d); /* the units made for it */
+        reject(op, d, why);
+    } else {
+        atomic_fetch_add(&op->ctx->cache_hits, 1);
+    }
     kt__store_rec_free(&rec);
     return KT_OK;
 }
@@ -215,6 +225,12 @@ void kt__persist_record(kt_op *op, kt_decision *d) {
         rec.confidence = d->confidence;
         rec.requested_confidence = d->requested_confidence > 0 ? d->requested_confidence : -1;
         rec.created = (int64_t)time(NULL);
+        const kt_device *dev = &op->ctx->devices[op->device];
+        char kinds[KT__KEY_USER_MAX + KT__KEY_AUTO_MAX + 1];
+        kt__key_kinds(op, kinds);
+        rec.arch = dev->arch;
+        rec.vendor = dev->vendor;
+        rec.key_kinds = kinds;
         rec.units = units;
         rec.nunits = d->nunits;
         if (kt__store_put(c, &rec) != KT_OK)

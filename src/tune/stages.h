@@ -284,6 +284,20 @@ kt_status kt__measure_all(kt_op *op, kt_decision *d, const kt_arg *caller, bool 
  * when the op may not measure; otherwise d->rerace is set and *found stays false. */
 kt_status kt__persist_recall(kt_op *op, kt_decision *d, const kt_arg *args, bool *found);
 
+/* Makes d's units for a winner recorded elsewhere (candidate cand_name; configuration config of
+ * a variant group, NULL for a native) and finds the unit that runs it for these arguments: the
+ * candidate's index into *cand and the unit's into *unit; when it cannot serve (a candidate the
+ * op lacks or of another kind, the reference-only one, one that rejects these arguments, a
+ * configuration not in today's space for them or that cannot run) *unit is -1 and why says so
+ * (d's units may have been made: kt__decision_reset them). An error is not the record's. */
+kt_status kt__adopt_winner(kt_op *op, kt_decision *d, const kt_arg *args, const char *cand_name, const char *config, long *cand,
+                           long *unit, char *why, size_t len);
+
+/* Answers a key with no recorded decision from other keys' and devices' decisions (fallback.c),
+ * by the rules of kt_decision_source: *found says whether one did (then d is decided, its
+ * source NEAREST, ARCH or VENDOR). Measures nothing; a cache that cannot be read is skipped. */
+kt_status kt__fallback(kt_op *op, kt_decision *d, const kt_arg *args, bool *found);
+
 /* Sets what a measured decision's race asked for (d->requested_confidence) and records the
  * decision with all its units (failures are logged, never returned). */
 void kt__persist_record(kt_op *op, kt_decision *d);

@@ -1,0 +1,297 @@
+/*
+ * fallback.c - an answer for a key nobody tuned, when tuning is off for it (effort CACHE_ONLY).
+ *
+ * In the spirit of CLBlast's database, which falls back from the device to its architecture,
+ * its vendor and a default, the rules are tried in order and the first winner that is valid for
+ * the call's arguments answers (kerntune.h, kt_decision_source):
+ *   1. NEAREST: a decision of the same op, candidate set and device for another key whose
+ *      category components all equal this key's; the least distance first, the distance being
+ *      the Euclidean one over the size components in log2 (kt_op_key_scale), ties broken by the
+ *      key's words in order, so the answer is the same in every process;
+ *   2. ARCH: this very key (its components; the validity mask may differ) decided on another
+ *      device of the same architecture, the newest first;
+ *   3. VENDOR: the same, on a device of the same vendor;
+ *   4. otherwise the caller (miss.c) takes the op's default.
+ * Decisions come from the op's own finished ones (measured or recalled: never an answer of
+ * these rules) and from every decision the persistent cache holds for the op name and library
+ * version (kt__store_list; another candidate set's too for rules 2 and 3, whose compiler
+ * identity differs by device). A decision whose device, architecture or key kinds are unknown
+ * (recorded before schema 6) answers none of them. Valid means what a recalled record must be:
+ * a candidate of today's op that accepts these arguments, and for a variant group a
+ * configuration of today's space for them that builds (kt__adopt_winner); an invalid winner is
+ * passed over, never launched. Nothing is measured: the answer's unit keeps outcome NOT_RUN.
+ */
+#include "tune/stages.h"
+#include "store/store.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* A decision made for another key or on another device. Strings are owned by the record they
+ * come from (or duplicated for the op's own). */
+typedef struct known {
+    const char *device, *arch, *vendor, *kinds, *set_hash;
+    const int64_t *key;
+    size_t keylen;
+    const char *cand, *config;
+    int64_t created;
+    double dist;
+    size_t ncomp; /* the key components compared */
+    kt_decision_source source; /* the rule it answers by (rank) */
+} known;
+
+static double log2_of(int64_t v) { return log2(v < 1 ? 1.0 : (double)v); }
+
+/* Whether k's components match key's by the kinds (categories equal), with its distance. */
+static bool comparable(const known *k, const int64_t *key, size_t ncomp, const char *kinds, double *dist) {
+    if (k->keylen < ncomp || strcmp(k->kinds, kinds) != 0) return false;
+    double sum = 0;
+    for (size_t i = 0; i < ncomp; i++) {
+        if (kinds[i] == 'c') {
+            if (k->key[i] != key[i]) return false;
+        } else {
+            double d = log2_of(k->key[i]) - log2_of(key[i]);
+            sum += d * d;
+        }
+    }
+    *dist = sqrt(sum);
+    return true;
+}
+
+static int by_distance(const void *a, const void *b) {
+    const known *x = *(const known *const *)a, *y = *(const known *const *)b;
+    if (x->dist != y->dist) return x->dist < y->dist ? -1 : 1;
+    for (size_t i = 0; i < x->ncomp; i++)
+        if (x->key[i] != y->key[i]) return x->key[i] < y->key[i] ? -1 : 1;
+    return strcmp(x->device, y->device);
+}
+
+static int by_recency(const void *a, const void *b) {
+    const known *x = *(const known *const *)a, *y = *(const known *const *)b;
+    if (x->created != y->created) return x->created > y->created ? -1 : 1;
+    return strcmp(x->device, y->device);
+}
+
+/* Orders the decisions of all that may answer key (ncomp components of kinds) on device (its
+ * candidate set set_hash, NULL for any; its arch and vendor, "" when unknown) into order, by
+ * rule then within each rule, setting each one's source and distance; returns how many. */
+static size_t rank(known *all, size_t n, const char *device, const char *set_hash, const char *arch, const char *vendor,
+                   const int64_t *key, size_t ncomp, const char *kinds, known **order) {
+    size_t m = 0;
+    for (size_t i = 0; i < n; i++) { /* 1. the nearest key on this device, of this candidate set */
+        all[i].ncomp = ncomp;
+        if (strcmp(all[i].device, device) == 0 && (set_hash == NULL || strcmp(all[i].set_hash, set_hash) == 0) &&
+            comparable(&all[i], key, ncomp, kinds, &all[i].dist)) {
+            all[i].source = KT_SOURCE_NEAREST;
+            order[m++] = &all[i];
+        }
+    }
+    qsort(order, m, sizeof *order, by_distance);
+    for (int rule = 0; rule < 2; rule++) { /* 2, 3. this key on another device of the same architecture, then vendor */
+        const char *mine = rule == 0 ? arch : vendor;
+        if (mine[0] == '\0') continue;
+        size_t first = m;
+        for (size_t i = 0; i < n; i++) {
+            const char *theirs = rule == 0 ? all[i].arch : all[i].vendor;
+            if (strcmp(all[i].device, device) == 0 || strcmp(theirs, mine) != 0 || all[i].keylen < ncomp ||
+                memcmp(all[i].key, key, ncomp * sizeof *key) != 0 || (rule == 1 && arch[0] && strcmp(all[i].arch, arch) == 0))
+                continue; /* (one of this architecture was ranked by rule 2 already) */
+            all[i].source = rule == 0 ? KT_SOURCE_ARCH : KT_SOURCE_VENDOR;
+            all[i].dist = 0;
+            order[m++] = &all[i];
+        }
+        qsort(order + first, m - first, sizeof *order, by_recency);
+    }
+    return m;
+}
+
+kt_status kt__fallback(kt_op *op, kt_decision *d, const kt_arg *args, bool *found) {
+    *found = false;
+    const kt_device *dev = &op->ctx->devices[op->device];
+    size_t ncomp = op->nkeys;
+    char kinds[KT__KEY_USER_MAX + KT__KEY_AUTO_MAX + 1];
+    kt__key_kinds(op, kinds);
+    /* the op's own decisions, copied under its lock */
+    pthread_mutex_lock(&op->lock);
+    size_t nown = op->ndone;
+    known *own = calloc(nown ? nown : 1, sizeof *own);
+    char **owned = calloc(2 * (nown ? nown : 1), sizeof *owned);
+    size_t k = 0;
+    bool oom = own == NULL || owned == NULL;
+    for (size_t i = 0; !oom && i < nown; i++) {
+        const kt_decision *e = op->done[i];
+        if (e->source != KT_SOURCE_MEASURED && e->source != KT_SOURCE_CACHE) continue; /* never another rule's answer */
+        const kt__unit *w = &e->units[e->winner_unit];
+        owned[2 * k] = strdup(op->cands[e->winner].name);
+        owned[2 * k + 1] = w->text ? strdup(w->text) : NULL;
+        if (owned[2 * k] == NULL || (w->text && owned[2 * k + 1] == NULL)) {
+            free(owned[2 * k]), free(owned[2 * k + 1]);
+            owned[2 * k] = owned[2 * k + 1] = NULL;
+            oom = true;
+            break;
+        }
+        own[k] = (known){.device = dev->fingerprint, .arch = dev->arch, .vendor = dev->vendor, .kinds = kinds, .set_hash = op->set_hash,
+                         .key = e->key, .keylen = e->keylen, .cand = owned[2 * k], .config = owned[2 * k + 1], .created = INT64_MAX};
+        k++;
+    }
+    pthread_mutex_unlock(&op->lock);
+    kt_status st = KT_OK;
+    nown = k;
+    /* the cache's */
+    kt__store_rec *recs = NULL;
+    size_t nrecs = 0;
+    kt_cache *c = kt__context_cache(op->ctx);
+    if (c != NULL && kt__store_list(c, op->name, kt_version_string(), &recs, &nrecs) != KT_OK) {
+        kt__log(op->ctx, KT_LOG_WARN, "op '%s': reading the cache for a key nobody tuned: %s", op->name, kt_last_error());
+        recs = NULL, nrecs = 0;
+    }
+    known *all = calloc(nown + nrecs + 1, sizeof *all);
+    known **order = calloc(nown + nrecs + 1, sizeof *order);
+    if (all == NULL || order == NULL) {
+        st = kt__err(KT_ERR_NO_MEMORY, "%s(op '%s'): out of memory answering a key nobody tuned", d->where, op->name);
+        goto out;
+    }
+    size_t n = 0;
+    for (size_t i = 0; i < nown; i++) all[n++] = own[i];
+    for (size_t i = 0; i < nrecs; i++) {
+        const kt__store_rec *r = &recs[i];
+        all[n++] = (known){.device = r->device, .arch = r->arch, .vendor = r->vendor, .kinds = r->key_kinds, .set_hash = r->set_hash,
+                           .key = r->key, .keylen = r->key_len, .cand = r->winner_candidate, .config = r->winner_config,
+                           .created = r->created};
+    }
+    size_t m = rank(all, n, dev->fingerprint, op->set_hash, dev->arch, dev->vendor, d->key, ncomp, kinds, order);
+    for (size_t i = 0; i < m && st == KT_OK && !*found; i++) { /* the first valid winner answers */
+        const known *k = order[i];
+        char why[512];
+        long cand, unit;
+        st = kt__adopt_winner(op, d, args, k->cand, k->config, &cand, &unit, why, sizeof why);
+        if (st != KT_OK) break;
+        if (unit < 0) {
+            kt__decision_reset(d);
+            kt__log(op->ctx, KT_LOG_DEBUG, "op '%s': the decision of device '%.200s' cannot answer by rule '%s': %s", op->name,
+                    k->device, kt_decision_source_name(k->source), why);
+            continue;
+        }
+        if ((d->borrowed_device = strdup(k->device)) == NULL) {
+            kt__decision_reset(d);
+            st = kt__err(KT_ERR_NO_MEMORY, "%s(op '%s'): out of memory", d->where, op->name);
+            break;
+        }
+        d->winner = (size_t)cand;
+        d->winner_unit = (size_t)unit;
+        d->source = k->source;
+        d->borrowed_len = ncomp;
+        memcpy(d->borrowed_key, k->key, ncomp * sizeof *k->key);
+        *found = true;
+    }
+    if (st == KT_OK && *found) {
+        char text[256] = "";
+        size_t at = 0;
+        for (size_t i = 0; i < d->borrowed_len && at < sizeof text - 24; i++)
+            at += (size_t)snprintf(text + at, sizeof text - at, "%s%lld", i ? "," : "", (long long)d->borrowed_key[i]);
+        kt__log(op->ctx, KT_LOG_INFO, "op '%s': a key nobody tuned is answered by rule '%s': the winner of key [%s] on device '%.200s'",
+                op->name, kt_decision_source_name(d->source), text, d->borrowed_device);
+    }
+    if (st == KT_OK && oom) kt__log(op->ctx, KT_LOG_WARN, "op '%s': out of memory copying its decisions: some were not considered", op->name);
+out:
+    free(all);
+    free(order);
+    for (size_t i = 0; i < nrecs; i++) kt__store_rec_free(&recs[i]);
+    free(recs);
+    for (size_t i = 0; owned && i < 2 * nown; i++) free(owned[i]);
+    free(owned);
+    free(own);
+    return st;
+}
+
+/* ---- explaining it, from the cache alone ----------------------------------------------------- */
+
+#ifndef KT_NO_CACHE
+#include <jansson.h>
+
+static json_t *key_json(const int64_t *key, size_t n) {
+    json_t *a = json_array();
+    for (size_t i = 0; a && i < n; i++)
+        if (json_array_append_new(a, json_integer(key[i])) != 0) {
+            json_decref(a);
+            return NULL;
+        }
+    return a;
+}
+
+static json_t *winner_json(const char *cand, const char *config) {
+    return json_pack("{s:s, s:o}", "candidate", cand, "config", config ? json_string(config) : json_null());
+}
+
+kt_status kt_cache_explain(kt_cache *cache, const char *op, const char *device, const char *arch, const char *vendor, const int64_t *key,
+                           size_t nkey, char **json) {
+    if (json) *json = NULL;
+    if (cache == NULL || op == NULL || device == NULL || json == NULL || (key == NULL && nkey > 0))
+        return kt__err(KT_ERR_NULL, "kt_cache_explain: cache, op, device, key or json is NULL");
+    if (nkey > KT__KEY_USER_MAX + KT__KEY_AUTO_MAX)
+        return kt__err(KT_ERR_LIMIT, "kt_cache_explain(op '%.128s'): the key has %zu components; at most %d", op, nkey,
+                       KT__KEY_USER_MAX + KT__KEY_AUTO_MAX);
+    kt__store_rec *recs = NULL;
+    size_t n = 0;
+    kt_status st = kt__store_list(cache, op, kt_version_string(), &recs, &n);
+    if (st != KT_OK) return st;
+    known *all = calloc(n + 1, sizeof *all);
+    known **order = calloc(n + 1, sizeof *order);
+    json_t *doc = NULL;
+    if (all == NULL || order == NULL) {
+        st = kt__err(KT_ERR_NO_MEMORY, "kt_cache_explain(op '%.128s'): out of memory", op);
+        goto out;
+    }
+    /* the device's kinds, architecture and vendor: its newest decision's with a key this long */
+    const char *kinds = NULL, *my_arch = arch, *my_vendor = vendor;
+    const kt__store_rec *exact = NULL;
+    for (size_t i = n; i-- > 0;) {
+        const kt__store_rec *r = &recs[i];
+        all[i] = (known){.device = r->device, .arch = r->arch, .vendor = r->vendor, .kinds = r->key_kinds, .set_hash = r->set_hash,
+                         .key = r->key, .keylen = r->key_len, .cand = r->winner_candidate, .config = r->winner_config,
+                         .created = r->created};
+        if (strcmp(r->device, device) != 0) continue;
+        if (kinds == NULL && strlen(r->key_kinds) == nkey && nkey > 0) kinds = r->key_kinds;
+        if (my_arch == NULL && r->arch[0]) my_arch = r->arch;
+        if (my_vendor == NULL && r->vendor[0]) my_vendor = r->vendor;
+        if (exact == NULL && strlen(r->key_kinds) == nkey && r->key_len >= nkey && memcmp(r->key, key, nkey * sizeof *key) == 0) exact = r;
+    }
+    if (kinds == NULL) /* no decision of this device has such a key: another device's kinds */
+        for (size_t i = n; i-- > 0 && kinds == NULL;)
+            if (strlen(recs[i].key_kinds) == nkey && nkey > 0) kinds = recs[i].key_kinds;
+    size_t m = rank(all, n, device, NULL, my_arch ? my_arch : "", my_vendor ? my_vendor : "", key, nkey, kinds ? kinds : "", order);
+    if (kinds == NULL) { /* nothing to compare with: no nearest key */
+        size_t k = 0;
+        for (size_t i = 0; i < m; i++)
+            if (order[i]->source != KT_SOURCE_NEAREST) order[k++] = order[i];
+        m = k;
+    }
+    json_t *cands = json_array();
+    doc = json_pack("{s:s, s:s, s:s, s:s, s:o, s:o, s:o}", "op", op, "device", device, "arch", my_arch ? my_arch : "", "vendor",
+                    my_vendor ? my_vendor : "", "key", key_json(key, nkey), "recorded",
+                    exact ? json_pack("{s:o, s:o}", "key", key_json(exact->key, exact->key_len), "winner",
+                                      winner_json(exact->winner_candidate, exact->winner_config))
+                          : json_null(),
+                    "candidates", cands);
+    for (size_t i = 0; doc && i < m; i++) {
+        const known *k = order[i];
+        json_t *c = json_pack("{s:s, s:s, s:o, s:f, s:o}", "rule", kt_decision_source_name(k->source), "device", k->device, "key",
+                              key_json(k->key, nkey), "distance", k->dist, "winner", winner_json(k->cand, k->config));
+        if (c == NULL || json_array_append_new(cands, c) != 0) {
+            json_decref(doc);
+            doc = NULL;
+        }
+    }
+    if (doc == NULL || (*json = json_dumps(doc, JSON_INDENT(2))) == NULL)
+        st = kt__err(KT_ERR_NO_MEMORY, "kt_cache_explain(op '%.128s'): out of memory building the document", op);
+out:
+    json_decref(doc);
+    free(all);
+    free(order);
+    for (size_t i = 0; i < n; i++) kt__store_rec_free(&recs[i]);
+    free(recs);
+    return st;
+}
+#endif

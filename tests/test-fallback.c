@@ -1,0 +1,309 @@
+/*
+ * test-fallback.c - keys nobody tuned, under effort CACHE_ONLY, with a real cache file: each
+ * rule of kt_decision_source answers in a case built for it and says so (the nearest tuned key
+ * on the device, the same key on another device of the architecture, then of the vendor, then
+ * the default); a nearest winner that rejects the arguments is passed over for the next; a
+ * category component must match; nothing is measured and nothing recorded; decisions keep their
+ * device's architecture, vendor and key kinds in the cache and its wisdom.
+ *
+ * The op: (out: i32 buffer, n: i64), keyed by n. Candidate "small" is 20x faster than the others
+ * for n <= 256, "big" 20x faster for n >= 1024 and requires n to be a multiple of 1024, "plain"
+ * (the default) is never the fastest: a tuning picks by design, not by this machine's luck.
+ */
+#include "helpers.h"
+
+#include <kerntune/cache.h>
+#include <kerntune/decision.h>
+#include <kerntune/device.h>
+#include <kerntune/measure.h>
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <sys/wait.h>
+
+static char dir[64], db[128], db2[160];
+static int32_t buf[64];
+#define ARGS(n) ((kt_arg[]){kt_arg_buf(buf, sizeof buf), kt_arg_i64(n)})
+
+enum { SMALL = 1, BIG = 2, PLAIN = 3 };
+static atomic_int ncalls[4];
+
+static int shaped(const kt_arg *args, size_t nargs, void *user) {
+    (void)nargs;
+    int id = (int)(intptr_t)user;
+    int64_t n = args[1].i;
+    atomic_fetch_add(&ncalls[id], 1);
+    bool fast = (id == SMALL && n <= 256) || (id == BIG && n >= 1024);
+    do_work(fast ? 1 : 20);
+    memcpy(args[0].ptr, &(int32_t){id}, sizeof(int32_t));
+    return 0;
+}
+
+static int setup(void **state) {
+    (void)state;
+    if (temp_cache_dir(dir, sizeof dir, db, sizeof db, "fallback") != 0) return -1;
+    snprintf(db2, sizeof db2, "%s/other.db", dir);
+    return 0;
+}
+
+static int teardown(void **state) {
+    (void)state;
+    return remove_tree(dir);
+}
+
+static kt_context *ctx_on(const char *path, kt_effort effort) {
+    kt_context *ctx = NULL;
+    ok(kt_context_create(&ctx));
+    ok(kt_context_set_cache(ctx, path));
+    ok(kt_context_set_effort(ctx, effort));
+    return ctx;
+}
+
+static kt_op *shaped_op(kt_context *ctx, bool n_is_category) {
+    kt_op *op = test_op(ctx, "shaped");
+    if (n_is_category) ok(kt_op_key_scale(op, 0, KT_KEY_CATEGORY));
+    ok(kt_op_add_native(op, "plain", shaped, (void *)(intptr_t)PLAIN));
+    ok(kt_op_add_native(op, "small", shaped, (void *)(intptr_t)SMALL));
+    ok(kt_op_add_native(op, "big", shaped, (void *)(intptr_t)BIG));
+    ok(kt_op_require_multiple(op, "big", 1, 1024));
+    ok(kt_op_set_default(op, "plain"));
+    return op;
+}
+
+static void reset_calls(void) {
+    for (int i = 0; i < 4; i++) atomic_store(&ncalls[i], 0);
+}
+
+/* Tunes n = 64 (small wins) and n = 4096 (big wins) into path. */
+static void tune_two(const char *path) {
+    kt_context *ctx = ctx_on(path, KT_EFFORT_MEASURE);
+    kt_op *op = shaped_op(ctx, false);
+    ok(kt_op_call(op, ARGS(64), 2));
+    assert_int_equal(buf[0], SMALL);
+    ok(kt_op_call(op, ARGS(4096), 2));
+    assert_int_equal(buf[0], BIG);
+    kt_context_destroy(ctx);
+}
+
+/* Calls n under CACHE_ONLY and checks who answered, by which rule, from which key. */
+static void expect(kt_op *op, int64_t n, int winner, kt_decision_source source, int64_t from) {
+    buf[0] = 0;
+    ok(kt_op_call(op, ARGS(n), 2));
+    assert_int_equal(buf[0], winner);
+    const kt_decision *d = NULL;
+    ok(kt_op_decision(op, ARGS(n), 2, &d));
+    if (kt_decision_source_of(d) != source)
+        fail_msg("n = %lld: answered by '%s', expected '%s'", (long long)n, kt_decision_source_name(kt_decision_source_of(d)),
+                 kt_decision_source_name(source));
+    int64_t key[4] = {0};
+    if (source != KT_SOURCE_NEAREST && source != KT_SOURCE_ARCH && source != KT_SOURCE_VENDOR) {
+        assert_null(kt_decision_borrowed_device(d));
+        assert_int_equal(kt_decision_borrowed_key(d, key, 4), 0);
+    } else {
+        assert_non_null(kt_decision_borrowed_device(d));
+        assert_int_equal(kt_decision_borrowed_key(d, key, 4), 1);
+        assert_int_equal(key[0], from);
+    }
+}
+
+/* NEAREST: the closest tuned key in log2 answers, on this device; a winner that rejects the
+ * arguments (big, for n not a multiple of 1024) is passed over for the next nearest; nothing
+ * is measured, and the answers are not recorded. */
+static void test_nearest_key(void **state) {
+    (void)state;
+    tune_two(db);
+    reset_calls();
+    kt_context *ctx = ctx_on(db, KT_EFFORT_CACHE_ONLY);
+    kt_op *op = shaped_op(ctx, false);
+    expect(op, 128, SMALL, KT_SOURCE_NEAREST, 64);   /* 1 from 64, 5 from 4096 */
+    expect(op, 2048, BIG, KT_SOURCE_NEAREST, 4096);  /* 1 from 4096 */
+    expect(op, 3000, SMALL, KT_SOURCE_NEAREST, 64);  /* 4096 is nearer, but big rejects 3000 */
+    expect(op, 64, SMALL, KT_SOURCE_CACHE, 0);       /* a tuned key is itself */
+    const kt_decision *d = NULL;
+    ok(kt_op_decision(op, ARGS(128), 2, &d));
+    assert_string_equal(kt_decision_borrowed_device(d), kt_device_fingerprint(kt_context_device(ctx, 0)));
+    assert_int_equal(kt_op_measured_runs(op), 0);
+    assert_int_equal(kt_op_tune_count(op), 0);
+    assert_int_equal(atomic_load(&ncalls[SMALL]), 3); /* the three calls it answered, nothing more */
+    assert_int_equal(atomic_load(&ncalls[BIG]), 1);
+    assert_int_equal(atomic_load(&ncalls[PLAIN]), 0);
+    kt_context_destroy(ctx);
+    kt_cache *c = NULL;
+    size_t count = 0;
+    ok(kt_cache_open(db, &c));
+    ok(kt_cache_count(c, "shaped", NULL, &count));
+    assert_int_equal(count, 2); /* only the two tuned keys */
+    kt_cache_close(c);
+    /* under MEASURE the same key is tuned, not answered */
+    ctx = ctx_on(db, KT_EFFORT_MEASURE);
+    op = shaped_op(ctx, false);
+    ok(kt_op_call(op, ARGS(128), 2));
+    ok(kt_op_decision(op, ARGS(128), 2, &d));
+    assert_int_equal(kt_decision_source_of(d), KT_SOURCE_MEASURED);
+    kt_context_destroy(ctx);
+}
+
+/* A category component answers only from an equal value: none here, so the default. */
+static void test_category_must_match(void **state) {
+    (void)state;
+    tune_two(db);
+    kt_context *ctx = ctx_on(db, KT_EFFORT_CACHE_ONLY);
+    kt_op *op = shaped_op(ctx, true); /* n declared a category: the records of n as a size do not compare */
+    expect(op, 128, PLAIN, KT_SOURCE_DEFAULT, 0);
+    kt_context_destroy(ctx);
+    /* tuned as categories, 64 answers 64 only */
+    ctx = ctx_on(db, KT_EFFORT_MEASURE);
+    op = shaped_op(ctx, true);
+    ok(kt_op_call(op, ARGS(64), 2));
+    kt_context_destroy(ctx);
+    ctx = ctx_on(db, KT_EFFORT_CACHE_ONLY);
+    op = shaped_op(ctx, true);
+    expect(op, 64, SMALL, KT_SOURCE_CACHE, 0);
+    expect(op, 65, PLAIN, KT_SOURCE_DEFAULT, 0);
+    assert_int_equal(kt_op_measured_runs(op), 0);
+    /* the scale is checked, and set only while the op is built */
+    assert_int_equal(kt_op_key_scale(op, 0, KT_KEY_SIZE), KT_ERR_STATE);
+    kt_op *other = test_op(ctx, "other");
+    assert_int_equal(kt_op_key_scale(other, 1, KT_KEY_SIZE), KT_ERR_INVALID_ARGUMENT);
+    assert_string_equal(kt_last_error(), "kt_op_key_scale(op 'other'): key component 1 does not exist (the op declares 1)");
+    assert_int_equal(kt_op_key_scale(other, 0, (kt_key_scale)7), KT_ERR_INVALID_ARGUMENT);
+    kt_context_destroy(ctx);
+}
+
+/* The cache's entries, as wisdom. */
+static json_t *exported(const char *path) {
+    kt_cache *c = NULL;
+    ok(kt_cache_open(path, &c));
+    char *text = NULL;
+    ok(kt_cache_export(c, "shaped", NULL, &text));
+    kt_cache_close(c);
+    json_t *doc = json_loads(text, 0, NULL);
+    kt_free(text);
+    assert_non_null(doc);
+    return doc;
+}
+
+/* The entry of key n in doc's entries. */
+static json_t *entry_of(json_t *doc, int64_t n) {
+    size_t i;
+    json_t *e;
+    json_array_foreach(json_object_get(doc, "entries"), i, e) {
+        if (json_integer_value(json_array_get(json_object_get(e, "key"), 0)) == n) return e;
+    }
+    fail_msg("no entry for n = %lld", (long long)n);
+    return NULL;
+}
+
+/* ARCH and VENDOR: decisions made on other devices, brought in as wisdom, answer this very key
+ * when their device shares this one's architecture, else its vendor; another vendor's never. A
+ * decision records its device's architecture, vendor and key kinds. */
+static void test_other_devices(void **state) {
+    (void)state;
+    tune_two(db);
+    json_t *doc = exported(db);
+    kt_context *probe = ctx_on(db, KT_EFFORT_CACHE_ONLY);
+    const kt_device *dev = kt_context_device(probe, 0);
+    char arch[256], vendor[256];
+    snprintf(arch, sizeof arch, "%s", kt_device_architecture(dev));
+    snprintf(vendor, sizeof vendor, "%s", kt_device_vendor(dev));
+    kt_context_destroy(probe);
+    assert_true(arch[0] != '\0' && vendor[0] != '\0'); /* the host's backend classifies it */
+    json_t *e64 = entry_of(doc, 64), *e4096 = entry_of(doc, 4096);
+    assert_string_equal(json_string_value(json_object_get(e64, "arch")), arch);
+    assert_string_equal(json_string_value(json_object_get(e64, "vendor")), vendor);
+    assert_string_equal(json_string_value(json_object_get(e64, "key_kinds")), "s");
+    /* 4096 decided on a twin (same architecture), 64 on a cousin (same vendor only), 256 on a
+     * stranger (another vendor): none on this device */
+    json_object_set_new(e4096, "device", json_string("cpu:twin"));
+    json_object_set_new(e64, "device", json_string("cpu:cousin"));
+    json_object_set_new(e64, "arch", json_string("another architecture"));
+    json_t *e256 = json_deep_copy(e64);
+    json_object_set_new(e256, "device", json_string("cpu:stranger"));
+    json_object_set_new(e256, "vendor", json_string("another vendor"));
+    json_array_set_new(json_object_get(e256, "key"), 0, json_integer(256));
+    json_array_append_new(json_object_get(doc, "entries"), e256);
+    char *text = json_dumps(doc, 0);
+    json_decref(doc);
+    kt_cache *c = NULL;
+    size_t added = 0;
+    ok(kt_cache_open(db2, &c));
+    ok(kt_cache_import(c, text, 0, &added, NULL, NULL));
+    free(text);
+    assert_int_equal(added, 3);
+    kt_cache_close(c);
+    reset_calls();
+    kt_context *ctx = ctx_on(db2, KT_EFFORT_CACHE_ONLY);
+    kt_op *op = shaped_op(ctx, false);
+    expect(op, 4096, BIG, KT_SOURCE_ARCH, 4096);
+    expect(op, 64, SMALL, KT_SOURCE_VENDOR, 64);
+    expect(op, 256, PLAIN, KT_SOURCE_DEFAULT, 0);  /* another vendor's decision is not taken */
+    expect(op, 2048, PLAIN, KT_SOURCE_DEFAULT, 0); /* other devices answer their own keys only */
+    const kt_decision *d = NULL;
+    ok(kt_op_decision(op, ARGS(4096), 2, &d));
+    assert_string_equal(kt_decision_borrowed_device(d), "cpu:twin");
+    assert_int_equal(kt_op_measured_runs(op), 0);
+    assert_string_equal(kt_decision_source_name(KT_SOURCE_ARCH), "same architecture");
+    assert_string_equal(kt_decision_source_name(KT_SOURCE_VENDOR), "same vendor");
+    assert_string_equal(kt_decision_source_name(KT_SOURCE_NEAREST), "nearest key");
+    assert_null(kt_decision_source_name((kt_decision_source)0));
+    assert_null(kt_decision_source_name((kt_decision_source)8));
+    kt_context_destroy(ctx);
+}
+
+/* Runs `kerntune ARGS --cache path` and reads its standard output (and error, with err) into
+ * buf; returns its exit status. */
+static int cli(const char *args, const char *path, bool err, char *buf, size_t len) {
+    char cmd[1024];
+    snprintf(cmd, sizeof cmd, "'%s' %s --cache '%s'%s", KT_CLI, args, path, err ? " 2>&1" : " 2>/dev/null");
+    FILE *p = popen(cmd, "r");
+    assert_non_null(p);
+    size_t n = fread(buf, 1, len - 1, p);
+    buf[n] = '\0';
+    int st = pclose(p);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+/* `kerntune cache explain OP KEY` says what the rules would try, in order, from the cache alone;
+ * a tuned key is itself; usage errors say what is wrong. */
+static void test_explain(void **state) {
+    (void)state;
+    tune_two(db);
+    char out[16384];
+    assert_int_equal(cli("cache explain shaped 2048 --json", db, false, out, sizeof out), 0);
+    json_t *x = json_loads(out, 0, NULL);
+    assert_non_null(x);
+    json_t *cands = json_object_get(x, "candidates");
+    assert_int_equal(json_array_size(cands), 2); /* both tuned keys, nearest first */
+    json_t *c0 = json_array_get(cands, 0), *c1 = json_array_get(cands, 1);
+    assert_string_equal(json_string_value(json_object_get(c0, "rule")), "nearest key");
+    assert_int_equal(json_integer_value(json_array_get(json_object_get(c0, "key"), 0)), 4096);
+    assert_true(json_real_value(json_object_get(c0, "distance")) == 1.0);
+    assert_string_equal(json_string_value(json_object_get(json_object_get(c0, "winner"), "candidate")), "big");
+    assert_int_equal(json_integer_value(json_array_get(json_object_get(c1, "key"), 0)), 64);
+    assert_true(json_real_value(json_object_get(c1, "distance")) == 5.0);
+    assert_true(json_is_null(json_object_get(x, "recorded")));
+    json_decref(x);
+    /* a tuned key */
+    assert_int_equal(cli("cache explain shaped 64", db, false, out, sizeof out), 0);
+    assert_non_null(strstr(out, "recorded: small (a tuned key: served as it is)"));
+    assert_int_equal(cli("cache explain shaped 100", db, false, out, sizeof out), 0);
+    assert_non_null(strstr(out, "answered by the rules, in this order"));
+    assert_non_null(strstr(out, "nearest key"));
+    /* usage */
+    assert_int_equal(cli("cache explain shaped", db, true, out, sizeof out), 2);
+    assert_non_null(strstr(out, "which KEY?"));
+    assert_int_equal(cli("cache explain shaped 12x", db, true, out, sizeof out), 2);
+    assert_non_null(strstr(out, "KEY '12x' is not integers joined by commas (at offset 0)"));
+    assert_int_equal(cli("cache explain nothing 1", db, true, out, sizeof out), 1);
+    assert_non_null(strstr(out, "the cache holds no decision of op 'nothing'"));
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_nearest_key, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_category_must_match, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_other_devices, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_explain, setup, teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
