@@ -6,7 +6,7 @@
  *  - REFUSE (the default): KT_ERR_CAPTURING with a message naming the op and the key's arguments
  *    and how to tune ahead; nothing runs, nothing is tuned, the buffers are untouched;
  *  - FALLBACK: the native fallback (else the default) runs on the caller's buffers, the key is
- *    deferred once; kt_op_tune_deferred tunes the deferred keys from sizes alone (generated
+ *    deferred once; once other keys are tuned, the nearest one's native winner runs instead; kt_op_tune_deferred tunes the deferred keys from sizes alone (generated
  *    inputs, whatever the op's inputs mode) and empties the list;
  *  - with a persistent cache the deferred keys outlive the process: a second context on the file
  *    sees them, tunes them, and the file no longer holds them;
@@ -211,6 +211,12 @@ static void test_fallback_defers_and_tunes_later(void **state) {
     expect_filled(out, N, 2);
     assert_int_equal(atomic_load(&waits), w);
     assert_int_equal(kt_op_deferred_count(op), 0);
+    /* a new key under capture: the nearest tuned key's winner (a native: nothing to build) runs
+     * instead of the fallback, and the key is deferred as before */
+    ok(kt_op_call_async(op, QUEUE, ARGS(44), 2));
+    expect_filled(out, N, 2);
+    assert_int_equal(kt_op_deferred_count(op), 1);
+    assert_int_equal(kt_op_tune_count(op), 2);
     kt_context_destroy(ctx);
 }
 

@@ -4,8 +4,10 @@
  * Tuning waits for the caller's queue (it reads and restores the caller's buffers); a queue
  * being captured cannot be waited for (the backend's queue_wait says KT_ERR_CAPTURING), so such
  * a miss never tunes. By the op's capture-miss policy it either refuses, saying how to tune the
- * key ahead of time, or runs the op's native fallback (or default) candidate on the caller's
- * arguments, building and loading nothing, and records the key as deferred: its key words (what
+ * key ahead of time, or runs a native candidate on the caller's arguments, building and loading
+ * nothing: the first native winner that the rules for keys nobody tuned give (fallback.c: the
+ * nearest tuned key on the device, this key on the same architecture, then vendor), else the
+ * op's fallback (or default) candidate; and records the key as deferred: its key words (what
  * later calls look up) and the call's arguments from sizes alone (buffers NULL with their byte
  * sizes, scalars with their values), once per key. kt_op_tune_deferred tunes them later, outside
  * the capture, on generated inputs, as kt_op_tune does from sizes.
@@ -274,7 +276,9 @@ kt_status kt__capture_miss(kt_op *op, const kt_arg *args, size_t nargs, const in
                        "the fallback and defer the key: kt_op_set_capture_miss(op, KT_CAPTURE_MISS_FALLBACK)",
                        where, op->name, text);
     long dflt = op->default_idx >= 0 ? op->default_idx : 0;
-    long idx = native_accepts(op, op->fallback_idx, key) ? op->fallback_idx : native_accepts(op, dflt, key) ? dflt : -1;
+    kt_decision_source source = KT_SOURCE_DEFAULT;
+    long idx = kt__fallback_native(op, key, where, &source);
+    if (idx < 0) idx = native_accepts(op, op->fallback_idx, key) ? op->fallback_idx : native_accepts(op, dflt, key) ? dflt : -1;
     if (idx < 0)
         return kt__err(KT_ERR_CAPTURING,
                        "%s(op '%s'): the key of these arguments (%s) has no decision, and the queue is being captured into a "

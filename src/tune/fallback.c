@@ -107,61 +107,97 @@ static size_t rank(known *all, size_t n, const char *device, const char *set_has
     return m;
 }
 
-kt_status kt__fallback(kt_op *op, kt_decision *d, const kt_arg *args, bool *found) {
-    *found = false;
-    const kt_device *dev = &op->ctx->devices[op->device];
-    size_t ncomp = op->nkeys;
+/* What is known of an op's decisions: its own and its cache's, ranked for one key. */
+typedef struct ranked {
+    known *all, **order;
+    size_t m;                /* how many are ranked in order */
+    char **owned;            /* the op's own decisions' strings */
+    size_t nowned;
+    kt__store_rec *recs;
+    size_t nrecs;
     char kinds[KT__KEY_USER_MAX + KT__KEY_AUTO_MAX + 1];
-    kt__key_kinds(op, kinds);
-    /* the op's own decisions, copied under its lock */
+} ranked;
+
+static void ranked_free(ranked *r) {
+    free(r->all);
+    free(r->order);
+    for (size_t i = 0; i < r->nrecs; i++) kt__store_rec_free(&r->recs[i]);
+    free(r->recs);
+    for (size_t i = 0; r->owned && i < r->nowned; i++) free(r->owned[i]);
+    free(r->owned);
+    memset(r, 0, sizeof *r);
+}
+
+/* Gathers the op's finished decisions (measured or recalled: never another rule's answer) and
+ * its cache's, and ranks them for key. A cache that cannot be read is skipped with a warning;
+ * an own decision that cannot be copied (out of memory) too. Errors: out of memory only. */
+static kt_status gather(kt_op *op, const int64_t *key, const char *where, ranked *r) {
+    memset(r, 0, sizeof *r);
+    const kt_device *dev = &op->ctx->devices[op->device];
+    kt__key_kinds(op, r->kinds);
     pthread_mutex_lock(&op->lock);
-    size_t nown = op->ndone;
+    size_t nown = op->ndone, k = 0;
     known *own = calloc(nown ? nown : 1, sizeof *own);
-    char **owned = calloc(2 * (nown ? nown : 1), sizeof *owned);
-    size_t k = 0;
-    bool oom = own == NULL || owned == NULL;
+    r->owned = calloc(2 * (nown ? nown : 1), sizeof *r->owned);
+    bool oom = own == NULL || r->owned == NULL;
     for (size_t i = 0; !oom && i < nown; i++) {
         const kt_decision *e = op->done[i];
-        if (e->source != KT_SOURCE_MEASURED && e->source != KT_SOURCE_CACHE) continue; /* never another rule's answer */
+        if (e->source != KT_SOURCE_MEASURED && e->source != KT_SOURCE_CACHE) continue;
         const kt__unit *w = &e->units[e->winner_unit];
-        owned[2 * k] = strdup(op->cands[e->winner].name);
-        owned[2 * k + 1] = w->text ? strdup(w->text) : NULL;
-        if (owned[2 * k] == NULL || (w->text && owned[2 * k + 1] == NULL)) {
-            free(owned[2 * k]), free(owned[2 * k + 1]);
-            owned[2 * k] = owned[2 * k + 1] = NULL;
+        char *cand = strdup(op->cands[e->winner].name), *config = w->text ? strdup(w->text) : NULL;
+        if (cand == NULL || (w->text && config == NULL)) {
+            free(cand), free(config);
             oom = true;
             break;
         }
-        own[k] = (known){.device = dev->fingerprint, .arch = dev->arch, .vendor = dev->vendor, .kinds = kinds, .set_hash = op->set_hash,
-                         .key = e->key, .keylen = e->keylen, .cand = owned[2 * k], .config = owned[2 * k + 1], .created = INT64_MAX};
-        k++;
+        r->owned[r->nowned++] = cand;
+        if (config) r->owned[r->nowned++] = config;
+        own[k++] = (known){.device = dev->fingerprint, .arch = dev->arch, .vendor = dev->vendor, .kinds = r->kinds, .set_hash = op->set_hash,
+                           .key = e->key, .keylen = e->keylen, .cand = cand, .config = config, .created = INT64_MAX};
     }
     pthread_mutex_unlock(&op->lock);
-    kt_status st = KT_OK;
-    nown = k;
-    /* the cache's */
-    kt__store_rec *recs = NULL;
-    size_t nrecs = 0;
+    if (oom && own && r->owned) kt__log(op->ctx, KT_LOG_WARN, "op '%s': out of memory copying its decisions: some were not considered", op->name);
     kt_cache *c = kt__context_cache(op->ctx);
-    if (c != NULL && kt__store_list(c, op->name, kt_version_string(), &recs, &nrecs) != KT_OK) {
+    if (c != NULL && kt__store_list(c, op->name, kt_version_string(), &r->recs, &r->nrecs) != KT_OK) {
         kt__log(op->ctx, KT_LOG_WARN, "op '%s': reading the cache for a key nobody tuned: %s", op->name, kt_last_error());
-        recs = NULL, nrecs = 0;
+        r->recs = NULL, r->nrecs = 0;
     }
-    known *all = calloc(nown + nrecs + 1, sizeof *all);
-    known **order = calloc(nown + nrecs + 1, sizeof *order);
-    if (all == NULL || order == NULL) {
-        st = kt__err(KT_ERR_NO_MEMORY, "%s(op '%s'): out of memory answering a key nobody tuned", d->where, op->name);
-        goto out;
+    r->all = calloc(k + r->nrecs + 1, sizeof *r->all);
+    r->order = calloc(k + r->nrecs + 1, sizeof *r->order);
+    if (own == NULL || r->owned == NULL || r->all == NULL || r->order == NULL) {
+        free(own);
+        ranked_free(r);
+        return kt__err(KT_ERR_NO_MEMORY, "%s(op '%s'): out of memory answering a key nobody tuned", where, op->name);
     }
     size_t n = 0;
-    for (size_t i = 0; i < nown; i++) all[n++] = own[i];
-    for (size_t i = 0; i < nrecs; i++) {
-        const kt__store_rec *r = &recs[i];
-        all[n++] = (known){.device = r->device, .arch = r->arch, .vendor = r->vendor, .kinds = r->key_kinds, .set_hash = r->set_hash,
-                           .key = r->key, .keylen = r->key_len, .cand = r->winner_candidate, .config = r->winner_config,
-                           .created = r->created};
+    for (size_t i = 0; i < k; i++) r->all[n++] = own[i];
+    free(own);
+    for (size_t i = 0; i < r->nrecs; i++) {
+        const kt__store_rec *x = &r->recs[i];
+        r->all[n++] = (known){.device = x->device, .arch = x->arch, .vendor = x->vendor, .kinds = x->key_kinds, .set_hash = x->set_hash,
+                              .key = x->key, .keylen = x->key_len, .cand = x->winner_candidate, .config = x->winner_config,
+                              .created = x->created};
     }
-    size_t m = rank(all, n, dev->fingerprint, op->set_hash, dev->arch, dev->vendor, d->key, ncomp, kinds, order);
+    r->m = rank(r->all, n, dev->fingerprint, op->set_hash, dev->arch, dev->vendor, key, op->nkeys, r->kinds, r->order);
+    return KT_OK;
+}
+
+static void log_answer(const kt_op *op, kt_decision_source source, const int64_t *key, size_t n, const char *device) {
+    char text[256] = "";
+    size_t at = 0;
+    for (size_t i = 0; i < n && at < sizeof text - 24; i++) at += (size_t)snprintf(text + at, sizeof text - at, "%s%lld", i ? "," : "", (long long)key[i]);
+    kt__log(op->ctx, KT_LOG_INFO, "op '%s': a key nobody tuned is answered by rule '%s': the winner of key [%s] on device '%.200s'",
+            op->name, kt_decision_source_name(source), text, device);
+}
+
+kt_status kt__fallback(kt_op *op, kt_decision *d, const kt_arg *args, bool *found) {
+    *found = false;
+    size_t ncomp = op->nkeys;
+    ranked rk;
+    kt_status st = gather(op, d->key, d->where, &rk);
+    if (st != KT_OK) return st;
+    size_t m = rk.m;
+    known **order = rk.order;
     for (size_t i = 0; i < m && st == KT_OK && !*found; i++) { /* the first valid winner answers */
         const known *k = order[i];
         char why[512];
@@ -186,24 +222,27 @@ kt_status kt__fallback(kt_op *op, kt_decision *d, const kt_arg *args, bool *foun
         memcpy(d->borrowed_key, k->key, ncomp * sizeof *k->key);
         *found = true;
     }
-    if (st == KT_OK && *found) {
-        char text[256] = "";
-        size_t at = 0;
-        for (size_t i = 0; i < d->borrowed_len && at < sizeof text - 24; i++)
-            at += (size_t)snprintf(text + at, sizeof text - at, "%s%lld", i ? "," : "", (long long)d->borrowed_key[i]);
-        kt__log(op->ctx, KT_LOG_INFO, "op '%s': a key nobody tuned is answered by rule '%s': the winner of key [%s] on device '%.200s'",
-                op->name, kt_decision_source_name(d->source), text, d->borrowed_device);
-    }
-    if (st == KT_OK && oom) kt__log(op->ctx, KT_LOG_WARN, "op '%s': out of memory copying its decisions: some were not considered", op->name);
-out:
-    free(all);
-    free(order);
-    for (size_t i = 0; i < nrecs; i++) kt__store_rec_free(&recs[i]);
-    free(recs);
-    for (size_t i = 0; owned && i < 2 * nown; i++) free(owned[i]);
-    free(owned);
-    free(own);
+    if (st == KT_OK && *found) log_answer(op, d->source, d->borrowed_key, d->borrowed_len, d->borrowed_device);
+    ranked_free(&rk);
     return st;
+}
+
+long kt__fallback_native(kt_op *op, const int64_t *key, const char *where, kt_decision_source *source) {
+    ranked rk;
+    if (gather(op, key, where, &rk) != KT_OK) return -1; /* (out of memory: the fixed fallback answers) */
+    long idx = -1;
+    for (size_t i = 0; i < rk.m && idx < 0; i++) {
+        const known *k = rk.order[i];
+        for (size_t c = 0; c < op->ncands && idx < 0; c++)
+            if (k->config == NULL && op->cands[c].space == NULL && strcmp(op->cands[c].name, k->cand) == 0 && kt__key_accepts(op, key, c) &&
+                !(op->reference_only && (long)c == (op->reference_idx >= 0 ? op->reference_idx : op->default_idx >= 0 ? op->default_idx : 0))) {
+                idx = (long)c;
+                *source = k->source;
+                log_answer(op, k->source, k->key, op->nkeys, k->device);
+            }
+    }
+    ranked_free(&rk);
+    return idx;
 }
 
 /* ---- explaining it, from the cache alone ----------------------------------------------------- */

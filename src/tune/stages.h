@@ -298,6 +298,11 @@ kt_status kt__adopt_winner(kt_op *op, kt_decision *d, const kt_arg *args, const 
  * source NEAREST, ARCH or VENDOR). Measures nothing; a cache that cannot be read is skipped. */
 kt_status kt__fallback(kt_op *op, kt_decision *d, const kt_arg *args, bool *found);
 
+/* The same rules for a miss under capture, where nothing may be built: the first native
+ * candidate that a ranked decision names and that accepts key, its rule into *source; -1 when
+ * none does. */
+long kt__fallback_native(kt_op *op, const int64_t *key, const char *where, kt_decision_source *source);
+
 /* Sets what a measured decision's race asked for (d->requested_confidence) and records the
  * decision with all its units (failures are logged, never returned). */
 void kt__persist_record(kt_op *op, kt_decision *d);
