@@ -6,8 +6,8 @@
  *    kernels (and the convolution as recorded on the H200, bench/data/), the winner of one GPU
  *    is looked up in another GPU's recorded times. That is what the rules answer on a device
  *    with no decision of its own: the same vendor's (A4000 for the H200 and back), while a GPU
- *    of another vendor gets no borrowed answer and runs the op's default (the problem's Default
- *    configuration), whose ratio is printed beside it.
+ *    of another vendor gets no borrowed answer and runs the op's default (for a variant group
+ *    its first configuration), whose ratio is printed beside it.
  * 2. Other keys, measured here: a matrix multiply in C (variants over tile sizes TI x TK, valid
  *    when they divide n) is tuned on a sparse grid of sizes (n = 16, 64, 256) into a cache file;
  *    then a context that may not tune (effort CACHE_ONLY) calls every size of the full grid
@@ -60,18 +60,23 @@ static void other_devices(const char *hub, const char *kernel, gpu *gpus, size_t
     json_error_t jerr;
     json_t *t1 = json_load_file(path, 0, &jerr);
     if (t1 == NULL) die(path, jerr.text);
+    /* the op's default for a variant group: the space's first configuration */
     const char *names[64];
-    size_t nnames = 0;
-    char deflt[2048] = "";
-    size_t at = 0, i;
-    json_t *p;
-    json_array_foreach(json_object_get(json_object_get(t1, "ConfigurationSpace"), "TuningParameters"), i, p) {
+    size_t nnames = 0, i, count = 0;
+    json_t *p, *cs = json_object_get(t1, "ConfigurationSpace");
+    kt_space *sp = NULL;
+    if (kt_space_create(&sp) != KT_OK) die("kt_space_create", kt_last_error());
+    json_array_foreach(json_object_get(cs, "TuningParameters"), i, p) {
         if (nnames == 64) die(path, "more than 64 parameters");
         names[nnames++] = json_string_value(json_object_get(p, "Name"));
-        char v[64];
-        t4_value_text(json_object_get(p, "Default"), v, sizeof v);
-        at += (size_t)snprintf(deflt + at, sizeof deflt - at, "%s%s=%s", at ? "," : "", names[nnames - 1], v);
+        if (kt_space_add_param(sp, names[nnames - 1], json_string_value(json_object_get(p, "Values"))) != KT_OK) die(path, kt_last_error());
     }
+    json_array_foreach(json_object_get(cs, "Conditions"), i, p) {
+        if (kt_space_add_constraint(sp, json_string_value(json_object_get(p, "Expression"))) != KT_OK) die(path, kt_last_error());
+    }
+    char deflt[4096];
+    if (kt_space_enumerate(sp, &count) != KT_OK || count == 0 || kt_space_config_format(sp, 0, deflt, sizeof deflt) != KT_OK)
+        die(path, "its space has no configuration");
     for (size_t g = 0; g < ngpus; g++) {
         char *err = NULL;
         if (!t4_read(gpus[g].t4, names, nnames, &gpus[g].recs, &err)) die(gpus[g].t4, err);
@@ -84,8 +89,8 @@ static void other_devices(const char *hub, const char *kernel, gpu *gpus, size_t
         const t4_record *d = find(&gpus[g].recs, deflt);
         char dratio[32];
         if (valid(d)) snprintf(dratio, sizeof dratio, "%.3f", d->mean_ns / gpus[g].best->mean_ns);
-        else snprintf(dratio, sizeof dratio, "invalid");
-        printf("  %-8s %-8s %-22s %10s   %s\n", gpus[g].name, "-", "default (no decision)", dratio, deflt);
+        else snprintf(dratio, sizeof dratio, d ? "invalid" : "unrecorded"); /* (not in the space: a constraint breaks it) */
+        printf("  %-8s %-8s %-22s %10s   %s\n", gpus[g].name, "-", "default (1st config)", dratio, deflt);
         printf("RESULT fallback_default_%s_%s %s\n", kernel, gpus[g].name, dratio);
         for (size_t h = 0; h < ngpus; h++) {
             if (h == g) continue;
@@ -93,13 +98,14 @@ static void other_devices(const char *hub, const char *kernel, gpu *gpus, size_t
             const t4_record *r = find(&gpus[g].recs, gpus[h].best->key);
             char ratio[32];
             if (valid(r)) snprintf(ratio, sizeof ratio, "%.3f", r->mean_ns / gpus[g].best->mean_ns);
-            else snprintf(ratio, sizeof ratio, "invalid");
+            else snprintf(ratio, sizeof ratio, r ? "invalid" : "unrecorded");
             printf("  %-8s %-8s %-22s %10s   %s\n", gpus[g].name, gpus[h].name, same ? "same vendor" : "(another vendor: unused)", ratio,
                    gpus[h].best->key);
             printf("RESULT fallback_%s_%s_%s_winner_on_%s %s\n", same ? "vendor" : "other_vendor", kernel, gpus[h].name, gpus[g].name, ratio);
         }
     }
     for (size_t g = 0; g < ngpus; g++) t4_free(&gpus[g].recs);
+    kt_space_destroy(sp);
     json_decref(t1);
 }
 
@@ -237,7 +243,7 @@ int main(int argc, char **argv) {
         if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
             printf("usage: fallback [--hub DIR] [--skip-measured]\n"
                    "How good the answer for a key nobody tuned is: another GPU's winner on benchmark_hub's recorded\n"
-                   "times (the same-vendor rule; another vendor's for comparison; the Default configuration), and, measured\n"
+                   "times (the same-vendor rule; another vendor's for comparison; the default: the first configuration), and, measured\n"
                    "on this machine, a C matmul tuned at 3 sizes answering 9 by the nearest-key rule. Prints ratios over\n"
                    "each key's own best and RESULT lines. --skip-measured: the recorded part only.\n");
             return 0;
