@@ -948,17 +948,28 @@ static void test_migrate_v2(void **state) {
  * place, keeping its decision, units and deferred key; the new table takes a tuning's units as
  * they come (found by unit hash under any candidate set, the newest first), and recording the
  * decision of that identity replaces them. */
+/* A file made from tests/data/store/v<from>.sql, checked to be of that version, opened (which
+ * migrates it, without a warning) and checked to be of the current one; its path into *path. */
+static kt_cache *migrated(int from, const char **path) {
+    char name[32], fixture[256];
+    snprintf(name, sizeof name, "v%d.db", from);
+    snprintf(fixture, sizeof fixture, "%s/store/v%d.sql", KT_DATA, from);
+    *path = in_dir(name);
+    char *text = read_file(fixture, NULL);
+    assert_non_null(text);
+    sql(*path, text);
+    free(text);
+    assert_int_equal(sql_int(*path, "PRAGMA user_version"), from);
+    kt_cache *c = open_ok(*path);
+    assert_string_equal(kt_cache_warning(c), "");
+    assert_int_equal(sql_int(*path, "PRAGMA user_version"), 6);
+    return c;
+}
+
 static void test_migrate_v4(void **state) {
     (void)state;
-    const char *path = in_dir("v4.db");
-    char *v4 = read_file(KT_DATA "/store/v4.sql", NULL);
-    assert_non_null(v4);
-    sql(path, v4);
-    free(v4);
-    assert_int_equal(sql_int(path, "PRAGMA user_version"), 4);
-    kt_cache *c = open_ok(path);
-    assert_string_equal(kt_cache_warning(c), "");
-    assert_int_equal(sql_int(path, "PRAGMA user_version"), 6);
+    const char *path;
+    kt_cache *c = migrated(4, &path);
     assert_int_equal(count(c, NULL, NULL), 1);
     assert_int_equal(sql_int(path, "SELECT count(*) FROM deferred"), 1);
     assert_int_equal(sql_int(path, "SELECT count(*) FROM progress"), 0);
@@ -1100,15 +1111,8 @@ static void expect_refused_untouched(const char *path, const char *message) {
  * them, and one with key kinds that are not s or c is refused. */
 static void test_migrate_v5(void **state) {
     (void)state;
-    const char *path = in_dir("v5.db");
-    char *v5 = read_file(KT_DATA "/store/v5.sql", NULL);
-    assert_non_null(v5);
-    sql(path, v5);
-    free(v5);
-    assert_int_equal(sql_int(path, "PRAGMA user_version"), 5);
-    kt_cache *c = open_ok(path);
-    assert_string_equal(kt_cache_warning(c), "");
-    assert_int_equal(sql_int(path, "PRAGMA user_version"), 6);
+    const char *path;
+    kt_cache *c = migrated(5, &path);
     assert_int_equal(count(c, NULL, NULL), 1);
     assert_int_equal(sql_int(path, "SELECT count(*) FROM units"), 2);
     assert_int_equal(sql_int(path, "SELECT count(*) FROM deferred"), 1);

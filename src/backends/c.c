@@ -62,19 +62,25 @@ static long cache_size(int name) {
 #endif
 }
 
-static kt_status c_device_describe(void *state, size_t index, char *name, char *fp, char *err,
-                                   size_t errlen) {
-    (void)state;
+/* The one device's checks, and what describes the host: its machine (uname) and CPU model. */
+static kt_status host_cpu(size_t index, struct utsname *u, char *model, size_t len, char *err, size_t errlen) {
     if (index != 0) {
         snprintf(err, errlen, "device %zu does not exist (the C backend has one)", index);
         return KT_ERR_INVALID_ARGUMENT;
     }
+    if (uname(u) != 0) snprintf(u->machine, sizeof u->machine, "unknown");
+    if (!cpuinfo_field("model name", model, len) && !cpuinfo_field("Model", model, len) && !cpuinfo_field("CPU part", model, len))
+        snprintf(model, len, "%s CPU", u->machine);
+    return KT_OK;
+}
+
+static kt_status c_device_describe(void *state, size_t index, char *name, char *fp, char *err,
+                                   size_t errlen) {
+    (void)state;
     struct utsname u;
-    if (uname(&u) != 0) snprintf(u.machine, sizeof u.machine, "unknown");
     char model[256] = "", flags[8192] = "";
-    if (!cpuinfo_field("model name", model, sizeof model) && !cpuinfo_field("Model", model, sizeof model) &&
-        !cpuinfo_field("CPU part", model, sizeof model))
-        snprintf(model, sizeof model, "%s CPU", u.machine);
+    kt_status st = host_cpu(index, &u, model, sizeof model, err, errlen);
+    if (st != KT_OK) return st;
     if (!cpuinfo_field("flags", flags, sizeof flags)) cpuinfo_field("Features", flags, sizeof flags);
     long threads = sysconf(_SC_NPROCESSORS_ONLN);
     long l1 = 0, l2 = 0, l3 = 0;
@@ -94,16 +100,10 @@ static kt_status c_device_describe(void *state, size_t index, char *name, char *
  * vendor: its vendor_id ("GenuineIntel") or implementer. */
 static kt_status c_classify(void *state, size_t index, char *arch, char *vendor, char *err, size_t errlen) {
     (void)state;
-    if (index != 0) {
-        snprintf(err, errlen, "device %zu does not exist (the C backend has one)", index);
-        return KT_ERR_INVALID_ARGUMENT;
-    }
     struct utsname u;
-    if (uname(&u) != 0) snprintf(u.machine, sizeof u.machine, "unknown");
     char model[200] = "", who[120] = "";
-    if (!cpuinfo_field("model name", model, sizeof model) && !cpuinfo_field("Model", model, sizeof model) &&
-        !cpuinfo_field("CPU part", model, sizeof model))
-        snprintf(model, sizeof model, "%s CPU", u.machine);
+    kt_status st = host_cpu(index, &u, model, sizeof model, err, errlen);
+    if (st != KT_OK) return st;
     if (!cpuinfo_field("vendor_id", who, sizeof who) && !cpuinfo_field("CPU implementer", who, sizeof who))
         snprintf(who, sizeof who, "%s", u.machine);
     snprintf(arch, KT_DEVICE_NAME_MAX, "%.150s (%.40s)", model, u.machine);
