@@ -635,7 +635,7 @@ static int run_export(const opts *o, kt_cache *c) {
  * bytes (a FIFO, a device or a directory is refused before anything is read from it, so
  * nothing waits on a writer or reads without end), or stdin for "-", read up to the same
  * limit. NULL on failure, with the reason in *why (allocated; NULL when out of memory). */
-static char *read_wisdom(const char *path, const char *name, char **why) {
+char *cli_read_wisdom(const char *path, const char *name, char **why) {
     *why = NULL;
     bool in = strcmp(path, "-") == 0;
     int fd = in ? 0 : open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
@@ -703,7 +703,7 @@ static char *read_wisdom(const char *path, const char *name, char **why) {
 static int run_import(const opts *o, kt_cache *c) {
     const char *name = strcmp(o->file, "-") == 0 ? "(stdin)" : o->file;
     char *why = NULL;
-    char *text = read_wisdom(o->file, name, &why);
+    char *text = cli_read_wisdom(o->file, name, &why);
     if (text == NULL) {
         report(1, "import", "%s", why ? why : "out of memory");
         free(why);

@@ -12,4 +12,8 @@ int run_cache(int argc, char **argv);
 
 void help_cache(FILE *out);
 
+/* Reads a wisdom document (a regular file of at most 256 MiB, or stdin for "-") into a
+ * NUL-terminated buffer to free; NULL with the reason in *why (allocated) naming it name. */
+char *cli_read_wisdom(const char *path, const char *name, char **why);
+
 #endif

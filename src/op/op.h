@@ -82,6 +82,9 @@ typedef struct kt__budget {
 
 #define KT__MAX_BACKENDS 16
 #define KT__MAX_DEVICES 64
+#define KT__MAX_TABLES 64
+
+struct kt_aot_table; /* kerntune/aot.h */
 
 struct kt_context {
     kt_effort effort;     /* set by kt_context_set_effort */
@@ -114,6 +117,9 @@ struct kt_context {
     _Atomic int cache_tried;    /* the cache was opened, or failed to open */
     kt_cache *cache;            /* NULL when off or unavailable */
     _Atomic uint64_t cache_hits, cache_rejected;
+    const struct kt_aot_table *tables[KT__MAX_TABLES]; /* registered decision tables (tune/aot.c): */
+    _Atomic size_t ntables;     /* entries never move; published by the count */
+    _Atomic uint64_t table_hits;
     void *user;                 /* the caller's (kt_context_set_user); never read by kerntune */
 };
 

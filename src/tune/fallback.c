@@ -13,7 +13,8 @@
  *   3. VENDOR: the same, on a device of the same vendor;
  *   4. otherwise the caller (miss.c) takes the op's default.
  * Decisions come from the op's own finished ones (measured or recalled: never an answer of
- * these rules) and from every decision the persistent cache holds for the op name and library
+ * these rules), from the tables of decisions registered for its device (aot.c), and from every
+ * decision the persistent cache holds for the op name and library
  * version (kt__store_list; another candidate set's too for rules 2 and 3, whose compiler
  * identity differs by device). A decision whose device, architecture or key kinds are unknown
  * (recorded before schema 6) answers none of them. Valid means what a recalled record must be:
@@ -23,6 +24,8 @@
  */
 #include "tune/stages.h"
 #include "store/store.h"
+
+#include <kerntune/aot.h>
 
 #include <math.h>
 #include <stdio.h>
@@ -162,16 +165,27 @@ static kt_status gather(kt_op *op, const int64_t *key, const char *where, ranked
         kt__log(op->ctx, KT_LOG_WARN, "op '%s': reading the cache for a key nobody tuned: %s", op->name, kt_last_error());
         r->recs = NULL, r->nrecs = 0;
     }
-    r->all = calloc(k + r->nrecs + 1, sizeof *r->all);
-    r->order = calloc(k + r->nrecs + 1, sizeof *r->order);
-    if (own == NULL || r->owned == NULL || r->all == NULL || r->order == NULL) {
-        free(own);
+    size_t ntab = kt__aot_entries(op, NULL, 0, NULL); /* the registered tables' entries of this device */
+    const kt_aot_entry **tab = calloc(ntab + 1, sizeof *tab);
+    const kt_aot_table **tabs = calloc(ntab + 1, sizeof *tabs);
+    if (tab && tabs) kt__aot_entries(op, tab, ntab, tabs);
+    r->all = calloc(k + ntab + r->nrecs + 1, sizeof *r->all);
+    r->order = calloc(k + ntab + r->nrecs + 1, sizeof *r->order);
+    if (own == NULL || r->owned == NULL || r->all == NULL || r->order == NULL || tab == NULL || tabs == NULL) {
+        free(own), free(tab), free(tabs);
         ranked_free(r);
         return kt__err(KT_ERR_NO_MEMORY, "%s(op '%s'): out of memory answering a key nobody tuned", where, op->name);
     }
     size_t n = 0;
     for (size_t i = 0; i < k; i++) r->all[n++] = own[i];
     free(own);
+    for (size_t i = 0; i < ntab; i++) {
+        const kt_aot_entry *e = tab[i];
+        r->all[n++] = (known){.device = tabs[i]->device, .arch = tabs[i]->arch ? tabs[i]->arch : "", .vendor = tabs[i]->vendor ? tabs[i]->vendor : "",
+                              .kinds = e->key_kinds ? e->key_kinds : "", .set_hash = e->set_hash, .key = e->key, .keylen = e->key_len,
+                              .cand = e->candidate, .config = e->config, .created = INT64_MAX - 1};
+    }
+    free(tab), free(tabs);
     for (size_t i = 0; i < r->nrecs; i++) {
         const kt__store_rec *x = &r->recs[i];
         r->all[n++] = (known){.device = x->device, .arch = x->arch, .vendor = x->vendor, .kinds = x->key_kinds, .set_hash = x->set_hash,

@@ -24,9 +24,10 @@ static long default_candidate(const kt_op *op, const int64_t *key) {
 
 /* Decides an entry by the op's effort level. */
 static kt_status decide(kt_op *op, kt_decision *d, const kt_arg *args, kt__finish how) {
-    if (op->effective == KT_EFFORT_MEASURE || op->effective == KT_EFFORT_CACHE_ONLY) { /* a recorded decision */
+    if (op->effective == KT_EFFORT_MEASURE || op->effective == KT_EFFORT_CACHE_ONLY) { /* a decision made earlier */
         bool found = false;
-        kt_status st = kt__persist_recall(op, d, args, &found);
+        kt_status st = kt__aot_recall(op, d, args, &found); /* a table compiled in: no cache read */
+        if (st == KT_OK && !found) st = kt__persist_recall(op, d, args, &found);
         if (st != KT_OK || found) return st;
     }
     if (op->effective == KT_EFFORT_MEASURE) {

@@ -298,6 +298,16 @@ kt_status kt__adopt_winner(kt_op *op, kt_decision *d, const kt_arg *args, const 
  * source NEAREST, ARCH or VENDOR). Measures nothing; a cache that cannot be read is skipped. */
 kt_status kt__fallback(kt_op *op, kt_decision *d, const kt_arg *args, bool *found);
 
+/* The decision a registered table (aot.c) holds for d's key on the op's device, taken as a
+ * recalled record is (source TABLE); *found says whether one did. Reads no cache. */
+kt_status kt__aot_recall(kt_op *op, kt_decision *d, const kt_arg *args, bool *found);
+
+/* The entries of the op's name in the tables of the op's device: up to max into out (and their
+ * tables into tables, when not NULL); returns how many there are. */
+struct kt_aot_entry;
+struct kt_aot_table;
+size_t kt__aot_entries(const kt_op *op, const struct kt_aot_entry **out, size_t max, const struct kt_aot_table **tables);
+
 /* The same rules for a miss under capture, where nothing may be built: the first native
  * candidate that a ranked decision names and that accepts key, its rule into *source; -1 when
  * none does. */

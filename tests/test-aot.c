@@ -1,5 +1,12 @@
 /*
- * test-fallback.c - keys nobody tuned, under effort CACHE_ONLY, with a real cache file: each
+ * test-aot.c - decisions ahead of time (issue [13]): `kerntune aot` emits C that compiles under
+ * -std=c11 -Wall -Wextra -Werror -pedantic, the same bytes twice; a program that loads it (here
+ * a shared object of it, dlopen'ed) and registers its table dispatches the listed keys with
+ * the store's decisions, measuring nothing and reading no cache, and answers keys nobody tuned
+ * from the table alone; a table of another device or layout is ignored with a log line saying
+ * why; an entry whose winner is not valid for the arguments is never launched.
+ *
+ * And keys nobody tuned, under effort CACHE_ONLY, with a real cache file: each
  * rule of kt_decision_source answers in a case built for it and says so (the nearest tuned key
  * on the device, the same key on another device of the architecture, then of the vendor, then
  * the default); a nearest winner that rejects the arguments is passed over for the next; a
@@ -12,6 +19,7 @@
  */
 #include "helpers.h"
 
+#include <kerntune/aot.h>
 #include <kerntune/cache.h>
 #include <kerntune/decision.h>
 #include <kerntune/device.h>
@@ -19,6 +27,7 @@
 
 #include <jansson.h>
 #include <stdbool.h>
+#include <dlfcn.h>
 #include <sys/wait.h>
 
 static char dir[64], db[128], db2[160];
@@ -246,14 +255,14 @@ static void test_other_devices(void **state) {
     assert_string_equal(kt_decision_source_name(KT_SOURCE_VENDOR), "same vendor");
     assert_string_equal(kt_decision_source_name(KT_SOURCE_NEAREST), "nearest key");
     assert_null(kt_decision_source_name((kt_decision_source)0));
-    assert_null(kt_decision_source_name((kt_decision_source)8));
+    assert_null(kt_decision_source_name((kt_decision_source)9));
     kt_context_destroy(ctx);
 }
 
 /* Runs `kerntune ARGS --cache path` and reads its standard output (and error, with err) into
  * buf; returns its exit status. */
 static int cli(const char *args, const char *path, bool err, char *buf, size_t len) {
-    char cmd[1024];
+    char cmd[2400];
     snprintf(cmd, sizeof cmd, "'%s' %s --cache '%s'%s", KT_CLI, args, path, err ? " 2>&1" : " 2>/dev/null");
     FILE *p = popen(cmd, "r");
     assert_non_null(p);
@@ -298,12 +307,157 @@ static void test_explain(void **state) {
     assert_non_null(strstr(out, "the cache holds no decision of op 'nothing'"));
 }
 
+/* ---- decisions ahead of time ------------------------------------------------------------- */
+
+static char logged[4096];
+
+static void keep_log(kt_log_level level, const char *message, void *user) {
+    (void)level, (void)user;
+    size_t at = strlen(logged);
+    snprintf(logged + at, sizeof logged - at, "%s\n", message);
+}
+
+/* Emits the cache's decisions into dir/sub/dec.{h,c}, compiles dec.c into a shared object with
+ * the strictest flags, and returns its handle. */
+static void *emit_and_load(const char *sub, char *c_path, size_t len) {
+    char out[256], args[1024], cmd[2048];
+    snprintf(out, sizeof out, "%s/%s", dir, sub);
+    snprintf(cmd, sizeof cmd, "mkdir -p '%s'", out);
+    assert_int_equal(system(cmd), 0);
+    snprintf(args, sizeof args, "aot --op shaped -o '%s/dec'", out);
+    char text[4096];
+    if (cli(args, db, true, text, sizeof text) != 0) fail_msg("kerntune %s: %s", args, text);
+    assert_non_null(strstr(text, "2 decision(s) of 1 device(s) written to"));
+    snprintf(c_path, len, "%s/dec.c", out);
+    snprintf(cmd, sizeof cmd, "'%s' -std=c11 -Wall -Wextra -Werror -pedantic -fPIC -shared -I'%s' -o '%s/dec.so' '%s/dec.c' 2>&1", KT_CC,
+             KT_INCLUDE, out, out);
+    FILE *p = popen(cmd, "r");
+    size_t n = fread(text, 1, sizeof text - 1, p);
+    text[n] = '\0';
+    if (pclose(p) != 0) fail_msg("%s\n%s", cmd, text);
+    snprintf(cmd, sizeof cmd, "%s/dec.so", out);
+    void *so = dlopen(cmd, RTLD_NOW | RTLD_LOCAL);
+    if (so == NULL) fail_msg("dlopen: %s", dlerror());
+    return so;
+}
+
+static char *slurp(const char *path) {
+    FILE *f = fopen(path, "rb");
+    assert_non_null(f);
+    static char buf[2][65536];
+    static int which;
+    char *b = buf[which++ % 2];
+    size_t n = fread(b, 1, sizeof buf[0] - 1, f);
+    b[n] = '\0';
+    fclose(f);
+    return b;
+}
+
+/* The emitted source is the same bytes twice, compiles with -pedantic, and its table, once
+ * registered, serves the tuned keys with the store's winners: no measurement, no cache (off),
+ * and a key nobody tuned answered from the table's own entries. */
+static void test_aot_table(void **state) {
+    (void)state;
+    tune_two(db);
+    char c1[512], c2[512];
+    void *so = emit_and_load("one", c1, sizeof c1), *so2 = emit_and_load("two", c2, sizeof c2);
+    assert_string_equal(slurp(c1), slurp(c2));
+    dlclose(so2);
+    kt_status (*reg)(kt_context *, size_t *) = (kt_status(*)(kt_context *, size_t *))dlsym(so, "kt_decisions_register");
+    const kt_aot_entry *(*find)(const char *, const char *, const int64_t *, size_t) =
+        (const kt_aot_entry *(*)(const char *, const char *, const int64_t *, size_t))dlsym(so, "kt_decisions_find");
+    const size_t *count = dlsym(so, "kt_decisions_table_count");
+    assert_true(reg && find && count && *count == 1);
+    reset_calls();
+    kt_context *ctx = ctx_on("off", KT_EFFORT_MEASURE);
+    size_t used = 0;
+    ok(reg(ctx, &used));
+    assert_int_equal(used, 1);
+    kt_op *op = shaped_op(ctx, false);
+    expect(op, 64, SMALL, KT_SOURCE_TABLE, 0);
+    expect(op, 4096, BIG, KT_SOURCE_TABLE, 0);
+    assert_int_equal(kt_op_measured_runs(op), 0);
+    assert_int_equal(kt_op_tune_count(op), 0);
+    assert_int_equal(kt_context_table_hits(ctx), 2);
+    assert_int_equal(atomic_load(&ncalls[SMALL]) + atomic_load(&ncalls[BIG]) + atomic_load(&ncalls[PLAIN]), 2); /* the two calls */
+    /* the lookup function finds the same entries by their full key words */
+    const char *fp = kt_device_fingerprint(kt_context_device(ctx, 0));
+    int64_t key[2] = {64, 0}; /* the key of 64: its component, then the validity mask (big rejects 64) */
+    const kt_aot_entry *e = find(fp, "shaped", key, 2);
+    assert_non_null(e);
+    assert_string_equal(e->candidate, "small");
+    assert_null(find("cpu:elsewhere", "shaped", e->key, e->key_len));
+    kt_context_destroy(ctx);
+    /* cache-only, no cache: a key nobody tuned takes the nearest of the table's keys */
+    ctx = ctx_on("off", KT_EFFORT_CACHE_ONLY);
+    ok(reg(ctx, &used));
+    op = shaped_op(ctx, false);
+    expect(op, 128, SMALL, KT_SOURCE_NEAREST, 64);
+    expect(op, 2048, BIG, KT_SOURCE_NEAREST, 4096);
+    assert_int_equal(kt_op_measured_runs(op), 0);
+    kt_context_destroy(ctx);
+    dlclose(so);
+}
+
+/* A table made on another device, or of another layout or major version, is ignored, and the
+ * log says why; a valid entry whose winner rejects the arguments is not launched. */
+static void test_aot_refused(void **state) {
+    (void)state;
+    tune_two(db);
+    json_t *doc = exported(db);
+    json_t *e64 = entry_of(doc, 64);
+    int64_t words[8];
+    size_t nwords = json_array_size(json_object_get(e64, "key"));
+    assert_true(nwords <= 8);
+    for (size_t i = 0; i < nwords; i++) words[i] = json_integer_value(json_array_get(json_object_get(e64, "key"), i));
+    kt_aot_entry entry = {"shaped", json_string_value(json_object_get(e64, "candidate_set")), words, nwords, "s", "big", NULL, 100.0};
+    kt_context *ctx = ctx_on("off", KT_EFFORT_MEASURE);
+    ok(kt_context_set_log_fn(ctx, keep_log, NULL));
+    ok(kt_context_set_log_level(ctx, KT_LOG_WARN));
+    const char *fp = kt_device_fingerprint(kt_context_device(ctx, 0));
+    kt_aot_table elsewhere = {KT_AOT_VERSION, kt_version_string(), "cpu:elsewhere", "", "", &entry, 1};
+    kt_aot_table future = {KT_AOT_VERSION + 1, kt_version_string(), fp, "", "", &entry, 1};
+    kt_aot_table major = {KT_AOT_VERSION, "99.0.0", fp, "", "", &entry, 1};
+    int used = 7;
+    logged[0] = '\0';
+    ok(kt_context_add_decisions(ctx, &elsewhere, &used));
+    assert_int_equal(used, 0);
+    assert_non_null(strstr(logged, "a table of 1 decision(s) is ignored: it was made on device 'cpu:elsewhere', which is none of this context's devices"));
+    ok(kt_context_add_decisions(ctx, &future, &used));
+    assert_int_equal(used, 0);
+    assert_non_null(strstr(logged, "its layout version is 2; this library reads 1"));
+    ok(kt_context_add_decisions(ctx, &major, &used));
+    assert_int_equal(used, 0);
+    assert_non_null(strstr(logged, "its decisions were made by kerntune 99.0.0"));
+    /* this device's table, whose entry for 64 names big, which requires multiples of 1024 */
+    kt_aot_table here = {KT_AOT_VERSION, kt_version_string(), fp, "", "", &entry, 1};
+    ok(kt_context_add_decisions(ctx, &here, &used));
+    assert_int_equal(used, 1);
+    assert_int_equal(kt_context_add_decisions(ctx, &here, &used), KT_ERR_DUPLICATE);
+    reset_calls();
+    kt_op *op = shaped_op(ctx, false);
+    expect(op, 64, SMALL, KT_SOURCE_MEASURED, 0); /* measured: the entry is not valid for 64 */
+    assert_non_null(strstr(logged, "op 'shaped': the table's decision for this key cannot be used: candidate 'big' rejects these arguments"));
+    assert_int_equal(kt_context_table_hits(ctx), 0);
+    assert_int_equal(kt_context_add_decisions(ctx, NULL, &used), KT_ERR_NULL);
+    kt_context_destroy(ctx);
+    json_decref(doc);
+    /* usage of the command */
+    char out[4096];
+    assert_int_equal(cli("aot", db, true, out, sizeof out), 2);
+    assert_non_null(strstr(out, "where to? give -o PREFIX"));
+    assert_int_equal(cli("aot -o x --name 9bad", db, true, out, sizeof out), 2);
+    assert_non_null(strstr(out, "--name '9bad' is not a C identifier"));
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_nearest_key, setup, teardown),
         cmocka_unit_test_setup_teardown(test_category_must_match, setup, teardown),
         cmocka_unit_test_setup_teardown(test_other_devices, setup, teardown),
         cmocka_unit_test_setup_teardown(test_explain, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_aot_table, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_aot_refused, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
