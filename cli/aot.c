@@ -17,6 +17,7 @@
 
 #include <kerntune.h>
 #include <kerntune/cache.h>
+#include <kerntune/variants.h>
 
 #include <jansson.h>
 
@@ -32,7 +33,7 @@
 void help_aot(FILE *out) {
     fprintf(out,
             "usage: kerntune aot -o PREFIX [--op NAME]... [--device FP]... [--key K]... [--name SYMBOL]\n"
-            "                    [--wisdom FILE]... [--cache PATH] [--json]\n"
+            "                    [--embed [--artifacts DIR]] [--wisdom FILE]... [--cache PATH] [--json]\n"
             "\n"
             "Emits decisions as C, so that a program dispatches them without measuring and without a\n"
             "cache: PREFIX.h and PREFIX.c hold one table per device (kerntune/aot.h), SYMBOL_tables and\n"
@@ -49,6 +50,11 @@ void help_aot(FILE *out) {
             "  --device FP          only this device fingerprint's (repeatable; see 'kerntune devices -v')\n"
             "  --key K              only keys whose components start with K (\"4096\", \"512,512\"; repeatable)\n"
             "  --name SYMBOL        the C prefix of the emitted names (default kt_decisions)\n"
+            "  --embed              put each variant winner's compiled artifact in the table too, so the\n"
+            "                       program loads it without a compiler (a decision whose artifact is\n"
+            "                       not found is an error)\n"
+            "  --artifacts DIR      where the artifacts are (default: KERNTUNE_ARTIFACTS, else the\n"
+            "                       user's cache directory, as for tuning)\n"
             "  --wisdom FILE        read decisions from a wisdom file instead of the cache (repeatable)\n"
             "  --cache PATH         the cache file; default: KERNTUNE_CACHE, else the user's cache directory\n"
             "  --json               print {\"header\", \"source\", \"tables\", \"decisions\"} instead of text\n"
@@ -58,10 +64,10 @@ void help_aot(FILE *out) {
 }
 
 typedef struct aot_opts {
-    const char *out, *name, *cache;
+    const char *out, *name, *cache, *artifacts;
     const char *ops[64], *devices[64], *keys[64], *wisdom[64];
     size_t nops, ndevices, nkeys, nwisdom;
-    bool json;
+    bool json, embed;
 } aot_opts;
 
 static int usage(const char *fmt, const char *arg) {
@@ -83,11 +89,12 @@ static int parse(int argc, char **argv, aot_opts *o) {
     o->name = "kt_decisions";
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
-        if (strcmp(a, "--json") == 0) {
-            o->json = true;
+        if (strcmp(a, "--json") == 0 || strcmp(a, "--embed") == 0) {
+            if (a[2] == 'j') o->json = true;
+            else o->embed = true;
             continue;
         }
-        static const char *const valued[] = {"-o", "--output", "--op", "--device", "--key", "--name", "--wisdom", "--cache"};
+        static const char *const valued[] = {"-o", "--output", "--op", "--device", "--key", "--name", "--wisdom", "--cache", "--artifacts"};
         size_t k = 0;
         while (k < sizeof valued / sizeof valued[0] && strcmp(valued[k], a) != 0) k++;
         if (k == sizeof valued / sizeof valued[0]) return usage(a[0] == '-' ? "unknown option '%s'" : "unexpected argument '%s'", a);
@@ -103,6 +110,7 @@ static int parse(int argc, char **argv, aot_opts *o) {
         case 5: o->name = v; break;
         case 6: list = o->wisdom, n = &o->nwisdom; break;
         case 7: o->cache = v; break;
+        case 8: o->artifacts = v; break;
         }
         if (list) {
             if (*n == 64) return usage("%s given more than 64 times", a);
@@ -112,6 +120,7 @@ static int parse(int argc, char **argv, aot_opts *o) {
     if (o->out == NULL) return usage("%s", "where to? give -o PREFIX");
     if (!identifier(o->name)) return usage("--name '%s' is not a C identifier of at most 64 characters", o->name);
     if (o->cache && o->nwisdom) return usage("%s", "--cache and --wisdom: decisions come from one or the other");
+    if (o->artifacts && !o->embed) return usage("%s", "--artifacts without --embed: nothing would read them");
     return 0;
 }
 
@@ -185,7 +194,30 @@ static bool put_string(FILE *f, const char *s) {
     return true;
 }
 
-static int write_files(const aot_opts *o, dec *d, size_t n, const char *version, size_t *ntables) {
+/* Writes the bytes of artifact dir/name as a C array named sym; false (said) when it cannot. */
+static bool put_artifact(FILE *c, const char *dir, const char *name, const char *sym, size_t *len) {
+    char path[8300];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    FILE *f = fopen(path, "rb");
+    if (f == NULL) {
+        fprintf(stderr, "kerntune aot: --embed: the artifact %s: %s (tune the key again, or give --artifacts DIR)\n", path, strerror(errno));
+        return false;
+    }
+    fprintf(c, "static const unsigned char %s[] = {", sym);
+    unsigned char buf[4096];
+    size_t got;
+    *len = 0;
+    while ((got = fread(buf, 1, sizeof buf, f)) > 0) {
+        for (size_t i = 0; i < got; i++, (*len)++) fprintf(c, "%s0x%02x,", *len % 16 ? "" : "\n    ", buf[i]);
+    }
+    bool ok = !ferror(f);
+    fclose(f);
+    fprintf(c, "\n};\n");
+    if (!ok || *len == 0) fprintf(stderr, "kerntune aot: --embed: the artifact %s cannot be read, or is empty\n", path);
+    return ok && *len > 0;
+}
+
+static int write_files(const aot_opts *o, const char *artdir, dec *d, size_t n, const char *version, size_t *ntables) {
     char hpath[4200], cpath[4200], guard[128];
     snprintf(hpath, sizeof hpath, "%s.h", o->out);
     snprintf(cpath, sizeof cpath, "%s.c", o->out);
@@ -222,10 +254,25 @@ static int write_files(const aot_opts *o, dec *d, size_t n, const char *version,
     fprintf(c, "/* Decisions made ahead of time, emitted by kerntune aot (kerntune %s). Do not edit: emit them again. */\n", kt_version_string());
     fprintf(c, "#include \"%s.h\"\n\n#include <string.h>\n\n", base);
     size_t t = 0;
-    bool fits = true;
-    for (size_t first = 0; first < n; t++) {
+    bool fits = true, embedded = true;
+    size_t *alen = calloc(n ? n : 1, sizeof *alen);
+    for (size_t first = 0; first < n && alen; t++) {
         size_t last = first;
         while (last < n && strcmp(d[last].device, d[first].device) == 0) last++;
+        for (size_t i = first; i < last && o->embed && embedded; i++) {
+            const char *art = str_of(d[i].e, "artifact");
+            if (*art == '\0') {
+                if (json_is_string(json_object_get(json_object_get(d[i].e, "winner"), "config"))) {
+                    fprintf(stderr, "kerntune aot: --embed: the decision of op '%s' on '%.60s' records no artifact (made before kerntune kept it: tune the key again)\n",
+                            d[i].op, d[i].device);
+                    embedded = false;
+                }
+                continue;
+            }
+            char sym[160];
+            snprintf(sym, sizeof sym, "%s_a%zu_%zu", N, t, i - first);
+            embedded = put_artifact(c, artdir, art, sym, &alen[i]);
+        }
         for (size_t i = first; i < last; i++) {
             if (d[i].key_len == 0) continue;
             fprintf(c, "static const int64_t %s_k%zu_%zu[] = {", N, t, i - first);
@@ -250,7 +297,11 @@ static int write_files(const aot_opts *o, dec *d, size_t n, const char *version,
             fits &= put_string(c, str_of(w, "candidate"));
             fprintf(c, ", ");
             fits &= put_string(c, json_is_string(cfg) ? json_string_value(cfg) : NULL);
-            fprintf(c, ", %.17g},\n", json_number_value(json_object_get(d[i].e, "time_ns")));
+            fprintf(c, ", %.17g,\n     ", json_number_value(json_object_get(d[i].e, "time_ns")));
+            const char *art = str_of(d[i].e, "artifact");
+            fits &= put_string(c, *art ? art : NULL);
+            if (alen[i]) fprintf(c, ", %s_a%zu_%zu, %zu},\n", N, t, i - first, alen[i]);
+            else fprintf(c, ", NULL, 0},\n");
         }
         fprintf(c, "};\nstatic const kt_aot_table %s_t%zu = {KT_AOT_VERSION, ", N, t);
         fits &= put_string(c, version);
@@ -260,6 +311,11 @@ static int write_files(const aot_opts *o, dec *d, size_t n, const char *version,
         fits &= put_string(c, str_of(d[first].e, "arch"));
         fprintf(c, ", ");
         fits &= put_string(c, str_of(d[first].e, "vendor"));
+        const char *compiler = ""; /* (one per device; the newest decision's were it to differ) */
+        for (size_t i = first; i < last; i++)
+            if (*str_of(d[i].e, "compiler") && json_integer_value(json_object_get(d[i].e, "created")) >= 0) compiler = str_of(d[i].e, "compiler");
+        fprintf(c, ",\n    ");
+        fits &= put_string(c, compiler);
         fprintf(c, ", %s_e%zu, %zu};\n\n", N, t, last - first);
         first = last;
     }
@@ -305,9 +361,11 @@ static int write_files(const aot_opts *o, dec *d, size_t n, const char *version,
             "    return KT_OK;\n"
             "}\n",
             N, N, N, N, N, N, N, N, N);
-    ok = fclose(c) == 0;
-    if (!ok || !fits) {
-        fprintf(stderr, "kerntune aot: %s\n", !fits ? "a name or configuration is longer than a C string literal may be (4095)" : "writing the source failed");
+    ok = fclose(c) == 0 && alen != NULL;
+    free(alen);
+    if (!ok || !fits || !embedded) {
+        if (embedded) /* (else said already) */
+            fprintf(stderr, "kerntune aot: %s\n", !fits ? "a name or configuration is longer than a C string literal may be (4095)" : "writing the source failed");
         remove(cpath), remove(hpath);
         return 1;
     }
@@ -392,7 +450,14 @@ int run_aot(int argc, char **argv) {
     if (other) fprintf(stderr, "kerntune aot: %zu decision(s) of another library major version left out\n", other);
     qsort(d, k, sizeof *d, cmp_dec);
     size_t ntables = 0;
-    status = write_files(&o, d, k, kt_version_string(), &ntables);
+    char artdir[4096] = "";
+    if (o.embed) { /* where tuning put the artifacts: the library's own default, unless told */
+        kt_context *ctx = NULL;
+        if (o.artifacts) snprintf(artdir, sizeof artdir, "%s", o.artifacts);
+        else if (kt_context_create(&ctx) == KT_OK) snprintf(artdir, sizeof artdir, "%s", kt_context_artifact_dir(ctx));
+        kt_context_destroy(ctx);
+    }
+    status = write_files(&o, artdir, d, k, kt_version_string(), &ntables);
     if (status == 0) {
         if (o.json) {
             json_t *j = json_pack("{s:s++, s:s++, s:I, s:I}", "header", o.out, ".h", "source", o.out, ".c", "tables", (json_int_t)ntables,

@@ -24,11 +24,13 @@
 #include <kerntune/decision.h>
 #include <kerntune/device.h>
 #include <kerntune/measure.h>
+#include <kerntune/variants.h>
 
 #include <jansson.h>
 #include <stdbool.h>
 #include <dlfcn.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 static char dir[64], db[128], db2[160];
 static int32_t buf[64];
@@ -410,14 +412,14 @@ static void test_aot_refused(void **state) {
     size_t nwords = json_array_size(json_object_get(e64, "key"));
     assert_true(nwords <= 8);
     for (size_t i = 0; i < nwords; i++) words[i] = json_integer_value(json_array_get(json_object_get(e64, "key"), i));
-    kt_aot_entry entry = {"shaped", json_string_value(json_object_get(e64, "candidate_set")), words, nwords, "s", "big", NULL, 100.0};
+    kt_aot_entry entry = {"shaped", json_string_value(json_object_get(e64, "candidate_set")), words, nwords, "s", "big", NULL, 100.0, NULL, NULL, 0};
     kt_context *ctx = ctx_on("off", KT_EFFORT_MEASURE);
     ok(kt_context_set_log_fn(ctx, keep_log, NULL));
     ok(kt_context_set_log_level(ctx, KT_LOG_WARN));
     const char *fp = kt_device_fingerprint(kt_context_device(ctx, 0));
-    kt_aot_table elsewhere = {KT_AOT_VERSION, kt_version_string(), "cpu:elsewhere", "", "", &entry, 1};
-    kt_aot_table future = {KT_AOT_VERSION + 1, kt_version_string(), fp, "", "", &entry, 1};
-    kt_aot_table major = {KT_AOT_VERSION, "99.0.0", fp, "", "", &entry, 1};
+    kt_aot_table elsewhere = {KT_AOT_VERSION, kt_version_string(), "cpu:elsewhere", "", "", NULL, &entry, 1};
+    kt_aot_table future = {KT_AOT_VERSION + 1, kt_version_string(), fp, "", "", NULL, &entry, 1};
+    kt_aot_table major = {KT_AOT_VERSION, "99.0.0", fp, "", "", NULL, &entry, 1};
     int used = 7;
     logged[0] = '\0';
     ok(kt_context_add_decisions(ctx, &elsewhere, &used));
@@ -430,7 +432,7 @@ static void test_aot_refused(void **state) {
     assert_int_equal(used, 0);
     assert_non_null(strstr(logged, "its decisions were made by kerntune 99.0.0"));
     /* this device's table, whose entry for 64 names big, which requires multiples of 1024 */
-    kt_aot_table here = {KT_AOT_VERSION, kt_version_string(), fp, "", "", &entry, 1};
+    kt_aot_table here = {KT_AOT_VERSION, kt_version_string(), fp, "", "", NULL, &entry, 1};
     ok(kt_context_add_decisions(ctx, &here, &used));
     assert_int_equal(used, 1);
     assert_int_equal(kt_context_add_decisions(ctx, &here, &used), KT_ERR_DUPLICATE);
@@ -450,6 +452,84 @@ static void test_aot_refused(void **state) {
     assert_non_null(strstr(out, "--name '9bad' is not a C identifier"));
 }
 
+/* --embed: the winner's compiled artifact travels in the table. A program with no compiler
+ * (KERNTUNE_CC names one that fails) and an empty artifact directory loads it and runs it:
+ * nothing is compiled, and the artifact is written where a build would have put it. */
+static const char *fill_src = "void fill(int *out, long n) { for (long i = 0; i < n; i++) out[i] = V; }\n";
+
+static kt_op *fill_op(kt_context *ctx) {
+    kt_op *op = NULL;
+    ok(kt_op_create(ctx, "fill", &op));
+    ok(kt_op_set_validation(op, 0)); /* the values differ by design */
+    ok(kt_op_add_buffer(op, "out", KT_TYPE_I32, KT_WRITE_ONLY));
+    ok(kt_op_add_scalar(op, "n", KT_TYPE_I64));
+    ok(kt_op_key_arg(op, 1, KT_BUCKET_EXACT));
+    kt_space *sp = NULL;
+    ok(kt_space_create(&sp));
+    ok(kt_space_add_param(sp, "V", "[5, 7]"));
+    ok(kt_op_add_variants(op, "v", sp, fill_src, "fill", NULL, 0));
+    kt_space_destroy(sp);
+    return op;
+}
+
+static void test_aot_embed(void **state) {
+    (void)state;
+    char art[256], art2[256], args[1024], out[4096], cmd[2048];
+    snprintf(art, sizeof art, "%s/artA", dir);
+    snprintf(art2, sizeof art2, "%s/artB", dir);
+    kt_context *ctx = ctx_on(db, KT_EFFORT_MEASURE);
+    ok(kt_context_set_artifact_dir(ctx, art));
+    kt_op *op = fill_op(ctx);
+    ok(kt_op_call(op, ARGS(16), 2));
+    int32_t tuned = buf[0];
+    assert_true(tuned == 5 || tuned == 7);
+    kt_context_destroy(ctx);
+    snprintf(args, sizeof args, "aot --op fill --embed --artifacts '%s' -o '%s/emb'", art, dir);
+    if (cli(args, db, true, out, sizeof out) != 0) fail_msg("kerntune %s: %s", args, out);
+    snprintf(cmd, sizeof cmd, "'%s' -std=c11 -Wall -Wextra -Werror -pedantic -fPIC -shared -I'%s' -o '%s/emb.so' '%s/emb.c' 2>&1", KT_CC, KT_INCLUDE,
+             dir, dir);
+    assert_int_equal(system(cmd), 0);
+    snprintf(cmd, sizeof cmd, "%s/emb.so", dir);
+    void *so = dlopen(cmd, RTLD_NOW | RTLD_LOCAL);
+    if (so == NULL) fail_msg("dlopen: %s", dlerror());
+    kt_status (*reg)(kt_context *, size_t *) = (kt_status(*)(kt_context *, size_t *))dlsym(so, "kt_decisions_register");
+    assert_non_null(reg);
+    char *was = getenv("KERNTUNE_CC") ? strdup(getenv("KERNTUNE_CC")) : NULL;
+    setenv("KERNTUNE_CC", "/bin/false", 1); /* no compiler */
+    ctx = ctx_on("off", KT_EFFORT_MEASURE);
+    ok(kt_context_set_artifact_dir(ctx, art2));
+    size_t used = 0;
+    ok(reg(ctx, &used));
+    assert_int_equal(used, 1);
+    op = fill_op(ctx);
+    memset(buf, 0, sizeof buf);
+    ok(kt_op_call(op, ARGS(16), 2));
+    for (int i = 0; i < 16; i++) assert_int_equal(buf[i], tuned);
+    const kt_decision *d = NULL;
+    ok(kt_op_decision(op, ARGS(16), 2, &d));
+    assert_int_equal(kt_decision_source_of(d), KT_SOURCE_TABLE);
+    assert_int_equal(kt_context_compile_count(ctx), 0);
+    assert_int_equal(kt_op_measured_runs(op), 0);
+    kt_context_destroy(ctx);
+    /* without the table the same program cannot build anything */
+    ctx = ctx_on("off", KT_EFFORT_MEASURE);
+    snprintf(art2, sizeof art2, "%s/artC", dir);
+    ok(kt_context_set_artifact_dir(ctx, art2));
+    op = fill_op(ctx);
+    assert_int_not_equal(kt_op_call(op, ARGS(16), 2), KT_OK);
+    kt_context_destroy(ctx);
+    if (was) setenv("KERNTUNE_CC", was, 1);
+    else unsetenv("KERNTUNE_CC");
+    free(was);
+    dlclose(so);
+    /* a decision whose artifact is not where --artifacts says is an error, and nothing is written */
+    snprintf(args, sizeof args, "aot --op fill --embed --artifacts '%s/nowhere' -o '%s/bad'", dir, dir);
+    assert_int_equal(cli(args, db, true, out, sizeof out), 1);
+    assert_non_null(strstr(out, "--embed: the artifact"));
+    snprintf(cmd, sizeof cmd, "%s/bad.c", dir);
+    assert_int_not_equal(access(cmd, F_OK), 0);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_nearest_key, setup, teardown),
@@ -458,6 +538,7 @@ int main(void) {
         cmocka_unit_test_setup_teardown(test_explain, setup, teardown),
         cmocka_unit_test_setup_teardown(test_aot_table, setup, teardown),
         cmocka_unit_test_setup_teardown(test_aot_refused, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_aot_embed, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

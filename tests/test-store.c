@@ -1124,6 +1124,8 @@ static void test_migrate_v5(void **state) {
     assert_string_equal(recs[0].arch, "");
     assert_string_equal(recs[0].vendor, "");
     assert_string_equal(recs[0].key_kinds, "");
+    assert_string_equal(recs[0].artifact, "");
+    assert_string_equal(recs[0].compiler, "");
     assert_int_equal(recs[0].nunits, 0); /* listed without units */
     assert_string_equal(recs[0].winner_config, "TM=16,TN=8");
     kt__store_rec_free(&recs[0]);
@@ -1132,19 +1134,24 @@ static void test_migrate_v5(void **state) {
     kt__store_rec rec = {.op = "matmul", .set_hash = "9f2c4e1a7b3d5f60", .device = "cpu:x86_64:avx2:8t", .version = "0.1.0",
                          .key = key, .key_len = 4, .winner_candidate = "tiled", .winner_config = "TM=8,TN=8", .time_ns = 4000,
                          .confidence = 0.99, .requested_confidence = 0.99, .created = 1763800300, .arch = "x86_64 haswell",
-                         .vendor = "GenuineIntel", .key_kinds = "ssc"};
+                         .vendor = "GenuineIntel", .key_kinds = "ssc", .artifact = "0123abcd.so", .compiler = "cc 12"};
     ok(kt__store_put(c, &rec));
     ok(kt__store_list(c, "matmul", "0.1.0", &recs, &n));
     assert_int_equal(n, 2);
     assert_string_equal(recs[1].arch, "x86_64 haswell");
     assert_string_equal(recs[1].vendor, "GenuineIntel");
     assert_string_equal(recs[1].key_kinds, "ssc");
+    assert_string_equal(recs[1].artifact, "0123abcd.so");
+    assert_string_equal(recs[1].compiler, "cc 12");
     assert_int_equal(recs[1].key_len, 4);
     for (size_t i = 0; i < n; i++) kt__store_rec_free(&recs[i]);
     free(recs);
     ok(kt__store_list(c, "other", "0.1.0", &recs, &n));
     assert_int_equal(n, 0);
     free(recs);
+    rec.artifact = "../escape.so";
+    assert_int_equal(kt__store_put(c, &rec), KT_ERR_INVALID_ARGUMENT);
+    rec.artifact = NULL;
     rec.key_kinds = "sx";
     assert_int_equal(kt__store_put(c, &rec), KT_ERR_INVALID_ARGUMENT);
     assert_string_equal(kt_last_error(), "kt__store_put(op 'matmul'): key_kinds is 'sx'; expected one letter s or c per key component, at most 4");

@@ -10,7 +10,9 @@
  * them; for a variant group a configuration of today's space for them). An entry that is not
  * valid is skipped with a log line, and the key is decided as without the table. The table's
  * entries also answer keys nobody tuned under CACHE_ONLY (kt_decision_source: the nearest key
- * of the table's device, ...) without any cache at all.
+ * of the table's device, ...) without any cache at all. With `--embed` the winners' compiled
+ * artifacts (a cubin, an OpenCL program binary, the C backend's shared object) are in the table
+ * too: the op loads them without a compiler.
  *
  * The types are part of the stable ABI: emitted files of one library version are read by later
  * ones of the same MAJOR version (kt_aot_table.version says which layout).
@@ -37,6 +39,12 @@ typedef struct kt_aot_entry {
     const char *candidate;   /**< the winner candidate's name */
     const char *config;      /**< its configuration ("A=1,B=2"), NULL for a native candidate */
     double time_ns;          /**< its measured time when it was decided */
+    const char *artifact;    /**< a variant's: its artifact's file name in the artifact directory
+                                  (NULL or "" for a native, or when not known) */
+    const unsigned char *artifact_bytes; /**< with `kerntune aot --embed`: the artifact itself
+                                  (NULL when not embedded), written into the context's artifact
+                                  directory when the op needs it, so nothing is compiled */
+    size_t artifact_len;
 } kt_aot_entry;
 
 /** The decisions made on one device, ordered by op, candidate set and key words. */
@@ -45,6 +53,10 @@ typedef struct kt_aot_table {
     const char *library_version;  /**< kt_version_string() of the library that made the decisions */
     const char *device;           /**< the device fingerprint they were made on */
     const char *arch, *vendor;    /**< that device's architecture and vendor ("" unknown) */
+    const char *compiler;         /**< its backend's compiler identity then (variants' artifacts
+                                       are keyed by it), which a program without the compiler
+                                       takes as its own, so that carried artifacts are found;
+                                       NULL or "" when not known */
     const kt_aot_entry *entries;
     size_t count;
 } kt_aot_table;

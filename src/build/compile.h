@@ -19,6 +19,13 @@ typedef struct kt__artifacts {
     size_t threads;               /* 0: one per core */
     _Atomic uint64_t compiles;    /* builds run (artifact cache misses) */
     _Atomic uint64_t hits;        /* artifacts found on disk */
+    /* Optional: the bytes of an artifact the program carries (tune/aot.c), by its file name,
+     * written into place when it is not on disk instead of building it; NULL when none. */
+    const unsigned char *(*carried)(void *user, const char *name, size_t *len);
+    /* ... and the compiler identity that keyed them, for device `device` of backend b, when the
+     * backend cannot say its own (no compiler installed); NULL when none is carried. */
+    const char *(*carried_compiler)(void *user, const kt_backend *b, size_t device);
+    void *carried_user;
 } kt__artifacts;
 
 /* One variant to build. The caller fills backend..req (req.out_path is the pool's) and may set

@@ -7,6 +7,7 @@
 #include "op/op.h"
 #include "space/space.h"
 
+#include <stdio.h>
 #include <string.h>
 
 bool kt__op_has_variants(const kt_op *op) {
@@ -24,7 +25,11 @@ void kt__op_compiler(const kt_op *op, char *out, size_t len) {
     out[0] = '\0';
     if (!kt__op_has_variants(op)) return;
     kt__op_backend(op, &b, &bstate, &local, &fp);
-    if (b->abi_version >= 3 && b->compiler_id && b->compiler_id(bstate, local, out, len, err, sizeof err) != KT_OK) out[0] = '\0';
+    if (b->abi_version >= 3 && b->compiler_id && b->compiler_id(bstate, local, out, len, err, sizeof err) != KT_OK) {
+        const kt__artifacts *a = &op->ctx->artifacts; /* none here: the one decisions carried in were made with */
+        const char *carried = a->carried_compiler ? a->carried_compiler(a->carried_user, b, local) : NULL;
+        snprintf(out, len, "%s", carried ? carried : "");
+    }
 }
 
 /* The address of a native candidate's function (NULL for a variant group). */

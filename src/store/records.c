@@ -39,6 +39,8 @@ void kt__store_rec_free(kt__store_rec *r) {
     free(r->arch);
     free(r->vendor);
     free(r->key_kinds);
+    free(r->artifact);
+    free(r->compiler);
     for (size_t i = 0; i < r->nunits; i++) kt__store_unit_free(&r->units[i]);
     free(r->units);
     memset(r, 0, sizeof *r);
@@ -87,6 +89,9 @@ static kt_status check_rec(const kt__store_rec *r, const char *where) {
     if (st == KT_OK && r->key_kinds && (strspn(r->key_kinds, "sc") != strlen(r->key_kinds) || strlen(r->key_kinds) > r->key_len))
         st = kt__err(KT_ERR_INVALID_ARGUMENT, "%s: key_kinds is '%.60s'; expected one letter s or c per key component, at most %zu", where,
                      r->key_kinds, r->key_len);
+    if (st == KT_OK && r->artifact && (strchr(r->artifact, '/') || strlen(r->artifact) > 255 || strcmp(r->artifact, ".") == 0 ||
+                        strcmp(r->artifact, "..") == 0))
+        st = kt__err(KT_ERR_INVALID_ARGUMENT, "%s: artifact is '%.60s'; expected a file name of at most 255 characters", where, r->artifact);
     if (st == KT_OK) st = need_finite(r->confidence, "confidence", where);
     if (st == KT_OK && r->confidence > 1)
         st = kt__err(KT_ERR_INVALID_ARGUMENT, "%s: confidence is %g; expected 0 to 1, or negative for unknown", where, r->confidence);
@@ -262,8 +267,8 @@ kt_status kt__rec_write(kt_cache *c, const kt__store_rec *rec, const char *where
     if (st == KT_OK)
         st = kt__db_prepare(c,
                      "INSERT INTO decisions (op, set_hash, device, version, key, winner_candidate, winner_config,"
-                     " time_ns, confidence, created, requested_confidence, arch, vendor, key_kinds)"
-                     " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)",
+                     " time_ns, confidence, created, requested_confidence, arch, vendor, key_kinds, artifact, compiler)"
+                     " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16)",
                      &s, where);
     if (st == KT_OK) {
         kt__rec_bind_identity(s, rec, key);
@@ -276,6 +281,8 @@ kt_status kt__rec_write(kt_cache *c, const kt__store_rec *rec, const char *where
         kt__db_bind_text(s, 12, rec->arch ? rec->arch : "");
         kt__db_bind_text(s, 13, rec->vendor ? rec->vendor : "");
         kt__db_bind_text(s, 14, rec->key_kinds ? rec->key_kinds : "");
+        kt__db_bind_text(s, 15, rec->artifact ? rec->artifact : "");
+        kt__db_bind_text(s, 16, rec->compiler ? rec->compiler : "");
         st = kt__db_step(c, s, NULL, where);
     }
     sqlite3_finalize(s);

@@ -202,6 +202,10 @@ kt_status kt__rows_load_decision(kt_cache *c, sqlite3_stmt *s, kt__store_rec *ou
     if (st == KT_OK) st = rd_maybe_empty(&r, s, 12, "arch", &out->arch);
     if (st == KT_OK) st = rd_maybe_empty(&r, s, 13, "vendor", &out->vendor);
     if (st == KT_OK) st = rd_maybe_empty(&r, s, 14, "key_kinds", &out->key_kinds);
+    if (st == KT_OK) st = rd_maybe_empty(&r, s, 15, "artifact", &out->artifact);
+    if (st == KT_OK) st = rd_maybe_empty(&r, s, 16, "compiler", &out->compiler);
+    if (st == KT_OK && (strchr(out->artifact, '/') || strcmp(out->artifact, "..") == 0))
+        st = bad_col(&r, "artifact", "is '%.60s'; expected a file name", out->artifact);
     if (st == KT_OK && (strspn(out->key_kinds, "sc") != strlen(out->key_kinds) || strlen(out->key_kinds) > out->key_len))
         st = bad_col(&r, "key_kinds", "is '%.60s'; expected one letter s or c per key component, at most %zu", out->key_kinds, out->key_len);
     if (st == KT_OK && units) st = load_units(c, id, out, where);

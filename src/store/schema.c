@@ -42,6 +42,7 @@
     " time_ns REAL NOT NULL, confidence REAL NOT NULL DEFAULT -1, created INTEGER NOT NULL,"       \
     " requested_confidence REAL NOT NULL DEFAULT -1,"                                              \
     " arch TEXT NOT NULL DEFAULT '', vendor TEXT NOT NULL DEFAULT '', key_kinds TEXT NOT NULL DEFAULT '',"  \
+    " artifact TEXT NOT NULL DEFAULT '', compiler TEXT NOT NULL DEFAULT '',"                       \
     " UNIQUE (op, set_hash, device, version, key));"
 
 #define KT__UNITS_TABLE                                                                            \
@@ -80,7 +81,9 @@
 #define KT__V6_COLUMNS                                                                             \
     "ALTER TABLE decisions ADD COLUMN arch TEXT NOT NULL DEFAULT '';"                              \
     "ALTER TABLE decisions ADD COLUMN vendor TEXT NOT NULL DEFAULT '';"                            \
-    "ALTER TABLE decisions ADD COLUMN key_kinds TEXT NOT NULL DEFAULT '';"
+    "ALTER TABLE decisions ADD COLUMN key_kinds TEXT NOT NULL DEFAULT '';"                         \
+    "ALTER TABLE decisions ADD COLUMN artifact TEXT NOT NULL DEFAULT '';"                          \
+    "ALTER TABLE decisions ADD COLUMN compiler TEXT NOT NULL DEFAULT '';"
 
 const char kt__schema[] = KT__DECISIONS_TABLE KT__UNITS_TABLE KT__DEFERRED_TABLE KT__PROGRESS_TABLE "PRAGMA user_version = 6;";
 

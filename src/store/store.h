@@ -26,7 +26,8 @@
  * `decisions` table without confidence; version 2: decisions.confidence and the `units` table;
  * version 3: decisions.requested_confidence and units.finalist; version 4: the `deferred` table;
  * version 5: the `progress` table; version 6: decisions.arch, decisions.vendor and
- * decisions.key_kinds, for answering keys nobody tuned (tune/fallback.c). */
+ * decisions.key_kinds, for answering keys nobody tuned (tune/fallback.c), and
+ * decisions.artifact, for decisions emitted with their artifacts (kerntune aot --embed). */
 #define KT__STORE_SCHEMA 6
 
 /* Longest key a record may have, in 64-bit words. */
@@ -64,6 +65,10 @@ typedef struct kt__store_rec {
     char *key_kinds;                        /* per declared key component: 's' a size, 'c' a
                                                category; the key's other words are the validity
                                                mask ("" when unknown) */
+    char *artifact;                         /* the winner's artifact file name in the artifact
+                                               directory ("" for a native, or unknown) */
+    char *compiler;                         /* the device's compiler identity it was built with
+                                               (artifacts are keyed by it; "" when none) */
     kt__store_unit *units;
     size_t nunits;
 } kt__store_rec;

@@ -105,7 +105,7 @@ kt_status kt__db_tx(kt_cache *c, bool write, kt__db_tx_fn fn, void *arg, const c
  * progress rows: the identity, KT__UNIT_COLS, created). */
 #define KT__DECISION_COLS \
     "id, op, set_hash, device, version, key, winner_candidate, winner_config, time_ns, confidence, created," \
-    " requested_confidence, arch, vendor, key_kinds"
+    " requested_confidence, arch, vendor, key_kinds, artifact, compiler"
 #define KT__UNIT_COLS \
     "candidate, config, unit_hash, outcome, time_ns, ci_low_ns, ci_high_ns, runs, warmups, message, finalist"
 #define KT__DEFERRED_COLS "op, set_hash, device, version, key, args, created"

@@ -66,6 +66,8 @@ static json_t *rec_json(const kt__store_rec *r) {
         if (json_array_append_new(key, json_integer(r->key[i])) != 0) ok = false;
     jset(o, "key", key, &ok);
     if (r->key_kinds && r->key_kinds[0]) jset(o, "key_kinds", json_string(r->key_kinds), &ok);
+    if (r->artifact && r->artifact[0]) jset(o, "artifact", json_string(r->artifact), &ok);
+    if (r->compiler && r->compiler[0]) jset(o, "compiler", json_string(r->compiler), &ok);
     jset(winner, "candidate", json_string(r->winner_candidate), &ok);
     jset(winner, "config", jstr_or_null(r->winner_config), &ok);
     jset(o, "winner", winner, &ok);

@@ -367,15 +367,17 @@ static kt_status parse_entry(json_t *e, const char *path, int64_t now, kt__store
         }
     }
     /* absent in documents written before schema 6, or for a device its backend did not classify */
-    static const char *const optional[3] = {"arch", "vendor", "key_kinds"};
-    char **field[3] = {&out->arch, &out->vendor, &out->key_kinds};
-    for (int f = 0; f < 3 && st == KT_OK; f++) {
+    static const char *const optional[5] = {"arch", "vendor", "key_kinds", "artifact", "compiler"};
+    char **field[5] = {&out->arch, &out->vendor, &out->key_kinds, &out->artifact, &out->compiler};
+    for (int f = 0; f < 5 && st == KT_OK; f++) {
         if (json_object_get(e, optional[f]) != NULL && !json_is_null(json_object_get(e, optional[f])))
             st = jtext(e, path, optional[f], false, (text_rule){KT_DEVICE_FINGERPRINT_MAX - 1, false}, field[f]);
     }
     if (st == KT_OK && out->key_kinds && (strspn(out->key_kinds, "sc") != strlen(out->key_kinds) || strlen(out->key_kinds) > out->key_len))
         st = jbad(path, "key_kinds", "is '%.60s'; expected one letter s (a size) or c (a category) per key component, at most %zu",
                   out->key_kinds, out->key_len);
+    if (st == KT_OK && out->artifact && (strchr(out->artifact, '/') || strcmp(out->artifact, ".") == 0 || strcmp(out->artifact, "..") == 0))
+        st = jbad(path, "artifact", "is '%.60s'; expected a file name", out->artifact);
     char sub[128];
     if (st == KT_OK) st = jget(e, path, "winner", &v, "an object");
     if (st == KT_OK && !json_is_object(v)) st = jbad(path, "winner", "expected an object, got %s", kind_of(v));

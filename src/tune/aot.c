@@ -8,7 +8,9 @@
  * equal: the validity mask too, so an entry serves only calls that the same candidates accept)
  * and takes the winner through kt__adopt_winner, the check a recalled record passes: a winner
  * that is not valid for the arguments is skipped with a log line, never launched. Nothing is
- * measured and the cache is not opened for a listed key.
+ * measured and the cache is not opened for a listed key. An entry may carry its winner's
+ * artifact (`kerntune aot --embed`): the build writes it into the artifact directory when it is
+ * not there (build/compile.c), so the winner loads without a compiler.
  */
 #include "tune/stages.h"
 
@@ -23,6 +25,36 @@ static long major_of(const char *v) {
     char *end;
     long m = v ? strtol(v, &end, 10) : -1;
     return v && end != v && *end == '.' ? m : -1;
+}
+
+/* The bytes of an artifact a registered table carries, by its file name (the build's hook,
+ * build/compile.h); NULL when none does. */
+static const unsigned char *carried(void *user, const char *name, size_t *len) {
+    const kt_context *ctx = user;
+    size_t n = atomic_load_explicit(&ctx->ntables, memory_order_acquire);
+    for (size_t t = 0; t < n; t++)
+        for (size_t i = 0; i < ctx->tables[t]->count; i++) {
+            const kt_aot_entry *e = &ctx->tables[t]->entries[i];
+            if (e->artifact && e->artifact_bytes && e->artifact_len && strcmp(e->artifact, name) == 0) {
+                *len = e->artifact_len;
+                return e->artifact_bytes;
+            }
+        }
+    return NULL;
+}
+
+/* The compiler identity a registered table of the device (backend b, local index device) was
+ * made with, or NULL. */
+static const char *carried_compiler(void *user, const kt_backend *b, size_t device) {
+    const kt_context *ctx = user;
+    const char *fp = NULL;
+    size_t nd = atomic_load(&ctx->ndevices);
+    for (size_t d = 0; d < nd && fp == NULL; d++)
+        if (ctx->devices[d].table == b && ctx->devices[d].local == device) fp = ctx->devices[d].fingerprint;
+    size_t n = atomic_load_explicit(&ctx->ntables, memory_order_acquire);
+    for (size_t t = 0; fp && t < n; t++)
+        if (strcmp(ctx->tables[t]->device, fp) == 0 && ctx->tables[t]->compiler && ctx->tables[t]->compiler[0]) return ctx->tables[t]->compiler;
+    return NULL;
 }
 
 kt_status kt_context_add_decisions(kt_context *ctx, const kt_aot_table *table, int *used) {
@@ -68,6 +100,9 @@ kt_status kt_context_add_decisions(kt_context *ctx, const kt_aot_table *table, i
     if (st == KT_OK) {
         ctx->tables[n] = table;
         atomic_store_explicit(&ctx->ntables, n + 1, memory_order_release);
+        ctx->artifacts.carried_user = ctx;
+        ctx->artifacts.carried = carried;
+        ctx->artifacts.carried_compiler = carried_compiler;
         if (used) *used = 1;
         kt__log(ctx, KT_LOG_INFO, "kt_context_add_decisions: %zu decision(s) made on device '%.200s'", table->count, table->device);
     }
@@ -76,6 +111,7 @@ kt_status kt_context_add_decisions(kt_context *ctx, const kt_aot_table *table, i
 }
 
 uint64_t kt_context_table_hits(const kt_context *ctx) { return ctx ? atomic_load(&ctx->table_hits) : 0; }
+
 
 size_t kt__aot_entries(const kt_op *op, const kt_aot_entry **out, size_t max, const kt_aot_table **tables) {
     const char *fp = op->ctx->devices[op->device].fingerprint;

@@ -231,6 +231,9 @@ void kt__persist_record(kt_op *op, kt_decision *d) {
         rec.arch = dev->arch;
         rec.vendor = dev->vendor;
         rec.key_kinds = kinds;
+        const char *slash = w->artifact ? strrchr(w->artifact, '/') : NULL;
+        rec.artifact = w->artifact ? (char *)(slash ? slash + 1 : w->artifact) : NULL;
+        rec.compiler = compiler;
         rec.units = units;
         rec.nunits = d->nunits;
         if (kt__store_put(c, &rec) != KT_OK)
