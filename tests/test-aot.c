@@ -371,13 +371,16 @@ static void test_aot_table(void **state) {
     const size_t *count = dlsym(so, "kt_decisions_table_count");
     assert_true(reg && find && count && *count == 1);
     reset_calls();
-    kt_context *ctx = ctx_on("off", KT_EFFORT_MEASURE);
+    char never[256];
+    snprintf(never, sizeof never, "%s/never.db", dir); /* a cache the listed keys never open */
+    kt_context *ctx = ctx_on(never, KT_EFFORT_MEASURE);
     size_t used = 0;
     ok(reg(ctx, &used));
     assert_int_equal(used, 1);
     kt_op *op = shaped_op(ctx, false);
     expect(op, 64, SMALL, KT_SOURCE_TABLE, 0);
     expect(op, 4096, BIG, KT_SOURCE_TABLE, 0);
+    assert_int_not_equal(access(never, F_OK), 0);
     assert_int_equal(kt_op_measured_runs(op), 0);
     assert_int_equal(kt_op_tune_count(op), 0);
     assert_int_equal(kt_context_table_hits(ctx), 2);
@@ -453,13 +456,25 @@ static void test_aot_refused(void **state) {
 }
 
 /* --embed: the winner's compiled artifact travels in the table. A program with no compiler
- * (KERNTUNE_CC names one that fails) and an empty artifact directory loads it and runs it:
- * nothing is compiled, and the artifact is written where a build would have put it. */
-static const char *fill_src = "void fill(int *out, long n) { for (long i = 0; i < n; i++) out[i] = V; }\n";
+ * for it and an empty artifact directory loads it and runs it: nothing is compiled, and the
+ * artifact is written where a build would have put it. On the host, KERNTUNE_CC names a
+ * compiler that fails (so without the table nothing builds); on OpenCL (PoCL) the program binary
+ * is loaded instead of built from source. */
+static const char *fill_c = "void fill(int *out, long n) { for (long i = 0; i < n; i++) out[i] = V; }\n";
+static const char *fill_cl = "__kernel void fill(__global int *out, long n) { long i = get_global_id(0); if (i < n) out[i] = V; }\n";
 
-static kt_op *fill_op(kt_context *ctx) {
+static size_t device_of(kt_context *ctx, const char *backend) {
+    for (size_t i = 0; i < kt_context_device_count(ctx); i++)
+        if (strcmp(kt_device_backend(kt_context_device(ctx, i)), backend) == 0) return i;
+    fail_msg("no %s device: is pocl-opencl-icd installed (scripts/install-deps.sh)?", backend);
+    return 0;
+}
+
+static kt_op *fill_op(kt_context *ctx, size_t dev) {
+    bool host = strcmp(kt_device_backend(kt_context_device(ctx, dev)), "c") == 0;
     kt_op *op = NULL;
     ok(kt_op_create(ctx, "fill", &op));
+    ok(kt_op_set_device(op, dev));
     ok(kt_op_set_validation(op, 0)); /* the values differ by design */
     ok(kt_op_add_buffer(op, "out", KT_TYPE_I32, KT_WRITE_ONLY));
     ok(kt_op_add_scalar(op, "n", KT_TYPE_I64));
@@ -467,67 +482,96 @@ static kt_op *fill_op(kt_context *ctx) {
     kt_space *sp = NULL;
     ok(kt_space_create(&sp));
     ok(kt_space_add_param(sp, "V", "[5, 7]"));
-    ok(kt_op_add_variants(op, "v", sp, fill_src, "fill", NULL, 0));
+    if (!host) {
+        const char *global[3] = {"16", NULL, NULL}, *local[3] = {"1", NULL, NULL};
+        ok(kt_space_set_geometry(sp, KT_GEOMETRY_GLOBAL, global, local, NULL));
+    }
+    ok(kt_op_add_variants(op, "v", sp, host ? fill_c : fill_cl, "fill", NULL, 0));
     kt_space_destroy(sp);
     return op;
 }
 
-static void test_aot_embed(void **state) {
-    (void)state;
-    char art[256], art2[256], args[1024], out[4096], cmd[2048];
-    snprintf(art, sizeof art, "%s/artA", dir);
-    snprintf(art2, sizeof art2, "%s/artB", dir);
+/* Calls fill for n = 16 on dev and returns the value written. */
+static int32_t call_fill(kt_context *ctx, size_t dev, kt_op *op, kt_status *st) {
+    bool host = strcmp(kt_device_backend(kt_context_device(ctx, dev)), "c") == 0;
+    void *out = buf;
+    if (!host) ok(kt_device_alloc(ctx, dev, 16 * sizeof(int32_t), &out));
+    memset(buf, 0, sizeof buf);
+    *st = kt_op_call(op, ((kt_arg[]){kt_arg_buf(out, 16 * sizeof(int32_t)), kt_arg_i64(16)}), 2);
+    if (!host && *st == KT_OK) ok(kt_device_read(ctx, dev, buf, out, 16 * sizeof(int32_t)));
+    if (!host) kt_device_free(ctx, dev, out);
+    for (int i = 1; *st == KT_OK && i < 16; i++) assert_int_equal(buf[i], buf[0]);
+    return buf[0];
+}
+
+static void embed_on(const char *backend) {
+    char art[256], art2[256], args[2048], out[4096], cmd[2048];
+    snprintf(art, sizeof art, "%s/art-%s", dir, backend);
     kt_context *ctx = ctx_on(db, KT_EFFORT_MEASURE);
     ok(kt_context_set_artifact_dir(ctx, art));
-    kt_op *op = fill_op(ctx);
-    ok(kt_op_call(op, ARGS(16), 2));
-    int32_t tuned = buf[0];
+    size_t dev = device_of(ctx, backend);
+    kt_op *op = fill_op(ctx, dev);
+    kt_status st;
+    int32_t tuned = call_fill(ctx, dev, op, &st);
+    ok(st);
     assert_true(tuned == 5 || tuned == 7);
+    char fp[1024];
+    snprintf(fp, sizeof fp, "%s", kt_device_fingerprint(kt_context_device(ctx, dev)));
     kt_context_destroy(ctx);
-    snprintf(args, sizeof args, "aot --op fill --embed --artifacts '%s' -o '%s/emb'", art, dir);
+    snprintf(args, sizeof args, "aot --op fill --device '%s' --embed --artifacts '%s' -o '%s/emb-%s'", fp, art, dir, backend);
     if (cli(args, db, true, out, sizeof out) != 0) fail_msg("kerntune %s: %s", args, out);
-    snprintf(cmd, sizeof cmd, "'%s' -std=c11 -Wall -Wextra -Werror -pedantic -fPIC -shared -I'%s' -o '%s/emb.so' '%s/emb.c' 2>&1", KT_CC, KT_INCLUDE,
-             dir, dir);
+    snprintf(cmd, sizeof cmd, "'%s' -std=c11 -Wall -Wextra -Werror -pedantic -fPIC -shared -I'%s' -o '%s/emb-%s.so' '%s/emb-%s.c' 2>&1", KT_CC,
+             KT_INCLUDE, dir, backend, dir, backend);
     assert_int_equal(system(cmd), 0);
-    snprintf(cmd, sizeof cmd, "%s/emb.so", dir);
+    snprintf(cmd, sizeof cmd, "%s/emb-%s.so", dir, backend);
     void *so = dlopen(cmd, RTLD_NOW | RTLD_LOCAL);
     if (so == NULL) fail_msg("dlopen: %s", dlerror());
     kt_status (*reg)(kt_context *, size_t *) = (kt_status(*)(kt_context *, size_t *))dlsym(so, "kt_decisions_register");
     assert_non_null(reg);
     char *was = getenv("KERNTUNE_CC") ? strdup(getenv("KERNTUNE_CC")) : NULL;
-    setenv("KERNTUNE_CC", "/bin/false", 1); /* no compiler */
+    setenv("KERNTUNE_CC", "/bin/false", 1); /* the host has no compiler */
+    snprintf(art2, sizeof art2, "%s/art-%s-2", dir, backend);
     ctx = ctx_on("off", KT_EFFORT_MEASURE);
     ok(kt_context_set_artifact_dir(ctx, art2));
     size_t used = 0;
     ok(reg(ctx, &used));
     assert_int_equal(used, 1);
-    op = fill_op(ctx);
-    memset(buf, 0, sizeof buf);
-    ok(kt_op_call(op, ARGS(16), 2));
-    for (int i = 0; i < 16; i++) assert_int_equal(buf[i], tuned);
+    dev = device_of(ctx, backend);
+    op = fill_op(ctx, dev);
+    assert_int_equal(call_fill(ctx, dev, op, &st), tuned);
+    ok(st);
     const kt_decision *d = NULL;
     ok(kt_op_decision(op, ARGS(16), 2, &d));
     assert_int_equal(kt_decision_source_of(d), KT_SOURCE_TABLE);
     assert_int_equal(kt_context_compile_count(ctx), 0);
     assert_int_equal(kt_op_measured_runs(op), 0);
     kt_context_destroy(ctx);
-    /* without the table the same program cannot build anything */
-    ctx = ctx_on("off", KT_EFFORT_MEASURE);
-    snprintf(art2, sizeof art2, "%s/artC", dir);
-    ok(kt_context_set_artifact_dir(ctx, art2));
-    op = fill_op(ctx);
-    assert_int_not_equal(kt_op_call(op, ARGS(16), 2), KT_OK);
-    kt_context_destroy(ctx);
+    if (strcmp(backend, "c") == 0) { /* without the table the same program cannot build anything */
+        ctx = ctx_on("off", KT_EFFORT_MEASURE);
+        snprintf(art2, sizeof art2, "%s/art-c-3", dir);
+        ok(kt_context_set_artifact_dir(ctx, art2));
+        op = fill_op(ctx, 0);
+        call_fill(ctx, 0, op, &st);
+        assert_int_not_equal(st, KT_OK);
+        kt_context_destroy(ctx);
+    }
     if (was) setenv("KERNTUNE_CC", was, 1);
     else unsetenv("KERNTUNE_CC");
     free(was);
     dlclose(so);
+}
+
+static void test_aot_embed(void **state) {
+    (void)state;
+    embed_on("c");
+    embed_on("opencl");
     /* a decision whose artifact is not where --artifacts says is an error, and nothing is written */
+    char args[1024], out[4096], path[512];
     snprintf(args, sizeof args, "aot --op fill --embed --artifacts '%s/nowhere' -o '%s/bad'", dir, dir);
     assert_int_equal(cli(args, db, true, out, sizeof out), 1);
     assert_non_null(strstr(out, "--embed: the artifact"));
-    snprintf(cmd, sizeof cmd, "%s/bad.c", dir);
-    assert_int_not_equal(access(cmd, F_OK), 0);
+    snprintf(path, sizeof path, "%s/bad.c", dir);
+    assert_int_not_equal(access(path, F_OK), 0);
 }
 
 int main(void) {
