@@ -9,12 +9,14 @@
  * And keys nobody tuned, under effort CACHE_ONLY, with a real cache file: each
  * rule of kt_decision_source answers in a case built for it and says so (the nearest tuned key
  * on the device, the same key on another device of the architecture, then of the vendor, then
- * the default); a nearest winner that rejects the arguments is passed over for the next; a
+ * the default); a nearest winner that rejects the arguments (a size it does not divide, a
+ * buffer not aligned as it requires) is passed over for the next; a
  * category component must match; nothing is measured and nothing recorded; decisions keep their
  * device's architecture, vendor and key kinds in the cache and its wisdom.
  *
  * The op: (out: i32 buffer, n: i64), keyed by n. Candidate "small" is 20x faster than the others
- * for n <= 256, "big" 20x faster for n >= 1024 and requires n to be a multiple of 1024, "plain"
+ * for n <= 256, "big" 20x faster for n >= 1024 and requires n to be a multiple of 1024 and its
+ * buffer 64-byte aligned, "plain"
  * (the default) is never the fastest: a tuning picks by design, not by this machine's luck.
  */
 #include "helpers.h"
@@ -33,7 +35,7 @@
 #include <unistd.h>
 
 static char dir[64], db[128], db2[160];
-static int32_t buf[64];
+_Alignas(64) static int32_t buf[64];
 #define ARGS(n) ((kt_arg[]){kt_arg_buf(buf, sizeof buf), kt_arg_i64(n)})
 
 enum { SMALL = 1, BIG = 2, PLAIN = 3 };
@@ -77,6 +79,7 @@ static kt_op *shaped_op(kt_context *ctx, bool n_is_category) {
     ok(kt_op_add_native(op, "small", shaped, (void *)(intptr_t)SMALL));
     ok(kt_op_add_native(op, "big", shaped, (void *)(intptr_t)BIG));
     ok(kt_op_require_multiple(op, "big", 1, 1024));
+    ok(kt_op_require_align(op, "big", 0, 64));
     ok(kt_op_set_default(op, "plain"));
     return op;
 }
@@ -129,13 +132,21 @@ static void test_nearest_key(void **state) {
     expect(op, 128, SMALL, KT_SOURCE_NEAREST, 64);   /* 1 from 64, 5 from 4096 */
     expect(op, 2048, BIG, KT_SOURCE_NEAREST, 4096);  /* 1 from 4096 */
     expect(op, 3000, SMALL, KT_SOURCE_NEAREST, 64);  /* 4096 is nearer, but big rejects 3000 */
+    /* 2048 again, on a buffer big rejects (not 64-byte aligned): another key (its validity mask
+     * differs), whose nearest valid winner is small's */
+    kt_arg misaligned[2] = {kt_arg_buf(buf + 1, sizeof buf - sizeof buf[0]), kt_arg_i64(2048)};
+    ok(kt_op_call(op, misaligned, 2));
+    assert_int_equal(buf[1], SMALL);
+    const kt_decision *dm = NULL;
+    ok(kt_op_decision(op, misaligned, 2, &dm));
+    assert_int_equal(kt_decision_source_of(dm), KT_SOURCE_NEAREST);
     expect(op, 64, SMALL, KT_SOURCE_CACHE, 0);       /* a tuned key is itself */
     const kt_decision *d = NULL;
     ok(kt_op_decision(op, ARGS(128), 2, &d));
     assert_string_equal(kt_decision_borrowed_device(d), kt_device_fingerprint(kt_context_device(ctx, 0)));
     assert_int_equal(kt_op_measured_runs(op), 0);
     assert_int_equal(kt_op_tune_count(op), 0);
-    assert_int_equal(atomic_load(&ncalls[SMALL]), 3); /* the three calls it answered, nothing more */
+    assert_int_equal(atomic_load(&ncalls[SMALL]), 4); /* the four calls it answered, nothing more */
     assert_int_equal(atomic_load(&ncalls[BIG]), 1);
     assert_int_equal(atomic_load(&ncalls[PLAIN]), 0);
     kt_context_destroy(ctx);
