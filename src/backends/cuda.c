@@ -3,7 +3,9 @@
  *
  * libcuda.so.1 and NVRTC are loaded with dlopen when the backend starts, and the few types and
  * constants used are declared here, so the library builds without the CUDA toolkit and runs
- * where CUDA is absent (the backend then says why and is skipped). Each device works in its
+ * where CUDA is absent (the backend then says why and is skipped). Without NVRTC it still starts:
+ * it compiles nothing, and loads the artifacts a program carries (kerntune aot --embed). Each
+ * device works in its
  * primary context. Buffers are device pointers (CUdeviceptr) carried in kt_arg.ptr. Variants:
  * cuda_variants.c.
  */
@@ -66,6 +68,7 @@ static bool load_symbols(cu_state *s, char *err, size_t errlen) {
     KT__SYM(s->cuda, EventElapsedTime, "cuEventElapsedTime");
     KT__SYM(s->cuda, EventDestroy, "cuEventDestroy_v2");
     KT__SYM(s->cuda, GetErrorString, "cuGetErrorString");
+    if (s->nvrtc == NULL) return true; /* no compiler: artifacts a program carries still load */
     KT__SYM(s->nvrtc, rtcVersion, "nvrtcVersion");
     KT__SYM(s->nvrtc, rtcCreateProgram, "nvrtcCreateProgram");
     KT__SYM(s->nvrtc, rtcAddNameExpression, "nvrtcAddNameExpression");
@@ -108,15 +111,11 @@ static kt_status cu_init(const kt_backend *self, void **state, char *err, size_t
         snprintf(err, errlen, "libcuda.so.1 (the NVIDIA driver) is not installed");
         return KT_ERR_BACKEND;
     }
-    void *nvrtc = open_nvrtc();
-    if (nvrtc == NULL) {
-        dlclose(cuda);
-        snprintf(err, errlen, "NVRTC (libnvrtc.so) is not installed; set KERNTUNE_NVRTC to its path");
-        return KT_ERR_BACKEND;
-    }
+    void *nvrtc = open_nvrtc(); /* NULL: nothing can be compiled, carried cubins still load */
     cu_state *s = calloc(1, sizeof *s);
     if (s == NULL) {
-        dlclose(cuda), dlclose(nvrtc);
+        dlclose(cuda);
+        if (nvrtc) dlclose(nvrtc);
         snprintf(err, errlen, "out of memory");
         return KT_ERR_NO_MEMORY;
     }
@@ -134,7 +133,7 @@ static kt_status cu_init(const kt_backend *self, void **state, char *err, size_t
         return KT_ERR_BACKEND;
     }
     s->api.DriverGetVersion(&s->driver);
-    s->api.rtcVersion(&s->rtc_major, &s->rtc_minor);
+    if (s->nvrtc) s->api.rtcVersion(&s->rtc_major, &s->rtc_minor);
     s->devs = calloc(count > 0 ? (size_t)count : 1, sizeof *s->devs);
     if (s->devs == NULL) {
         cu_fini(s);
@@ -151,9 +150,11 @@ static kt_status cu_init(const kt_backend *self, void **state, char *err, size_t
         d->cc_major = attr(s, d->dev, ATTR_CC_MAJOR);
         d->cc_minor = attr(s, d->dev, ATTR_CC_MINOR);
         snprintf(d->name, sizeof d->name, "%s (sm_%d%d)", name, d->cc_major, d->cc_minor);
-        snprintf(d->fingerprint, sizeof d->fingerprint, "cuda:%s|cc=%d.%d|sms=%d|mem=%zu|l2=%d|driver=%d|nvrtc=%d.%d", name,
+        /* (NVRTC's version is the compiler's identity, in a variant group's candidate set and its
+         * artifacts' keys, not the device's: a program without NVRTC runs on the same device) */
+        snprintf(d->fingerprint, sizeof d->fingerprint, "cuda:%s|cc=%d.%d|sms=%d|mem=%zu|l2=%d|driver=%d", name,
                  d->cc_major, d->cc_minor, attr(s, d->dev, ATTR_MULTIPROCESSOR_COUNT), mem,
-                 attr(s, d->dev, ATTR_L2_CACHE_SIZE), s->driver, s->rtc_major, s->rtc_minor);
+                 attr(s, d->dev, ATTR_L2_CACHE_SIZE), s->driver);
         pthread_mutex_init(&d->flush_lock, NULL);
         pthread_mutex_init(&d->check_lock, NULL);
         s->ndevs++;

@@ -21,9 +21,18 @@
 
 /* ---- variants ------------------------------------------------------------------------------- */
 
+/* Says NVRTC is missing (a backend started without it loads carried artifacts only). */
+static kt_status no_nvrtc(char *err, size_t errlen) {
+    snprintf(err, errlen, "NVRTC (libnvrtc.so) is not installed, so nothing can be compiled; set KERNTUNE_NVRTC to its path");
+    return KT_ERR_BACKEND;
+}
+
 kt_status kt__cu_compiler_id(void *state, size_t device, char *out, size_t len, char *err, size_t errlen) {
-    (void)err, (void)errlen;
     cu_state *s = state;
+    if (s->nvrtc == NULL) {
+        out[0] = '\0';
+        return no_nvrtc(err, errlen);
+    }
     snprintf(out, len, "nvrtc %d.%d | driver %d | sm_%d%d", s->rtc_major, s->rtc_minor, s->driver,
              s->devs[device].cc_major, s->devs[device].cc_minor);
     return KT_OK;
@@ -155,6 +164,7 @@ static bool read_full(int fd, void *buf, size_t len) {
 
 kt_status kt__cu_build(void *state, size_t device, const kt_build_request *req, char *log, size_t loglen) {
     cu_state *s = state;
+    if (s->nvrtc == NULL) return no_nvrtc(log, loglen);
     const char *env = getenv("KERNTUNE_NVRTC_PROCESSES");
     if (env && strcmp(env, "0") == 0) return build_here(s, device, req, log, loglen); /* never forks then */
     int fds[2];
