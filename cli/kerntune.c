@@ -196,7 +196,8 @@ static void usage_main(FILE *out) {
             "  KERNTUNE_MODE   tune | cache-only | off\n"
             "  KERNTUNE_FORCE  op=candidate[,op=candidate...]\n"
             "  KERNTUNE_LOG    error | warn | info | debug (to stderr)\n"
-            "  KERNTUNE_CACHE  the persistent cache file, or off\n");
+            "  KERNTUNE_CACHE  the persistent cache file, or off\n"
+            "  KERNTUNE_REMOTE redis://HOST:PORT[/DB]: a cache shared by a fleet (with KERNTUNE_REMOTE_KEY)\n");
 }
 
 static void print_help(FILE *out, const void *c) { ((const command *)c)->help(out); }

@@ -607,11 +607,12 @@ typedef enum kt_decision_source {
     KT_SOURCE_NEAREST = 5,  /* CACHE_ONLY: the winner of the nearest tuned key on this device */
     KT_SOURCE_ARCH = 6,     /* CACHE_ONLY: this key's winner on another device of this architecture */
     KT_SOURCE_VENDOR = 7,   /* CACHE_ONLY: this key's winner on another device of this vendor */
-    KT_SOURCE_TABLE = 8     /* a table of decisions made ahead of time (kerntune/aot.h) */
+    KT_SOURCE_TABLE = 8,    /* a table of decisions made ahead of time (kerntune/aot.h) */
+    KT_SOURCE_REMOTE = 9    /* the fleet's shared cache (kt_context_set_remote) */
 } kt_decision_source;
 
 /** Returns a source's name: "measured", "default", "forced", "cache", "nearest key", "same
- *  architecture", "same vendor", "table"; NULL for an unknown value. */
+ *  architecture", "same vendor", "table", "remote"; NULL for an unknown value. */
 KT_API const char *kt_decision_source_name(kt_decision_source source);
 
 /** Finds the decision for the key of these arguments without tuning or calling anything.

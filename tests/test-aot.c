@@ -268,7 +268,7 @@ static void test_other_devices(void **state) {
     assert_string_equal(kt_decision_source_name(KT_SOURCE_VENDOR), "same vendor");
     assert_string_equal(kt_decision_source_name(KT_SOURCE_NEAREST), "nearest key");
     assert_null(kt_decision_source_name((kt_decision_source)0));
-    assert_null(kt_decision_source_name((kt_decision_source)9));
+    assert_null(kt_decision_source_name((kt_decision_source)10));
     kt_context_destroy(ctx);
 }
 

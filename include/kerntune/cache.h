@@ -31,6 +31,34 @@ KT_API kt_status kt_context_set_cache(kt_context *ctx, const char *path);
 /** Returns the context's cache, opening it if it was not yet; NULL when off or unavailable. */
 KT_API kt_cache *kt_context_cache(kt_context *ctx);
 
+/**
+ * Adds a cache shared by a fleet in front of the persistent cache: url is "redis://HOST:PORT"
+ * or "redis://HOST:PORT/DB" (NULL or "off": none, the default unless KERNTUNE_REMOTE names
+ * one). A key the local cache misses is asked of Redis (read-through: a hit is kept locally); a
+ * decision measured here is published (write-through); while one process measures a key it holds
+ * a short lease on it (SET NX PX), so that another process missing the same key at once waits for
+ * the result instead of measuring too (or measures itself when the lease expires). Entries are
+ * signed with HMAC-SHA256 under the shared secret (kt_context_set_remote_key, else
+ * KERNTUNE_REMOTE_KEY, else the file KERNTUNE_REMOTE_KEY_FILE names): one with a missing or wrong
+ * signature, or whose decision is not valid for today's op (a candidate or configuration it does
+ * not have, another identity), is ignored, counted (kt_context_remote_rejected) and logged,
+ * never launched. A Redis that cannot be reached, or does not answer, within the timeout (200 ms)
+ * never fails or stalls a call: the op decides locally, the log says so, and the remote is not
+ * asked again for 5 s. Set it before the first tuning. KT_ERR_INVALID_ARGUMENT for a malformed
+ * url; a library built without hiredis fails the first use with a log line.
+ */
+KT_API kt_status kt_context_set_remote(kt_context *ctx, const char *url);
+
+/** Sets the shared secret entries are signed with (len bytes, copied). */
+KT_API kt_status kt_context_set_remote_key(kt_context *ctx, const void *key, size_t len);
+
+/** Returns how many decisions the context's ops took from the shared cache, how many times they
+ *  rejected one of its entries (signature, identity or validity; each time it was read), and
+ *  how many of its calls failed (unreachable, timed out). */
+KT_API uint64_t kt_context_remote_hits(const kt_context *ctx);
+KT_API uint64_t kt_context_remote_rejected(const kt_context *ctx);
+KT_API uint64_t kt_context_remote_errors(const kt_context *ctx);
+
 /** Returns how many decisions the context's ops took from the cache, and how many recorded
  *  decisions they rejected (a candidate or configuration not in today's op, values of the
  *  wrong type): a rejected record is never launched and lends nothing, the key is tuned again

@@ -119,6 +119,7 @@ kt_status kt_context_create(kt_context **out) {
     }
     kt_status st = kt__default_artifact_dir(ctx->artifacts.dir, sizeof ctx->artifacts.dir);
     if (st == KT_OK) st = read_env(ctx);
+    if (st == KT_OK) st = kt__shared_env(ctx);
     const kt_backend *builtin[KT__BUILTIN_BACKENDS];
     kt__backends_builtin(builtin);
     if (st == KT_OK) st = add_backend(ctx, builtin[0]); /* the host's: device 0 */
@@ -153,6 +154,7 @@ void kt_context_destroy(kt_context *ctx) {
     for (size_t i = 0; i < KT__MAX_DEVICES; i++) kt__worker_free(ctx->workers[i]);
     pthread_mutex_destroy(&ctx->iso_lock);
     kt_cache_close(ctx->cache);
+    kt__shared_free(ctx);
     free(ctx->cache_path);
     pthread_mutex_destroy(&ctx->cache_lock);
     pthread_mutex_destroy(&ctx->lock);

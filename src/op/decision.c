@@ -64,7 +64,7 @@ size_t kt_decision_winner(const kt_decision *d) { return d ? d->winner : 0; }
 kt_decision_source kt_decision_source_of(const kt_decision *d) { return d ? d->source : 0; }
 
 const char *kt_decision_source_name(kt_decision_source source) {
-    static const char *const names[] = {NULL, "measured", "default", "forced", "cache", "nearest key", "same architecture", "same vendor", "table"};
+    static const char *const names[] = {NULL, "measured", "default", "forced", "cache", "nearest key", "same architecture", "same vendor", "table", "remote"};
     return (int)source >= 1 && (size_t)source < sizeof names / sizeof names[0] ? names[source] : NULL;
 }
 

@@ -117,6 +117,12 @@ struct kt_context {
     _Atomic int cache_tried;    /* the cache was opened, or failed to open */
     kt_cache *cache;            /* NULL when off or unavailable */
     _Atomic uint64_t cache_hits, cache_rejected;
+    char *remote_url;           /* the shared cache (tune/shared.c); NULL: none */
+    unsigned char *remote_key;
+    size_t remote_key_len;
+    struct kt__remote *remote;  /* opened at the first need, under cache_lock */
+    _Atomic int remote_tried;
+    _Atomic uint64_t remote_hits, remote_rejected, remote_errors;
     const struct kt_aot_table *tables[KT__MAX_TABLES]; /* registered decision tables (tune/aot.c): */
     _Atomic size_t ntables;     /* entries never move; published by the count */
     _Atomic uint64_t table_hits;
@@ -125,6 +131,11 @@ struct kt_context {
 
 /* Emits one log line through ctx when level is at or below the context's level. */
 void kt__log(const kt_context *ctx, kt_log_level level, const char *fmt, ...) KT__PRINTF(3, 4);
+
+/* Reads KERNTUNE_REMOTE, KERNTUNE_REMOTE_KEY and KERNTUNE_REMOTE_KEY_FILE (kt_context_create);
+ * frees what the shared cache holds (kt_context_destroy). tune/shared.c. */
+kt_status kt__shared_env(kt_context *ctx);
+void kt__shared_free(kt_context *ctx);
 
 /* The context's persistent cache, opened at the first need; NULL when it is off or cannot be
  * opened (said once in the log). */

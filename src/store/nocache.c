@@ -8,6 +8,7 @@
 #include "util/util.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 static kt_status kt__no_cache(const char *fn) {
     return kt__err(KT_ERR_STATE, "%s: this kerntune was built without the persistent cache (no SQLite or jansson at build time)", fn);
@@ -56,6 +57,16 @@ kt_status kt__store_list(kt_cache *c, const char *op, const char *version, kt__s
     if (out != NULL) *out = NULL;
     if (n != NULL) *n = 0;
     return kt__no_cache("kt__store_list");
+}
+kt_status kt__store_rec_json(const kt__store_rec *r, char **text) {
+    (void)r;
+    *text = NULL;
+    return kt__no_cache("kt__store_rec_json");
+}
+kt_status kt__store_rec_parse(const char *text, const char *what, kt__store_rec *out) {
+    (void)text, (void)what;
+    memset(out, 0, sizeof *out);
+    return kt__no_cache("kt__store_rec_parse");
 }
 kt_status kt__store_get(kt_cache *c, const kt__store_rec *id, kt__store_rec *out) {
     (void)c, (void)id, (void)out;

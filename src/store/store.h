@@ -107,6 +107,11 @@ bool kt__store_unsettled(const kt__store_rec *r);
  * with kt__store_rec_free, then the array with free). A row that cannot be read is skipped. */
 kt_status kt__store_list(kt_cache *c, const char *op, const char *version, kt__store_rec **out, size_t *n);
 
+/* A record (and its units) as the text of one wisdom entry (allocated; free it), and back:
+ * every check kt_cache_import makes (messages name `what`). */
+kt_status kt__store_rec_json(const kt__store_rec *r, char **text);
+kt_status kt__store_rec_parse(const char *text, const char *what, kt__store_rec *out);
+
 /* Free what a record or unit owns and zero it; the struct itself is the caller's. NULL is
  * harmless. */
 void kt__store_rec_free(kt__store_rec *r);

@@ -176,3 +176,13 @@ kt_status kt_cache_export(kt_cache *cache, const char *op, const char *device, c
 }
 
 #endif /* KT_NO_CACHE */
+
+#ifndef KT_NO_CACHE
+kt_status kt__store_rec_json(const kt__store_rec *r, char **text) {
+    *text = NULL;
+    json_t *e = rec_json(r);
+    if (e) *text = json_dumps(e, JSON_COMPACT | JSON_SORT_KEYS);
+    json_decref(e);
+    return *text ? KT_OK : kt__err(KT_ERR_NO_MEMORY, "out of memory writing a decision as text");
+}
+#endif

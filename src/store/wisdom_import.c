@@ -545,4 +545,14 @@ kt_status kt_cache_import(kt_cache *cache, const char *json, int replace, size_t
     return KT_OK;
 }
 
+kt_status kt__store_rec_parse(const char *text, const char *what, kt__store_rec *out) {
+    memset(out, 0, sizeof *out);
+    json_error_t jerr;
+    json_t *e = json_loads(text, 0, &jerr);
+    if (e == NULL) return kt__err(KT_ERR_INVALID_ARGUMENT, "%s: invalid JSON: %s", what, jerr.text);
+    kt_status st = parse_entry(e, what, (int64_t)time(NULL), out);
+    json_decref(e);
+    return st;
+}
+
 #endif /* KT_NO_CACHE */

@@ -28,11 +28,16 @@ static kt_status decide(kt_op *op, kt_decision *d, const kt_arg *args, kt__finis
         bool found = false;
         kt_status st = kt__aot_recall(op, d, args, &found); /* a table compiled in: no cache read */
         if (st == KT_OK && !found) st = kt__persist_recall(op, d, args, &found);
+        if (st == KT_OK && !found && !d->rerace) st = kt__shared_recall(op, d, args, &found); /* the fleet's */
         if (st != KT_OK || found) return st;
     }
     if (op->effective == KT_EFFORT_MEASURE) {
-        kt_status st = kt__measure_all(op, d, args, how == KT__FINISH_LAUNCH, how == KT__FINISH_GENERATED);
-        if (st == KT_OK) kt__persist_record(op, d);
+        bool found = false, held = false; /* one process of the fleet measures a key at a time */
+        kt_status st = d->rerace ? KT_OK : kt__shared_claim(op, d, args, &found, &held);
+        if (st != KT_OK || found) return st;
+        st = kt__measure_all(op, d, args, how == KT__FINISH_LAUNCH, how == KT__FINISH_GENERATED);
+        if (st == KT_OK) kt__persist_record(op, d); /* (and published) */
+        if (held) kt__shared_release(op, d);
         return st;
     }
     if (op->effective == KT_EFFORT_CACHE_ONLY) { /* a key nobody tuned: what other keys and devices decided */

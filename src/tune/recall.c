@@ -192,7 +192,7 @@ void kt__persist_record(kt_op *op, kt_decision *d) {
         kt__log(op->ctx, KT_LOG_WARN, "op '%s': decided with confidence %.3f, below the %.3f its race asked for%s", op->name,
                 d->confidence, d->requested_confidence, kt__context_cache(op->ctx) ? ": the next tuning re-races its finalists" : "");
     kt_cache *c = kt__context_cache(op->ctx);
-    if (c == NULL) return;
+    if (c == NULL && op->ctx->remote_url == NULL) return;
     kt__store_rec rec;
     identity(op, d, &rec);
     kt__store_unit *units = calloc(d->nunits ? d->nunits : 1, sizeof *units);
@@ -236,8 +236,9 @@ void kt__persist_record(kt_op *op, kt_decision *d) {
         rec.compiler = compiler;
         rec.units = units;
         rec.nunits = d->nunits;
-        if (kt__store_put(c, &rec) != KT_OK)
+        if (c != NULL && kt__store_put(c, &rec) != KT_OK)
             kt__log(op->ctx, KT_LOG_WARN, "op '%s': recording the decision: %s", op->name, kt_last_error());
+        kt__shared_publish(op, &rec); /* write-through to the fleet's cache, when there is one */
     }
     free(units);
     free(hashes);

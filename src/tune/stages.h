@@ -298,6 +298,18 @@ kt_status kt__adopt_winner(kt_op *op, kt_decision *d, const kt_arg *args, const 
  * source NEAREST, ARCH or VENDOR). Measures nothing; a cache that cannot be read is skipped. */
 kt_status kt__fallback(kt_op *op, kt_decision *d, const kt_arg *args, bool *found);
 
+/* The fleet's shared cache (shared.c). recall: the remote's decision of d's key, checked and
+ * taken as a recalled record is (source REMOTE; kept in the local cache too); *found says
+ * whether. claim: before measuring, the key's lease across processes: *held when this one is to
+ * measure (then kt__shared_release after publishing), or *found when another process's result
+ * came in meanwhile. publish: the record of a decision measured here. Each is a no-op without a
+ * remote, and an unreachable one costs a log line, never the call. */
+struct kt__store_rec;
+kt_status kt__shared_recall(kt_op *op, kt_decision *d, const kt_arg *args, bool *found);
+kt_status kt__shared_claim(kt_op *op, kt_decision *d, const kt_arg *args, bool *found, bool *held);
+void kt__shared_release(kt_op *op, const kt_decision *d);
+void kt__shared_publish(kt_op *op, const struct kt__store_rec *rec);
+
 /* The decision a registered table (aot.c) holds for d's key on the op's device, taken as a
  * recalled record is (source TABLE); *found says whether one did. Reads no cache. */
 kt_status kt__aot_recall(kt_op *op, kt_decision *d, const kt_arg *args, bool *found);

@@ -1,0 +1,340 @@
+/*
+ * test-remote.c - the fleet's shared decision cache on a real redis-server, which the test
+ * starts on a loopback port in a temporary directory and stops (issue [14], shared decisions):
+ *  - read-through and write-through between two contexts in two processes, each with its own
+ *    local cache: the second measures nothing, and keeps the decision locally;
+ *  - a forged entry (wrong signature) and a poisoned one (signed, but naming a candidate the op
+ *    does not have) are ignored, counted, and the key measured;
+ *  - Redis killed mid-run: calls go on, decided locally, within a bounded time;
+ *  - two processes missing one key at once: one tunes it, the other takes its result.
+ * The op: (out: i32 buffer, n: i64) keyed by n; "fast" is 10x faster than "slow" by design.
+ */
+#include "helpers.h"
+
+#include <kerntune/cache.h>
+#include <kerntune/decision.h>
+#include <kerntune/measure.h>
+
+#include <arpa/inet.h>
+#include <hiredis/hiredis.h>
+#include <jansson.h>
+#include <netinet/in.h>
+#include <openssl/evp.h>
+#include <openssl/hmac.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <fcntl.h>
+#include <unistd.h>
+
+static char dir[64], db[128], url[64];
+static int port;
+static pid_t server;
+static int32_t buf[16];
+#define ARGS(n) ((kt_arg[]){kt_arg_buf(buf, sizeof buf), kt_arg_i64(n)})
+static const char secret[] = "the fleet's shared secret";
+
+/* A port nobody listens on now (the kernel's pick for a socket bound to port 0). */
+static int free_port(void) {
+    int s = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t len = sizeof a;
+    if (s < 0 || bind(s, (struct sockaddr *)&a, sizeof a) != 0 || getsockname(s, (struct sockaddr *)&a, &len) != 0) return -1;
+    close(s);
+    return ntohs(a.sin_port);
+}
+
+static redisContext *client(void) {
+    struct timeval tv = {1, 0};
+    redisContext *c = redisConnectWithTimeout("127.0.0.1", port, tv);
+    if (c && c->err) {
+        redisFree(c);
+        return NULL;
+    }
+    return c;
+}
+
+static void start_server(void) {
+    port = free_port();
+    assert_true(port > 0);
+    char p[16];
+    snprintf(p, sizeof p, "%d", port);
+    server = fork();
+    if (server == 0) {
+        int null = open("/dev/null", O_WRONLY);
+        if (null >= 0) dup2(null, 1), dup2(null, 2);
+        execlp("redis-server", "redis-server", "--port", p, "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", dir,
+               (char *)NULL);
+        _exit(127);
+    }
+    assert_true(server > 0);
+    for (int i = 0; i < 200; i++) { /* up to 10 s for it to answer PING */
+        redisContext *c = client();
+        redisReply *r = c ? redisCommand(c, "PING") : NULL;
+        bool up = r && r->type == REDIS_REPLY_STATUS;
+        if (r) freeReplyObject(r);
+        if (c) redisFree(c);
+        if (up) return;
+        struct timespec ts = {0, 50000000};
+        nanosleep(&ts, NULL);
+    }
+    fail_msg("redis-server did not start on port %d (is it installed? scripts/install-deps.sh)", port);
+}
+
+static void stop_server(void) {
+    if (server > 0) {
+        kill(server, SIGKILL);
+        waitpid(server, NULL, 0);
+        server = 0;
+    }
+}
+
+static int setup(void **state) {
+    (void)state;
+    if (temp_cache_dir(dir, sizeof dir, db, sizeof db, "remote") != 0) return -1;
+    start_server();
+    snprintf(url, sizeof url, "redis://127.0.0.1:%d", port);
+    return 0;
+}
+
+static int teardown(void **state) {
+    (void)state;
+    stop_server();
+    return remove_tree(dir);
+}
+
+static cand fast = {.id = 1, .work = 1}, slow = {.id = 2, .work = 10};
+
+/* A context on the local cache file name (in dir) and the test's Redis. */
+static kt_context *ctx_with(const char *local, bool remote) {
+    char path[256];
+    snprintf(path, sizeof path, "%s/%s", dir, local);
+    kt_context *ctx = test_context(3);
+    ok(kt_context_set_cache(ctx, path));
+    if (remote) {
+        ok(kt_context_set_remote(ctx, url));
+        ok(kt_context_set_remote_key(ctx, secret, strlen(secret)));
+    }
+    return ctx;
+}
+
+static kt_op *pair_op(kt_context *ctx, unsigned sleep_ms) {
+    kt_op *op = test_op(ctx, "shared");
+    fast.sleep_ms = slow.sleep_ms = sleep_ms;
+    ok(kt_op_add_native(op, "fast", cand_fn, &fast));
+    ok(kt_op_add_native(op, "slow", cand_fn, &slow));
+    return op;
+}
+
+static kt_decision_source source_of(kt_op *op, int64_t n) {
+    const kt_decision *d = NULL;
+    ok(kt_op_decision(op, ARGS(n), 2, &d));
+    return kt_decision_source_of(d);
+}
+
+/* Tunes n in a child process with its own local cache (and the remote); returns when it ended. */
+static void tune_in_child(const char *local, int64_t n) {
+    pid_t pid = fork();
+    if (pid == 0) {
+        kt_context *ctx = ctx_with(local, true);
+        kt_op *op = pair_op(ctx, 0);
+        int bad = kt_op_call(op, ARGS(n), 2) != KT_OK || source_of(op, n) != KT_SOURCE_MEASURED;
+        kt_context_destroy(ctx);
+        _exit(bad);
+    }
+    int status = 0;
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+}
+
+static void test_read_and_write_through(void **state) {
+    (void)state;
+    tune_in_child("a.db", 64);
+    kt_context *ctx = ctx_with("b.db", true);
+    kt_op *op = pair_op(ctx, 0);
+    buf[0] = 0;
+    ok(kt_op_call(op, ARGS(64), 2));
+    assert_int_equal(buf[0], 1); /* fast, as the other process measured */
+    assert_int_equal(source_of(op, 64), KT_SOURCE_REMOTE);
+    assert_int_equal(kt_op_measured_runs(op), 0);
+    assert_int_equal(kt_context_remote_hits(ctx), 1);
+    kt_context_destroy(ctx);
+    /* kept locally: without the remote, the local cache answers */
+    ctx = ctx_with("b.db", false);
+    op = pair_op(ctx, 0);
+    ok(kt_op_call(op, ARGS(64), 2));
+    assert_int_equal(source_of(op, 64), KT_SOURCE_CACHE);
+    kt_context_destroy(ctx);
+}
+
+/* The one value the test's Redis holds for a decision (the only "kerntune:d:" key). */
+static char *only_value(char *key, size_t keylen) {
+    redisContext *c = client();
+    assert_non_null(c);
+    redisReply *r = redisCommand(c, "KEYS kerntune:d:*");
+    assert_true(r && r->type == REDIS_REPLY_ARRAY && r->elements == 1);
+    snprintf(key, keylen, "%s", r->element[0]->str);
+    freeReplyObject(r);
+    r = redisCommand(c, "GET %s", key);
+    assert_true(r && r->type == REDIS_REPLY_STRING);
+    char *v = strdup(r->str);
+    freeReplyObject(r);
+    redisFree(c);
+    return v;
+}
+
+static void set_value(const char *key, const char *value) {
+    redisContext *c = client();
+    redisReply *r = redisCommand(c, "SET %s %s", key, value);
+    assert_true(r && r->type == REDIS_REPLY_STATUS);
+    freeReplyObject(r);
+    redisFree(c);
+}
+
+/* Signs text as the library does: 64 hex digits of HMAC-SHA256, a space, the text. */
+static char *signed_value(const char *text) {
+    unsigned char md[EVP_MAX_MD_SIZE];
+    unsigned int n = 0;
+    HMAC(EVP_sha256(), secret, (int)strlen(secret), (const unsigned char *)text, strlen(text), md, &n);
+    char *v = malloc(strlen(text) + 66);
+    for (unsigned i = 0; i < 32; i++) sprintf(v + 2 * i, "%02x", md[i]);
+    v[64] = ' ';
+    strcpy(v + 65, text);
+    return v;
+}
+
+static void expect_rejected_then_measured(const char *local) {
+    kt_context *ctx = ctx_with(local, true);
+    kt_op *op = pair_op(ctx, 0);
+    buf[0] = 0;
+    ok(kt_op_call(op, ARGS(64), 2));
+    assert_int_equal(buf[0], 1);
+    assert_int_equal(source_of(op, 64), KT_SOURCE_MEASURED);
+    assert_true(kt_context_remote_rejected(ctx) >= 1); /* each time it was read */
+    assert_int_equal(kt_context_remote_hits(ctx), 0);
+    kt_context_destroy(ctx);
+}
+
+static void test_forged_and_poisoned(void **state) {
+    (void)state;
+    tune_in_child("a.db", 64);
+    char key[128];
+    char *good = only_value(key, sizeof key);
+    /* forged: the same text, a signature made without the secret */
+    char *forged = strdup(good);
+    memset(forged, '0', 64);
+    set_value(key, forged);
+    expect_rejected_then_measured("b.db"); /* (its own tuning republished a good entry) */
+    /* poisoned: signed with the secret, but its winner is no candidate of the op */
+    json_t *e = json_loads(good + 65, 0, NULL);
+    assert_non_null(e);
+    json_object_set_new(json_object_get(e, "winner"), "candidate", json_string("rm -rf"));
+    size_t i;
+    json_t *u;
+    json_array_foreach(json_object_get(e, "units"), i, u) {
+        if (json_is_true(json_object_get(u, "finalist")) && json_real_value(json_object_get(u, "time_ns")) == json_real_value(json_object_get(e, "time_ns")))
+            json_object_set_new(u, "candidate", json_string("rm -rf"));
+    }
+    char *text = json_dumps(e, JSON_COMPACT | JSON_SORT_KEYS);
+    json_decref(e);
+    char *poisoned = signed_value(text);
+    free(text);
+    set_value(key, poisoned);
+    expect_rejected_then_measured("c.db");
+    free(good), free(forged), free(poisoned);
+}
+
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static void test_redis_killed(void **state) {
+    (void)state;
+    kt_context *ctx = ctx_with("a.db", true);
+    kt_op *op = pair_op(ctx, 0);
+    ok(kt_op_call(op, ARGS(64), 2)); /* published */
+    stop_server();
+    double t0 = now_s();
+    for (int64_t n = 65; n < 70; n++) { /* five keys: the first call finds Redis gone, the rest skip it */
+        buf[0] = 0;
+        ok(kt_op_call(op, ARGS(n), 2));
+        assert_int_equal(buf[0], 1);
+        assert_int_equal(source_of(op, n), KT_SOURCE_MEASURED);
+    }
+    double spent = now_s() - t0;
+    assert_true(kt_context_remote_errors(ctx) >= 1);
+    if (spent > 5.0) fail_msg("five local tunings took %.1f s with Redis dead: a call stalled on it", spent);
+    kt_context_destroy(ctx);
+}
+
+static void test_one_tuning_per_key(void **state) {
+    (void)state;
+    int fds[2][2];
+    pid_t kids[2];
+    for (int k = 0; k < 2; k++) {
+        assert_int_equal(pipe(fds[k]), 0);
+        kids[k] = fork();
+        if (kids[k] == 0) {
+            char local[16];
+            snprintf(local, sizeof local, "p%d.db", k);
+            kt_context *ctx = ctx_with(local, true);
+            kt_op *op = pair_op(ctx, 20); /* a tuning that lasts: both miss while it runs */
+            int out[2] = {-1, -1};
+            if (kt_op_call(op, ARGS(128), 2) == KT_OK) out[0] = (int)source_of(op, 128), out[1] = (int)kt_op_tune_count(op);
+            kt_context_destroy(ctx);
+            _exit(write(fds[k][1], out, sizeof out) == sizeof out ? 0 : 1);
+        }
+        close(fds[k][1]);
+    }
+    int measured = 0, shared = 0, tunings = 0;
+    for (int k = 0; k < 2; k++) {
+        int out[2] = {-1, -1};
+        assert_int_equal(read(fds[k][0], out, sizeof out), (ssize_t)sizeof out);
+        close(fds[k][0]);
+        int status;
+        waitpid(kids[k], &status, 0);
+        measured += out[0] == KT_SOURCE_MEASURED;
+        shared += out[0] == KT_SOURCE_REMOTE;
+        tunings += out[1];
+    }
+    assert_int_equal(measured, 1);
+    assert_int_equal(shared, 1);
+    assert_int_equal(tunings, 1);
+}
+
+static void test_settings(void **state) {
+    (void)state;
+    kt_context *ctx = test_context(3);
+    assert_int_equal(kt_context_set_remote(ctx, "http://x"), KT_ERR_INVALID_ARGUMENT);
+    assert_string_equal(kt_last_error(), "kt_context_set_remote: 'http://x': expected redis://HOST:PORT[/DB] or off");
+    assert_int_equal(kt_context_set_remote_key(ctx, secret, 0), KT_ERR_INVALID_ARGUMENT);
+    ok(kt_context_set_remote(ctx, "off"));
+    kt_context_destroy(ctx);
+    /* no secret: the remote is left out with a log line, and tuning goes on */
+    ctx = test_context(3);
+    ok(kt_context_set_cache(ctx, "off"));
+    ok(kt_context_set_remote(ctx, url));
+    kt_op *op = pair_op(ctx, 0);
+    ok(kt_op_call(op, ARGS(64), 2));
+    assert_int_equal(source_of(op, 64), KT_SOURCE_MEASURED);
+    kt_context_destroy(ctx);
+    setenv("KERNTUNE_REMOTE", "tcp://nope", 1);
+    assert_int_equal(kt_context_create(&ctx), KT_ERR_ENV);
+    unsetenv("KERNTUNE_REMOTE");
+}
+
+int main(void) {
+    signal(SIGPIPE, SIG_IGN);
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_read_and_write_through, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_forged_and_poisoned, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_redis_killed, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_one_tuning_per_key, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_settings, setup, teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
