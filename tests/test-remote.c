@@ -3,8 +3,9 @@
  * starts on a loopback port in a temporary directory and stops (issue [14], shared decisions):
  *  - read-through and write-through between two contexts in two processes, each with its own
  *    local cache: the second measures nothing, and keeps the decision locally;
- *  - a forged entry (wrong signature) and a poisoned one (signed, but naming a candidate the op
- *    does not have) are ignored, counted, and the key measured;
+ *  - a forged entry (wrong signature) and poisoned ones (signed, but naming a candidate the op
+ *    does not have, or a configuration not in its space) are ignored, counted, never launched,
+ *    and the key measured;
  *  - Redis killed mid-run: calls go on, decided locally, within a bounded time;
  *  - two processes missing one key at once: one tunes it, the other takes its result.
  * The op: (out: i32 buffer, n: i64) keyed by n; "fast" is 10x faster than "slow" by design.
@@ -14,6 +15,7 @@
 #include <kerntune/cache.h>
 #include <kerntune/decision.h>
 #include <kerntune/measure.h>
+#include <kerntune/variants.h>
 
 #include <arpa/inet.h>
 #include <hiredis/hiredis.h>
@@ -246,6 +248,64 @@ static void test_forged_and_poisoned(void **state) {
     free(good), free(forged), free(poisoned);
 }
 
+/* A variant group's decision whose configuration is not in the op's space (V=9 of [5, 7]),
+ * signed with the secret: rejected, never built or launched, and the key measured. */
+static const char *fill_c = "void fill(int *out, long n) { for (long i = 0; i < n; i++) out[i] = V; }\n";
+
+static kt_op *fill_op(kt_context *ctx) {
+    kt_op *op = NULL;
+    ok(kt_op_create(ctx, "fill", &op));
+    ok(kt_op_set_validation(op, 0));
+    ok(kt_op_add_buffer(op, "out", KT_TYPE_I32, KT_WRITE_ONLY));
+    ok(kt_op_add_scalar(op, "n", KT_TYPE_I64));
+    ok(kt_op_key_arg(op, 1, KT_BUCKET_EXACT));
+    kt_space *sp = NULL;
+    ok(kt_space_create(&sp));
+    ok(kt_space_add_param(sp, "V", "[5, 7]"));
+    ok(kt_op_add_variants(op, "v", sp, fill_c, "fill", NULL, 0));
+    kt_space_destroy(sp);
+    return op;
+}
+
+static void test_config_not_in_space(void **state) {
+    (void)state;
+    char art[256];
+    snprintf(art, sizeof art, "%s/artifacts", dir);
+    kt_context *ctx = ctx_with("a.db", true);
+    ok(kt_context_set_artifact_dir(ctx, art));
+    ok(kt_op_call(fill_op(ctx), ARGS(16), 2)); /* published */
+    kt_context_destroy(ctx);
+    char key[128];
+    char *good = only_value(key, sizeof key);
+    json_t *e = json_loads(good + 65, 0, NULL);
+    assert_non_null(e);
+    const char *was = json_string_value(json_object_get(json_object_get(e, "winner"), "config"));
+    assert_true(strcmp(was, "V=5") == 0 || strcmp(was, "V=7") == 0);
+    char old[16];
+    snprintf(old, sizeof old, "%s", was);
+    json_object_set_new(json_object_get(e, "winner"), "config", json_string("V=9"));
+    size_t i;
+    json_t *u;
+    json_array_foreach(json_object_get(e, "units"), i, u) {
+        if (strcmp(json_string_value(json_object_get(u, "config")), old) == 0) json_object_set_new(u, "config", json_string("V=9"));
+    }
+    char *text = json_dumps(e, JSON_COMPACT | JSON_SORT_KEYS);
+    json_decref(e);
+    char *poisoned = signed_value(text);
+    free(text);
+    set_value(key, poisoned);
+    ctx = ctx_with("b.db", true);
+    ok(kt_context_set_artifact_dir(ctx, art));
+    kt_op *op = fill_op(ctx);
+    buf[0] = 0;
+    ok(kt_op_call(op, ARGS(16), 2));
+    assert_true(buf[0] == 5 || buf[0] == 7); /* never 9 */
+    assert_int_equal(source_of(op, 16), KT_SOURCE_MEASURED);
+    assert_true(kt_context_remote_rejected(ctx) >= 1);
+    kt_context_destroy(ctx);
+    free(good), free(poisoned);
+}
+
 static double now_s(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -332,6 +392,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_read_and_write_through, setup, teardown),
         cmocka_unit_test_setup_teardown(test_forged_and_poisoned, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_config_not_in_space, setup, teardown),
         cmocka_unit_test_setup_teardown(test_redis_killed, setup, teardown),
         cmocka_unit_test_setup_teardown(test_one_tuning_per_key, setup, teardown),
         cmocka_unit_test_setup_teardown(test_settings, setup, teardown),
