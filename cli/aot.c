@@ -460,7 +460,7 @@ int run_aot(int argc, char **argv) {
     status = write_files(&o, artdir, d, k, kt_version_string(), &ntables);
     if (status == 0) {
         if (o.json) {
-            json_t *j = json_pack("{s:s++, s:s++, s:I, s:I}", "header", o.out, ".h", "source", o.out, ".c", "tables", (json_int_t)ntables,
+            json_t *j = json_pack("{s:s+, s:s+, s:I, s:I}", "header", o.out, ".h", "source", o.out, ".c", "tables", (json_int_t)ntables,
                                   "decisions", (json_int_t)k);
             char *text = j ? json_dumps(j, JSON_COMPACT) : NULL;
             if (text) printf("%s\n", text);

@@ -458,8 +458,23 @@ static void test_aot_refused(void **state) {
     assert_int_equal(kt_context_add_decisions(ctx, NULL, &used), KT_ERR_NULL);
     kt_context_destroy(ctx);
     json_decref(doc);
+    /* --key keeps the keys whose components start with it; --json says what was written */
+    char out[4096], args[1024];
+    snprintf(args, sizeof args, "aot --op shaped --key 4096 --json -o '%s/only'", dir);
+    if (cli(args, db, true, out, sizeof out) != 0) fail_msg("%s", out);
+    json_t *j = json_loads(out, 0, NULL);
+    assert_non_null(j);
+    assert_int_equal(json_integer_value(json_object_get(j, "decisions")), 1);
+    assert_int_equal(json_integer_value(json_object_get(j, "tables")), 1);
+    json_decref(j);
+    snprintf(args, sizeof args, "%s/only.c", dir);
+    const char *src = slurp(args);
+    assert_non_null(strstr(src, "4096LL"));
+    assert_null(strstr(src, "{64LL"));
+    snprintf(args, sizeof args, "aot --op nothing -o '%s/none'", dir);
+    assert_int_equal(cli(args, db, false, out, sizeof out), 0);
+    assert_non_null(strstr(out, "0 decision(s) of 0 device(s) written"));
     /* usage of the command */
-    char out[4096];
     assert_int_equal(cli("aot", db, true, out, sizeof out), 2);
     assert_non_null(strstr(out, "where to? give -o PREFIX"));
     assert_int_equal(cli("aot -o x --name 9bad", db, true, out, sizeof out), 2);
