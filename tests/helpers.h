@@ -9,6 +9,8 @@
 #include <kerntune.h>
 #include <kerntune/measure.h>
 #include <kerntune/validation.h>
+#include <kerntune/device.h>
+#include <kerntune/variants.h>
 
 #include <setjmp.h>
 #include <stdarg.h>
@@ -122,6 +124,32 @@ static inline int remove_tree(const char *dir) {
     char cmd[4200];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
     return system(cmd) == 0 ? 0 : -1;
+}
+
+/* Op "fill" (out: i32 buffer, n: i64; keyed by n) on device dev: one variant group whose V in
+ * [5, 7] is written into out's first n elements, in C on the host, in OpenCL C elsewhere (a
+ * global size of 16). Validation is off: the values differ by design. */
+static inline kt_op *fill_variants_op(kt_context *ctx, size_t dev) {
+    static const char *fill_c = "void fill(int *out, long n) { for (long i = 0; i < n; i++) out[i] = V; }\n";
+    static const char *fill_cl = "__kernel void fill(__global int *out, long n) { long i = get_global_id(0); if (i < n) out[i] = V; }\n";
+    int host = strcmp(kt_device_backend(kt_context_device(ctx, dev)), "c") == 0;
+    kt_op *op = NULL;
+    ok(kt_op_create(ctx, "fill", &op));
+    ok(kt_op_set_device(op, dev));
+    ok(kt_op_set_validation(op, 0));
+    ok(kt_op_add_buffer(op, "out", KT_TYPE_I32, KT_WRITE_ONLY));
+    ok(kt_op_add_scalar(op, "n", KT_TYPE_I64));
+    ok(kt_op_key_arg(op, 1, KT_BUCKET_EXACT));
+    kt_space *sp = NULL;
+    ok(kt_space_create(&sp));
+    ok(kt_space_add_param(sp, "V", "[5, 7]"));
+    if (!host) {
+        const char *global[3] = {"16", NULL, NULL}, *local[3] = {"1", NULL, NULL};
+        ok(kt_space_set_geometry(sp, KT_GEOMETRY_GLOBAL, global, local, NULL));
+    }
+    ok(kt_op_add_variants(op, "v", sp, host ? fill_c : fill_cl, "fill", NULL, 0));
+    kt_space_destroy(sp);
+    return op;
 }
 
 #endif

@@ -486,35 +486,11 @@ static void test_aot_refused(void **state) {
  * artifact is written where a build would have put it. On the host, KERNTUNE_CC names a
  * compiler that fails (so without the table nothing builds); on OpenCL (PoCL) the program binary
  * is loaded instead of built from source. */
-static const char *fill_c = "void fill(int *out, long n) { for (long i = 0; i < n; i++) out[i] = V; }\n";
-static const char *fill_cl = "__kernel void fill(__global int *out, long n) { long i = get_global_id(0); if (i < n) out[i] = V; }\n";
-
 static size_t device_of(kt_context *ctx, const char *backend) {
     for (size_t i = 0; i < kt_context_device_count(ctx); i++)
         if (strcmp(kt_device_backend(kt_context_device(ctx, i)), backend) == 0) return i;
     fail_msg("no %s device: is pocl-opencl-icd installed (scripts/install-deps.sh)?", backend);
     return 0;
-}
-
-static kt_op *fill_op(kt_context *ctx, size_t dev) {
-    bool host = strcmp(kt_device_backend(kt_context_device(ctx, dev)), "c") == 0;
-    kt_op *op = NULL;
-    ok(kt_op_create(ctx, "fill", &op));
-    ok(kt_op_set_device(op, dev));
-    ok(kt_op_set_validation(op, 0)); /* the values differ by design */
-    ok(kt_op_add_buffer(op, "out", KT_TYPE_I32, KT_WRITE_ONLY));
-    ok(kt_op_add_scalar(op, "n", KT_TYPE_I64));
-    ok(kt_op_key_arg(op, 1, KT_BUCKET_EXACT));
-    kt_space *sp = NULL;
-    ok(kt_space_create(&sp));
-    ok(kt_space_add_param(sp, "V", "[5, 7]"));
-    if (!host) {
-        const char *global[3] = {"16", NULL, NULL}, *local[3] = {"1", NULL, NULL};
-        ok(kt_space_set_geometry(sp, KT_GEOMETRY_GLOBAL, global, local, NULL));
-    }
-    ok(kt_op_add_variants(op, "v", sp, host ? fill_c : fill_cl, "fill", NULL, 0));
-    kt_space_destroy(sp);
-    return op;
 }
 
 /* Calls fill for n = 16 on dev and returns the value written. */
@@ -536,7 +512,7 @@ static void embed_on(const char *backend) {
     kt_context *ctx = ctx_on(db, KT_EFFORT_MEASURE);
     ok(kt_context_set_artifact_dir(ctx, art));
     size_t dev = device_of(ctx, backend);
-    kt_op *op = fill_op(ctx, dev);
+    kt_op *op = fill_variants_op(ctx, dev);
     kt_status st;
     int32_t tuned = call_fill(ctx, dev, op, &st);
     ok(st);
@@ -563,7 +539,7 @@ static void embed_on(const char *backend) {
     ok(reg(ctx, &used));
     assert_int_equal(used, 1);
     dev = device_of(ctx, backend);
-    op = fill_op(ctx, dev);
+    op = fill_variants_op(ctx, dev);
     assert_int_equal(call_fill(ctx, dev, op, &st), tuned);
     ok(st);
     const kt_decision *d = NULL;
@@ -576,7 +552,7 @@ static void embed_on(const char *backend) {
         ctx = ctx_on("off", KT_EFFORT_MEASURE);
         snprintf(art2, sizeof art2, "%s/art-c-3", dir);
         ok(kt_context_set_artifact_dir(ctx, art2));
-        op = fill_op(ctx, 0);
+        op = fill_variants_op(ctx, 0);
         call_fill(ctx, 0, op, &st);
         assert_int_not_equal(st, KT_OK);
         kt_context_destroy(ctx);

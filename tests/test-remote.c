@@ -250,30 +250,13 @@ static void test_forged_and_poisoned(void **state) {
 
 /* A variant group's decision whose configuration is not in the op's space (V=9 of [5, 7]),
  * signed with the secret: rejected, never built or launched, and the key measured. */
-static const char *fill_c = "void fill(int *out, long n) { for (long i = 0; i < n; i++) out[i] = V; }\n";
-
-static kt_op *fill_op(kt_context *ctx) {
-    kt_op *op = NULL;
-    ok(kt_op_create(ctx, "fill", &op));
-    ok(kt_op_set_validation(op, 0));
-    ok(kt_op_add_buffer(op, "out", KT_TYPE_I32, KT_WRITE_ONLY));
-    ok(kt_op_add_scalar(op, "n", KT_TYPE_I64));
-    ok(kt_op_key_arg(op, 1, KT_BUCKET_EXACT));
-    kt_space *sp = NULL;
-    ok(kt_space_create(&sp));
-    ok(kt_space_add_param(sp, "V", "[5, 7]"));
-    ok(kt_op_add_variants(op, "v", sp, fill_c, "fill", NULL, 0));
-    kt_space_destroy(sp);
-    return op;
-}
-
 static void test_config_not_in_space(void **state) {
     (void)state;
     char art[256];
     snprintf(art, sizeof art, "%s/artifacts", dir);
     kt_context *ctx = ctx_with("a.db", true);
     ok(kt_context_set_artifact_dir(ctx, art));
-    ok(kt_op_call(fill_op(ctx), ARGS(16), 2)); /* published */
+    ok(kt_op_call(fill_variants_op(ctx, 0), ARGS(16), 2)); /* published */
     kt_context_destroy(ctx);
     char key[128];
     char *good = only_value(key, sizeof key);
@@ -296,7 +279,7 @@ static void test_config_not_in_space(void **state) {
     set_value(key, poisoned);
     ctx = ctx_with("b.db", true);
     ok(kt_context_set_artifact_dir(ctx, art));
-    kt_op *op = fill_op(ctx);
+    kt_op *op = fill_variants_op(ctx, 0);
     buf[0] = 0;
     ok(kt_op_call(op, ARGS(16), 2));
     assert_true(buf[0] == 5 || buf[0] == 7); /* never 9 */
