@@ -6,7 +6,7 @@
  *  - a forged entry (wrong signature) and poisoned ones (signed, but naming a candidate the op
  *    does not have, or a configuration not in its space) are ignored, counted, never launched,
  *    and the key measured;
- *  - Redis killed mid-run: calls go on, decided locally, within a bounded time;
+ *  - Redis killed mid-run, or hung (stopped): calls go on, decided locally, within a bounded time;
  *  - two processes missing one key at once: one tunes it, the other takes its result.
  * The op: (out: i32 buffer, n: i64) keyed by n; "fast" is 10x faster than "slow" by design.
  */
@@ -314,6 +314,26 @@ static void test_redis_killed(void **state) {
     kt_context_destroy(ctx);
 }
 
+/* A Redis that stops answering (SIGSTOP: connections open, commands never answered) costs one
+ * timeout (200 ms), not a stall: the calls are decided here. */
+static void test_redis_hangs(void **state) {
+    (void)state;
+    kt_context *ctx = ctx_with("a.db", true);
+    kt_op *op = pair_op(ctx, 0);
+    ok(kt_op_call(op, ARGS(64), 2)); /* connected and published */
+    kill(server, SIGSTOP);
+    double t0 = now_s();
+    for (int64_t n = 65; n < 70; n++) {
+        ok(kt_op_call(op, ARGS(n), 2));
+        assert_int_equal(source_of(op, n), KT_SOURCE_MEASURED);
+    }
+    double spent = now_s() - t0;
+    kill(server, SIGCONT);
+    assert_true(kt_context_remote_errors(ctx) >= 1);
+    if (spent > 5.0) fail_msg("five local tunings took %.1f s with Redis hung: a call waited on it", spent);
+    kt_context_destroy(ctx);
+}
+
 static void test_one_tuning_per_key(void **state) {
     (void)state;
     int fds[2][2];
@@ -377,6 +397,7 @@ int main(void) {
         cmocka_unit_test_setup_teardown(test_forged_and_poisoned, setup, teardown),
         cmocka_unit_test_setup_teardown(test_config_not_in_space, setup, teardown),
         cmocka_unit_test_setup_teardown(test_redis_killed, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_redis_hangs, setup, teardown),
         cmocka_unit_test_setup_teardown(test_one_tuning_per_key, setup, teardown),
         cmocka_unit_test_setup_teardown(test_settings, setup, teardown),
     };
