@@ -46,15 +46,14 @@ void kt__store_rec_free(kt__store_rec *r) {
     memset(r, 0, sizeof *r);
 }
 
-#ifndef KT_NO_CACHE
-
-/* Writes key words as decimal text separated by commas. */
 void kt__rec_key_text(const int64_t *key, size_t n, char *buf) {
     size_t at = 0;
     buf[0] = '\0';
     for (size_t i = 0; i < n; i++)
         at += (size_t)snprintf(buf + at, KT__KEYTEXT_MAX - at, "%s%" PRId64, i ? "," : "", key[i]);
 }
+
+#ifndef KT_NO_CACHE
 
 
 /* ---- checking records before they are written ---------------------------------------------- */

@@ -33,6 +33,11 @@
 /* Longest key a record may have, in 64-bit words. */
 #define KT__STORE_KEY_MAX 24 /* every word a key can have: KT__KEY_WORDS_MAX (checked in tune/recall.c) */
 
+/* Writes key words (at most KT__STORE_KEY_MAX) as the store keeps them: decimal, separated by
+ * commas, "" for none (buf: KT__KEYTEXT_MAX bytes). In every build, with or without a cache. */
+#define KT__KEYTEXT_MAX (KT__STORE_KEY_MAX * 21 + 1)
+void kt__rec_key_text(const int64_t *key, size_t n, char *buf);
+
 /* One unit of a decision: a native candidate, or one configuration of a variant group. */
 typedef struct kt__store_unit {
     char *candidate;              /* candidate name */

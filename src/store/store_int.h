@@ -36,7 +36,6 @@
 
 #define KT__STORE_BUSY_MS 10000 /* how long a call waits for other processes' locks */
 #define KT__STORE_PATH_MAX 4096
-#define KT__KEYTEXT_MAX (KT__STORE_KEY_MAX * 21 + 1)
 
 struct kt_cache {
     pthread_mutex_t lock;
@@ -162,8 +161,6 @@ typedef struct kt__filter_job {
     json_t *entries; /* export: the array of entries */
 } kt__filter_job;
 
-/* Writes key words as decimal text separated by commas (buf: KT__KEYTEXT_MAX bytes). */
-void kt__rec_key_text(const int64_t *key, size_t n, char *buf);
 
 /* Binds r's identity to ?1..?5, key as text (see kt__rec_key_text). */
 void kt__rec_bind_identity(sqlite3_stmt *s, const kt__store_rec *r, const char *key);

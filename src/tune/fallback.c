@@ -45,6 +45,12 @@ typedef struct known {
     kt_decision_source source; /* the rule it answers by (rank) */
 } known;
 
+/* A decision of the persistent cache (its strings stay the record's). */
+static known known_of(const kt__store_rec *r) {
+    return (known){.device = r->device, .arch = r->arch, .vendor = r->vendor, .kinds = r->key_kinds, .set_hash = r->set_hash,
+                   .key = r->key, .keylen = r->key_len, .cand = r->winner_candidate, .config = r->winner_config, .created = r->created};
+}
+
 static double log2_of(int64_t v) { return log2(v < 1 ? 1.0 : (double)v); }
 
 /* Whether k's components match key's by the kinds (categories equal), with its distance. */
@@ -186,20 +192,14 @@ static kt_status gather(kt_op *op, const int64_t *key, const char *where, ranked
                               .cand = e->candidate, .config = e->config, .created = INT64_MAX - 1};
     }
     free(tab), free(tabs);
-    for (size_t i = 0; i < r->nrecs; i++) {
-        const kt__store_rec *x = &r->recs[i];
-        r->all[n++] = (known){.device = x->device, .arch = x->arch, .vendor = x->vendor, .kinds = x->key_kinds, .set_hash = x->set_hash,
-                              .key = x->key, .keylen = x->key_len, .cand = x->winner_candidate, .config = x->winner_config,
-                              .created = x->created};
-    }
+    for (size_t i = 0; i < r->nrecs; i++) r->all[n++] = known_of(&r->recs[i]);
     r->m = rank(r->all, n, dev->fingerprint, op->set_hash, dev->arch, dev->vendor, key, op->nkeys, r->kinds, r->order);
     return KT_OK;
 }
 
 static void log_answer(const kt_op *op, kt_decision_source source, const int64_t *key, size_t n, const char *device) {
-    char text[256] = "";
-    size_t at = 0;
-    for (size_t i = 0; i < n && at < sizeof text - 24; i++) at += (size_t)snprintf(text + at, sizeof text - at, "%s%lld", i ? "," : "", (long long)key[i]);
+    char text[KT__KEYTEXT_MAX];
+    kt__rec_key_text(key, n, text);
     kt__log(op->ctx, KT_LOG_INFO, "op '%s': a key nobody tuned is answered by rule '%s': the winner of key [%s] on device '%.200s'",
             op->name, kt_decision_source_name(source), text, device);
 }
@@ -249,7 +249,7 @@ long kt__fallback_native(kt_op *op, const int64_t *key, const char *where, kt_de
         const known *k = rk.order[i];
         for (size_t c = 0; c < op->ncands && idx < 0; c++)
             if (k->config == NULL && op->cands[c].space == NULL && strcmp(op->cands[c].name, k->cand) == 0 && kt__key_accepts(op, key, c) &&
-                !(op->reference_only && (long)c == (op->reference_idx >= 0 ? op->reference_idx : op->default_idx >= 0 ? op->default_idx : 0))) {
+                !(op->reference_only && (long)c == kt__reference_candidate(op))) {
                 idx = (long)c;
                 *source = k->source;
                 log_answer(op, k->source, k->key, op->nkeys, k->device);
@@ -302,9 +302,7 @@ kt_status kt_cache_explain(kt_cache *cache, const char *op, const char *device, 
     const kt__store_rec *exact = NULL;
     for (size_t i = n; i-- > 0;) {
         const kt__store_rec *r = &recs[i];
-        all[i] = (known){.device = r->device, .arch = r->arch, .vendor = r->vendor, .kinds = r->key_kinds, .set_hash = r->set_hash,
-                         .key = r->key, .keylen = r->key_len, .cand = r->winner_candidate, .config = r->winner_config,
-                         .created = r->created};
+        all[i] = known_of(r);
         if (strcmp(r->device, device) != 0) continue;
         if (kinds == NULL && strlen(r->key_kinds) == nkey && nkey > 0) kinds = r->key_kinds;
         if (my_arch == NULL && r->arch[0]) my_arch = r->arch;

@@ -88,7 +88,7 @@ kt_status kt__adopt_winner(kt_op *op, kt_decision *d, const kt_arg *args, const 
     else if ((op->cands[c].space == NULL) != (config == NULL))
         snprintf(why, len, "candidate '%.200s' %s", cand_name,
                  config ? "is native but the record gives a configuration" : "is a variant group but the record gives no configuration");
-    else if (op->reference_only && c == (op->reference_idx >= 0 ? op->reference_idx : op->default_idx >= 0 ? op->default_idx : 0))
+    else if (op->reference_only && c == kt__reference_candidate(op))
         snprintf(why, len, "candidate '%.200s' only validates the others", cand_name);
     else if (!kt__key_accepts(op, d->key, (size_t)c))
         snprintf(why, len, "candidate '%.200s' rejects these arguments", cand_name);

@@ -105,10 +105,8 @@ static kt__remote *remote_of(kt_context *ctx) {
 
 /* The remote key of d's identity. */
 static void id_of(const kt_op *op, const int64_t *key, size_t keylen, char id[96]) {
-    char text[KT__KEY_WORDS_MAX * 22 + 1];
-    size_t at = 0;
-    text[0] = '\0';
-    for (size_t i = 0; i < keylen; i++) at += (size_t)snprintf(text + at, sizeof text - at, "%s%lld", i ? "," : "", (long long)key[i]);
+    char text[KT__KEYTEXT_MAX];
+    kt__rec_key_text(key, keylen, text); /* as the local store keys it */
     kt__remote_id(op->name, op->set_hash, op->ctx->devices[op->device].fingerprint, kt_version_string(), text, id);
 }
 
