@@ -518,15 +518,14 @@ static kt_status screen(engine *e, size_t i, double *ns) {
          * warming up (a device's clocks rising after a build) is not taken for a slow one and
          * dropped, nor is a search told a time it would steer by wrongly */
         if (st == KT_OK && ok && !budget_spent(e)) st = sample(e, a, &ok);
-        while (st == KT_OK && ok && a->r->runs == 2 && a->r->times[0] > SETTLE_RATIO * a->r->times[1] && a->r->warmups < SETTLE_MAX &&
-               !budget_spent(e)) {
-            settle(e, a); /* drops the first, counted as a warm-up */
+        while (st == KT_OK && ok) {
+            settle(e, a); /* settled, or its first run dropped as a warm-up */
+            if (a->settled || a->r->runs >= 2 || budget_spent(e)) break;
             st = sample(e, a, &ok);
         }
         if (st == KT_OK && ok) {
-            settle(e, a);
             a->racing = true;
-            long b = best_racing(e); /* a clear loser is out after one run */
+            long b = best_racing(e); /* a clear loser is out after its screening */
             if (b >= 0 && b != (long)i && slower(e, a, &e->arms[b])) a->racing = false;
         }
     }
