@@ -312,8 +312,11 @@ static int write_files(const aot_opts *o, const char *artdir, dec *d, size_t n, 
         fprintf(c, ", ");
         fits &= put_string(c, str_of(d[first].e, "vendor"));
         const char *compiler = ""; /* (one per device; the newest decision's were it to differ) */
-        for (size_t i = first; i < last; i++)
-            if (*str_of(d[i].e, "compiler") && json_integer_value(json_object_get(d[i].e, "created")) >= 0) compiler = str_of(d[i].e, "compiler");
+        json_int_t newest = -1;
+        for (size_t i = first; i < last; i++) {
+            json_int_t created = json_integer_value(json_object_get(d[i].e, "created"));
+            if (*str_of(d[i].e, "compiler") && created > newest) compiler = str_of(d[i].e, "compiler"), newest = created;
+        }
         fprintf(c, ",\n    ");
         fits &= put_string(c, compiler);
         fprintf(c, ", %s_e%zu, %zu};\n\n", N, t, last - first);
