@@ -67,6 +67,14 @@ KT_API const char *kt_device_fingerprint(const kt_device *dev);
  *  vendor_id), "" when its backend does not say. A key nobody tuned on it may take the decision
  *  of a device of the same architecture, then vendor (kt_decision_source). */
 KT_API const char *kt_device_architecture(const kt_device *dev);
+
+/** Writes into out (len bytes, cut to fit) the identity of the compiler that builds variants for
+ *  device `device` of ctx, as its backend states it (the compiler's version and default
+ *  options): the identity that names an op's candidate set in the persistent cache along with
+ *  the device's fingerprint. "" for a backend that builds nothing. Returns KT_OK, or
+ *  KT_ERR_NULL, KT_ERR_INVALID_ARGUMENT (no such device), or the backend's failure (then out
+ *  is ""). A fleet's coordinator takes its workers' compiler identity from this. */
+KT_API kt_status kt_device_compiler(kt_context *ctx, size_t device, char *out, size_t len);
 KT_API const char *kt_device_vendor(const kt_device *dev);
 
 /** Runs the op's compiled variants on device index of the context (kt_context_device); the

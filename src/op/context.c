@@ -523,6 +523,20 @@ kt_status kt_device_flush(kt_context *ctx, size_t device) {
     return st == KT_OK ? KT_OK : kt__err(st, "kt_device_flush(device %zu): %s", device, err);
 }
 
+kt_status kt_device_compiler(kt_context *ctx, size_t device, char *out, size_t len) {
+    const kt__backend_slot *bs = NULL;
+    size_t local = 0;
+    if (out == NULL || len == 0) return kt__err(KT_ERR_NULL, "kt_device_compiler: out is NULL or len is 0");
+    out[0] = '\0';
+    kt_status st = device_slot(ctx, device, "kt_device_compiler", &bs, &local);
+    if (st != KT_OK) return st;
+    if (bs->backend->abi_version < 3 || bs->backend->compiler_id == NULL) return KT_OK; /* it builds nothing */
+    char err[256] = "";
+    st = bs->backend->compiler_id(bs->state, local, out, len, err, sizeof err);
+    if (st != KT_OK) out[0] = '\0';
+    return st == KT_OK ? KT_OK : kt__err(st, "kt_device_compiler(device %zu): %s", device, err);
+}
+
 size_t kt_context_device_count(kt_context *ctx) {
     if (ctx == NULL) return 0;
     kt__context_discover(ctx);
