@@ -544,7 +544,10 @@ static kt_status run_reference(tuning *tu) {
         }
         t->iso.kind = KT_FAIL_NONE; /* the engine runs the others again: what it sees there counts */
     }
-    if (st == KT_OK && op->reference_only && ref->unit >= 0) tu->acc[ref->unit] = false; /* it validates, never competes */
+    /* it validates, never competes (also when nothing is validated here: a stand-in device whose
+     * measurements were validated where they were made) */
+    for (size_t i = 0; st == KT_OK && op->reference_only && i < d->nunits; i++)
+        if ((long)d->units[i].cand == kt__reference_candidate(op)) tu->acc[i] = false;
     return st;
 }
 
