@@ -73,8 +73,7 @@ static kt_status r_compiler_id(void *state, size_t device, char *out, size_t len
     return KT_OK;
 }
 
-/* The key kerntune's defines give, in the parameters' order: "A=1,B=2" (allocated). */
-static char *defines_key(const kt_build_request *req) {
+char *replay_defines_key(const kt_build_request *req) {
     size_t len = 1;
     for (size_t i = 0; i < req->ndefines; i++) len += strlen(req->defines[i]) + 1;
     char *buf = malloc(len), *p = buf;
@@ -89,6 +88,28 @@ static char *defines_key(const kt_build_request *req) {
     return buf;
 }
 
+char *replay_read_key(const char *path) {
+    FILE *f = fopen(path, "r");
+    if (f == NULL) return NULL;
+    size_t cap = 256, n = 0;
+    char *key = malloc(cap);
+    while (key) {
+        n += fread(key + n, 1, cap - n - 1, f);
+        if (n < cap - 1) break;
+        char *more = realloc(key, cap *= 2);
+        if (more == NULL) free(key);
+        key = more;
+    }
+    bool bad = ferror(f);
+    fclose(f);
+    if (key == NULL || bad) {
+        free(key);
+        return NULL;
+    }
+    key[n] = '\0';
+    return key;
+}
+
 static t4_record *find(replay_data *d, const char *key) {
     t4_record probe = {.key = (char *)key};
     return bsearch(&probe, d->recs.recs, d->recs.n, sizeof probe, t4_compare);
@@ -101,7 +122,7 @@ const t4_record *replay_find(const replay_data *data, const char *config) {
 static kt_status r_build(void *state, size_t device, const kt_build_request *req, char *log, size_t loglen) {
     (void)device;
     replay_data *d = state;
-    char *key = defines_key(req);
+    char *key = replay_defines_key(req);
     if (key == NULL) {
         snprintf(log, loglen, "out of memory");
         return KT_ERR_NO_MEMORY;
@@ -125,27 +146,18 @@ static kt_status r_build(void *state, size_t device, const kt_build_request *req
     return KT_OK;
 }
 
+static uint64_t next_random(uint64_t *s);
+
 static kt_status r_load(void *state, size_t device, const char *path, const char *kernel_name, void **module, char *err,
                         size_t errlen) {
     (void)device, (void)kernel_name;
     replay_data *d = state;
-    /* the artifact holds the configuration's key, as r_build wrote it: read all of it */
-    FILE *f = fopen(path, "r");
-    size_t cap = 256, n = 0;
-    char *key = malloc(cap);
-    while (f && key) {
-        n += fread(key + n, 1, cap - n - 1, f);
-        if (n < cap - 1) break;
-        char *more = realloc(key, cap *= 2);
-        if (more == NULL) free(key);
-        key = more;
-    }
-    if (f) fclose(f);
+    /* the artifact holds the configuration's key, as r_build wrote it */
+    char *key = replay_read_key(path);
     if (key == NULL) {
-        snprintf(err, errlen, "out of memory");
-        return KT_ERR_NO_MEMORY;
+        snprintf(err, errlen, "cannot read %s", path);
+        return KT_ERR_SYSTEM;
     }
-    key[n] = '\0';
     t4_record *rec = find(d, key);
     if (rec == NULL) {
         snprintf(err, errlen, "configuration %s is not in the recorded data of %s", key, d->source);
@@ -157,6 +169,9 @@ static kt_status r_load(void *state, size_t device, const char *path, const char
     if (m == NULL) return KT_ERR_NO_MEMORY;
     m->rec = rec;
     m->rng = d->seed ^ (uint64_t)(rec - d->recs.recs) * 0x9e3779b97f4a7c15ull;
+    /* served from run skip on: as if the runs before it had been served here */
+    m->next = d->skip;
+    for (unsigned i = 0; i < d->skip && d->sampled; i++) next_random(&m->rng);
     *module = m;
     return KT_OK;
 }

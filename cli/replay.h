@@ -25,6 +25,8 @@ typedef struct replay_data {
     int recorded;         /* serve each configuration's recorded mean */
     int sampled;          /* serve runtimes sampled with seed instead of in order */
     uint64_t seed;
+    unsigned skip;        /* a configuration's runs are served from this index (a fleet worker
+                           * continuing a measurement another one began) */
     double served_ns;     /* simulated time of every run served */
     uint64_t served_runs;
     _Atomic uint64_t built_ns; /* the recorded compile and framework times of the configurations
@@ -37,5 +39,12 @@ const kt_backend *replay_backend(replay_data *data);
 
 /* The record of a configuration given as kerntune's configuration text, or NULL. */
 const t4_record *replay_find(const replay_data *data, const char *config);
+
+/* The key kerntune's defines give, in the parameters' order: "A=1,B=2" (allocated; NULL when out
+ * of memory). A configuration's artifact holds it (replay and fleet backends). */
+char *replay_defines_key(const kt_build_request *req);
+
+/* The key an artifact holds (allocated), or NULL when it cannot be read. */
+char *replay_read_key(const char *path);
 
 #endif

@@ -27,6 +27,7 @@
 #include <kerntune/validation.h>
 #include <kerntune/variants.h>
 
+#include "fleet.h"
 #include "replay.h"
 #include "t1.h"
 #include "t4.h"
@@ -85,6 +86,15 @@ void help_tune(FILE *out) {
             "  --timeout S              the longest one run of a configuration may take (default 10);\n"
             "                           every configuration runs in a worker process, so one that\n"
             "                           crashes or hangs is disqualified (T4: runtime, timeout)\n"
+            "  --workers redis://HOST[:PORT][/DB]\n"
+            "                           measure on the workers of a fleet instead of here: start\n"
+            "                           'kerntune worker URL' on each machine (one per device); the\n"
+            "                           configurations the search asks for go to them as jobs on a\n"
+            "                           Redis stream, and the results, the T4 file and the cache are\n"
+            "                           this run's as if it had measured them (see docs/ARCHITECTURE.md)\n"
+            "  --jobs N                 configurations built at once (default: the processors; with\n"
+            "                           --workers, four per worker): a batch of the search's proposals\n"
+            "  --wait-workers S         with --workers, how long to wait for a live worker (default 10)\n"
             "  --resume                 continue an interrupted run from what the cache recorded of it\n"
             "                           (every configuration is recorded there as it is decided, so\n"
             "                           running again does this too): its configurations are taken\n"
@@ -124,6 +134,9 @@ typedef struct options {
     bool json;
     bool quiet;
     bool resume;
+    const char *workers;  /* --workers URL */
+    size_t jobs;          /* --jobs N */
+    double wait_workers;  /* --wait-workers S */
 } options;
 
 static char *usage_message; /* the last usage error, for --json */
@@ -218,12 +231,14 @@ static int parse_options(int argc, char **argv, options *o) {
     o->timeout = 10;
     o->device = -1;
     o->seed = 1;
+    o->wait_workers = 10;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = NULL;
         const char *eq = strncmp(a, "--", 2) == 0 ? strchr(a, '=') : NULL;
         size_t nlen = eq ? (size_t)(eq - a) : strlen(a);
         static const char *const with_value[] = {"--problem-size", "--define", "--budget", "--strategy", "--measure",
-                                                 "--device", "--seed", "--t4", "--simulate", "--cache", "--timeout"};
+                                                 "--device", "--seed", "--t4", "--simulate", "--cache", "--timeout",
+                                                 "--workers", "--jobs", "--wait-workers"};
         const char *name = NULL; /* the option, when a known one takes a value */
         for (size_t k = 0; k < sizeof with_value / sizeof with_value[0]; k++)
             if (strlen(with_value[k]) == nlen && strncmp(a, with_value[k], nlen) == 0) name = with_value[k];
@@ -313,6 +328,18 @@ static int parse_options(int argc, char **argv, options *o) {
         else if (strcmp(name, "--cache") == 0) {
             if (*v == '\0') return usage("--cache: expected a path or off");
             o->cache = v;
+        } else if (strcmp(name, "--workers") == 0) {
+            if (strncmp(v, "redis://", 8) != 0 || v[8] == '\0') return usage("--workers '%s': expected redis://HOST[:PORT][/DB]", v);
+            o->workers = v;
+        } else if (strcmp(name, "--jobs") == 0) {
+            int64_t n;
+            if (!parse_int(v, &n) || n < 1 || n > 64) return usage("--jobs '%s': expected a count from 1 to 64", v);
+            o->jobs = (size_t)n;
+        } else if (strcmp(name, "--wait-workers") == 0) {
+            char *end = NULL;
+            o->wait_workers = strtod(v, &end);
+            if (end == v || *end != '\0' || !(o->wait_workers >= 0 && o->wait_workers <= 86400))
+                return usage("--wait-workers '%s': expected seconds from 0 to 86400", v);
         } else if (strcmp(name, "--timeout") == 0) {
             char *end = NULL;
             o->timeout = strtod(v, &end);
@@ -324,6 +351,9 @@ static int parse_options(int argc, char **argv, options *o) {
     if (strcmp(o->measure, "recorded") == 0 && o->simulate == NULL) return usage("--measure recorded needs --simulate");
     if (o->device >= 0 && o->simulate)
         return usage("--device %ld with --simulate: a replay runs on no device (the recording is its device); leave --device out", o->device);
+    if (o->device >= 0 && o->workers)
+        return usage("--device %ld with --workers: the workers measure, each on the device it was started with "
+                     "('kerntune worker URL --device N'); leave --device out", o->device);
     if (o->resume && o->simulate) return usage("--resume with --simulate: a replay records nothing to resume from");
     if (o->resume && o->cache && strcmp(o->cache, "off") == 0)
         return usage("--resume with --cache off: runs record what they measure in the cache only; name the cache the run used");
@@ -884,9 +914,19 @@ static json_t *geometry_json(const t1 *p, const kt_decision *d, size_t u) {
 }
 
 /* The T4 record of unit u of d (a configuration of the kernel that was tried), or NULL. */
-static json_t *t4_result(const t1 *p, kt_op *op, const kt_decision *d, size_t u, const char *const *names, size_t nnames) {
-    if (strcmp(kt_op_candidate_name(op, kt_decision_unit_candidate(d, u)), "kernel") != 0) return NULL;
+/* Unit u's outcome; with --workers, a failure as the worker that measured it saw it (a crash, a
+ * timeout, a wrong answer), where the library here only saw its build or launch fail. */
+static kt_outcome unit_outcome(fleet *fl, const kt_decision *d, size_t u) {
     kt_outcome o = kt_decision_unit_outcome(d, u);
+    int seen;
+    if (fl && (o == KT_OUTCOME_FAILED || o == KT_OUTCOME_BUILD_FAILED) && fleet_failure(fl, kt_decision_unit_config(d, u), &seen))
+        o = (kt_outcome)seen;
+    return o;
+}
+
+static json_t *t4_result(const t1 *p, kt_op *op, fleet *fl, const kt_decision *d, size_t u, const char *const *names, size_t nnames) {
+    if (strcmp(kt_op_candidate_name(op, kt_decision_unit_candidate(d, u)), "kernel") != 0) return NULL;
+    kt_outcome o = unit_outcome(fl, d, u);
     const char *inv = invalidity(o);
     if (inv == NULL) return NULL; /* not tried (budget) */
     char stamp[64];
@@ -950,11 +990,11 @@ static json_t *t4_wrap(const t1 *p, const char *device, json_t *results) {
     return root;
 }
 
-static json_t *t4_document(const t1 *p, kt_op *op, const kt_decision *d, const char *device, const char *const *names,
+static json_t *t4_document(const t1 *p, kt_op *op, fleet *fl, const kt_decision *d, const char *device, const char *const *names,
                            size_t nnames) {
     json_t *results = json_array();
     for (size_t u = 0; u < kt_decision_unit_count(d); u++) {
-        json_t *r = t4_result(p, op, d, u, names, nnames);
+        json_t *r = t4_result(p, op, fl, d, u, names, nnames);
         if (r) json_array_append_new(results, r);
     }
     return t4_wrap(p, device, results);
@@ -967,6 +1007,7 @@ static json_t *t4_document(const t1 *p, kt_op *op, const kt_decision *d, const c
 typedef struct t4_live {
     const t1 *p;
     kt_op *op;
+    fleet *fl;
     const char *path, *device;
     const char *const *names;
     size_t nnames;
@@ -984,7 +1025,7 @@ static void live_failed(t4_live *l, const char *what) {
 static void on_unit(const kt_decision *d, size_t u, void *user) {
     t4_live *l = user;
     if (l->failed) return;
-    json_t *r = t4_result(l->p, l->op, d, u, l->names, l->nnames);
+    json_t *r = t4_result(l->p, l->op, l->fl, d, u, l->names, l->nnames);
     char *text = r ? json_dumps(r, JSON_COMPACT | JSON_REAL_PRECISION(17)) : NULL;
     json_decref(r);
     if (text == NULL) return;
@@ -1225,6 +1266,172 @@ static char *geometry_failure(const t1 *p, const options *o, const int64_t *ps, 
     return out;
 }
 
+/* ---- a problem made ready to measure: its data on the device, and the op over a space ------- */
+
+/* What measuring a problem on a device needs besides the space: made once (prepare), then an op
+ * is declared over any space of the problem (declare): `kerntune tune` declares one over the
+ * space it searches, a fleet worker (fleet.c) one per configuration it is sent. */
+typedef struct prepared {
+    const t1 *p;
+    kt_context *ctx;
+    size_t dev;
+    bool host_dev;
+    bool no_data;         /* replay, or the coordinator of a fleet: buffers are never read */
+    const char *source;   /* the kernel source ("" when nothing is built here) */
+    kt_space *ref_sp;     /* the Default configuration, the reference (NULL: none) */
+    const char *no_reference; /* why the first configuration is the reference instead */
+    kt_arg args[64];
+    void *host[64], *dev_buf[64];
+    size_t nbuf;
+    reference ref;
+} prepared;
+
+static void prepared_free(prepared *pr) {
+    for (size_t i = 0; i < pr->nbuf; i++) {
+        free(pr->host[i]);
+        if (pr->dev_buf[i]) kt_device_free(pr->ctx, pr->dev, pr->dev_buf[i]);
+    }
+    for (size_t i = 0; i < pr->ref.n; i++) free(pr->ref.data[i]);
+    kt_space_destroy(pr->ref_sp);
+    memset(pr, 0, sizeof *pr);
+}
+
+/* Makes the reference space (validating: when nothing stands in for the data) and every
+ * argument's data, sized over sp and full_sp (and the reference); returns NULL, or the error
+ * (allocated). pr's p, ctx, dev, host_dev, no_data and source are set by the caller. */
+static char *prepare(prepared *pr, const options *o, const int64_t *ps, size_t nps, kt_space *sp, kt_space *full_sp) {
+    const t1 *p = pr->p;
+    char *err = NULL;
+    kt_status st;
+#define PFAIL(...) return cli_format(__VA_ARGS__)
+#define PKT(call)                                                              \
+    do {                                                                       \
+        if ((st = (call)) != KT_OK) PFAIL("%s: %s", kt_status_name(st), kt_last_error()); \
+    } while (0)
+    /* the reference: the Default configuration, when every parameter has a Default that meets
+     * the conditions (else the first configuration) */
+    if (!o->simulate && p->nrefs == 0) {
+        pr->ref_sp = make_space(p, NULL, 0, true, ps, nps, &err);
+        size_t nref = 0;
+        if (pr->ref_sp == NULL && err) return err;
+        if (pr->ref_sp == NULL) pr->no_reference = "a parameter has no Default";
+        else if (!enumerate(p, pr->ref_sp, NULL, 0, true, ps, nps, &nref, &err)) return err;
+        else if (nref == 0) {
+            pr->no_reference = "the Default values break ConfigurationSpace.Conditions";
+            kt_space_destroy(pr->ref_sp);
+            pr->ref_sp = NULL;
+        }
+    }
+    /* A buffer holds what every configuration that may run writes: its Size is evaluated over the
+     * problem's whole space (as Kernel Tuner sizes it), over the space the --define values leave
+     * (a value outside the problem's Values) and over the Default configuration (the reference,
+     * which --define does not restrict), and the largest is taken. */
+    kt_space *const sizing[3] = {sp, full_sp, pr->ref_sp};
+    for (size_t i = 0; i < p->nargs; i++) {
+        const t1_arg *a = &p->args[i];
+        if (!a->vector) {
+            pr->args[i] = (kt_arg){.type = a->type};
+            if (a->type == KT_TYPE_F32) pr->args[i].f32 = (float)a->fill_value;
+            else if (a->type == KT_TYPE_F64) pr->args[i].f64 = a->fill_value;
+            else if (a->type >= KT_TYPE_U8 && a->type <= KT_TYPE_U64) pr->args[i].u = a->fill_bits;
+            else pr->args[i].i = (int64_t)a->fill_bits; /* in range: checked when the problem was read */
+            continue;
+        }
+        int64_t count = a->size;
+        for (int k = 0; a->size_expr && k < 3; k++) {
+            int64_t n;
+            if (sizing[k] == NULL) continue;
+            if (kt_space_eval_int(sizing[k], a->size_expr, &n) != KT_OK)
+                PFAIL("%s: KernelSpecification.Arguments[%zu].Size: %s%s", o->problem, i, kt_last_error(),
+                      k == 1 ? " (over the problem's whole space)" : k == 2 ? " (for the Default configuration)" : "");
+            if (k == 0 || n > count) count = n;
+        }
+        if (count <= 0) PFAIL("%s: KernelSpecification.Arguments[%zu].Size: %lld elements; expected at least 1", o->problem, i, (long long)count);
+        if ((uint64_t)count > SIZE_MAX / 16) PFAIL("%s: KernelSpecification.Arguments[%zu].Size: %lld elements is too many", o->problem, i, (long long)count);
+        if (o->simulate) count = 1; /* replay reads no data */
+        size_t bytes = (size_t)count * kt_type_size(a->type);
+        /* a fleet's coordinator never touches its buffers: calloc maps them without using memory */
+        pr->host[i] = pr->no_data ? calloc(1, bytes) : malloc(bytes);
+        if (pr->host[i] == NULL) PFAIL("argument '%s': cannot allocate %zu bytes", a->name, bytes);
+        pr->nbuf = i + 1;
+        if (!pr->no_data && !fill_data(p, a, i, pr->host[i], (size_t)count, o->seed, &err)) { /* only reading DataSource fails */
+            char *msg = cli_format("%s: KernelSpecification.Arguments[%zu].DataSource: %s", o->problem, i, err ? err : "out of memory");
+            free(err);
+            return msg;
+        }
+        if (pr->host_dev) {
+            pr->args[i] = kt_arg_buf(pr->host[i], bytes);
+        } else {
+            PKT(kt_device_alloc(pr->ctx, pr->dev, bytes, &pr->dev_buf[i]));
+            PKT(kt_device_write(pr->ctx, pr->dev, pr->dev_buf[i], pr->host[i], bytes));
+            pr->args[i] = kt_arg_buf(pr->dev_buf[i], bytes);
+        }
+    }
+    if (!pr->no_data && p->nrefs > 0) { /* the expected contents from ReferenceArguments */
+        reference *ref = &pr->ref;
+        *ref = (reference){.ctx = pr->ctx, .device = pr->dev, .host = pr->host_dev};
+        for (size_t r = 0; r < p->nrefs; r++) {
+            size_t a = 0;
+            while (strcmp(p->args[a].name, p->refs[r].target) != 0) a++;
+            const t1_arg *ta = &p->args[a];
+            t1_arg as_ref = *ta;
+            as_ref.fill = p->refs[r].fill, as_ref.fill_value = p->refs[r].fill_value, as_ref.fill_bits = p->refs[r].fill_bits;
+            as_ref.data_source = p->refs[r].data_source;
+            as_ref.has_seed = p->refs[r].has_seed, as_ref.seed = p->refs[r].seed;
+            ref->arg[ref->n] = a;
+            ref->bytes[ref->n] = pr->args[a].bytes;
+            ref->data[ref->n] = malloc(pr->args[a].bytes);
+            if (ref->data[ref->n] == NULL) PFAIL("out of memory");
+            ref->n++;
+            if (!fill_data(p, &as_ref, a, ref->data[ref->n - 1], pr->args[a].bytes / kt_type_size(ta->type), o->seed, &err)) {
+                char *msg = cli_format("%s: KernelSpecification.ReferenceArguments[%zu].DataSource: %s", o->problem, r, err ? err : "out of memory");
+                free(err);
+                return msg;
+            }
+        }
+    }
+    return NULL;
+}
+
+/* Declares op over configurations sp of the prepared problem: its arguments, the reference group
+ * and the kernel's variants, and how they are validated; returns NULL, or the error (allocated).
+ * validate: compare outputs against the reference here (off where no data is read). */
+static char *declare(prepared *pr, kt_space *sp, bool validate, kt_op *op) {
+    const t1 *p = pr->p;
+    kt_status st;
+    for (size_t i = 0; i < p->nargs; i++) {
+        const t1_arg *a = &p->args[i];
+        if (!a->vector) {
+            PKT(kt_op_add_scalar(op, a->name, a->type));
+            continue;
+        }
+        PKT(kt_op_add_buffer(op, a->name, a->type, a->access));
+        if (a->constant) PKT(kt_op_set_constant(op, i));
+    }
+    /* the reference group (the Default configuration) goes first: it is the budget's unit 0 */
+    if (pr->ref_sp) {
+        PKT(kt_op_add_variants(op, "reference", pr->ref_sp, pr->source, p->kernel_name, p->options, p->noptions));
+        PKT(kt_op_set_default(op, "reference"));
+    }
+    PKT(kt_op_add_variants(op, "kernel", sp, pr->source, p->kernel_name, p->options, p->noptions));
+    if (p->atol >= 0) PKT(kt_op_set_tolerance(op, p->atol, p->rtol));
+    if (!validate) { /* no outputs to compare: what stands in for the device validated (a recording, a worker) */
+        if (pr->ref_sp) PKT(kt_op_set_reference_only(op, 1)); /* still never the winner */
+        PKT(kt_op_set_validation(op, 0));
+    } else if (p->nrefs > 0) {
+        PKT(kt_op_set_reference_fn(op, write_reference, &pr->ref));
+    } else if (pr->ref_sp != NULL) {
+        /* the configuration of the parameters' Default values is the reference (added above): it
+         * validates, but the winner comes from the space the user asked for (--define included) */
+        PKT(kt_op_set_reference_only(op, 1));
+    } else {
+        PKT(kt_op_set_reference(op, "kernel")); /* no defaults: the first configuration */
+    }
+    return NULL;
+#undef PFAIL
+#undef PKT
+}
+
 int run_tune(int argc, char **argv) {
     run_state run = {0};
     options *op_ = &run.o;
@@ -1248,13 +1455,12 @@ int run_tune(int argc, char **argv) {
     t1 p;
     char *err = NULL;
     kt_context *ctx = NULL;
-    kt_space *sp = NULL, *ref_sp = NULL, *full_sp = NULL;
+    kt_space *sp = NULL, *full_sp = NULL;
+    prepared prep = {0};
     char *source = NULL;
     replay_data replay = {0};
-    void *host[64] = {0}, *dev_buf[64] = {0};
-    size_t nbuf = 0;
+    fleet *fl = NULL;
     long dev = -1;
-    reference ref = {0};
     const char *names[64];
     json_t *t4doc = NULL;
     char replay_dir[] = "/tmp/kerntune-replay-XXXXXX"; /* replay artifacts are worthless: keep them out of the cache */
@@ -1348,22 +1554,41 @@ int run_tune(int argc, char **argv) {
     if (strcmp(o.measure, "recorded") != 0) KT(kt_policy_parse(o.measure, &policy));
     KT(kt_context_set_policy(ctx, policy));
     KT(kt_context_set_cache(ctx, o.simulate ? "off" : o.cache)); /* replay's device is not a device */
+    if (o.jobs) KT(kt_context_set_compile_threads(ctx, o.jobs));
     if (o.simulate) {
         replay.source = o.simulate;
         replay.recorded = strcmp(o.measure, "recorded") == 0;
         replay.sampled = o.seed_given;
         replay.seed = o.seed;
         if (!t4_read(o.simulate, names, p.nparams, &replay.recs, &err)) FAIL("--simulate %s", err ? err : "out of memory");
+    } else if ((source = t1_read_file(p.kernel_file, "the kernel file", T1_FILE_LIMIT, 0, NULL, &err)) == NULL) {
+        FAIL("%s: KernelSpecification.KernelFile: %s", o.problem, err ? err : "out of memory");
+    }
+    if (o.workers) { /* the device is the workers': configurations go to them as jobs (fleet.c) */
+        fleet_run fr = {.problem = o.problem, .p = &p, .simulate = o.simulate, .recorded = replay.recorded, .seed = o.seed,
+                        .seed_given = o.seed_given, .problem_size = o.problem_size_text, .defines = o.defines,
+                        .ndefines = o.ndefines, .timeout = o.timeout};
+        if (!fleet_open(o.workers, &fr, o.wait_workers, !o.quiet && isatty(2), &fl, &err)) FAIL("--workers %s: %s", o.workers, err);
+        KT(kt_context_add_backend(ctx, fleet_backend(fl)));
+        fleet_stats fs;
+        fleet_get_stats(fl, &fs);
+        /* a batch of the search's proposals is on the stream at once: four jobs per worker */
+        if (!o.jobs) KT(kt_context_set_compile_threads(ctx, fs.workers * 4 > 64 ? 64 : fs.workers * 4));
+        if (txt)
+            fprintf(stderr, "kerntune tune: %zu worker%s on %s%s\n", fs.workers, fs.workers == 1 ? "" : "s", fleet_device_name(fl),
+                    fs.ignored ? " (others, on other devices, are left out)" : "");
+    } else if (o.simulate) {
         KT(kt_context_add_backend(ctx, replay_backend(&replay)));
+    } else if ((dev = pick_device(ctx, &p, &o, &err)) < 0) {
+        FAIL("%s", err ? err : "out of memory");
+    }
+    if (o.workers || o.simulate) { /* the stand-in device's artifacts are worthless: out of the cache */
         if (mkdtemp(replay_dir) == NULL) FAIL("cannot create a temporary directory: %s", strerror(errno));
         replay_dir_made = true;
         KT(kt_context_set_artifact_dir(ctx, replay_dir));
+        const char *which = o.workers ? "fleet" : "replay";
         for (size_t i = 0; i < kt_context_device_count(ctx); i++)
-            if (strcmp(kt_device_backend(kt_context_device(ctx, i)), "replay") == 0) dev = (long)i;
-    } else {
-        if ((dev = pick_device(ctx, &p, &o, &err)) < 0) FAIL("%s", err ? err : "out of memory");
-        if ((source = t1_read_file(p.kernel_file, "the kernel file", T1_FILE_LIMIT, 0, NULL, &err)) == NULL)
-            FAIL("%s: KernelSpecification.KernelFile: %s", o.problem, err ? err : "out of memory");
+            if (strcmp(kt_device_backend(kt_context_device(ctx, i)), which) == 0) dev = (long)i;
     }
     bool host_dev = (kt_device_caps(kt_context_device(ctx, (size_t)dev)) & KT_BACKEND_CAP_HOST_MEMORY) != 0;
     const char *dev_name = kt_device_name(kt_context_device(ctx, (size_t)dev));
@@ -1386,106 +1611,15 @@ int run_tune(int argc, char **argv) {
     KT(kt_op_create(ctx, p.name, &op));
     KT(kt_op_set_device(op, (size_t)dev));
     /* a configuration that crashes or hangs must not take the command down */
-    KT(kt_op_set_isolation(op, o.simulate ? KT_ISOLATE_OFF : KT_ISOLATE_ON));
+    KT(kt_op_set_isolation(op, o.simulate || o.workers ? KT_ISOLATE_OFF : KT_ISOLATE_ON));
     KT(kt_op_set_timeout(op, o.timeout));
-    /* the reference: the Default configuration, when every parameter has a Default that meets
-     * the conditions (else the first configuration) */
-    const char *no_reference = NULL; /* why the first configuration is the reference instead */
-    if (!o.simulate && p.nrefs == 0) {
-        ref_sp = make_space(&p, NULL, 0, true, ps, nps, &err);
-        size_t nref = 0;
-        if (ref_sp == NULL && err) FAIL("%s", err);
-        if (ref_sp == NULL) no_reference = "a parameter has no Default";
-        else if (!enumerate(&p, ref_sp, NULL, 0, true, ps, nps, &nref, &err)) FAIL("%s", err);
-        else if (nref == 0) {
-            no_reference = "the Default values break ConfigurationSpace.Conditions";
-            kt_space_destroy(ref_sp);
-    kt_space_destroy(full_sp);
-            ref_sp = NULL;
-        }
-    }
-    /* A buffer holds what every configuration that may run writes: its Size is evaluated over the
-     * problem's whole space (as Kernel Tuner sizes it), over the space the --define values leave
-     * (a value outside the problem's Values) and over the Default configuration (the reference,
-     * which --define does not restrict), and the largest is taken. */
     if (o.ndefines > 0 && (full_sp = make_space(&p, NULL, 0, false, ps, nps, &err)) == NULL) FAIL("%s", err);
-    kt_space *const sizing[3] = {sp, full_sp, ref_sp};
-    kt_arg args[64];
-    for (size_t i = 0; i < p.nargs; i++) {
-        const t1_arg *a = &p.args[i];
-        if (!a->vector) {
-            KT(kt_op_add_scalar(op, a->name, a->type));
-            args[i] = (kt_arg){.type = a->type};
-            if (a->type == KT_TYPE_F32) args[i].f32 = (float)a->fill_value;
-            else if (a->type == KT_TYPE_F64) args[i].f64 = a->fill_value;
-            else if (a->type >= KT_TYPE_U8 && a->type <= KT_TYPE_U64) args[i].u = a->fill_bits;
-            else args[i].i = (int64_t)a->fill_bits; /* in range: checked when the problem was read */
-            continue;
-        }
-        KT(kt_op_add_buffer(op, a->name, a->type, a->access));
-        if (a->constant) KT(kt_op_set_constant(op, i));
-        int64_t count = a->size;
-        for (int k = 0; a->size_expr && k < 3; k++) {
-            int64_t n;
-            if (sizing[k] == NULL) continue;
-            if (kt_space_eval_int(sizing[k], a->size_expr, &n) != KT_OK)
-                FAIL("%s: KernelSpecification.Arguments[%zu].Size: %s%s", o.problem, i, kt_last_error(),
-                     k == 1 ? " (over the problem's whole space)" : k == 2 ? " (for the Default configuration)" : "");
-            if (k == 0 || n > count) count = n;
-        }
-        if (count <= 0) FAIL("%s: KernelSpecification.Arguments[%zu].Size: %lld elements; expected at least 1", o.problem, i, (long long)count);
-        if ((uint64_t)count > SIZE_MAX / 16) FAIL("%s: KernelSpecification.Arguments[%zu].Size: %lld elements is too many", o.problem, i, (long long)count);
-        if (o.simulate) count = 1; /* replay reads no data */
-        size_t bytes = (size_t)count * kt_type_size(a->type);
-        host[i] = malloc(bytes);
-        if (host[i] == NULL) FAIL("argument '%s': cannot allocate %zu bytes", a->name, bytes);
-        nbuf = i + 1;
-        if (!o.simulate && !fill_data(&p, a, i, host[i], (size_t)count, o.seed, &err)) /* only reading DataSource fails */
-            FAIL("%s: KernelSpecification.Arguments[%zu].DataSource: %s", o.problem, i, err ? err : "out of memory");
-        if (host_dev) {
-            args[i] = kt_arg_buf(host[i], bytes);
-        } else {
-            KT(kt_device_alloc(ctx, (size_t)dev, bytes, &dev_buf[i]));
-            KT(kt_device_write(ctx, (size_t)dev, dev_buf[i], host[i], bytes));
-            args[i] = kt_arg_buf(dev_buf[i], bytes);
-        }
-    }
-    /* the reference group (the Default configuration) goes first: it is the budget's unit 0 */
-    if (ref_sp) {
-        KT(kt_op_add_variants(op, "reference", ref_sp, source, p.kernel_name, p.options, p.noptions));
-        KT(kt_op_set_default(op, "reference"));
-    }
-    KT(kt_op_add_variants(op, "kernel", sp, o.simulate ? "" : source, p.kernel_name, p.options, p.noptions));
-    if (p.atol >= 0) KT(kt_op_set_tolerance(op, p.atol, p.rtol));
-    if (o.simulate) {
-        KT(kt_op_set_validation(op, 0)); /* no outputs to compare: the recorded correctness stands */
-    } else if (p.nrefs > 0) { /* the expected contents from ReferenceArguments */
-        ref = (reference){.ctx = ctx, .device = (size_t)dev, .host = host_dev};
-        for (size_t r = 0; r < p.nrefs; r++) {
-            size_t a = 0;
-            while (strcmp(p.args[a].name, p.refs[r].target) != 0) a++;
-            const t1_arg *ta = &p.args[a];
-            t1_arg as_ref = *ta;
-            as_ref.fill = p.refs[r].fill, as_ref.fill_value = p.refs[r].fill_value, as_ref.fill_bits = p.refs[r].fill_bits;
-            as_ref.data_source = p.refs[r].data_source;
-            as_ref.has_seed = p.refs[r].has_seed, as_ref.seed = p.refs[r].seed;
-            ref.arg[ref.n] = a;
-            ref.bytes[ref.n] = args[a].bytes;
-            ref.data[ref.n] = malloc(args[a].bytes);
-            if (ref.data[ref.n] == NULL) FAIL("out of memory");
-            ref.n++;
-            if (!fill_data(&p, &as_ref, a, ref.data[ref.n - 1], args[a].bytes / kt_type_size(ta->type), o.seed, &err))
-                FAIL("%s: KernelSpecification.ReferenceArguments[%zu].DataSource: %s", o.problem, r, err ? err : "out of memory");
-        }
-        KT(kt_op_set_reference_fn(op, write_reference, &ref));
-    } else if (ref_sp != NULL) {
-        /* the configuration of the parameters' Default values is the reference (added above): it
-         * validates, but the winner comes from the space the user asked for (--define included) */
-        KT(kt_op_set_reference_only(op, 1));
-    } else {
-        KT(kt_op_set_reference(op, "kernel")); /* no defaults: the first configuration */
-        if (txt) fprintf(stderr, "kerntune tune: note: %s: the first configuration is the reference\n", no_reference);
-    }
+    prep = (prepared){.p = &p, .ctx = ctx, .dev = (size_t)dev, .host_dev = host_dev, .no_data = o.simulate || o.workers,
+                      .source = o.simulate ? "" : source};
+    if ((err = prepare(&prep, &o, ps, nps, sp, full_sp)) != NULL) FAIL("%s", err);
+    if ((err = declare(&prep, sp, !prep.no_data, op)) != NULL) FAIL("%s", err);
+    if (!prep.no_data && p.nrefs == 0 && prep.ref_sp == NULL && txt)
+        fprintf(stderr, "kerntune tune: note: %s: the first configuration is the reference\n", prep.no_reference);
     /* --budget N or N% replaces the problem's ConfigurationCount and ConfigurationFraction;
      * given both, the problem's budget is the smaller of the two */
     bool given = o.budget_count || o.budget_fraction > 0;
@@ -1499,27 +1633,27 @@ int run_tune(int argc, char **argv) {
     KT(kt_op_set_search(op, strategy, o.seed));
     double seconds = o.budget_seconds > 0 ? o.budget_seconds : p.budget_seconds;
     if (budget || seconds > 0) KT(kt_op_set_budget(op, budget, seconds));
-    progress prog = {now_s(), 0, false, ref_sp ? 1 : 0};
+    progress prog = {now_s(), 0, false, prep.ref_sp ? 1 : 0};
     if (!o.quiet && isatty(2)) KT(kt_context_set_progress_fn(ctx, on_progress, &prog));
-    t4_live live = {&p, op, o.t4, dev_name, names, p.nparams, NULL, 0, 0, false};
+    t4_live live = {&p, op, fl, o.t4, dev_name, names, p.nparams, NULL, 0, 0, false};
     if (o.t4) KT(kt_context_set_unit_fn(ctx, on_unit, &live));
     if (txt)
         fprintf(stderr, "kerntune tune: %s: %zu configurations on %s%s\n", p.name, total, dev_name,
                 o.simulate ? (replay.recorded ? " (recorded means)" : " (recorded runs)") : "");
 
     double t0 = now_s();
-    kt_status st = kt_op_tune(op, args, p.nargs);
+    kt_status st = kt_op_tune(op, prep.args, p.nargs);
     double wall = now_s() - t0;
     kt_context_set_unit_fn(ctx, NULL, NULL);
     if (live.f) fclose(live.f); /* the final document replaces it below */
     if (prog.shown) fprintf(stderr, "\n");
     const kt_decision *d = NULL;
-    if (st == KT_OK || st == KT_ERR_ALL_FAILED) st = kt_op_decision(op, args, p.nargs, &d);
+    if (st == KT_OK || st == KT_ERR_ALL_FAILED) st = kt_op_decision(op, prep.args, p.nargs, &d);
     if (st != KT_OK && (st != KT_ERR_ALL_FAILED || d == NULL)) {
         /* a grid that cannot be computed for a configuration is the problem's error: named with
          * its JSON path and the configuration */
         char *msg = cli_format("%s", kt_last_error());
-        char *g = msg && strncmp(msg, "geometry: ", 10) == 0 ? geometry_failure(&p, &o, ps, nps, ref_sp != NULL, msg) : NULL;
+        char *g = msg && strncmp(msg, "geometry: ", 10) == 0 ? geometry_failure(&p, &o, ps, nps, prep.ref_sp != NULL, msg) : NULL;
         if (g) set_error(&run, "%s", g);
         else set_error(&run, "%s: %s", kt_status_name(st), msg ? msg : "out of memory");
         free(g);
@@ -1547,7 +1681,7 @@ int run_tune(int argc, char **argv) {
         const char *cand = kt_op_candidate_name(op, kt_decision_unit_candidate(d, u));
         if (strcmp(cand, "reference") == 0 && ref_unit == (size_t)-1) ref_unit = u;
         if (strcmp(cand, "kernel") != 0) continue;
-        kt_outcome oc = kt_decision_unit_outcome(d, u);
+        kt_outcome oc = unit_outcome(fl, d, u);
         const char *why = kt_decision_unit_message(d, u);
         /* taken from what the cache recorded (an earlier run, finished or not): not run now */
         if (kt_decision_source_of(d) == KT_SOURCE_MEASURED &&
@@ -1566,7 +1700,11 @@ int run_tune(int argc, char **argv) {
         best_ms = kt_decision_unit_time_ns(d, best) / 1e6;
     }
     bool cached = kt_decision_source_of(d) == KT_SOURCE_CACHE;
-    bool validated = kt_decision_validated(d) != 0;
+    /* with --workers, each worker validates what it measures against its own reference: a wrong
+     * answer comes back as a failure of that configuration */
+    bool validated = kt_decision_validated(d) != 0 || (o.workers && !o.simulate);
+    fleet_stats fs = {0};
+    if (fl) fleet_get_stats(fl, &fs);
     kt_cache *cache = kt_context_cache(ctx);
     const char *cache_path = cache ? kt_cache_path(cache) : NULL;
     uint64_t runs = kt_decision_total_runs(d);
@@ -1615,6 +1753,12 @@ int run_tune(int argc, char **argv) {
             }
             fprintf(txt, "measurement (%s): %llu runs, %.6g s of kernel time%s; tuning took %.3g s\n", kt_policy_name(policy),
                     (unsigned long long)runs, run_ns / 1e9, o.simulate ? " (simulated)" : "", wall);
+            if (fl)
+                fprintf(txt, "fleet: %zu worker%s on %s: %llu jobs (%llu failed, %llu taken over from a worker that stopped, %llu "
+                             "duplicate results ignored); the coordinator used %.0f us of processor time per job\n",
+                        fs.workers, fs.workers == 1 ? "" : "s", fleet_device_name(fl), (unsigned long long)fs.jobs,
+                        (unsigned long long)fs.failed, (unsigned long long)fs.reclaimed, (unsigned long long)fs.duplicates,
+                        fs.jobs ? fs.cpu_s * 1e6 / (double)fs.jobs : 0.0);
             if (recorded)
                 fprintf(txt, "%s %zu configurations as the cache %s recorded them (an earlier run's): not run again\n",
                         o.resume ? "resumed: took" : "took", recorded, cache_path ? cache_path : "");
@@ -1660,7 +1804,7 @@ int run_tune(int argc, char **argv) {
         }
     }
     if (o.t4) {
-        t4doc = t4_document(&p, op, d, dev_name, names, p.nparams);
+        t4doc = t4_document(&p, op, fl, d, dev_name, names, p.nparams);
         char *why = write_json(o.t4, t4doc);
         if (why) {
             set_error(&run, "--t4 %s: cannot be written: %s", o.t4, why);
@@ -1717,7 +1861,20 @@ int run_tune(int argc, char **argv) {
         json_object_set_new(j, "below_confidence", json_boolean(low));
         json_object_set_new(j, "reraced", json_boolean(reraced));
         json_object_set_new(j, "cache_rejected", rejected ? json_string(rejected) : json_null());
-        if (o.simulate) { /* what the search would have cost on the recorded device: the runs, and building what it tried */
+        if (fl) {
+            json_t *fj = json_object();
+            json_object_set_new(fj, "device", json_string(fleet_device_name(fl)));
+            json_object_set_new(fj, "workers", json_integer((json_int_t)fs.workers));
+            json_object_set_new(fj, "workers_left_out", json_integer((json_int_t)fs.ignored));
+            json_object_set_new(fj, "jobs", json_integer((json_int_t)fs.jobs));
+            json_object_set_new(fj, "failed", json_integer((json_int_t)fs.failed));
+            json_object_set_new(fj, "taken_over", json_integer((json_int_t)fs.reclaimed));
+            json_object_set_new(fj, "duplicate_results", json_integer((json_int_t)fs.duplicates));
+            json_object_set_new(fj, "coordinator_cpu_s", json_real(fs.cpu_s));
+            json_object_set_new(fj, "coordinator_us_per_job", fs.jobs ? json_real(fs.cpu_s * 1e6 / (double)fs.jobs) : json_null());
+            json_object_set_new(j, "fleet", fj);
+        }
+        if (o.simulate && !o.workers) { /* what the search would have cost on the recorded device: the runs, and building what it tried */
             json_object_set_new(j, "simulated_time_s", json_real((replay.served_ns + (double)atomic_load(&replay.built_ns)) / 1e9));
             json_object_set_new(j, "simulated_run_time_s", json_real(replay.served_ns / 1e9));
         }
@@ -1763,20 +1920,212 @@ done:
     }
     if (replay_dir_made && nftw(replay_dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS) != 0)
         fprintf(stderr, "kerntune tune: could not remove %s: %s\n", replay_dir, strerror(errno));
-    for (size_t i = 0; i < nbuf; i++) {
-        free(host[i]);
-        if (dev_buf[i]) kt_device_free(ctx, (size_t)dev, dev_buf[i]);
-    }
-    for (size_t i = 0; i < ref.n; i++) free(ref.data[i]);
+    prepared_free(&prep);
     json_decref(t4doc);
     kt_space_destroy(sp);
-    kt_space_destroy(ref_sp);
     kt_space_destroy(full_sp);
     kt_context_destroy(ctx);
+    fleet_close(fl); /* after the context: its backend table lives in the fleet */
     t4_free(&replay.recs);
     free(source);
     free(err);
     t1_free(&p);
     cli_json_end(jout);
     return rc;
+}
+
+/* ---- one configuration at a time: a fleet worker's measurements ------------------------------ */
+
+struct tune_bench {
+    options o;
+    t1 p;
+    bool loaded;
+    kt_context *ctx;
+    long dev;
+    char *source;
+    kt_space *sp, *full_sp;
+    const int64_t *ps;
+    size_t nps;
+    prepared prep;
+    replay_data replay;
+    char *replay_name;
+    char replay_dir[40];
+    bool replay_dir_made;
+};
+
+void tune_bench_close(tune_bench *b) {
+    if (b == NULL) return;
+    prepared_free(&b->prep);
+    kt_space_destroy(b->sp);
+    kt_space_destroy(b->full_sp);
+    kt_context_destroy(b->ctx);
+    if (b->replay_dir_made) nftw(b->replay_dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+    t4_free(&b->replay.recs);
+    free(b->source);
+    free(b->replay_name);
+    if (b->loaded) t1_free(&b->p);
+    free(b);
+}
+
+char *tune_bench_open(const tune_bench_args *a, tune_bench **out) {
+    *out = NULL;
+    tune_bench *b = calloc(1, sizeof *b);
+    if (b == NULL) return cli_format("out of memory");
+    options *o = &b->o;
+    char *err = NULL;
+    kt_status st;
+#define BFAIL(...)                      \
+    do {                                \
+        err = cli_format(__VA_ARGS__);  \
+        goto fail;                      \
+    } while (0)
+#define BKT(call)                                                                      \
+    do {                                                                               \
+        if ((st = (call)) != KT_OK) BFAIL("%s: %s", kt_status_name(st), kt_last_error()); \
+    } while (0)
+    o->problem = a->problem;
+    o->measure = "race";
+    o->strategy = "exhaustive";
+    o->seed = a->seed;
+    o->seed_given = a->seed_given;
+    o->timeout = a->timeout > 0 ? a->timeout : 10;
+    o->device = a->device;
+    o->simulate = a->simulate;
+    o->cache = "off";
+    o->quiet = true;
+    for (size_t i = 0; i < a->ndefines && i < 64; i++) o->defines[o->ndefines++] = a->defines[i];
+    if (a->problem_size) {
+        const char *big;
+        int big_len;
+        if (!parse_sizes(a->problem_size, o, &big, &big_len)) BFAIL("problem size '%s': not a list of sizes", a->problem_size);
+        o->problem_size_text = a->problem_size;
+    }
+    if (!t1_load(o->problem, &b->p, &err)) goto fail;
+    b->loaded = true;
+    t1 *p = &b->p;
+    if (p->nargs > 64 || p->nparams > 64) BFAIL("%s: at most 64 arguments and 64 parameters", o->problem);
+    if (o->nproblem && p->nproblem && o->nproblem != p->nproblem) BFAIL("problem size %s: wrong number of dimensions", a->problem_size);
+    b->ps = o->nproblem ? o->problem_size : p->problem_size;
+    b->nps = o->nproblem ? o->nproblem : p->nproblem;
+    if (!t1_grid(p, b->nps, &err)) goto fail;
+    BKT(kt_context_create(&b->ctx));
+    BKT(kt_context_set_cache(b->ctx, "off")); /* the coordinator keeps the decision */
+    /* every run of a job is reported: no warm-up of its own (the coordinator's engine decides
+     * which runs are warm-ups, as it would of runs measured where it is) */
+    BKT(kt_context_set_policy(b->ctx, KT_POLICY_FIXED));
+    if (a->simulate) {
+        const char *names[64];
+        for (size_t i = 0; i < p->nparams; i++) names[i] = p->params[i].name;
+        if ((b->replay_name = cli_format("%s", a->simulate_name ? a->simulate_name : a->simulate)) == NULL) BFAIL("out of memory");
+        b->replay.source = b->replay_name;
+        b->replay.recorded = a->recorded;
+        b->replay.sampled = a->seed_given;
+        b->replay.seed = a->seed;
+        if (!t4_read(a->simulate, names, p->nparams, &b->replay.recs, &err)) goto fail;
+        BKT(kt_context_add_backend(b->ctx, replay_backend(&b->replay)));
+        strcpy(b->replay_dir, "/tmp/kerntune-replay-XXXXXX");
+        if (mkdtemp(b->replay_dir) == NULL) BFAIL("cannot create a temporary directory: %s", strerror(errno));
+        b->replay_dir_made = true;
+        BKT(kt_context_set_artifact_dir(b->ctx, b->replay_dir));
+        b->dev = -1;
+        for (size_t i = 0; i < kt_context_device_count(b->ctx); i++)
+            if (strcmp(kt_device_backend(kt_context_device(b->ctx, i)), "replay") == 0) b->dev = (long)i;
+    } else {
+        if ((b->dev = pick_device(b->ctx, p, o, &err)) < 0) goto fail;
+        if ((b->source = t1_read_file(p->kernel_file, "the kernel file", T1_FILE_LIMIT, 0, NULL, &err)) == NULL) goto fail;
+    }
+    if ((b->sp = make_space(p, o->defines, o->ndefines, false, b->ps, b->nps, &err)) == NULL) goto fail;
+    if (o->ndefines > 0 && (b->full_sp = make_space(p, NULL, 0, false, b->ps, b->nps, &err)) == NULL) goto fail;
+    size_t total = 0;
+    if (!enumerate(p, b->sp, o->defines, o->ndefines, false, b->ps, b->nps, &total, &err)) goto fail;
+    const kt_device *dv = kt_context_device(b->ctx, (size_t)b->dev);
+    b->prep = (prepared){.p = p, .ctx = b->ctx, .dev = (size_t)b->dev, .host_dev = (kt_device_caps(dv) & KT_BACKEND_CAP_HOST_MEMORY) != 0,
+                         .no_data = a->simulate != NULL, .source = a->simulate ? "" : b->source};
+    if ((err = prepare(&b->prep, o, b->ps, b->nps, b->sp, b->full_sp)) != NULL) goto fail;
+    *out = b;
+    return NULL;
+fail:
+    tune_bench_close(b);
+    return err ? err : cli_format("out of memory");
+#undef BFAIL
+#undef BKT
+}
+
+void tune_bench_result_free(tune_bench_result *r) {
+    free(r->message);
+    free(r->runs);
+    memset(r, 0, sizeof *r);
+}
+
+char *tune_bench_measure(tune_bench *b, const char *config, unsigned from, unsigned nruns, tune_bench_result *r) {
+    memset(r, 0, sizeof *r);
+    const t1 *p = &b->p;
+    const options *o = &b->o;
+    /* the configuration as defines that fix every parameter */
+    char *copy = cli_format("%s", config), *defines[64];
+    size_t n = 0;
+    if (copy == NULL) return cli_format("out of memory");
+    for (char *s = copy, *save = NULL, *tok; (tok = strtok_r(s, ",", &save)) != NULL; s = NULL) {
+        if (n == 64 || strchr(tok, '=') == NULL) {
+            free(copy);
+            return cli_format("configuration '%s': expected NAME=VALUE for each of the problem's parameters", config);
+        }
+        defines[n++] = tok;
+    }
+    char *err = NULL;
+    kt_space *sp = make_space(p, (const char *const *)defines, n, false, b->ps, b->nps, &err);
+    size_t total = 0;
+    kt_op *op = NULL;
+    kt_status st;
+    if (sp && !enumerate(p, sp, (const char *const *)defines, n, false, b->ps, b->nps, &total, &err)) goto out;
+    if (sp == NULL) goto out;
+    if (total != 1) {
+        /* the problem's conditions reject it (a coordinator's own space would not have named it) */
+        r->outcome = total == 0 ? KT_OUTCOME_REJECTED : KT_OUTCOME_FAILED;
+        r->message = cli_format("configuration %s is %s of the problem's space here", config, total == 0 ? "not one" : "more than one");
+        goto out;
+    }
+    if ((st = kt_context_set_measure(b->ctx, 0, nruns ? nruns : 1, nruns ? nruns : 1, 0)) != KT_OK ||
+        (st = kt_op_create(b->ctx, p->name, &op)) != KT_OK || (st = kt_op_set_device(op, (size_t)b->dev)) != KT_OK ||
+        (st = kt_op_set_isolation(op, o->simulate ? KT_ISOLATE_OFF : KT_ISOLATE_ON)) != KT_OK ||
+        (st = kt_op_set_timeout(op, o->timeout)) != KT_OK) {
+        err = cli_format("%s: %s", kt_status_name(st), kt_last_error());
+        goto out;
+    }
+    if ((err = declare(&b->prep, sp, !o->simulate, op)) != NULL) goto out;
+    b->replay.skip = from;
+    uint64_t built0 = atomic_load(&b->replay.built_ns);
+    double served0 = b->replay.served_ns;
+    st = kt_op_tune(op, b->prep.args, p->nargs);
+    const kt_decision *d = NULL;
+    if (st == KT_OK || st == KT_ERR_ALL_FAILED) st = kt_op_decision(op, b->prep.args, p->nargs, &d);
+    if (d == NULL) {
+        err = cli_format("%s: %s", kt_status_name(st), kt_last_error());
+        goto out;
+    }
+    for (size_t u = 0; u < kt_decision_unit_count(d); u++) {
+        if (strcmp(kt_op_candidate_name(op, kt_decision_unit_candidate(d, u)), "kernel") != 0) continue;
+        r->outcome = kt_decision_unit_outcome(d, u);
+        const char *msg = kt_decision_unit_message(d, u);
+        r->message = msg ? cli_format("%s", msg) : NULL;
+        r->build_ms = kt_decision_unit_build_ms(d, u);
+        const double *times = NULL;
+        size_t nt = 0;
+        if (kt_decision_unit_runtimes(d, u, &times, &nt) == KT_OK && nt > 0) {
+            if ((r->runs = malloc(nt * sizeof *r->runs)) == NULL) {
+                err = cli_format("out of memory");
+                goto out;
+            }
+            memcpy(r->runs, times, nt * sizeof *times);
+            r->nruns = nt;
+        }
+        break;
+    }
+    r->recorded_ns = (double)(atomic_load(&b->replay.built_ns) - built0) + (b->replay.served_ns - served0);
+out:
+    kt_op_destroy(op);
+    kt_space_destroy(sp);
+    free(copy);
+    if (err) tune_bench_result_free(r);
+    return err;
 }

@@ -1,0 +1,605 @@
+/*
+ * worker.c - `kerntune worker redis://...`: measures the jobs of fleet runs on one device (see
+ * fleet.h for the keys and the protocol).
+ *
+ * One job at a time: take one abandoned by a worker that stopped answering (XAUTOCLAIM), else
+ * a new one (XREADGROUP) from the stream of this device model or of replayed problems; set up
+ * the job's run once (its problem and files, written to a temporary directory, made ready by
+ * tune_bench as `kerntune tune` would), measure the configuration, and write the result and
+ * acknowledge the job in one transaction. A heartbeat thread rewrites this worker's entry every
+ * second and re-claims the job in hand, so that a long job is never taken over while this
+ * worker lives.
+ */
+#define _XOPEN_SOURCE 700 /* nftw */
+#define _DEFAULT_SOURCE
+#include "fleet.h"
+
+#include "text.h"
+#include "tune.h"
+
+#include <kerntune/backend.h>
+#include <kerntune/cache.h>
+#include <kerntune/device.h>
+
+#include <jansson.h>
+
+#include <errno.h>
+#include <ftw.h>
+#include <math.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#ifndef KT_NO_REDIS
+#include <hiredis/hiredis.h>
+#endif
+
+void help_worker(FILE *out) {
+    fprintf(out,
+            "usage: kerntune worker redis://HOST[:PORT][/DB] [options]\n"
+            "\n"
+            "Measures configurations for 'kerntune tune PROBLEM --workers redis://...' on one device:\n"
+            "takes jobs from the Redis streams of this device model (and of replayed problems),\n"
+            "builds, validates and measures each, and sends the results back. Run one per device\n"
+            "(GPU or host) on every machine; workers on other device models never take this one's\n"
+            "jobs. Stops on SIGINT or SIGTERM after the job in hand.\n"
+            "\n"
+            "options:\n"
+            "  --device N           the kerntune device to measure on (see 'kerntune devices';\n"
+            "                       default: the first that runs apart from the host's processors,\n"
+            "                       else device 0)\n"
+            "  --claim-timeout S    take over a job whose worker has not renewed its claim for S\n"
+            "                       seconds (default 30; give every worker the same); a live\n"
+            "                       worker renews its claim every S/4 seconds, at most every second\n"
+            "  --pace               replayed jobs take as long as the recording says they took\n"
+            "                       (building and runs): a fleet's coordination measured on one\n"
+            "                       machine\n"
+            "  --max-jobs N         stop after N jobs\n"
+            "  --name NAME          this worker's name in the fleet (default: host:pid)\n"
+            "  --quiet              print nothing but errors\n"
+            "  -h, --help           print this help\n");
+}
+
+#ifdef KT_NO_REDIS
+
+int run_worker(int argc, char **argv) {
+    for (int i = 1; i < argc; i++)
+        if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
+            help_worker(stdout);
+            return 0;
+        }
+    fprintf(stderr, "kerntune worker: this kerntune was built without Redis (no hiredis development files)\n");
+    return 1;
+}
+
+#else
+
+typedef struct worker_opts {
+    const char *url, *name;
+    long device;
+    double claim_s;
+    bool pace, quiet;
+    long max_jobs;
+} worker_opts;
+
+/* One run this worker has set up. */
+typedef struct session {
+    char run[40];
+    char dir[64];
+    tune_bench *bench;
+    char *error;      /* why it could not be set up (every job of the run then fails with it) */
+    uint64_t used;
+} session;
+
+enum { SESSIONS = 4, POISON = 8 };
+
+typedef struct worker {
+    worker_opts o;
+    char name[256];
+    char compiler[1024];
+    redisContext *c;       /* jobs and results */
+    redisContext *hc;      /* the heartbeat's */
+    kt_context *ctx;
+    const kt_device *dev;
+    size_t devi;
+    char streams[2][64];
+    pthread_mutex_t mu;    /* the job in hand, for the heartbeat */
+    char held_stream[64], held_id[64];
+    pthread_t beat;
+    bool beat_started;
+    atomic_bool stop;
+    atomic_long jobs;
+    session sessions[SESSIONS];
+    uint64_t tick;
+} worker;
+
+static volatile sig_atomic_t interrupted;
+
+static void on_signal(int sig) {
+    (void)sig;
+    interrupted = 1;
+}
+
+static double mono_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static int usage(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static int usage(const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    fprintf(stderr, "kerntune worker: ");
+    vfprintf(stderr, fmt, ap);
+    fprintf(stderr, "\n(see 'kerntune worker --help')\n");
+    va_end(ap);
+    return 2;
+}
+
+static int parse(int argc, char **argv, worker_opts *o) {
+    *o = (worker_opts){.device = -1, .claim_s = 30, .max_jobs = -1};
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        bool has_value = strcmp(a, "--device") == 0 || strcmp(a, "--claim-timeout") == 0 || strcmp(a, "--max-jobs") == 0 ||
+                         strcmp(a, "--name") == 0;
+        const char *v = has_value && i + 1 < argc ? argv[i + 1] : NULL;
+        if (has_value && v == NULL) return usage("%s needs a value", a);
+        char *end = NULL;
+        if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
+            help_worker(stdout);
+            return -1;
+        } else if (strcmp(a, "--pace") == 0) {
+            o->pace = true;
+        } else if (strcmp(a, "--quiet") == 0) {
+            o->quiet = true;
+        } else if (strcmp(a, "--device") == 0) {
+            o->device = strtol(v, &end, 10);
+            if (end == v || *end || o->device < 0 || o->device > 1000000) return usage("--device '%s': expected a device number", v);
+        } else if (strcmp(a, "--claim-timeout") == 0) {
+            o->claim_s = strtod(v, &end);
+            if (end == v || *end || !(o->claim_s >= 0.5 && o->claim_s <= 86400))
+                return usage("--claim-timeout '%s': expected seconds from 0.5 to 86400", v);
+        } else if (strcmp(a, "--max-jobs") == 0) {
+            o->max_jobs = strtol(v, &end, 10);
+            if (end == v || *end || o->max_jobs < 1) return usage("--max-jobs '%s': expected a count, at least 1", v);
+        } else if (strcmp(a, "--name") == 0) {
+            if (*v == '\0' || strlen(v) > 200) return usage("--name: expected a name of 1 to 200 characters");
+            o->name = v;
+        } else if (a[0] == '-') {
+            return usage("unknown option '%s'", a);
+        } else if (o->url == NULL) {
+            o->url = a;
+        } else {
+            return usage("unexpected argument '%s' (one Redis URL)", a);
+        }
+        if (has_value) i++;
+    }
+    if (o->url == NULL) return usage("no Redis URL given (redis://HOST[:PORT][/DB])");
+    return 0;
+}
+
+/* ---- the heartbeat ---------------------------------------------------------------------------- */
+
+static void announce(worker *w) {
+    json_t *e = json_pack("{s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:I,s:I,s:i}", "device", kt_device_name(w->dev), "fingerprint",
+                          kt_device_fingerprint(w->dev), "language", kt_device_language(w->dev) ? kt_device_language(w->dev) : "",
+                          "compiler", w->compiler, "architecture", kt_device_architecture(w->dev), "vendor", kt_device_vendor(w->dev),
+                          "stream", w->streams[0], "seen", (json_int_t)fleet_now_ms(), "jobs", (json_int_t)atomic_load(&w->jobs),
+                          "pid", (int)getpid());
+    char *text = e ? json_dumps(e, JSON_COMPACT) : NULL;
+    json_decref(e);
+    if (text == NULL) return;
+    redisReply *r = redisCommand(w->hc, "HSET %s %s %s", FLEET_PREFIX "workers", w->name, text);
+    if (r) freeReplyObject(r);
+    free(text);
+}
+
+static void *beat_main(void *p) {
+    worker *w = p;
+    double renew = fmin(1.0, w->o.claim_s / 4), last_announce = 0, last_renew = 0;
+    while (!atomic_load(&w->stop)) {
+        if (w->hc == NULL) {
+            char *err = NULL;
+            w->hc = fleet_connect(w->o.url, 2000, &err);
+            free(err);
+            if (w->hc == NULL) {
+                usleep(250000);
+                continue;
+            }
+        }
+        double now = mono_s();
+        if (now - last_announce >= 1) {
+            announce(w);
+            last_announce = now;
+        }
+        if (now - last_renew >= renew) { /* the job in hand stays this worker's while it lives */
+            pthread_mutex_lock(&w->mu);
+            if (w->held_id[0]) {
+                redisReply *r = redisCommand(w->hc, "XCLAIM %s %s %s 0 %s JUSTID", w->held_stream, FLEET_GROUP, w->name, w->held_id);
+                if (r) freeReplyObject(r);
+            }
+            pthread_mutex_unlock(&w->mu);
+            last_renew = now;
+        }
+        if (w->hc && w->hc->err) {
+            redisFree(w->hc);
+            w->hc = NULL;
+        }
+        usleep(50000);
+    }
+    return NULL;
+}
+
+/* ---- runs -------------------------------------------------------------------------------------- */
+
+static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw) {
+    (void)st, (void)flag, (void)ftw;
+    return remove(path);
+}
+
+static void session_free(session *s) {
+    tune_bench_close(s->bench);
+    free(s->error);
+    if (s->dir[0]) nftw(s->dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+    memset(s, 0, sizeof *s);
+}
+
+static bool write_file(const char *dir, const char *name, const char *data, size_t len) {
+    if (strchr(name, '/') || strcmp(name, "..") == 0 || strcmp(name, ".") == 0) return false; /* the coordinator names files flat */
+    char *path = cli_format("%s/%s", dir, name);
+    FILE *f = path ? fopen(path, "wb") : NULL;
+    bool ok = f && fwrite(data, 1, len, f) == len;
+    if (f && fclose(f) != 0) ok = false;
+    free(path);
+    return ok;
+}
+
+/* Sets run up in s: NULL, or why not (allocated); *gone when the run's coordinator is gone. */
+static char *session_open(worker *w, session *s, const char *run, bool *gone) {
+    *gone = false;
+    snprintf(s->run, sizeof s->run, "%s", run);
+    redisReply *r = redisCommand(w->c, "HGETALL " FLEET_PREFIX "run:%s", run);
+    if (r == NULL) return cli_format("Redis: %s", w->c->errstr);
+    char *err = NULL;
+    const redisReply *problem = NULL, *options = NULL, *recording = NULL;
+    int64_t seen = 0;
+    for (size_t i = 0; r->type == REDIS_REPLY_ARRAY && i + 1 < r->elements; i += 2) {
+        const char *k = r->element[i]->str;
+        if (strcmp(k, "problem") == 0) problem = r->element[i + 1];
+        else if (strcmp(k, "options") == 0) options = r->element[i + 1];
+        else if (strcmp(k, "recording") == 0) recording = r->element[i + 1];
+        else if (strcmp(k, "seen") == 0) seen = strtoll(r->element[i + 1]->str, NULL, 10);
+    }
+    if (problem == NULL || options == NULL || fleet_now_ms() - seen > 60000) { /* its coordinator stopped */
+        freeReplyObject(r);
+        *gone = true;
+        return cli_format("run %s is gone", run);
+    }
+    snprintf(s->dir, sizeof s->dir, "/tmp/kerntune-run-XXXXXX");
+    if (mkdtemp(s->dir) == NULL) {
+        s->dir[0] = '\0';
+        freeReplyObject(r);
+        return cli_format("cannot create a temporary directory: %s", strerror(errno));
+    }
+    bool ok = write_file(s->dir, "problem.json", problem->str, problem->len);
+    for (size_t i = 0; ok && i + 1 < r->elements; i += 2)
+        if (strncmp(r->element[i]->str, "file:", 5) == 0)
+            ok = write_file(s->dir, r->element[i]->str + 5, r->element[i + 1]->str, r->element[i + 1]->len);
+    if (ok && recording) ok = write_file(s->dir, "recording", recording->str, recording->len);
+    json_t *opts = json_loads(options->str, 0, NULL);
+    if (!ok) err = cli_format("cannot write the run's files into %s", s->dir);
+    else if (opts == NULL) err = cli_format("run %s: its options cannot be read", run);
+    if (err == NULL) {
+        char *problem_path = cli_format("%s/problem.json", s->dir), *rec_path = cli_format("%s/recording", s->dir);
+        json_t *defs = json_object_get(opts, "defines");
+        const char *defines[64];
+        size_t nd = 0;
+        for (size_t i = 0; i < json_array_size(defs) && nd < 64; i++)
+            if (json_string_value(json_array_get(defs, i))) defines[nd++] = json_string_value(json_array_get(defs, i));
+        tune_bench_args a = {.problem = problem_path,
+                             .problem_size = json_string_value(json_object_get(opts, "problem_size")),
+                             .defines = defines,
+                             .ndefines = nd,
+                             .seed = (uint64_t)json_integer_value(json_object_get(opts, "seed")),
+                             .seed_given = json_is_true(json_object_get(opts, "seed_given")),
+                             .timeout = json_number_value(json_object_get(opts, "timeout")),
+                             .device = recording ? -1 : (long)w->devi,
+                             .simulate = recording ? rec_path : NULL,
+                             .simulate_name = json_string_value(json_object_get(opts, "simulate_name")),
+                             .recorded = json_is_true(json_object_get(opts, "recorded"))};
+        err = problem_path && rec_path ? tune_bench_open(&a, &s->bench) : cli_format("out of memory");
+        free(problem_path), free(rec_path);
+    }
+    json_decref(opts);
+    freeReplyObject(r);
+    return err;
+}
+
+/* The session of run: set up now when none is (the least recently used one makes room). */
+static session *session_for(worker *w, const char *run, bool *gone) {
+    *gone = false;
+    session *s = NULL, *oldest = &w->sessions[0];
+    for (int i = 0; i < SESSIONS && s == NULL; i++)
+        if (strcmp(w->sessions[i].run, run) == 0) s = &w->sessions[i];
+        else if (w->sessions[i].used < oldest->used) oldest = &w->sessions[i];
+    if (s == NULL) {
+        s = oldest;
+        session_free(s);
+        s->error = session_open(w, s, run, gone);
+        if (s->error && !w->o.quiet && !*gone) fprintf(stderr, "kerntune worker: run %s: %s\n", run, s->error);
+        if (*gone) session_free(s);
+    }
+    if (s->run[0]) s->used = ++w->tick;
+    return *gone ? NULL : s;
+}
+
+/* ---- jobs ----------------------------------------------------------------------------------- */
+
+typedef struct job {
+    char stream[64], id[64];
+    char run[40], seq[24], config[4096];
+    unsigned long from, runs;
+    long long deliveries;
+} job;
+
+/* Reads one stream entry [id, [k, v, ...]] into j; false when it is not a job. */
+static bool read_entry(const redisReply *ent, const char *stream, job *j) {
+    if (ent == NULL || ent->type != REDIS_REPLY_ARRAY || ent->elements < 2 || ent->element[1]->type != REDIS_REPLY_ARRAY) return false;
+    memset(j, 0, sizeof *j);
+    snprintf(j->stream, sizeof j->stream, "%s", stream);
+    snprintf(j->id, sizeof j->id, "%s", ent->element[0]->str);
+    const redisReply *kv = ent->element[1];
+    bool have[5] = {false};
+    for (size_t k = 0; k + 1 < kv->elements; k += 2) {
+        const char *n = kv->element[k]->str, *v = kv->element[k + 1]->str;
+        if (strcmp(n, "run") == 0) have[0] = (size_t)snprintf(j->run, sizeof j->run, "%s", v) < sizeof j->run;
+        else if (strcmp(n, "seq") == 0) have[1] = (size_t)snprintf(j->seq, sizeof j->seq, "%s", v) < sizeof j->seq;
+        else if (strcmp(n, "config") == 0) have[2] = (size_t)snprintf(j->config, sizeof j->config, "%s", v) < sizeof j->config;
+        else if (strcmp(n, "from") == 0) j->from = strtoul(v, NULL, 10), have[3] = true;
+        else if (strcmp(n, "runs") == 0) j->runs = strtoul(v, NULL, 10), have[4] = true;
+    }
+    return have[0] && have[1] && have[2] && have[3] && have[4];
+}
+
+/* A job abandoned by a worker that stopped renewing its claim, or a new one; false when none
+ * came within a second. An entry that is not a job is acknowledged and dropped. */
+static bool next_job(worker *w, job *j) {
+    char min_idle[32];
+    snprintf(min_idle, sizeof min_idle, "%lld", (long long)(w->o.claim_s * 1000));
+    for (int s = 0; s < 2; s++) {
+        const char *argv[] = {"XAUTOCLAIM", w->streams[s], FLEET_GROUP, w->name, min_idle, "0-0", "COUNT", "1"};
+        redisReply *r = redisCommandArgv(w->c, 8, argv, NULL);
+        bool got = r && r->type == REDIS_REPLY_ARRAY && r->elements >= 2 && r->element[1]->type == REDIS_REPLY_ARRAY &&
+                   r->element[1]->elements > 0;
+        if (got && !read_entry(r->element[1]->element[0], w->streams[s], j)) {
+            if (r->element[1]->element[0]->type == REDIS_REPLY_ARRAY && r->element[1]->element[0]->elements > 0) {
+                redisReply *a = redisCommand(w->c, "XACK %s %s %s", w->streams[s], FLEET_GROUP, r->element[1]->element[0]->element[0]->str);
+                if (a) freeReplyObject(a);
+            }
+            got = false;
+        }
+        if (r) freeReplyObject(r);
+        if (got) {
+            /* how often it was handed out: a job that takes every worker down is failed, not retried forever */
+            r = redisCommand(w->c, "XPENDING %s %s %s %s 1", j->stream, FLEET_GROUP, j->id, j->id);
+            if (r && r->type == REDIS_REPLY_ARRAY && r->elements == 1 && r->element[0]->elements >= 4)
+                j->deliveries = r->element[0]->element[3]->integer;
+            if (r) freeReplyObject(r);
+            return true;
+        }
+    }
+    const char *argv[] = {"XREADGROUP", "GROUP", FLEET_GROUP, w->name, "COUNT", "1", "BLOCK", "1000", "STREAMS", w->streams[0], w->streams[1], ">", ">"};
+    redisReply *r = redisCommandArgv(w->c, 13, argv, NULL);
+    bool got = false;
+    for (size_t s = 0; r && r->type == REDIS_REPLY_ARRAY && s < r->elements && !got; s++) {
+        const redisReply *st = r->element[s];
+        if (st->type != REDIS_REPLY_ARRAY || st->elements < 2 || st->element[1]->elements == 0) continue;
+        const redisReply *ent = st->element[1]->element[0];
+        got = read_entry(ent, st->element[0]->str, j);
+        if (!got && ent->type == REDIS_REPLY_ARRAY && ent->elements > 0) {
+            redisReply *a = redisCommand(w->c, "XACK %s %s %s", st->element[0]->str, FLEET_GROUP, ent->element[0]->str);
+            if (a) freeReplyObject(a);
+        }
+    }
+    if (got) j->deliveries = 1;
+    if (r) freeReplyObject(r);
+    return got;
+}
+
+static const char *outcome_text(kt_outcome o) { return kt_outcome_name(o); }
+
+/* Writes the job's result and acknowledges it, in one transaction. */
+static bool finish(worker *w, const job *j, const char *result) {
+    char results[96];
+    snprintf(results, sizeof results, FLEET_PREFIX "results:%s", j->run);
+    redisReply *r = redisCommand(w->c, "MULTI");
+    bool ok = r && r->type != REDIS_REPLY_ERROR;
+    if (r) freeReplyObject(r);
+    const char *add[] = {"XADD", results, "*", "type", "done", "seq", j->seq, "worker", w->name, "result", result};
+    if (ok) {
+        r = redisCommandArgv(w->c, 11, add, NULL);
+        if (r) freeReplyObject(r);
+        r = redisCommand(w->c, "XACK %s %s %s", j->stream, FLEET_GROUP, j->id);
+        if (r) freeReplyObject(r);
+        r = redisCommand(w->c, "EXEC");
+        ok = r && r->type == REDIS_REPLY_ARRAY;
+        if (r) freeReplyObject(r);
+    }
+    return ok;
+}
+
+static void sleep_ns(double ns) {
+    if (!(ns > 0)) return;
+    struct timespec ts = {(time_t)(ns / 1e9), (long)fmod(ns, 1e9)};
+    while (nanosleep(&ts, &ts) != 0 && errno == EINTR && !interrupted) {
+    }
+}
+
+/* Measures job j; the result document (allocated). */
+static char *run_job(worker *w, job *j) {
+    json_t *res = json_object();
+    json_object_set_new(res, "worker", json_string(w->name));
+    json_object_set_new(res, "config", json_string(j->config));
+    if (j->deliveries > POISON) { /* it took every worker that tried it down */
+        json_object_set_new(res, "outcome", json_string(outcome_text(KT_OUTCOME_CRASHED)));
+        json_object_set_new(res, "message", json_string("handed out more than 8 times: every worker that took it stopped"));
+    } else {
+        bool gone = false;
+        session *s = session_for(w, j->run, &gone);
+        if (gone || s == NULL) {
+            json_decref(res);
+            return NULL;
+        }
+        tune_bench_result r;
+        char *err = s->error ? cli_format("this worker could not set the run up: %s", s->error)
+                             : tune_bench_measure(s->bench, j->config, (unsigned)j->from, (unsigned)(j->runs ? j->runs : 1), &r);
+        if (err) {
+            json_object_set_new(res, "outcome", json_string(outcome_text(KT_OUTCOME_FAILED)));
+            json_object_set_new(res, "message", json_string(err));
+            free(err);
+        } else {
+            json_object_set_new(res, "outcome", json_string(outcome_text(r.outcome)));
+            if (r.message) json_object_set_new(res, "message", json_string(r.message));
+            json_t *runs = json_array();
+            for (size_t i = 0; i < r.nruns; i++) json_array_append_new(runs, json_real(r.runs[i]));
+            json_object_set_new(res, "runs", runs);
+            json_object_set_new(res, "build_ms", json_real(r.build_ms));
+            if (w->o.pace) sleep_ns(r.recorded_ns); /* as long as the recording says it took */
+            tune_bench_result_free(&r);
+        }
+    }
+    char *text = json_dumps(res, JSON_COMPACT | JSON_REAL_PRECISION(17));
+    json_decref(res);
+    return text;
+}
+
+/* The device this worker measures on. */
+static bool pick(worker *w, char **err) {
+    size_t n = kt_context_device_count(w->ctx);
+    if (w->o.device >= 0 && (size_t)w->o.device >= n) {
+        *err = cli_format("--device %ld: no such device (there are %zu; see 'kerntune devices')", w->o.device, n);
+        return false;
+    }
+    if (n == 0) {
+        *err = cli_format("no device: kerntune found no backend with a device");
+        return false;
+    }
+    w->devi = w->o.device >= 0 ? (size_t)w->o.device : 0;
+    for (size_t i = 0; w->o.device < 0 && i < n; i++)
+        if (kt_device_caps(kt_context_device(w->ctx, i)) & KT_BACKEND_CAP_OWN_PROCESSOR) {
+            w->devi = i;
+            break;
+        }
+    w->dev = kt_context_device(w->ctx, w->devi);
+    return true;
+}
+
+int run_worker(int argc, char **argv) {
+    worker *w = calloc(1, sizeof *w);
+    if (w == NULL) return 1;
+    int rc = parse(argc, argv, &w->o);
+    if (rc != 0) {
+        free(w);
+        return rc < 0 ? 0 : rc;
+    }
+    char *err = NULL;
+    pthread_mutex_init(&w->mu, NULL);
+    rc = 1;
+    if (kt_context_create(&w->ctx) != KT_OK || kt_context_set_cache(w->ctx, "off") != KT_OK) {
+        fprintf(stderr, "kerntune worker: %s\n", kt_last_error());
+        goto out;
+    }
+    if (!pick(w, &err)) goto fail;
+    if (kt_device_compiler(w->ctx, w->devi, w->compiler, sizeof w->compiler) != KT_OK) {
+        err = cli_format("device %zu: its compiler: %s", w->devi, kt_last_error());
+        goto fail;
+    }
+    char host[128] = "host";
+    gethostname(host, sizeof host - 1);
+    snprintf(w->name, sizeof w->name, "%s", w->o.name ? w->o.name : "");
+    if (!w->o.name) snprintf(w->name, sizeof w->name, "%.120s:%ld", host, (long)getpid());
+    fleet_jobs_key(kt_device_fingerprint(w->dev), w->streams[0]);
+    fleet_jobs_key(NULL, w->streams[1]);
+    /* replies may wait a second (XREADGROUP BLOCK 1000): the timeout leaves room */
+    if ((w->c = fleet_connect(w->o.url, 5000, &err)) == NULL || (w->hc = fleet_connect(w->o.url, 2000, &err)) == NULL) goto fail;
+    for (int s = 0; s < 2; s++) {
+        redisReply *r = redisCommand(w->c, "XGROUP CREATE %s %s 0 MKSTREAM", w->streams[s], FLEET_GROUP);
+        bool ok = r && (r->type != REDIS_REPLY_ERROR || strncmp(r->str, "BUSYGROUP", 9) == 0);
+        if (!ok) err = cli_format("creating the consumer group of %s: %s", w->streams[s], r ? r->str : w->c->errstr);
+        if (r) freeReplyObject(r);
+        if (!ok) goto fail;
+    }
+    announce(w);
+    if (pthread_create(&w->beat, NULL, beat_main, w) != 0) {
+        err = cli_format("cannot start the heartbeat thread");
+        goto fail;
+    }
+    w->beat_started = true;
+    struct sigaction sa = {0};
+    sa.sa_handler = on_signal;
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+    if (!w->o.quiet)
+        fprintf(stderr, "kerntune worker %s: measuring on device %zu, %s, for %s\n", w->name, w->devi, kt_device_name(w->dev), w->o.url);
+    rc = 0;
+    while (!interrupted && (w->o.max_jobs < 0 || atomic_load(&w->jobs) < w->o.max_jobs)) {
+        job j;
+        if (w->c == NULL || w->c->err) { /* Redis went away: wait for it */
+            if (w->c) redisFree(w->c);
+            free(err), err = NULL;
+            if ((w->c = fleet_connect(w->o.url, 5000, &err)) == NULL) {
+                sleep(1);
+                continue;
+            }
+        }
+        if (!next_job(w, &j)) continue;
+        pthread_mutex_lock(&w->mu);
+        snprintf(w->held_stream, sizeof w->held_stream, "%s", j.stream);
+        snprintf(w->held_id, sizeof w->held_id, "%s", j.id);
+        pthread_mutex_unlock(&w->mu);
+        char results[96];
+        snprintf(results, sizeof results, FLEET_PREFIX "results:%s", j.run);
+        redisReply *r = redisCommand(w->c, "XADD %s * type start seq %s worker %s", results, j.seq, w->name);
+        if (r) freeReplyObject(r);
+        char *result = run_job(w, &j);
+        if (result == NULL) { /* its run is gone: nobody waits for it */
+            r = redisCommand(w->c, "XACK %s %s %s", j.stream, FLEET_GROUP, j.id);
+            if (r) freeReplyObject(r);
+        } else if (finish(w, &j, result)) {
+            atomic_fetch_add(&w->jobs, 1);
+        }
+        free(result);
+        pthread_mutex_lock(&w->mu);
+        w->held_id[0] = '\0';
+        pthread_mutex_unlock(&w->mu);
+    }
+    goto out;
+fail:
+    fprintf(stderr, "kerntune worker: %s\n", err ? err : "out of memory");
+    rc = 1;
+out:
+    atomic_store(&w->stop, true);
+    if (w->beat_started) pthread_join(w->beat, NULL);
+    if (w->hc) { /* it leaves the fleet */
+        redisReply *r = redisCommand(w->hc, "HDEL %s %s", FLEET_PREFIX "workers", w->name);
+        if (r) freeReplyObject(r);
+        redisFree(w->hc);
+    }
+    if (w->c) redisFree(w->c);
+    for (int i = 0; i < SESSIONS; i++) session_free(&w->sessions[i]);
+    kt_context_destroy(w->ctx);
+    pthread_mutex_destroy(&w->mu);
+    free(err);
+    if (!w->o.quiet && rc == 0) fprintf(stderr, "kerntune worker %s: stopped after %ld jobs\n", w->name, (long)atomic_load(&w->jobs));
+    free(w);
+    return rc;
+}
+
+#endif /* KT_NO_REDIS */
