@@ -11,6 +11,7 @@
  * The op: (out: i32 buffer, n: i64) keyed by n; "fast" is 10x faster than "slow" by design.
  */
 #include "helpers.h"
+#include "redis-server.h"
 
 #include <kerntune/cache.h>
 #include <kerntune/decision.h>
@@ -38,60 +39,14 @@ static int32_t buf[16];
 #define ARGS(n) ((kt_arg[]){kt_arg_buf(buf, sizeof buf), kt_arg_i64(n)})
 static const char secret[] = "the fleet's shared secret";
 
-/* A port nobody listens on now (the kernel's pick for a socket bound to port 0). */
-static int free_port(void) {
-    int s = socket(AF_INET, SOCK_STREAM, 0);
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-    socklen_t len = sizeof a;
-    if (s < 0 || bind(s, (struct sockaddr *)&a, sizeof a) != 0 || getsockname(s, (struct sockaddr *)&a, &len) != 0) return -1;
-    close(s);
-    return ntohs(a.sin_port);
-}
-
-static redisContext *client(void) {
-    struct timeval tv = {1, 0};
-    redisContext *c = redisConnectWithTimeout("127.0.0.1", port, tv);
-    if (c && c->err) {
-        redisFree(c);
-        return NULL;
-    }
-    return c;
-}
+static redisContext *client(void) { return redis_client(port); }
 
 static void start_server(void) {
-    port = free_port();
-    assert_true(port > 0);
-    char p[16];
-    snprintf(p, sizeof p, "%d", port);
-    server = fork();
-    if (server == 0) {
-        int null = open("/dev/null", O_WRONLY);
-        if (null >= 0) dup2(null, 1), dup2(null, 2);
-        execlp("redis-server", "redis-server", "--port", p, "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", dir,
-               (char *)NULL);
-        _exit(127);
-    }
-    assert_true(server > 0);
-    for (int i = 0; i < 200; i++) { /* up to 10 s for it to answer PING */
-        redisContext *c = client();
-        redisReply *r = c ? redisCommand(c, "PING") : NULL;
-        bool up = r && r->type == REDIS_REPLY_STATUS;
-        if (r) freeReplyObject(r);
-        if (c) redisFree(c);
-        if (up) return;
-        struct timespec ts = {0, 50000000};
-        nanosleep(&ts, NULL);
-    }
-    fail_msg("redis-server did not start on port %d (is it installed? scripts/install-deps.sh)", port);
+    server = redis_start(dir, &port);
+    if (server < 0) fail_msg("redis-server did not start (is it installed? scripts/install-deps.sh)");
 }
 
-static void stop_server(void) {
-    if (server > 0) {
-        kill(server, SIGKILL);
-        waitpid(server, NULL, 0);
-        server = 0;
-    }
-}
+static void stop_server(void) { redis_stop(&server); }
 
 static int setup(void **state) {
     (void)state;

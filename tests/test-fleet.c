@@ -1,0 +1,332 @@
+/*
+ * test-fleet.c - tuning spread over workers through Redis Streams (issue [14], part 2), with a
+ * real redis-server on a loopback port, real `kerntune worker` processes and the real command:
+ *  - a benchmark_hub problem replayed by 3 workers gives the T4 results of a local replay with
+ *    the same seed: the same configurations in the same order, with the same runs;
+ *  - the same with workers SIGKILLed mid-job 10 times (and replaced): every configuration is in
+ *    the result exactly once, jobs were taken over, no job has a second result;
+ *  - a real C problem on 2 workers of the host, with an OpenCL worker beside them: the host's
+ *    workers measure it (the OpenCL one takes no job), crashes and a hang come back classified,
+ *    the winner is right, and the cache holds a decision that a local run is served from;
+ *  - a dead Redis, no live worker, and bad options: clear errors, nothing hangs.
+ */
+#define _GNU_SOURCE /* popen */
+#include "helpers.h"
+#include "redis-server.h"
+
+#include <jansson.h>
+
+#include <errno.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+
+static char dir[64], db[128], url[64];
+static int port;
+static pid_t server;
+
+static int setup(void **state) {
+    (void)state;
+    if (temp_cache_dir(dir, sizeof dir, db, sizeof db, "fleet") != 0) return -1;
+    server = redis_start(dir, &port);
+    if (server < 0) {
+        fprintf(stderr, "redis-server did not start (is it installed? scripts/install-deps.sh)\n");
+        return -1;
+    }
+    snprintf(url, sizeof url, "redis://127.0.0.1:%d", port);
+    return 0;
+}
+
+static int teardown(void **state) {
+    (void)state;
+    redis_stop(&server);
+    return remove_tree(dir);
+}
+
+/* Starts `kerntune worker URL ARGS...` (its output in dir/NAME.log); its pid. */
+static pid_t start_worker(const char *name, const char *extra) {
+    pid_t pid = fork();
+    if (pid == 0) {
+        char log[256], cmd[1024];
+        snprintf(log, sizeof log, "%s/%s.log", dir, name);
+        int fd = open(log, O_WRONLY | O_CREAT | O_APPEND, 0644);
+        if (fd >= 0) dup2(fd, 1), dup2(fd, 2);
+        snprintf(cmd, sizeof cmd, "exec '%s' worker %s --name %s %s", KT_CLI, url, name, extra);
+        execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
+        _exit(127);
+    }
+    assert_true(pid > 0);
+    return pid;
+}
+
+static void stop_worker(pid_t pid) {
+    kill(pid, SIGTERM);
+    waitpid(pid, NULL, 0);
+}
+
+/* Runs the command line through the shell; its exit status. */
+static int sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static int sh(const char *fmt, ...) {
+    char cmd[4096];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(cmd, sizeof cmd, fmt, ap);
+    va_end(ap);
+    int rc = system(cmd);
+    return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
+}
+
+static json_t *load_json(const char *path) {
+    json_error_t e;
+    json_t *j = json_load_file(path, 0, &e);
+    if (j == NULL) fail_msg("%s: %s (line %d)", path, e.text, e.line);
+    return j;
+}
+
+/* What a T4 result says of its configuration's measurement (not when or how long around it). */
+static char *result_core(json_t *r) {
+    json_t *core = json_pack("{s:O,s:O,s:O,s:O}", "configuration", json_object_get(r, "configuration"), "invalidity",
+                             json_object_get(r, "invalidity"), "runtimes", json_object_get(json_object_get(r, "times"), "runtimes"),
+                             "measurements", json_object_get(r, "measurements"));
+    char *text = json_dumps(core, JSON_COMPACT | JSON_SORT_KEYS | JSON_REAL_PRECISION(17));
+    json_decref(core);
+    return text;
+}
+
+/* Asserts that two T4 files hold the same results in the same order; returns how many. */
+static size_t assert_same_t4(const char *a_path, const char *b_path) {
+    json_t *a = load_json(a_path), *b = load_json(b_path);
+    json_t *ra = json_object_get(a, "results"), *rb = json_object_get(b, "results");
+    assert_int_equal(json_array_size(ra), json_array_size(rb));
+    for (size_t i = 0; i < json_array_size(ra); i++) {
+        char *x = result_core(json_array_get(ra, i)), *y = result_core(json_array_get(rb, i));
+        if (strcmp(x, y) != 0) fail_msg("result %zu differs:\n  local: %.400s\n  fleet: %.400s", i, x, y);
+        free(x), free(y);
+    }
+    /* and each configuration once */
+    for (size_t i = 0; i < json_array_size(rb); i++)
+        for (size_t k = 0; k < i; k++)
+            assert_false(json_equal(json_object_get(json_array_get(rb, i), "configuration"),
+                                    json_object_get(json_array_get(rb, k), "configuration")));
+    size_t n = json_array_size(ra);
+    json_decref(a), json_decref(b);
+    return n;
+}
+
+static void conv_paths(char *problem, size_t plen, char *rec, size_t rlen) {
+    snprintf(problem, plen, "%s/kernels/convolution_milo.json", KT_HUB);
+    snprintf(rec, rlen, "%s/results/convolution_milo/A4000_T4.json.gz", KT_HUB);
+}
+
+/* ---- a replay on 3 workers is the local replay ------------------------------------------------ */
+
+static void replay_matches_local(void **state) {
+    (void)state;
+    char problem[512], rec[512];
+    conv_paths(problem, sizeof problem, rec, sizeof rec);
+    const char *opts = "--seed 7 --budget 3% --jobs 6 --cache off --quiet";
+    assert_int_equal(sh("'%s' tune '%s' --simulate '%s' %s --t4 %s/local.json", KT_CLI, problem, rec, opts, dir), 0);
+    pid_t w[3];
+    for (int i = 0; i < 3; i++) {
+        char name[16];
+        snprintf(name, sizeof name, "r%d", i);
+        w[i] = start_worker(name, "");
+    }
+    assert_int_equal(sh("'%s' tune '%s' --simulate '%s' %s --t4 %s/fleet.json --workers %s --json > %s/fleet.out", KT_CLI, problem, rec,
+                        opts, dir, url, dir),
+                     0);
+    for (int i = 0; i < 3; i++) stop_worker(w[i]);
+    char a[256], b[256];
+    snprintf(a, sizeof a, "%s/local.json", dir);
+    snprintf(b, sizeof b, "%s/fleet.json", dir);
+    size_t n = assert_same_t4(a, b);
+    assert_true(n >= 100); /* 3% of 4,362, and their failures */
+    snprintf(a, sizeof a, "%s/fleet.out", dir);
+    json_t *out = load_json(a), *fl = json_object_get(out, "fleet");
+    assert_int_equal(json_integer_value(json_object_get(fl, "workers")), 3);
+    assert_int_equal(json_integer_value(json_object_get(fl, "duplicate_results")), 0);
+    assert_true(json_integer_value(json_object_get(fl, "jobs")) >= (json_int_t)n);
+    json_decref(out);
+    /* the workers each did some of it */
+    for (int i = 0; i < 3; i++) {
+        char log[256], text[4096] = "";
+        snprintf(log, sizeof log, "%s/r%d.log", dir, i);
+        FILE *f = fopen(log, "r");
+        assert_non_null(f);
+        size_t len = fread(text, 1, sizeof text - 1, f);
+        text[len] = '\0';
+        fclose(f);
+        const char *at = strstr(text, "stopped after ");
+        assert_non_null(at);
+        assert_true(atol(at + 14) >= 1);
+    }
+}
+
+/* ---- workers killed mid-job lose nothing, and measure nothing twice ---------------------------- */
+
+static void killed_workers(void **state) {
+    (void)state;
+    char problem[512], rec[512];
+    conv_paths(problem, sizeof problem, rec, sizeof rec);
+    const char *opts = "--seed 11 --budget 2% --jobs 6 --cache off --quiet";
+    assert_int_equal(sh("'%s' tune '%s' --simulate '%s' %s --t4 %s/local2.json", KT_CLI, problem, rec, opts, dir), 0);
+    /* paced: each job takes as long as the recording says (about 0.3 s), so a kill lands mid-job */
+    const char *wopts = "--quiet --pace --claim-timeout 1";
+    pid_t w[3];
+    for (int i = 0; i < 3; i++) {
+        char name[16];
+        snprintf(name, sizeof name, "k%d", i);
+        w[i] = start_worker(name, wopts);
+    }
+    pid_t coord = fork();
+    if (coord == 0) {
+        char cmd[2048];
+        snprintf(cmd, sizeof cmd, "exec '%s' tune '%s' --simulate '%s' %s --t4 %s/fleet2.json --workers %s --json > %s/fleet2.out", KT_CLI,
+                 problem, rec, opts, dir, url, dir);
+        execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
+        _exit(127);
+    }
+    assert_true(coord > 0);
+    struct timespec pause = {0, 600 * 1000 * 1000};
+    nanosleep(&pause, NULL);
+    int kills = 0, status = 0, next = 100;
+    unsigned seed = 12345;
+    while (kills < 10) {
+        pid_t done = waitpid(coord, &status, WNOHANG);
+        if (done == coord) break;
+        int i = (int)(rand_r(&seed) % 3);
+        assert_int_equal(kill(w[i], SIGKILL), 0);
+        waitpid(w[i], NULL, 0);
+        kills++;
+        char name[16];
+        snprintf(name, sizeof name, "k%d", next++);
+        w[i] = start_worker(name, wopts);
+        nanosleep(&pause, NULL);
+    }
+    if (kills == 10) assert_int_equal(waitpid(coord, &status, 0), coord);
+    for (int i = 0; i < 3; i++) stop_worker(w[i]);
+    assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    assert_int_equal(kills, 10); /* the run outlasted ten kills */
+    char a[256], b[256];
+    snprintf(a, sizeof a, "%s/local2.json", dir);
+    snprintf(b, sizeof b, "%s/fleet2.json", dir);
+    assert_same_t4(a, b);
+    snprintf(a, sizeof a, "%s/fleet2.out", dir);
+    json_t *out = load_json(a), *fl = json_object_get(out, "fleet");
+    assert_int_equal(json_integer_value(json_object_get(fl, "duplicate_results")), 0); /* no job measured twice */
+    assert_true(json_integer_value(json_object_get(fl, "taken_over")) >= 1);        /* killed workers' jobs went on */
+    json_decref(out);
+}
+
+/* ---- a real problem: the host's workers, not the OpenCL one; failures classified; the cache ----- */
+
+static void real_problem(void **state) {
+    (void)state;
+    char problem[512];
+    snprintf(problem, sizeof problem, "%s/t1/crashy_c.json", KT_DATA);
+    /* device 0 is the host (C); the OpenCL device (PoCL) is another model, for another language */
+    pid_t w[3] = {start_worker("c0", "--device 0 --claim-timeout 5"), start_worker("c1", "--device 0 --claim-timeout 5"),
+                  start_worker("cl", "--device 1 --claim-timeout 5")};
+    /* on a terminal (script gives it one): the progress line */
+    assert_int_equal(sh("script -qefc \"'%s' tune '%s' --timeout 2 --cache %s --t4 %s/crashy.json --workers %s --json > %s/crashy.out\" "
+                        "/dev/null > %s/crashy.tty 2>&1",
+                        KT_CLI, problem, db, dir, url, dir, dir),
+                     0);
+    for (int i = 0; i < 3; i++) stop_worker(w[i]);
+    char path[256];
+    snprintf(path, sizeof path, "%s/crashy.out", dir);
+    json_t *out = load_json(path);
+    json_t *best = json_object_get(json_object_get(out, "best"), "configuration");
+    assert_int_equal(json_integer_value(json_object_get(best, "MODE")), 0);
+    json_t *fails = json_object_get(out, "failures"), *fl = json_object_get(out, "fleet");
+    assert_int_equal(json_integer_value(json_object_get(fails, "crashed")), 4); /* null write, abort, out of bounds, out of memory */
+    assert_int_equal(json_integer_value(json_object_get(fails, "timeout")), 1); /* the endless loop */
+    assert_int_equal(json_integer_value(json_object_get(out, "measured")), 2);
+    assert_int_equal(json_integer_value(json_object_get(fl, "workers")), 2);
+    assert_int_equal(json_integer_value(json_object_get(fl, "workers_left_out")), 1);
+    json_decref(out);
+    /* the T4 file says so too */
+    snprintf(path, sizeof path, "%s/crashy.json", dir);
+    json_t *t4 = load_json(path), *res = json_object_get(t4, "results");
+    assert_int_equal(json_array_size(res), 7);
+    for (size_t i = 0; i < 7; i++) {
+        json_t *r = json_array_get(res, i);
+        json_int_t mode = json_integer_value(json_object_get(json_object_get(r, "configuration"), "MODE"));
+        const char *inv = json_string_value(json_object_get(r, "invalidity"));
+        assert_string_equal(inv, mode == 0 || mode == 6 ? "correct" : mode == 3 ? "timeout" : "runtime");
+    }
+    json_decref(t4);
+    /* the OpenCL worker took none of it */
+    char log[256], text[4096] = "";
+    snprintf(log, sizeof log, "%s/cl.log", dir);
+    FILE *f = fopen(log, "r");
+    assert_non_null(f);
+    size_t n = fread(text, 1, sizeof text - 1, f);
+    text[n] = '\0';
+    fclose(f);
+    assert_non_null(strstr(text, "stopped after 0 jobs"));
+    /* the progress line, on the terminal */
+    snprintf(log, sizeof log, "%s/crashy.tty", dir);
+    f = fopen(log, "r");
+    assert_non_null(f);
+    n = fread(text, 1, sizeof text - 1, f);
+    text[n] = '\0';
+    fclose(f);
+    assert_non_null(strstr(text, "queued"));
+    assert_non_null(strstr(text, "running"));
+    assert_non_null(strstr(text, "done"));
+    assert_non_null(strstr(text, "failed"));
+    /* the cache holds the fleet's decision: a local run on this machine measures nothing */
+    snprintf(path, sizeof path, "%s/crashy-local.out", dir);
+    assert_int_equal(sh("'%s' tune '%s' --timeout 2 --cache %s --json > %s", KT_CLI, problem, db, path), 0);
+    out = load_json(path);
+    assert_string_equal(json_string_value(json_object_get(out, "source")), "cache");
+    assert_int_equal(json_integer_value(json_object_get(json_object_get(json_object_get(out, "best"), "configuration"), "MODE")), 0);
+    json_decref(out);
+}
+
+/* ---- errors ------------------------------------------------------------------------------------- */
+
+static void errors(void **state) {
+    (void)state;
+    char problem[512], out[256];
+    snprintf(problem, sizeof problem, "%s/t1/crashy_c.json", KT_DATA);
+    snprintf(out, sizeof out, "%s/err.txt", dir);
+    /* nobody listens there: an error naming it, at once */
+    int dead = redis_free_port();
+    time_t t0 = time(NULL);
+    assert_int_equal(sh("'%s' tune '%s' --cache off --workers redis://127.0.0.1:%d > %s 2>&1", KT_CLI, problem, dead, out), 1);
+    assert_true(time(NULL) - t0 < 10);
+    char text[2048] = "";
+    FILE *f = fopen(out, "r");
+    size_t n = fread(text, 1, sizeof text - 1, f);
+    text[n] = '\0';
+    fclose(f);
+    assert_non_null(strstr(text, "--workers redis://127.0.0.1:"));
+    assert_non_null(strstr(text, "cannot reach Redis"));
+    /* a live Redis without workers: said after --wait-workers */
+    assert_int_equal(sh("'%s' tune '%s' --cache off --workers %s --wait-workers 0.5 > %s 2>&1", KT_CLI, problem, url, out), 1);
+    f = fopen(out, "r");
+    n = fread(text, 1, sizeof text - 1, f);
+    text[n] = '\0';
+    fclose(f);
+    assert_non_null(strstr(text, "no live worker"));
+    /* usage errors */
+    assert_int_equal(sh("'%s' tune '%s' --workers localhost:6379 > /dev/null 2>&1", KT_CLI, problem), 2);
+    assert_int_equal(sh("'%s' tune '%s' --workers %s --device 0 > /dev/null 2>&1", KT_CLI, problem, url), 2);
+    assert_int_equal(sh("'%s' worker > /dev/null 2>&1", KT_CLI), 2);
+    assert_int_equal(sh("'%s' worker %s --claim-timeout 0 > /dev/null 2>&1", KT_CLI, url), 2);
+    assert_int_equal(sh("'%s' worker %s --device 99 > /dev/null 2>&1", KT_CLI, url), 1);
+    assert_int_equal(sh("'%s' worker --help | grep -q claim-timeout", KT_CLI), 0);
+    assert_int_equal(sh("'%s' worker redis://127.0.0.1:%d --max-jobs 1 > /dev/null 2>&1", KT_CLI, dead), 1);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(errors),
+        cmocka_unit_test(replay_matches_local),
+        cmocka_unit_test(killed_workers),
+        cmocka_unit_test(real_problem),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}
