@@ -1396,7 +1396,7 @@ static char *prepare(prepared *pr, const options *o, const int64_t *ps, size_t n
 /* Declares op over configurations sp of the prepared problem: its arguments, the reference group
  * and the kernel's variants, and how they are validated; returns NULL, or the error (allocated).
  * validate: compare outputs against the reference here (off where no data is read). */
-static char *declare(prepared *pr, kt_space *sp, bool validate, kt_op *op) {
+static char *declare(prepared *pr, kt_space *const *sps, size_t nsp, bool validate, kt_op *op) {
     const t1 *p = pr->p;
     kt_status st;
     for (size_t i = 0; i < p->nargs; i++) {
@@ -1413,7 +1413,12 @@ static char *declare(prepared *pr, kt_space *sp, bool validate, kt_op *op) {
         PKT(kt_op_add_variants(op, "reference", pr->ref_sp, pr->source, p->kernel_name, p->options, p->noptions));
         PKT(kt_op_set_default(op, "reference"));
     }
-    PKT(kt_op_add_variants(op, "kernel", sp, pr->source, p->kernel_name, p->options, p->noptions));
+    /* one group "kernel" (a worker measuring several configurations at once: "kernel 0", ...) */
+    for (size_t g = 0; g < nsp; g++) {
+        char name[32] = "kernel";
+        if (nsp > 1) snprintf(name, sizeof name, "kernel %zu", g);
+        PKT(kt_op_add_variants(op, name, sps[g], pr->source, p->kernel_name, p->options, p->noptions));
+    }
     if (p->atol >= 0) PKT(kt_op_set_tolerance(op, p->atol, p->rtol));
     if (!validate) { /* no outputs to compare: what stands in for the device validated (a recording, a worker) */
         if (pr->ref_sp) PKT(kt_op_set_reference_only(op, 1)); /* still never the winner */
@@ -1425,7 +1430,7 @@ static char *declare(prepared *pr, kt_space *sp, bool validate, kt_op *op) {
          * validates, but the winner comes from the space the user asked for (--define included) */
         PKT(kt_op_set_reference_only(op, 1));
     } else {
-        PKT(kt_op_set_reference(op, "kernel")); /* no defaults: the first configuration */
+        PKT(kt_op_set_reference(op, nsp > 1 ? "kernel 0" : "kernel")); /* no defaults: the first configuration */
     }
     return NULL;
 #undef PFAIL
@@ -1617,7 +1622,7 @@ int run_tune(int argc, char **argv) {
     prep = (prepared){.p = &p, .ctx = ctx, .dev = (size_t)dev, .host_dev = host_dev, .no_data = o.simulate || o.workers,
                       .source = o.simulate ? "" : source};
     if ((err = prepare(&prep, &o, ps, nps, sp, full_sp)) != NULL) FAIL("%s", err);
-    if ((err = declare(&prep, sp, !prep.no_data, op)) != NULL) FAIL("%s", err);
+    if ((err = declare(&prep, &sp, 1, !prep.no_data, op)) != NULL) FAIL("%s", err);
     if (!prep.no_data && p.nrefs == 0 && prep.ref_sp == NULL && txt)
         fprintf(stderr, "kerntune tune: note: %s: the first configuration is the reference\n", prep.no_reference);
     /* --budget N or N% replaces the problem's ConfigurationCount and ConfigurationFraction;
@@ -1762,7 +1767,10 @@ int run_tune(int argc, char **argv) {
             if (recorded)
                 fprintf(txt, "%s %zu configurations as the cache %s recorded them (an earlier run's): not run again\n",
                         o.resume ? "resumed: took" : "took", recorded, cache_path ? cache_path : "");
-            if (!o.simulate)
+            if (!o.simulate && fl)
+                fprintf(txt, "time spent: waiting for the workers' jobs %.3g s (summed over the jobs in flight), the runs %.3g s "
+                             "(measured by the workers)\n", split_ms[0] / 1e3, run_ns / 1e9);
+            else if (!o.simulate)
                 fprintf(txt, "time spent: building %.3g s (summed over the build threads), validating %.3g s, around the runs %.3g s, "
                              "the runs %.3g s\n", split_ms[0] / 1e3, split_ms[1] / 1e3, split_ms[2] / 1e3, run_ns / 1e9);
         }
@@ -2057,34 +2065,58 @@ void tune_bench_result_free(tune_bench_result *r) {
     memset(r, 0, sizeof *r);
 }
 
-char *tune_bench_measure(tune_bench *b, const char *config, unsigned from, unsigned nruns, tune_bench_result *r) {
-    memset(r, 0, sizeof *r);
-    const t1 *p = &b->p;
-    const options *o = &b->o;
-    /* the configuration as defines that fix every parameter */
+/* The one-configuration space of config ("NAME=VALUE,..."), or NULL: *err says why, or *why
+ * (allocated) says it is not a configuration of the problem here. */
+static kt_space *config_space(tune_bench *b, const char *config, char **err, char **why) {
     char *copy = cli_format("%s", config), *defines[64];
     size_t n = 0;
-    if (copy == NULL) return cli_format("out of memory");
+    if (copy == NULL) {
+        *err = cli_format("out of memory");
+        return NULL;
+    }
     for (char *s = copy, *save = NULL, *tok; (tok = strtok_r(s, ",", &save)) != NULL; s = NULL) {
         if (n == 64 || strchr(tok, '=') == NULL) {
             free(copy);
-            return cli_format("configuration '%s': expected NAME=VALUE for each of the problem's parameters", config);
+            *why = cli_format("configuration '%s': expected NAME=VALUE for each of the problem's parameters", config);
+            return NULL;
         }
         defines[n++] = tok;
     }
-    char *err = NULL;
-    kt_space *sp = make_space(p, (const char *const *)defines, n, false, b->ps, b->nps, &err);
+    kt_space *sp = make_space(&b->p, (const char *const *)defines, n, false, b->ps, b->nps, err);
     size_t total = 0;
+    if (sp && !enumerate(&b->p, sp, (const char *const *)defines, n, false, b->ps, b->nps, &total, err)) {
+        kt_space_destroy(sp);
+        sp = NULL;
+    } else if (sp && total != 1) { /* the problem's conditions reject it (a coordinator's own space would not have named it) */
+        *why = cli_format("configuration %s is %s of the problem's space here", config, total == 0 ? "not one" : "more than one");
+        kt_space_destroy(sp);
+        sp = NULL;
+    }
+    free(copy);
+    return sp;
+}
+
+char *tune_bench_measure(tune_bench *b, const char *const *configs, size_t n, unsigned from, unsigned nruns, tune_bench_result *r) {
+    const t1 *p = &b->p;
+    const options *o = &b->o;
+    memset(r, 0, n * sizeof *r);
+    char *err = NULL;
+    kt_space **sps = calloc(n ? n : 1, sizeof *sps);
+    size_t *group = calloc(n ? n : 1, sizeof *group), nsp = 0;
     kt_op *op = NULL;
     kt_status st;
-    if (sp && !enumerate(p, sp, (const char *const *)defines, n, false, b->ps, b->nps, &total, &err)) goto out;
-    if (sp == NULL) goto out;
-    if (total != 1) {
-        /* the problem's conditions reject it (a coordinator's own space would not have named it) */
-        r->outcome = total == 0 ? KT_OUTCOME_REJECTED : KT_OUTCOME_FAILED;
-        r->message = cli_format("configuration %s is %s of the problem's space here", config, total == 0 ? "not one" : "more than one");
+    if (sps == NULL || group == NULL) {
+        err = cli_format("out of memory");
         goto out;
     }
+    for (size_t i = 0; i < n && err == NULL; i++) {
+        char *why = NULL;
+        kt_space *sp = config_space(b, configs[i], &err, &why);
+        group[i] = sp ? nsp : (size_t)-1;
+        if (sp) sps[nsp++] = sp;
+        if (why) r[i].outcome = KT_OUTCOME_REJECTED, r[i].message = why;
+    }
+    if (err || nsp == 0) goto out;
     if ((st = kt_context_set_measure(b->ctx, 0, nruns ? nruns : 1, nruns ? nruns : 1, 0)) != KT_OK ||
         (st = kt_op_create(b->ctx, p->name, &op)) != KT_OK || (st = kt_op_set_device(op, (size_t)b->dev)) != KT_OK ||
         (st = kt_op_set_isolation(op, o->simulate ? KT_ISOLATE_OFF : KT_ISOLATE_ON)) != KT_OK ||
@@ -2092,7 +2124,7 @@ char *tune_bench_measure(tune_bench *b, const char *config, unsigned from, unsig
         err = cli_format("%s: %s", kt_status_name(st), kt_last_error());
         goto out;
     }
-    if ((err = declare(&b->prep, sp, !o->simulate, op)) != NULL) goto out;
+    if ((err = declare(&b->prep, sps, nsp, !o->simulate, op)) != NULL) goto out;
     b->replay.skip = from;
     uint64_t built0 = atomic_load(&b->replay.built_ns);
     double served0 = b->replay.served_ns;
@@ -2103,29 +2135,38 @@ char *tune_bench_measure(tune_bench *b, const char *config, unsigned from, unsig
         err = cli_format("%s: %s", kt_status_name(st), kt_last_error());
         goto out;
     }
-    for (size_t u = 0; u < kt_decision_unit_count(d); u++) {
-        if (strcmp(kt_op_candidate_name(op, kt_decision_unit_candidate(d, u)), "kernel") != 0) continue;
-        r->outcome = kt_decision_unit_outcome(d, u);
-        const char *msg = kt_decision_unit_message(d, u);
-        r->message = msg ? cli_format("%s", msg) : NULL;
-        r->build_ms = kt_decision_unit_build_ms(d, u);
-        const double *times = NULL;
-        size_t nt = 0;
-        if (kt_decision_unit_runtimes(d, u, &times, &nt) == KT_OK && nt > 0) {
-            if ((r->runs = malloc(nt * sizeof *r->runs)) == NULL) {
-                err = cli_format("out of memory");
-                goto out;
+    for (size_t u = 0; u < kt_decision_unit_count(d) && err == NULL; u++) {
+        const char *cand = kt_op_candidate_name(op, kt_decision_unit_candidate(d, u));
+        size_t g = 0;
+        if (strncmp(cand, "kernel", 6) != 0) continue;
+        if (nsp > 1) g = strtoul(cand + 7, NULL, 10);
+        for (size_t i = 0; i < n; i++) {
+            if (group[i] != g) continue;
+            tune_bench_result *ri = &r[i];
+            ri->outcome = kt_decision_unit_outcome(d, u);
+            const char *msg = kt_decision_unit_message(d, u);
+            ri->message = msg ? cli_format("%s", msg) : NULL;
+            ri->build_ms = kt_decision_unit_build_ms(d, u);
+            const double *times = NULL;
+            size_t nt = 0;
+            if (kt_decision_unit_runtimes(d, u, &times, &nt) == KT_OK && nt > 0) {
+                if ((ri->runs = malloc(nt * sizeof *ri->runs)) == NULL) {
+                    err = cli_format("out of memory");
+                    break;
+                }
+                memcpy(ri->runs, times, nt * sizeof *times);
+                ri->nruns = nt;
             }
-            memcpy(r->runs, times, nt * sizeof *times);
-            r->nruns = nt;
         }
-        break;
     }
-    r->recorded_ns = (double)(atomic_load(&b->replay.built_ns) - built0) + (b->replay.served_ns - served0);
+    /* the recorded time the whole batch stands for, on its first job */
+    r[0].recorded_ns = (double)(atomic_load(&b->replay.built_ns) - built0) + (b->replay.served_ns - served0);
 out:
     kt_op_destroy(op);
-    kt_space_destroy(sp);
-    free(copy);
-    if (err) tune_bench_result_free(r);
+    for (size_t i = 0; i < nsp; i++) kt_space_destroy(sps[i]);
+    free(sps);
+    free(group);
+    if (err)
+        for (size_t i = 0; i < n; i++) tune_bench_result_free(&r[i]);
     return err;
 }

@@ -52,10 +52,12 @@ typedef struct tune_bench_result {
     double recorded_ns; /* replay: the recorded time the runs and the build stand for */
 } tune_bench_result;
 
-/* Builds (or finds built) configuration config ("NAME=VALUE,...", every parameter, in the
- * problem's order), validates it, and runs it nruns times (a replay serves its recorded runs
- * from index from); NULL, or the error that kept it from being measured at all (allocated). */
-char *tune_bench_measure(tune_bench *b, const char *config, unsigned from, unsigned nruns, tune_bench_result *r);
+/* Builds (or finds built) configurations configs[0..n) (each "NAME=VALUE,...", every parameter,
+ * in the problem's order; built in parallel), validates each, and runs each nruns times (a
+ * replay serves its recorded runs from index from), into r[0..n); r[0].recorded_ns is what the
+ * whole batch stands for. NULL, or the error that kept them from being measured at all
+ * (allocated). */
+char *tune_bench_measure(tune_bench *b, const char *const *configs, size_t n, unsigned from, unsigned nruns, tune_bench_result *r);
 void tune_bench_result_free(tune_bench_result *r);
 
 #endif

@@ -57,10 +57,13 @@ void help_worker(FILE *out) {
             "  --claim-timeout S    take over a job whose worker has not renewed its claim for S\n"
             "                       seconds (default 30; give every worker the same); a live\n"
             "                       worker renews its claim every S/4 seconds, at most every second\n"
-            "  --pace               replayed jobs take as long as the recording says they took\n"
-            "                       (building and runs): a fleet's coordination measured on one\n"
-            "                       machine\n"
-            "  --max-jobs N         stop after N jobs\n"
+            "  --pace F             replayed jobs take F times as long as the recording says they\n"
+            "                       took (building and runs; 1: as long): a fleet's coordination\n"
+            "                       measured on one machine\n"
+            "  --batch K            take up to K jobs at once and build them in parallel (they are\n"
+            "                       measured one after the other; default: the processors, at\n"
+            "                       most 16)\n"
+            "  --max-jobs N         stop after N jobs (a batch is finished first)\n"
             "  --name NAME          this worker's name in the fleet (default: host:pid)\n"
             "  --quiet              print nothing but errors\n"
             "  -h, --help           print this help\n");
@@ -84,9 +87,19 @@ typedef struct worker_opts {
     const char *url, *name;
     long device;
     double claim_s;
-    bool pace, quiet;
+    double pace; /* 0: replayed jobs take no time */
+    bool quiet;
     long max_jobs;
+    long batch;
 } worker_opts;
+
+/* A job as taken from its stream. */
+typedef struct job {
+    char stream[64], id[64];
+    char run[40], seq[24], config[4096];
+    unsigned long from, runs;
+    long long deliveries;
+} job;
 
 /* One run this worker has set up. */
 typedef struct session {
@@ -110,7 +123,8 @@ typedef struct worker {
     size_t devi;
     char streams[2][64];
     pthread_mutex_t mu;    /* the job in hand, for the heartbeat */
-    char held_stream[64], held_id[64];
+    const job *held; /* the jobs in hand (renewed by the heartbeat) */
+    size_t nheld;
     pthread_t beat;
     bool beat_started;
     atomic_bool stop;
@@ -144,11 +158,12 @@ static int usage(const char *fmt, ...) {
 }
 
 static int parse(int argc, char **argv, worker_opts *o) {
-    *o = (worker_opts){.device = -1, .claim_s = 30, .max_jobs = -1};
+    long procs = sysconf(_SC_NPROCESSORS_ONLN);
+    *o = (worker_opts){.device = -1, .claim_s = 30, .max_jobs = -1, .batch = procs < 1 ? 1 : procs > 16 ? 16 : procs};
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         bool has_value = strcmp(a, "--device") == 0 || strcmp(a, "--claim-timeout") == 0 || strcmp(a, "--max-jobs") == 0 ||
-                         strcmp(a, "--name") == 0;
+                         strcmp(a, "--name") == 0 || strcmp(a, "--pace") == 0 || strcmp(a, "--batch") == 0;
         const char *v = has_value && i + 1 < argc ? argv[i + 1] : NULL;
         if (has_value && v == NULL) return usage("%s needs a value", a);
         char *end = NULL;
@@ -156,7 +171,8 @@ static int parse(int argc, char **argv, worker_opts *o) {
             help_worker(stdout);
             return -1;
         } else if (strcmp(a, "--pace") == 0) {
-            o->pace = true;
+            o->pace = strtod(v, &end);
+            if (end == v || *end || !(o->pace > 0 && o->pace <= 1000)) return usage("--pace '%s': expected a factor above 0, at most 1000", v);
         } else if (strcmp(a, "--quiet") == 0) {
             o->quiet = true;
         } else if (strcmp(a, "--device") == 0) {
@@ -169,6 +185,9 @@ static int parse(int argc, char **argv, worker_opts *o) {
         } else if (strcmp(a, "--max-jobs") == 0) {
             o->max_jobs = strtol(v, &end, 10);
             if (end == v || *end || o->max_jobs < 1) return usage("--max-jobs '%s': expected a count, at least 1", v);
+        } else if (strcmp(a, "--batch") == 0) {
+            o->batch = strtol(v, &end, 10);
+            if (end == v || *end || o->batch < 1 || o->batch > 64) return usage("--batch '%s': expected a count from 1 to 64", v);
         } else if (strcmp(a, "--name") == 0) {
             if (*v == '\0' || strlen(v) > 200) return usage("--name: expected a name of 1 to 200 characters");
             o->name = v;
@@ -221,8 +240,8 @@ static void *beat_main(void *p) {
         }
         if (now - last_renew >= renew) { /* the job in hand stays this worker's while it lives */
             pthread_mutex_lock(&w->mu);
-            if (w->held_id[0]) {
-                redisReply *r = redisCommand(w->hc, "XCLAIM %s %s %s 0 %s JUSTID", w->held_stream, FLEET_GROUP, w->name, w->held_id);
+            for (size_t i = 0; i < w->nheld; i++) {
+                redisReply *r = redisCommand(w->hc, "XCLAIM %s %s %s 0 %s JUSTID", w->held[i].stream, FLEET_GROUP, w->name, w->held[i].id);
                 if (r) freeReplyObject(r);
             }
             pthread_mutex_unlock(&w->mu);
@@ -342,12 +361,6 @@ static session *session_for(worker *w, const char *run, bool *gone) {
 
 /* ---- jobs ----------------------------------------------------------------------------------- */
 
-typedef struct job {
-    char stream[64], id[64];
-    char run[40], seq[24], config[4096];
-    unsigned long from, runs;
-    long long deliveries;
-} job;
 
 /* Reads one stream entry [id, [k, v, ...]] into j; false when it is not a job. */
 static bool read_entry(const redisReply *ent, const char *stream, job *j) {
@@ -368,54 +381,57 @@ static bool read_entry(const redisReply *ent, const char *stream, job *j) {
     return have[0] && have[1] && have[2] && have[3] && have[4];
 }
 
-/* A job abandoned by a worker that stopped renewing its claim, or a new one; false when none
- * came within a second. An entry that is not a job is acknowledged and dropped. */
-static bool next_job(worker *w, job *j) {
-    char min_idle[32];
+/* Up to max jobs into js: those abandoned by workers that stopped renewing their claims first,
+ * else new ones (waiting up to a second); how many. An entry that is not a job is acknowledged
+ * and dropped. */
+static size_t next_jobs(worker *w, job *js, size_t max) {
+    char min_idle[32], count[16];
     snprintf(min_idle, sizeof min_idle, "%lld", (long long)(w->o.claim_s * 1000));
-    for (int s = 0; s < 2; s++) {
-        const char *argv[] = {"XAUTOCLAIM", w->streams[s], FLEET_GROUP, w->name, min_idle, "0-0", "COUNT", "1"};
+    snprintf(count, sizeof count, "%zu", max);
+    size_t n = 0;
+    for (int s = 0; s < 2 && n == 0; s++) {
+        const char *argv[] = {"XAUTOCLAIM", w->streams[s], FLEET_GROUP, w->name, min_idle, "0-0", "COUNT", count};
         redisReply *r = redisCommandArgv(w->c, 8, argv, NULL);
-        bool got = r && r->type == REDIS_REPLY_ARRAY && r->elements >= 2 && r->element[1]->type == REDIS_REPLY_ARRAY &&
-                   r->element[1]->elements > 0;
-        if (got && !read_entry(r->element[1]->element[0], w->streams[s], j)) {
-            if (r->element[1]->element[0]->type == REDIS_REPLY_ARRAY && r->element[1]->element[0]->elements > 0) {
-                redisReply *a = redisCommand(w->c, "XACK %s %s %s", w->streams[s], FLEET_GROUP, r->element[1]->element[0]->element[0]->str);
+        const redisReply *list = r && r->type == REDIS_REPLY_ARRAY && r->elements >= 2 ? r->element[1] : NULL;
+        for (size_t e = 0; list && list->type == REDIS_REPLY_ARRAY && e < list->elements && n < max; e++) {
+            const redisReply *ent = list->element[e];
+            if (read_entry(ent, w->streams[s], &js[n])) {
+                n++;
+            } else if (ent->type == REDIS_REPLY_ARRAY && ent->elements > 0) {
+                redisReply *a = redisCommand(w->c, "XACK %s %s %s", w->streams[s], FLEET_GROUP, ent->element[0]->str);
                 if (a) freeReplyObject(a);
             }
-            got = false;
         }
         if (r) freeReplyObject(r);
-        if (got) {
-            /* how often it was handed out: a job that takes every worker down is failed, not retried forever */
-            r = redisCommand(w->c, "XPENDING %s %s %s %s 1", j->stream, FLEET_GROUP, j->id, j->id);
-            if (r && r->type == REDIS_REPLY_ARRAY && r->elements == 1 && r->element[0]->elements >= 4)
-                j->deliveries = r->element[0]->element[3]->integer;
-            if (r) freeReplyObject(r);
-            return true;
-        }
     }
-    const char *argv[] = {"XREADGROUP", "GROUP", FLEET_GROUP, w->name, "COUNT", "1", "BLOCK", "1000", "STREAMS", w->streams[0], w->streams[1], ">", ">"};
+    for (size_t i = 0; i < n; i++) {
+        /* how often it was handed out: a job that takes every worker down is failed, not retried forever */
+        redisReply *r = redisCommand(w->c, "XPENDING %s %s %s %s 1", js[i].stream, FLEET_GROUP, js[i].id, js[i].id);
+        if (r && r->type == REDIS_REPLY_ARRAY && r->elements == 1 && r->element[0]->elements >= 4)
+            js[i].deliveries = r->element[0]->element[3]->integer;
+        if (r) freeReplyObject(r);
+    }
+    if (n > 0) return n;
+    const char *argv[] = {"XREADGROUP", "GROUP", FLEET_GROUP, w->name, "COUNT", count, "BLOCK", "1000", "STREAMS", w->streams[0], w->streams[1], ">", ">"};
     redisReply *r = redisCommandArgv(w->c, 13, argv, NULL);
-    bool got = false;
-    for (size_t s = 0; r && r->type == REDIS_REPLY_ARRAY && s < r->elements && !got; s++) {
+    for (size_t s = 0; r && r->type == REDIS_REPLY_ARRAY && s < r->elements; s++) {
         const redisReply *st = r->element[s];
-        if (st->type != REDIS_REPLY_ARRAY || st->elements < 2 || st->element[1]->elements == 0) continue;
-        const redisReply *ent = st->element[1]->element[0];
-        got = read_entry(ent, st->element[0]->str, j);
-        if (!got && ent->type == REDIS_REPLY_ARRAY && ent->elements > 0) {
-            redisReply *a = redisCommand(w->c, "XACK %s %s %s", st->element[0]->str, FLEET_GROUP, ent->element[0]->str);
-            if (a) freeReplyObject(a);
+        if (st->type != REDIS_REPLY_ARRAY || st->elements < 2) continue;
+        for (size_t e = 0; e < st->element[1]->elements && n < max; e++) {
+            const redisReply *ent = st->element[1]->element[e];
+            if (read_entry(ent, st->element[0]->str, &js[n])) {
+                js[n++].deliveries = 1;
+            } else if (ent->type == REDIS_REPLY_ARRAY && ent->elements > 0) {
+                redisReply *a = redisCommand(w->c, "XACK %s %s %s", st->element[0]->str, FLEET_GROUP, ent->element[0]->str);
+                if (a) freeReplyObject(a);
+            }
         }
     }
-    if (got) j->deliveries = 1;
     if (r) freeReplyObject(r);
-    return got;
+    return n;
 }
 
-static const char *outcome_text(kt_outcome o) { return kt_outcome_name(o); }
-
-/* Writes the job's result and acknowledges it, in one transaction. */
+/* Writes job j's result and acknowledges it, in one transaction. */
 static bool finish(worker *w, const job *j, const char *result) {
     char results[96];
     snprintf(results, sizeof results, FLEET_PREFIX "results:%s", j->run);
@@ -442,42 +458,62 @@ static void sleep_ns(double ns) {
     }
 }
 
-/* Measures job j; the result document (allocated). */
-static char *run_job(worker *w, job *j) {
+/* A result document (allocated): the measurement, or a failure with message. */
+static char *result_text(const worker *w, const job *j, const tune_bench_result *r, kt_outcome failed, const char *message) {
     json_t *res = json_object();
     json_object_set_new(res, "worker", json_string(w->name));
     json_object_set_new(res, "config", json_string(j->config));
-    if (j->deliveries > POISON) { /* it took every worker that tried it down */
-        json_object_set_new(res, "outcome", json_string(outcome_text(KT_OUTCOME_CRASHED)));
-        json_object_set_new(res, "message", json_string("handed out more than 8 times: every worker that took it stopped"));
-    } else {
-        bool gone = false;
-        session *s = session_for(w, j->run, &gone);
-        if (gone || s == NULL) {
-            json_decref(res);
-            return NULL;
-        }
-        tune_bench_result r;
-        char *err = s->error ? cli_format("this worker could not set the run up: %s", s->error)
-                             : tune_bench_measure(s->bench, j->config, (unsigned)j->from, (unsigned)(j->runs ? j->runs : 1), &r);
-        if (err) {
-            json_object_set_new(res, "outcome", json_string(outcome_text(KT_OUTCOME_FAILED)));
-            json_object_set_new(res, "message", json_string(err));
-            free(err);
-        } else {
-            json_object_set_new(res, "outcome", json_string(outcome_text(r.outcome)));
-            if (r.message) json_object_set_new(res, "message", json_string(r.message));
-            json_t *runs = json_array();
-            for (size_t i = 0; i < r.nruns; i++) json_array_append_new(runs, json_real(r.runs[i]));
-            json_object_set_new(res, "runs", runs);
-            json_object_set_new(res, "build_ms", json_real(r.build_ms));
-            if (w->o.pace) sleep_ns(r.recorded_ns); /* as long as the recording says it took */
-            tune_bench_result_free(&r);
-        }
+    json_object_set_new(res, "outcome", json_string(kt_outcome_name(r ? r->outcome : failed)));
+    if (r ? r->message != NULL : message != NULL) json_object_set_new(res, "message", json_string(r ? r->message : message));
+    if (r) {
+        json_t *runs = json_array();
+        for (size_t i = 0; i < r->nruns; i++) json_array_append_new(runs, json_real(r->runs[i]));
+        json_object_set_new(res, "runs", runs);
+        json_object_set_new(res, "build_ms", json_real(r->build_ms));
     }
     char *text = json_dumps(res, JSON_COMPACT | JSON_REAL_PRECISION(17));
     json_decref(res);
     return text;
+}
+
+/* Measures jobs js[0..n) of one run, which ask for the same runs (built together, measured one
+ * after the other), and sends each result. */
+static void run_group(worker *w, job *js, size_t n) {
+    bool gone = false;
+    session *s = session_for(w, js[0].run, &gone);
+    const char *configs[64];
+    job *todo[64];
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++) {
+        char *text = NULL;
+        if (gone || s == NULL) { /* its run is gone: nobody waits for it */
+            redisReply *r = redisCommand(w->c, "XACK %s %s %s", js[i].stream, FLEET_GROUP, js[i].id);
+            if (r) freeReplyObject(r);
+            continue;
+        }
+        if (js[i].deliveries > POISON) /* it took every worker that tried it down */
+            text = result_text(w, &js[i], NULL, KT_OUTCOME_CRASHED, "handed out more than 8 times: every worker that took it stopped");
+        else if (s->error)
+            text = result_text(w, &js[i], NULL, KT_OUTCOME_FAILED, s->error);
+        if (text == NULL && !s->error && js[i].deliveries <= POISON) {
+            todo[k] = &js[i];
+            configs[k++] = js[i].config;
+            continue;
+        }
+        if (text && finish(w, &js[i], text)) atomic_fetch_add(&w->jobs, 1);
+        free(text);
+    }
+    if (k == 0) return;
+    tune_bench_result r[64];
+    char *err = tune_bench_measure(s->bench, configs, k, (unsigned)todo[0]->from, (unsigned)(todo[0]->runs ? todo[0]->runs : 1), r);
+    if (err == NULL && w->o.pace > 0) sleep_ns(r[0].recorded_ns * w->o.pace); /* as long as the recording says (scaled) */
+    for (size_t i = 0; i < k; i++) {
+        char *text = err ? result_text(w, todo[i], NULL, KT_OUTCOME_FAILED, err) : result_text(w, todo[i], &r[i], KT_OUTCOME_FAILED, NULL);
+        if (text && finish(w, todo[i], text)) atomic_fetch_add(&w->jobs, 1);
+        free(text);
+        if (err == NULL) tune_bench_result_free(&r[i]);
+    }
+    free(err);
 }
 
 /* The device this worker measures on. */
@@ -550,7 +586,6 @@ int run_worker(int argc, char **argv) {
         fprintf(stderr, "kerntune worker %s: measuring on device %zu, %s, for %s\n", w->name, w->devi, kt_device_name(w->dev), w->o.url);
     rc = 0;
     while (!interrupted && (w->o.max_jobs < 0 || atomic_load(&w->jobs) < w->o.max_jobs)) {
-        job j;
         if (w->c == NULL || w->c->err) { /* Redis went away: wait for it */
             if (w->c) redisFree(w->c);
             free(err), err = NULL;
@@ -559,25 +594,32 @@ int run_worker(int argc, char **argv) {
                 continue;
             }
         }
-        if (!next_job(w, &j)) continue;
+        job js[64], grp[64];
+        size_t n = next_jobs(w, js, (size_t)w->o.batch);
+        if (n == 0) continue;
         pthread_mutex_lock(&w->mu);
-        snprintf(w->held_stream, sizeof w->held_stream, "%s", j.stream);
-        snprintf(w->held_id, sizeof w->held_id, "%s", j.id);
+        w->held = js, w->nheld = n;
         pthread_mutex_unlock(&w->mu);
-        char results[96];
-        snprintf(results, sizeof results, FLEET_PREFIX "results:%s", j.run);
-        redisReply *r = redisCommand(w->c, "XADD %s * type start seq %s worker %s", results, j.seq, w->name);
-        if (r) freeReplyObject(r);
-        char *result = run_job(w, &j);
-        if (result == NULL) { /* its run is gone: nobody waits for it */
-            r = redisCommand(w->c, "XACK %s %s %s", j.stream, FLEET_GROUP, j.id);
+        for (size_t i = 0; i < n; i++) { /* the coordinator shows them running */
+            char results[96];
+            snprintf(results, sizeof results, FLEET_PREFIX "results:%s", js[i].run);
+            redisReply *r = redisCommand(w->c, "XADD %s * type start seq %s worker %s", results, js[i].seq, w->name);
             if (r) freeReplyObject(r);
-        } else if (finish(w, &j, result)) {
-            atomic_fetch_add(&w->jobs, 1);
         }
-        free(result);
+        /* jobs of one run that ask for the same runs are measured together */
+        bool done[64] = {false};
+        for (size_t i = 0; i < n; i++) {
+            if (done[i]) continue;
+            size_t k = 0;
+            for (size_t j = i; j < n; j++)
+                if (!done[j] && strcmp(js[j].run, js[i].run) == 0 && js[j].from == js[i].from && js[j].runs == js[i].runs) {
+                    grp[k++] = js[j];
+                    done[j] = true;
+                }
+            run_group(w, grp, k);
+        }
         pthread_mutex_lock(&w->mu);
-        w->held_id[0] = '\0';
+        w->nheld = 0;
         pthread_mutex_unlock(&w->mu);
     }
     goto out;

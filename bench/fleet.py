@@ -1,0 +1,132 @@
+#!/usr/bin/env python3
+"""bench/fleet.py - throughput of tuning spread over workers (issue [14]).
+
+Replays a benchmark_hub problem through `kerntune tune --workers` with 1, 2, 4 ... workers on a
+redis-server this script starts on a loopback port. Each worker runs with `--pace F`: a job
+sleeps for F times the time the recording says it took (its build and its runs), so that even a
+2-core machine measures the fleet's coordination rather than its own compute. Every run does the
+same search (same seed, same batch of jobs in flight), so the same jobs; it prints, per worker
+count, the wall time, jobs per second, the speedup over one worker against the ideal N, and the
+coordinator's processor time per job, then RESULT lines.
+
+On a machine with GPUs, --real runs the problem for real instead: one worker per GPU
+(`kerntune worker --device N`), no pacing, and the wall time with 1 and 2 workers.
+
+usage: bench/fleet.py [--kerntune build/kerntune] [--workers 1,2,4] [--pace 0.25]
+                      [--budget 2%] [--jobs 16] [--problem P --recording R] [--real --devices 1,2]
+"""
+import argparse
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+HUB = os.environ.get("KT_HUB", os.path.join(HERE, "..", "..", "shared", "benchmark_hub"))
+
+
+def free_port():
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
+def start_redis(tmp):
+    port = free_port()
+    proc = subprocess.Popen(["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+                             "--dir", tmp], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    for _ in range(200):
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.2) as c:
+                c.sendall(b"PING\r\n")
+                if c.recv(16).startswith(b"+PONG"):
+                    return proc, port
+        except OSError:
+            time.sleep(0.05)
+    proc.kill()
+    sys.exit("redis-server did not start (scripts/install-deps.sh installs it)")
+
+
+def run(args, n, url, tmp, devices=None):
+    workers = []
+    for i in range(n):
+        cmd = [args.kerntune, "worker", url, "--name", f"bench{n}-{i}", "--quiet"]
+        if args.real:
+            cmd += ["--device", str(devices[i])]
+        else:
+            cmd += ["--pace", str(args.pace)]
+        workers.append(subprocess.Popen(cmd, stdout=subprocess.DEVNULL))
+    cmd = [args.kerntune, "tune", args.problem, "--workers", url, "--json", "--quiet", "--seed", "1", "--budget", args.budget,
+           "--jobs", str(args.jobs), "--wait-workers", "30", "--t4", os.path.join(tmp, f"t4-{n}.json")]
+    cmd += ["--cache", "off"]
+    if not args.real:
+        cmd += ["--simulate", args.recording]
+    t0 = time.monotonic()
+    out = subprocess.run(cmd, stdout=subprocess.PIPE, check=False)
+    wall = time.monotonic() - t0
+    for w in workers:
+        w.send_signal(signal.SIGTERM)
+    for w in workers:
+        w.wait()
+    if out.returncode != 0:
+        sys.exit(f"kerntune tune --workers failed with {n} workers: {out.stdout.decode()[:400]}")
+    doc = json.loads(out.stdout)
+    return wall, doc
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--kerntune", default=os.path.join(HERE, "..", "build", "kerntune"))
+    ap.add_argument("--workers", default="1,2,4")
+    ap.add_argument("--pace", type=float, default=0.25, help="a job sleeps this times its recorded time")
+    ap.add_argument("--budget", default="2%")
+    ap.add_argument("--jobs", type=int, default=16, help="jobs in flight (the search's batch), the same for every run")
+    ap.add_argument("--problem", default=os.path.join(HUB, "kernels", "convolution_milo.json"))
+    ap.add_argument("--recording", default=os.path.join(HUB, "results", "convolution_milo", "A4000_T4.json.gz"))
+    ap.add_argument("--real", action="store_true", help="measure for real, one worker per device (see --devices)")
+    ap.add_argument("--devices", default="1,2", help="with --real: the kerntune device of each worker")
+    args = ap.parse_args()
+    counts = [int(x) for x in args.workers.split(",")]
+    devices = [int(x) for x in args.devices.split(",")]
+    if args.real and max(counts) > len(devices):
+        sys.exit(f"--real with {max(counts)} workers needs as many --devices")
+    if shutil.which("redis-server") is None:
+        sys.exit("redis-server is not installed (scripts/install-deps.sh)")
+    tmp = tempfile.mkdtemp(prefix="kt-bench-fleet-")
+    redis, port = start_redis(tmp)
+    url = f"redis://127.0.0.1:{port}"
+    rows = []
+    try:
+        for n in counts:
+            wall, doc = run(args, n, url, tmp, devices)
+            fl = doc["fleet"]
+            rows.append((n, wall, fl["jobs"], fl["coordinator_us_per_job"], doc["best"]["configuration"] if doc.get("best") else None))
+    finally:
+        redis.kill()
+        redis.wait()
+        shutil.rmtree(tmp, ignore_errors=True)
+    mode = "real (no pacing)" if args.real else f"replay of {os.path.basename(args.recording)}, jobs paced at {args.pace}x recorded"
+    print(f"# {os.path.basename(args.problem)}: {mode}; budget {args.budget}, {args.jobs} jobs in flight")
+    print(f"{'workers':>7}  {'wall s':>8}  {'jobs':>5}  {'jobs/s':>7}  {'speedup':>7}  {'ideal':>5}  {'efficiency':>10}  {'coord us/job':>12}")
+    base = rows[0][1] * rows[0][0]
+    worst = None
+    for n, wall, jobs, us, _ in rows:
+        speed = base / wall
+        eff = speed / n
+        worst = eff if worst is None or eff < worst else worst
+        print(f"{n:>7}  {wall:8.2f}  {jobs:5d}  {jobs / wall:7.2f}  {speed:7.2f}  {n:5d}  {eff:10.3f}  {us:12.0f}")
+    same = all(r[4] == rows[0][4] for r in rows)
+    print(f"RESULT fleet_efficiency_min {worst:.3f} (target >= 0.9 with N workers: speedup >= 0.9 N)")
+    print(f"RESULT coordinator_us_per_job {max(r[3] for r in rows):.0f}")
+    print(f"RESULT same_pick {'yes' if same else 'NO'}")
+
+
+if __name__ == "__main__":
+    main()
