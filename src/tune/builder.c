@@ -50,6 +50,8 @@ struct kt__builder {
     size_t njobs, capjobs, next; /* jobs[next..] are queued, in order */
     size_t *ready;                 /* units whose builds are done, not taken */
     size_t nready, capready;
+    size_t *fifo;                  /* units submitted and not taken, in the order submitted */
+    size_t nfifo, capfifo;
     size_t pending;                /* units submitted, build not done */
     double *built_ms;              /* the times of the builds done (not found cached), */
     size_t nbuilt, capbuilt;       /* how many */
@@ -208,6 +210,11 @@ kt_status kt__builder_submit(kt__builder *bl, const size_t *units, size_t n) {
             j->state = QUEUED;
             bl->jobs[bl->njobs++] = j;
         }
+        if (!grow((void **)&bl->fifo, &bl->capfifo, bl->nfifo + 1, sizeof *bl->fifo)) {
+            pthread_mutex_unlock(&bl->mu);
+            return kt__err(KT_ERR_NO_MEMORY, "%s(op '%s'): out of memory submitting a build", d->where, op->name);
+        }
+        bl->fifo[bl->nfifo++] = i;
         if (j->state == DONE) {
             if (!grow((void **)&bl->ready, &bl->capready, bl->nready + 1, sizeof *bl->ready)) {
                 pthread_mutex_unlock(&bl->mu);
@@ -294,16 +301,42 @@ static kt_status finish(kt__builder *bl, job *j, size_t i) {
     return KT_OK;
 }
 
-size_t kt__builder_take(kt__builder *bl, size_t *units, size_t max, bool wait, kt_status *st) {
+/* Removes unit i from the list of those not taken (the caller holds mu). */
+static void untake(kt__builder *bl, size_t i) {
+    for (size_t q = 0; q < bl->nfifo; q++)
+        if (bl->fifo[q] == i) {
+            memmove(bl->fifo + q, bl->fifo + q + 1, (bl->nfifo - q - 1) * sizeof *bl->fifo);
+            bl->nfifo--;
+            return;
+        }
+}
+
+size_t kt__builder_take(kt__builder *bl, size_t *units, size_t max, bool wait, bool oldest, kt_status *st) {
     *st = KT_OK;
     pthread_mutex_lock(&bl->mu);
-    while (wait && bl->nready == 0 && bl->pending > 0) pthread_cond_wait(&bl->done, &bl->mu);
-    size_t k = bl->nready < max ? bl->nready : max;
-    if (k > 0) {
-        memcpy(units, bl->ready, k * sizeof *units);
-        memmove(bl->ready, bl->ready + k, (bl->nready - k) * sizeof *bl->ready);
+    size_t k = 0;
+    if (oldest && max > 0) { /* the first submitted, whatever order the builds end in */
+        long at = -1;
+        while (bl->nfifo > 0) {
+            for (size_t q = 0; q < bl->nready && at < 0; q++)
+                if (bl->ready[q] == bl->fifo[0]) at = (long)q;
+            if (at >= 0 || !wait || bl->pending == 0) break;
+            pthread_cond_wait(&bl->done, &bl->mu);
+        }
+        if (at >= 0) {
+            units[k++] = bl->ready[at];
+            memmove(bl->ready + at, bl->ready + at + 1, (bl->nready - (size_t)at - 1) * sizeof *bl->ready);
+        }
+    } else {
+        while (wait && bl->nready == 0 && bl->pending > 0) pthread_cond_wait(&bl->done, &bl->mu);
+        k = bl->nready < max ? bl->nready : max;
+        if (k > 0) {
+            memcpy(units, bl->ready, k * sizeof *units);
+            memmove(bl->ready, bl->ready + k, (bl->nready - k) * sizeof *bl->ready);
+        }
     }
     bl->nready -= k;
+    for (size_t q = 0; q < k; q++) untake(bl, units[q]);
     job **of = malloc((k ? k : 1) * sizeof *of);
     for (size_t q = 0; of && q < k; q++) of[q] = job_of(bl, units[q]);
     pthread_mutex_unlock(&bl->mu);
@@ -354,13 +387,13 @@ void kt__builder_stop(kt__builder *bl) {
         for (size_t t = 0; t < bl->nthreads; t++) pthread_join(bl->th[t], NULL);
         kt_status st;
         size_t unit;
-        while (kt__builder_take(bl, &unit, 1, false, &st) == 1) {} /* built, never taken: finished (their modules kept) */
+        while (kt__builder_take(bl, &unit, 1, false, false, &st) == 1) {} /* built, never taken: finished (their modules kept) */
     }
     for (size_t q = 0; q < bl->njobs; q++) {
         free(bl->jobs[q]->units);
         free(bl->jobs[q]);
     }
-    free(bl->jobs), free(bl->ready), free(bl->built_ms);
+    free(bl->jobs), free(bl->ready), free(bl->fifo), free(bl->built_ms);
     free(bl->types), free(bl->elems), free(bl->names), free(bl->constant);
     free(bl->begun_why);
     if (bl->inited) {

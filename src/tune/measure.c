@@ -765,16 +765,21 @@ static bool fits_in_budget(const tuning *tu, size_t inflight) {
     return (double)(inflight / tu->threads) * median_s + p90_s + (double)(inflight + 1) * per_unit <= left;
 }
 
-/* Pipelined: keeps every build thread busy with the search's proposals, and hands the engine
- * units as their builds finish (waiting for one when none has), so that the next configurations
- * compile while the engine measures these. */
-/* Gives the builder the search's proposals until every build thread has one (what needs no
- * build waits in tu->direct). */
+/* Pipelined: keeps the build threads busy with the search's proposals, and hands the engine
+ * units in the order they were proposed, each once its build is done, so that the next
+ * configurations compile while the engine measures these. Twice as many units as threads are
+ * submitted and not taken at any time (a slow build at the head of the line leaves the threads
+ * the others to build), and the search proposes only to refill that window after a unit was
+ * taken: what the search is told, and when, depends on nothing but the results, never on which
+ * build ends first. A tuning on such a device is as repeatable as one built in batches, and a
+ * fleet's (cli/fleet.c), whose builds are jobs on other machines, gives a local replay's T4. */
+/* Gives the builder the search's proposals until the window is full (what needs no build waits
+ * in tu->direct). */
 static kt_status top_up(tuning *tu) {
     kt_status st = KT_OK;
-    size_t inflight = kt__builder_pending(tu->builder);
-    while (st == KT_OK && inflight < tu->threads && tu->ndirect < 48 && fits_in_budget(tu, inflight)) {
-        size_t got[16], want = tu->threads - inflight < 16 ? tu->threads - inflight : 16;
+    size_t inflight = kt__builder_pending(tu->builder), window = 2 * tu->threads;
+    while (st == KT_OK && inflight < window && tu->ndirect < 48 && fits_in_budget(tu, inflight)) {
+        size_t got[16], want = window - inflight < 16 ? window - inflight : 16;
         size_t k = propose_units(tu, got, want);
         if (k == 0) break;
         for (size_t j = 0; j < k && st == KT_OK; j++)
@@ -795,7 +800,7 @@ static size_t next_pipelined(tuning *tu, size_t *units, size_t max) {
             memmove(tu->direct, tu->direct + k, (tu->ndirect - k) * sizeof *tu->direct);
             tu->ndirect -= k;
         } else if (st == KT_OK) {
-            k = kt__builder_take(tu->builder, units, max, true, &st);
+            k = kt__builder_take(tu->builder, units, max, true, true, &st);
         }
         /* the threads those freed build the next proposals while the engine measures these */
         if (st == KT_OK && k > 0) st = top_up(tu);

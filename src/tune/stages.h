@@ -233,9 +233,11 @@ kt_status kt__builder_start(kt_op *op, kt_decision *d, kt__plans *plans, size_t 
 kt_status kt__builder_submit(kt__builder *b, const size_t *units, size_t n);
 
 /* Takes up to max units whose builds are done (waiting for one when wait and some are still
- * building), finished on this thread: runnable, or BUILD_FAILED. Returns how many. *st: an
- * error that is not the units'. */
-size_t kt__builder_take(kt__builder *b, size_t *units, size_t max, bool wait, kt_status *st);
+ * building), finished on this thread: runnable, or BUILD_FAILED. With oldest, only the unit
+ * submitted first of those not taken, once its build is done (waiting for it when wait): units
+ * come back in the order they were submitted, whatever order their builds end in. Returns
+ * how many. *st: an error that is not the units'. */
+size_t kt__builder_take(kt__builder *b, size_t *units, size_t max, bool wait, bool oldest, kt_status *st);
 
 /* Units submitted and not taken yet; the q quantile (0 to 1) of the times of the builds done
  * (ms, 0 before one). */
