@@ -517,6 +517,9 @@ static const kt_backend fleet_table = {
     .unload = b_unload,
     .launch = b_launch,
     .classify = b_classify,
+    /* the workers build and run: building here (putting jobs on the stream) goes on while the
+     * engine serves the runs that came back */
+    .caps = KT_BACKEND_CAP_OWN_PROCESSOR,
 };
 
 const kt_backend *fleet_backend(fleet *f) { return &f->backend; }

@@ -226,6 +226,9 @@ static const kt_backend replay_table = {
     .entry = NULL,
     .launch = r_launch,
     .limits = NULL,
+    /* the recording's device ran its kernels apart from the host: a replay builds as it goes,
+     * exactly as a tuning there would have */
+    .caps = KT_BACKEND_CAP_OWN_PROCESSOR,
 };
 
 const kt_backend *replay_backend(replay_data *data) {
