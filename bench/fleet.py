@@ -12,8 +12,13 @@ coordinator's processor time per job, then RESULT lines.
 On a machine with GPUs, --real runs the problem for real instead: one worker per GPU
 (`kerntune worker --device N`), no pacing, and the wall time with 1 and 2 workers.
 
-usage: bench/fleet.py [--kerntune build/kerntune] [--workers 1,2,4] [--pace 0.25]
-                      [--budget 2%] [--jobs 16] [--problem P --recording R] [--real --devices 1,2]
+usage: bench/fleet.py [--kerntune build/kerntune] [--workers 1,2,4] [--pace 0.1] [--strategy random]
+                      [--budget 5%] [--jobs 16] [--problem P --recording R] [--real --devices 1,2]
+
+The default search is random sampling, which proposes whenever a job slot is free: the fleet's
+own throughput. A strategy that waits for a generation's results before the next (--strategy
+auto picks genetic or local search here) idles workers at each generation's tail, as it idles
+build threads in a local run.
 """
 import argparse
 import json
@@ -61,16 +66,17 @@ def run(args, n, url, tmp, devices=None):
         if args.real:
             cmd += ["--device", str(devices[i])]
         else:
-            cmd += ["--pace", str(args.pace)]
+            cmd += ["--pace", str(args.pace), "--batch", "1"]  # one job at a time: the recorded time of each
         workers.append(subprocess.Popen(cmd, stdout=subprocess.DEVNULL))
     cmd = [args.kerntune, "tune", args.problem, "--workers", url, "--json", "--quiet", "--seed", "1", "--budget", args.budget,
-           "--jobs", str(args.jobs), "--wait-workers", "30", "--t4", os.path.join(tmp, f"t4-{n}.json")]
+           "--jobs", str(args.jobs), "--wait-workers", "30", "--strategy", args.strategy, "--t4", os.path.join(tmp, f"t4-{n}.json")]
     cmd += ["--cache", "off"]
     if not args.real:
         cmd += ["--simulate", args.recording]
-    t0 = time.monotonic()
+    t0, before = time.monotonic(), os.times()
     out = subprocess.run(cmd, stdout=subprocess.PIPE, check=False)
-    wall = time.monotonic() - t0
+    wall, after = time.monotonic() - t0, os.times()  # the workers are not reaped yet: the coordinator's alone
+    cpu = (after.children_user + after.children_system) - (before.children_user + before.children_system)
     for w in workers:
         w.send_signal(signal.SIGTERM)
     for w in workers:
@@ -78,15 +84,28 @@ def run(args, n, url, tmp, devices=None):
     if out.returncode != 0:
         sys.exit(f"kerntune tune --workers failed with {n} workers: {out.stdout.decode()[:400]}")
     doc = json.loads(out.stdout)
-    return wall, doc
+    return wall, doc, cpu
+
+
+def local_cpu(args, tmp):
+    """The processor time of the same tuning replayed locally (no fleet), and its configurations."""
+    cmd = [args.kerntune, "tune", args.problem, "--json", "--quiet", "--seed", "1", "--budget", args.budget, "--jobs", str(args.jobs),
+           "--strategy", args.strategy, "--cache", "off", "--simulate", args.recording, "--t4", os.path.join(tmp, "t4-local.json")]
+    before = os.times()
+    out = subprocess.run(cmd, stdout=subprocess.PIPE, check=True)
+    after = os.times()
+    doc = json.loads(out.stdout)
+    return (after.children_user + after.children_system) - (before.children_user + before.children_system), doc
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--kerntune", default=os.path.join(HERE, "..", "build", "kerntune"))
     ap.add_argument("--workers", default="1,2,4")
-    ap.add_argument("--pace", type=float, default=0.25, help="a job sleeps this times its recorded time")
-    ap.add_argument("--budget", default="2%")
+    ap.add_argument("--pace", type=float, default=0.1, help="a job sleeps this times its recorded time")
+    ap.add_argument("--budget", default="5%")
+    ap.add_argument("--strategy", default="random",
+                    help="the search (random: no generation to wait for, so the fleet's own throughput; auto: what a user gets)")
     ap.add_argument("--jobs", type=int, default=16, help="jobs in flight (the search's batch), the same for every run")
     ap.add_argument("--problem", default=os.path.join(HUB, "kernels", "convolution_milo.json"))
     ap.add_argument("--recording", default=os.path.join(HUB, "results", "convolution_milo", "A4000_T4.json.gz"))
@@ -103,28 +122,37 @@ def main():
     redis, port = start_redis(tmp)
     url = f"redis://127.0.0.1:{port}"
     rows = []
+    base_cpu, base_doc = (None, None) if args.real else local_cpu(args, tmp)
     try:
         for n in counts:
-            wall, doc = run(args, n, url, tmp, devices)
+            wall, doc, cpu = run(args, n, url, tmp, devices)
             fl = doc["fleet"]
-            rows.append((n, wall, fl["jobs"], fl["coordinator_us_per_job"], doc["best"]["configuration"] if doc.get("best") else None))
+            rows.append((n, wall, fl["jobs"], fl["coordinator_us_per_job"], doc["best"]["configuration"] if doc.get("best") else None,
+                         cpu))
     finally:
         redis.kill()
         redis.wait()
         shutil.rmtree(tmp, ignore_errors=True)
     mode = "real (no pacing)" if args.real else f"replay of {os.path.basename(args.recording)}, jobs paced at {args.pace}x recorded"
-    print(f"# {os.path.basename(args.problem)}: {mode}; budget {args.budget}, {args.jobs} jobs in flight")
+    print(f"# {os.path.basename(args.problem)}: {mode}; strategy {args.strategy}, budget {args.budget}, {args.jobs} jobs in flight")
     print(f"{'workers':>7}  {'wall s':>8}  {'jobs':>5}  {'jobs/s':>7}  {'speedup':>7}  {'ideal':>5}  {'efficiency':>10}  {'coord us/job':>12}")
     base = rows[0][1] * rows[0][0]
     worst = None
-    for n, wall, jobs, us, _ in rows:
+    for n, wall, jobs, us, _, _ in rows:
         speed = base / wall
         eff = speed / n
         worst = eff if worst is None or eff < worst else worst
         print(f"{n:>7}  {wall:8.2f}  {jobs:5d}  {jobs / wall:7.2f}  {speed:7.2f}  {n:5d}  {eff:10.3f}  {us:12.0f}")
     same = all(r[4] == rows[0][4] for r in rows)
     print(f"RESULT fleet_efficiency_min {worst:.3f} (target >= 0.9 with N workers: speedup >= 0.9 N)")
-    print(f"RESULT coordinator_us_per_job {max(r[3] for r in rows):.0f}")
+    print(f"RESULT coordinator_us_per_job {max(r[3] for r in rows):.0f} (its whole processor time per job: search, race, T4)")
+    if base_cpu is not None:
+        # the same tuning replayed here costs the search, the race and the T4 too: the rest is the fleet's
+        fleet_us = max((r[5] - base_cpu) * 1e6 / r[2] for r in rows)  # whole processes, both
+        print(f"RESULT local_replay_us_per_configuration {base_cpu * 1e6 / rows[0][2]:.0f} (the same tuning with no fleet, whole process)")
+        print(f"RESULT fleet_overhead_us_per_job {fleet_us:.0f} (coordinator minus the local replay, per job)")
+        same_local = base_doc.get("best", {}).get("configuration") == rows[0][4]
+        print(f"RESULT same_pick_as_local {'yes' if same_local else 'NO'}")
     print(f"RESULT same_pick {'yes' if same else 'NO'}")
 
 
