@@ -67,7 +67,10 @@ def run(args, n, url, tmp, devices=None):
             cmd += ["--device", str(devices[i])]
         else:
             cmd += ["--pace", str(args.pace), "--batch", "1"]  # one job at a time: the recorded time of each
-        workers.append(subprocess.Popen(cmd, stdout=subprocess.DEVNULL))
+        env = dict(os.environ)
+        if args.real:  # every run compiles afresh: no run finds another's artifacts
+            env["KERNTUNE_ARTIFACTS"] = os.path.join(tmp, f"artifacts-{n}")
+        workers.append(subprocess.Popen(cmd, stdout=subprocess.DEVNULL, env=env))
     cmd = [args.kerntune, "tune", args.problem, "--workers", url, "--json", "--quiet", "--seed", "1", "--budget", args.budget,
            "--jobs", str(args.jobs), "--wait-workers", "30", "--strategy", args.strategy, "--t4", os.path.join(tmp, f"t4-{n}.json")]
     cmd += ["--cache", "off"]

@@ -35,6 +35,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/wait.h>
+#if defined(__linux__)
+#include <sys/prctl.h>
+#endif
 
 #define OK(call) OK_SAYING(call, kt_last_error())
 
@@ -1058,20 +1062,67 @@ typedef struct stream_caller {
     int calls, sync;
     kt_status st;
     int synced;
+    atomic_int done;  /* calls returned so far */
+    atomic_int phase; /* 0 not started, 1 calling, 2 synchronising, 3 finished */
 } stream_caller;
 
 static void *call_on_stream(void *p) {
     stream_caller *c = p;
     c->st = KT_OK;
-    for (int k = 0; k < c->calls && c->st == KT_OK; k++) c->st = kt_op_call_async(c->op, c->stream, c->args, 2);
+    atomic_store(&c->phase, 1);
+    for (int k = 0; k < c->calls && c->st == KT_OK; k++) {
+        c->st = kt_op_call_async(c->op, c->stream, c->args, 2);
+        atomic_fetch_add(&c->done, 1);
+    }
+    atomic_store(&c->phase, 2);
     if (c->sync) c->synced = c->cu->StreamSynchronize(c->stream);
+    atomic_store(&c->phase, 3);
     return NULL;
 }
 
+static stream_caller *stuck_callers[2]; /* A, B: what the alarm reports */
+
+/* Appends text, then a number, to buf at *at (async-signal-safe: no stdio). */
+static void put_num(char *buf, size_t *at, const char *text, long v) {
+    while (*text && *at < 250) buf[(*at)++] = *text++;
+    char d[24];
+    int n = 0;
+    if (v < 0) buf[(*at)++] = '-', v = -v;
+    do d[n++] = (char)('0' + v % 10), v /= 10; while (v && n < 23);
+    while (n && *at < 250) buf[(*at)++] = d[--n];
+}
+
+/* The alarm: says how far each thread got (which of them is stuck, and where: calling or in
+ * cuStreamSynchronize), then has gdb (else eu-stack) print every thread's stack, the driver's
+ * included, and ends the process. */
 static void stuck(int sig) {
     (void)sig;
-    static const char msg[] = "FAIL: a hit on stream B waited for held stream A\n";
+    static const char msg[] = "FAIL: two streams: a thread waited while stream A was held\n";
     if (write(1, msg, sizeof msg - 1) < 0) _exit(3);
+    char buf[256];
+    size_t at = 0;
+    for (int t = 0; t < 2 && stuck_callers[t]; t++) {
+        put_num(buf, &at, t ? "; B: calls returned " : "  A: calls returned ", atomic_load(&stuck_callers[t]->done));
+        put_num(buf, &at, " of ", stuck_callers[t]->calls);
+        put_num(buf, &at, ", phase ", atomic_load(&stuck_callers[t]->phase));
+    }
+    buf[at++] = '\n';
+    if (write(1, buf, at) < 0) _exit(3);
+    char pid[24];
+    size_t pn = 0;
+    put_num(pid, &pn, "", (long)getpid());
+    pid[pn] = '\0';
+#if defined(__linux__)
+    prctl(PR_SET_PTRACER, PR_SET_PTRACER_ANY, 0, 0, 0); /* Yama: let the child attach */
+#endif
+    pid_t child = fork();
+    if (child == 0) {
+        dup2(1, 2);
+        execlp("gdb", "gdb", "-batch", "-nx", "-p", pid, "-ex", "info threads", "-ex", "thread apply all bt", (char *)NULL);
+        execlp("eu-stack", "eu-stack", "-p", pid, (char *)NULL);
+        _exit(127);
+    }
+    if (child > 0) waitpid(child, NULL, 0);
     _exit(2);
 }
 
@@ -1090,10 +1141,15 @@ static void check_two_streams(void) {
     kt_op *op = add_op(ctx, dev, "addstreams");
     CHECK(op && kt_op_key_arg(op, 0, KT_BUCKET_EXACT) == KT_OK, "op: %s", kt_last_error()); /* the size: two keys */
     if (!op || !sa || !sb) return;
-    stream_caller ca = {op, &cu, sa, {kt_arg_buf(da, MA * sizeof *v), kt_arg_f32(1.0f)}, CALLS, 0, KT_OK, 0};
-    stream_caller cb = {op, &cu, sb, {kt_arg_buf(db, MB * sizeof *v), kt_arg_f32(1.0f)}, CALLS, 1, KT_OK, 0};
+    stream_caller ca = {op, &cu, sa, {kt_arg_buf(da, MA * sizeof *v), kt_arg_f32(1.0f)}, CALLS, 0, KT_OK, 0, 0, 0};
+    stream_caller cb = {op, &cu, sb, {kt_arg_buf(db, MB * sizeof *v), kt_arg_f32(1.0f)}, CALLS, 1, KT_OK, 0, 0, 0};
     OK(kt_op_tune(op, ca.args, 2));
     OK(kt_op_tune(op, cb.args, 2));
+    const kt_decision *wa = NULL, *wb = NULL; /* which kernels the hits launch (the first time in this process) */
+    if (kt_op_decision(op, ca.args, 2, &wa) == KT_OK && kt_op_decision(op, cb.args, 2, &wb) == KT_OK)
+        printf("two streams: winners %s (A) and %s (B)\n", kt_decision_unit_config(wa, kt_decision_winner_unit(wa)),
+               kt_decision_unit_config(wb, kt_decision_winner_unit(wb)));
+    stuck_callers[0] = &ca, stuck_callers[1] = &cb;
     OK(kt_device_write(ctx, dev, da, v, MA * sizeof *v));
     OK(kt_device_write(ctx, dev, db, v, MB * sizeof *v));
     atomic_store(&released, 0);

@@ -68,6 +68,10 @@ static bool load_symbols(cu_state *s, char *err, size_t errlen) {
     KT__SYM(s->cuda, EventElapsedTime, "cuEventElapsedTime");
     KT__SYM(s->cuda, EventDestroy, "cuEventDestroy_v2");
     KT__SYM(s->cuda, GetErrorString, "cuGetErrorString");
+    { /* optional (CUDA 12.4+): finishes loading a lazily loaded function (cuda_variants.c) */
+        void *p_ = dlsym(s->cuda, "cuFuncLoad");
+        memcpy(&s->api.FuncLoad, &p_, sizeof p_);
+    }
     if (s->nvrtc == NULL) return true; /* no compiler: artifacts a program carries still load */
     KT__SYM(s->nvrtc, rtcVersion, "nvrtcVersion");
     KT__SYM(s->nvrtc, rtcCreateProgram, "nvrtcCreateProgram");

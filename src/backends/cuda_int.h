@@ -68,6 +68,7 @@ typedef struct cu_api {
     CUresult (*ModuleGetGlobal)(CUdeviceptr *, size_t *, CUmodule, const char *);
     CUresult (*FuncSetAttribute)(CUfunction, int, int);
     CUresult (*FuncGetAttribute)(int *, int, CUfunction);
+    CUresult (*FuncLoad)(CUfunction); /* CUDA 12.4+; NULL where the driver lacks it */
     CUresult (*LaunchKernel)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, CUstream,
                              void **, void **);
     CUresult (*EventCreate)(CUevent *, unsigned);

@@ -263,6 +263,15 @@ kt_status kt__cu_load(void *state, size_t device, const char *path, const char *
         s->api.ModuleUnload(m->module);
         st = KT_ERR_BACKEND;
     }
+    /* Under lazy loading (CUDA_MODULE_LOADING=LAZY, the default since CUDA 12.2) the function may
+     * be only partially loaded, and the driver finishes loading it at its first launch, which
+     * may synchronise the whole context. That first launch is often a hit (kt_op_tune measures
+     * in a worker process and launches nothing here), and a hit must never wait for another
+     * stream's work: the function is loaded now, while tuning. */
+    if (st == KT_OK && s->api.FuncLoad != NULL && (rc = s->api.FuncLoad(m->fn)) != 0) {
+        st = kt__cu_fail(s, rc, "cuFuncLoad", err, errlen);
+        s->api.ModuleUnload(m->module);
+    }
     for (char *line = names; st == KT_OK && m->nconsts < nconst; m->nconsts++) { /* checked above */
         char *l = memchr(line, '\n', (size_t)(end - line));
         *l = '\0';
