@@ -819,6 +819,10 @@ bool fleet_open(const char *url, const fleet_run *run, double wait_s, bool progr
     const char *pick = NULL;
     size_t nw = json_array_size(workers);
     f->st.workers = run->simulate ? nw : 0;
+    for (size_t i = 0; run->simulate && i < nw; i++) {
+        json_int_t b = json_integer_value(json_object_get(json_array_get(workers, i), "batch"));
+        f->st.batch += b > 0 ? (size_t)b : 1;
+    }
     for (size_t i = 0; i < nw && !run->simulate; i++) {
         json_t *w = json_array_get(workers, i);
         const char *fp = json_string_value(json_object_get(w, "fingerprint"));
@@ -829,6 +833,13 @@ bool fleet_open(const char *url, const fleet_run *run, double wait_s, bool progr
         }
         if (same > f->st.workers) {
             f->st.workers = same, pick = fp;
+            f->st.batch = 0;
+            for (size_t k = 0; k < nw; k++) {
+                json_t *o = json_array_get(workers, k);
+                const char *other = json_string_value(json_object_get(o, "fingerprint"));
+                json_int_t b = json_integer_value(json_object_get(o, "batch"));
+                if (other && strcmp(fp, other) == 0) f->st.batch += b > 0 ? (size_t)b : 1;
+            }
             const char *dev = json_string_value(json_object_get(w, "device")), *cc = json_string_value(json_object_get(w, "compiler"));
             const char *arch = json_string_value(json_object_get(w, "architecture")), *vendor = json_string_value(json_object_get(w, "vendor"));
             snprintf(f->device, sizeof f->device, "%s", dev ? dev : "?");

@@ -57,6 +57,7 @@ typedef struct fleet fleet;
 typedef struct fleet_stats {
     size_t workers;       /* live workers serving the run's device when it began */
     size_t ignored;       /* live workers on other devices */
+    size_t batch;         /* jobs those workers take at once, summed over them */
     uint64_t jobs, done, failed, duplicates;
     uint64_t reclaimed;   /* jobs taken over from a worker that stopped answering */
     double cpu_s;         /* the coordinator's processor time since fleet_open */

@@ -93,7 +93,7 @@ void help_tune(FILE *out) {
             "                           Redis stream, and the results, the T4 file and the cache are\n"
             "                           this run's as if it had measured them (see docs/ARCHITECTURE.md)\n"
             "  --jobs N                 configurations built at once (default: the processors; with\n"
-            "                           --workers, four per worker): a batch of the search's proposals\n"
+            "                           --workers, as many as the workers take at once, at most 64)\n"
             "  --wait-workers S         with --workers, how long to wait for a live worker (default 10)\n"
             "  --resume                 continue an interrupted run from what the cache recorded of it\n"
             "                           (every configuration is recorded there as it is decided, so\n"
@@ -1577,8 +1577,10 @@ int run_tune(int argc, char **argv) {
         KT(kt_context_add_backend(ctx, fleet_backend(fl)));
         fleet_stats fs;
         fleet_get_stats(fl, &fs);
-        /* a batch of the search's proposals is on the stream at once: four jobs per worker */
-        if (!o.jobs) KT(kt_context_set_compile_threads(ctx, fs.workers * 4 > 64 ? 64 : fs.workers * 4));
+        /* jobs on the stream at once: what the workers take at once (each builds its batch in
+         * parallel), at least two per worker and at most 64; as many again wait to follow */
+        size_t inflight = fs.batch > 2 * fs.workers ? fs.batch : 2 * fs.workers;
+        if (!o.jobs) KT(kt_context_set_compile_threads(ctx, inflight > 64 ? 64 : inflight));
         if (txt)
             fprintf(stderr, "kerntune tune: %zu worker%s on %s%s\n", fs.workers, fs.workers == 1 ? "" : "s", fleet_device_name(fl),
                     fs.ignored ? " (others, on other devices, are left out)" : "");

@@ -61,8 +61,8 @@ void help_worker(FILE *out) {
             "                       took (building and runs; 1: as long): a fleet's coordination\n"
             "                       measured on one machine\n"
             "  --batch K            take up to K jobs at once and build them in parallel (they are\n"
-            "                       measured one after the other; default: the processors, at\n"
-            "                       most 16)\n"
+            "                       measured one after the other; default: twice the processors,\n"
+            "                       at most 64)\n"
             "  --max-jobs N         stop after N jobs (a batch is finished first)\n"
             "  --name NAME          this worker's name in the fleet (default: host:pid)\n"
             "  --quiet              print nothing but errors\n"
@@ -159,7 +159,7 @@ static int usage(const char *fmt, ...) {
 
 static int parse(int argc, char **argv, worker_opts *o) {
     long procs = sysconf(_SC_NPROCESSORS_ONLN);
-    *o = (worker_opts){.device = -1, .claim_s = 30, .max_jobs = -1, .batch = procs < 1 ? 1 : procs > 16 ? 16 : procs};
+    *o = (worker_opts){.device = -1, .claim_s = 30, .max_jobs = -1, .batch = procs < 1 ? 2 : 2 * procs > 64 ? 64 : 2 * procs};
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         bool has_value = strcmp(a, "--device") == 0 || strcmp(a, "--claim-timeout") == 0 || strcmp(a, "--max-jobs") == 0 ||
@@ -207,11 +207,11 @@ static int parse(int argc, char **argv, worker_opts *o) {
 /* ---- the heartbeat ---------------------------------------------------------------------------- */
 
 static void announce(worker *w) {
-    json_t *e = json_pack("{s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:I,s:I,s:i}", "device", kt_device_name(w->dev), "fingerprint",
+    json_t *e = json_pack("{s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:I,s:I,s:i,s:I}", "device", kt_device_name(w->dev), "fingerprint",
                           kt_device_fingerprint(w->dev), "language", kt_device_language(w->dev) ? kt_device_language(w->dev) : "",
                           "compiler", w->compiler, "architecture", kt_device_architecture(w->dev), "vendor", kt_device_vendor(w->dev),
                           "stream", w->streams[0], "seen", (json_int_t)fleet_now_ms(), "jobs", (json_int_t)atomic_load(&w->jobs),
-                          "pid", (int)getpid());
+                          "pid", (int)getpid(), "batch", (json_int_t)w->o.batch);
     char *text = e ? json_dumps(e, JSON_COMPACT) : NULL;
     json_decref(e);
     if (text == NULL) return;
