@@ -373,33 +373,6 @@ static kt_status b_describe(void *state, size_t index, char *name, char *fp, cha
     return KT_OK;
 }
 
-/* Buffers are host memory the workers never see: the coordinator reads none of them. */
-static kt_status b_alloc(void *state, size_t device, size_t bytes, void **out, char *err, size_t errlen) {
-    (void)state, (void)device;
-    *out = calloc(1, bytes ? bytes : 1);
-    if (*out == NULL) snprintf(err, errlen, "out of memory");
-    return *out ? KT_OK : KT_ERR_NO_MEMORY;
-}
-
-static void b_free(void *state, size_t device, void *buffer) {
-    (void)state, (void)device;
-    free(buffer);
-}
-
-static kt_status b_copy(void *state, size_t device, void *dst, const void *src, size_t bytes, kt_copy_dir dir, char *err,
-                        size_t errlen) {
-    (void)state, (void)device, (void)dir, (void)err, (void)errlen;
-    if (bytes) memmove(dst, src, bytes);
-    return KT_OK;
-}
-
-static kt_status b_fill(void *state, size_t device, void *buffer, size_t bytes, const void *pattern, size_t pattern_bytes,
-                        char *err, size_t errlen) {
-    (void)state, (void)device, (void)err, (void)errlen;
-    for (size_t i = 0; i + pattern_bytes <= bytes; i += pattern_bytes) memcpy((char *)buffer + i, pattern, pattern_bytes);
-    return KT_OK;
-}
-
 static kt_status b_compiler_id(void *state, size_t device, char *out, size_t len, char *err, size_t errlen) {
     (void)device, (void)err, (void)errlen;
     fleet *f = state;
@@ -506,10 +479,10 @@ static const kt_backend fleet_table = {
     .init = b_init,
     .device_count = b_count,
     .device_describe = b_describe,
-    .buffer_alloc = b_alloc,
-    .buffer_free = b_free,
-    .buffer_copy = b_copy,
-    .buffer_fill = b_fill,
+    .buffer_alloc = replay_buffer_alloc, /* host memory the workers never see, as replay's */
+    .buffer_free = replay_buffer_free,
+    .buffer_copy = replay_buffer_copy,
+    .buffer_fill = replay_buffer_fill,
     .artifact_ext = ".fleet",
     .compiler_id = b_compiler_id,
     .build = b_build,

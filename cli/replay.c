@@ -40,27 +40,27 @@ static kt_status r_describe(void *state, size_t index, char *name, char *fp, cha
 }
 
 /* Buffers are host memory: replay reads none of them. */
-static kt_status r_alloc(void *state, size_t device, size_t bytes, void **out, char *err, size_t errlen) {
+kt_status replay_buffer_alloc(void *state, size_t device, size_t bytes, void **out, char *err, size_t errlen) {
     (void)state, (void)device;
-    *out = malloc(bytes ? bytes : 1);
+    *out = calloc(1, bytes ? bytes : 1); /* never touched: calloc maps it without using memory */
     if (*out == NULL) snprintf(err, errlen, "out of memory");
     return *out ? KT_OK : KT_ERR_NO_MEMORY;
 }
 
-static void r_free(void *state, size_t device, void *buffer) {
+void replay_buffer_free(void *state, size_t device, void *buffer) {
     (void)state, (void)device;
     free(buffer);
 }
 
-static kt_status r_copy(void *state, size_t device, void *dst, const void *src, size_t bytes, kt_copy_dir dir, char *err,
-                        size_t errlen) {
+kt_status replay_buffer_copy(void *state, size_t device, void *dst, const void *src, size_t bytes, kt_copy_dir dir, char *err,
+                             size_t errlen) {
     (void)state, (void)device, (void)dir, (void)err, (void)errlen;
     if (bytes) memmove(dst, src, bytes);
     return KT_OK;
 }
 
-static kt_status r_fill(void *state, size_t device, void *buffer, size_t bytes, const void *pattern, size_t pattern_bytes,
-                        char *err, size_t errlen) {
+kt_status replay_buffer_fill(void *state, size_t device, void *buffer, size_t bytes, const void *pattern, size_t pattern_bytes,
+                             char *err, size_t errlen) {
     (void)state, (void)device, (void)err, (void)errlen;
     for (size_t i = 0; i + pattern_bytes <= bytes; i += pattern_bytes) memcpy((char *)buffer + i, pattern, pattern_bytes);
     return KT_OK;
@@ -214,10 +214,10 @@ static const kt_backend replay_table = {
     .init = r_init,
     .device_count = r_count,
     .device_describe = r_describe,
-    .buffer_alloc = r_alloc,
-    .buffer_free = r_free,
-    .buffer_copy = r_copy,
-    .buffer_fill = r_fill,
+    .buffer_alloc = replay_buffer_alloc,
+    .buffer_free = replay_buffer_free,
+    .buffer_copy = replay_buffer_copy,
+    .buffer_fill = replay_buffer_fill,
     .artifact_ext = ".replay",
     .compiler_id = r_compiler_id,
     .build = r_build,

@@ -40,6 +40,15 @@ const kt_backend *replay_backend(replay_data *data);
 /* The record of a configuration given as kerntune's configuration text, or NULL. */
 const t4_record *replay_find(const replay_data *data, const char *config);
 
+/* The buffers of a stand-in device (replay, a fleet's coordinator): host memory that nothing
+ * reads, for a backend table's buffer_alloc, _free, _copy and _fill. */
+kt_status replay_buffer_alloc(void *state, size_t device, size_t bytes, void **out, char *err, size_t errlen);
+void replay_buffer_free(void *state, size_t device, void *buffer);
+kt_status replay_buffer_copy(void *state, size_t device, void *dst, const void *src, size_t bytes, kt_copy_dir dir, char *err,
+                             size_t errlen);
+kt_status replay_buffer_fill(void *state, size_t device, void *buffer, size_t bytes, const void *pattern, size_t pattern_bytes,
+                             char *err, size_t errlen);
+
 /* The key kerntune's defines give, in the parameters' order: "A=1,B=2" (allocated; NULL when out
  * of memory). A configuration's artifact holds it (replay and fleet backends). */
 char *replay_defines_key(const kt_build_request *req);
