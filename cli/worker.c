@@ -66,6 +66,8 @@ void help_worker(FILE *out) {
             "  --max-jobs N         stop after N jobs (a batch is finished first)\n"
             "  --name NAME          this worker's name in the fleet (default: host:pid)\n"
             "  --quiet              print nothing but errors\n"
+            "  --json               when it stops, print {\"worker\", \"device\", \"jobs\"} on stdout (an\n"
+            "                       {\"error\": ...} document when it fails), and nothing else there\n"
             "  -h, --help           print this help\n");
 }
 
@@ -88,7 +90,7 @@ typedef struct worker_opts {
     long device;
     double claim_s;
     double pace; /* 0: replayed jobs take no time */
-    bool quiet;
+    bool quiet, json;
     long max_jobs;
     long batch;
 } worker_opts;
@@ -146,14 +148,29 @@ static double mono_s(void) {
     return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
+static bool json_wanted; /* --json anywhere on the line: errors are JSON documents too */
+static FILE *doc_out;    /* where the document goes (the real stdout: see cli_json_begin) */
+
+/* The failure: on stderr, and as {"error": ...} on stdout with --json. */
+static void say_error(const char *msg) {
+    fprintf(stderr, "kerntune worker: %s\n", msg);
+    if (!json_wanted) return;
+    json_t *j = json_pack("{s:s}", "error", msg);
+    char *text = j ? json_dumps(j, JSON_COMPACT) : NULL;
+    if (text) fprintf(doc_out ? doc_out : stdout, "%s\n", text);
+    free(text);
+    json_decref(j);
+}
+
 static int usage(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static int usage(const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
-    fprintf(stderr, "kerntune worker: ");
-    vfprintf(stderr, fmt, ap);
-    fprintf(stderr, "\n(see 'kerntune worker --help')\n");
+    char *msg = cli_vformat(fmt, ap);
     va_end(ap);
+    say_error(msg ? msg : "usage error");
+    if (!json_wanted) fprintf(stderr, "(see 'kerntune worker --help')\n");
+    free(msg);
     return 2;
 }
 
@@ -175,6 +192,8 @@ static int parse(int argc, char **argv, worker_opts *o) {
             if (end == v || *end || !(o->pace > 0 && o->pace <= 1000)) return usage("--pace '%s': expected a factor above 0, at most 1000", v);
         } else if (strcmp(a, "--quiet") == 0) {
             o->quiet = true;
+        } else if (strcmp(a, "--json") == 0) {
+            o->json = true;
         } else if (strcmp(a, "--device") == 0) {
             o->device = strtol(v, &end, 10);
             if (end == v || *end || o->device < 0 || o->device > 1000000) return usage("--device '%s': expected a device number", v);
@@ -538,6 +557,7 @@ static bool pick(worker *w, char **err) {
 }
 
 int run_worker(int argc, char **argv) {
+    for (int i = 1; i < argc; i++) json_wanted = json_wanted || strcmp(argv[i], "--json") == 0;
     worker *w = calloc(1, sizeof *w);
     if (w == NULL) return 1;
     int rc = parse(argc, argv, &w->o);
@@ -545,11 +565,14 @@ int run_worker(int argc, char **argv) {
         free(w);
         return rc < 0 ? 0 : rc;
     }
+    /* kernels (in worker processes that inherit descriptor 1) may print: the document alone on stdout */
+    FILE *jout = w->o.json ? cli_json_begin() : NULL;
+    doc_out = jout;
     char *err = NULL;
     pthread_mutex_init(&w->mu, NULL);
     rc = 1;
     if (kt_context_create(&w->ctx) != KT_OK || kt_context_set_cache(w->ctx, "off") != KT_OK) {
-        fprintf(stderr, "kerntune worker: %s\n", kt_last_error());
+        say_error(kt_last_error());
         goto out;
     }
     if (!pick(w, &err)) goto fail;
@@ -624,7 +647,7 @@ int run_worker(int argc, char **argv) {
     }
     goto out;
 fail:
-    fprintf(stderr, "kerntune worker: %s\n", err ? err : "out of memory");
+    say_error(err ? err : "out of memory");
     rc = 1;
 out:
     atomic_store(&w->stop, true);
@@ -636,11 +659,22 @@ out:
     }
     if (w->c) redisFree(w->c);
     for (int i = 0; i < SESSIONS; i++) session_free(&w->sessions[i]);
+    if (w->o.json && rc == 0) {
+        json_t *j = json_pack("{s:s,s:s,s:I}", "worker", w->name, "device", w->dev ? kt_device_name(w->dev) : "", "jobs",
+                              (json_int_t)atomic_load(&w->jobs));
+        char *text = j ? json_dumps(j, JSON_COMPACT) : NULL;
+        if (text) fprintf(doc_out ? doc_out : stdout, "%s\n", text);
+        free(text);
+        json_decref(j);
+    }
     kt_context_destroy(w->ctx);
     pthread_mutex_destroy(&w->mu);
     free(err);
     if (!w->o.quiet && rc == 0) fprintf(stderr, "kerntune worker %s: stopped after %ld jobs\n", w->name, (long)atomic_load(&w->jobs));
+
     free(w);
+    cli_json_end(jout);
+    doc_out = NULL;
     return rc;
 }
 

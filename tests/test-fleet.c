@@ -367,6 +367,11 @@ static void errors(void **state) {
     assert_int_equal(sh("'%s' worker %s --claim-timeout 0 > /dev/null 2>&1", KT_CLI, url), 2);
     assert_int_equal(sh("'%s' worker %s --device 99 > /dev/null 2>&1", KT_CLI, url), 1);
     assert_int_equal(sh("'%s' worker --help | grep -q claim-timeout", KT_CLI), 0);
+    /* --json: stdout is one JSON document, the error too */
+    assert_int_equal(sh("'%s' worker --json > %s 2>/dev/null", KT_CLI, out), 2);
+    json_t *doc = load_json(out);
+    assert_non_null(strstr(json_string_value(json_object_get(doc, "error")), "no Redis URL"));
+    json_decref(doc);
     assert_int_equal(sh("'%s' worker redis://127.0.0.1:%d --max-jobs 1 > /dev/null 2>&1", KT_CLI, dead), 1);
 }
 
