@@ -95,6 +95,9 @@ int main(int argc, char **argv) {
         return 2;
     }
     bool tune = strcmp(argv[1], "tune") == 0;
+    /* the table calls kt_context_add_decisions: keep it in this (statically linked) program */
+    kt_status (*volatile add)(kt_context *, const kt_aot_table *, int *) = kt_context_add_decisions;
+    (void)add;
     kt_context *ctx = NULL;
     if (kt_context_create(&ctx) != KT_OK || kt_context_set_cache(ctx, tune ? argv[2] : "off") != KT_OK ||
         kt_context_set_artifact_dir(ctx, argv[3]) != KT_OK) {
