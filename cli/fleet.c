@@ -64,6 +64,8 @@ bool fleet_open(const char *url, const fleet_run *run, double wait_s, bool progr
 
 const kt_backend *fleet_backend(fleet *f) { (void)f; return NULL; }
 bool fleet_failure(fleet *f, const char *config, int *outcome) { (void)f, (void)config, (void)outcome; return false; }
+void fleet_set_status(fleet *f, void (*fn)(char *buf, size_t len, void *user), void *user) { (void)f, (void)fn, (void)user; }
+void fleet_progress_done(fleet *f) { (void)f; }
 const char *fleet_device_name(const fleet *f) { (void)f; return ""; }
 void fleet_get_stats(fleet *f, fleet_stats *s) { (void)f, memset(s, 0, sizeof *s); }
 void fleet_close(fleet *f) { (void)f; }
@@ -174,6 +176,8 @@ struct fleet {
     size_t rmask, nrecs;
     fleet_stats st;
     bool progress, shown;
+    void (*status_fn)(char *buf, size_t len, void *user);
+    void *status_user;
     double start_s;
     struct timespec cpu0;
 };
@@ -499,6 +503,22 @@ const kt_backend *fleet_backend(fleet *f) { return &f->backend; }
 
 const char *fleet_device_name(const fleet *f) { return f->device; }
 
+static void show_progress(fleet *f, bool final);
+
+void fleet_set_status(fleet *f, void (*fn)(char *buf, size_t len, void *user), void *user) {
+    pthread_mutex_lock(&f->mu);
+    f->status_fn = fn, f->status_user = user;
+    pthread_mutex_unlock(&f->mu);
+}
+
+void fleet_progress_done(fleet *f) {
+    pthread_mutex_lock(&f->mu);
+    if (f->shown) show_progress(f, true);
+    f->progress = false;
+    f->status_fn = NULL;
+    pthread_mutex_unlock(&f->mu);
+}
+
 bool fleet_failure(fleet *f, const char *config, int *outcome) {
     if (f == NULL || config == NULL) return false;
     pthread_mutex_lock(&f->mu);
@@ -518,8 +538,11 @@ static void show_progress(fleet *f, bool final) {
         if (f->jobs[i].done) done++;
         else if (f->jobs[i].starts) running++;
     }
-    fprintf(stderr, "\r  fleet: %zu worker%s, jobs %zu queued, %zu running, %zu done, %llu failed   %s", f->st.workers,
-            f->st.workers == 1 ? "" : "s", f->njobs - running - done, running, done, (unsigned long long)f->st.failed, final ? "\n" : "");
+    char head[512] = "";
+    if (f->status_fn) f->status_fn(head, sizeof head, f->status_user);
+    fprintf(stderr, "\r\033[K%s%s%zu worker%s: jobs %zu queued, %zu running, %zu done, %llu failed%s", head, head[0] ? "; " : "  ",
+            f->st.workers, f->st.workers == 1 ? "" : "s", f->njobs - running - done, running, done, (unsigned long long)f->st.failed,
+            final ? "\n" : "");
     f->shown = !final;
 }
 

@@ -78,6 +78,13 @@ const char *fleet_device_name(const fleet *f);
 
 void fleet_get_stats(fleet *f, fleet_stats *s);
 
+/* What the fleet's progress line shows before the jobs: fn writes it into buf (len bytes); called
+ * from the fleet's own thread. NULL: the jobs alone. */
+void fleet_set_status(fleet *f, void (*fn)(char *buf, size_t len, void *user), void *user);
+
+/* Ends the progress line (its last state, then a new line) and shows no more. */
+void fleet_progress_done(fleet *f);
+
 /* How a worker saw configuration config fail (the library sees only that its build or launch
  * failed here): true with *outcome when a worker reported a failure of it. */
 bool fleet_failure(fleet *f, const char *config, int *outcome);

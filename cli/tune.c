@@ -37,6 +37,7 @@
 #include <fcntl.h>
 #include <ftw.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -371,28 +372,49 @@ static int parse_options(int argc, char **argv, options *o) {
 
 typedef struct progress {
     double start, last;
+    double budget_s; /* a budget of seconds (0: none): the time left is at most what is left of it */
     bool shown;
-    size_t hidden; /* units that are not the problem's configurations (the reference) */
+    size_t hidden;   /* units that are not the problem's configurations (the reference) */
+    bool to_fleet;   /* with --workers the fleet's line shows it (progress_text), beside the jobs */
+    pthread_mutex_t mu;
+    size_t done, total, valid, failed;
+    double best_ns;
 } progress;
 
 static double now_s(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* The tuning's progress as one line: configurations done of those it will try, valid, failed,
+ * the best so far, the time elapsed and an estimate of the time left (against the budget). */
+static void progress_text(char *buf, size_t len, void *user) {
+    progress *p = user;
+    pthread_mutex_lock(&p->mu);
+    size_t done = p->done > p->hidden ? p->done - p->hidden : 0, total = p->total > p->hidden ? p->total - p->hidden : 0;
+    size_t valid = p->valid, failed = p->failed;
+    double best_ns = p->best_ns;
+    pthread_mutex_unlock(&p->mu);
+    double elapsed = now_s() - p->start, eta = done ? elapsed * (double)(total - done) / (double)done : 0;
+    if (p->budget_s > 0 && p->budget_s - elapsed < eta) eta = p->budget_s - elapsed > 0 ? p->budget_s - elapsed : 0; /* --budget Ns */
+    char best[32] = "-";
+    if (best_ns >= 0) snprintf(best, sizeof best, "%.4g ms", best_ns / 1e6);
+    snprintf(buf, len, "  %zu/%zu configurations, %zu valid, %zu failed, best %s, %.1f s elapsed, ETA %.1f s", done, total, valid, failed,
+             best, elapsed, eta);
 }
 
 static void on_progress(size_t done, size_t total, size_t valid, size_t failed, double best_ns, void *user) {
     progress *p = user;
+    pthread_mutex_lock(&p->mu);
+    p->done = done, p->total = total, p->valid = valid, p->failed = failed, p->best_ns = best_ns;
+    pthread_mutex_unlock(&p->mu);
     double t = now_s();
-    if (done < total && t - p->last < 0.1) return; /* at most ten updates a second */
+    if (p->to_fleet || (done < total && t - p->last < 0.1)) return; /* at most ten updates a second */
     p->last = t;
-    done = done > p->hidden ? done - p->hidden : 0;
-    total = total > p->hidden ? total - p->hidden : 0;
-    double elapsed = t - p->start, eta = done ? elapsed * (double)(total - done) / (double)done : 0;
-    char best[32] = "-";
-    if (best_ns >= 0) snprintf(best, sizeof best, "%.4g ms", best_ns / 1e6);
-    fprintf(stderr, "\r\033[K  %zu/%zu configurations, %zu valid, %zu failed, best %s, %.1f s elapsed, ETA %.1f s", done,
-            total, valid, failed, best, elapsed, eta);
+    char line[512];
+    progress_text(line, sizeof line, p);
+    fprintf(stderr, "\r\033[K%s", line);
     p->shown = true;
 }
 
@@ -1640,8 +1662,10 @@ int run_tune(int argc, char **argv) {
     KT(kt_op_set_search(op, strategy, o.seed));
     double seconds = o.budget_seconds > 0 ? o.budget_seconds : p.budget_seconds;
     if (budget || seconds > 0) KT(kt_op_set_budget(op, budget, seconds));
-    progress prog = {now_s(), 0, false, prep.ref_sp ? 1 : 0};
+    progress prog = {.start = now_s(), .budget_s = seconds, .hidden = prep.ref_sp ? 1 : 0, .to_fleet = fl != NULL, .best_ns = -1};
+    pthread_mutex_init(&prog.mu, NULL);
     if (!o.quiet && isatty(2)) KT(kt_context_set_progress_fn(ctx, on_progress, &prog));
+    if (fl) fleet_set_status(fl, progress_text, &prog); /* its line shows the tuning's beside the jobs */
     t4_live live = {&p, op, fl, o.t4, dev_name, names, p.nparams, NULL, 0, 0, false};
     if (o.t4) KT(kt_context_set_unit_fn(ctx, on_unit, &live));
     if (txt)
@@ -1654,6 +1678,7 @@ int run_tune(int argc, char **argv) {
     kt_context_set_unit_fn(ctx, NULL, NULL);
     if (live.f) fclose(live.f); /* the final document replaces it below */
     if (prog.shown) fprintf(stderr, "\n");
+    if (fl) fleet_progress_done(fl); /* its last line, before the summary */
     const kt_decision *d = NULL;
     if (st == KT_OK || st == KT_ERR_ALL_FAILED) st = kt_op_decision(op, prep.args, p.nargs, &d);
     if (st != KT_OK && (st != KT_ERR_ALL_FAILED || d == NULL)) {

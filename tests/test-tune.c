@@ -1038,6 +1038,32 @@ static void test_search_screens_settled_runs(void **state) {
 
 /* Kernel Tuner's formats: its cache files replay (a failed compile classified), and a problem
  * in its T1 style (list(range(...)), GridDivX, MemType, Output, a null Stream) tunes. */
+/* On a terminal (script gives the command one), the progress line shows the configurations done
+ * of those the budget will try, the best so far and the time left; piped, none of it. */
+static void test_progress_on_a_terminal(void **state) {
+    (void)state;
+    char problem[512], rec[512], cmd[2048];
+    snprintf(problem, sizeof problem, "%s/kernels/convolution_milo.json", KT_HUB);
+    snprintf(rec, sizeof rec, "%s/results/convolution_milo/A4000_T4.json.gz", KT_HUB);
+    snprintf(cmd, sizeof cmd, "script -qefc \"'%s' tune '%s' --simulate '%s' --budget 3%% --cache off > /dev/null\" /dev/null", cli, problem,
+             rec);
+    FILE *p = popen(cmd, "r");
+    assert_non_null(p);
+    size_t n = fread(out, 1, sizeof out - 1, p);
+    out[n] = '\0';
+    assert_int_equal(pclose(p), 0);
+    assert_non_null(strstr(out, "/131 configurations")); /* 3% of 4,362: the budget, not the space */
+    assert_non_null(strstr(out, "131/131 configurations"));
+    assert_non_null(strstr(out, ", best "));
+    assert_non_null(strstr(out, " ms, "));
+    assert_non_null(strstr(out, "ETA "));
+    assert_non_null(strchr(out, '\r'));
+    snprintf(cmd, sizeof cmd, "tune '%s' --simulate '%s' --budget 3%% --cache off", problem, rec);
+    assert_int_equal(run(cmd), 0);
+    assert_null(strstr(err, "ETA"));
+    assert_null(strchr(err, '\r'));
+}
+
 static void test_kernel_tuner_formats(void **state) {
     (void)state;
     char args[2048];
@@ -2054,6 +2080,7 @@ int main(void) {
         cmocka_unit_test(test_half_fill),
         cmocka_unit_test(test_define_sizes_buffers),
         cmocka_unit_test(test_reference_failure_reported),
+        cmocka_unit_test(test_progress_on_a_terminal),
         cmocka_unit_test(test_long_inputs),
         cmocka_unit_test(test_fifo_refused),
         cmocka_unit_test(test_errors_name_their_source),

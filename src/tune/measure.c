@@ -321,7 +321,11 @@ static void tuning_trial(void *p, size_t i, kt__trial *out) {
 }
 
 static void tuning_progress(void *p, size_t done, size_t total, size_t valid, size_t failed, double best_ns) {
-    const kt_context *ctx = ((tuning *)p)->op->ctx;
+    const tuning *tu = p;
+    const kt_context *ctx = tu->op->ctx;
+    /* under a budget of units, what the tuning will try: the budget (the rest is never run) */
+    if (tu->budget > 0 && tu->budget < total) total = tu->budget;
+    if (done > total) done = total;
     ctx->progress_fn(done, total, valid, failed, best_ns, ctx->progress_user);
 }
 
