@@ -12,6 +12,7 @@
 #include "aot.h"
 #include "cache.h"
 #include "fleet.h"
+#include "report.h"
 #include "text.h"
 #include "tune.h"
 
@@ -154,6 +155,7 @@ static const command commands[] = {
     {"tune", "tune a T1 problem, write T4 results, or replay recorded ones", run_tune, help_tune, 0},
     {"cache", "list, show, export, import or remove cached decisions", run_cache, help_cache, 1},
     {"aot", "emit decisions as C, for a program that must not tune", run_aot, help_aot, 0},
+    {"report", "write an HTML page of tuning results, with plots", run_report, help_report, 0},
     {"worker", "measure configurations for 'kerntune tune --workers' on one device", run_worker, help_worker, 0},
     {"devices", "list backends and devices", run_devices, help_devices, 0},
     {"version", "print the version", run_version, help_version, 0},

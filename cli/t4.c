@@ -103,8 +103,19 @@ static char *read_all(const char *path, size_t *len, char **err) {
     return buf;
 }
 
-/* A unit's scale from a T4 timeunit to ns. */
-static double unit_ns(const char *u) {
+json_t *t4_load(const char *path, char **err) {
+    *err = NULL;
+    size_t len = 0;
+    char *text = read_all(path, &len, err);
+    if (text == NULL) return NULL;
+    json_error_t jerr;
+    json_t *root = json_loadb(text, len, 0, &jerr);
+    free(text);
+    if (root == NULL) *err = cli_format("%s:%d:%d: %s", path, jerr.line, jerr.column, jerr.text);
+    return root;
+}
+
+double t4_unit_ns(const char *u) {
     if (u == NULL) return 1e6;
     if (strncmp(u, "mil", 3) == 0 || strcmp(u, "ms") == 0) return 1e6; /* "miliseconds" too */
     if (strncmp(u, "mic", 3) == 0 || strcmp(u, "us") == 0) return 1e3;
@@ -200,23 +211,14 @@ int t4_compare(const void *a, const void *b) {
 
 bool t4_read(const char *path, const char *const *names, size_t n, t4_records *out, char **err) {
     memset(out, 0, sizeof *out);
-    *err = NULL;
-    size_t len = 0;
-    char *text = read_all(path, &len, err);
-    if (text == NULL) return false;
-    json_error_t jerr;
-    json_t *root = json_loadb(text, len, 0, &jerr);
-    free(text);
-    if (root == NULL) {
-        *err = cli_format("%s:%d:%d: %s", path, jerr.line, jerr.column, jerr.text);
-        return false;
-    }
+    json_t *root = t4_load(path, err);
+    if (root == NULL) return false;
     const char *missing = NULL;
     bool ok = true;
     json_t *results = json_object_get(root, "results"), *cache = json_object_get(root, "cache");
     if (json_is_array(results)) { /* T4 */
         const json_t *meta = json_object_get(root, "metadata");
-        double scale = unit_ns(json_string_value(json_object_get(meta, "timeunit")));
+        double scale = t4_unit_ns(json_string_value(json_object_get(meta, "timeunit")));
         size_t i;
         json_t *res;
         json_array_foreach(results, i, res) {

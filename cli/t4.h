@@ -41,6 +41,14 @@ bool t4_read(const char *path, const char *const *names, size_t n, t4_records *o
 
 void t4_free(t4_records *r);
 
+/* The JSON document of a T4 or Kernel Tuner cache file (gzip or plain), with t4_read's limits;
+ * NULL with *err (allocated) naming the file. */
+json_t *t4_load(const char *path, char **err);
+
+/* How many ns one unit of a T4 timeunit ("milliseconds", Kernel Tuner's "miliseconds", "ms",
+ * "microseconds", "nanoseconds", "seconds"; milliseconds when NULL or unknown) is. */
+double t4_unit_ns(const char *unit);
+
 /* Orders records by key (t4_read returns them sorted so). */
 int t4_compare(const void *a, const void *b);
 

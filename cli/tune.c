@@ -29,6 +29,7 @@
 
 #include "fleet.h"
 #include "replay.h"
+#include "report.h"
 #include "t1.h"
 #include "t4.h"
 #include "text.h"
@@ -76,6 +77,8 @@ void help_tune(FILE *out) {
             "                           (default 1)\n"
             "  --t4 FILE                write T4 results of every configuration tried, failures included\n"
             "                           (checked for writing before any work)\n"
+            "  --report FILE            write an HTML page of the results, with plots (see 'kerntune\n"
+            "                           report --help'); needs gnuplot\n"
             "  --simulate FILE          replay a T4 file (gzip or plain) or a Kernel Tuner cache file\n"
             "                           instead of running: no kernel source and no device needed\n"
             "  --cache PATH|off         the persistent cache of decisions (default: KERNTUNE_CACHE, else\n"
@@ -138,6 +141,7 @@ typedef struct options {
     const char *workers;  /* --workers URL */
     size_t jobs;          /* --jobs N */
     double wait_workers;  /* --wait-workers S */
+    const char *report;   /* --report FILE */
 } options;
 
 static char *usage_message; /* the last usage error, for --json */
@@ -239,7 +243,7 @@ static int parse_options(int argc, char **argv, options *o) {
         size_t nlen = eq ? (size_t)(eq - a) : strlen(a);
         static const char *const with_value[] = {"--problem-size", "--define", "--budget", "--strategy", "--measure",
                                                  "--device", "--seed", "--t4", "--simulate", "--cache", "--timeout",
-                                                 "--workers", "--jobs", "--wait-workers"};
+                                                 "--workers", "--jobs", "--wait-workers", "--report"};
         const char *name = NULL; /* the option, when a known one takes a value */
         for (size_t k = 0; k < sizeof with_value / sizeof with_value[0]; k++)
             if (strlen(with_value[k]) == nlen && strncmp(a, with_value[k], nlen) == 0) name = with_value[k];
@@ -332,6 +336,9 @@ static int parse_options(int argc, char **argv, options *o) {
         } else if (strcmp(name, "--workers") == 0) {
             if (strncmp(v, "redis://", 8) != 0 || v[8] == '\0') return usage("--workers '%s': expected redis://HOST[:PORT][/DB]", v);
             o->workers = v;
+        } else if (strcmp(name, "--report") == 0) {
+            if (*v == '\0') return usage("--report: expected a file name");
+            o->report = v;
         } else if (strcmp(name, "--jobs") == 0) {
             int64_t n;
             if (!parse_int(v, &n) || n < 1 || n > 64) return usage("--jobs '%s': expected a count from 1 to 64", v);
@@ -936,6 +943,29 @@ static json_t *geometry_json(const t1 *p, const kt_decision *d, size_t u) {
 }
 
 /* The T4 record of unit u of d (a configuration of the kernel that was tried), or NULL. */
+/* The order the units were decided in, and when: kerntune's T4 extension ("x-kerntune"), from
+ * which a report draws the search's best so far. */
+typedef struct told_log {
+    size_t *order;  /* per unit: 1 + its place in the order (0: not decided yet) */
+    double *at_s;   /* per unit: seconds after the tuning began */
+    size_t cap, n;
+    double start;
+} told_log;
+
+static void told_note(told_log *t, size_t u, double at_s) {
+    if (u >= t->cap) {
+        size_t cap = u + 1 > 2 * t->cap ? u + 1 : 2 * t->cap;
+        size_t *o = realloc(t->order, cap * sizeof *o);
+        if (o) t->order = o;
+        double *a = o ? realloc(t->at_s, cap * sizeof *a) : NULL;
+        if (a) t->at_s = a;
+        if (o == NULL || a == NULL) return; /* out of memory: this unit goes without */
+        memset(t->order + t->cap, 0, (cap - t->cap) * sizeof *o);
+        t->cap = cap;
+    }
+    if (t->order[u] == 0) t->order[u] = ++t->n, t->at_s[u] = at_s;
+}
+
 /* Unit u's outcome; with --workers, a failure as the worker that measured it saw it (a crash, a
  * timeout, a wrong answer), where the library here only saw its build or launch fail. */
 static kt_outcome unit_outcome(fleet *fl, const kt_decision *d, size_t u) {
@@ -946,7 +976,8 @@ static kt_outcome unit_outcome(fleet *fl, const kt_decision *d, size_t u) {
     return o;
 }
 
-static json_t *t4_result(const t1 *p, kt_op *op, fleet *fl, const kt_decision *d, size_t u, const char *const *names, size_t nnames) {
+static json_t *t4_result(const t1 *p, kt_op *op, fleet *fl, const told_log *tl, const kt_decision *d, size_t u, const char *const *names,
+                         size_t nnames) {
     if (strcmp(kt_op_candidate_name(op, kt_decision_unit_candidate(d, u)), "kernel") != 0) return NULL;
     kt_outcome o = unit_outcome(fl, d, u);
     const char *inv = invalidity(o);
@@ -992,6 +1023,16 @@ static json_t *t4_result(const t1 *p, kt_op *op, fleet *fl, const kt_decision *d
         if (why) json_object_set_new(r, "diagnostic", json_string(why));
         json_t *geo = geometry_json(p, d, u);
         if (geo) json_object_set_new(r, "geometry", geo); /* kerntune's: the launch it was run with */
+        json_t *x = json_object(); /* kerntune's extension: what other tools ignore */
+        if (tl && u < tl->cap && tl->order[u]) {
+            json_object_set_new(x, "order", json_integer((json_int_t)tl->order[u]));
+            json_object_set_new(x, "at_s", json_real(tl->at_s[u]));
+        }
+        double lo = kt_decision_unit_ci_low_ns(d, u), hi = kt_decision_unit_ci_high_ns(d, u);
+        if (o == KT_OUTCOME_MEASURED && lo >= 0 && hi >= lo) json_object_set_new(x, "ci_ms", json_pack("[f,f]", lo / 1e6 * k, hi / 1e6 * k));
+        if (kt_decision_unit_finalist(d, u)) json_object_set_new(x, "finalist", json_true());
+        if (o == KT_OUTCOME_MEASURED && kt_decision_winner_unit(d) == u) json_object_set_new(x, "winner", json_true());
+        json_object_set_new(r, "x-kerntune", x);
         return r;
     }
 }
@@ -1012,14 +1053,19 @@ static json_t *t4_wrap(const t1 *p, const char *device, json_t *results) {
     return root;
 }
 
-static json_t *t4_document(const t1 *p, kt_op *op, fleet *fl, const kt_decision *d, const char *device, const char *const *names,
-                           size_t nnames) {
+static json_t *t4_document(const t1 *p, kt_op *op, fleet *fl, const told_log *tl, const kt_decision *d, const char *device,
+                           const char *const *names, size_t nnames, double wall_s) {
     json_t *results = json_array();
     for (size_t u = 0; u < kt_decision_unit_count(d); u++) {
-        json_t *r = t4_result(p, op, fl, d, u, names, nnames);
+        json_t *r = t4_result(p, op, fl, tl, d, u, names, nnames);
         if (r) json_array_append_new(results, r);
     }
-    return t4_wrap(p, device, results);
+    json_t *root = t4_wrap(p, device, results), *x = json_object(); /* kerntune's extension: the decision */
+    json_object_set_new(x, "policy", json_string(kt_policy_name(kt_decision_policy(d))));
+    json_object_set_new(x, "confidence", json_real(kt_decision_confidence(d)));
+    json_object_set_new(x, "wall_s", json_real(wall_s));
+    json_object_set_new(root, "x-kerntune", x);
+    return root;
 }
 
 /* The T4 file as the tuning goes: each unit's record is appended as the unit is decided, and the
@@ -1030,6 +1076,7 @@ typedef struct t4_live {
     const t1 *p;
     kt_op *op;
     fleet *fl;
+    told_log *tl;
     const char *path, *device;
     const char *const *names;
     size_t nnames;
@@ -1046,8 +1093,9 @@ static void live_failed(t4_live *l, const char *what) {
 
 static void on_unit(const kt_decision *d, size_t u, void *user) {
     t4_live *l = user;
-    if (l->failed) return;
-    json_t *r = t4_result(l->p, l->op, l->fl, d, u, l->names, l->nnames);
+    told_note(l->tl, u, now_s() - l->tl->start);
+    if (l->failed || l->path == NULL) return;
+    json_t *r = t4_result(l->p, l->op, l->fl, l->tl, d, u, l->names, l->nnames);
     char *text = r ? json_dumps(r, JSON_COMPACT | JSON_REAL_PRECISION(17)) : NULL;
     json_decref(r);
     if (text == NULL) return;
@@ -1486,6 +1534,7 @@ int run_tune(int argc, char **argv) {
     prepared prep = {0};
     char *source = NULL;
     replay_data replay = {0};
+    told_log told = {0};
     fleet *fl = NULL;
     long dev = -1;
     const char *names[64];
@@ -1666,8 +1715,9 @@ int run_tune(int argc, char **argv) {
     pthread_mutex_init(&prog.mu, NULL);
     if (!o.quiet && isatty(2)) KT(kt_context_set_progress_fn(ctx, on_progress, &prog));
     if (fl) fleet_set_status(fl, progress_text, &prog); /* its line shows the tuning's beside the jobs */
-    t4_live live = {&p, op, fl, o.t4, dev_name, names, p.nparams, NULL, 0, 0, false};
-    if (o.t4) KT(kt_context_set_unit_fn(ctx, on_unit, &live));
+    told.start = now_s();
+    t4_live live = {&p, op, fl, &told, o.t4, dev_name, names, p.nparams, NULL, 0, 0, false};
+    if (o.t4 || o.report) KT(kt_context_set_unit_fn(ctx, on_unit, &live));
     if (txt)
         fprintf(stderr, "kerntune tune: %s: %zu configurations on %s%s\n", p.name, total, dev_name,
                 o.simulate ? (replay.recorded ? " (recorded means)" : " (recorded runs)") : "");
@@ -1838,14 +1888,24 @@ int run_tune(int argc, char **argv) {
                 fprintf(txt, "%4zu  %12.6g  %s\n", i + 1, kt_decision_unit_time_ns(d, order[i]) / 1e6, kt_decision_unit_config(d, order[i]));
         }
     }
-    if (o.t4) {
-        t4doc = t4_document(&p, op, fl, d, dev_name, names, p.nparams);
-        char *why = write_json(o.t4, t4doc);
+    if (o.t4 || o.report) {
+        t4doc = t4_document(&p, op, fl, &told, d, dev_name, names, p.nparams, wall);
+        char *why = o.t4 ? write_json(o.t4, t4doc) : NULL;
         if (why) {
             set_error(&run, "--t4 %s: cannot be written: %s", o.t4, why);
             free(why);
             goto done;
         }
+    }
+    if (o.report) {
+        report_input in = {o.t4 ? o.t4 : "this run", t4doc};
+        char *why = report_write(o.report, &in, 1, NULL);
+        if (why) {
+            set_error(&run, "--report %s: %s", o.report, why);
+            free(why);
+            goto done;
+        }
+        if (txt) fprintf(stderr, "kerntune tune: report written to %s\n", o.report);
     }
     if (o.json) {
         json_t *j = json_object();
@@ -1961,6 +2021,7 @@ done:
     kt_space_destroy(full_sp);
     kt_context_destroy(ctx);
     fleet_close(fl); /* after the context: its backend table lives in the fleet */
+    free(told.order), free(told.at_s);
     t4_free(&replay.recs);
     free(source);
     free(err);

@@ -1,0 +1,277 @@
+/*
+ * test-report.c - `kerntune report` and `kerntune tune --report` (issue [15]): the HTML page of
+ * a replayed benchmark_hub run holds every configuration and the run's winner (read back from
+ * the HTML), loads nothing from anywhere (no URL, no script, every image a data: URI), and a
+ * real headless Chromium renders it without console errors into a PNG that is not blank
+ * (decoded here). Several devices' results: their winners side by side. Errors name their cause.
+ */
+#define _GNU_SOURCE /* popen */
+#include "helpers.h"
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <zlib.h>
+
+#include <sys/stat.h>
+#include <sys/wait.h>
+
+static char dir[64], db[128];
+
+static int setup(void **state) {
+    (void)state;
+    return temp_cache_dir(dir, sizeof dir, db, sizeof db, "report");
+}
+
+static int teardown(void **state) {
+    (void)state;
+    return remove_tree(dir);
+}
+
+static int sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static int sh(const char *fmt, ...) {
+    char cmd[4096];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(cmd, sizeof cmd, fmt, ap);
+    va_end(ap);
+    int rc = system(cmd);
+    return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
+}
+
+/* The file's contents (allocated, NUL-terminated). */
+static char *slurp(const char *path, size_t *len) {
+    FILE *f = fopen(path, "rb");
+    if (f == NULL) fail_msg("%s: cannot be read", path);
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *buf = malloc((size_t)n + 1);
+    assert_non_null(buf);
+    assert_int_equal(fread(buf, 1, (size_t)n, f), (size_t)n);
+    buf[n] = '\0';
+    fclose(f);
+    if (len) *len = (size_t)n;
+    return buf;
+}
+
+static size_t count(const char *hay, const char *needle) {
+    size_t n = 0;
+    for (const char *p = strstr(hay, needle); p; p = strstr(p + 1, needle)) n++;
+    return n;
+}
+
+/* The page loads nothing: no URL anywhere, no script, stylesheet link or frame, and every
+ * src= a data: URI. */
+static void assert_self_contained(const char *html) {
+    assert_null(strstr(html, "http://"));
+    assert_null(strstr(html, "https://"));
+    assert_null(strstr(html, "//cdn"));
+    assert_null(strstr(html, "<script"));
+    assert_null(strstr(html, "<link"));
+    assert_null(strstr(html, "<iframe"));
+    assert_null(strstr(html, "url("));
+    assert_null(strstr(html, "@import"));
+    for (const char *p = strstr(html, "src=\""); p; p = strstr(p + 1, "src=\"")) assert_int_equal(strncmp(p, "src=\"data:", 10), 0);
+    for (const char *p = strstr(html, "href=\""); p; p = strstr(p + 1, "href=\"")) assert_int_equal(p[6], '#');
+}
+
+/* ---- PNG: decoded enough to count the pixels that are not background ------------------------- */
+
+static uint32_t be32(const unsigned char *p) { return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3]; }
+
+static int paeth(int a, int b, int c) {
+    int p = a + b - c, pa = abs(p - a), pb = abs(p - b), pc = abs(p - c);
+    return pa <= pb && pa <= pc ? a : pb <= pc ? b : c;
+}
+
+/* The fraction of the PNG's pixels that are not (near) white; -1 when it is not a PNG this reads
+ * (8-bit RGB or RGBA, not interlaced). */
+static double ink_fraction(const char *path) {
+    size_t len;
+    unsigned char *png = (unsigned char *)slurp(path, &len);
+    double ink = -1;
+    uint32_t w = 0, h = 0;
+    int channels = 0;
+    unsigned char *idat = NULL;
+    size_t nidat = 0;
+    if (len < 8 || memcmp(png, "\x89PNG\r\n\x1a\n", 8) != 0) goto out;
+    for (size_t at = 8; at + 12 <= len;) {
+        uint32_t n = be32(png + at);
+        const unsigned char *type = png + at + 4, *data = png + at + 8;
+        if (at + 12 + n > len) goto out;
+        if (memcmp(type, "IHDR", 4) == 0) {
+            w = be32(data), h = be32(data + 4);
+            if (data[8] != 8 || data[12] != 0 || (data[9] != 2 && data[9] != 6)) goto out;
+            channels = data[9] == 2 ? 3 : 4;
+        } else if (memcmp(type, "IDAT", 4) == 0) {
+            idat = realloc(idat, nidat + n);
+            memcpy(idat + nidat, data, n);
+            nidat += n;
+        }
+        at += 12 + n;
+    }
+    if (w == 0 || h == 0 || channels == 0) goto out;
+    size_t stride = (size_t)w * (size_t)channels;
+    uLongf raw_len = (uLongf)((stride + 1) * h);
+    unsigned char *raw = malloc(raw_len), *prev = calloc(stride, 1), *cur = malloc(stride);
+    if (uncompress(raw, &raw_len, idat, nidat) != Z_OK || raw_len != (stride + 1) * h) {
+        free(raw), free(prev), free(cur);
+        goto out;
+    }
+    size_t inked = 0;
+    for (uint32_t y = 0; y < h; y++) {
+        const unsigned char *line = raw + (size_t)y * (stride + 1);
+        for (size_t x = 0; x < stride; x++) {
+            int a = x >= (size_t)channels ? cur[x - (size_t)channels] : 0, b = prev[x], c = x >= (size_t)channels ? prev[x - (size_t)channels] : 0;
+            int v = line[1 + x];
+            switch (line[0]) {
+            case 1: v += a; break;
+            case 2: v += b; break;
+            case 3: v += (a + b) / 2; break;
+            case 4: v += paeth(a, b, c); break;
+            default: break;
+            }
+            cur[x] = (unsigned char)v;
+        }
+        for (uint32_t x = 0; x < w; x++) {
+            const unsigned char *px = cur + (size_t)x * (size_t)channels;
+            inked += px[0] < 200 || px[1] < 200 || px[2] < 200;
+        }
+        memcpy(prev, cur, stride);
+    }
+    ink = (double)inked / ((double)w * (double)h);
+    free(raw), free(prev), free(cur);
+out:
+    free(idat);
+    free(png);
+    return ink;
+}
+
+/* Renders html with a real headless Chromium (its profile, cache and fonts' cache in dir): the
+ * PNG's path in png; asserts there was no console message. */
+static void render(const char *html, const char *png) {
+    char log[256];
+    snprintf(log, sizeof log, "%s/chromium.log", dir);
+    int rc = sh("HOME='%s' XDG_CACHE_HOME='%s/cache' XDG_CONFIG_HOME='%s/config' timeout 120 chromium --headless --no-sandbox "
+                "--disable-gpu --hide-scrollbars --no-first-run --user-data-dir='%s/chromium' --window-size=1000,2400 "
+                "--enable-logging=stderr --v=0 --screenshot='%s' 'file://%s' > '%s' 2>&1",
+                dir, dir, dir, dir, png, html, log);
+    char *text = slurp(log, NULL);
+    if (rc != 0) fail_msg("chromium failed (%d): %.2000s", rc, text);
+    if (strstr(text, "CONSOLE")) fail_msg("the page wrote to the console: %.2000s", strstr(text, "CONSOLE"));
+    free(text);
+    double ink = ink_fraction(png);
+    if (!(ink > 0.02 && ink < 0.9)) fail_msg("%s: %.3f of its pixels are drawn (blank, or not a PNG this test reads)", png, ink);
+}
+
+static void replayed_run(void **state) {
+    (void)state;
+    char html[256], t4[256], out[256], png[256];
+    snprintf(html, sizeof html, "%s/run.html", dir);
+    snprintf(t4, sizeof t4, "%s/run.json", dir);
+    snprintf(out, sizeof out, "%s/run.out", dir);
+    snprintf(png, sizeof png, "%s/run.png", dir);
+    assert_int_equal(sh("'%s' tune '%s/kernels/convolution_milo.json' --simulate '%s/results/convolution_milo/W6600_T4.json.gz' --seed 3 "
+                        "--budget 3%% --cache off --t4 '%s' --report '%s' --json > '%s' 2>/dev/null",
+                        KT_CLI, KT_HUB, KT_HUB, t4, html, out),
+                     0);
+    json_error_t e;
+    json_t *doc = json_load_file(out, 0, &e), *res = json_load_file(t4, 0, &e);
+    assert_non_null(doc);
+    assert_non_null(res);
+    char *page = slurp(html, NULL);
+    /* every configuration tried, once each */
+    size_t n = json_array_size(json_object_get(res, "results"));
+    assert_true(n >= 100);
+    assert_int_equal(count(page, "<tr class=\"cfg\">"), n);
+    size_t i;
+    json_t *r;
+    json_array_foreach(json_object_get(res, "results"), i, r) {
+        char want[1024] = "<td>";
+        const char *k;
+        json_t *v;
+        bool first = true;
+        json_object_foreach(json_object_get(r, "configuration"), k, v) {
+            size_t l = strlen(want);
+            snprintf(want + l, sizeof want - l, "%s%s=%lld", first ? "" : ", ", k, (long long)json_integer_value(v));
+            first = false;
+        }
+        strcat(want, "</td>");
+        if (strstr(page, want) == NULL) fail_msg("result %zu (%s) is not in the report", i, want);
+    }
+    /* the winner is the run's */
+    const char *w = strstr(page, "id=\"winner0\">");
+    assert_non_null(w);
+    w += strlen("id=\"winner0\">");
+    const char *k;
+    json_t *v;
+    json_object_foreach(json_object_get(json_object_get(doc, "best"), "configuration"), k, v) {
+        char pair[128];
+        snprintf(pair, sizeof pair, "%s=%lld", k, (long long)json_integer_value(v));
+        const char *end = strstr(w, "</span>");
+        const char *at = strstr(w, pair);
+        if (at == NULL || at > end) fail_msg("the report's winner lacks %s", pair);
+    }
+    /* the plots: gnuplot's SVG, embedded */
+    assert_true(count(page, "src=\"data:image/svg+xml;base64,") >= 4);
+    assert_non_null(strstr(page, "best so far over evaluations"));
+    assert_non_null(strstr(page, "Effect of block_size_x"));
+    assert_non_null(strstr(page, "finalists"));
+    assert_self_contained(page);
+    free(page);
+    json_decref(doc), json_decref(res);
+    render(html, png);
+}
+
+static void devices_side_by_side(void **state) {
+    (void)state;
+    char html[256], png[256];
+    snprintf(html, sizeof html, "%s/two.html", dir);
+    snprintf(png, sizeof png, "%s/two.png", dir);
+    assert_int_equal(sh("'%s' report '%s/results/dedispersion_milo/A4000_T4.json.gz' '%s/results/dedispersion_milo/W6600_T4.json.gz' "
+                        "-o '%s' --title 'dedispersion, two GPUs'",
+                        KT_CLI, KT_HUB, KT_HUB, html),
+                     0);
+    char *page = slurp(html, NULL);
+    assert_non_null(strstr(page, "<title>dedispersion, two GPUs</title>"));
+    assert_non_null(strstr(page, "Winners side by side"));
+    assert_non_null(strstr(page, "id=\"winner0\""));
+    assert_non_null(strstr(page, "id=\"winner1\""));
+    assert_non_null(strstr(page, "its best)")); /* each winner's time on the other device */
+    assert_self_contained(page);
+    free(page);
+    render(html, png);
+}
+
+static void errors(void **state) {
+    (void)state;
+    char out[256];
+    snprintf(out, sizeof out, "%s/err.txt", dir);
+    assert_int_equal(sh("'%s' report > '%s' 2>&1", KT_CLI, out), 2);
+    char *t = slurp(out, NULL);
+    assert_non_null(strstr(t, "no results file"));
+    free(t);
+    assert_int_equal(sh("'%s' report '%s/nope.json' -o '%s/x.html' > '%s' 2>&1", KT_CLI, dir, dir, out), 1);
+    t = slurp(out, NULL);
+    assert_non_null(strstr(t, "nope.json"));
+    free(t);
+    assert_int_equal(sh("'%s' report '%s/kernels/convolution_milo.json' -o '%s/x.html' > '%s' 2>&1", KT_CLI, KT_HUB, dir, out), 1);
+    t = slurp(out, NULL);
+    assert_non_null(strstr(t, "not a T4 document"));
+    free(t);
+    struct stat st;
+    assert_int_not_equal(stat(out, &st), -1);
+    char x[256];
+    snprintf(x, sizeof x, "%s/x.html", dir);
+    assert_int_equal(stat(x, &st), -1); /* nothing written on failure */
+    assert_int_equal(sh("'%s' report --help | grep -q gnuplot", KT_CLI), 0);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(errors),
+        cmocka_unit_test(replayed_run),
+        cmocka_unit_test(devices_side_by_side),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}
