@@ -160,6 +160,61 @@ static void test_tiled_matmul(void **state) {
 }
 
 /* A variant with a syntax error fails to build, is recorded with its log, and the others run. */
+/* Work formulas (kt_op_set_work): a matmul's 2 n^3 flops and its three n x n buffers of bytes,
+ * for every unit, natives and variants; a formula may name a variant's parameters (a name it
+ * lacks, for the native: -1); GFLOP/s is what they give over the measured time. */
+static void test_work_formulas(void **state) {
+    (void)state;
+    fill();
+    kt_context *ctx = variant_context();
+    kt_space *sp = matmul_space();
+    kt_op *op = matmul_op(ctx, sp, matmul_src, "matmul");
+    kt_space_destroy(sp);
+    ok(kt_op_set_work(op, "2 * n ** 3", "(a + b + c) * 4")); /* buffers stand for their element counts */
+    ok(kt_op_call(op, mm_args(N), 4));
+    const kt_decision *d = NULL;
+    ok(kt_op_decision(op, mm_args(N), 4, &d));
+    for (size_t u = 0; u < kt_decision_unit_count(d); u++) {
+        assert_true(kt_decision_unit_flops(d, u) == 2.0 * N * N * N);
+        assert_true(kt_decision_unit_bytes(d, u) == 3.0 * N * N * 4);
+    }
+    size_t w = kt_decision_winner_unit(d);
+    double gflops = kt_decision_unit_flops(d, w) / kt_decision_unit_time_ns(d, w);
+    assert_true(gflops > 0 && isfinite(gflops));
+    assert_true(fabs(gflops - 2.0 * N * N * N / kt_decision_unit_time_ns(d, w)) < 1e-12 * gflops);
+    /* the other size: its own arguments */
+    ok(kt_op_call(op, mm_args(40), 4));
+    ok(kt_op_decision(op, mm_args(40), 4, &d));
+    assert_true(kt_decision_unit_flops(d, 0) == 2.0 * 40 * 40 * 40);
+    kt_context_destroy(ctx);
+    /* a formula of parameters: the variants have TI, the native does not */
+    ctx = variant_context();
+    sp = matmul_space();
+    op = matmul_op(ctx, sp, matmul_src, "matmul");
+    kt_space_destroy(sp);
+    ok(kt_op_set_work(op, "n * TI", NULL));
+    ok(kt_op_call(op, mm_args(N), 4));
+    ok(kt_op_decision(op, mm_args(N), 4, &d));
+    assert_true(kt_decision_unit_flops(d, 0) == -1); /* the native: no TI */
+    assert_true(kt_decision_unit_bytes(d, 0) == -1); /* none declared */
+    for (size_t u = 1; u < kt_decision_unit_count(d); u++) {
+        double want = strstr(kt_decision_unit_config(d, u), "TI=8,") ? 8.0 * N : 32.0 * N;
+        assert_true(kt_decision_unit_flops(d, u) == want);
+    }
+    kt_context_destroy(ctx);
+    /* an op without formulas: -1 */
+    ctx = variant_context();
+    sp = matmul_space();
+    op = matmul_op(ctx, sp, matmul_src, "matmul");
+    kt_space_destroy(sp);
+    ok(kt_op_call(op, mm_args(N), 4));
+    ok(kt_op_decision(op, mm_args(N), 4, &d));
+    assert_true(kt_decision_unit_flops(d, 0) == -1);
+    /* declared after the first call: refused */
+    assert_int_equal(kt_op_set_work(op, "1", NULL), KT_ERR_STATE);
+    kt_context_destroy(ctx);
+}
+
 static void test_syntax_error_variant(void **state) {
     (void)state;
     fill();
@@ -733,6 +788,7 @@ int main(int argc, char **argv) {
     if (mkdtemp(artifacts) == NULL) return 1;
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_tiled_matmul),
+        cmocka_unit_test(test_work_formulas),
         cmocka_unit_test(test_syntax_error_variant),
         cmocka_unit_test(test_missing_entry_point),
         cmocka_unit_test(test_identical_code_compiled_once),

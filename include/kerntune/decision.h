@@ -96,6 +96,14 @@ KT_API kt_status kt_decision_unit_runtimes(const kt_decision *d, size_t u, const
 /** Returns how long building unit u took in ms (0 for natives and for artifacts found cached). */
 KT_API double kt_decision_unit_build_ms(const kt_decision *d, size_t u);
 
+/** Returns the floating-point operations and the bytes one call of unit u does, by the op's work
+ *  formulas (kt_op_set_work) for the arguments it was measured on; -1 when the op declared none,
+ *  the decision was not measured in this process, or the formula does not compute for the unit
+ *  (a name it lacks, a value that is not a number >= 0). Divided by kt_decision_unit_time_ns:
+ *  GFLOP/s and GB/s. */
+KT_API double kt_decision_unit_flops(const kt_decision *d, size_t u);
+KT_API double kt_decision_unit_bytes(const kt_decision *d, size_t u);
+
 /** Returns the wall time in ms that validating unit u took (its validation run, the comparison
  *  with the reference, restoring inputs), 0 when it was not validated. */
 KT_API double kt_decision_unit_validation_ms(const kt_decision *d, size_t u);

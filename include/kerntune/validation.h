@@ -40,6 +40,14 @@ typedef int (*kt_reference_fn)(const kt_arg *args, size_t nargs, void *user, kt_
 /** Sets a reference function; it takes precedence over any reference candidate. */
 KT_API kt_status kt_op_set_reference_fn(kt_op *op, kt_reference_fn fn, void *user);
 
+/** Declares the work of one call: flops, the floating-point operations, and bytes, the bytes it
+ *  moves to and from memory, each an expression of the language of spaces (either may be NULL)
+ *  over the op's arguments by name (a scalar stands for its value, a buffer for its element
+ *  count) and, for a variant, its parameters: "2 * M * N * K" for a matmul of scalars M, N, K.
+ *  A measured decision then gives each unit's (kt_decision_unit_flops, _bytes), and with its
+ *  time its GFLOP/s and GB/s. Before the op's first call. */
+KT_API kt_status kt_op_set_work(kt_op *op, const char *flops, const char *bytes);
+
 /** Switches validation on (default) or off for the op. */
 KT_API kt_status kt_op_set_validation(kt_op *op, int on);
 

@@ -129,6 +129,14 @@ kt_status kt_decision_unit_runtimes(const kt_decision *d, size_t u, const double
     return KT_OK;
 }
 
+double kt_decision_unit_flops(const kt_decision *d, size_t u) {
+    return (d && u < d->nunits && d->units[u].r.work_set) ? d->units[u].r.flops : -1;
+}
+
+double kt_decision_unit_bytes(const kt_decision *d, size_t u) {
+    return (d && u < d->nunits && d->units[u].r.work_set) ? d->units[u].r.bytes : -1;
+}
+
 double kt_decision_unit_build_ms(const kt_decision *d, size_t u) { return (d && u < d->nunits) ? d->units[u].r.build_ms : 0; }
 double kt_decision_unit_validation_ms(const kt_decision *d, size_t u) {
     return (d && u < d->nunits) ? d->units[u].r.validate_ns / 1e6 : 0;

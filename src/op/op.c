@@ -92,6 +92,7 @@ void kt_op_destroy(kt_op *op) {
     free(op->cands);
     pthread_cond_destroy(&op->cond);
     pthread_mutex_destroy(&op->lock);
+    free(op->work_flops), free(op->work_bytes);
     free(op->name);
     free(op);
 }
@@ -462,6 +463,20 @@ kt_status kt_op_set_validation(kt_op *op, int on) {
     kt_status st = kt__op_building(op, "kt_op_set_validation");
     if (st == KT_OK) op->validate = on != 0;
     return st;
+}
+
+kt_status kt_op_set_work(kt_op *op, const char *flops, const char *bytes) {
+    KT__CHECK_OP(op, "kt_op_set_work");
+    kt_status st = kt__op_building(op, "kt_op_set_work");
+    if (st != KT_OK) return st;
+    char *f = flops && *flops ? strdup(flops) : NULL, *b = bytes && *bytes ? strdup(bytes) : NULL;
+    if ((flops && *flops && f == NULL) || (bytes && *bytes && b == NULL)) {
+        free(f), free(b);
+        return kt__err(KT_ERR_NO_MEMORY, "kt_op_set_work(op '%s'): out of memory", op->name);
+    }
+    free(op->work_flops), free(op->work_bytes);
+    op->work_flops = f, op->work_bytes = b;
+    return KT_OK;
 }
 
 kt_status kt_op_set_tolerance(kt_op *op, double atol, double rtol) {

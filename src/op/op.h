@@ -239,6 +239,9 @@ typedef struct kt__cand_result {
     double build_ms;
     unsigned warmups;         /* warm-up runs (validation excluded) */
     double ci_low_ns, ci_high_ns; /* confidence interval of time_ns */
+    double flops, bytes;      /* kt_op_set_work's formulas for this unit and the arguments (-1: not
+                                 declared, or not computable for them) */
+    bool work_set;            /* flops and bytes were evaluated */
     double spent_ns;          /* time of its warm-ups and measured runs */
     double validate_ns;       /* wall time of its validation (the run, the comparison, the restores) */
     double framework_ns;      /* wall time around its runs that is not the run itself (preparing,
@@ -425,6 +428,7 @@ struct kt_op {
     double atol, rtol;
     kt__budget budget;             /* 0s: no limit */
     char strategy[16];             /* the search over variant groups (kerntune/search.h); "" is auto */
+    char *work_flops, *work_bytes; /* kt_op_set_work: expressions per call, NULL when not declared */
     uint64_t search_seed;
     kt_isolation isolation;        /* where variants run while tuning */
     double timeout_s;              /* one isolated run's limit */

@@ -963,6 +963,7 @@ kt_status kt__measure_all(kt_op *op, kt_decision *d, const kt_arg *caller, bool 
     if (tu.iso_locked) pthread_mutex_unlock(&op->ctx->iso_lock);
     kt__worker_free(tu.native_worker);
     uint64_t runs = settle_units(&tu);
+    kt__work_eval(op, d, caller); /* before the caller's buffers are restored: their sizes are the call's */
     if (launching && ws.op != NULL) st = kt__workset_finish(&ws, caller, st);
     if (ws.op != NULL) {
         kt__reference_free(&ref, &ws);

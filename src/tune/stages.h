@@ -198,6 +198,12 @@ kt_status kt__engine_run(const kt__measure_cfg *cfg, const kt__budget *budget, c
 /* Sets a unit's diagnostic from fmt, which takes detail (a %s) and code (a %d), whole. */
 void kt__unit_message(kt__cand_result *r, const char *fmt, const char *detail, int code);
 
+/* ---- work.c: the work formulas of kt_op_set_work -------------------------------------------------- */
+
+/* Evaluates the op's work formulas for every unit of d with the arguments it was measured on
+ * (units' flops and bytes; -1 where a formula does not compute). Nothing when none is declared. */
+void kt__work_eval(const kt_op *op, kt_decision *d, const kt_arg *args);
+
 /* The plans of variant units not built yet (variant.c). */
 typedef struct kt__plans kt__plans;
 
