@@ -267,6 +267,22 @@ static bool write_set(FILE *h, set *s, size_t k, const char *dir, char **err) {
                 break;
             }
         if (isfinite(next)) fprintf(h, "<tr><th>runner-up</th><td>%.6g ms: the winner is %.2f%% faster</td></tr>\n", next, (next / w->ms - 1) * 100);
+        const json_t *wx = json_object_get(w->res, "x-kerntune");
+        if (json_is_number(json_object_get(wx, "gflops")) || json_is_number(json_object_get(wx, "gbs"))) {
+            fputs("<tr><th>work of the winner</th><td>", h);
+            double pf = json_number_value(json_object_get(s->ext, "peak_gflops")), pb = json_number_value(json_object_get(s->ext, "peak_gbs"));
+            if (json_is_number(json_object_get(wx, "gflops"))) {
+                double g = json_number_value(json_object_get(wx, "gflops"));
+                fprintf(h, "%.4g GFLOP/s", g);
+                if (pf > 0) fprintf(h, " (%.1f%% of the peak %g)", 100 * g / pf, pf);
+            }
+            if (json_is_number(json_object_get(wx, "gbs"))) {
+                double g = json_number_value(json_object_get(wx, "gbs"));
+                fprintf(h, "%s%.4g GB/s", json_is_number(json_object_get(wx, "gflops")) ? ", " : "", g);
+                if (pb > 0) fprintf(h, " (%.1f%% of the peak %g)", 100 * g / pb, pb);
+            }
+            fputs("</td></tr>\n", h);
+        }
         const json_t *conf = json_object_get(s->ext, "confidence");
         if (json_is_number(conf))
             fprintf(h, "<tr><th>confidence</th><td>%.4f that the winner is within the race's tolerance of every other</td></tr>\n",
@@ -407,6 +423,38 @@ static bool write_set(FILE *h, set *s, size_t k, const char *dir, char **err) {
                             nci + 1, dir, name);
             ok = sc && plot(h, dir, name, sc, "The race's finalists: their times with the confidence intervals it decided on", err);
             free(sc);
+            if (!ok) return false;
+        }
+        /* the roofline: where the work formulas (kerntune's x-kerntune flops and bytes) place each
+         * measured configuration against the device's limits (given with --peak) */
+        snprintf(name, sizeof name, "roof%zu", k);
+        d = data_file(dir, name);
+        size_t nroof = 0;
+        double ai_lo = INFINITY, ai_hi = 0;
+        for (size_t i = 0; d && i < s->nok; i++) {
+            const json_t *x = json_object_get(s->rows[s->by_time[i]].res, "x-kerntune");
+            double fl = json_number_value(json_object_get(x, "flops")), by = json_number_value(json_object_get(x, "bytes"));
+            double gf = json_number_value(json_object_get(x, "gflops"));
+            if (!(fl > 0 && by > 0 && gf > 0)) continue;
+            double ai = fl / by;
+            fprintf(d, "%.9g %.9g %d\n", ai, gf, (long)s->by_time[i] == s->winner);
+            ai_lo = fmin(ai_lo, ai), ai_hi = fmax(ai_hi, ai);
+            nroof++;
+        }
+        if (d) fclose(d);
+        if (nroof > 0) {
+            double pf = json_number_value(json_object_get(s->ext, "peak_gflops")), pb = json_number_value(json_object_get(s->ext, "peak_gbs"));
+            char *roof = pf > 0 && pb > 0 ? cli_format(", (x < %.9g / %.9g ? %.9g * x : %.9g) with lines lw 2 lc rgb '#707070' title "
+                                                       "'peak: %g GFLOP/s, %g GB/s'", pf, pb, pb, pf, pf, pb)
+                                          : cli_format("%s", "");
+            sc = roof ? cli_format("set logscale xy\nset xrange [%.9g:%.9g]\nset xlabel 'arithmetic intensity (flop per byte)'\n"
+                                   "set ylabel 'GFLOP/s'\nset samples 400\n"
+                                   "plot '%s/%s.dat' using 1:($3 == 0 ? $2 : 1/0) with points pt 7 ps 0.5 lc rgb '#3060a0' title 'measured', "
+                                   "'' using 1:($3 == 1 ? $2 : 1/0) with points pt 9 ps 2 lc rgb '#a03030' title 'winner'%s",
+                                   ai_lo / 4, ai_hi * 4, dir, name, roof)
+                      : NULL;
+            ok = sc && plot(h, dir, name, sc, "Roofline: the measured configurations by their work formulas, against the device's peaks", err);
+            free(sc), free(roof);
             if (!ok) return false;
         }
         /* the top configurations' launch and resources, where recorded */

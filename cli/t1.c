@@ -715,11 +715,21 @@ static bool read_kernel_spec(ctx *c, t1 *p, json_t *ks) {
     static const char *const known_ks[] = {"Language", "CompilerOptions", "BenchmarkName", "KernelName", "KernelFile",
                                            "GlobalSizeType", "LocalSize", "GlobalSize", "GridDivX", "GridDivY", "GridDivZ",
                                            "ProblemSize", "SharedMemory", "Stream", "Arguments", "ReferenceArguments",
-                                           "Device", "Profiling", NULL};
+                                           "Device", "Profiling", "x-kerntune", NULL};
     if (json_object_get(ks, "SimulationInput"))
         return fail(c, "KernelSpecification.SimulationInput", "kerntune replays recorded data given with --simulate FILE only");
     if (!known_fields(c, ks, "KernelSpecification", known_ks)) return false;
     const char *K = "KernelSpecification";
+    /* kerntune's extension (other tools ignore it): the work of one call, for GFLOP/s and GB/s */
+    json_t *x = member(c, ks, K, "x-kerntune", JSON_OBJECT, false, "an object with Flops and Bytes");
+    if (c->failed) return false;
+    if (x) {
+        static const char *const known_x[] = {"Flops", "Bytes", NULL};
+        if (!known_fields(c, x, "KernelSpecification.x-kerntune", known_x)) return false;
+        p->work_flops = str_member(c, x, "KernelSpecification.x-kerntune", "Flops", false, "an expression (a string)");
+        p->work_bytes = str_member(c, x, "KernelSpecification.x-kerntune", "Bytes", false, "an expression (a string)");
+        if (c->failed) return false;
+    }
     p->language = str_member(c, ks, K, "Language", true, "a string (C, OpenCL or CUDA)");
     p->kernel_name = str_member(c, ks, K, "KernelName", true, "a string");
     const char *file = str_member(c, ks, K, "KernelFile", true, "a string (the kernel source's path)");

@@ -102,6 +102,8 @@ typedef struct t1 {
     const char *device_name; /* KernelSpecification.Device.Name, or NULL */
     double time_scale;     /* General.TimeUnit: one ms in that unit (T4 output) */
     const char *time_unit; /* its T4 name: "milliseconds" unless TimeUnit says otherwise */
+    const char *work_flops;  /* kerntune's extension KernelSpecification.x-kerntune.Flops, or NULL */
+    const char *work_bytes;  /* ... .Bytes, or NULL: expressions of the arguments and parameters */
 } t1;
 
 /* Loads path into p. On failure returns false and stores in *err an allocated message (free

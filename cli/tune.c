@@ -77,6 +77,9 @@ void help_tune(FILE *out) {
             "                           (default 1)\n"
             "  --t4 FILE                write T4 results of every configuration tried, failures included\n"
             "                           (checked for writing before any work)\n"
+            "  --peak GFLOPS[,GB/S]     the device's peak arithmetic rate and memory bandwidth, for the\n"
+            "                           fraction of peak that results with work formulas reach (the\n"
+            "                           problem's KernelSpecification.x-kerntune Flops and Bytes)\n"
             "  --report FILE            write an HTML page of the results, with plots (see 'kerntune\n"
             "                           report --help'); needs gnuplot\n"
             "  --simulate FILE          replay a T4 file (gzip or plain) or a Kernel Tuner cache file\n"
@@ -142,6 +145,7 @@ typedef struct options {
     size_t jobs;          /* --jobs N */
     double wait_workers;  /* --wait-workers S */
     const char *report;   /* --report FILE */
+    double peak_gflops, peak_gbs; /* --peak GFLOPS[,GB/S]: the device's limits (0: not given) */
 } options;
 
 static char *usage_message; /* the last usage error, for --json */
@@ -243,7 +247,7 @@ static int parse_options(int argc, char **argv, options *o) {
         size_t nlen = eq ? (size_t)(eq - a) : strlen(a);
         static const char *const with_value[] = {"--problem-size", "--define", "--budget", "--strategy", "--measure",
                                                  "--device", "--seed", "--t4", "--simulate", "--cache", "--timeout",
-                                                 "--workers", "--jobs", "--wait-workers", "--report"};
+                                                 "--workers", "--jobs", "--wait-workers", "--report", "--peak"};
         const char *name = NULL; /* the option, when a known one takes a value */
         for (size_t k = 0; k < sizeof with_value / sizeof with_value[0]; k++)
             if (strlen(with_value[k]) == nlen && strncmp(a, with_value[k], nlen) == 0) name = with_value[k];
@@ -336,6 +340,13 @@ static int parse_options(int argc, char **argv, options *o) {
         } else if (strcmp(name, "--workers") == 0) {
             if (strncmp(v, "redis://", 8) != 0 || v[8] == '\0') return usage("--workers '%s': expected redis://HOST[:PORT][/DB]", v);
             o->workers = v;
+        } else if (strcmp(name, "--peak") == 0) {
+            char *end = NULL;
+            o->peak_gflops = strtod(v, &end);
+            if (end != v && *end == ',') o->peak_gbs = strtod(end + 1, &end);
+            if (end == v || *end != '\0' || !(o->peak_gflops >= 0) || !(o->peak_gbs >= 0) || !isfinite(o->peak_gflops) ||
+                !isfinite(o->peak_gbs) || o->peak_gflops + o->peak_gbs <= 0)
+                return usage("--peak '%s': expected GFLOPS[,GB/S], the device's peak arithmetic and memory rates (0: not known)", v);
         } else if (strcmp(name, "--report") == 0) {
             if (*v == '\0') return usage("--report: expected a file name");
             o->report = v;
@@ -1031,6 +1042,11 @@ static json_t *t4_result(const t1 *p, kt_op *op, fleet *fl, const told_log *tl, 
         double lo = kt_decision_unit_ci_low_ns(d, u), hi = kt_decision_unit_ci_high_ns(d, u);
         if (o == KT_OUTCOME_MEASURED && lo >= 0 && hi >= lo) json_object_set_new(x, "ci_ms", json_pack("[f,f]", lo / 1e6 * k, hi / 1e6 * k));
         if (kt_decision_unit_finalist(d, u)) json_object_set_new(x, "finalist", json_true());
+        double fl = kt_decision_unit_flops(d, u), by = kt_decision_unit_bytes(d, u), t_ns = kt_decision_unit_time_ns(d, u);
+        if (fl >= 0) json_object_set_new(x, "flops", json_real(fl));
+        if (by >= 0) json_object_set_new(x, "bytes", json_real(by));
+        if (fl >= 0 && o == KT_OUTCOME_MEASURED && t_ns > 0) json_object_set_new(x, "gflops", json_real(fl / t_ns));
+        if (by >= 0 && o == KT_OUTCOME_MEASURED && t_ns > 0) json_object_set_new(x, "gbs", json_real(by / t_ns));
         if (o == KT_OUTCOME_MEASURED && kt_decision_winner_unit(d) == u) json_object_set_new(x, "winner", json_true());
         json_object_set_new(r, "x-kerntune", x);
         return r;
@@ -1054,7 +1070,7 @@ static json_t *t4_wrap(const t1 *p, const char *device, json_t *results) {
 }
 
 static json_t *t4_document(const t1 *p, kt_op *op, fleet *fl, const told_log *tl, const kt_decision *d, const char *device,
-                           const char *const *names, size_t nnames, double wall_s) {
+                           const char *const *names, size_t nnames, double wall_s, double peak_gflops, double peak_gbs) {
     json_t *results = json_array();
     for (size_t u = 0; u < kt_decision_unit_count(d); u++) {
         json_t *r = t4_result(p, op, fl, tl, d, u, names, nnames);
@@ -1064,6 +1080,8 @@ static json_t *t4_document(const t1 *p, kt_op *op, fleet *fl, const told_log *tl
     json_object_set_new(x, "policy", json_string(kt_policy_name(kt_decision_policy(d))));
     json_object_set_new(x, "confidence", json_real(kt_decision_confidence(d)));
     json_object_set_new(x, "wall_s", json_real(wall_s));
+    if (peak_gflops > 0) json_object_set_new(x, "peak_gflops", json_real(peak_gflops));
+    if (peak_gbs > 0) json_object_set_new(x, "peak_gbs", json_real(peak_gbs));
     json_object_set_new(root, "x-kerntune", x);
     return root;
 }
@@ -1347,6 +1365,7 @@ typedef struct prepared {
     size_t dev;
     bool host_dev;
     bool no_data;         /* replay, or the coordinator of a fleet: buffers are never read */
+    bool replay;          /* a replay: buffers of one element stand in for the arguments */
     const char *source;   /* the kernel source ("" when nothing is built here) */
     kt_space *ref_sp;     /* the Default configuration, the reference (NULL: none) */
     const char *no_reference; /* why the first configuration is the reference instead */
@@ -1490,6 +1509,8 @@ static char *declare(prepared *pr, kt_space *const *sps, size_t nsp, bool valida
         PKT(kt_op_add_variants(op, name, sps[g], pr->source, p->kernel_name, p->options, p->noptions));
     }
     if (p->atol >= 0) PKT(kt_op_set_tolerance(op, p->atol, p->rtol));
+    /* the work of a call (x-kerntune): not in a replay, whose buffers stand in with one element */
+    if ((p->work_flops || p->work_bytes) && !pr->replay) PKT(kt_op_set_work(op, p->work_flops, p->work_bytes));
     if (!validate) { /* no outputs to compare: what stands in for the device validated (a recording, a worker) */
         if (pr->ref_sp) PKT(kt_op_set_reference_only(op, 1)); /* still never the winner */
         PKT(kt_op_set_validation(op, 0));
@@ -1693,6 +1714,7 @@ int run_tune(int argc, char **argv) {
     KT(kt_op_set_timeout(op, o.timeout));
     if (o.ndefines > 0 && (full_sp = make_space(&p, NULL, 0, false, ps, nps, &err)) == NULL) FAIL("%s", err);
     prep = (prepared){.p = &p, .ctx = ctx, .dev = (size_t)dev, .host_dev = host_dev, .no_data = o.simulate || o.workers,
+                      .replay = o.simulate != NULL,
                       .source = o.simulate ? "" : source};
     if ((err = prepare(&prep, &o, ps, nps, sp, full_sp)) != NULL) FAIL("%s", err);
     if ((err = declare(&prep, &sp, 1, !prep.no_data, op)) != NULL) FAIL("%s", err);
@@ -1816,6 +1838,15 @@ int run_tune(int argc, char **argv) {
             else
                 fprintf(txt, "best: %s  %.6g ms (mean of %u runs; confidence %.3f)\n", kt_decision_unit_config(d, best), best_ms,
                         kt_decision_unit_runs(d, best), confidence);
+            double fl = kt_decision_unit_flops(d, best), by = kt_decision_unit_bytes(d, best), t_ns = kt_decision_unit_time_ns(d, best);
+            if (!cached && t_ns > 0 && (fl >= 0 || by >= 0)) {
+                fprintf(txt, "work of the best:");
+                if (fl >= 0) fprintf(txt, " %.4g GFLOP/s", fl / t_ns);
+                if (fl >= 0 && o.peak_gflops > 0) fprintf(txt, " (%.1f%% of %g)", 100 * fl / t_ns / o.peak_gflops, o.peak_gflops);
+                if (by >= 0) fprintf(txt, "%s %.4g GB/s", fl >= 0 ? "," : "", by / t_ns);
+                if (by >= 0 && o.peak_gbs > 0) fprintf(txt, " (%.1f%% of %g)", 100 * by / t_ns / o.peak_gbs, o.peak_gbs);
+                fprintf(txt, "\n");
+            }
         } else {
             fprintf(txt, "no configuration is valid\n");
         }
@@ -1889,7 +1920,7 @@ int run_tune(int argc, char **argv) {
         }
     }
     if (o.t4 || o.report) {
-        t4doc = t4_document(&p, op, fl, &told, d, dev_name, names, p.nparams, wall);
+        t4doc = t4_document(&p, op, fl, &told, d, dev_name, names, p.nparams, wall, o.peak_gflops, o.peak_gbs);
         char *why = o.t4 ? write_json(o.t4, t4doc) : NULL;
         if (why) {
             set_error(&run, "--t4 %s: cannot be written: %s", o.t4, why);
@@ -1987,6 +2018,17 @@ int run_tune(int argc, char **argv) {
             json_object_set_new(b, "configuration", t4_configuration(kt_decision_unit_config(d, best), names, p.nparams));
             json_object_set_new(b, "time_ms", json_real(best_ms));
             json_object_set_new(b, "runs", json_integer(kt_decision_unit_runs(d, best)));
+            double fl = kt_decision_unit_flops(d, best), by = kt_decision_unit_bytes(d, best), t_ns = kt_decision_unit_time_ns(d, best);
+            if (!cached && fl >= 0 && t_ns > 0) {
+                json_object_set_new(b, "flops", json_real(fl));
+                json_object_set_new(b, "gflops", json_real(fl / t_ns));
+                if (o.peak_gflops > 0) json_object_set_new(b, "gflops_fraction_of_peak", json_real(fl / t_ns / o.peak_gflops));
+            }
+            if (!cached && by >= 0 && t_ns > 0) {
+                json_object_set_new(b, "bytes", json_real(by));
+                json_object_set_new(b, "gbs", json_real(by / t_ns));
+                if (o.peak_gbs > 0) json_object_set_new(b, "gbs_fraction_of_peak", json_real(by / t_ns / o.peak_gbs));
+            }
             if (chosen) json_object_set_new(b, "recorded_ms", json_real(chosen->mean_ms));
             json_t *geo = geometry_json(&p, d, best);
             if (geo) json_object_set_new(b, "geometry", geo);
@@ -2136,7 +2178,7 @@ char *tune_bench_open(const tune_bench_args *a, tune_bench **out) {
     if (!enumerate(p, b->sp, o->defines, o->ndefines, false, b->ps, b->nps, &total, &err)) goto fail;
     const kt_device *dv = kt_context_device(b->ctx, (size_t)b->dev);
     b->prep = (prepared){.p = p, .ctx = b->ctx, .dev = (size_t)b->dev, .host_dev = (kt_device_caps(dv) & KT_BACKEND_CAP_HOST_MEMORY) != 0,
-                         .no_data = a->simulate != NULL, .source = a->simulate ? "" : b->source};
+                         .no_data = a->simulate != NULL, .replay = a->simulate != NULL, .source = a->simulate ? "" : b->source};
     if ((err = prepare(&b->prep, o, b->ps, b->nps, b->sp, b->full_sp)) != NULL) goto fail;
     *out = b;
     return NULL;

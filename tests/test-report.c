@@ -12,6 +12,7 @@
 #include <stdbool.h>
 #include <zlib.h>
 
+#include <math.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 
@@ -243,6 +244,51 @@ static void devices_side_by_side(void **state) {
     render(html, png);
 }
 
+/* Work formulas (the problem's KernelSpecification.x-kerntune): the GFLOP/s of a known matmul
+ * is 2 n^3 over its time, its GB/s its three buffers over its time, and the fractions of the
+ * given peaks follow; the report places the results on a roofline. */
+static void work_formulas(void **state) {
+    (void)state;
+    char problem[256], out[256], html[256];
+    snprintf(problem, sizeof problem, "%s/mm.json", dir);
+    snprintf(out, sizeof out, "%s/mm.out", dir);
+    snprintf(html, sizeof html, "%s/mm.html", dir);
+    json_error_t e;
+    json_t *p = json_load_file(KT_DATA "/t1/matmul_c.json", 0, &e);
+    assert_non_null(p);
+    json_t *ks = json_object_get(p, "KernelSpecification");
+    json_object_set_new(ks, "KernelFile", json_string(KT_DATA "/t1/matmul.c"));
+    json_object_set_new(ks, "x-kerntune", json_pack("{s:s,s:s}", "Flops", "2 * n ** 3", "Bytes", "(a + b + c) * 4"));
+    assert_int_equal(json_dump_file(p, problem, 0), 0);
+    assert_int_equal(sh("'%s' tune '%s' --cache off --measure kerneltuner --peak 100,20 --report '%s' --json > '%s' 2>/dev/null", KT_CLI,
+                        problem, html, out),
+                     0);
+    json_t *doc = json_load_file(out, 0, &e), *best = json_object_get(doc, "best");
+    assert_non_null(best);
+    double t_ns = json_number_value(json_object_get(best, "time_ms")) * 1e6, gf = json_number_value(json_object_get(best, "gflops"));
+    double gb = json_number_value(json_object_get(best, "gbs"));
+    assert_true(t_ns > 0);
+    assert_true(fabs(gf - 2.0 * 64 * 64 * 64 / t_ns) <= 1e-9 * gf); /* 2MNK / t */
+    assert_true(fabs(gb - 3.0 * 64 * 64 * 4 / t_ns) <= 1e-9 * gb);
+    assert_true(fabs(json_number_value(json_object_get(best, "gflops_fraction_of_peak")) - gf / 100) <= 1e-12);
+    assert_true(fabs(json_number_value(json_object_get(best, "gbs_fraction_of_peak")) - gb / 20) <= 1e-12);
+    json_decref(doc);
+    char *page = slurp(html, NULL);
+    assert_non_null(strstr(page, "Roofline"));
+    assert_non_null(strstr(page, "work of the winner"));
+    assert_non_null(strstr(page, "of the peak 100)"));
+    assert_self_contained(page);
+    free(page);
+    /* an unknown field of the extension is refused, named */
+    json_object_set_new(json_object_get(ks, "x-kerntune"), "Joules", json_string("1"));
+    assert_int_equal(json_dump_file(p, problem, 0), 0);
+    assert_int_equal(sh("'%s' tune '%s' --cache off > '%s' 2>&1", KT_CLI, problem, out), 1);
+    char *t = slurp(out, NULL);
+    assert_non_null(strstr(t, "KernelSpecification.x-kerntune.Joules"));
+    free(t);
+    json_decref(p);
+}
+
 static void errors(void **state) {
     (void)state;
     char out[256];
@@ -272,6 +318,7 @@ int main(void) {
         cmocka_unit_test(errors),
         cmocka_unit_test(replayed_run),
         cmocka_unit_test(devices_side_by_side),
+        cmocka_unit_test(work_formulas),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
