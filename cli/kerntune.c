@@ -106,6 +106,10 @@ static int run_devices(int argc, char **argv) {
             json_object_set_new(x, "fingerprint", json_string(kt_device_fingerprint(d)));
             json_object_set_new(x, "arch", json_string(kt_device_architecture(d)));
             json_object_set_new(x, "vendor", json_string(kt_device_vendor(d)));
+            double pf = 0, pb = 0;
+            kt_device_peaks(ctx, i, &pf, &pb);
+            json_object_set_new(x, "peak_gflops", pf > 0 ? json_real(pf) : json_null());
+            json_object_set_new(x, "peak_gbs", pb > 0 ? json_real(pb) : json_null());
             json_array_append_new(devs, x);
         }
         for (size_t i = 0; i < kt_context_unavailable_count(ctx); i++) json_array_append_new(un, json_string(kt_context_unavailable(ctx, i)));
@@ -126,6 +130,9 @@ static int run_devices(int argc, char **argv) {
         if (verbose) printf("%-8s %-6s fingerprint: %s\n", "", "", kt_device_fingerprint(d));
         if (verbose) printf("%-8s %-6s architecture: %s; vendor: %s\n", "", "", *kt_device_architecture(d) ? kt_device_architecture(d) : "unknown",
                             *kt_device_vendor(d) ? kt_device_vendor(d) : "unknown");
+        double pf = 0, pb = 0;
+        if (verbose && kt_device_peaks(ctx, i, &pf, &pb) == KT_OK && (pf > 0 || pb > 0))
+            printf("%-8s %-6s peaks: %.6g GFLOP/s (single precision), %.6g GB/s\n", "", "", pf, pb);
     }
     for (size_t i = 0; i < kt_context_unavailable_count(ctx); i++) printf("unavailable: %s\n", kt_context_unavailable(ctx, i));
     kt_context_destroy(ctx);

@@ -79,7 +79,8 @@ void help_tune(FILE *out) {
             "                           (checked for writing before any work)\n"
             "  --peak GFLOPS[,GB/S]     the device's peak arithmetic rate and memory bandwidth, for the\n"
             "                           fraction of peak that results with work formulas reach (the\n"
-            "                           problem's KernelSpecification.x-kerntune Flops and Bytes)\n"
+            "                           problem's KernelSpecification.x-kerntune Flops and Bytes);\n"
+            "                           default: what the device reports (CUDA), else none\n"
             "  --report FILE            write an HTML page of the results, with plots (see 'kerntune\n"
             "                           report --help'); needs gnuplot\n"
             "  --simulate FILE          replay a T4 file (gzip or plain) or a Kernel Tuner cache file\n"
@@ -1689,6 +1690,9 @@ int run_tune(int argc, char **argv) {
         for (size_t i = 0; i < kt_context_device_count(ctx); i++)
             if (strcmp(kt_device_backend(kt_context_device(ctx, i)), which) == 0) dev = (long)i;
     }
+    /* the device's peaks, for results with work formulas: given, else as its backend reads them */
+    double peak_f = o.peak_gflops, peak_b = o.peak_gbs;
+    if (peak_f == 0 && peak_b == 0 && !o.simulate && !o.workers) KT(kt_device_peaks(ctx, (size_t)dev, &peak_f, &peak_b));
     bool host_dev = (kt_device_caps(kt_context_device(ctx, (size_t)dev)) & KT_BACKEND_CAP_HOST_MEMORY) != 0;
     const char *dev_name = kt_device_name(kt_context_device(ctx, (size_t)dev));
 
@@ -1842,9 +1846,9 @@ int run_tune(int argc, char **argv) {
             if (!cached && t_ns > 0 && (fl >= 0 || by >= 0)) {
                 fprintf(txt, "work of the best:");
                 if (fl >= 0) fprintf(txt, " %.4g GFLOP/s", fl / t_ns);
-                if (fl >= 0 && o.peak_gflops > 0) fprintf(txt, " (%.1f%% of %g)", 100 * fl / t_ns / o.peak_gflops, o.peak_gflops);
+                if (fl >= 0 && peak_f > 0) fprintf(txt, " (%.1f%% of %g)", 100 * fl / t_ns / peak_f, peak_f);
                 if (by >= 0) fprintf(txt, "%s %.4g GB/s", fl >= 0 ? "," : "", by / t_ns);
-                if (by >= 0 && o.peak_gbs > 0) fprintf(txt, " (%.1f%% of %g)", 100 * by / t_ns / o.peak_gbs, o.peak_gbs);
+                if (by >= 0 && peak_b > 0) fprintf(txt, " (%.1f%% of %g)", 100 * by / t_ns / peak_b, peak_b);
                 fprintf(txt, "\n");
             }
         } else {
@@ -1920,7 +1924,7 @@ int run_tune(int argc, char **argv) {
         }
     }
     if (o.t4 || o.report) {
-        t4doc = t4_document(&p, op, fl, &told, d, dev_name, names, p.nparams, wall, o.peak_gflops, o.peak_gbs);
+        t4doc = t4_document(&p, op, fl, &told, d, dev_name, names, p.nparams, wall, peak_f, peak_b);
         char *why = o.t4 ? write_json(o.t4, t4doc) : NULL;
         if (why) {
             set_error(&run, "--t4 %s: cannot be written: %s", o.t4, why);
@@ -2022,12 +2026,12 @@ int run_tune(int argc, char **argv) {
             if (!cached && fl >= 0 && t_ns > 0) {
                 json_object_set_new(b, "flops", json_real(fl));
                 json_object_set_new(b, "gflops", json_real(fl / t_ns));
-                if (o.peak_gflops > 0) json_object_set_new(b, "gflops_fraction_of_peak", json_real(fl / t_ns / o.peak_gflops));
+                if (peak_f > 0) json_object_set_new(b, "gflops_fraction_of_peak", json_real(fl / t_ns / peak_f));
             }
             if (!cached && by >= 0 && t_ns > 0) {
                 json_object_set_new(b, "bytes", json_real(by));
                 json_object_set_new(b, "gbs", json_real(by / t_ns));
-                if (o.peak_gbs > 0) json_object_set_new(b, "gbs_fraction_of_peak", json_real(by / t_ns / o.peak_gbs));
+                if (peak_b > 0) json_object_set_new(b, "gbs_fraction_of_peak", json_real(by / t_ns / peak_b));
             }
             if (chosen) json_object_set_new(b, "recorded_ms", json_real(chosen->mean_ms));
             json_t *geo = geometry_json(&p, d, best);

@@ -282,8 +282,27 @@ static void test_settings_refuse_unlisted(void **state) {
     kt_context_destroy(ctx);
 }
 
+/* A device's compiler identity and peaks: the host's compiler is named, its peaks not known (0,
+ * not an error); a device that does not exist and NULL outputs are refused. */
+static void test_device_compiler_and_peaks(void **state) {
+    (void)state;
+    kt_context *ctx = test_context(1);
+    char cc[1024];
+    ok(kt_device_compiler(ctx, 0, cc, sizeof cc));
+    assert_true(strlen(cc) > 0);
+    double f = -1, b = -1;
+    ok(kt_device_peaks(ctx, 0, &f, &b));
+    assert_true(f == 0 && b == 0);
+    assert_int_equal(kt_device_peaks(ctx, 999, &f, &b), KT_ERR_INVALID_ARGUMENT);
+    assert_int_equal(kt_device_peaks(ctx, 0, NULL, &b), KT_ERR_NULL);
+    assert_int_equal(kt_device_compiler(ctx, 999, cc, sizeof cc), KT_ERR_INVALID_ARGUMENT);
+    assert_string_equal(cc, "");
+    kt_context_destroy(ctx);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_device_compiler_and_peaks),
         cmocka_unit_test(test_call_async_on_host),
         cmocka_unit_test(test_native_queued_needs_queues),
         cmocka_unit_test(test_context_user),   cmocka_unit_test(test_op_user),

@@ -23,7 +23,9 @@
  * version 11 says whether a built kernel fits its launch by the compiler's own account
  * (registers, static shared memory), so that one that does not is rejected unlaunched; version
  * 12 says a device's architecture and vendor, so that a key nobody tuned on it may borrow
- * another device's decision (kerntune.h, KT_SOURCE_ARCH and KT_SOURCE_VENDOR). A backend
+ * another device's decision (kerntune.h, KT_SOURCE_ARCH and KT_SOURCE_VENDOR); version 13 says
+ * its peak arithmetic rate and memory bandwidth (kt_device_peaks), against which results with
+ * work formulas are read. A backend
  * written against an older version has no capabilities: device memory, variants run in the
  * caller's process. A backend declares the version it was written against in
  * abi_version and the core never reads a field beyond it. Comparing outputs is the core's
@@ -43,7 +45,7 @@
 extern "C" {
 #endif
 
-#define KT_BACKEND_ABI_VERSION 12
+#define KT_BACKEND_ABI_VERSION 13
 
 /** Longest device name and fingerprint, terminating NUL included. */
 #define KT_DEVICE_NAME_MAX 256
@@ -256,6 +258,11 @@ struct kt_backend {
      *  then of the same vendor (kt_decision_source_of). Optional: without it a device's
      *  decisions answer for that device only. */
     kt_status (*classify)(void *state, size_t index, char *arch, char *vendor, char *err, size_t errlen);
+    /* ---- version 13: the device's limits. */
+    /** Writes device index's peak arithmetic rate in GFLOP/s (single precision, a fused
+     *  multiply-add counted as two) and its memory bandwidth in GB/s, from what the device
+     *  reports; 0 for one it cannot tell. Optional. */
+    kt_status (*peaks)(void *state, size_t index, double *gflops, double *gbs, char *err, size_t errlen);
 };
 
 /** Registers a backend with the context and enumerates its devices. The table must outlive the

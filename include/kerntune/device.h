@@ -75,6 +75,12 @@ KT_API const char *kt_device_architecture(const kt_device *dev);
  *  KT_ERR_NULL, KT_ERR_INVALID_ARGUMENT (no such device), or the backend's failure (then out
  *  is ""). A fleet's coordinator takes its workers' compiler identity from this. */
 KT_API kt_status kt_device_compiler(kt_context *ctx, size_t device, char *out, size_t len);
+
+/** Writes device `device`'s peak arithmetic rate (GFLOP/s, single precision, an FMA as two) and
+ *  memory bandwidth (GB/s) as its backend reads them from the device (CUDA: compute capability,
+ *  multiprocessors, clocks, bus width); 0 for what the backend cannot tell. Returns KT_OK, or
+ *  KT_ERR_NULL, KT_ERR_INVALID_ARGUMENT (no such device). */
+KT_API kt_status kt_device_peaks(kt_context *ctx, size_t device, double *gflops, double *gbs);
 KT_API const char *kt_device_vendor(const kt_device *dev);
 
 /** Runs the op's compiled variants on device index of the context (kt_context_device); the

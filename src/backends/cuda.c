@@ -212,6 +212,26 @@ static kt_status cu_classify(void *state, size_t index, char *arch, char *vendor
     return KT_OK;
 }
 
+/* Peaks from the device's attributes: FP32 lanes per multiprocessor by compute capability
+ * (64 on 6.0, 7.x and 8.0; 128 elsewhere from 5.0), two flops an FMA, at the SM clock; memory
+ * at twice its clock over its bus (double data rate). An attribute the driver no longer reports
+ * leaves that peak 0 (unknown). */
+static kt_status cu_peaks(void *state, size_t index, double *gflops, double *gbs, char *err, size_t errlen) {
+    cu_state *s = state;
+    if (index >= s->ndevs) {
+        snprintf(err, errlen, "device %zu does not exist", index);
+        return KT_ERR_INVALID_ARGUMENT;
+    }
+    const cu_dev *d = &s->devs[index];
+    int major = d->cc_major, minor = d->cc_minor;
+    int lanes = (major == 6 && minor == 0) || major == 7 || (major == 8 && minor == 0) ? 64 : major >= 5 ? 128 : 0;
+    double sms = attr(s, d->dev, ATTR_MULTIPROCESSOR_COUNT), khz = attr(s, d->dev, ATTR_CLOCK_RATE);
+    double mem_khz = attr(s, d->dev, ATTR_MEMORY_CLOCK_RATE), bus = attr(s, d->dev, ATTR_GLOBAL_MEMORY_BUS_WIDTH);
+    *gflops = sms * lanes * 2 * khz / 1e6;
+    *gbs = 2 * mem_khz * 1e3 * (bus / 8) / 1e9;
+    return KT_OK;
+}
+
 /* ---- errors, the current context -------------------------------------------------------------- */
 
 const char *kt__cu_errstr(cu_state *s, CUresult rc) {
@@ -390,6 +410,7 @@ static const kt_backend kt__backend_cuda = {
     .limits = cu_limits,
     .fits = kt__cu_fits,
     .classify = cu_classify,
+    .peaks = cu_peaks,
     .flush = cu_flush,
     .caps = KT_BACKEND_CAP_WORKER | KT_BACKEND_CAP_FAULT_POISONS | KT_BACKEND_CAP_ASYNC_LAUNCH | KT_BACKEND_CAP_LAUNCH_PARAMS |
             KT_BACKEND_CAP_PREPROCESSED | KT_BACKEND_CAP_OWN_PROCESSOR,

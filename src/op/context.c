@@ -537,6 +537,20 @@ kt_status kt_device_compiler(kt_context *ctx, size_t device, char *out, size_t l
     return st == KT_OK ? KT_OK : kt__err(st, "kt_device_compiler(device %zu): %s", device, err);
 }
 
+kt_status kt_device_peaks(kt_context *ctx, size_t device, double *gflops, double *gbs) {
+    if (gflops == NULL || gbs == NULL) return kt__err(KT_ERR_NULL, "kt_device_peaks: gflops or gbs is NULL");
+    *gflops = *gbs = 0;
+    if (ctx == NULL) return kt__err(KT_ERR_NULL, "kt_device_peaks: ctx is NULL");
+    const kt_device *d = kt_context_device(ctx, device);
+    if (d == NULL) return kt__err(KT_ERR_INVALID_ARGUMENT, "kt_device_peaks: device %zu does not exist", device);
+    const kt__backend_slot *bs = &ctx->backends[d->slot];
+    char err[256] = "";
+    if (bs->backend->abi_version < 13 || bs->backend->peaks == NULL ||
+        bs->backend->peaks(bs->state, d->local, gflops, gbs, err, sizeof err) != KT_OK || !(*gflops >= 0) || !(*gbs >= 0))
+        *gflops = *gbs = 0; /* not known: not an error */
+    return KT_OK;
+}
+
 size_t kt_context_device_count(kt_context *ctx) {
     if (ctx == NULL) return 0;
     kt__context_discover(ctx);
