@@ -489,7 +489,8 @@ static bool write_set(FILE *h, set *s, size_t k, const char *dir, char **err) {
             fputs("<tr><td>", h);
             esc(h, r->config);
             fputs("</td><td>", h);
-            esc(h, r->inv);
+            const char *kind = json_string_value(json_object_get(json_object_get(r->res, "x-kerntune"), "outcome"));
+            esc(h, kind ? kind : r->inv); /* kerntune's own kind (crashed, timeout...), else T4's class */
             fputs("</td><td><pre>", h);
             esc(h, json_string_value(json_object_get(r->res, "diagnostic")));
             fputs("</pre></td></tr>\n", h);

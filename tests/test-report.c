@@ -289,6 +289,23 @@ static void work_formulas(void **state) {
     json_decref(p);
 }
 
+/* Every failure with its kind, kerntune's own (crashed, timeout), not only T4's class. */
+static void failure_kinds(void **state) {
+    (void)state;
+    char html[256];
+    snprintf(html, sizeof html, "%s/crashy.html", dir);
+    assert_int_equal(sh("'%s' tune '%s/t1/crashy_c.json' --timeout 1 --cache off --quiet --report '%s' > /dev/null 2>&1", KT_CLI, KT_DATA,
+                        html),
+                     0);
+    char *page = slurp(html, NULL);
+    assert_non_null(strstr(page, "Failures (5)"));
+    assert_true(count(page, "<td>crashed</td>") >= 3); /* null write, abort, out of bounds (out of memory may time out) */
+    assert_true(count(page, "<td>timeout</td>") >= 1); /* the endless loop */
+    assert_non_null(strstr(page, "Segmentation fault"));
+    assert_self_contained(page);
+    free(page);
+}
+
 static void errors(void **state) {
     (void)state;
     char out[256];
@@ -319,6 +336,7 @@ int main(void) {
         cmocka_unit_test(replayed_run),
         cmocka_unit_test(devices_side_by_side),
         cmocka_unit_test(work_formulas),
+        cmocka_unit_test(failure_kinds),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
