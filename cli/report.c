@@ -459,7 +459,8 @@ static bool write_set(FILE *h, set *s, size_t k, const char *dir, char **err) {
         }
         /* the top configurations' launch and resources, where recorded */
         fputs("<h3>The fastest configurations</h3>\n<table class=\"top\"><tr><th>rank</th><th>time (ms)</th><th>configuration</th><th>grid</th>"
-              "<th>block</th><th>shared memory (bytes)</th></tr>\n", h);
+              "<th>block</th><th>dynamic shared memory (bytes)</th><th>registers</th><th>static shared memory (bytes)</th>"
+              "<th>local memory, spills (bytes)</th></tr>\n", h);
         for (size_t i = 0; i < s->nok && i < 10; i++) {
             row *r = &s->rows[s->by_time[i]];
             const json_t *g = json_object_get(r->res, "geometry");
@@ -471,9 +472,16 @@ static bool write_set(FILE *h, set *s, size_t k, const char *dir, char **err) {
             esc(h, grid && g ? grid : "-");
             fputs("</td><td>", h);
             esc(h, block && g ? block : "-");
-            const json_t *sm = json_object_get(g, "shared_memory");
-            if (json_is_integer(sm)) fprintf(h, "</td><td>%lld</td></tr>\n", (long long)json_integer_value(sm));
-            else fputs("</td><td>-</td></tr>\n", h);
+            const json_t *sm = json_object_get(g, "shared_memory"), *x = json_object_get(r->res, "x-kerntune");
+            const char *const res[3] = {"registers", "static_shared_bytes", "local_bytes"};
+            if (json_is_integer(sm)) fprintf(h, "</td><td>%lld", (long long)json_integer_value(sm));
+            else fputs("</td><td>-", h);
+            for (int q = 0; q < 3; q++) { /* what the compiler says the kernel uses, where the backend tells */
+                const json_t *v = json_object_get(x, res[q]);
+                if (json_is_integer(v)) fprintf(h, "</td><td>%lld", (long long)json_integer_value(v));
+                else fputs("</td><td>-", h);
+            }
+            fputs("</td></tr>\n", h);
             free(grid), free(block);
         }
         fputs("</table>\n", h);

@@ -1043,6 +1043,12 @@ static json_t *t4_result(const t1 *p, kt_op *op, fleet *fl, const told_log *tl, 
         double lo = kt_decision_unit_ci_low_ns(d, u), hi = kt_decision_unit_ci_high_ns(d, u);
         if (o == KT_OUTCOME_MEASURED && lo >= 0 && hi >= lo) json_object_set_new(x, "ci_ms", json_pack("[f,f]", lo / 1e6 * k, hi / 1e6 * k));
         json_object_set_new(x, "outcome", json_string(outcome_name(o))); /* T4's classes lose crashed from runtime */
+        int regs, shared, local;
+        if (kt_decision_unit_resources(d, u, &regs, &shared, &local) == KT_OK) { /* by the compiler's account */
+            if (regs >= 0) json_object_set_new(x, "registers", json_integer(regs));
+            if (shared >= 0) json_object_set_new(x, "static_shared_bytes", json_integer(shared));
+            if (local >= 0) json_object_set_new(x, "local_bytes", json_integer(local));
+        }
         if (kt_decision_unit_finalist(d, u)) json_object_set_new(x, "finalist", json_true());
         double fl = kt_decision_unit_flops(d, u), by = kt_decision_unit_bytes(d, u), t_ns = kt_decision_unit_time_ns(d, u);
         if (fl >= 0) json_object_set_new(x, "flops", json_real(fl));

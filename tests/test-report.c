@@ -306,6 +306,47 @@ static void failure_kinds(void **state) {
     free(page);
 }
 
+/* What a built kernel uses, where the backend tells (OpenCL on PoCL: local and private memory;
+ * no registers): in T4's x-kerntune and the report's table of the fastest. The host's C
+ * backend tells nothing: the fields are absent. */
+static void kernel_resources(void **state) {
+    (void)state;
+    char t4[256], html[256];
+    snprintf(t4, sizeof t4, "%s/cl.json", dir);
+    snprintf(html, sizeof html, "%s/cl.html", dir);
+    assert_int_equal(sh("'%s' tune '%s/t1/matmul_cl.json' --cache off --quiet --t4 '%s' --report '%s' > /dev/null 2>&1", KT_CLI, KT_DATA,
+                        t4, html),
+                     0);
+    json_error_t e;
+    json_t *doc = json_load_file(t4, 0, &e);
+    assert_non_null(doc);
+    size_t i, measured = 0;
+    json_t *r;
+    json_array_foreach(json_object_get(doc, "results"), i, r) {
+        json_t *x = json_object_get(r, "x-kerntune");
+        if (strcmp(json_string_value(json_object_get(r, "invalidity")), "correct") != 0) continue;
+        measured++;
+        assert_true(json_integer_value(json_object_get(x, "static_shared_bytes")) >= 0);
+        assert_true(json_is_integer(json_object_get(x, "static_shared_bytes")));
+        assert_true(json_is_integer(json_object_get(x, "local_bytes")));
+        assert_null(json_object_get(x, "registers")); /* OpenCL does not say */
+    }
+    assert_true(measured > 0);
+    json_decref(doc);
+    char *page = slurp(html, NULL);
+    assert_non_null(strstr(page, "<th>local memory, spills (bytes)</th>"));
+    free(page);
+    /* the host's backend tells nothing */
+    snprintf(t4, sizeof t4, "%s/c.json", dir);
+    assert_int_equal(sh("'%s' tune '%s/t1/crashy_c.json' --define MODE=0 --cache off --quiet --t4 '%s' > /dev/null 2>&1", KT_CLI, KT_DATA, t4), 0);
+    doc = json_load_file(t4, 0, &e);
+    assert_non_null(doc);
+    json_t *x = json_object_get(json_array_get(json_object_get(doc, "results"), 0), "x-kerntune");
+    assert_non_null(x);
+    assert_null(json_object_get(x, "local_bytes"));
+    json_decref(doc);
+}
+
 static void errors(void **state) {
     (void)state;
     char out[256];
@@ -337,6 +378,7 @@ int main(void) {
         cmocka_unit_test(devices_side_by_side),
         cmocka_unit_test(work_formulas),
         cmocka_unit_test(failure_kinds),
+        cmocka_unit_test(kernel_resources),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

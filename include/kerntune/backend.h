@@ -25,7 +25,7 @@
  * 12 says a device's architecture and vendor, so that a key nobody tuned on it may borrow
  * another device's decision (kerntune.h, KT_SOURCE_ARCH and KT_SOURCE_VENDOR); version 13 says
  * its peak arithmetic rate and memory bandwidth (kt_device_peaks), against which results with
- * work formulas are read. A backend
+ * work formulas are read, and what a built kernel uses (registers, shared memory, spills). A backend
  * written against an older version has no capabilities: device memory, variants run in the
  * caller's process. A backend declares the version it was written against in
  * abi_version and the core never reads a field beyond it. Comparing outputs is the core's
@@ -263,6 +263,11 @@ struct kt_backend {
      *  multiply-add counted as two) and its memory bandwidth in GB/s, from what the device
      *  reports; 0 for one it cannot tell. Optional. */
     kt_status (*peaks)(void *state, size_t index, double *gflops, double *gbs, char *err, size_t errlen);
+    /** Writes what the loaded module's kernel uses by the compiler's own account: registers per
+     *  thread, static shared (local) memory per block in bytes, and local (private) memory per
+     *  thread in bytes, where registers spill; -1 for one it cannot tell. Optional. */
+    kt_status (*resources)(void *state, size_t device, void *module, int *registers, int *shared_bytes, int *local_bytes, char *err,
+                           size_t errlen);
 };
 
 /** Registers a backend with the context and enumerates its devices. The table must outlive the

@@ -102,6 +102,12 @@ KT_API double kt_decision_unit_build_ms(const kt_decision *d, size_t u);
  *  (a name it lacks, a value that is not a number >= 0). Divided by kt_decision_unit_time_ns:
  *  GFLOP/s and GB/s. */
 KT_API double kt_decision_unit_flops(const kt_decision *d, size_t u);
+
+/** What unit u's built kernel uses by its compiler's account (backend ABI 13): registers per
+ *  thread, static shared memory per block and local memory per thread (spills), in bytes; -1
+ *  for one its backend cannot tell. KT_ERR_NOT_FOUND when the unit was not built here or its
+ *  backend tells none (the outputs are then -1). */
+KT_API kt_status kt_decision_unit_resources(const kt_decision *d, size_t u, int *registers, int *shared_bytes, int *local_bytes);
 KT_API double kt_decision_unit_bytes(const kt_decision *d, size_t u);
 
 /** Returns the wall time in ms that validating unit u took (its validation run, the comparison

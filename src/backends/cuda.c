@@ -411,6 +411,7 @@ static const kt_backend kt__backend_cuda = {
     .fits = kt__cu_fits,
     .classify = cu_classify,
     .peaks = cu_peaks,
+    .resources = kt__cu_resources,
     .flush = cu_flush,
     .caps = KT_BACKEND_CAP_WORKER | KT_BACKEND_CAP_FAULT_POISONS | KT_BACKEND_CAP_ASYNC_LAUNCH | KT_BACKEND_CAP_LAUNCH_PARAMS |
             KT_BACKEND_CAP_PREPROCESSED | KT_BACKEND_CAP_OWN_PROCESSOR,

@@ -174,6 +174,8 @@ kt_status kt__cu_time_queued(void *state, size_t device, int (*work)(void *ctx, 
 
 /* The checks on the device (cuda_check.c): ABI 9's digest and all_close, and freeing them. */
 kt_status kt__cu_fits(void *state, size_t device, void *module, const kt_launch_geometry *g, char *err, size_t errlen);
+kt_status kt__cu_resources(void *state, size_t device, void *module, int *registers, int *shared_bytes, int *local_bytes, char *err,
+                           size_t errlen);
 kt_status kt__cu_digest(void *state, size_t device, const void *buffer, size_t bytes, uint64_t *out, char *err,
                         size_t errlen);
 kt_status kt__cu_all_close(void *state, size_t device, kt_type elem, const void *actual, const void *expected, size_t count,

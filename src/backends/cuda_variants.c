@@ -324,6 +324,20 @@ kt_status kt__cu_fits(void *state, size_t device, void *module, const kt_launch_
     return KT_OK;
 }
 
+/* Registers (NUM_REGS, 4), static shared memory (SHARED_SIZE_BYTES, 1) and local memory a thread
+ * (LOCAL_SIZE_BYTES, 3: where registers spill), from the driver. */
+kt_status kt__cu_resources(void *state, size_t device, void *module, int *registers, int *shared_bytes, int *local_bytes, char *err,
+                           size_t errlen) {
+    cu_state *s = state;
+    cu_module *m = module;
+    kt_status st = kt__cu_use(s, device, err, errlen);
+    if (st != KT_OK) return st;
+    if (s->api.FuncGetAttribute(registers, 4, m->fn) != 0) *registers = -1;
+    if (s->api.FuncGetAttribute(shared_bytes, 1, m->fn) != 0) *shared_bytes = -1;
+    if (s->api.FuncGetAttribute(local_bytes, 3, m->fn) != 0) *local_bytes = -1;
+    return KT_OK;
+}
+
 void kt__cu_unload(void *state, size_t device, void *module) {
     cu_state *s = state;
     cu_module *m = module;

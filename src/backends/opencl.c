@@ -40,6 +40,7 @@ typedef struct cl_api {
     cl_int (*GetPlatformInfo)(cl_platform_id, cl_platform_info, size_t, void *, size_t *);
     cl_int (*GetDeviceIDs)(cl_platform_id, cl_device_type, cl_uint, cl_device_id *, cl_uint *);
     cl_int (*GetDeviceInfo)(cl_device_id, cl_device_info, size_t, void *, size_t *);
+    cl_int (*GetKernelWorkGroupInfo)(cl_kernel, cl_device_id, cl_kernel_work_group_info, size_t, void *, size_t *);
     cl_context (*CreateContext)(const cl_context_properties *, cl_uint, const cl_device_id *,
                                 void(CL_CALLBACK *)(const char *, const void *, size_t, void *), void *, cl_int *);
     cl_command_queue (*CreateCommandQueue)(cl_context, cl_device_id, cl_command_queue_properties, cl_int *);
@@ -141,6 +142,7 @@ static bool resolve(cl_state *s, char *err, size_t errlen) {
     KT__CL(GetPlatformInfo);
     KT__CL(GetDeviceIDs);
     KT__CL(GetDeviceInfo);
+    KT__CL(GetKernelWorkGroupInfo);
     KT__CL(CreateContext);
     KT__CL(CreateCommandQueue);
     KT__CL(CreateBuffer);
@@ -704,6 +706,25 @@ static kt_status cl_limits(void *state, size_t device, kt_device_limits *out, ch
     return KT_OK;
 }
 
+/* Local memory a work-group and private memory a work-item (where a GPU's registers spill), as
+ * the platform's compiler accounts for them; OpenCL does not say registers. */
+static kt_status cl_resources(void *state, size_t device, void *module, int *registers, int *shared_bytes, int *local_bytes, char *err,
+                              size_t errlen) {
+    (void)err, (void)errlen;
+    cl_state *s = state;
+    cl_module *m = module;
+    cl_ulong local = 0, priv = 0;
+    *registers = -1;
+    cl_device_id id = s->devs[device].id;
+    *shared_bytes = s->api.GetKernelWorkGroupInfo(m->slots[0].kernel, id, CL_KERNEL_LOCAL_MEM_SIZE, sizeof local, &local, NULL) == CL_SUCCESS
+                        ? (int)(local > INT32_MAX ? INT32_MAX : local)
+                        : -1;
+    *local_bytes = s->api.GetKernelWorkGroupInfo(m->slots[0].kernel, id, CL_KERNEL_PRIVATE_MEM_SIZE, sizeof priv, &priv, NULL) == CL_SUCCESS
+                       ? (int)(priv > INT32_MAX ? INT32_MAX : priv)
+                       : -1;
+    return KT_OK;
+}
+
 static const kt_backend kt__backend_opencl = {
     .abi_version = KT_BACKEND_ABI_VERSION,
     .name = "opencl",
@@ -712,6 +733,7 @@ static const kt_backend kt__backend_opencl = {
     .device_count = cl_device_count,
     .device_describe = cl_device_describe,
     .classify = cl_classify,
+    .resources = cl_resources,
     .buffer_alloc = cl_buffer_alloc,
     .buffer_free = cl_buffer_free,
     .buffer_copy = cl_buffer_copy,

@@ -137,6 +137,17 @@ double kt_decision_unit_bytes(const kt_decision *d, size_t u) {
     return (d && u < d->nunits && d->units[u].r.work_set) ? d->units[u].r.bytes : -1;
 }
 
+kt_status kt_decision_unit_resources(const kt_decision *d, size_t u, int *registers, int *shared_bytes, int *local_bytes) {
+    if (registers == NULL || shared_bytes == NULL || local_bytes == NULL)
+        return kt__err(KT_ERR_NULL, "kt_decision_unit_resources: an output is NULL");
+    *registers = *shared_bytes = *local_bytes = -1;
+    if (d == NULL || u >= d->nunits) return kt__err(KT_ERR_INVALID_ARGUMENT, "kt_decision_unit_resources: no unit %zu", u);
+    const kt__cand_result *r = &d->units[u].r;
+    if (!r->resources_set) return kt__err(KT_ERR_NOT_FOUND, "kt_decision_unit_resources: unit %zu: its backend told nothing of its kernel (or it was not built here)", u);
+    *registers = r->registers, *shared_bytes = r->shared_bytes, *local_bytes = r->local_bytes;
+    return KT_OK;
+}
+
 double kt_decision_unit_build_ms(const kt_decision *d, size_t u) { return (d && u < d->nunits) ? d->units[u].r.build_ms : 0; }
 double kt_decision_unit_validation_ms(const kt_decision *d, size_t u) {
     return (d && u < d->nunits) ? d->units[u].r.validate_ns / 1e6 : 0;

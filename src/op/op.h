@@ -242,6 +242,8 @@ typedef struct kt__cand_result {
     double flops, bytes;      /* kt_op_set_work's formulas for this unit and the arguments (-1: not
                                  declared, or not computable for them) */
     bool work_set;            /* flops and bytes were evaluated */
+    int registers, shared_bytes, local_bytes; /* what its kernel uses (backend ABI 13) */
+    bool resources_set;
     double spent_ns;          /* time of its warm-ups and measured runs */
     double validate_ns;       /* wall time of its validation (the run, the comparison, the restores) */
     double framework_ns;      /* wall time around its runs that is not the run itself (preparing,

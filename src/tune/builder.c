@@ -292,6 +292,12 @@ static kt_status finish(kt__builder *bl, job *j, size_t i) {
         u->r.outcome = KT_OUTCOME_REJECTED; /* the compiler's own account: never launched */
         kt__unit_message(&u->r, "%s", why, 0);
     }
+    int regs = -1, shared = -1, local = -1; /* what the kernel uses, by the compiler's account */
+    if (bl->b->abi_version >= 13 && bl->b->resources &&
+        bl->b->resources(bl->bstate, bl->local, bd->module, &regs, &shared, &local, why, sizeof why) == KT_OK) {
+        u->r.registers = regs, u->r.shared_bytes = shared, u->r.local_bytes = local;
+        u->r.resources_set = true;
+    }
     if (bl->b->entry != NULL) {
         u->fn = bl->b->entry(bl->bstate, bd->module);
     } else {
