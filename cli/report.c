@@ -21,6 +21,7 @@
 #include "text.h"
 
 #include <kerntune.h>
+#include <kerntune/cache.h>
 
 #include <errno.h>
 #include <ftw.h>
@@ -618,11 +619,87 @@ out:
     return err;
 }
 
+/* ---- decisions from the cache, as T4 documents ---------------------------------------------------- */
+
+/* A configuration text ("A=1,B=x") as a T4 configuration object (numbers where they read as
+ * numbers); a native candidate, which has none, as {"candidate": NAME}. */
+static json_t *config_object(const char *text, const char *candidate) {
+    json_t *o = json_object();
+    if (text == NULL) {
+        json_object_set_new(o, "candidate", json_string(candidate ? candidate : "?"));
+        return o;
+    }
+    char *copy = cli_format("%s", text);
+    for (char *p = copy, *save = NULL, *tok; copy && (tok = strtok_r(p, ",", &save)) != NULL; p = NULL) {
+        char *eq = strchr(tok, '=');
+        if (eq == NULL) continue;
+        *eq = '\0';
+        char *end;
+        long long i = strtoll(eq + 1, &end, 10);
+        if (*end == '\0' && end != eq + 1) json_object_set_new(o, tok, json_integer(i));
+        else {
+            double f = strtod(eq + 1, &end);
+            json_object_set_new(o, tok, *end == '\0' && end != eq + 1 ? json_real(f) : json_string(eq + 1));
+        }
+    }
+    free(copy);
+    return o;
+}
+
+/* One cached decision (an entry of kt_cache_export) as a T4 document: its units, their times,
+ * intervals and failures (the cache keeps no runs). */
+static json_t *entry_document(const json_t *e) {
+    static const char *const inv[][2] = {{"measured", "correct"}, {"build_failed", "compile"}, {"failed", "runtime"},
+                                         {"crashed", "runtime"},  {"timeout", "timeout"},      {"invalid", "correctness"},
+                                         {"rejected", "constraints"}};
+    json_t *results = json_array();
+    const json_t *w = json_object_get(e, "winner");
+    size_t i;
+    json_t *u;
+    json_array_foreach(json_object_get(e, "units"), i, u) {
+        const char *oc = json_string_value(json_object_get(u, "outcome")), *t4inv = NULL;
+        for (size_t k = 0; oc && k < sizeof inv / sizeof inv[0]; k++)
+            if (strcmp(oc, inv[k][0]) == 0) t4inv = inv[k][1];
+        if (t4inv == NULL) continue; /* not run */
+        const char *cand = json_string_value(json_object_get(u, "candidate")), *cfg = json_string_value(json_object_get(u, "config"));
+        json_t *r = json_object(), *x = json_object(), *m = json_object();
+        json_object_set_new(r, "configuration", config_object(cfg, cand));
+        json_object_set_new(r, "invalidity", json_string(t4inv));
+        double ns = json_number_value(json_object_get(u, "time_ns"));
+        json_object_set_new(m, "name", json_string("time"));
+        json_object_set_new(m, "value", strcmp(t4inv, "correct") == 0 ? json_real(ns / 1e6) : json_string("InvalidConfig"));
+        json_object_set_new(m, "unit", json_string("ms"));
+        json_object_set_new(r, "measurements", json_pack("[o]", m));
+        json_object_set_new(r, "times", json_object());
+        const char *msg = json_string_value(json_object_get(u, "message"));
+        if (msg) json_object_set_new(r, "diagnostic", json_string(msg));
+        json_object_set_new(x, "outcome", json_string(oc));
+        const json_t *ci = json_object_get(u, "ci_ns");
+        if (json_array_size(ci) == 2)
+            json_object_set_new(x, "ci_ms", json_pack("[f,f]", json_number_value(json_array_get(ci, 0)) / 1e6, json_number_value(json_array_get(ci, 1)) / 1e6));
+        if (json_is_true(json_object_get(u, "finalist"))) json_object_set_new(x, "finalist", json_true());
+        const char *wc = json_string_value(json_object_get(w, "candidate")), *wcfg = json_string_value(json_object_get(w, "config"));
+        if (wc && cand && strcmp(wc, cand) == 0 && ((wcfg == NULL && cfg == NULL) || (wcfg && cfg && strcmp(wcfg, cfg) == 0)))
+            json_object_set_new(x, "winner", json_true());
+        json_object_set_new(r, "x-kerntune", x);
+        json_array_append_new(results, r);
+    }
+    char *key = json_dumps(json_object_get(e, "key"), JSON_COMPACT | JSON_ENCODE_ANY);
+    char *problem = cli_format("%s, key %s", json_string_value(json_object_get(e, "op")), key ? key : "?");
+    const char *fp = json_string_value(json_object_get(e, "device"));
+    json_t *doc = json_pack("{s:s,s:{s:s,s:s?,s:s},s:o,s:{s:O?}}", "schema_version", "1.0.0", "metadata", "problem", problem ? problem : "?",
+                            "device", fp, "timeunit", "milliseconds", "results", results, "x-kerntune", "confidence",
+                            json_object_get(e, "confidence"));
+    free(key), free(problem);
+    return doc;
+}
+
 /* ---- the command -------------------------------------------------------------------------------- */
 
 void help_report(FILE *out) {
     fprintf(out,
             "usage: kerntune report RESULTS.json [MORE.json...] -o REPORT.html [--title TEXT]\n"
+            "       kerntune report --cache PATH [--op NAME] -o REPORT.html\n"
             "\n"
             "Writes one self-contained HTML page of tuning results: T4 files (gzip or plain; from\n"
             "'kerntune tune --t4', Kernel Tuner or benchmark_hub), one per device for one problem.\n"
@@ -637,11 +714,14 @@ void help_report(FILE *out) {
             "options:\n"
             "  -o, --output FILE   the HTML file to write (replaced atomically)\n"
             "  --title TEXT        the page's title (default: the problem's name)\n"
+            "  --cache PATH        also the decisions in this cache file, each with every unit it\n"
+            "                      considered (times and intervals; the cache keeps no runs)\n"
+            "  --op NAME           of the cache, only this op's decisions\n"
             "  -h, --help          print this help\n");
 }
 
 int run_report(int argc, char **argv) {
-    const char *output = NULL, *title = NULL;
+    const char *output = NULL, *title = NULL, *cache = NULL, *op = NULL;
     const char *files[64];
     size_t nfiles = 0;
     for (int i = 1; i < argc; i++) {
@@ -649,12 +729,15 @@ int run_report(int argc, char **argv) {
         if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
             help_report(stdout);
             return 0;
-        } else if (strcmp(a, "-o") == 0 || strcmp(a, "--output") == 0 || strcmp(a, "--title") == 0) {
+        } else if (strcmp(a, "-o") == 0 || strcmp(a, "--output") == 0 || strcmp(a, "--title") == 0 || strcmp(a, "--cache") == 0 ||
+                   strcmp(a, "--op") == 0) {
             if (i + 1 >= argc) {
                 fprintf(stderr, "kerntune report: %s needs a value\n", a);
                 return 2;
             }
             if (strcmp(a, "--title") == 0) title = argv[++i];
+            else if (strcmp(a, "--cache") == 0) cache = argv[++i];
+            else if (strcmp(a, "--op") == 0) op = argv[++i];
             else output = argv[++i];
         } else if (a[0] == '-' && a[1]) {
             fprintf(stderr, "kerntune report: unknown option '%s' (see 'kerntune report --help')\n", a);
@@ -666,19 +749,45 @@ int run_report(int argc, char **argv) {
             files[nfiles++] = a;
         }
     }
-    if (nfiles == 0 || output == NULL) {
-        fprintf(stderr, "kerntune report: %s (see 'kerntune report --help')\n", nfiles == 0 ? "no results file given" : "no -o REPORT.html given");
+    if ((nfiles == 0 && cache == NULL) || output == NULL) {
+        fprintf(stderr, "kerntune report: %s (see 'kerntune report --help')\n",
+                nfiles == 0 && cache == NULL ? "no results file given (or --cache PATH)" : "no -o REPORT.html given");
         return 2;
     }
-    report_input in[64];
+    if (op && cache == NULL) {
+        fprintf(stderr, "kerntune report: --op names decisions of the cache: give --cache PATH too\n");
+        return 2;
+    }
+    report_input in[64] = {{0}};
     char *err = NULL;
     size_t loaded = 0;
     for (; loaded < nfiles && err == NULL; loaded++) {
         in[loaded].name = files[loaded];
         if ((in[loaded].doc = t4_load(files[loaded], &err)) == NULL) break;
     }
-    if (err == NULL) err = report_write(output, in, nfiles, title);
-    for (size_t i = 0; i < loaded && i < nfiles; i++) json_decref(in[i].doc);
+    size_t n = nfiles;
+    if (err == NULL && cache) { /* the cache's decisions, each a set of results */
+        kt_cache *c = NULL;
+        char *text = NULL;
+        json_t *doc = NULL;
+        if (kt_cache_open(cache, &c) != KT_OK || kt_cache_export(c, op, NULL, &text) != KT_OK)
+            err = cli_format("--cache %s: %s", cache, kt_last_error());
+        else if ((doc = json_loads(text, 0, NULL)) == NULL)
+            err = cli_format("--cache %s: its export cannot be read", cache);
+        size_t i;
+        json_t *e;
+        json_array_foreach(json_object_get(doc, "entries"), i, e) {
+            if (n == 64) break;
+            in[n].name = cache;
+            in[n++].doc = entry_document(e);
+        }
+        if (err == NULL && n == nfiles) err = cli_format("--cache %s: no decision%s%s in it", cache, op ? " of op " : "", op ? op : "");
+        json_decref(doc);
+        kt_free(text);
+        kt_cache_close(c);
+    }
+    if (err == NULL) err = report_write(output, in, n, title);
+    for (size_t i = 0; i < 64; i++) json_decref(in[i].doc); /* NULL for those not loaded */
     if (err) {
         fprintf(stderr, "kerntune report: %s\n", err);
         free(err);

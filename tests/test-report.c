@@ -347,6 +347,43 @@ static void kernel_resources(void **state) {
     json_decref(doc);
 }
 
+/* A report of the cache's decisions: each with every unit it considered, its winner the cache's. */
+static void from_the_cache(void **state) {
+    (void)state;
+    char html[256], show[256];
+    snprintf(html, sizeof html, "%s/cache.html", dir);
+    snprintf(show, sizeof show, "%s/show.json", dir);
+    assert_int_equal(sh("'%s' tune '%s/t1/matmul_c.json' --cache '%s' --measure kerneltuner --quiet > /dev/null 2>&1", KT_CLI, KT_DATA, db), 0);
+    assert_int_equal(sh("'%s' cache show --op matmul_c --cache '%s' --json > '%s'", KT_CLI, db, show), 0);
+    assert_int_equal(sh("'%s' report --cache '%s' --op matmul_c -o '%s'", KT_CLI, db, html), 0);
+    json_error_t e;
+    json_t *doc = json_load_file(show, 0, &e), *entry = json_array_get(doc, 0);
+    assert_non_null(entry);
+    size_t measured = 0, i;
+    json_t *u;
+    json_array_foreach(json_object_get(entry, "units"), i, u) measured += strcmp(json_string_value(json_object_get(u, "outcome")), "not_run") != 0;
+    char *page = slurp(html, NULL);
+    assert_int_equal(count(page, "<tr class=\"cfg\">"), measured);
+    /* the cache's winner, "TI=16,TK=8" as the page writes it: "TI=16, TK=8" */
+    char want[256] = "id=\"winner0\">";
+    const char *cfg = json_string_value(json_object_get(json_object_get(entry, "winner"), "config"));
+    for (size_t k = strlen(want); *cfg && k + 2 < sizeof want; cfg++) {
+        want[k++] = *cfg;
+        if (*cfg == ',') want[k++] = ' ';
+        want[k] = '\0';
+    }
+    assert_non_null(strstr(page, want));
+    assert_self_contained(page);
+    free(page);
+    json_decref(doc);
+    char out[256];
+    snprintf(out, sizeof out, "%s/nocache.txt", dir);
+    assert_int_equal(sh("'%s' report --cache '%s' --op nothing -o '%s/n.html' > '%s' 2>&1", KT_CLI, db, dir, out), 1);
+    char *t = slurp(out, NULL);
+    assert_non_null(strstr(t, "no decision of op nothing"));
+    free(t);
+}
+
 static void errors(void **state) {
     (void)state;
     char out[256];
@@ -379,6 +416,7 @@ int main(void) {
         cmocka_unit_test(work_formulas),
         cmocka_unit_test(failure_kinds),
         cmocka_unit_test(kernel_resources),
+        cmocka_unit_test(from_the_cache),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
