@@ -21,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/wait.h>
 
 #include <cmocka.h>
 
@@ -117,6 +118,18 @@ static inline int temp_cache_dir(char *dir, size_t dir_len, char *db, size_t db_
     if (mkdtemp(dir) == NULL) return -1;
     snprintf(db, db_len, "%s/cache.db", dir);
     return 0;
+}
+
+/* Runs a command line (formatted) through the shell; its exit status, -1 when it did not exit. */
+static inline int sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static inline int sh(const char *fmt, ...) {
+    char cmd[4096];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(cmd, sizeof cmd, fmt, ap);
+    va_end(ap);
+    int rc = system(cmd);
+    return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
 }
 
 /* Removes directory dir and all it holds: a cmocka teardown's work. Returns 0, or -1. */

@@ -92,18 +92,6 @@ static void stop_worker(pid_t pid) {
     waitpid(pid, NULL, 0);
 }
 
-/* Runs the command line through the shell; its exit status. */
-static int sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static int sh(const char *fmt, ...) {
-    char cmd[4096];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(cmd, sizeof cmd, fmt, ap);
-    va_end(ap);
-    int rc = system(cmd);
-    return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
-}
-
 static json_t *load_json(const char *path) {
     json_error_t e;
     json_t *j = json_load_file(path, 0, &e);

@@ -28,17 +28,6 @@ static int teardown(void **state) {
     return remove_tree(dir);
 }
 
-static int sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static int sh(const char *fmt, ...) {
-    char cmd[4096];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(cmd, sizeof cmd, fmt, ap);
-    va_end(ap);
-    int rc = system(cmd);
-    return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
-}
-
 /* The file's contents (allocated, NUL-terminated). */
 static char *slurp(const char *path, size_t *len) {
     FILE *f = fopen(path, "rb");
