@@ -417,9 +417,13 @@ static bool write_set(FILE *h, set *s, size_t k, const char *dir, char **err) {
         snprintf(name, sizeof name, "ci%zu", k);
         d = data_file(dir, name);
         size_t nci = 0;
+        size_t nfinal = 0; /* the race's finalists where it names two or more; else the fastest 20 */
+        for (size_t i = 0; i < s->nok; i++)
+            nfinal += json_is_true(json_object_get(json_object_get(s->rows[s->by_time[i]].res, "x-kerntune"), "finalist"));
+        bool flagged = nfinal >= 2;
         for (size_t i = 0; d && i < s->nok && nci < 20; i++) {
-            const json_t *ci = json_object_get(json_object_get(s->rows[s->by_time[i]].res, "x-kerntune"), "ci_ms");
-            if (json_array_size(ci) != 2) continue;
+            const json_t *x = json_object_get(s->rows[s->by_time[i]].res, "x-kerntune"), *ci = json_object_get(x, "ci_ms");
+            if (json_array_size(ci) != 2 || (flagged && !json_is_true(json_object_get(x, "finalist")))) continue;
             fprintf(d, "%zu %.9g %.9g %.9g\n", ++nci, s->rows[s->by_time[i]].ms, json_number_value(json_array_get(ci, 0)),
                     json_number_value(json_array_get(ci, 1)));
         }
@@ -428,7 +432,9 @@ static bool write_set(FILE *h, set *s, size_t k, const char *dir, char **err) {
             sc = cli_format("set xlabel 'finalists, fastest first'\nset ylabel 'time (ms)'\nset xrange [0:%zu]\n"
                             "plot '%s/%s.dat' using 1:2:3:4 with yerrorbars pt 7 lc rgb '#307030' title 'mean and confidence interval'",
                             nci + 1, dir, name);
-            ok = sc && plot(h, dir, name, sc, "The race's finalists: their times with the confidence intervals it decided on", err);
+            ok = sc && plot(h, dir, name, sc, flagged ? "The race's finalists: their times with the confidence intervals it decided on"
+                                                      : "The fastest configurations (the race's finalists and those it dropped last): their "
+                                                        "times with their confidence intervals", err);
             free(sc);
             if (!ok) return false;
         }
