@@ -13,7 +13,7 @@
  * and every configuration. Several sets of one problem (several devices): their winners side by
  * side, and each winner's time on the other devices where they measured it.
  */
-#define _XOPEN_SOURCE 700 /* mkdtemp, nftw */
+#define _XOPEN_SOURCE 700 /* mkdtemp */
 #define _DEFAULT_SOURCE
 #include "report.h"
 
@@ -24,7 +24,6 @@
 #include <kerntune/cache.h>
 
 #include <errno.h>
-#include <ftw.h>
 #include <math.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -571,11 +570,6 @@ static void write_compare(FILE *h, set *sets, size_t n) {
     fputs("</table></section>\n", h);
 }
 
-static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw) {
-    (void)st, (void)flag, (void)ftw;
-    return remove(path);
-}
-
 char *report_write(const char *path, const report_input *inputs, size_t n, const char *title) {
     set *sets = calloc(n ? n : 1, sizeof *sets);
     char *err = NULL, dir[] = "/tmp/kerntune-report-XXXXXX";
@@ -625,7 +619,7 @@ out:
     if (h) fclose(h);
     if (tmp) unlink(tmp);
     free(tmp);
-    if (dir_made) nftw(dir, remove_entry, 8, FTW_DEPTH | FTW_PHYS);
+    if (dir_made) cli_remove_tree(dir);
     for (size_t i = 0; sets && i < n; i++) set_free(&sets[i]);
     free(sets);
     return err;

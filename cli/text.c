@@ -1,9 +1,11 @@
 /*
  * text.c - strings of any length, and where the command's output goes (see text.h).
  */
+#define _XOPEN_SOURCE 700 /* nftw */
 #include "text.h"
 
 #include <fcntl.h>
+#include <ftw.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/stat.h>
@@ -73,3 +75,10 @@ char *cli_capture(void (*print)(FILE *out, const void *arg), const void *arg) {
     }
     return text;
 }
+
+static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw) {
+    (void)st, (void)flag, (void)ftw;
+    return remove(path);
+}
+
+int cli_remove_tree(const char *dir) { return nftw(dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS); }

@@ -32,4 +32,8 @@ void cli_json_end(FILE *json);
 /* What print writes, as a new string (NULL when out of memory): a help text for {"help": ...}. */
 char *cli_capture(void (*print)(FILE *out, const void *arg), const void *arg);
 
+/* Removes directory dir and everything in it (symbolic links as links): a temporary directory
+ * the command made. 0, or -1 when something could not be removed. */
+int cli_remove_tree(const char *dir);
+
 #endif

@@ -14,7 +14,7 @@
  * nothing else (an {"error": ...} document when the command fails); text, and whatever the
  * kernel prints, goes to stderr.
  */
-#define _XOPEN_SOURCE 700 /* mkdtemp, nftw */
+#define _XOPEN_SOURCE 700 /* mkdtemp */
 #define _DEFAULT_SOURCE
 #include "tune.h"
 
@@ -36,7 +36,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdarg.h>
@@ -829,11 +828,6 @@ static char *write_json(const char *path, json_t *root) {
     if (why) unlink(tmp);
     free(tmp);
     return why;
-}
-
-static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw) {
-    (void)st, (void)flag, (void)ftw;
-    return remove(path);
 }
 
 /* ---- devices -------------------------------------------------------------------------------- */
@@ -2066,7 +2060,7 @@ done:
         free(run.error);
         rc = run.usage ? 2 : 1;
     }
-    if (replay_dir_made && nftw(replay_dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS) != 0)
+    if (replay_dir_made && cli_remove_tree(replay_dir) != 0)
         fprintf(stderr, "kerntune tune: could not remove %s: %s\n", replay_dir, strerror(errno));
     prepared_free(&prep);
     json_decref(t4doc);
@@ -2108,7 +2102,7 @@ void tune_bench_close(tune_bench *b) {
     kt_space_destroy(b->sp);
     kt_space_destroy(b->full_sp);
     kt_context_destroy(b->ctx);
-    if (b->replay_dir_made) nftw(b->replay_dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+    if (b->replay_dir_made) cli_remove_tree(b->replay_dir);
     t4_free(&b->replay.recs);
     free(b->source);
     free(b->replay_name);

@@ -10,8 +10,7 @@
  * second and re-claims the job in hand, so that a long job is never taken over while this
  * worker lives.
  */
-#define _XOPEN_SOURCE 700 /* nftw */
-#define _DEFAULT_SOURCE
+#define _DEFAULT_SOURCE /* mkdtemp, usleep */
 #include "fleet.h"
 
 #include "text.h"
@@ -24,7 +23,6 @@
 #include <jansson.h>
 
 #include <errno.h>
-#include <ftw.h>
 #include <math.h>
 #include <pthread.h>
 #include <signal.h>
@@ -277,15 +275,10 @@ static void *beat_main(void *p) {
 
 /* ---- runs -------------------------------------------------------------------------------------- */
 
-static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw) {
-    (void)st, (void)flag, (void)ftw;
-    return remove(path);
-}
-
 static void session_free(session *s) {
     tune_bench_close(s->bench);
     free(s->error);
-    if (s->dir[0]) nftw(s->dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+    if (s->dir[0]) cli_remove_tree(s->dir);
     memset(s, 0, sizeof *s);
 }
 
