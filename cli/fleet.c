@@ -13,13 +13,13 @@
 #include "fleet.h"
 
 #include "replay.h"
+#include "t4.h"
 #include "text.h"
 
 #include <kerntune/decision.h>
 
 #include <jansson.h>
 
-#include <errno.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -38,14 +38,16 @@ int64_t fleet_now_ms(void) {
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
+/* FNV-1a: names a stream and places a record in the table, no secret */
+static uint64_t hash_text(const char *s) {
+    uint64_t h = 0xcbf29ce484222325ull;
+    while (*s) h = (h ^ (unsigned char)*s++) * 0x100000001b3ull;
+    return h;
+}
+
 void fleet_jobs_key(const char *fingerprint, char out[64]) {
-    if (fingerprint == NULL) {
-        snprintf(out, 64, FLEET_PREFIX "jobs:replay");
-        return;
-    }
-    uint64_t h = 0xcbf29ce484222325ull; /* FNV-1a: a name for the stream, not a secret */
-    for (const unsigned char *s = (const unsigned char *)fingerprint; *s; s++) h = (h ^ *s) * 0x100000001b3ull;
-    snprintf(out, 64, FLEET_PREFIX "jobs:%016llx", (unsigned long long)h);
+    if (fingerprint == NULL) snprintf(out, 64, FLEET_PREFIX "jobs:replay");
+    else snprintf(out, 64, FLEET_PREFIX "jobs:%016llx", (unsigned long long)hash_text(fingerprint));
 }
 
 #ifdef KT_NO_REDIS
@@ -133,7 +135,6 @@ typedef struct record {
     char *message;
     double *runs;
     size_t nruns, cap;
-    double build_ms;
 } record;
 
 typedef struct job {
@@ -164,7 +165,6 @@ struct fleet {
     char run[40], run_key[96], results_key[96], jobs_key[64];
     char device[256], fingerprint[1024];
     char compiler[1024], arch[128], vendor[128]; /* the workers' device, as they describe it */
-    bool replay;
     /* the run's hash, kept to publish it again should Redis lose it */
     size_t nfields;
     const char *fields[24];
@@ -178,7 +178,6 @@ struct fleet {
     bool progress, shown;
     void (*status_fn)(char *buf, size_t len, void *user);
     void *status_user;
-    double start_s;
     struct timespec cpu0;
 };
 
@@ -190,15 +189,10 @@ static double mono_s(void) {
     return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-static uint64_t hash_text(const char *s) {
-    uint64_t h = 0xcbf29ce484222325ull;
-    while (*s) h = (h ^ (unsigned char)*s++) * 0x100000001b3ull;
-    return h;
-}
-
-/* The record of config, made when absent (under mu). */
-static record *record_of(fleet *f, const char *config) {
-    if (f->recs == NULL || 2 * (f->nrecs + 1) > f->rmask + 1) {
+/* The record of config (under mu): made when absent and make, else NULL when absent. */
+static record *record_of(fleet *f, const char *config, bool make) {
+    if (!make && f->recs == NULL) return NULL;
+    if (make && (f->recs == NULL || 2 * (f->nrecs + 1) > f->rmask + 1)) {
         size_t n = f->recs ? 2 * (f->rmask + 1) : 1024;
         record **t = calloc(n, sizeof *t);
         if (t == NULL) return NULL;
@@ -214,7 +208,7 @@ static record *record_of(fleet *f, const char *config) {
     }
     size_t k = hash_text(config) & f->rmask;
     while (f->recs[k] && strcmp(f->recs[k]->config, config) != 0) k = (k + 1) & f->rmask;
-    if (f->recs[k] == NULL) {
+    if (f->recs[k] == NULL && make) {
         record *r = calloc(1, sizeof *r);
         if (r == NULL || (r->config = cli_format("%s", config)) == NULL) {
             free(r);
@@ -233,15 +227,20 @@ static kt_outcome outcome_named(const char *s) {
     return KT_OUTCOME_FAILED;
 }
 
-/* Runs a command on *c, reconnecting while Redis does not answer; after DOWN_LIMIT_S seconds
- * without an answer the tuning cannot go on: it stops as an interrupted run does. */
-static redisReply *command(fleet *f, redisContext **c, int argc, const char **argv, const size_t *lens) {
+/* Runs a command on *c, reconnecting while Redis does not answer (*reconnected, when not NULL,
+ * says whether it had to); after DOWN_LIMIT_S seconds without an answer the tuning cannot go
+ * on: it stops as an interrupted run does. NULL only once the fleet is closing. */
+static redisReply *command(fleet *f, redisContext **c, int argc, const char **argv, const size_t *lens, bool *reconnected) {
     double down_since = 0;
-    for (;;) {
+    if (reconnected) *reconnected = false;
+    while (!atomic_load(&f->stop)) {
         char *err = NULL;
         if (*c == NULL) *c = fleet_connect(f->url, 2000, &err);
         redisReply *r = *c ? redisCommandArgv(*c, argc, argv, lens) : NULL;
-        if (r) return r;
+        if (r) {
+            if (reconnected) *reconnected = down_since > 0;
+            return r;
+        }
         if (*c) {
             err = cli_format("%s", (*c)->errstr);
             redisFree(*c);
@@ -256,6 +255,7 @@ static redisReply *command(fleet *f, redisContext **c, int argc, const char **ar
         free(err);
         usleep(250000);
     }
+    return NULL;
 }
 
 /* Puts job seq on the stream (under mu); false with *err when Redis refuses it. */
@@ -266,11 +266,11 @@ static bool enqueue(fleet *f, size_t seq, char **err) {
     snprintf(s_from, sizeof s_from, "%zu", j->from);
     snprintf(s_runs, sizeof s_runs, "%zu", j->runs);
     const char *argv[] = {"XADD", f->jobs_key, "*", "run", f->run, "seq", s_seq, "config", j->config, "from", s_from, "runs", s_runs};
-    redisReply *r = command(f, &f->c, 13, argv, NULL);
-    bool ok = r->type == REDIS_REPLY_STRING;
+    redisReply *r = command(f, &f->c, 13, argv, NULL, NULL);
+    bool ok = r && r->type == REDIS_REPLY_STRING;
     if (ok) snprintf(j->entry, sizeof j->entry, "%s", r->str);
-    else *err = cli_format("putting a job on %s: %s", f->jobs_key, r->str ? r->str : "refused");
-    freeReplyObject(r);
+    else *err = cli_format("putting a job on %s: %s", f->jobs_key, r && r->str ? r->str : "refused");
+    if (r) freeReplyObject(r);
     return ok;
 }
 
@@ -310,15 +310,25 @@ static bool publish(fleet *f, redisContext **c, char **err) {
     argv[0] = "HSET", lens[0] = 4;
     argv[1] = f->run_key, lens[1] = strlen(f->run_key);
     for (size_t i = 0; i < f->nfields; i++) argv[2 + i] = f->fields[i], lens[2 + i] = f->lens[i];
-    redisReply *r = command(f, c, (int)(2 + f->nfields), argv, lens);
-    bool ok = r->type != REDIS_REPLY_ERROR;
-    if (!ok) *err = cli_format("publishing the run on %s: %s", f->url, r->str);
-    freeReplyObject(r);
+    redisReply *r = command(f, c, (int)(2 + f->nfields), argv, lens, NULL);
+    bool ok = r && r->type != REDIS_REPLY_ERROR;
+    if (!ok) *err = cli_format("publishing the run on %s: %s", f->url, r ? r->str : "the fleet is closing");
+    if (r) freeReplyObject(r);
     if (ok) {
         const char *ex[] = {"EXPIRE", f->run_key, "86400"}; /* a coordinator that died leaves nothing for long */
-        r = command(f, c, 3, ex, NULL);
-        freeReplyObject(r);
+        if ((r = command(f, c, 3, ex, NULL, NULL)) != NULL) freeReplyObject(r);
     }
+    return ok;
+}
+
+/* Makes the stream of jobs and its consumer group where they are absent: when the run begins,
+ * and when a Redis that lost them (restarted without saving) answers again. */
+static bool make_group(fleet *f, redisContext **c, char **err) {
+    const char *grp[] = {"XGROUP", "CREATE", f->jobs_key, FLEET_GROUP, "0", "MKSTREAM"};
+    redisReply *r = command(f, c, 6, grp, NULL, NULL);
+    bool ok = r && (r->type != REDIS_REPLY_ERROR || strncmp(r->str, "BUSYGROUP", 9) == 0);
+    if (!ok) *err = cli_format("creating the consumer group of %s: %s", f->jobs_key, r ? r->str : "the fleet is closing");
+    if (r) freeReplyObject(r);
     return ok;
 }
 
@@ -340,7 +350,6 @@ static char *measure(fleet *f, record *rec, size_t from, size_t n) {
             free(rec->message);
             rec->outcome = oc;
             rec->message = msg || oc != KT_OUTCOME_MEASURED ? cli_format("%s (on worker %s)", msg ? msg : kt_outcome_name(oc), who ? who : "?") : NULL;
-            rec->build_ms = json_number_value(json_object_get(res, "build_ms"));
             rec->known = true;
         }
         size_t k = json_array_size(runs);
@@ -403,7 +412,7 @@ static kt_status b_build(void *state, size_t device, const kt_build_request *req
         return KT_ERR_NO_MEMORY;
     }
     pthread_mutex_lock(&f->mu);
-    record *rec = record_of(f, key);
+    record *rec = record_of(f, key, true);
     pthread_mutex_unlock(&f->mu);
     char *err = rec == NULL ? cli_format("out of memory") : rec->known ? NULL : measure(f, rec, 0, FIRST_RUNS);
     if (err) {
@@ -436,7 +445,7 @@ static kt_status b_load(void *state, size_t device, const char *path, const char
         return KT_ERR_SYSTEM;
     }
     pthread_mutex_lock(&f->mu);
-    record *rec = record_of(f, key);
+    record *rec = record_of(f, key, true);
     pthread_mutex_unlock(&f->mu);
     free(key);
     module *m = rec ? calloc(1, sizeof *m) : NULL;
@@ -522,7 +531,7 @@ void fleet_progress_done(fleet *f) {
 bool fleet_failure(fleet *f, const char *config, int *outcome) {
     if (f == NULL || config == NULL) return false;
     pthread_mutex_lock(&f->mu);
-    record *rec = record_of(f, config);
+    record *rec = record_of(f, config, false);
     bool failed = rec && rec->known && rec->outcome != KT_OUTCOME_MEASURED;
     if (failed) *outcome = (int)rec->outcome;
     pthread_mutex_unlock(&f->mu);
@@ -594,45 +603,30 @@ static void take_events(fleet *f, redisReply *r, char *last, size_t lastlen) {
 
 static void *reader_main(void *p) {
     fleet *f = p;
-    char last[64] = "0-0";
-    double down_since = 0, last_beat = 0, last_show = 0;
-    while (!atomic_load(&f->stop)) {
-        if (f->rc == NULL) {
-            char *err = NULL;
-            f->rc = fleet_connect(f->url, 2000, &err);
-            if (f->rc == NULL) {
-                if (down_since == 0) down_since = mono_s();
-                if (mono_s() - down_since > DOWN_LIMIT_S) {
-                    /* nothing can be measured: stop as an interrupted run does (--resume goes on) */
-                    fprintf(stderr, "\nkerntune tune: the fleet's Redis has not answered for %d s: %s; stopping (what was measured "
-                                    "is in the cache: run again with --resume)\n", DOWN_LIMIT_S, err ? err : "");
-                    _exit(1);
-                }
-                free(err);
-                usleep(500000);
-                continue;
-            }
-            if (down_since > 0) { /* Redis came back, perhaps without the run: publish it and the open jobs again */
-                char *e2 = NULL;
-                if (!publish(f, &f->rc, &e2)) free(e2);
-                pthread_mutex_lock(&f->mu);
-                for (size_t i = 0; i < f->njobs; i++)
-                    if (!f->jobs[i].done && !enqueue(f, i, &e2)) free(e2), e2 = NULL;
-                pthread_mutex_unlock(&f->mu);
-            }
-            down_since = 0;
-        }
+    char last[64] = "0-0", now_ms[24];
+    double last_beat = 0, last_show = 0;
+    for (;;) {
         double now = mono_s();
+        bool again = false, back = false;
         if (now - last_beat >= 1) { /* the workers drop a run whose coordinator stopped beating */
-            redisReply *r = redisCommand(f->rc, "HSET %s seen %lld", f->run_key, (long long)fleet_now_ms());
-            if (r) freeReplyObject(r);
+            snprintf(now_ms, sizeof now_ms, "%lld", (long long)fleet_now_ms());
+            const char *beat[] = {"HSET", f->run_key, "seen", now_ms};
+            redisReply *r = command(f, &f->rc, 4, beat, NULL, &again);
+            if (r == NULL) break;
+            freeReplyObject(r);
+            back = back || again;
             last_beat = now;
         }
-        redisReply *r = redisCommand(f->rc, "XREAD COUNT 512 BLOCK 200 STREAMS %s %s", f->results_key, last);
-        if (r == NULL) {
-            redisFree(f->rc);
-            f->rc = NULL;
-            continue;
+        const char *read[] = {"XREAD", "COUNT", "512", "BLOCK", "200", "STREAMS", f->results_key, last};
+        redisReply *r = command(f, &f->rc, 8, read, NULL, &again);
+        if (r == NULL) break;
+        if (back || again) { /* Redis came back, perhaps without the run: publish it and the open jobs again */
+            char *e2 = NULL;
+            if (!publish(f, &f->rc, &e2)) free(e2), e2 = NULL;
+            pthread_mutex_lock(&f->mu);
+            for (size_t i = 0; i < f->njobs; i++)
+                if (!f->jobs[i].done && !enqueue(f, i, &e2)) free(e2), e2 = NULL;
+            pthread_mutex_unlock(&f->mu);
         }
         pthread_mutex_lock(&f->mu);
         take_events(f, r, last, sizeof last);
@@ -647,39 +641,6 @@ static void *reader_main(void *p) {
 }
 
 /* ---- opening and closing a run --------------------------------------------------------------- */
-
-/* The contents of path (allocated, *len its size), or NULL with *err. */
-static char *slurp(const char *path, size_t *len, char **err) {
-    FILE *in = fopen(path, "rb");
-    if (in == NULL) {
-        *err = cli_format("%s: %s", path, strerror(errno));
-        return NULL;
-    }
-    size_t cap = 1 << 16, n = 0;
-    char *buf = malloc(cap);
-    while (buf) {
-        n += fread(buf + n, 1, cap - n, in);
-        if (n < cap) break;
-        if (cap >= (size_t)1 << 30) { /* what a Redis value may hold, and more than a problem needs */
-            fclose(in);
-            free(buf);
-            *err = cli_format("%s: larger than 1 GiB: too large to send to the workers", path);
-            return NULL;
-        }
-        char *more = realloc(buf, cap *= 2);
-        if (more == NULL) free(buf);
-        buf = more;
-    }
-    bool bad = ferror(in);
-    fclose(in);
-    if (buf == NULL || bad) {
-        free(buf);
-        *err = bad ? cli_format("%s: cannot be read", path) : cli_format("out of memory");
-        return NULL;
-    }
-    *len = n;
-    return buf;
-}
 
 /* Adds a field of the run's hash; value is owned by the fleet from now on. */
 static bool add_field(fleet *f, const char *name, char *value, size_t len) {
@@ -712,7 +673,7 @@ static bool add_problem(fleet *f, const fleet_run *run, char **err) {
         const char *dot = strrchr(p->kernel_file, '.'), *slash = strrchr(p->kernel_file, '/');
         char *name = cli_format("kernel%s", dot && (slash == NULL || dot > slash) && strlen(dot) < 16 ? dot : "");
         size_t len = 0;
-        char *text = name ? slurp(p->kernel_file, &len, err) : NULL;
+        char *text = name ? t1_read_file(p->kernel_file, "the kernel file", T1_FILE_LIMIT, 0, &len, err) : NULL;
         ok = name && text && json_object_set_new(spec, "KernelFile", json_string(name)) == 0;
         char *field = ok ? cli_format("file:%s", name) : NULL;
         ok = ok && field && add_field(f, field, text, len);
@@ -730,7 +691,7 @@ static bool add_problem(fleet *f, const fleet_run *run, char **err) {
             char *path = src[0] == '/' ? cli_format("%s", src) : cli_format("%s/%s", p->dir, src);
             char *name = cli_format("data-%s-%zu", l ? "ref" : "arg", i);
             size_t len = 0;
-            char *data = path && name ? slurp(path, &len, err) : NULL;
+            char *data = path && name ? t1_read_file(path, "the data file", T1_FILE_LIMIT, 0, &len, err) : NULL;
             ok = data && json_object_set_new(a, "DataSource", json_string(name)) == 0;
             char *field = ok ? cli_format("file:%s", name) : NULL;
             ok = ok && field && add_field(f, field, data, len);
@@ -753,7 +714,7 @@ static json_t *live_workers(fleet *f, const fleet_run *run, double wait_s, size_
     bool said = false;
     for (;;) {
         const char *argv[] = {"HGETALL", FLEET_PREFIX "workers"};
-        redisReply *r = command(f, &f->c, 2, argv, NULL);
+        redisReply *r = command(f, &f->c, 2, argv, NULL, NULL);
         json_t *list = json_array();
         *others = 0;
         int64_t now = fleet_now_ms();
@@ -805,7 +766,6 @@ bool fleet_open(const char *url, const fleet_run *run, double wait_s, bool progr
     pthread_mutex_init(&f->mu, NULL);
     pthread_cond_init(&f->cv, NULL);
     f->progress = progress;
-    f->start_s = mono_s();
     clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &f->cpu0);
     if ((f->c = fleet_connect(url, 2000, err)) == NULL) goto fail;
     size_t others = 0;
@@ -846,7 +806,6 @@ bool fleet_open(const char *url, const fleet_run *run, double wait_s, bool progr
     }
     f->st.ignored = others + nw - f->st.workers;
     if (run->simulate) {
-        f->replay = true;
         snprintf(f->device, sizeof f->device, "replay of %.200s", run->simulate); /* as replay.c names it */
         snprintf(f->fingerprint, sizeof f->fingerprint, "replay:%.900s", run->simulate);
         snprintf(f->compiler, sizeof f->compiler, "replay %.900s recorded=%d", run->simulate, run->recorded); /* as replay.c says */
@@ -867,7 +826,7 @@ bool fleet_open(const char *url, const fleet_run *run, double wait_s, bool progr
     if (!add_problem(f, run, err)) goto fail;
     if (run->simulate) {
         size_t len = 0;
-        char *rec = slurp(run->simulate, &len, err);
+        char *rec = t1_read_file(run->simulate, "the recording", T4_READ_LIMIT, 0, &len, err);
         if (rec == NULL || !add_field(f, "recording", rec, len)) goto fail;
     }
     json_t *opts = json_pack("{s:I,s:b,s:f,s:b,s:s?,s:s?,s:s}", "seed", (json_int_t)run->seed, "seed_given", run->seed_given, "timeout",
@@ -886,12 +845,7 @@ bool fleet_open(const char *url, const fleet_run *run, double wait_s, bool progr
     char now[24];
     snprintf(now, sizeof now, "%lld", (long long)fleet_now_ms());
     if (!add_field(f, "seen", cli_format("%s", now), strlen(now)) || !publish(f, &f->c, err)) goto fail;
-    const char *grp[] = {"XGROUP", "CREATE", f->jobs_key, FLEET_GROUP, "0", "MKSTREAM"};
-    redisReply *r = command(f, &f->c, 6, grp, NULL);
-    bool ok = r->type != REDIS_REPLY_ERROR || strncmp(r->str, "BUSYGROUP", 9) == 0;
-    if (!ok) *err = cli_format("creating the consumer group of %s: %s", f->jobs_key, r->str);
-    freeReplyObject(r);
-    if (!ok) goto fail;
+    if (!make_group(f, &f->c, err)) goto fail;
     if (pthread_create(&f->reader, NULL, reader_main, f) != 0) {
         *err = cli_format("cannot start the fleet's reader thread");
         goto fail;

@@ -2281,7 +2281,6 @@ char *tune_bench_measure(tune_bench *b, const char *const *configs, size_t n, un
             ri->outcome = kt_decision_unit_outcome(d, u);
             const char *msg = kt_decision_unit_message(d, u);
             ri->message = msg ? cli_format("%s", msg) : NULL;
-            ri->build_ms = kt_decision_unit_build_ms(d, u);
             const double *times = NULL;
             size_t nt = 0;
             if (kt_decision_unit_runtimes(d, u, &times, &nt) == KT_OK && nt > 0) {

@@ -48,7 +48,6 @@ typedef struct tune_bench_result {
     char *message;   /* allocated, or NULL */
     double *runs;    /* ns each, in order (allocated) */
     size_t nruns;
-    double build_ms;
     double recorded_ns; /* replay: the recorded time the runs and the build stand for */
 } tune_bench_result;
 

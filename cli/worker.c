@@ -393,6 +393,19 @@ static bool read_entry(const redisReply *ent, const char *stream, job *j) {
     return have[0] && have[1] && have[2] && have[3] && have[4];
 }
 
+/* Makes the two streams and their consumer group where they are absent: at the start, and when
+ * a Redis that lost them (restarted without saving) answers again. NULL, or the error. */
+static char *make_groups(worker *w) {
+    for (int s = 0; s < 2; s++) {
+        redisReply *r = redisCommand(w->c, "XGROUP CREATE %s %s 0 MKSTREAM", w->streams[s], FLEET_GROUP);
+        bool ok = r && (r->type != REDIS_REPLY_ERROR || strncmp(r->str, "BUSYGROUP", 9) == 0);
+        char *err = ok ? NULL : cli_format("creating the consumer group of %s: %s", w->streams[s], r ? r->str : w->c->errstr);
+        if (r) freeReplyObject(r);
+        if (err) return err;
+    }
+    return NULL;
+}
+
 /* Up to max jobs into js: those abandoned by workers that stopped renewing their claims first,
  * else new ones (waiting up to a second); how many. An entry that is not a job is acknowledged
  * and dropped. */
@@ -481,7 +494,6 @@ static char *result_text(const worker *w, const job *j, const tune_bench_result 
         json_t *runs = json_array();
         for (size_t i = 0; i < r->nruns; i++) json_array_append_new(runs, json_real(r->runs[i]));
         json_object_set_new(res, "runs", runs);
-        json_object_set_new(res, "build_ms", json_real(r->build_ms));
     }
     char *text = json_dumps(res, JSON_COMPACT | JSON_REAL_PRECISION(17));
     json_decref(res);
@@ -581,13 +593,7 @@ int run_worker(int argc, char **argv) {
     fleet_jobs_key(NULL, w->streams[1]);
     /* replies may wait a second (XREADGROUP BLOCK 1000): the timeout leaves room */
     if ((w->c = fleet_connect(w->o.url, 5000, &err)) == NULL || (w->hc = fleet_connect(w->o.url, 2000, &err)) == NULL) goto fail;
-    for (int s = 0; s < 2; s++) {
-        redisReply *r = redisCommand(w->c, "XGROUP CREATE %s %s 0 MKSTREAM", w->streams[s], FLEET_GROUP);
-        bool ok = r && (r->type != REDIS_REPLY_ERROR || strncmp(r->str, "BUSYGROUP", 9) == 0);
-        if (!ok) err = cli_format("creating the consumer group of %s: %s", w->streams[s], r ? r->str : w->c->errstr);
-        if (r) freeReplyObject(r);
-        if (!ok) goto fail;
-    }
+    if ((err = make_groups(w)) != NULL) goto fail;
     announce(w);
     if (pthread_create(&w->beat, NULL, beat_main, w) != 0) {
         err = cli_format("cannot start the heartbeat thread");
