@@ -623,6 +623,7 @@ static void *reader_main(void *p) {
         if (back || again) { /* Redis came back, perhaps without the run: publish it and the open jobs again */
             char *e2 = NULL;
             if (!publish(f, &f->rc, &e2)) free(e2), e2 = NULL;
+            if (!make_group(f, &f->rc, &e2)) free(e2), e2 = NULL;
             pthread_mutex_lock(&f->mu);
             for (size_t i = 0; i < f->njobs; i++)
                 if (!f->jobs[i].done && !enqueue(f, i, &e2)) free(e2), e2 = NULL;

@@ -439,6 +439,7 @@ static size_t next_jobs(worker *w, job *js, size_t max) {
     if (n > 0) return n;
     const char *argv[] = {"XREADGROUP", "GROUP", FLEET_GROUP, w->name, "COUNT", count, "BLOCK", "1000", "STREAMS", w->streams[0], w->streams[1], ">", ">"};
     redisReply *r = redisCommandArgv(w->c, 13, argv, NULL);
+    if (r && r->type == REDIS_REPLY_ERROR && strncmp(r->str, "NOGROUP", 7) == 0) free(make_groups(w)); /* Redis lost them */
     for (size_t s = 0; r && r->type == REDIS_REPLY_ARRAY && s < r->elements; s++) {
         const redisReply *st = r->element[s];
         if (st->type != REDIS_REPLY_ARRAY || st->elements < 2) continue;

@@ -43,13 +43,11 @@ static inline redisContext *redis_client(int port) {
     return c;
 }
 
-/* Starts redis-server with its files in dir; its pid, and its port in *port; -1 when it did not
- * answer PING within 10 s. */
-static inline pid_t redis_start(const char *dir, int *port) {
-    *port = redis_free_port();
-    if (*port <= 0) return -1;
+/* Starts redis-server with its files in dir on port; its pid, -1 when it did not answer PING
+ * within 10 s. */
+static inline pid_t redis_start_on(const char *dir, int port) {
     char p[16];
-    snprintf(p, sizeof p, "%d", *port);
+    snprintf(p, sizeof p, "%d", port);
     pid_t pid = fork();
     if (pid == 0) {
         int null = open("/dev/null", O_WRONLY);
@@ -60,7 +58,7 @@ static inline pid_t redis_start(const char *dir, int *port) {
     }
     if (pid < 0) return -1;
     for (int i = 0; i < 200; i++) {
-        redisContext *c = redis_client(*port);
+        redisContext *c = redis_client(port);
         redisReply *r = c ? redisCommand(c, "PING") : NULL;
         bool up = r && r->type == REDIS_REPLY_STATUS;
         if (r) freeReplyObject(r);
@@ -72,6 +70,12 @@ static inline pid_t redis_start(const char *dir, int *port) {
     kill(pid, SIGKILL);
     waitpid(pid, NULL, 0);
     return -1;
+}
+
+/* The same on a free port, written to *port. */
+static inline pid_t redis_start(const char *dir, int *port) {
+    *port = redis_free_port();
+    return *port > 0 ? redis_start_on(dir, *port) : -1;
 }
 
 static inline void redis_stop(pid_t *pid) {

@@ -239,6 +239,52 @@ static void killed_workers(void **state) {
     json_decref(out);
 }
 
+/* ---- Redis restarted mid-run, without its data: the run goes on and loses nothing ------------ */
+
+static void redis_restarted(void **state) {
+    (void)state;
+    char problem[512], rec[512];
+    conv_paths(problem, sizeof problem, rec, sizeof rec);
+    const char *opts = "--seed 2 --budget 40 --strategy random --jobs 4 --cache off --quiet";
+    assert_int_equal(sh("'%s' tune '%s' --simulate '%s' %s --t4 %s/local3.json", KT_CLI, problem, rec, opts, dir), 0);
+    pid_t w = start_worker("rs", "--quiet --pace 0.1 --batch 1");
+    await_worker("rs");
+    pid_t coord = fork();
+    if (coord == 0) {
+        char cmd[2048];
+        snprintf(cmd, sizeof cmd, "exec '%s' tune '%s' --simulate '%s' %s --t4 %s/fleet3.json --workers %s --json > %s/fleet3.out", KT_CLI,
+                 problem, rec, opts, dir, url, dir);
+        execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
+        _exit(127);
+    }
+    assert_true(coord > 0);
+    char live[256];
+    snprintf(live, sizeof live, "%s/fleet3.json", dir);
+    await_file(live); /* the run is going */
+    redis_stop(&server); /* the jobs, the group and the run's hash are gone with it */
+    struct timespec pause = {1, 0};
+    nanosleep(&pause, NULL);
+    server = redis_start_on(dir, port);
+    assert_true(server > 0);
+    int status = 0;
+    pid_t done = 0;
+    for (int i = 0; i < 1200 && done == 0; i++) { /* 120 s: a run that stalls fails, it does not hang the test */
+        done = waitpid(coord, &status, WNOHANG);
+        if (done == 0) nanosleep(&(struct timespec){0, 100 * 1000 * 1000}, NULL);
+    }
+    if (done == 0) {
+        kill(coord, SIGKILL);
+        waitpid(coord, NULL, 0);
+    }
+    stop_worker(w);
+    if (done == 0) fail_msg("the run did not finish within 120 s of Redis coming back");
+    assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    char a[256], b[256];
+    snprintf(a, sizeof a, "%s/local3.json", dir);
+    snprintf(b, sizeof b, "%s/fleet3.json", dir);
+    assert_same_t4(a, b);
+}
+
 /* ---- a real problem: the host's workers, not the OpenCL one; failures classified; the cache ----- */
 
 static void real_problem(void **state) {
@@ -368,6 +414,7 @@ int main(void) {
         cmocka_unit_test(errors),
         cmocka_unit_test(replay_matches_local),
         cmocka_unit_test(killed_workers),
+        cmocka_unit_test(redis_restarted),
         cmocka_unit_test(real_problem),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
