@@ -50,6 +50,7 @@ typedef struct set {
     size_t *by_time;    /* indices of the ok rows, fastest first */
     const char *problem, *device;
     const json_t *ext;  /* the document's x-kerntune, or NULL */
+    double scale_ms;    /* ms in one unit of its timeunit */
     long winner;        /* row index */
 } set;
 
@@ -109,7 +110,7 @@ static char *set_read(set *s, const report_input *in) {
     s->problem = json_string_value(json_object_get(meta, "problem"));
     s->device = json_string_value(json_object_get(meta, "device"));
     s->ext = json_object_get(in->doc, "x-kerntune");
-    double scale_ms = t4_unit_ns(json_string_value(json_object_get(meta, "timeunit"))) / 1e6;
+    double scale_ms = s->scale_ms = t4_unit_ns(json_string_value(json_object_get(meta, "timeunit"))) / 1e6;
     s->n = json_array_size(results);
     s->rows = calloc(s->n ? s->n : 1, sizeof *s->rows);
     s->by_time = calloc(s->n ? s->n : 1, sizeof *s->by_time);
@@ -291,12 +292,11 @@ static bool write_set(FILE *h, set *s, size_t k, const char *dir, char **err) {
     double split[4] = {0, 0, 0, 0};
     for (size_t i = 0; i < s->n; i++) {
         const json_t *t = json_object_get(s->rows[i].res, "times");
-        double scale = t4_unit_ns(json_string_value(json_object_get(json_object_get(s->in->doc, "metadata"), "timeunit"))) / 1e6;
-        split[0] += ms_of(json_object_get(t, "compilation"), scale);
-        split[1] += ms_of(json_object_get(t, "validation"), scale);
-        split[2] += ms_of(json_object_get(t, "framework"), scale);
+        split[0] += ms_of(json_object_get(t, "compilation"), s->scale_ms);
+        split[1] += ms_of(json_object_get(t, "validation"), s->scale_ms);
+        split[2] += ms_of(json_object_get(t, "framework"), s->scale_ms);
         const json_t *rt = json_object_get(t, "runtimes");
-        for (size_t q = 0; q < json_array_size(rt); q++) split[3] += ms_of(json_array_get(rt, q), scale);
+        for (size_t q = 0; q < json_array_size(rt); q++) split[3] += ms_of(json_array_get(rt, q), s->scale_ms);
     }
     fprintf(h, "<tr><th>where the time went</th><td>compiling %.3g s, validating %.3g s, around the runs %.3g s, the runs %.3g s", split[0] / 1e3,
             split[1] / 1e3, split[2] / 1e3, split[3] / 1e3);

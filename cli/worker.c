@@ -373,7 +373,6 @@ static session *session_for(worker *w, const char *run, bool *gone) {
 
 /* ---- jobs ----------------------------------------------------------------------------------- */
 
-
 /* Reads one stream entry [id, [k, v, ...]] into j; false when it is not a job. */
 static bool read_entry(const redisReply *ent, const char *stream, job *j) {
     if (ent == NULL || ent->type != REDIS_REPLY_ARRAY || ent->elements < 2 || ent->element[1]->type != REDIS_REPLY_ARRAY) return false;
@@ -409,6 +408,21 @@ static char *make_groups(worker *w) {
 /* Up to max jobs into js: those abandoned by workers that stopped renewing their claims first,
  * else new ones (waiting up to a second); how many. An entry that is not a job is acknowledged
  * and dropped. */
+static void ack(worker *w, const char *stream, const char *id) {
+    redisReply *r = redisCommand(w->c, "XACK %s %s %s", stream, FLEET_GROUP, id);
+    if (r) freeReplyObject(r);
+}
+
+/* The jobs among entries (a reply's list of [id, [k, v...]]) of stream into js[*n..max); an entry
+ * that is not a job is acknowledged and dropped. */
+static void take_entries(worker *w, const redisReply *entries, const char *stream, job *js, size_t *n, size_t max) {
+    for (size_t e = 0; entries && entries->type == REDIS_REPLY_ARRAY && e < entries->elements && *n < max; e++) {
+        const redisReply *ent = entries->element[e];
+        if (read_entry(ent, stream, &js[*n])) (*n)++;
+        else if (ent->type == REDIS_REPLY_ARRAY && ent->elements > 0) ack(w, stream, ent->element[0]->str);
+    }
+}
+
 static size_t next_jobs(worker *w, job *js, size_t max) {
     char min_idle[32], count[16];
     snprintf(min_idle, sizeof min_idle, "%lld", (long long)(w->o.claim_s * 1000));
@@ -417,16 +431,7 @@ static size_t next_jobs(worker *w, job *js, size_t max) {
     for (int s = 0; s < 2 && n == 0; s++) {
         const char *argv[] = {"XAUTOCLAIM", w->streams[s], FLEET_GROUP, w->name, min_idle, "0-0", "COUNT", count};
         redisReply *r = redisCommandArgv(w->c, 8, argv, NULL);
-        const redisReply *list = r && r->type == REDIS_REPLY_ARRAY && r->elements >= 2 ? r->element[1] : NULL;
-        for (size_t e = 0; list && list->type == REDIS_REPLY_ARRAY && e < list->elements && n < max; e++) {
-            const redisReply *ent = list->element[e];
-            if (read_entry(ent, w->streams[s], &js[n])) {
-                n++;
-            } else if (ent->type == REDIS_REPLY_ARRAY && ent->elements > 0) {
-                redisReply *a = redisCommand(w->c, "XACK %s %s %s", w->streams[s], FLEET_GROUP, ent->element[0]->str);
-                if (a) freeReplyObject(a);
-            }
-        }
+        if (r && r->type == REDIS_REPLY_ARRAY && r->elements >= 2) take_entries(w, r->element[1], w->streams[s], js, &n, max);
         if (r) freeReplyObject(r);
     }
     for (size_t i = 0; i < n; i++) {
@@ -443,15 +448,9 @@ static size_t next_jobs(worker *w, job *js, size_t max) {
     for (size_t s = 0; r && r->type == REDIS_REPLY_ARRAY && s < r->elements; s++) {
         const redisReply *st = r->element[s];
         if (st->type != REDIS_REPLY_ARRAY || st->elements < 2) continue;
-        for (size_t e = 0; e < st->element[1]->elements && n < max; e++) {
-            const redisReply *ent = st->element[1]->element[e];
-            if (read_entry(ent, st->element[0]->str, &js[n])) {
-                js[n++].deliveries = 1;
-            } else if (ent->type == REDIS_REPLY_ARRAY && ent->elements > 0) {
-                redisReply *a = redisCommand(w->c, "XACK %s %s %s", st->element[0]->str, FLEET_GROUP, ent->element[0]->str);
-                if (a) freeReplyObject(a);
-            }
-        }
+        size_t first = n;
+        take_entries(w, st->element[1], st->element[0]->str, js, &n, max);
+        for (size_t i = first; i < n; i++) js[i].deliveries = 1; /* read new: handed out once */
     }
     if (r) freeReplyObject(r);
     return n;
@@ -507,13 +506,12 @@ static void run_group(worker *w, job *js, size_t n) {
     bool gone = false;
     session *s = session_for(w, js[0].run, &gone);
     const char *configs[64];
-    job *todo[64];
+    job *batch[64];
     size_t k = 0;
     for (size_t i = 0; i < n; i++) {
         char *text = NULL;
         if (gone || s == NULL) { /* its run is gone: nobody waits for it */
-            redisReply *r = redisCommand(w->c, "XACK %s %s %s", js[i].stream, FLEET_GROUP, js[i].id);
-            if (r) freeReplyObject(r);
+            ack(w, js[i].stream, js[i].id);
             continue;
         }
         if (js[i].deliveries > POISON) /* it took every worker that tried it down */
@@ -521,7 +519,7 @@ static void run_group(worker *w, job *js, size_t n) {
         else if (s->error)
             text = result_text(w, &js[i], NULL, KT_OUTCOME_FAILED, s->error);
         if (text == NULL && !s->error && js[i].deliveries <= POISON) {
-            todo[k] = &js[i];
+            batch[k] = &js[i];
             configs[k++] = js[i].config;
             continue;
         }
@@ -530,11 +528,11 @@ static void run_group(worker *w, job *js, size_t n) {
     }
     if (k == 0) return;
     tune_bench_result r[64];
-    char *err = tune_bench_measure(s->bench, configs, k, (unsigned)todo[0]->from, (unsigned)(todo[0]->runs ? todo[0]->runs : 1), r);
+    char *err = tune_bench_measure(s->bench, configs, k, (unsigned)batch[0]->from, (unsigned)(batch[0]->runs ? batch[0]->runs : 1), r);
     if (err == NULL && w->o.pace > 0) sleep_ns(r[0].recorded_ns * w->o.pace); /* as long as the recording says (scaled) */
     for (size_t i = 0; i < k; i++) {
-        char *text = err ? result_text(w, todo[i], NULL, KT_OUTCOME_FAILED, err) : result_text(w, todo[i], &r[i], KT_OUTCOME_FAILED, NULL);
-        if (text && finish(w, todo[i], text)) atomic_fetch_add(&w->jobs, 1);
+        char *text = err ? result_text(w, batch[i], NULL, KT_OUTCOME_FAILED, err) : result_text(w, batch[i], &r[i], KT_OUTCOME_FAILED, NULL);
+        if (text && finish(w, batch[i], text)) atomic_fetch_add(&w->jobs, 1);
         free(text);
         if (err == NULL) tune_bench_result_free(&r[i]);
     }
