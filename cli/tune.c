@@ -848,6 +848,21 @@ static const char *backend_for(kt_context *ctx, const char *language) {
     return "";
 }
 
+/* Registers the backend of a stand-in device (a replay, a fleet's coordinator) and gives it an
+ * artifact directory of its own in dir (len bytes; made, *made set): its artifacts are worthless
+ * and stay out of the cache's. Its device's index in *dev; NULL, or the error (allocated). */
+static char *stand_in(kt_context *ctx, const kt_backend *b, char *dir, size_t len, bool *made, long *dev) {
+    kt_status st = kt_context_add_backend(ctx, b);
+    if (st != KT_OK) return cli_format("%s: %s", kt_status_name(st), kt_last_error());
+    snprintf(dir, len, "/tmp/kerntune-replay-XXXXXX");
+    if (mkdtemp(dir) == NULL) return cli_format("cannot create a temporary directory: %s", strerror(errno));
+    *made = true;
+    if ((st = kt_context_set_artifact_dir(ctx, dir)) != KT_OK) return cli_format("%s: %s", kt_status_name(st), kt_last_error());
+    for (size_t i = 0; i < kt_context_device_count(ctx); i++)
+        if (strcmp(kt_device_backend(kt_context_device(ctx, i)), b->name) == 0) *dev = (long)i;
+    return NULL;
+}
+
 static long pick_device(kt_context *ctx, const t1 *p, const options *o, char **err) {
     size_t n = kt_context_device_count(ctx);
     const char *backend = backend_for(ctx, p->language);
@@ -1562,7 +1577,7 @@ int run_tune(int argc, char **argv) {
     long dev = -1;
     const char *names[64];
     json_t *t4doc = NULL;
-    char replay_dir[] = "/tmp/kerntune-replay-XXXXXX"; /* replay artifacts are worthless: keep them out of the cache */
+    char replay_dir[40] = ""; /* a stand-in device's artifact directory (stand_in) */
     bool replay_dir_made = false;
     FILE *txt = o.quiet ? NULL : o.json ? stderr : stdout; /* the human summary */
     if (!t1_load(o.problem, &p, &err)) FAIL("%s", err ? err : "out of memory");
@@ -1668,7 +1683,7 @@ int run_tune(int argc, char **argv) {
                         .seed_given = o.seed_given, .problem_size = o.problem_size_text, .defines = o.defines,
                         .ndefines = o.ndefines, .timeout = o.timeout};
         if (!fleet_open(o.workers, &fr, o.wait_workers, !o.quiet && isatty(2), &fl, &err)) FAIL("--workers %s: %s", o.workers, err);
-        KT(kt_context_add_backend(ctx, fleet_backend(fl)));
+        if ((err = stand_in(ctx, fleet_backend(fl), replay_dir, sizeof replay_dir, &replay_dir_made, &dev)) != NULL) FAIL("%s", err);
         fleet_stats fs;
         fleet_get_stats(fl, &fs);
         /* jobs on the stream at once: what the workers take at once (each builds its batch in
@@ -1679,17 +1694,9 @@ int run_tune(int argc, char **argv) {
             fprintf(stderr, "kerntune tune: %zu worker%s on %s%s\n", fs.workers, fs.workers == 1 ? "" : "s", fleet_device_name(fl),
                     fs.ignored ? " (others, on other devices, are left out)" : "");
     } else if (o.simulate) {
-        KT(kt_context_add_backend(ctx, replay_backend(&replay)));
+        if ((err = stand_in(ctx, replay_backend(&replay), replay_dir, sizeof replay_dir, &replay_dir_made, &dev)) != NULL) FAIL("%s", err);
     } else if ((dev = pick_device(ctx, &p, &o, &err)) < 0) {
         FAIL("%s", err ? err : "out of memory");
-    }
-    if (o.workers || o.simulate) { /* the stand-in device's artifacts are worthless: out of the cache */
-        if (mkdtemp(replay_dir) == NULL) FAIL("cannot create a temporary directory: %s", strerror(errno));
-        replay_dir_made = true;
-        KT(kt_context_set_artifact_dir(ctx, replay_dir));
-        const char *which = o.workers ? "fleet" : "replay";
-        for (size_t i = 0; i < kt_context_device_count(ctx); i++)
-            if (strcmp(kt_device_backend(kt_context_device(ctx, i)), which) == 0) dev = (long)i;
     }
     /* the device's peaks, for results with work formulas: given, else as its backend reads them */
     double peak_f = o.peak_gflops, peak_b = o.peak_gbs;
@@ -2165,14 +2172,9 @@ char *tune_bench_open(const tune_bench_args *a, tune_bench **out) {
         b->replay.sampled = a->seed_given;
         b->replay.seed = a->seed;
         if (!t4_read(a->simulate, names, p->nparams, &b->replay.recs, &err)) goto fail;
-        BKT(kt_context_add_backend(b->ctx, replay_backend(&b->replay)));
-        strcpy(b->replay_dir, "/tmp/kerntune-replay-XXXXXX");
-        if (mkdtemp(b->replay_dir) == NULL) BFAIL("cannot create a temporary directory: %s", strerror(errno));
-        b->replay_dir_made = true;
-        BKT(kt_context_set_artifact_dir(b->ctx, b->replay_dir));
         b->dev = -1;
-        for (size_t i = 0; i < kt_context_device_count(b->ctx); i++)
-            if (strcmp(kt_device_backend(kt_context_device(b->ctx, i)), "replay") == 0) b->dev = (long)i;
+        if ((err = stand_in(b->ctx, replay_backend(&b->replay), b->replay_dir, sizeof b->replay_dir, &b->replay_dir_made, &b->dev)) != NULL)
+            goto fail;
     } else {
         if ((b->dev = pick_device(b->ctx, p, o, &err)) < 0) goto fail;
         if ((b->source = t1_read_file(p->kernel_file, "the kernel file", T1_FILE_LIMIT, 0, NULL, &err)) == NULL) goto fail;
