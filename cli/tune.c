@@ -2273,10 +2273,10 @@ char *tune_bench_measure(tune_bench *b, const char *const *configs, size_t n, un
         goto out;
     }
     for (size_t u = 0; u < kt_decision_unit_count(d) && err == NULL; u++) {
-        const char *cand = kt_op_candidate_name(op, kt_decision_unit_candidate(d, u));
-        size_t g = 0;
-        if (strncmp(cand, "kernel", 6) != 0) continue;
-        if (nsp > 1) g = strtoul(cand + 7, NULL, 10);
+        /* declare() adds the reference group first, when there is one, then a group per space */
+        size_t base = b->prep.ref_sp ? 1 : 0, c = kt_decision_unit_candidate(d, u);
+        if (c < base) continue;
+        size_t g = c - base;
         for (size_t i = 0; i < n; i++) {
             if (group[i] != g) continue;
             tune_bench_result *ri = &r[i];
