@@ -19,7 +19,7 @@ static void test_call_async_on_host(void **state) {
     (void)state;
     kt_context *ctx = test_context(2);
     kt_op *op = test_op(ctx, "async-host");
-    static cand slow = {.id = 1, .work = 10}, fast = {.id = 2, .work = 1};
+    static cand slow = {.id = 1, .work = 10, .sleep_ms = 20}, fast = {.id = 2, .work = 1};
     ok(kt_op_add_native(op, "slow", cand_fn, &slow));
     ok(kt_op_add_native(op, "fast", cand_fn, &fast));
     int32_t out[4] = {0};

@@ -72,7 +72,9 @@ static void remove_db(void) {
 static void test_warm_cache_and_new_candidates(void **state) {
     (void)state;
     remove_db();
-    cand fast = {.id = 1, .work = 1}, slow = {.id = 2, .work = 10}, newer = {.id = 3, .work = 20};
+    /* the losers sleep too: ten times the work alone is tens of microseconds, which one
+     * preempted run on a loaded machine can outweigh (a CI run once picked slow) */
+    cand fast = {.id = 1, .work = 1}, slow = {.id = 2, .work = 10, .sleep_ms = 20}, newer = {.id = 3, .work = 20, .sleep_ms = 20};
     kt_context *ctx = ctx_on(db);
     kt_op *op = test_op(ctx, "persisted");
     ok(kt_op_add_native(op, "fast", cand_fn, &fast));
@@ -250,7 +252,7 @@ static void test_invalid_records(void **state) {
     void (*edits[2])(json_t *) = {edit_version, edit_candidate};
     for (int k = 0; k < 3; k++) {
         remove_db();
-        cand fast = {.id = 1, .work = 1}, slow = {.id = 2, .work = 10};
+        cand fast = {.id = 1, .work = 1}, slow = {.id = 2, .work = 10, .sleep_ms = 20};
         kt_op *op = NULL;
         kt_context *ctx = poison_op(&op, &fast, &slow);
         ok(kt_op_call(op, ARGS(3), 2));

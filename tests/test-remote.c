@@ -62,6 +62,8 @@ static int teardown(void **state) {
     return remove_tree(dir);
 }
 
+/* slow also sleeps 20 ms more than fast: ten times the work alone is tens of microseconds,
+ * which one preempted run on a loaded machine can outweigh */
 static cand fast = {.id = 1, .work = 1}, slow = {.id = 2, .work = 10};
 
 /* A context on the local cache file name (in dir) and the test's Redis. */
@@ -79,7 +81,7 @@ static kt_context *ctx_with(const char *local, bool remote) {
 
 static kt_op *pair_op(kt_context *ctx, unsigned sleep_ms) {
     kt_op *op = test_op(ctx, "shared");
-    fast.sleep_ms = slow.sleep_ms = sleep_ms;
+    fast.sleep_ms = sleep_ms, slow.sleep_ms = sleep_ms + 20;
     ok(kt_op_add_native(op, "fast", cand_fn, &fast));
     ok(kt_op_add_native(op, "slow", cand_fn, &slow));
     return op;
