@@ -54,7 +54,7 @@ void fleet_jobs_key(const char *fingerprint, char out[64]) {
 
 void *fleet_connect(const char *url, int timeout_ms, char **err) {
     (void)url, (void)timeout_ms;
-    *err = cli_format("this kerntune was built without Redis (no hiredis development files): it cannot reach a fleet");
+    *err = cli_format("this kerntune was built without Redis (no hiredis or libcrypto at build time, or KT_WITH_REDIS=OFF): it cannot reach a fleet");
     return NULL;
 }
 

@@ -72,12 +72,23 @@ void help_worker(FILE *out) {
 #ifdef KT_NO_REDIS
 
 int run_worker(int argc, char **argv) {
-    for (int i = 1; i < argc; i++)
+    bool json = false;
+    for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
             help_worker(stdout);
             return 0;
         }
-    fprintf(stderr, "kerntune worker: this kerntune was built without Redis (no hiredis development files)\n");
+        json = json || strcmp(argv[i], "--json") == 0;
+    }
+    const char *msg = "this kerntune was built without Redis (no hiredis or libcrypto at build time, or KT_WITH_REDIS=OFF): it cannot reach a fleet";
+    fprintf(stderr, "kerntune worker: %s\n", msg);
+    if (json) { /* --json: the error is the document */
+        json_t *doc = json_pack("{s:s}", "error", msg);
+        char *text = doc ? json_dumps(doc, JSON_COMPACT) : NULL;
+        if (text) printf("%s\n", text);
+        free(text);
+        json_decref(doc);
+    }
     return 1;
 }
 

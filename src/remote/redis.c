@@ -257,7 +257,7 @@ void kt__remote_id(const char *op, const char *set_hash, const char *device, con
 #else /* KT_NO_REDIS */
 
 static kt_status no_redis(void) {
-    return kt__err(KT_ERR_STATE, "this kerntune was built without Redis (no hiredis or libcrypto at build time): no remote cache");
+    return kt__err(KT_ERR_STATE, "this kerntune was built without Redis (no hiredis or libcrypto at build time, or KT_WITH_REDIS=OFF): no remote cache");
 }
 kt_status kt__remote_create(const char *url, const void *secret, size_t secret_len, int timeout_ms, kt__remote **out) {
     (void)url, (void)secret, (void)secret_len, (void)timeout_ms;
