@@ -34,6 +34,7 @@
 #include "t4.h"
 #include "text.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
@@ -1388,6 +1389,7 @@ typedef struct prepared {
     const char *no_reference; /* why the first configuration is the reference instead */
     kt_arg args[64];
     void *host[64], *dev_buf[64];
+    int64_t elems[64];    /* each vector argument's element count as the problem declares it */
     size_t nbuf;
     reference ref;
 } prepared;
@@ -1454,6 +1456,7 @@ static char *prepare(prepared *pr, const options *o, const int64_t *ps, size_t n
         }
         if (count <= 0) PFAIL("%s: KernelSpecification.Arguments[%zu].Size: %lld elements; expected at least 1", o->problem, i, (long long)count);
         if ((uint64_t)count > SIZE_MAX / 16) PFAIL("%s: KernelSpecification.Arguments[%zu].Size: %lld elements is too many", o->problem, i, (long long)count);
+        pr->elems[i] = count;
         if (o->simulate) count = 1; /* replay reads no data */
         size_t bytes = (size_t)count * kt_type_size(a->type);
         /* a fleet's coordinator never touches its buffers: calloc maps them without using memory */
@@ -1499,6 +1502,46 @@ static char *prepare(prepared *pr, const options *o, const int64_t *ps, size_t n
     return NULL;
 }
 
+/* A work formula for a replay, whose buffers stand in with one element: each name of a vector
+ * argument (that no parameter shadows) becomes its declared element count, so that the formula
+ * gives what it gave on the recorded device. Names are the language's (a letter or '_', then
+ * letters, digits, '_'); numbers and strings are copied as they are. NULL stays NULL. */
+static char *work_declared(const prepared *pr, const char *formula) {
+    if (formula == NULL) return NULL;
+    const t1 *p = pr->p;
+    size_t cap = strlen(formula) * 24 + 1, n = 0;
+    char *out = malloc(cap);
+    if (out == NULL) return NULL;
+    for (const char *s = formula; *s;) {
+        size_t len = 1;
+        if (isdigit((unsigned char)*s) || (*s == '.' && isdigit((unsigned char)s[1]))) { /* 1e-3, 0x1f, 2.5 */
+            while (isalnum((unsigned char)s[len]) || s[len] == '.' ||
+                   ((s[len] == '+' || s[len] == '-') && (s[len - 1] == 'e' || s[len - 1] == 'E')))
+                len++;
+        } else if (*s == '\'' || *s == '"') {
+            while (s[len] && s[len] != *s) len += (s[len] == '\\' && s[len + 1]) ? 2 : 1;
+            if (s[len]) len++;
+        } else if (isalpha((unsigned char)*s) || *s == '_') {
+            while (isalnum((unsigned char)s[len]) || s[len] == '_') len++;
+            bool param = false;
+            for (size_t k = 0; k < p->nparams && !param; k++)
+                param = strlen(p->params[k].name) == len && strncmp(p->params[k].name, s, len) == 0;
+            for (size_t a = 0; a < p->nargs && !param; a++) {
+                if (!p->args[a].vector || strlen(p->args[a].name) != len || strncmp(p->args[a].name, s, len) != 0) continue;
+                n += (size_t)snprintf(out + n, cap - n, "(%lld)", (long long)pr->elems[a]);
+                s += len;
+                len = 0;
+                break;
+            }
+            if (len == 0) continue;
+        }
+        memcpy(out + n, s, len);
+        n += len, s += len;
+    }
+    out[n] = '\0';
+    return out;
+}
+
 /* Declares op over configurations sp of the prepared problem: its arguments, the reference group
  * and the kernel's variants, and how they are validated; returns NULL, or the error (allocated).
  * validate: compare outputs against the reference here (off where no data is read). */
@@ -1526,8 +1569,15 @@ static char *declare(prepared *pr, kt_space *const *sps, size_t nsp, bool valida
         PKT(kt_op_add_variants(op, name, sps[g], pr->source, p->kernel_name, p->options, p->noptions));
     }
     if (p->atol >= 0) PKT(kt_op_set_tolerance(op, p->atol, p->rtol));
-    /* the work of a call (x-kerntune): not in a replay, whose buffers stand in with one element */
+    /* the work of a call (x-kerntune); in a replay, whose buffers stand in with one element,
+     * with the element counts the problem declares in place of the buffers' names */
     if ((p->work_flops || p->work_bytes) && !pr->replay) PKT(kt_op_set_work(op, p->work_flops, p->work_bytes));
+    if ((p->work_flops || p->work_bytes) && pr->replay) {
+        char *f = work_declared(pr, p->work_flops), *b = work_declared(pr, p->work_bytes);
+        st = (f == NULL) != (p->work_flops == NULL) || (b == NULL) != (p->work_bytes == NULL) ? KT_ERR_NO_MEMORY : kt_op_set_work(op, f, b);
+        free(f), free(b);
+        if (st != KT_OK) PFAIL("%s: %s", kt_status_name(st), st == KT_ERR_NO_MEMORY ? "out of memory" : kt_last_error());
+    }
     if (!validate) { /* no outputs to compare: what stands in for the device validated (a recording, a worker) */
         if (pr->ref_sp) PKT(kt_op_set_reference_only(op, 1)); /* still never the winner */
         PKT(kt_op_set_validation(op, 0));

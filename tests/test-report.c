@@ -249,8 +249,10 @@ static void work_formulas(void **state) {
     json_object_set_new(ks, "KernelFile", json_string(KT_DATA "/t1/matmul.c"));
     json_object_set_new(ks, "x-kerntune", json_pack("{s:s,s:s}", "Flops", "2 * n ** 3", "Bytes", "(a + b + c) * 4"));
     assert_int_equal(json_dump_file(p, problem, 0), 0);
-    assert_int_equal(sh("'%s' tune '%s' --cache off --measure kerneltuner --peak 100,20 --report '%s' --json > '%s' 2>/dev/null", KT_CLI,
-                        problem, html, out),
+    char t4[256];
+    snprintf(t4, sizeof t4, "%s/mm.t4.json", dir);
+    assert_int_equal(sh("'%s' tune '%s' --cache off --measure kerneltuner --peak 100,20 --report '%s' --t4 '%s' --json > '%s' 2>/dev/null",
+                        KT_CLI, problem, html, t4, out),
                      0);
     json_t *doc = json_load_file(out, 0, &e), *best = json_object_get(doc, "best");
     assert_non_null(best);
@@ -267,6 +269,32 @@ static void work_formulas(void **state) {
     assert_non_null(strstr(page, "work of the winner"));
     assert_non_null(strstr(page, "of the peak 100)"));
     assert_self_contained(page);
+    free(page);
+    /* a replay of that run: its buffers stand in with one element, yet the formulas give the
+     * work of the recorded arguments (the problem's declared sizes), for every configuration */
+    char rt4[256];
+    snprintf(rt4, sizeof rt4, "%s/mm.replay.json", dir);
+    assert_int_equal(sh("'%s' tune '%s' --cache off --simulate '%s' --peak 100,20 --report '%s' --t4 '%s' --json > '%s' 2>/dev/null", KT_CLI,
+                        problem, t4, html, rt4, out),
+                     0);
+    doc = json_load_file(out, 0, &e), best = json_object_get(doc, "best");
+    assert_non_null(best);
+    t_ns = json_number_value(json_object_get(best, "time_ms")) * 1e6;
+    assert_true(t_ns > 0);
+    assert_true(fabs(json_number_value(json_object_get(best, "gflops")) - 2.0 * 64 * 64 * 64 / t_ns) <= 1e-9 * 2.0 * 64 * 64 * 64 / t_ns);
+    assert_true(fabs(json_number_value(json_object_get(best, "gbs")) - 3.0 * 64 * 64 * 4 / t_ns) <= 1e-9 * 3.0 * 64 * 64 * 4 / t_ns);
+    json_decref(doc);
+    doc = json_load_file(rt4, 0, &e);
+    json_t *results = json_object_get(doc, "results");
+    assert_int_equal(json_array_size(results), 5);
+    for (size_t i = 0; i < json_array_size(results); i++) {
+        json_t *x = json_object_get(json_array_get(results, i), "x-kerntune");
+        assert_true(json_number_value(json_object_get(x, "flops")) == 2.0 * 64 * 64 * 64);
+        assert_true(json_number_value(json_object_get(x, "bytes")) == 3.0 * 64 * 64 * 4);
+    }
+    json_decref(doc);
+    page = slurp(html, NULL);
+    assert_non_null(strstr(page, "Roofline"));
     free(page);
     /* an unknown field of the extension is refused, named */
     json_object_set_new(json_object_get(ks, "x-kerntune"), "Joules", json_string("1"));
