@@ -203,6 +203,7 @@ static kt_status r_launch(void *state, size_t device, void *module, const kt_lau
     else if (d->sampled) t = rec->runtimes[next_random(&m->rng) % rec->nruntimes];
     else t = rec->runtimes[m->next++ % rec->nruntimes];
     d->served_ns += t;
+    atomic_fetch_add(&d->served_clock_ns, (uint64_t)fmax(t, 0));
     d->served_runs++;
     if (ns) *ns = t;
     return KT_OK;
@@ -230,6 +231,11 @@ static const kt_backend replay_table = {
      * exactly as a tuning there would have */
     .caps = KT_BACKEND_CAP_OWN_PROCESSOR,
 };
+
+double replay_clock_s(void *data) {
+    const replay_data *d = data;
+    return (double)(atomic_load(&d->served_clock_ns) + atomic_load(&d->built_ns)) / 1e9;
+}
 
 const kt_backend *replay_backend(replay_data *data) {
     data->backend = replay_table;

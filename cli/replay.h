@@ -28,6 +28,7 @@ typedef struct replay_data {
     unsigned skip;        /* a configuration's runs are served from this index (a fleet worker
                            * continuing a measurement another one began) */
     double served_ns;     /* simulated time of every run served */
+    _Atomic uint64_t served_clock_ns; /* the same, whole ns, for replay_clock_s on any thread */
     uint64_t served_runs;
     _Atomic uint64_t built_ns; /* the recorded compile and framework times of the configurations
                                 * built (builds run in parallel) */
@@ -36,6 +37,11 @@ typedef struct replay_data {
 /* Fills in data's backend table and returns it, for kt_context_add_backend: the backend's state
  * is data itself, which must outlive the context. */
 const kt_backend *replay_backend(replay_data *data);
+
+/* The replay's simulated time in seconds (data: its replay_data): what the runs served and the
+ * configurations built cost when they were recorded; a kt_clock_fn, so that a budget of seconds
+ * counts it (kt_context_set_budget_clock). Safe on any thread. */
+double replay_clock_s(void *data);
 
 /* The record of a configuration given as kerntune's configuration text, or NULL. */
 const t4_record *replay_find(const replay_data *data, const char *config);

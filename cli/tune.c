@@ -1745,6 +1745,8 @@ int run_tune(int argc, char **argv) {
                     fs.ignored ? " (others, on other devices, are left out)" : "");
     } else if (o.simulate) {
         if ((err = stand_in(ctx, replay_backend(&replay), replay_dir, sizeof replay_dir, &replay_dir_made, &dev)) != NULL) FAIL("%s", err);
+        /* a budget of seconds counts the time the search would have cost on the recorded device */
+        KT(kt_context_set_budget_clock(ctx, replay_clock_s, &replay));
     } else if ((dev = pick_device(ctx, &p, &o, &err)) < 0) {
         FAIL("%s", err ? err : "out of memory");
     }
@@ -2063,7 +2065,7 @@ int run_tune(int argc, char **argv) {
             json_object_set_new(j, "fleet", fj);
         }
         if (o.simulate && !o.workers) { /* what the search would have cost on the recorded device: the runs, and building what it tried */
-            json_object_set_new(j, "simulated_time_s", json_real((replay.served_ns + (double)atomic_load(&replay.built_ns)) / 1e9));
+            json_object_set_new(j, "simulated_time_s", json_real(replay_clock_s(&replay)));
             json_object_set_new(j, "simulated_run_time_s", json_real(replay.served_ns / 1e9));
         }
         json_object_set_new(j, "tuning_time_s", json_real(wall));

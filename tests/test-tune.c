@@ -407,6 +407,38 @@ static void test_hub_search_budget(void **state) {
     remove_tmpdir();
 }
 
+/* A budget of seconds in a replay counts simulated seconds (what the runs and builds cost when
+ * they were recorded), not this machine's: the hub's convolution replays in a second or two of
+ * wall time, yet --budget 60s and 600s stop where the recorded device would have, the reported
+ * simulated time close under the budget (a build in flight may end past it: at most the
+ * recording's longest, 18.3 s), and ten times the budget evaluates several times more. */
+static void test_replay_budget_of_seconds(void **state) {
+    (void)state;
+    make_tmpdir();
+    char results[1024];
+    snprintf(results, sizeof results, "%s/results/convolution_milo/A4000_T4.json.gz", KT_HUB);
+    json_int_t evaluated[2];
+    const double budgets[2] = {60, 600};
+    for (int b = 0; b < 2; b++) {
+        char args[4096];
+        snprintf(args, sizeof args, "tune '%s/kernels/convolution_milo.json' --simulate '%s' --budget %.0fs --seed 1 --json --quiet", KT_HUB,
+                 results, budgets[b]);
+        assert_int_equal(run(args), 0);
+        json_t *s = doc();
+        double simulated = json_real_value(json_object_get(s, "simulated_time_s"));
+        evaluated[b] = json_integer_value(json_object_get(s, "measured")) + json_integer_value(json_object_get(s, "failed"));
+        if (simulated < 0.75 * budgets[b] || simulated > budgets[b] + 18.4)
+            fail_msg("--budget %.0fs: %.1f simulated seconds", budgets[b], simulated);
+        /* an evaluation costs 2.9 s there on average: far from the whole space */
+        if (evaluated[b] < 1 || (double)evaluated[b] > budgets[b] / 2.9 * 2)
+            fail_msg("--budget %.0fs: %lld configurations evaluated", budgets[b], (long long)evaluated[b]);
+        assert_int_equal(json_integer_value(json_object_get(s, "not_run")), 4362 - evaluated[b]);
+        json_decref(s);
+    }
+    assert_true(evaluated[1] > 3 * evaluated[0]);
+    remove_tmpdir();
+}
+
 /* Every T1 file of the hub parses (tuned here by replaying its first result file). */
 static void test_every_hub_problem_parses(void **state) {
     (void)state;
@@ -2055,6 +2087,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_hub_replay_exact),
         cmocka_unit_test(test_hub_search_budget),
+        cmocka_unit_test(test_replay_budget_of_seconds),
         cmocka_unit_test(test_every_hub_problem_parses),
         cmocka_unit_test(test_hub_grid_is_kernel_tuners),
         cmocka_unit_test(test_t4_round_trip),

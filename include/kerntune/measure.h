@@ -105,9 +105,24 @@ typedef void (*kt_unit_fn)(const kt_decision *d, size_t u, void *user);
 /** Sets the unit function (NULL: none, the default). */
 KT_API kt_status kt_context_set_unit_fn(kt_context *ctx, kt_unit_fn fn, void *user);
 
+/** The clock a budget of seconds (kt_op_set_budget) counts on: now(user) returns seconds from
+ *  any fixed origin and never decreases; it is called on the tuning thread and on the build
+ *  threads (it times builds too), so it must be safe to call from any thread. NULL (the default)
+ *  is the wall clock. A replay of recorded results passes its simulated time (what the runs
+ *  served and the builds recorded cost on the recorded device), so that a budget of seconds
+ *  bounds what the search would have cost there. On such a clock builds are taken to add up,
+ *  one after another (parallel build threads do not shorten it), and a tuning stops proposing
+ *  when the builds in flight, the next one at the 90th percentile of those so far, and their
+ *  screening would not fit in what is left. Run times are never read from it. */
+typedef double (*kt_clock_fn)(void *user);
+
+/** Sets the budget clock (NULL: the wall clock). */
+KT_API kt_status kt_context_set_budget_clock(kt_context *ctx, kt_clock_fn now, void *user);
+
 /** Limits each tuning of the op: at most max_units units (native candidates and variant
  *  configurations, in order; 0: no limit) are validated and measured, and none is started after
- *  max_seconds of wall time (0: no limit). Units left out end KT_OUTCOME_NOT_RUN. */
+ *  max_seconds of wall time, or of the context's budget clock (0: no limit). Units left out end
+ *  KT_OUTCOME_NOT_RUN. */
 KT_API kt_status kt_op_set_budget(kt_op *op, size_t max_units, double max_seconds);
 
 /** Limits each tuning of the op to a fraction (0 to 1) of its units: with a count from

@@ -448,6 +448,13 @@ kt_status kt_context_set_unit_fn(kt_context *ctx, kt_unit_fn fn, void *user) {
     return KT_OK;
 }
 
+kt_status kt_context_set_budget_clock(kt_context *ctx, kt_clock_fn now, void *user) {
+    if (ctx == NULL) return kt__err(KT_ERR_NULL, "kt_context_set_budget_clock: ctx is NULL");
+    ctx->budget_clock = now;
+    ctx->budget_clock_user = user;
+    return KT_OK;
+}
+
 kt_status kt_context_set_compile_threads(kt_context *ctx, size_t threads) {
     if (ctx == NULL) return kt__err(KT_ERR_NULL, "kt_context_set_compile_threads: ctx is NULL");
     if (threads > 64) return kt__err(KT_ERR_INVALID_ARGUMENT, "kt_context_set_compile_threads: %zu threads; at most 64", threads);

@@ -109,6 +109,8 @@ struct kt_context {
     void *progress_user;
     kt_unit_fn unit_fn;
     void *unit_user;
+    kt_clock_fn budget_clock;   /* what a budget of seconds counts on (NULL: the wall clock) */
+    void *budget_clock_user;
     pthread_mutex_t iso_lock;   /* held by an isolated tuning: one at a time per context */
     kt__worker *workers[KT__MAX_DEVICES]; /* warm worker processes, per device */
     pthread_mutex_t cache_lock; /* guards opening the cache */

@@ -270,20 +270,25 @@ typedef struct tuning {
     kt_status next_error;      /* what stopped tuning_next (building), for after the engine */
     bool ref_taken;            /* a searched group's reference unit went first */
     bool worker_checks;        /* the device's worker checks validation runs itself */
+    /* Times under a budget of seconds are on the context's budget clock (budget_now): the wall
+     * clock, or a replay's simulated time. */
     double start_s;            /* when the tuning started (a budget of seconds counts from there) */
     /* building lazily under a budget of seconds: what batches cost so far */
-    double build_s;            /* the wall time of their builds, */
+    double build_s;            /* the time of their builds, */
     size_t waves;              /* in waves of as many units as there are build threads, */
-    double screen_s;           /* the wall time the engine took to screen them, */
+    double screen_s;           /* the time the engine took to screen them, */
     size_t screened;           /* for this many units */
-    double handed_s;           /* when the last batch went to the engine (0: none yet) */
-    size_t handed;             /* and how many units it held */
+    double handed_s;           /* when the last batch went to the engine */
+    size_t handed;             /* and how many units it held (0: none is out) */
     bool any_valid;            /* a unit was measured: the tuning can decide */
     kt__builder *builder;      /* pipelined: builds the next proposals while the engine measures */
     size_t threads;            /* build threads */
     size_t direct[64];         /* pipelined: proposals that need no build (the reference, natives), */
     size_t ndirect;            /* handed to the engine next */
 } tuning;
+
+/* Now on the clock the op's budget of seconds counts on. */
+static double budget_now(const tuning *tu) { return kt__clock_s(tu->op->ctx->budget_clock, tu->op->ctx->budget_clock_user); }
 
 static kt_status tuning_admit(void *p, size_t i, bool *usable, unsigned *runs) {
     tuning *tu = p;
@@ -750,7 +755,7 @@ static size_t keep_runnable(tuning *tu, size_t *units, size_t k) {
         if (tu->op->ctx->unit_fn) tu->op->ctx->unit_fn(tu->d, i, tu->op->ctx->unit_user);
     }
     if (kept > 0) {
-        tu->handed_s = kt__now_s();
+        tu->handed_s = budget_now(tu);
         tu->handed = kept;
     }
     return kept;
@@ -759,14 +764,18 @@ static size_t keep_runnable(tuning *tu, size_t *units, size_t k) {
 /* Whether one more unit may go to the builder under a budget of seconds: what the builds and
  * screenings so far say it would finish by fits in what is left (after the inflight ones,
  * threads at a time, at the median build time; itself at the 90th percentile, since a build
- * cannot be cut short and build times have a long tail); always before the tuning can decide. */
+ * cannot be cut short and build times have a long tail); always before the tuning can decide.
+ * Times are on the budget clock (budget_now). */
 static bool fits_in_budget(const tuning *tu, size_t inflight) {
     const kt_op *op = tu->op;
     if (op->budget.seconds <= 0 || !tu->any_valid) return true;
     double median_s = kt__builder_quantile_ms(tu->builder, 0.5) / 1e3, p90_s = kt__builder_quantile_ms(tu->builder, 0.9) / 1e3;
     double per_unit = tu->screened ? tu->screen_s / (double)tu->screened : 0;
-    double left = op->budget.seconds - (kt__now_s() - tu->start_s);
-    return (double)(inflight / tu->threads) * median_s + p90_s + (double)(inflight + 1) * per_unit <= left;
+    double left = op->budget.seconds - (budget_now(tu) - tu->start_s);
+    /* builds in flight finish threads at a time on the wall clock; a budget clock of the
+     * context's own (a replay's) counts each build in full, one after another */
+    size_t lanes = op->ctx->budget_clock ? 1 : tu->threads;
+    return (double)(inflight / lanes) * median_s + p90_s + (double)(inflight + 1) * per_unit <= left;
 }
 
 /* Pipelined: keeps the build threads busy with the search's proposals, and hands the engine
@@ -782,8 +791,10 @@ static bool fits_in_budget(const tuning *tu, size_t inflight) {
 static kt_status top_up(tuning *tu) {
     kt_status st = KT_OK;
     size_t inflight = kt__builder_pending(tu->builder), window = 2 * tu->threads;
-    while (st == KT_OK && inflight < window && tu->ndirect < 48 && fits_in_budget(tu, inflight)) {
+    while (st == KT_OK && inflight < window && tu->ndirect < 48) {
         size_t got[16], want = window - inflight < 16 ? window - inflight : 16;
+        while (want > 0 && !fits_in_budget(tu, inflight + want - 1)) want--; /* each unit of the batch must fit */
+        if (want == 0) break;
         size_t k = propose_units(tu, got, want);
         if (k == 0) break;
         for (size_t j = 0; j < k && st == KT_OK; j++)
@@ -822,10 +833,10 @@ static size_t tuning_next(void *p, size_t *units, size_t max) {
     tuning *tu = p;
     const kt_op *op = tu->op;
     const size_t threads = tu->threads;
-    if (tu->handed_s > 0) { /* the engine screened the last batch meanwhile */
-        tu->screen_s += kt__now_s() - tu->handed_s;
+    if (tu->handed > 0) { /* the engine screened the last batch meanwhile */
+        tu->screen_s += budget_now(tu) - tu->handed_s;
         tu->screened += tu->handed;
-        tu->handed_s = 0;
+        tu->handed = 0;
     }
     if (tu->builder) return next_pipelined(tu, units, max);
     for (;;) {
@@ -834,7 +845,7 @@ static size_t tuning_next(void *p, size_t *units, size_t max) {
          * (nothing more, once the tuning can decide) */
         size_t want = tu->plans && threads < max ? threads : max;
         if (tu->plans && op->budget.seconds > 0 && tu->waves > 0) {
-            double left = op->budget.seconds - (kt__now_s() - tu->start_s), wave = tu->build_s / (double)tu->waves;
+            double left = op->budget.seconds - (budget_now(tu) - tu->start_s), wave = tu->build_s / (double)tu->waves;
             double per_unit = tu->screened ? tu->screen_s / (double)tu->screened : 0;
             while (want > 0 && (double)((want + threads - 1) / threads) * wave + (double)want * per_unit > left) want--;
             if (want == 0 && tu->any_valid) return 0;
@@ -842,9 +853,9 @@ static size_t tuning_next(void *p, size_t *units, size_t max) {
         }
         size_t k = propose_units(tu, units, want);
         if (k == 0 || tu->plans == NULL) return k;
-        double t0 = kt__now_s();
+        double t0 = budget_now(tu);
         kt_status st = build_admitted(tu, units, k);
-        tu->build_s += kt__now_s() - t0;
+        tu->build_s += budget_now(tu) - t0;
         tu->waves += (k + threads - 1) / threads;
         if (st != KT_OK) {
             tu->next_error = st;
@@ -929,7 +940,7 @@ kt_status kt__measure_all(kt_op *op, kt_decision *d, const kt_arg *caller, bool 
     kt__reference ref = {.unit = -1};
     tuning tu = {.op = op, .d = d, .ws = &ws, .ref = &ref};
     kt__engine_io io = {&tu, tuning_admit, tuning_result, tuning_trial, op->ctx->progress_fn ? tuning_progress : NULL, NULL, NULL,
-                        kt__now_s()};
+                        op->ctx->budget_clock, op->ctx->budget_clock_user, kt__clock_s(op->ctx->budget_clock, op->ctx->budget_clock_user)};
     tu.start_s = io.start_s;
     kt__engine_out out = {.best = -1};
     /* set up -> workers -> reference -> measure -> verdicts -> restore the caller's buffers */

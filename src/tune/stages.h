@@ -174,10 +174,16 @@ typedef struct kt__engine_io {
      * record the unit as it comes. */
     size_t (*next)(void *user, size_t *units, size_t max);
     void (*told)(void *user, size_t i, double ns);
-    /* When the tuning started (kt__now_s), so that a budget of seconds counts what came before
-     * the engine too (setting up, building and running the reference); 0: the engine's start. */
+    /* The clock a budget of seconds counts on (the context's budget clock; NULL: kt__now_s),
+     * and when the tuning started on it, so that the budget counts what came before the engine
+     * too (setting up, building and running the reference); 0: the engine's start. */
+    kt_clock_fn clock;
+    void *clock_user;
     double start_s;
 } kt__engine_io;
+
+/* Now on a budget clock (NULL: the wall clock, kt__now_s). */
+static inline double kt__clock_s(kt_clock_fn clock, void *user) { return clock ? clock(user) : kt__now_s(); }
 
 typedef struct kt__engine_out {
     long best;          /* the winning unit, -1 when none was measured */
