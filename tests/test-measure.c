@@ -164,6 +164,53 @@ static void test_time_budget(void **state) {
     kt_context_destroy(ctx);
 }
 
+/* A budget clock of the program's own (kt_context_set_budget_clock): here every candidate call
+ * advances it a second, so a budget of 10 s stops the tuning after about ten calls though the
+ * wall clock barely moved; the same op on the wall clock measures all six. */
+static _Atomic long ticks;
+static double tick_clock(void *user) {
+    (void)user;
+    return (double)atomic_load(&ticks);
+}
+static int ticking(const kt_arg *args, size_t nargs, void *user) {
+    atomic_fetch_add(&ticks, 1);
+    return cand_fn(args, nargs, user);
+}
+
+static void test_budget_clock(void **state) {
+    (void)state;
+    expect_status(KT_ERR_NULL, kt_context_set_budget_clock(NULL, tick_clock, NULL));
+    for (int own = 1; own >= 0; own--) {
+        kt_context *ctx = race_context();
+        if (own) ok(kt_context_set_budget_clock(ctx, tick_clock, NULL));
+        kt_op *op = test_op(ctx, "ticks");
+        ok(kt_op_set_budget(op, 0, 10));
+        cand cs[6];
+        for (int i = 0; i < 6; i++) {
+            cs[i] = (cand){.id = i + 1, .work = 1};
+            char name[8];
+            snprintf(name, sizeof name, "c%d", i);
+            ok(kt_op_add_native(op, name, ticking, &cs[i]));
+        }
+        atomic_store(&ticks, 0);
+        ok(kt_op_call(op, ARGS(1), 2));
+        const kt_decision *d = decision(op, 1);
+        size_t not_run = 0;
+        for (size_t u = 0; u < 6; u++) not_run += kt_decision_unit_outcome(d, u) == KT_OUTCOME_NOT_RUN;
+        if (own) {
+            /* the engine checks before every run: at most one run past the 10 s, and the final launch */
+            if (atomic_load(&ticks) > 12) fail_msg("%ld calls on a 10 s budget clock", (long)atomic_load(&ticks));
+            assert_true(not_run >= 2); /* a screening takes a warm-up and two runs at least */
+        } else {
+            assert_int_equal(not_run, 0);
+        }
+        kt_context_destroy(ctx);
+    }
+    kt_context *ctx = test_context(1);
+    ok(kt_context_set_budget_clock(ctx, NULL, NULL)); /* back to the wall clock */
+    kt_context_destroy(ctx);
+}
+
 /* Kernel Tuner's policy: one warm-up and seven runs each, their mean; the fixed policy: what
  * kt_context_set_measure says. */
 static void test_reference_policy_counts(void **state) {
@@ -294,6 +341,7 @@ int main(void) {
         cmocka_unit_test(test_race_stops_on_equal_candidates),
         cmocka_unit_test(test_run_budget),
         cmocka_unit_test(test_time_budget),
+        cmocka_unit_test(test_budget_clock),
         cmocka_unit_test(test_reference_policy_counts),
         cmocka_unit_test(test_triton_policy_counts),
         cmocka_unit_test(test_policy_names),
