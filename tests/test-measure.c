@@ -36,11 +36,18 @@ static double now_s(void) {
 }
 
 /* Candidates 2x and 10x slower than the best by design: in every order, the race picks the
- * best, and the 10x loser costs fewer runs (warm-ups included) than the 2x one: after one run
- * a 10x gap is beyond the prior's doubt, a 2x gap is not. */
+ * best, and the 10x loser gets fewer measured runs than the 2x one: after screening a 10x gap
+ * is beyond the prior's doubt, a 2x gap is not. Warm-ups are left out of that comparison: how
+ * many a candidate gets is the settling rule's answer to this machine's noise (a first run more
+ * than 10% slower than the next counts as one), not the race's; with them counted, a CI run
+ * under load saw the 10x loser spend 11 and 12 runs against 10 and 12. The runs are summed
+ * over the nine tunings (three orders of three keys): on a loaded machine a preempted screening
+ * run can make the 2x loser look beyond doubt too (6 measured runs against 6 over one order's
+ * three keys was seen), but not in all nine. */
 static void test_race_picks_fastest_and_drops_clear_losers_first(void **state) {
     (void)state;
     static const int orders[3][3] = {{0, 1, 2}, {2, 1, 0}, {1, 2, 0}};
+    unsigned raced_all[3] = {0, 0, 0};
     for (int o = 0; o < 3; o++) {
         kt_context *ctx = race_context();
         kt_op *op = test_op(ctx, "race");
@@ -54,7 +61,6 @@ static void test_race_picks_fastest_and_drops_clear_losers_first(void **state) {
             idx[c] = (size_t)k;
             ok(kt_op_add_native(op, names[c], cand_fn, &cs[c]));
         }
-        unsigned spent_all[3] = {0, 0, 0};
         for (int64_t n = 1; n <= 3; n++) {
             ok(kt_op_call(op, ARGS(n), 2));
             assert_int_equal(buf[0], 1); /* the final launch was the best's */
@@ -71,21 +77,20 @@ static void test_race_picks_fastest_and_drops_clear_losers_first(void **state) {
                 assert_true(kt_decision_unit_ci_low_ns(d, u) <= kt_decision_unit_time_ns(d, u));
                 assert_true(kt_decision_unit_ci_high_ns(d, u) >= kt_decision_unit_time_ns(d, u));
             }
-            for (int c = 0; c < 3; c++) spent_all[c] += spent[c];
+            for (int c = 0; c < 3; c++) raced_all[c] += kt_decision_unit_runs(d, idx[c]);
             assert_int_equal(kt_decision_total_runs(d), total); /* no validation: every run is counted here */
             assert_true(kt_decision_confidence(d) > 0.5); /* how sure depends on this machine's noise */
             assert_true(kt_decision_confidence(d) <= 1.0);
             assert_true(kt_decision_measure_ns(d) > 0);
         }
-        /* summed over three keys, so that one preempted run cannot decide it */
-        if (!(spent_all[2] < spent_all[1]))
-            fail_msg("order %d: the 10x loser had %u runs, the 2x loser %u", o, spent_all[2], spent_all[1]);
         int sum = calls(&cs[0]) + calls(&cs[1]) + calls(&cs[2]);
         uint64_t runs = 0;
         for (int64_t n = 1; n <= 3; n++) runs += kt_decision_total_runs(decision(op, n));
         assert_int_equal((uint64_t)sum, runs + 3); /* plus the three final launches */
         kt_context_destroy(ctx);
     }
+    if (!(raced_all[2] < raced_all[1]))
+        fail_msg("the 10x loser had %u measured runs, the 2x loser %u (nine tunings)", raced_all[2], raced_all[1]);
 }
 
 /* Equal candidates cannot be separated: the race ends when they are within the tolerance of
@@ -140,6 +145,16 @@ static void test_run_budget(void **state) {
     kt_context_destroy(ctx);
 }
 
+/* Adds six equal candidates c0..c5 to op, each calling fn with its cand (ids 1..6, work). */
+static void add_six(kt_op *op, cand cs[6], unsigned work, kt_native_fn fn) {
+    for (int i = 0; i < 6; i++) {
+        cs[i] = (cand){.id = i + 1, .work = work};
+        char name[8];
+        snprintf(name, sizeof name, "c%d", i);
+        ok(kt_op_add_native(op, name, fn, &cs[i]));
+    }
+}
+
 /* A time budget stops the tuning: equal candidates that would race to their cap (6 x 100
  * runs) stop soon after the budget, with most of the cap unspent. */
 static void test_time_budget(void **state) {
@@ -148,12 +163,7 @@ static void test_time_budget(void **state) {
     kt_op *op = test_op(ctx, "time");
     ok(kt_op_set_budget(op, 0, 0.05));
     cand cs[6];
-    for (int i = 0; i < 6; i++) {
-        cs[i] = (cand){.id = i + 1, .work = 300};
-        char name[8];
-        snprintf(name, sizeof name, "c%d", i);
-        ok(kt_op_add_native(op, name, cand_fn, &cs[i]));
-    }
+    add_six(op, cs, 300, cand_fn);
     double t0 = now_s();
     ok(kt_op_call(op, ARGS(1), 2));
     double took = now_s() - t0;
@@ -186,12 +196,7 @@ static void test_budget_clock(void **state) {
         kt_op *op = test_op(ctx, "ticks");
         ok(kt_op_set_budget(op, 0, 10));
         cand cs[6];
-        for (int i = 0; i < 6; i++) {
-            cs[i] = (cand){.id = i + 1, .work = 1};
-            char name[8];
-            snprintf(name, sizeof name, "c%d", i);
-            ok(kt_op_add_native(op, name, ticking, &cs[i]));
-        }
+        add_six(op, cs, 1, ticking);
         atomic_store(&ticks, 0);
         ok(kt_op_call(op, ARGS(1), 2));
         const kt_decision *d = decision(op, 1);
