@@ -202,8 +202,7 @@ static kt_status r_launch(void *state, size_t device, void *module, const kt_lau
     if (d->recorded || rec->nruntimes == 0) t = rec->mean_ns;
     else if (d->sampled) t = rec->runtimes[next_random(&m->rng) % rec->nruntimes];
     else t = rec->runtimes[m->next++ % rec->nruntimes];
-    d->served_ns += t;
-    atomic_fetch_add(&d->served_clock_ns, (uint64_t)fmax(t, 0));
+    atomic_fetch_add(&d->served_ns, (uint64_t)fmax(t, 0));
     d->served_runs++;
     if (ns) *ns = t;
     return KT_OK;
@@ -234,7 +233,7 @@ static const kt_backend replay_table = {
 
 double replay_clock_s(void *data) {
     const replay_data *d = data;
-    return (double)(atomic_load(&d->served_clock_ns) + atomic_load(&d->built_ns)) / 1e9;
+    return (double)(atomic_load(&d->served_ns) + atomic_load(&d->built_ns)) / 1e9;
 }
 
 const kt_backend *replay_backend(replay_data *data) {

@@ -27,8 +27,8 @@ typedef struct replay_data {
     uint64_t seed;
     unsigned skip;        /* a configuration's runs are served from this index (a fleet worker
                            * continuing a measurement another one began) */
-    double served_ns;     /* simulated time of every run served */
-    _Atomic uint64_t served_clock_ns; /* the same, whole ns, for replay_clock_s on any thread */
+    _Atomic uint64_t served_ns; /* simulated time of every run served, whole ns (atomic: the
+                                 * budget clock, replay_clock_s, is read on any thread) */
     uint64_t served_runs;
     _Atomic uint64_t built_ns; /* the recorded compile and framework times of the configurations
                                 * built (builds run in parallel) */

@@ -2067,7 +2067,7 @@ int run_tune(int argc, char **argv) {
         }
         if (o.simulate && !o.workers) { /* what the search would have cost on the recorded device: the runs, and building what it tried */
             json_object_set_new(j, "simulated_time_s", json_real(replay_clock_s(&replay)));
-            json_object_set_new(j, "simulated_run_time_s", json_real(replay.served_ns / 1e9));
+            json_object_set_new(j, "simulated_run_time_s", json_real((double)atomic_load(&replay.served_ns) / 1e9));
         }
         json_object_set_new(j, "tuning_time_s", json_real(wall));
         if (!o.simulate) {
@@ -2317,7 +2317,7 @@ char *tune_bench_measure(tune_bench *b, const char *const *configs, size_t n, un
     if ((err = declare(&b->prep, sps, nsp, !o->simulate, op)) != NULL) goto out;
     b->replay.skip = from;
     uint64_t built0 = atomic_load(&b->replay.built_ns);
-    double served0 = b->replay.served_ns;
+    uint64_t served0 = atomic_load(&b->replay.served_ns);
     st = kt_op_tune(op, b->prep.args, p->nargs);
     const kt_decision *d = NULL;
     if (st == KT_OK || st == KT_ERR_ALL_FAILED) st = kt_op_decision(op, b->prep.args, p->nargs, &d);
@@ -2349,7 +2349,7 @@ char *tune_bench_measure(tune_bench *b, const char *const *configs, size_t n, un
         }
     }
     /* the recorded time the whole batch stands for, on its first job */
-    r[0].recorded_ns = (double)(atomic_load(&b->replay.built_ns) - built0) + (b->replay.served_ns - served0);
+    r[0].recorded_ns = (double)(atomic_load(&b->replay.built_ns) - built0) + (double)(atomic_load(&b->replay.served_ns) - served0);
 out:
     kt_op_destroy(op);
     for (size_t i = 0; i < nsp; i++) kt_space_destroy(sps[i]);

@@ -69,26 +69,31 @@ void help_worker(FILE *out) {
             "  -h, --help           print this help\n");
 }
 
+static bool json_wanted; /* --json anywhere on the line: errors are JSON documents too */
+static FILE *doc_out;    /* where the document goes (the real stdout: see cli_json_begin) */
+
+/* The failure: on stderr, and as {"error": ...} on stdout with --json. */
+static void say_error(const char *msg) {
+    fprintf(stderr, "kerntune worker: %s\n", msg);
+    if (!json_wanted) return;
+    json_t *j = json_pack("{s:s}", "error", msg);
+    char *text = j ? json_dumps(j, JSON_COMPACT) : NULL;
+    if (text) fprintf(doc_out ? doc_out : stdout, "%s\n", text);
+    free(text);
+    json_decref(j);
+}
+
 #ifdef KT_NO_REDIS
 
 int run_worker(int argc, char **argv) {
-    bool json = false;
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
             help_worker(stdout);
             return 0;
         }
-        json = json || strcmp(argv[i], "--json") == 0;
+        json_wanted = json_wanted || strcmp(argv[i], "--json") == 0;
     }
-    const char *msg = "this kerntune was built without Redis (no hiredis or libcrypto at build time, or KT_WITH_REDIS=OFF): it cannot reach a fleet";
-    fprintf(stderr, "kerntune worker: %s\n", msg);
-    if (json) { /* --json: the error is the document */
-        json_t *doc = json_pack("{s:s}", "error", msg);
-        char *text = doc ? json_dumps(doc, JSON_COMPACT) : NULL;
-        if (text) printf("%s\n", text);
-        free(text);
-        json_decref(doc);
-    }
+    say_error("this kerntune was built without Redis (no hiredis or libcrypto at build time, or KT_WITH_REDIS=OFF): it cannot reach a fleet");
     return 1;
 }
 
@@ -155,20 +160,6 @@ static double mono_s(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
-static bool json_wanted; /* --json anywhere on the line: errors are JSON documents too */
-static FILE *doc_out;    /* where the document goes (the real stdout: see cli_json_begin) */
-
-/* The failure: on stderr, and as {"error": ...} on stdout with --json. */
-static void say_error(const char *msg) {
-    fprintf(stderr, "kerntune worker: %s\n", msg);
-    if (!json_wanted) return;
-    json_t *j = json_pack("{s:s}", "error", msg);
-    char *text = j ? json_dumps(j, JSON_COMPACT) : NULL;
-    if (text) fprintf(doc_out ? doc_out : stdout, "%s\n", text);
-    free(text);
-    json_decref(j);
 }
 
 static int usage(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

@@ -544,7 +544,7 @@ static kt_status screen(engine *e, size_t i, double *ns) {
 kt_status kt__engine_run(const kt__measure_cfg *cfg, const kt__budget *budget, const kt__engine_io *io, const bool *eligible,
                          size_t n, kt__engine_out *out) {
     *out = (kt__engine_out){.best = -1};
-    engine e = {.cfg = cfg, .budget = budget, .io = io, .n = n, .out = out, .start_s = io->start_s > 0 ? io->start_s : kt__clock_s(io->clock, io->clock_user)};
+    engine e = {.cfg = cfg, .budget = budget, .io = io, .n = n, .out = out, .start_s = io->start_s};
     e.z = phi_inv(cfg->confidence);
     e.tol_log = log1p(cfg->tolerance);
     e.arms = calloc(n ? n : 1, sizeof *e.arms);

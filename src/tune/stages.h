@@ -176,7 +176,8 @@ typedef struct kt__engine_io {
     void (*told)(void *user, size_t i, double ns);
     /* The clock a budget of seconds counts on (the context's budget clock; NULL: kt__now_s),
      * and when the tuning started on it, so that the budget counts what came before the engine
-     * too (setting up, building and running the reference); 0: the engine's start. */
+     * too (setting up, building and running the reference). A simulated clock may start at 0,
+     * so 0 is a time like any other. */
     kt_clock_fn clock;
     void *clock_user;
     double start_s;
