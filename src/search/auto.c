@@ -4,9 +4,9 @@
  * design), chosen by measurement: bench/search on the recorded spaces of benchmark_hub and
  * the H200's (within 3% at 5% of every space, median over seeds), and real tunings on the
  * H200, where a minute brought it within 3% of the best with two seeds of four at the latest
- * code (a tail of poor basins: docs/ARCHITECTURE.md and bench/RESULTS.md give the figures). The model scores higher on some recorded spaces when
- * evaluations come one at a time, lower when they come in parallel batches as a tuning's builds
- * do.
+ * code (a tail of poor basins: docs/ARCHITECTURE.md and bench/RESULTS.md give the figures).
+ * The model scores higher on some recorded spaces when evaluations come one at a time, lower
+ * when they come in parallel batches as a tuning's builds do.
  */
 #include "search/search.h"
 
