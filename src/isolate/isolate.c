@@ -126,26 +126,40 @@ void kt__worker_free(kt__worker *w) {
 }
 
 /* The worker's environment: the caller's; for a fresh start of the program, where its
- * descriptors are (serve) and kerntune's object preloaded when it is a shared object (*ld, to
- * free); and in a sanitizer build options that let a crashing candidate die of its signal as in
- * a normal build (the worker is instrumented too). NULL when out of memory. */
-static char **worker_env(const kt__worker *w, const char *preload, char *serve, size_t serve_len, char **ld) {
-    *ld = NULL;
+ * descriptors are (serve) and kerntune's object preloaded when it is a shared object; and in a
+ * sanitizer build options that let a crashing candidate die of its signal as in a normal build
+ * (the worker is instrumented too), after the caller's own options, which it keeps. The strings
+ * it makes go to own[0..2], to free. NULL when out of memory. */
+static char **worker_env(const kt__worker *w, const char *preload, char *serve, size_t serve_len, char *own[3]) {
+    own[0] = own[1] = own[2] = NULL;
     size_t nenv = 0;
     while (environ[nenv]) nenv++;
     char **envp = calloc(nenv + 5, sizeof *envp);
     if (envp == NULL) return NULL;
     size_t k = 0;
-    bool sanitized = false;
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-    sanitized = true;
     /* verify_asan_link_order=0: a preloaded libkerntune.so comes before the ASan runtime */
-    static char asan[] = "ASAN_OPTIONS=handle_segv=0:handle_sigbus=0:handle_abort=0:handle_sigill=0:handle_sigfpe=0:"
-                         "allocator_may_return_null=1:detect_leaks=0:verify_asan_link_order=0";
-    static char tsan[] = "TSAN_OPTIONS=handle_segv=0:handle_sigbus=0:handle_abort=0:handle_sigill=0:handle_sigfpe=0:"
-                         "allocator_may_return_null=1";
-    envp[k++] = asan;
-    envp[k++] = tsan;
+    static const char *const san[2][2] = {
+        {"ASAN_OPTIONS", "handle_segv=0:handle_sigbus=0:handle_abort=0:handle_sigill=0:handle_sigfpe=0:"
+                         "allocator_may_return_null=1:detect_leaks=0:verify_asan_link_order=0"},
+        {"TSAN_OPTIONS", "handle_segv=0:handle_sigbus=0:handle_abort=0:handle_sigill=0:handle_sigfpe=0:"
+                         "allocator_may_return_null=1"},
+    };
+    for (int i = 0; i < 2; i++) { /* a later option overrides an earlier one of the same name */
+        const char *old = getenv(san[i][0]);
+        size_t n = strlen(san[i][0]) + 1 + (old ? strlen(old) + 1 : 0) + strlen(san[i][1]) + 1;
+        if ((own[i] = malloc(n)) == NULL) {
+            free(own[0]);
+            own[0] = NULL;
+            free(envp);
+            return NULL;
+        }
+        snprintf(own[i], n, "%s=%s%s%s", san[i][0], old ? old : "", old && old[0] ? ":" : "", san[i][1]);
+        envp[k++] = own[i];
+    }
+    const bool sanitized = true;
+#else
+    const bool sanitized = false;
 #endif
     const char *old_preload = NULL;
     for (size_t i = 0; i < nenv; i++) {
@@ -163,12 +177,15 @@ static char **worker_env(const kt__worker *w, const char *preload, char *serve, 
     }
     if (w->program && preload) { /* ours first: the constructor there takes it off again */
         size_t n = strlen("LD_PRELOAD=") + strlen(preload) + 1 + (old_preload ? strlen(old_preload) : 0) + 1;
-        if ((*ld = malloc(n)) == NULL) {
+        if ((own[2] = malloc(n)) == NULL) {
+            free(own[0]);
+            free(own[1]);
+            own[0] = own[1] = NULL;
             free(envp);
             return NULL;
         }
-        snprintf(*ld, n, "LD_PRELOAD=%s%s%s", preload, old_preload && old_preload[0] ? ":" : "", old_preload ? old_preload : "");
-        envp[k++] = *ld;
+        snprintf(own[2], n, "LD_PRELOAD=%s%s%s", preload, old_preload && old_preload[0] ? ":" : "", old_preload ? old_preload : "");
+        envp[k++] = own[2];
     }
     return envp;
 }
@@ -189,8 +206,8 @@ static kt_status start(kt__worker *w) {
     int sv[2];
     if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0)
         return kt__err(KT_ERR_SYSTEM, "isolation: socketpair: %s", strerror(errno));
-    char serve[64], *ld = NULL;
-    char **envp = worker_env(w, preload[0] ? preload : NULL, serve, sizeof serve, &ld);
+    char serve[64], *own[3];
+    char **envp = worker_env(w, preload[0] ? preload : NULL, serve, sizeof serve, own);
     posix_spawn_file_actions_t fa;
     posix_spawnattr_t attr;
     bool fa_ok = false, attr_ok = false;
@@ -234,7 +251,7 @@ static kt_status start(kt__worker *w) {
     if (fa_ok) posix_spawn_file_actions_destroy(&fa);
     if (attr_ok) posix_spawnattr_destroy(&attr);
     free(envp);
-    free(ld);
+    for (int i = 0; i < 3; i++) free(own[i]);
     close(sv[1]);
     if (e != 0) {
         close(sv[0]);
