@@ -3,7 +3,8 @@
  * configuration exactly once and nothing else, in batches of any size; the same seed and
  * results give the same proposals; invalid results are counted and never best; on a smooth
  * landscape with one optimum, local search and the model find it within a budget in which
- * random sampling, by construction, almost never does; errors name what is wrong.
+ * random sampling, by construction, almost never does; local search leaves a trap that only a
+ * move mended past a constraint leaves; errors name what is wrong.
  */
 #define _GNU_SOURCE /* mkdtemp */
 #include "helpers.h"
@@ -202,6 +203,41 @@ static void test_smooth_landscape(void **state) {
         kt_search_destroy(s);
     }
     assert_true(random_hits <= 1);
+    kt_space_destroy(sp);
+}
+
+/* A trap that no single-parameter move leaves: a in 0..15, b in 0..15, p in {0, 1}, and p = 1
+ * only with a < 4. Where p = 1 the value is 2 + a + |b - 5|; where p = 0 it is 50 + a + |b - 5|,
+ * except the needle (15, 5, 0), at 1. Every descent ends at (0, 5, 1), value 2: each move of
+ * one parameter from there is worse or, a to 4 or more, breaks the constraint. Local search
+ * tries that move mended by one step of p, which reaches the needle, with every seed; without
+ * it only a random restart would (1 configuration of 320). */
+static double trap(const kt_space *sp, size_t config) {
+    int64_t a = param(sp, config, 0), b = param(sp, config, 1), p = param(sp, config, 2);
+    if (p == 0 && a == 15 && b == 5) return 1.0;
+    return (p ? 2.0 : 50.0) + (double)a + (double)(b > 5 ? b - 5 : 5 - b);
+}
+
+static void test_constraint_trap(void **state) {
+    (void)state;
+    kt_space *sp = NULL;
+    ok(kt_space_create(&sp));
+    ok(kt_space_add_param(sp, "a", "range(16)"));
+    ok(kt_space_add_param(sp, "b", "range(16)"));
+    ok(kt_space_add_param(sp, "p", "[0, 1]"));
+    ok(kt_space_add_constraint(sp, "p == 0 or a < 4"));
+    size_t n = 0;
+    ok(kt_space_enumerate(sp, &n));
+    assert_int_equal(n, 16 * 16 + 4 * 16);
+    for (uint64_t seed = 1; seed <= 10; seed++) {
+        kt_search *s = NULL;
+        ok(kt_search_create(sp, "local", seed, 100, &s));
+        assert_int_equal(drive(sp, s, trap, 100, 1, NULL), 100);
+        double v = 0;
+        kt_search_best(s, &v);
+        if (v != 1.0) fail_msg("local with seed %llu: best %g after 100 evaluations, not the needle 1", (unsigned long long)seed, v);
+        kt_search_destroy(s);
+    }
     kt_space_destroy(sp);
 }
 
@@ -477,7 +513,8 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_strategy_names),        cmocka_unit_test(test_every_configuration_once),
         cmocka_unit_test(test_deterministic),         cmocka_unit_test(test_invalid_results),
-        cmocka_unit_test(test_smooth_landscape),      cmocka_unit_test(test_errors),
+        cmocka_unit_test(test_smooth_landscape),      cmocka_unit_test(test_constraint_trap),
+        cmocka_unit_test(test_errors),
         cmocka_unit_test(test_tuning_budget_and_builds), cmocka_unit_test(test_tuning_exhaustive_and_auto),
         cmocka_unit_test(test_tuning_search_errors),    cmocka_unit_test(test_killed_tuning_resumes),
         cmocka_unit_test(test_seconds_budget_searches),

@@ -91,6 +91,39 @@ size_t kt__lattice_neighbours(const kt__lattice *lat, size_t i, size_t *out) {
     return n;
 }
 
+size_t kt__lattice_far_neighbours(const kt__lattice *lat, size_t i, size_t *out, size_t max) {
+    uint16_t v[64];
+    const size_t k = lat->nparams;
+    memcpy(v, lat->idx + i * k, k * sizeof *v);
+    size_t n = 0;
+    for (size_t p = 0; p < k; p++) {
+        const uint16_t keep = v[p];
+        for (uint32_t x = 0; x < lat->nvalues[p] && n < max; x++) {
+            if (x == keep) continue;
+            v[p] = (uint16_t)x;
+            long j = kt__lattice_find(lat, v);
+            if (j >= 0) {
+                if (x + 1 < (uint32_t)keep || x > (uint32_t)keep + 1) out[n++] = (size_t)j; /* not a near one */
+                continue;
+            }
+            for (size_t q = 0; q < k && n < max; q++) { /* not valid: mended by a step of another */
+                if (q == p) continue;
+                const uint16_t keep_q = v[q];
+                for (int step = -1; step <= 1 && n < max; step += 2) {
+                    int y = (int)keep_q + step;
+                    if (y < 0 || y >= (int)lat->nvalues[q]) continue;
+                    v[q] = (uint16_t)y;
+                    long m = kt__lattice_find(lat, v);
+                    if (m >= 0) out[n++] = (size_t)m;
+                }
+                v[q] = keep_q;
+            }
+        }
+        v[p] = keep;
+    }
+    return n;
+}
+
 long kt__random_fresh(kt__search_core *c) {
     const size_t n = c->lat->n;
     if (c->proposed >= n) return -1;

@@ -64,6 +64,12 @@ long kt__lattice_find(const kt__lattice *lat, const uint16_t *vidx);
 /* The neighbours of configuration i (at most 2 * nparams, written to out); returns how many. */
 size_t kt__lattice_neighbours(const kt__lattice *lat, size_t i, size_t *out);
 
+/* The configurations one move beyond configuration i's neighbours: those that differ from it in
+ * one parameter by two steps or more, and where changing one parameter to any other value
+ * breaks a constraint, those that mend it with one step of another parameter. Writes at most
+ * max to out (a configuration may come twice); returns how many. */
+size_t kt__lattice_far_neighbours(const kt__lattice *lat, size_t i, size_t *out, size_t max);
+
 /* A random untouched configuration, or -1 when none is left. */
 long kt__random_fresh(kt__search_core *c);
 
