@@ -1,10 +1,11 @@
 /*
  * auto.c - the strategy kerntune uses when the caller does not name one. A budget that covers
  * the space measures all of it; otherwise local search (from the best of a small random
- * design), chosen by measurement: bench/search on the recorded spaces of benchmark_hub and
- * the H200's (within 3% at 5% of every space, median over seeds), and real tunings on the
- * H200, where a minute brought it within 3% of the best with two seeds of four at the latest
- * code (a tail of poor basins: docs/ARCHITECTURE.md and bench/RESULTS.md give the figures).
+ * design, with far moves before each restart), chosen by measurement: bench/search on the
+ * recorded spaces of benchmark_hub and the H200's (within 3% at 5% of every space, median over
+ * seeds), and real tunings on the H200 (a minute: within 3% of the best with two seeds of four
+ * before the far moves; the replay of that recording says 58 seeds of 60 with them, which the
+ * H200 has yet to confirm: docs/ARCHITECTURE.md and bench/RESULTS.md give the figures).
  * The model scores higher on some recorded spaces when evaluations come one at a time, lower
  * when they come in parallel batches as a tuning's builds do.
  */
