@@ -15,8 +15,11 @@
  *   random      uniform sampling without replacement
  *   local       greedy local search on the lattice of the parameters' value lists (neighbours
  *               differ in one parameter by one step), moving to the first neighbour that
- *               improves; from a local optimum it restarts near the best found (a few random
- *               steps away) or, every other time, anywhere
+ *               improves; when none does, to the first of the far ones (one parameter any
+ *               number of steps away, or a change a constraint forbids mended by a step of
+ *               another parameter) that improves by 1%; from a local optimum of both it
+ *               restarts near the best found (a few random steps away) or, every other time,
+ *               anywhere
  *   anneal      simulated annealing over the same neighbourhoods, its temperature falling over
  *               the budget
  *   genetic     a genetic algorithm: tournaments, uniform crossover, one-step mutations, the
