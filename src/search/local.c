@@ -26,7 +26,6 @@ typedef struct local {
     long start;          /* a start proposed and not yet told, or -1 */
     size_t *frontier;    /* the current configuration's neighbours not yet proposed, shuffled */
     size_t nfrontier;
-    size_t cap;          /* the frontier's room */
     bool wide;           /* the frontier holds the current configuration's far neighbours */
     size_t outstanding;  /* proposals of this strategy not yet told */
     uint8_t *mine;       /* per configuration: proposed by this strategy and not yet told */
@@ -39,8 +38,7 @@ static void *create(kt__search_core *core) {
     local *l = calloc(1, sizeof *l);
     if (l == NULL) return NULL;
     l->cur = l->start = -1;
-    l->cap = FAR_MAX + 2 * core->lat->nparams; /* its near neighbours, or its far ones */
-    l->frontier = malloc(l->cap * sizeof *l->frontier);
+    l->frontier = malloc((FAR_MAX + 2 * core->lat->nparams) * sizeof *l->frontier); /* near neighbours, or far ones */
     l->mine = calloc(core->lat->n, 1);
     if (l->frontier == NULL || l->mine == NULL) {
         free(l->frontier), free(l->mine), free(l);
@@ -81,7 +79,7 @@ static int by_index(const void *a, const void *b) {
  * ones are the frontier. Returns whether there are any. */
 static bool widen(local *l, kt__search_core *core) {
     l->wide = true;
-    size_t n = kt__lattice_far_neighbours(core->lat, (size_t)l->cur, l->frontier, l->cap);
+    size_t n = kt__lattice_far_neighbours(core->lat, (size_t)l->cur, l->frontier, FAR_MAX);
     qsort(l->frontier, n, sizeof *l->frontier, by_index); /* each once */
     size_t u = 0;
     for (size_t k = 0; k < n; k++)
@@ -132,15 +130,13 @@ static size_t propose(void *p, kt__search_core *core, size_t *out, size_t max) {
         if (core->best >= 0) move_to(l, core, (size_t)core->best, core->value[core->best]);
     }
     if (l->start >= 0) return 0; /* waiting for where it starts */
-    while (k < max && l->cur >= 0 && l->nfrontier > 0) {
-        size_t i = l->frontier[--l->nfrontier];
-        if (kt__fresh(core, i)) k = take(l, out, k, i);
-    }
-    if (k > 0 || l->outstanding > 0) return k; /* the rest waits for the neighbours' results */
-    if (l->cur >= 0 && !l->wide && widen(l, core)) { /* no better near one: try the far ones */
-        while (k < max && l->nfrontier > 0) k = take(l, out, k, l->frontier[--l->nfrontier]);
-        return k;
-    }
+    do {
+        while (k < max && l->cur >= 0 && l->nfrontier > 0) {
+            size_t i = l->frontier[--l->nfrontier];
+            if (kt__fresh(core, i)) k = take(l, out, k, i);
+        }
+        if (k > 0 || l->outstanding > 0) return k; /* the rest waits for the neighbours' results */
+    } while (l->cur >= 0 && !l->wide && widen(l, core)); /* no better near one: the far ones */
     /* a local optimum (or no start yet): restart */
     long s = -1;
     if (core->best >= 0 && l->restarts++ % 2 == 0) s = walk_from(core, (size_t)core->best);
