@@ -129,7 +129,8 @@ void kt__worker_free(kt__worker *w) {
  * descriptors are (serve) and kerntune's object preloaded when it is a shared object; and in a
  * sanitizer build options that let a crashing candidate die of its signal as in a normal build
  * (the worker is instrumented too), after the caller's own options, which it keeps. The strings
- * it makes go to own[0..2], to free. NULL when out of memory. */
+ * it makes go to own[0..2] (NULL where none), for the caller to free, also when it returns NULL
+ * (out of memory). */
 static char **worker_env(const kt__worker *w, const char *preload, char *serve, size_t serve_len, char *own[3]) {
     own[0] = own[1] = own[2] = NULL;
     size_t nenv = 0;
@@ -149,8 +150,6 @@ static char **worker_env(const kt__worker *w, const char *preload, char *serve, 
         const char *old = getenv(san[i][0]);
         size_t n = strlen(san[i][0]) + 1 + (old ? strlen(old) + 1 : 0) + strlen(san[i][1]) + 1;
         if ((own[i] = malloc(n)) == NULL) {
-            free(own[0]);
-            own[0] = NULL;
             free(envp);
             return NULL;
         }
@@ -178,9 +177,6 @@ static char **worker_env(const kt__worker *w, const char *preload, char *serve, 
     if (w->program && preload) { /* ours first: the constructor there takes it off again */
         size_t n = strlen("LD_PRELOAD=") + strlen(preload) + 1 + (old_preload ? strlen(old_preload) : 0) + 1;
         if ((own[2] = malloc(n)) == NULL) {
-            free(own[0]);
-            free(own[1]);
-            own[0] = own[1] = NULL;
             free(envp);
             return NULL;
         }
