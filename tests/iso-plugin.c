@@ -134,6 +134,14 @@ static kt_status plug_build(void *state, size_t device, const kt_build_request *
         }
         note(waited < 5000 ? "build-waited" : "build-timeout");
     }
+    /* SLOW = ms: the build takes that long, then says so ("build-slow-done") */
+    for (size_t i = 0; i < req->ndefines; i++) {
+        int ms = strncmp(req->defines[i], "SLOW=", 5) == 0 ? atoi(req->defines[i] + 5) : 0;
+        if (ms <= 0) continue;
+        struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+        while (nanosleep(&ts, &ts) != 0) {}
+        note("build-slow-done");
+    }
     FILE *f = fopen(req->out_path, "w");
     if (f == NULL) {
         snprintf(log, loglen, "cannot write %s", req->out_path);

@@ -95,6 +95,12 @@ static size_t unit_of(const kt_decision *d, const char *config) {
     return 0;
 }
 
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
 static void expect_unit(const kt_decision *d, const char *config, kt_outcome want, const char *text) {
     size_t u = unit_of(d, config);
     kt_outcome got = kt_decision_unit_outcome(d, u);
@@ -610,6 +616,40 @@ static void test_plugin_builds_while_measuring(void **state) {
     dlclose(h);
 }
 
+/* Under a budget of wall seconds, a tuning on such a backend stops at its deadline instead of
+ * waiting for a build still running: SLOW = 4000's build takes 4 s, the budget is 1 s. The
+ * tuning returns without it (its unit NOT_RUN, the fast one the winner) and before it ends; the
+ * build goes on, and the context waits for it when it is destroyed (its module unloaded there:
+ * the sanitizers' leak check sees to that). */
+static void test_plugin_budget_leaves_slow_build(void **state) {
+    (void)state;
+    log_reset();
+    void *h = plugin_open(KT_PLUGIN);
+    kt_context *ctx = NULL;
+    kt_arg args[3];
+    size_t dev;
+    kt_op *op = plug_op(h, "kt_test_plug_pipe", "deadline", 2, args, &dev, NULL, &ctx);
+    plug_variants(op, (const char *const[]){"SLOW", "[0, 4000]", "REPS", "[1]", NULL});
+    ok(kt_op_set_search(op, "exhaustive", 1)); /* in order: the fast one first */
+    ok(kt_op_set_budget(op, 0, 1.0));
+    double t0 = now_s();
+    ok(kt_op_call(op, args, 3));
+    double took = now_s() - t0;
+    int mine = 0;
+    assert_int_equal(log_count("build-slow-done", &mine, NULL) + mine, 0); /* still building */
+    assert_true(took < 3.5);
+    const kt_decision *d = NULL;
+    ok(kt_op_decision(op, args, 3, &d));
+    expect_unit(d, "SLOW=0,REPS=1", KT_OUTCOME_MEASURED, NULL);
+    expect_unit(d, "SLOW=4000,REPS=1", KT_OUTCOME_NOT_RUN, NULL);
+    assert_string_equal(kt_decision_unit_config(d, kt_decision_winner_unit(d)), "SLOW=0,REPS=1");
+    kt_device_free(ctx, dev, args[0].ptr);
+    kt_device_free(ctx, dev, args[1].ptr);
+    kt_context_destroy(ctx);
+    assert_int_equal(log_count("build-slow-done", &mine, NULL) + mine, 1); /* the context waited for it */
+    dlclose(h);
+}
+
 /* A configuration whose compiled kernel cannot take its launch's block (the backend's fits, ABI
  * 11: the compiler's own account of registers and shared memory) is rejected after it is built
  * and before it is launched, with the backend's reason; the others run. */
@@ -788,6 +828,7 @@ int main(void) {
         cmocka_unit_test(test_plugin_backend_without_worker),
         cmocka_unit_test(test_plugin_backend_checks_in_worker),
         cmocka_unit_test(test_plugin_builds_while_measuring),
+        cmocka_unit_test(test_plugin_budget_leaves_slow_build),
         cmocka_unit_test(test_plugin_rejects_what_does_not_fit),
         cmocka_unit_test(test_plugin_natives),
         cmocka_unit_test(test_opencl_isolated),

@@ -129,6 +129,7 @@ struct kt_context {
     _Atomic size_t ntables;     /* entries never move; published by the count */
     _Atomic uint64_t table_hits;
     void *user;                 /* the caller's (kt_context_set_user); never read by kerntune */
+    struct kt__builder *draining; /* builders whose abandoned builds still run (ctx->lock) */
 };
 
 /* Emits one log line through ctx when level is at or below the context's level. */
@@ -138,6 +139,11 @@ void kt__log(const kt_context *ctx, kt_log_level level, const char *fmt, ...) KT
  * frees what the shared cache holds (kt_context_destroy). tune/shared.c. */
 kt_status kt__shared_env(kt_context *ctx);
 void kt__shared_free(kt_context *ctx);
+
+/* Frees the builders a tuning under a budget left with builds running (tune/builder.c): those
+ * whose builds have ended, or with all, every one, waiting for its builds. */
+struct kt__builder;
+void kt__builders_drain(kt_context *ctx, bool all);
 
 /* The context's persistent cache, opened at the first need; NULL when it is off or cannot be
  * opened (said once in the log). */

@@ -16,24 +16,29 @@
 #include "tune/stages.h"
 #include "tune/tune.h"
 
+#include <math.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 enum { QUEUED, RUNNING, DONE };
 
 typedef struct job {
-    kt__build bd;
+    kt__build bd;  /* its request points into own, not into the op: an abandoned build outlives it */
+    char *own;
     size_t *units; /* the units this build serves: the first pays its build time */
     size_t nunits, cap;
     int state;
-    bool adopted;  /* its module is in the op's table */
+    bool adopted;   /* its module is in the op's table */
+    bool abandoned; /* running when its tuning ended: its module is unloaded once built */
 } job;
 
 struct kt__builder {
     kt_op *op;
+    kt_context *ctx;
     kt_decision *d;
     kt__plans *plans;
     const kt_backend *b;
@@ -61,6 +66,8 @@ struct kt__builder {
     size_t nthreads;
     bool stopping;
     bool inited; /* mu, work and done exist */
+    size_t exited; /* threads that left their loop */
+    struct kt__builder *drain_next; /* in the context's list of builders left to finish */
 };
 
 static bool grow(void **p, size_t *cap, size_t need, size_t size) {
@@ -84,13 +91,19 @@ static void *worker(void *arg) {
         pthread_mutex_unlock(&bl->mu);
         /* a budget clock that is not the wall clock (a replay's simulated time) times the build
          * too: what a budget of seconds expects the next builds to cost is on that clock */
-        kt_clock_fn clock = bl->op->ctx->budget_clock;
-        void *clock_user = bl->op->ctx->budget_clock_user;
+        kt_clock_fn clock = bl->ctx->budget_clock;
+        void *clock_user = bl->ctx->budget_clock_user;
         double c0 = clock ? clock(clock_user) : 0;
-        kt__build_run_one(&bl->op->ctx->artifacts, &j->bd);
+        kt__build_run_one(&bl->ctx->artifacts, &j->bd);
         double on_clock_ms = clock ? (clock(clock_user) - c0) * 1e3 : 0;
         pthread_mutex_lock(&bl->mu);
         j->state = DONE;
+        if (j->abandoned) { /* its tuning is over, and its op may be gone: nobody takes it */
+            if (j->bd.status == KT_OK && j->bd.module != NULL && !j->adopted) bl->b->unload(j->bd.bstate, j->bd.device, j->bd.module);
+            j->bd.module = NULL;
+            bl->pending -= j->nunits;
+            continue;
+        }
         if (!j->bd.cached && grow((void **)&bl->built_ms, &bl->capbuilt, bl->nbuilt + 1, sizeof *bl->built_ms))
             bl->built_ms[bl->nbuilt++] = j->bd.build_ms > on_clock_ms ? j->bd.build_ms : on_clock_ms;
         if (j->nunits > 0 && grow((void **)&bl->ready, &bl->capready, bl->nready + j->nunits, sizeof *bl->ready)) {
@@ -100,6 +113,7 @@ static void *worker(void *arg) {
         bl->pending -= j->nunits;
         pthread_cond_broadcast(&bl->done);
     }
+    bl->exited++;
     pthread_mutex_unlock(&bl->mu);
     return NULL;
 }
@@ -109,12 +123,12 @@ kt_status kt__builder_start(kt_op *op, kt_decision *d, kt__plans *plans, size_t 
     kt__builder *bl = calloc(1, sizeof *bl);
     size_t na = op->nargs ? op->nargs : 1;
     if (bl == NULL) return kt__err(KT_ERR_NO_MEMORY, "%s(op '%s'): out of memory for the builder", d->where, op->name);
-    bl->op = op, bl->d = d, bl->plans = plans;
+    bl->op = op, bl->ctx = op->ctx, bl->d = d, bl->plans = plans;
     kt__op_backend(op, &bl->b, &bl->bstate, &bl->local, &bl->fp);
     bl->types = calloc(na, sizeof *bl->types), bl->elems = calloc(na, sizeof *bl->elems);
     bl->names = calloc(na, sizeof *bl->names), bl->constant = calloc(na, 1);
     if (!bl->types || !bl->elems || !bl->names || !bl->constant) {
-        kt__builder_stop(bl);
+        kt__builder_stop(bl, false);
         return kt__err(KT_ERR_NO_MEMORY, "%s(op '%s'): out of memory for the builder", d->where, op->name);
     }
     for (size_t a = 0; a < op->nargs; a++) {
@@ -124,7 +138,11 @@ kt_status kt__builder_start(kt_op *op, kt_decision *d, kt__plans *plans, size_t 
     bl->begun = KT_ERR_STATE; /* asked at the first submission that builds */
     pthread_mutex_init(&bl->mu, NULL);
     pthread_cond_init(&bl->work, NULL);
-    pthread_cond_init(&bl->done, NULL);
+    pthread_condattr_t monotonic; /* take's deadline is on the monotonic clock (kt__now_s) */
+    pthread_condattr_init(&monotonic);
+    pthread_condattr_setclock(&monotonic, CLOCK_MONOTONIC);
+    pthread_cond_init(&bl->done, &monotonic);
+    pthread_condattr_destroy(&monotonic);
     bl->inited = true;
     if (threads == 0) threads = (size_t)sysconf(_SC_NPROCESSORS_ONLN);
     if (threads < 1) threads = 1;
@@ -132,7 +150,7 @@ kt_status kt__builder_start(kt_op *op, kt_decision *d, kt__plans *plans, size_t 
     for (; bl->nthreads < threads; bl->nthreads++)
         if (pthread_create(&bl->th[bl->nthreads], NULL, worker, bl) != 0) break;
     if (bl->nthreads == 0) {
-        kt__builder_stop(bl);
+        kt__builder_stop(bl, false);
         return kt__err(KT_ERR_SYSTEM, "%s(op '%s'): cannot start a build thread", d->where, op->name);
     }
     *out = bl;
@@ -144,6 +162,39 @@ static void env_failed(kt__unit *u, const char *fmt, const char *detail) {
     u->r.outcome = KT_OUTCOME_BUILD_FAILED;
     u->env_failed = true;
     kt__unit_message(&u->r, fmt, detail, 0);
+}
+
+/* Points j's request at copies of its strings in one block that j owns (j->own): a build left
+ * running when its tuning ends finishes after the op, its candidates and the plans are gone. */
+static bool own_request(job *j) {
+    kt_build_request *r = &j->bd.req;
+    const char *const *lists[3] = {r->defines, r->options, r->arg_names};
+    size_t counts[3] = {r->ndefines, r->noptions, r->arg_names ? r->nargs : 0};
+    size_t bytes = strlen(r->source) + 1 + strlen(r->kernel_name) + 1, ptrs = 0;
+    for (int l = 0; l < 3; l++)
+        for (size_t k = 0; k < counts[l]; k++) bytes += strlen(lists[l][k]) + 1, ptrs++;
+    char *own = malloc(ptrs * sizeof(char *) + bytes + 1);
+    if (own == NULL) return false;
+    const char **slot = (const char **)(void *)own;
+    char *text = own + ptrs * sizeof(char *);
+    const char *copied[3] = {NULL, NULL, NULL};
+    for (int l = 0; l < 3; l++) {
+        copied[l] = (const char *)slot;
+        for (size_t k = 0; k < counts[l]; k++) {
+            size_t len = strlen(lists[l][k]) + 1;
+            *slot++ = memcpy(text, lists[l][k], len);
+            text += len;
+        }
+    }
+    r->defines = (const char *const *)(void *)copied[0];
+    r->options = (const char *const *)(void *)copied[1];
+    if (r->arg_names) r->arg_names = (const char *const *)(void *)copied[2];
+    size_t len = strlen(r->source) + 1;
+    r->source = memcpy(text, r->source, len);
+    text += len;
+    r->kernel_name = memcpy(text, r->kernel_name, strlen(r->kernel_name) + 1);
+    j->own = own;
+    return true;
 }
 
 kt_status kt__builder_submit(kt__builder *bl, const size_t *units, size_t n) {
@@ -193,6 +244,9 @@ kt_status kt__builder_submit(kt__builder *bl, const size_t *units, size_t n) {
         bool fresh = j == NULL;
         if (fresh && (j = calloc(1, sizeof *j)) != NULL) {
             j->bd = probe;
+            if (!own_request(j)) free(j), j = NULL;
+        }
+        if (fresh && j != NULL) {
             pthread_mutex_lock(&op->lock); /* a module another tuning loaded already */
             for (size_t m = 0; m < op->nmodules; m++)
                 if (strcmp(op->modules[m].key, probe.key) == 0) j->bd.module = op->modules[m].module;
@@ -203,7 +257,7 @@ kt_status kt__builder_submit(kt__builder *bl, const size_t *units, size_t n) {
                   (!fresh || grow((void **)&bl->jobs, &bl->capjobs, bl->njobs + 1, sizeof *bl->jobs));
         if (!ok) {
             pthread_mutex_unlock(&bl->mu);
-            if (fresh) free(j);
+            if (fresh && j) free(j->own), free(j);
             return kt__err(KT_ERR_NO_MEMORY, "%s(op '%s'): out of memory submitting a build", d->where, op->name);
         }
         j->units[j->nunits++] = i;
@@ -323,7 +377,24 @@ static void untake(kt__builder *bl, size_t i) {
         }
 }
 
-size_t kt__builder_take(kt__builder *bl, size_t *units, size_t max, bool wait, bool oldest, kt_status *st) {
+/* Waits for a build to end (the caller holds mu); false once the deadline (kt__now_s; 0: none)
+ * has passed. */
+static bool wait_done(kt__builder *bl, double deadline) {
+    if (deadline <= 0) {
+        pthread_cond_wait(&bl->done, &bl->mu);
+        return true;
+    }
+    if (kt__now_s() >= deadline) return false;
+    struct timespec ts;
+    double whole = floor(deadline);
+    ts.tv_sec = (time_t)whole;
+    ts.tv_nsec = (long)((deadline - whole) * 1e9);
+    if (ts.tv_nsec > 999999999L) ts.tv_nsec = 999999999L;
+    pthread_cond_timedwait(&bl->done, &bl->mu, &ts);
+    return true;
+}
+
+size_t kt__builder_take(kt__builder *bl, size_t *units, size_t max, bool wait, bool oldest, double deadline, kt_status *st) {
     *st = KT_OK;
     pthread_mutex_lock(&bl->mu);
     size_t k = 0;
@@ -332,15 +403,14 @@ size_t kt__builder_take(kt__builder *bl, size_t *units, size_t max, bool wait, b
         while (bl->nfifo > 0) {
             for (size_t q = 0; q < bl->nready && at < 0; q++)
                 if (bl->ready[q] == bl->fifo[0]) at = (long)q;
-            if (at >= 0 || !wait || bl->pending == 0) break;
-            pthread_cond_wait(&bl->done, &bl->mu);
+            if (at >= 0 || !wait || bl->pending == 0 || !wait_done(bl, deadline)) break;
         }
         if (at >= 0) {
             units[k++] = bl->ready[at];
             memmove(bl->ready + at, bl->ready + at + 1, (bl->nready - (size_t)at - 1) * sizeof *bl->ready);
         }
     } else {
-        while (wait && bl->nready == 0 && bl->pending > 0) pthread_cond_wait(&bl->done, &bl->mu);
+        while (wait && bl->nready == 0 && bl->pending > 0 && wait_done(bl, deadline)) {}
         k = bl->nready < max ? bl->nready : max;
         if (k > 0) {
             memcpy(units, bl->ready, k * sizeof *units);
@@ -389,20 +459,13 @@ double kt__builder_quantile_ms(kt__builder *bl, double q) {
     return v;
 }
 
-void kt__builder_stop(kt__builder *bl) {
-    if (bl == NULL) return;
-    if (bl->inited) {
-        pthread_mutex_lock(&bl->mu);
-        bl->stopping = true; /* builds running finish; queued ones never start */
-        pthread_cond_broadcast(&bl->work);
-        pthread_mutex_unlock(&bl->mu);
+/* Joins bl's threads and frees it (its builds are done or never started). */
+static void builder_free(kt__builder *bl) {
+    if (bl->inited)
         for (size_t t = 0; t < bl->nthreads; t++) pthread_join(bl->th[t], NULL);
-        kt_status st;
-        size_t unit;
-        while (kt__builder_take(bl, &unit, 1, false, false, &st) == 1) {} /* built, never taken: finished (their modules kept) */
-    }
     for (size_t q = 0; q < bl->njobs; q++) {
         free(bl->jobs[q]->units);
+        free(bl->jobs[q]->own);
         free(bl->jobs[q]);
     }
     free(bl->jobs), free(bl->ready), free(bl->fifo), free(bl->built_ms);
@@ -414,4 +477,59 @@ void kt__builder_stop(kt__builder *bl) {
         pthread_cond_destroy(&bl->done);
     }
     free(bl);
+}
+
+void kt__builders_drain(kt_context *ctx, bool all) {
+    pthread_mutex_lock(&ctx->lock);
+    kt__builder **at = &ctx->draining, *done = NULL;
+    while (*at != NULL) {
+        kt__builder *bl = *at;
+        pthread_mutex_lock(&bl->mu);
+        bool over = bl->exited == bl->nthreads;
+        pthread_mutex_unlock(&bl->mu);
+        if (over || all) {
+            *at = bl->drain_next;
+            bl->drain_next = done, done = bl;
+        } else {
+            at = &bl->drain_next;
+        }
+    }
+    pthread_mutex_unlock(&ctx->lock);
+    while (done != NULL) {
+        kt__builder *next = done->drain_next;
+        builder_free(done); /* all: waits for the builds still running */
+        done = next;
+    }
+}
+
+void kt__builder_stop(kt__builder *bl, bool abandon) {
+    if (bl == NULL) return;
+    kt_context *ctx = bl->ctx;
+    size_t running = 0;
+    if (bl->inited) {
+        pthread_mutex_lock(&bl->mu);
+        bl->stopping = true; /* queued builds never start */
+        pthread_cond_broadcast(&bl->work);
+        for (size_t q = 0; abandon && q < bl->njobs; q++)
+            if (bl->jobs[q]->state == RUNNING) bl->jobs[q]->abandoned = true, running++;
+        pthread_mutex_unlock(&bl->mu);
+        if (running == 0)
+            for (size_t t = 0; t < bl->nthreads; t++) pthread_join(bl->th[t], NULL);
+        bl->nthreads = running == 0 ? 0 : bl->nthreads; /* joined */
+        kt_status st;
+        size_t unit;
+        while (kt__builder_take(bl, &unit, 1, false, false, 0, &st) == 1) {} /* built, never taken: finished (their modules kept) */
+    }
+    kt__builders_drain(ctx, false); /* those left by earlier tunings whose builds have ended */
+    if (running == 0) {
+        builder_free(bl);
+        return;
+    }
+    /* the builds running finish on their own: the context frees bl after them (at the latest
+     * when it is destroyed), and nothing of the op is read meanwhile */
+    bl->op = NULL, bl->d = NULL, bl->plans = NULL;
+    pthread_mutex_lock(&ctx->lock);
+    bl->drain_next = ctx->draining;
+    ctx->draining = bl;
+    pthread_mutex_unlock(&ctx->lock);
 }

@@ -815,7 +815,10 @@ static size_t next_pipelined(tuning *tu, size_t *units, size_t max) {
             memmove(tu->direct, tu->direct + k, (tu->ndirect - k) * sizeof *tu->direct);
             tu->ndirect -= k;
         } else if (st == KT_OK) {
-            k = kt__builder_take(tu->builder, units, max, true, true, &st);
+            /* under a budget of wall seconds, no waiting past it once the tuning can decide */
+            double deadline = tu->op->budget.seconds > 0 && !tu->op->ctx->budget_clock && tu->any_valid
+                                  ? tu->start_s + tu->op->budget.seconds : 0;
+            k = kt__builder_take(tu->builder, units, max, true, true, deadline, &st);
         }
         /* the threads those freed build the next proposals while the engine measures these */
         if (st == KT_OK && k > 0) st = top_up(tu);
@@ -967,7 +970,9 @@ kt_status kt__measure_all(kt_op *op, kt_decision *d, const kt_arg *caller, bool 
     if (st == KT_OK && tu.plans && (kt__backend_caps(ob) & KT_BACKEND_CAP_OWN_PROCESSOR))
         st = kt__builder_start(op, d, tu.plans, tu.threads, &tu.builder);
     if (st == KT_OK) st = kt__engine_run(&cfg, &op->budget, &io, tu.acc, d->nunits, &out);
-    kt__builder_stop(tu.builder); /* builds running finish; the rest never start */
+    /* builds running finish (under a budget of wall seconds, without the tuning waiting for
+     * them); the rest never start */
+    kt__builder_stop(tu.builder, op->budget.seconds > 0 && !op->ctx->budget_clock);
     tu.builder = NULL;
     if (st == KT_OK) st = tu.next_error;
     worker_verdicts(&tu);

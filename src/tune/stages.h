@@ -246,20 +246,23 @@ kt_status kt__builder_start(kt_op *op, kt_decision *d, kt__plans *plans, size_t 
 kt_status kt__builder_submit(kt__builder *b, const size_t *units, size_t n);
 
 /* Takes up to max units whose builds are done (waiting for one when wait and some are still
- * building), finished on this thread: runnable, or BUILD_FAILED. With oldest, only the unit
- * submitted first of those not taken, once its build is done (waiting for it when wait): units
- * come back in the order they were submitted, whatever order their builds end in. Returns
- * how many. *st: an error that is not the units'. */
-size_t kt__builder_take(kt__builder *b, size_t *units, size_t max, bool wait, bool oldest, kt_status *st);
+ * building, until deadline, a time of kt__now_s, when it is above 0), finished on this thread:
+ * runnable, or BUILD_FAILED. With oldest, only the unit submitted first of those not taken,
+ * once its build is done (waiting for it when wait): units come back in the order they were
+ * submitted, whatever order their builds end in. Returns how many. *st: an error that is not
+ * the units'. */
+size_t kt__builder_take(kt__builder *b, size_t *units, size_t max, bool wait, bool oldest, double deadline, kt_status *st);
 
 /* Units submitted and not taken yet; the q quantile (0 to 1) of the times of the builds done
  * (ms, 0 before one). */
 size_t kt__builder_pending(kt__builder *b);
 double kt__builder_quantile_ms(kt__builder *b, double q);
 
-/* Stops the builder: builds running finish, queued ones never start (their units stay planned
- * and NOT_RUN); built units not taken are finished. NULL is harmless. */
-void kt__builder_stop(kt__builder *b);
+/* Stops the builder: queued builds never start (their units stay planned and NOT_RUN); built
+ * units not taken are finished. Builds running finish first, or with abandon, on their own
+ * after this returns, their units NOT_RUN and their modules unloaded (the context waits for
+ * them: kt__builders_drain). NULL is harmless. */
+void kt__builder_stop(kt__builder *b, bool abandon);
 
 void kt__plans_free(kt__plans *plans);
 

@@ -386,9 +386,9 @@ kt_status kt__build_some(kt_op *op, kt_decision *d, kt__plans *pl, const size_t 
     if (st == KT_OK) st = kt__builder_submit(bl, units, n);
     size_t *taken = st == KT_OK ? malloc(n * sizeof *taken) : NULL;
     if (st == KT_OK && taken == NULL) st = kt__err(KT_ERR_NO_MEMORY, "%s(op '%s'): out of memory", d->where, op->name);
-    while (st == KT_OK && kt__builder_take(bl, taken, n, true, false, &st) > 0) {}
+    while (st == KT_OK && kt__builder_take(bl, taken, n, true, false, 0, &st) > 0) {}
     free(taken);
-    kt__builder_stop(bl);
+    kt__builder_stop(bl, false);
     for (size_t j = 0; j < n; j++) free_plan(&pl->p[units[j]]); /* built, or failed: never again */
     return st;
 }
