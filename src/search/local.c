@@ -10,11 +10,7 @@
  * width that needs padding off); one of them becomes current only when it is at least FAR_GAIN
  * better. When those fail too the configuration is a local optimum, and the search restarts:
  * alternately from the best found, a random walk of a few steps away (a perturbation that keeps
- * what was learnt), and anywhere at random (which escapes a poor basin). Where the caller has
- * room for more proposals than that one start (builds in parallel: a GPU's tuning), the start's
- * near neighbours go with it, before its result, so that the build threads do not wait a whole
- * build for it; once the start is told, the walk moves straight on to the best of those told
- * already, if one is better.
+ * what was learnt), and anywhere at random (which escapes a poor basin).
  */
 #include "search/search.h"
 
@@ -108,19 +104,6 @@ static long walk_from(kt__search_core *core, size_t from) {
     return -1;
 }
 
-/* After a move: while a neighbour told already (proposed with a start) is better than the
- * current configuration, the best such one becomes current. */
-static void hop(local *l, kt__search_core *core) {
-    for (;;) {
-        size_t nb[128], n = kt__lattice_neighbours(core->lat, (size_t)l->cur, nb);
-        long best = -1;
-        for (size_t k = 0; k < n; k++)
-            if (core->state[nb[k]] == 2 && core->value[nb[k]] < (best < 0 ? l->cur_val : core->value[best])) best = (long)nb[k];
-        if (best < 0) return;
-        move_to(l, core, (size_t)best, core->value[best]);
-    }
-}
-
 static size_t take(local *l, size_t *out, size_t k, size_t i) {
     out[k] = i;
     l->mine[i] = 1;
@@ -160,14 +143,7 @@ static size_t propose(void *p, kt__search_core *core, size_t *out, size_t max) {
     if (s < 0) s = kt__random_fresh(core);
     if (s < 0) return 0;
     l->start = s, l->cur = -1;
-    k = take(l, out, 0, (size_t)s);
-    if (max > 1) { /* room for more: the start's near neighbours, where the walk goes next */
-        size_t nb[128], n = kt__lattice_neighbours(core->lat, (size_t)s, nb);
-        set_frontier(l, core, nb, n);
-        while (k < max && l->nfrontier > 0) k = take(l, out, k, l->frontier[--l->nfrontier]);
-        l->nfrontier = 0;
-    }
-    return k;
+    return take(l, out, 0, (size_t)s);
 }
 
 static void tell(void *p, kt__search_core *core, size_t config, double value) {
@@ -175,7 +151,7 @@ static void tell(void *p, kt__search_core *core, size_t config, double value) {
     if (l->mine[config]) l->mine[config] = 0, l->outstanding--;
     if ((long)config == l->start) {
         l->start = -1;
-        if (isfinite(value)) move_to(l, core, config, value), hop(l, core);
+        if (isfinite(value)) move_to(l, core, config, value);
         return; /* an invalid start: the next proposal restarts */
     }
     /* the first improvement; a far one must gain FAR_GAIN, or a plateau of near-equal ones (the
