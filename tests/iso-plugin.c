@@ -154,6 +154,7 @@ static kt_status plug_build(void *state, size_t device, const kt_build_request *
 typedef struct plug_module {
     int reps, mode;
     int maxt; /* MAXT: the threads per block the "compiled" kernel allows (-1: any) */
+    int slow; /* SLOW: its build took that many ms (its launches say "launch-slow") */
 } plug_module;
 
 static kt_status plug_load(void *state, size_t device, const char *path, const char *kernel, void **module, char *err,
@@ -173,6 +174,7 @@ static kt_status plug_load(void *state, size_t device, const char *path, const c
         sscanf(line, "REPS=%d", &m->reps);
         sscanf(line, "MODE=%d", &m->mode);
         sscanf(line, "MAXT=%d", &m->maxt);
+        sscanf(line, "SLOW=%d", &m->slow);
     }
     fclose(f);
     *module = m;
@@ -198,7 +200,7 @@ static kt_status plug_launch(void *state, size_t device, void *module, const kt_
                              size_t nargs, double *ns, char *err, size_t errlen) {
     (void)state, (void)device, (void)g, (void)nargs;
     const plug_module *m = module;
-    note("launch");
+    note(m->slow > 0 ? "launch-slow" : "launch");
     struct timespec t0, t1;
     clock_gettime(CLOCK_MONOTONIC, &t0);
     if (m->mode == 1) { /* a page that may not be written: a plain SIGSEGV, even under the sanitizers */

@@ -650,6 +650,50 @@ static void test_plugin_budget_leaves_slow_build(void **state) {
     dlclose(h);
 }
 
+/* The line of the plugin's log where word first comes (-1: never). */
+static int first_line(const char *word) {
+    FILE *f = fopen(plugin_log, "r");
+    char w[64];
+    long pid;
+    int at = -1;
+    for (int n = 0; f && at < 0 && fscanf(f, "%63s %ld", w, &pid) == 2; n++)
+        if (strcmp(w, word) == 0) at = n;
+    if (f) fclose(f);
+    return at;
+}
+
+/* Under a budget of wall seconds such a tuning takes units as their builds end: SLOW = 1500,
+ * proposed first (exhaustive, in order), builds for 1.5 s, and the unit proposed after it, built
+ * at once, runs first. Without that budget the units run in the order proposed (repeatable):
+ * the slow one first. Both are measured either way. */
+static void test_plugin_budget_takes_units_as_built(void **state) {
+    (void)state;
+    void *h = plugin_open(KT_PLUGIN);
+    for (int budget = 1; budget >= 0; budget--) {
+        log_reset();
+        kt_context *ctx = NULL;
+        kt_arg args[3];
+        size_t dev;
+        kt_op *op = plug_op(h, "kt_test_plug_pipe", budget ? "as-built" : "in-order", 2, args, &dev, NULL, &ctx);
+        plug_variants(op, (const char *const[]){"SLOW", "[1500, 0]", "REPS", "[1]", NULL});
+        ok(kt_op_set_search(op, "exhaustive", 1));
+        if (budget) ok(kt_op_set_budget(op, 0, 60.0));
+        ok(kt_op_call(op, args, 3));
+        const kt_decision *d = NULL;
+        ok(kt_op_decision(op, args, 3, &d));
+        expect_unit(d, "SLOW=1500,REPS=1", KT_OUTCOME_MEASURED, NULL);
+        expect_unit(d, "SLOW=0,REPS=1", KT_OUTCOME_MEASURED, NULL);
+        int fast = first_line("launch"), slow = first_line("launch-slow");
+        assert_true(fast >= 0 && slow >= 0);
+        if (budget) assert_true(fast < slow);
+        else assert_true(slow < fast);
+        kt_device_free(ctx, dev, args[0].ptr);
+        kt_device_free(ctx, dev, args[1].ptr);
+        kt_context_destroy(ctx);
+    }
+    dlclose(h);
+}
+
 /* A configuration whose compiled kernel cannot take its launch's block (the backend's fits, ABI
  * 11: the compiler's own account of registers and shared memory) is rejected after it is built
  * and before it is launched, with the backend's reason; the others run. */
@@ -829,6 +873,7 @@ int main(void) {
         cmocka_unit_test(test_plugin_backend_checks_in_worker),
         cmocka_unit_test(test_plugin_builds_while_measuring),
         cmocka_unit_test(test_plugin_budget_leaves_slow_build),
+        cmocka_unit_test(test_plugin_budget_takes_units_as_built),
         cmocka_unit_test(test_plugin_rejects_what_does_not_fit),
         cmocka_unit_test(test_plugin_natives),
         cmocka_unit_test(test_opencl_isolated),

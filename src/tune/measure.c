@@ -785,7 +785,10 @@ static bool fits_in_budget(const tuning *tu, size_t inflight) {
  * the others to build), and the search proposes only to refill that window after a unit was
  * taken: what the search is told, and when, depends on nothing but the results, never on which
  * build ends first. A tuning on such a device is as repeatable as one built in batches, and a
- * fleet's (cli/fleet.c), whose builds are jobs on other machines, gives a local replay's T4. */
+ * fleet's (cli/fleet.c), whose builds are jobs on other machines, gives a local replay's T4.
+ * Under a budget of wall seconds (no budget clock) units are handed over as their builds end
+ * instead: that tuning's outcome depends on timing anyway, and on the H200 the convolution's
+ * slow builds (5-8 s against a median of 1-3) held back a dozen built units at a time. */
 /* Gives the builder the search's proposals until the window is full (what needs no build waits
  * in tu->direct). */
 static kt_status top_up(tuning *tu) {
@@ -815,10 +818,13 @@ static size_t next_pipelined(tuning *tu, size_t *units, size_t max) {
             memmove(tu->direct, tu->direct + k, (tu->ndirect - k) * sizeof *tu->direct);
             tu->ndirect -= k;
         } else if (st == KT_OK) {
-            /* under a budget of wall seconds, no waiting past it once the tuning can decide */
-            double deadline = tu->op->budget.seconds > 0 && !tu->op->ctx->budget_clock && tu->any_valid
-                                  ? tu->start_s + tu->op->budget.seconds : 0;
-            k = kt__builder_take(tu->builder, units, max, true, true, deadline, &st);
+            /* under a budget of wall seconds, time is what counts: units are taken as their
+             * builds end (in proposal order, one slow build would hold back every unit built
+             * after it, and with them the search's next proposals), and not waited for past
+             * the deadline once the tuning can decide */
+            bool wall = tu->op->budget.seconds > 0 && !tu->op->ctx->budget_clock;
+            double deadline = wall && tu->any_valid ? tu->start_s + tu->op->budget.seconds : 0;
+            k = kt__builder_take(tu->builder, units, max, true, !wall, deadline, &st);
         }
         /* the threads those freed build the next proposals while the engine measures these */
         if (st == KT_OK && k > 0) st = top_up(tu);
