@@ -2126,6 +2126,7 @@ done:
     json_decref(t4doc);
     kt_space_destroy(sp);
     kt_space_destroy(full_sp);
+    fflush(NULL); /* the answer is out before the context waits for builds a budget left running */
     kt_context_destroy(ctx);
     fleet_close(fl); /* after the context: its backend table lives in the fleet */
     free(told.order), free(told.at_s);
