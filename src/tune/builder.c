@@ -513,9 +513,10 @@ void kt__builder_stop(kt__builder *bl, bool abandon) {
         for (size_t q = 0; abandon && q < bl->njobs; q++)
             if (bl->jobs[q]->state == RUNNING) bl->jobs[q]->abandoned = true, running++;
         pthread_mutex_unlock(&bl->mu);
-        if (running == 0)
+        if (running == 0) { /* the builds running end first, so that what they built is finished below */
             for (size_t t = 0; t < bl->nthreads; t++) pthread_join(bl->th[t], NULL);
-        bl->nthreads = running == 0 ? 0 : bl->nthreads; /* joined */
+            bl->nthreads = 0;
+        }
         kt_status st;
         size_t unit;
         while (kt__builder_take(bl, &unit, 1, false, false, 0, &st) == 1) {} /* built, never taken: finished (their modules kept) */

@@ -288,6 +288,10 @@ typedef struct tuning {
 } tuning;
 
 /* Now on the clock the op's budget of seconds counts on. */
+/* A budget of seconds on the wall clock (no budget clock of the context's): a tuning under it
+ * takes units as they are built and does not wait past its deadline for builds. */
+static bool wall_budget(const kt_op *op) { return op->budget.seconds > 0 && !op->ctx->budget_clock; }
+
 static double budget_now(const tuning *tu) { return kt__clock_s(tu->op->ctx->budget_clock, tu->op->ctx->budget_clock_user); }
 
 static kt_status tuning_admit(void *p, size_t i, bool *usable, unsigned *runs) {
@@ -822,7 +826,7 @@ static size_t next_pipelined(tuning *tu, size_t *units, size_t max) {
              * builds end (in proposal order, one slow build would hold back every unit built
              * after it, and with them the search's next proposals), and not waited for past
              * the deadline once the tuning can decide */
-            bool wall = tu->op->budget.seconds > 0 && !tu->op->ctx->budget_clock;
+            bool wall = wall_budget(tu->op);
             double deadline = wall && tu->any_valid ? tu->start_s + tu->op->budget.seconds : 0;
             k = kt__builder_take(tu->builder, units, max, true, !wall, deadline, &st);
         }
@@ -978,7 +982,7 @@ kt_status kt__measure_all(kt_op *op, kt_decision *d, const kt_arg *caller, bool 
     if (st == KT_OK) st = kt__engine_run(&cfg, &op->budget, &io, tu.acc, d->nunits, &out);
     /* builds running finish (under a budget of wall seconds, without the tuning waiting for
      * them); the rest never start */
-    kt__builder_stop(tu.builder, op->budget.seconds > 0 && !op->ctx->budget_clock);
+    kt__builder_stop(tu.builder, wall_budget(op));
     tu.builder = NULL;
     if (st == KT_OK) st = tu.next_error;
     worker_verdicts(&tu);
