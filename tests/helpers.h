@@ -21,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <dirent.h>
 #include <sys/wait.h>
 
 #include <cmocka.h>
@@ -137,6 +138,20 @@ static inline int remove_tree(const char *dir) {
     char cmd[4200];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
     return system(cmd) == 0 ? 0 : -1;
+}
+
+/* How many files in directory dir end with suffix (-1: dir cannot be read). */
+static inline int count_files(const char *dir, const char *suffix) {
+    DIR *d = opendir(dir);
+    if (d == NULL) return -1;
+    int n = 0;
+    size_t sl = strlen(suffix);
+    for (struct dirent *e; (e = readdir(d)) != NULL;) {
+        size_t l = strlen(e->d_name);
+        n += l >= sl && strcmp(e->d_name + l - sl, suffix) == 0;
+    }
+    closedir(d);
+    return n;
 }
 
 /* Op "fill" (out: i32 buffer, n: i64; keyed by n) on device dev: one variant group whose V in

@@ -617,36 +617,53 @@ static void test_plugin_builds_while_measuring(void **state) {
 }
 
 /* Under a budget of wall seconds, a tuning on such a backend stops at its deadline instead of
- * waiting for a build still running: SLOW = 4000's build takes 4 s, the budget is 1 s. The
- * tuning returns without it (its unit NOT_RUN, the fast one the winner) and before it ends; the
- * build goes on, and the context waits for it when it is destroyed (its module unloaded there:
- * the sanitizers' leak check sees to that). */
+ * waiting for a build still running: the budget is 1 s, and SLOW's build takes 4 s (deaf: the
+ * plugin does not ask whether the build is still wanted) or a minute (it asks every 10 ms). The
+ * tuning returns without it (its unit NOT_RUN, the fast one the winner) and before it ends. The
+ * deaf build goes on, and the context waits for it when it is destroyed (its module unloaded
+ * there: the sanitizers' leak check sees to that); the other is cancelled at the next look, and
+ * its failure is not recorded. */
 static void test_plugin_budget_leaves_slow_build(void **state) {
     (void)state;
-    log_reset();
     void *h = plugin_open(KT_PLUGIN);
-    kt_context *ctx = NULL;
-    kt_arg args[3];
-    size_t dev;
-    kt_op *op = plug_op(h, "kt_test_plug_pipe", "deadline", 2, args, &dev, NULL, &ctx);
-    plug_variants(op, (const char *const[]){"SLOW", "[0, 4000]", "REPS", "[1]", NULL});
-    ok(kt_op_set_search(op, "exhaustive", 1)); /* in order: the fast one first */
-    ok(kt_op_set_budget(op, 0, 1.0));
-    double t0 = now_s();
-    ok(kt_op_call(op, args, 3));
-    double took = now_s() - t0;
-    int mine = 0;
-    assert_int_equal(log_count("build-slow-done", &mine, NULL) + mine, 0); /* still building */
-    assert_true(took < 3.5);
-    const kt_decision *d = NULL;
-    ok(kt_op_decision(op, args, 3, &d));
-    expect_unit(d, "SLOW=0,REPS=1", KT_OUTCOME_MEASURED, NULL);
-    expect_unit(d, "SLOW=4000,REPS=1", KT_OUTCOME_NOT_RUN, NULL);
-    assert_string_equal(kt_decision_unit_config(d, kt_decision_winner_unit(d)), "SLOW=0,REPS=1");
-    kt_device_free(ctx, dev, args[0].ptr);
-    kt_device_free(ctx, dev, args[1].ptr);
-    kt_context_destroy(ctx);
-    assert_int_equal(log_count("build-slow-done", &mine, NULL) + mine, 1); /* the context waited for it */
+    for (int deaf = 1; deaf >= 0; deaf--) {
+        log_reset();
+        kt_context *ctx = NULL;
+        kt_arg args[3];
+        size_t dev;
+        const int failed_before = count_files(artifacts, ".failed");
+        kt_op *op = plug_op(h, "kt_test_plug_pipe", deaf ? "deadline-deaf" : "deadline", 2, args, &dev, NULL, &ctx);
+        const char *slow = deaf ? "SLOW=4000,DEAF=1,REPS=1" : "SLOW=60000,DEAF=0,REPS=1";
+        plug_variants(op, (const char *const[]){"SLOW", deaf ? "[0, 4000]" : "[0, 60000]", "DEAF", deaf ? "[1]" : "[0]", "REPS", "[1]",
+                                                NULL});
+        ok(kt_op_set_search(op, "exhaustive", 1)); /* in order: the fast one first */
+        ok(kt_op_set_budget(op, 0, 1.0));
+        double t0 = now_s();
+        ok(kt_op_call(op, args, 3));
+        double took = now_s() - t0;
+        int mine = 0;
+        assert_int_equal(log_count("build-slow-done", &mine, NULL) + mine, 0); /* still building */
+        assert_true(took < 3.5);
+        const kt_decision *d = NULL;
+        ok(kt_op_decision(op, args, 3, &d));
+        expect_unit(d, deaf ? "SLOW=0,DEAF=1,REPS=1" : "SLOW=0,DEAF=0,REPS=1", KT_OUTCOME_MEASURED, NULL);
+        expect_unit(d, slow, KT_OUTCOME_NOT_RUN, NULL);
+        assert_string_equal(kt_decision_unit_config(d, kt_decision_winner_unit(d)), deaf ? "SLOW=0,DEAF=1,REPS=1" : "SLOW=0,DEAF=0,REPS=1");
+        kt_device_free(ctx, dev, args[0].ptr);
+        kt_device_free(ctx, dev, args[1].ptr);
+        t0 = now_s();
+        kt_context_destroy(ctx);
+        if (deaf) { /* the context waited for it */
+            assert_int_equal(log_count("build-slow-done", &mine, NULL) + mine, 1);
+            assert_int_equal(log_count("build-cancelled", &mine, NULL) + mine, 0);
+        } else { /* a minute's build, cancelled within a look or two */
+            assert_true(now_s() - t0 < 30);
+            assert_int_equal(log_count("build-cancelled", &mine, NULL) + mine, 1);
+            assert_int_equal(log_count("build-slow-done", &mine, NULL) + mine, 0);
+            /* the plugin says its code failed (KT_ERR_BACKEND): a cancelled build is never recorded */
+            assert_int_equal(count_files(artifacts, ".failed"), failed_before);
+        }
+    }
     dlclose(h);
 }
 

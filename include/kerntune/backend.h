@@ -25,7 +25,9 @@
  * 12 says a device's architecture and vendor, so that a key nobody tuned on it may borrow
  * another device's decision (kerntune.h, KT_SOURCE_ARCH and KT_SOURCE_VENDOR); version 13 says
  * its peak arithmetic rate and memory bandwidth (kt_device_peaks), against which results with
- * work formulas are read, and what a built kernel uses (registers, shared memory, spills). A backend
+ * work formulas are read, and what a built kernel uses (registers, shared memory, spills);
+ * version 14 appends to the build request a way to ask whether the core still wants the build
+ * (a tuning's budget of wall seconds ended while it ran), so that a backend may stop it. A backend
  * written against an older version has no capabilities: device memory, variants run in the
  * caller's process. A backend declares the version it was written against in
  * abi_version and the core never reads a field beyond it. Comparing outputs is the core's
@@ -45,7 +47,7 @@
 extern "C" {
 #endif
 
-#define KT_BACKEND_ABI_VERSION 13
+#define KT_BACKEND_ABI_VERSION 14
 
 /** Longest device name and fingerprint, terminating NUL included. */
 #define KT_DEVICE_NAME_MAX 256
@@ -74,6 +76,13 @@ typedef struct kt_build_request {
                                         * parameter as well; others pass it like any buffer. An
                                         * op with constant arguments is refused by backends of
                                         * versions below 5. */
+    /* version 14: */
+    int (*cancelled)(void *user);  /* NULL, or nonzero once the core no longer wants the
+                                    * artifact: a backend whose compiler runs apart (a child
+                                    * process) may poll it, stop the compiler and return
+                                    * KT_ERR_SYSTEM. Thread-safe; cheap to call. The core never
+                                    * records a cancelled build's failure. */
+    void *cancel_user;             /* passed to cancelled */
 } kt_build_request;
 
 /** The launch geometry of one variant (version 3). */

@@ -17,9 +17,11 @@
 #include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <signal.h>
 #include <string.h>
 #include <sys/utsname.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 extern char **environ;
@@ -206,23 +208,45 @@ static size_t split_args(char *buf, char **argv, size_t max) {
     return n;
 }
 
-/* Runs argv with stdout and stderr into log_path; returns the exit status, or -1 when it could
- * not be started (errno-like reason in err). */
-static int run_logged(char *const argv[], const char *log_path, char *err, size_t errlen) {
+/* Runs argv with stdout and stderr into log_path; returns the exit status, -1 when it could not
+ * be started, or -2 when req's build was cancelled meanwhile (it is stopped then); the reason
+ * for -1 and -2 in err. */
+static int run_logged(char *const argv[], const char *log_path, char *err, size_t errlen, const kt_build_request *req) {
+    /* a build the core may cancel runs in a process group of its own, so that stopping it stops
+     * the compiler's own children (cc1, as) too */
+    const bool cancellable = req != NULL && req->cancelled != NULL;
+    posix_spawnattr_t attr;
+    posix_spawnattr_init(&attr);
+    if (cancellable) posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP), posix_spawnattr_setpgroup(&attr, 0);
     posix_spawn_file_actions_t fa;
     posix_spawn_file_actions_init(&fa);
     posix_spawn_file_actions_addopen(&fa, 1, log_path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
     posix_spawn_file_actions_adddup2(&fa, 1, 2);
     pid_t pid;
-    int rc = posix_spawnp(&pid, argv[0], &fa, NULL, argv, environ);
+    int rc = posix_spawnp(&pid, argv[0], &fa, &attr, argv, environ);
     posix_spawn_file_actions_destroy(&fa);
+    posix_spawnattr_destroy(&attr);
     if (rc != 0) {
         snprintf(err, errlen, "cannot run '%s': %s", argv[0], strerror(rc));
         return -1;
     }
     int status = 0;
     pid_t got;
-    while ((got = waitpid(pid, &status, 0)) < 0 && errno == EINTR) {}
+    /* cancellable: polled, a millisecond at first and at most 8 between looks */
+    for (long nap_us = 1000; cancellable; nap_us = nap_us < 8000 ? nap_us * 2 : 8000) {
+        while ((got = waitpid(pid, &status, WNOHANG)) < 0 && errno == EINTR) {}
+        if (got != 0) break; /* ended (pid), or lost (below) */
+        if (req->cancelled(req->cancel_user)) {
+            kill(-pid, SIGKILL);
+            while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {}
+            snprintf(err, errlen, "cancelled: the tuning that asked for it has ended");
+            return -2;
+        }
+        struct timespec nap = {0, nap_us * 1000};
+        nanosleep(&nap, NULL);
+    }
+    if (!cancellable)
+        while ((got = waitpid(pid, &status, 0)) < 0 && errno == EINTR) {}
     if (got < 0) { /* the application reaped it (a SIGCHLD handler): the outcome is unknown */
         snprintf(err, errlen, "lost the exit status of '%s': %s", argv[0], strerror(errno));
         return -1;
@@ -255,7 +279,7 @@ static kt_status c_compiler_id(void *state, size_t device, char *out, size_t len
             close(fd);
             char *argv[] = {st->cc, "--version", NULL};
             char first[256];
-            int rc = run_logged(argv, log, err, errlen);
+            int rc = run_logged(argv, log, err, errlen, NULL);
             read_head(log, first, sizeof first);
             unlink(log);
             first[strcspn(first, "\n")] = '\0';
@@ -373,14 +397,14 @@ static kt_status c_build(void *state, size_t device, const kt_build_request *req
         argv[n++] = (char *)req->out_path;
         argv[n++] = src;
         argv[n] = NULL;
-        int rc = run_logged(argv, logp, log, loglen);
+        int rc = run_logged(argv, logp, log, loglen, req);
         if (rc != 0) {
             if (rc > 0) {
                 char head[2048];
                 read_head(logp, head, sizeof head);
                 snprintf(log, loglen, "%s exited with %d: %s", st->cc, rc, head);
             }
-            /* could not run, or killed (the OOM killer, a signal): the environment's failure */
+            /* could not run, cancelled, or killed (the OOM killer, a signal): the environment's failure */
             status = rc < 0 || rc >= 128 ? KT_ERR_SYSTEM : KT_ERR_BACKEND;
         }
     }

@@ -11,6 +11,8 @@
 #include "backends/cuda_int.h"
 
 #include <errno.h>
+#include <poll.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <time.h>
 #include <stdio.h>
@@ -188,6 +190,21 @@ kt_status kt__cu_build(void *state, size_t device, const kt_build_request *req, 
         _exit(0);
     }
     close(fds[1]);
+    /* While the child compiles, whether the core still wants the build: if not, the child is
+     * killed (NVRTC's longest compiles take seconds, which an ended tuning would wait for). */
+    for (bool wanted = true; wanted && req->cancelled;) {
+        struct pollfd pfd = {.fd = fds[0], .events = POLLIN};
+        int r = poll(&pfd, 1, 20);
+        if (r > 0 || (r < 0 && errno != EINTR)) break; /* the report (or the pipe's end) is there */
+        if (req->cancelled(req->cancel_user)) {
+            wanted = false;
+            kill(pid, SIGKILL);
+            close(fds[0]);
+            while (waitpid(pid, NULL, 0) < 0 && errno == EINTR) {}
+            snprintf(log, loglen, "cancelled: the tuning that asked for it has ended");
+            return KT_ERR_SYSTEM;
+        }
+    }
     /* A status and a length, then exactly that much log: never waiting for end of file, which
      * sibling workers holding a copy of this pipe could delay. */
     int32_t head[2] = {-1, 0};

@@ -216,6 +216,10 @@ void kt__build_run_one(kt__artifacts *arts, kt__build *bd) {
     }
     if (!cached) {
         build_one(arts, bd);
+        if (bd->req.cancelled && bd->req.cancelled(bd->req.cancel_user)) { /* unwanted now: whatever it says, not the code's failure */
+            if (bd->status == KT_OK) bd->status = KT_ERR_SYSTEM, snprintf(bd->log, sizeof bd->log, "cancelled");
+            return;
+        }
         if (bd->status == KT_ERR_BACKEND) record_failure(bd);
         if (bd->status != KT_OK) return;
     }

@@ -18,6 +18,7 @@
 
 #include <math.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,7 +35,10 @@ typedef struct job {
     int state;
     bool adopted;   /* its module is in the op's table */
     bool abandoned; /* running when its tuning ended: its module is unloaded once built */
+    _Atomic int cancel; /* abandoned: what the backend's build polls (kt_build_request.cancelled) */
 } job;
+
+static int job_cancelled(void *user) { return atomic_load(&((job *)user)->cancel); }
 
 struct kt__builder {
     kt_op *op;
@@ -244,6 +248,7 @@ kt_status kt__builder_submit(kt__builder *bl, const size_t *units, size_t n) {
         bool fresh = j == NULL;
         if (fresh && (j = calloc(1, sizeof *j)) != NULL) {
             j->bd = probe;
+            j->bd.req.cancelled = job_cancelled, j->bd.req.cancel_user = j;
             if (!own_request(j)) free(j), j = NULL;
         }
         if (fresh && j != NULL) {
@@ -511,7 +516,10 @@ void kt__builder_stop(kt__builder *bl, bool abandon) {
         bl->stopping = true; /* queued builds never start */
         pthread_cond_broadcast(&bl->work);
         for (size_t q = 0; abandon && q < bl->njobs; q++)
-            if (bl->jobs[q]->state == RUNNING) bl->jobs[q]->abandoned = true, running++;
+            if (bl->jobs[q]->state == RUNNING) {
+                bl->jobs[q]->abandoned = true, running++;
+                atomic_store(&bl->jobs[q]->cancel, 1); /* a backend that can stop its compiler does */
+            }
         pthread_mutex_unlock(&bl->mu);
         if (running == 0) { /* the builds running end first, so that what they built is finished below */
             for (size_t t = 0; t < bl->nthreads; t++) pthread_join(bl->th[t], NULL);

@@ -512,9 +512,11 @@ static kt_status prepare_built(tuning *tu, const size_t *units, size_t n) {
     return st;
 }
 
-/* Builds those of units (n) still to build, now, and prepares them (prepare_built). */
+/* Builds those of units (n) still to build, now, and prepares them (prepare_built). Under a
+ * budget of wall seconds, once the tuning can decide, no build is waited for past its deadline. */
 static kt_status build_admitted(tuning *tu, const size_t *units, size_t n) {
-    kt_status st = kt__build_some(tu->op, tu->d, tu->plans, units, n);
+    double deadline = wall_budget(tu->op) && tu->any_valid ? tu->start_s + tu->op->budget.seconds : 0;
+    kt_status st = kt__build_some(tu->op, tu->d, tu->plans, units, n, deadline);
     return st == KT_OK ? prepare_built(tu, units, n) : st;
 }
 

@@ -223,8 +223,10 @@ kt_status kt__make_units(kt_op *op, kt_decision *d, const kt_arg *args, long onl
                          kt__plans **lazy);
 
 /* Builds those of units (n of them) that are planned and not built yet, in parallel: each ends
- * runnable or BUILD_FAILED. An error is not the units'. */
-kt_status kt__build_some(kt_op *op, kt_decision *d, kt__plans *plans, const size_t *units, size_t n);
+ * runnable or BUILD_FAILED. An error is not the units'. With a deadline (monotonic seconds, as
+ * kt__now_s; 0: none), builds still running then are left (cancelled where the backend can
+ * stop its compiler) and their units stay NOT_RUN. */
+kt_status kt__build_some(kt_op *op, kt_decision *d, kt__plans *plans, const size_t *units, size_t n, double deadline);
 
 /* Whether unit i is planned and not built yet. */
 bool kt__unit_planned(const kt__plans *plans, size_t i);

@@ -372,7 +372,7 @@ void kt__plan_done(kt__plans *pl, size_t i) {
     if (pl != NULL && i < pl->n) free_plan(&pl->p[i]);
 }
 
-kt_status kt__build_some(kt_op *op, kt_decision *d, kt__plans *pl, const size_t *units, size_t n) {
+kt_status kt__build_some(kt_op *op, kt_decision *d, kt__plans *pl, const size_t *units, size_t n, double deadline) {
     bool any = false;
     for (size_t j = 0; j < n; j++) any = any || kt__unit_planned(pl, units[j]);
     if (!any) return KT_OK;
@@ -386,9 +386,9 @@ kt_status kt__build_some(kt_op *op, kt_decision *d, kt__plans *pl, const size_t 
     if (st == KT_OK) st = kt__builder_submit(bl, units, n);
     size_t *taken = st == KT_OK ? malloc(n * sizeof *taken) : NULL;
     if (st == KT_OK && taken == NULL) st = kt__err(KT_ERR_NO_MEMORY, "%s(op '%s'): out of memory", d->where, op->name);
-    while (st == KT_OK && kt__builder_take(bl, taken, n, true, false, 0, &st) > 0) {}
+    while (st == KT_OK && kt__builder_take(bl, taken, n, true, false, deadline, &st) > 0) {}
     free(taken);
-    kt__builder_stop(bl, false);
+    kt__builder_stop(bl, deadline > 0); /* past the deadline: what still builds is left */
     for (size_t j = 0; j < n; j++) free_plan(&pl->p[units[j]]); /* built, or failed: never again */
     return st;
 }
@@ -483,7 +483,7 @@ kt_status kt__make_units(kt_op *op, kt_decision *d, const kt_arg *args, long onl
         size_t *every = malloc((d->nunits ? d->nunits : 1) * sizeof *every);
         if (every == NULL) st = kt__err(KT_ERR_NO_MEMORY, "%s(op '%s'): out of memory", d->where, op->name);
         for (size_t i = 0; every && i < d->nunits; i++) every[i] = i;
-        if (every) st = kt__build_some(op, d, &all, every, d->nunits);
+        if (every) st = kt__build_some(op, d, &all, every, d->nunits, 0);
         free(every);
     }
     for (size_t i = 0; plans && i < d->nunits; i++) free_plan(&plans[i]);
