@@ -13,6 +13,7 @@
  * Prints one line per check and closes with "N passed, N failed".
  */
 #define _GNU_SOURCE /* mkdtemp */
+#include "fifo-hang.h"
 #include "gpu-harness.h"
 
 #include <kerntune.h>
@@ -26,8 +27,6 @@
 #include <kerntune/variants.h>
 
 #include <dirent.h>
-#include <errno.h>
-#include <fcntl.h>
 #include <math.h>
 #include <dlfcn.h>
 #include <stdatomic.h>
@@ -38,7 +37,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#include <sys/stat.h>
 #include <sys/wait.h>
 #if defined(__linux__)
 #include <sys/prctl.h>
@@ -1348,48 +1346,17 @@ static void check_device_checks(void) {
     kt_context_destroy(ctx);
 }
 
-/* Opens the FIFO once for writing after 60 s, unless told to stop first: a compile that reads it
- * then ends instead of hanging the suite. */
-typedef struct fifo_guard {
-    const char *path;
-    _Atomic int stop, fired;
-} fifo_guard;
-
-static void *guard_fifo(void *arg) {
-    fifo_guard *g = arg;
-    for (int t = 0; t < 600 && !atomic_load(&g->stop); t++) {
-        struct timespec ms = {0, 100 * 1000000L};
-        nanosleep(&ms, NULL);
-    }
-    if (atomic_load(&g->stop)) return NULL;
-    int fd = open(g->path, O_WRONLY | O_NONBLOCK);
-    if (fd >= 0) atomic_store(&g->fired, 1), close(fd);
-    return NULL;
-}
-
-static double seconds(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
-}
-
 /* Under a budget of wall seconds, an NVRTC build the tuning leaves running is cancelled: group
  * "hung" compiles with --pre-include of a FIFO nobody writes, so its NVRTC child waits for
  * ever. With one build thread the fast group is built and measured first; at the 1 s deadline
  * the tuning returns without "hung" (NOT_RUN), and destroying the context kills the child: the
  * FIFO is left with no reader. */
 static void check_budget_cancels_nvrtc(void) {
-    char dir[64], fifo[128];
-    snprintf(dir, sizeof dir, "/tmp/kt-hang-XXXXXX");
-    if (mkdtemp(dir) == NULL) {
-        CHECK(0, "mkdtemp");
+    fifo_hang hang;
+    if (!fifo_hang_start(&hang)) {
+        CHECK(0, "cannot make the FIFO or its guard");
         return;
     }
-    snprintf(fifo, sizeof fifo, "%s/hang.h", dir);
-    CHECK(mkfifo(fifo, 0600) == 0, "mkfifo %s", fifo);
-    fifo_guard guard = {.path = fifo};
-    pthread_t gt;
-    CHECK(pthread_create(&gt, NULL, guard_fifo, &guard) == 0, "guard thread");
     kt_context *ctx = context();
     size_t dev = cuda_device(ctx);
     if (dev == (size_t)-1) return;
@@ -1407,7 +1374,7 @@ static void check_budget_cancels_nvrtc(void) {
     const char *grid[3] = {"v // PER // B", NULL, NULL}, *block[3] = {"B", NULL, NULL};
     OK(kt_space_set_geometry(sp, KT_GEOMETRY_GRID, grid, block, NULL));
     char include[160];
-    snprintf(include, sizeof include, "--pre-include=%s", fifo);
+    snprintf(include, sizeof include, "--pre-include=%s", hang.path);
     OK(kt_op_add_variants(op, "fast", sp, scale_cu, "scale", NULL, 0));
     OK(kt_op_add_variants(op, "hung", sp, scale_cu, "scale", (const char *const[]){include}, 1));
     kt_space_destroy(sp);
@@ -1415,9 +1382,9 @@ static void check_budget_cancels_nvrtc(void) {
     void *dv;
     OK(kt_device_alloc(ctx, dev, 1 << 20, &dv));
     kt_arg args[] = {kt_arg_buf(dv, 1 << 20), kt_arg_f32(1.0f)};
-    double t0 = seconds();
+    double t0 = fifo_now_s();
     OK(kt_op_tune(op, args, 2));
-    double took = seconds() - t0;
+    double took = fifo_now_s() - t0;
     CHECK(took < 30, "the tuning took %.1f s", took);
     const kt_decision *d = NULL;
     OK(kt_op_decision(op, args, 2, &d));
@@ -1429,31 +1396,13 @@ static void check_budget_cancels_nvrtc(void) {
             CHECK(kt_decision_unit_outcome(d, u) == KT_OUTCOME_MEASURED, "fast: outcome %d", (int)kt_decision_unit_outcome(d, u));
     }
     kt_device_free(ctx, dev, dv);
-    t0 = seconds();
+    t0 = fifo_now_s();
     kt_context_destroy(ctx);
-    took = seconds() - t0;
+    took = fifo_now_s() - t0;
     CHECK(took < 30, "the destroy took %.1f s", took);
-    /* nobody reads the FIFO (within 10 s); a writer's open that succeeds is held, so that a
-     * compile still alive blocks on its read instead of finishing */
-    int held[256], nheld = 0, gone = 0;
-    for (int t = 0; t < 200 && !gone; t++) {
-        int fd = open(fifo, O_WRONLY | O_NONBLOCK);
-        if (fd < 0) {
-            gone = errno == ENXIO;
-        } else {
-            if (nheld < 256) held[nheld++] = fd;
-            else close(fd);
-            struct timespec ms = {0, 50 * 1000000L};
-            nanosleep(&ms, NULL);
-        }
-    }
-    for (int i = 0; i < nheld; i++) close(held[i]);
-    atomic_store(&guard.stop, 1);
-    pthread_join(gt, NULL);
-    CHECK(gone && !atomic_load(&guard.fired), "the NVRTC child still reads the FIFO (guard fired: %d)", atomic_load(&guard.fired));
+    const bool unread = fifo_unread(&hang), fired = fifo_hang_end(&hang);
+    CHECK(unread && !fired, "the NVRTC child still reads the FIFO (guard fired: %d)", (int)fired);
     printf("  budget: the tuning returned at its deadline; the hung NVRTC child was killed in the destroy (%.2f s)\n", took);
-    unlink(fifo);
-    rmdir(dir);
 }
 
 int main(void) {

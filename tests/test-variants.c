@@ -16,11 +16,9 @@
 #include <kerntune/validation.h>
 #include <kerntune/variants.h>
 
-#include <errno.h>
-#include <fcntl.h>
+#include "fifo-hang.h"
+
 #include <math.h>
-#include <pthread.h>
-#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -782,31 +780,6 @@ static void test_call_sizes_compiled_or_interpreted(void **state) {
     kt_context_destroy(ctx);
 }
 
-static double now_s(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
-}
-
-/* Opens the FIFO once for writing, after 60 s, unless told to stop first: a compiler that reads
- * it then gets its end instead of hanging the test for good. */
-typedef struct fifo_guard {
-    const char *path;
-    _Atomic int stop, fired;
-} fifo_guard;
-
-static void *guard_fifo(void *arg) {
-    fifo_guard *g = arg;
-    for (int t = 0; t < 600 && !atomic_load(&g->stop); t++) {
-        struct timespec ms = {0, 100 * 1000000L};
-        nanosleep(&ms, NULL);
-    }
-    if (atomic_load(&g->stop)) return NULL;
-    int fd = open(g->path, O_WRONLY | O_NONBLOCK);
-    if (fd >= 0) atomic_store(&g->fired, 1), close(fd);
-    return NULL;
-}
-
 /* Under a budget of wall seconds, the tuning does not wait past its deadline for a build on the
  * host either, and the build it leaves is stopped: group "hung" compiles with -include of a
  * FIFO nobody writes, so its compiler (cc1) waits for ever. With a budget of 1 s the tuning
@@ -816,16 +789,9 @@ static void *guard_fifo(void *arg) {
 static void test_budget_stops_hung_compiler(void **state) {
     (void)state;
     fill();
-    char dir[64], fifo[128];
-    snprintf(dir, sizeof dir, "/tmp/kt-hang-XXXXXX");
-    assert_non_null(mkdtemp(dir));
-    snprintf(fifo, sizeof fifo, "%s/hang.h", dir);
-    assert_int_equal(mkfifo(fifo, 0600), 0);
+    fifo_hang hang;
+    assert_true(fifo_hang_start(&hang));
     const int failed_before = count_files(artifacts, ".failed");
-    fifo_guard guard = {.path = fifo};
-    pthread_t gt;
-    assert_int_equal(pthread_create(&gt, NULL, guard_fifo, &guard), 0);
-
     kt_context *ctx = variant_context();
     kt_space *sp = matmul_space();
     kt_op *op = matmul_op(ctx, sp, matmul_src, "matmul");
@@ -835,14 +801,14 @@ static void test_budget_stops_hung_compiler(void **state) {
     ok(kt_space_add_param(hs, "TK", "[16]"));
     ok(kt_space_add_param(hs, "UNROLL", "[1]"));
     ok(kt_space_add_param(hs, "WRONG", "[0]"));
-    ok(kt_op_add_variants(op, "hung", hs, matmul_src, "matmul", (const char *const[]){"-include", fifo}, 2));
+    ok(kt_op_add_variants(op, "hung", hs, matmul_src, "matmul", (const char *const[]){"-include", hang.path}, 2));
     ok(kt_op_set_budget(op, 0, 1.0));
     /* one build at a time: the tiled group's first unit is measured before "hung" is built, so
      * that the tuning can decide by the deadline (without an answer it waits for a build) */
     ok(kt_context_set_compile_threads(ctx, 1));
-    double t0 = now_s();
+    double t0 = fifo_now_s();
     ok(kt_op_call(op, mm_args(N), 4));
-    assert_true(now_s() - t0 < 30);
+    assert_true(fifo_now_s() - t0 < 30);
     assert_memory_equal(C, R, sizeof C);
     const kt_decision *d = NULL;
     ok(kt_op_decision(op, mm_args(N), 4, &d));
@@ -852,35 +818,15 @@ static void test_budget_stops_hung_compiler(void **state) {
     assert_true(hung < kt_decision_unit_count(d));
     assert_int_equal(kt_decision_unit_outcome(d, hung), KT_OUTCOME_NOT_RUN);
     assert_true(kt_decision_winner_unit(d) != hung);
-
-    t0 = now_s();
+    t0 = fifo_now_s();
     kt_context_destroy(ctx);
-    assert_true(now_s() - t0 < 30);
-    /* nobody reads the FIFO any more: a writer's open fails with ENXIO (within 10 s, for a
-     * killed process to be gone); one that succeeds is held open, so that a compiler still
-     * alive then blocks on its read instead of finishing */
-    int held[256], nheld = 0, gone = 0;
-    for (int t = 0; t < 200 && !gone; t++) {
-        int fd = open(fifo, O_WRONLY | O_NONBLOCK);
-        if (fd < 0) {
-            gone = errno == ENXIO;
-        } else {
-            if (nheld < 256) held[nheld++] = fd;
-            else close(fd);
-            struct timespec ms = {0, 50 * 1000000L};
-            nanosleep(&ms, NULL);
-        }
-    }
-    for (int i = 0; i < nheld; i++) close(held[i]);
-    atomic_store(&guard.stop, 1);
-    pthread_join(gt, NULL);
-    assert_false(atomic_load(&guard.fired));
-    assert_true(gone);
+    assert_true(fifo_now_s() - t0 < 30);
+    const bool unread = fifo_unread(&hang);
+    assert_false(fifo_hang_end(&hang)); /* the guard never had to end the compile */
+    assert_true(unread);
     assert_int_equal(count_files(artifacts, ".failed"), failed_before);
     kt_space_destroy(hs);
     kt_space_destroy(sp);
-    unlink(fifo);
-    rmdir(dir);
 }
 
 int main(int argc, char **argv) {
