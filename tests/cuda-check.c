@@ -76,6 +76,33 @@ static const char *scale_cu =
     "    for (int k = 0; k < PER; k++) v[i + k] *= s;\n"
     "}\n";
 
+/* Op `name` on device dev: v (f32, read and written) scaled by s (f32), in place. NULL when a
+ * call failed (counted). */
+static kt_op *scale_op(kt_context *ctx, size_t dev, const char *name) {
+    kt_op *op = NULL;
+    kt_status st = kt_op_create(ctx, name, &op);
+    if (st == KT_OK) st = kt_op_set_device(op, dev);
+    if (st == KT_OK) st = kt_op_add_buffer(op, "v", KT_TYPE_F32, KT_READ_WRITE);
+    if (st == KT_OK) st = kt_op_add_scalar(op, "s", KT_TYPE_F32);
+    CHECK(st == KT_OK, "op '%s': %s", name, kt_last_error());
+    return st == KT_OK ? op : NULL;
+}
+
+/* Adds to a scale_op variant group `group` of scale_cu over PER and B (value lists), one element
+ * per thread of PER and blocks of B, compiled with options (n of them). */
+static kt_status add_scale(kt_op *op, const char *group, const char *per, const char *b, const char *const *options, size_t n) {
+    kt_space *sp = NULL;
+    kt_status st = kt_space_create(&sp);
+    if (st == KT_OK) st = kt_space_add_input(sp, "v");
+    if (st == KT_OK) st = kt_space_add_param(sp, "PER", per);
+    if (st == KT_OK) st = kt_space_add_param(sp, "B", b);
+    const char *grid[3] = {"v // PER // B", NULL, NULL}, *block[3] = {"B", NULL, NULL};
+    if (st == KT_OK) st = kt_space_set_geometry(sp, KT_GEOMETRY_GRID, grid, block, NULL);
+    if (st == KT_OK) st = kt_op_add_variants(op, group, sp, scale_cu, "scale", options, n);
+    kt_space_destroy(sp);
+    return st;
+}
+
 static size_t cuda_device(kt_context *ctx) {
     for (size_t i = 0; i < kt_context_device_count(ctx); i++)
         if (strcmp(kt_device_backend(kt_context_device(ctx, i)), "cuda") == 0) return i;
@@ -238,20 +265,9 @@ static void check_inplace(void) {
     void *dv;
     OK(kt_device_alloc(ctx, dev, M * sizeof *v, &dv));
     OK(kt_device_write(ctx, dev, dv, v, M * sizeof *v));
-    kt_op *op = NULL;
-    OK(kt_op_create(ctx, "scale", &op));
-    OK(kt_op_set_device(op, dev));
-    OK(kt_op_add_buffer(op, "v", KT_TYPE_F32, KT_READ_WRITE));
-    OK(kt_op_add_scalar(op, "s", KT_TYPE_F32));
-    kt_space *sp = NULL;
-    OK(kt_space_create(&sp));
-    OK(kt_space_add_input(sp, "v"));
-    OK(kt_space_add_param(sp, "PER", "[1, 2, 4, 8]"));
-    OK(kt_space_add_param(sp, "B", "[128, 256]"));
-    const char *grid[3] = {"v // PER // B", NULL, NULL}, *block[3] = {"B", NULL, NULL};
-    OK(kt_space_set_geometry(sp, KT_GEOMETRY_GRID, grid, block, NULL));
-    OK(kt_op_add_variants(op, "scale", sp, scale_cu, "scale", NULL, 0));
-    kt_space_destroy(sp);
+    kt_op *op = scale_op(ctx, dev, "scale");
+    if (op == NULL) return;
+    OK(add_scale(op, "scale", "[1, 2, 4, 8]", "[128, 256]", NULL, 0));
     kt_arg args[] = {kt_arg_buf(dv, M * sizeof *v), kt_arg_f32(1.5f)};
     OK(kt_op_call(op, args, 2));
     OK(kt_device_read(ctx, dev, v, dv, M * sizeof *v));
@@ -272,20 +288,9 @@ static void check_artifact_cache(void) {
         kt_context *ctx = context();
         size_t dev = cuda_device(ctx);
         if (dev == (size_t)-1) return;
-        kt_op *op = NULL;
-        OK(kt_op_create(ctx, "cached", &op));
-        OK(kt_op_set_device(op, dev));
-        OK(kt_op_add_buffer(op, "v", KT_TYPE_F32, KT_READ_WRITE));
-        OK(kt_op_add_scalar(op, "s", KT_TYPE_F32));
-        kt_space *sp = NULL;
-        OK(kt_space_create(&sp));
-        OK(kt_space_add_input(sp, "v"));
-        OK(kt_space_add_param(sp, "PER", "[1, 2, 4, 8]"));
-        OK(kt_space_add_param(sp, "B", "[32, 64, 128, 256]"));
-        const char *grid[3] = {"v // PER // B", NULL, NULL}, *block[3] = {"B", NULL, NULL};
-        OK(kt_space_set_geometry(sp, KT_GEOMETRY_GRID, grid, block, NULL));
-        OK(kt_op_add_variants(op, "scale16", sp, scale_cu, "scale", (const char *const[]){"-DCACHE_CHECK=1"}, 1));
-        kt_space_destroy(sp);
+        kt_op *op = scale_op(ctx, dev, "cached");
+        if (op == NULL) return;
+        OK(add_scale(op, "scale16", "[1, 2, 4, 8]", "[32, 64, 128, 256]", (const char *const[]){"-DCACHE_CHECK=1"}, 1));
         void *dv;
         OK(kt_device_alloc(ctx, dev, 1 << 20, &dv));
         kt_arg args[] = {kt_arg_buf(dv, 1 << 20), kt_arg_f32(1.0f)};
@@ -1361,23 +1366,12 @@ static void check_budget_cancels_nvrtc(void) {
     size_t dev = cuda_device(ctx);
     if (dev == (size_t)-1) return;
     OK(kt_context_set_compile_threads(ctx, 1));
-    kt_op *op = NULL;
-    OK(kt_op_create(ctx, "cancel", &op));
-    OK(kt_op_set_device(op, dev));
-    OK(kt_op_add_buffer(op, "v", KT_TYPE_F32, KT_READ_WRITE));
-    OK(kt_op_add_scalar(op, "s", KT_TYPE_F32));
-    kt_space *sp = NULL;
-    OK(kt_space_create(&sp));
-    OK(kt_space_add_input(sp, "v"));
-    OK(kt_space_add_param(sp, "PER", "[1]"));
-    OK(kt_space_add_param(sp, "B", "[64]"));
-    const char *grid[3] = {"v // PER // B", NULL, NULL}, *block[3] = {"B", NULL, NULL};
-    OK(kt_space_set_geometry(sp, KT_GEOMETRY_GRID, grid, block, NULL));
+    kt_op *op = scale_op(ctx, dev, "cancel");
+    if (op == NULL) return;
     char include[160];
     snprintf(include, sizeof include, "--pre-include=%s", hang.path);
-    OK(kt_op_add_variants(op, "fast", sp, scale_cu, "scale", NULL, 0));
-    OK(kt_op_add_variants(op, "hung", sp, scale_cu, "scale", (const char *const[]){include}, 1));
-    kt_space_destroy(sp);
+    OK(add_scale(op, "fast", "[1]", "[64]", NULL, 0));
+    OK(add_scale(op, "hung", "[1]", "[64]", (const char *const[]){include}, 1));
     OK(kt_op_set_budget(op, 0, 1.0));
     void *dv;
     OK(kt_device_alloc(ctx, dev, 1 << 20, &dv));
