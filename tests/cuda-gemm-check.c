@@ -325,6 +325,12 @@ static void check_cached(ktops_cuda *cu, size_t *dev_out) {
             kt_context_destroy(ctx);
             return;
         }
+        /* a decision below the confidence its race asked for is re-raced by the next run, by
+         * design (test-persist.c pins that): at this small shape cuBLAS, cuBLASLt's picks and the
+         * kernels are within a few percent of each other, and a race at 1% tolerance ended
+         * unsettled in 3 of 20 runs on the H200. At 50% they count as equally fast, so the first
+         * decision is settled and the second run must be served from the cache. */
+        OK(kt_context_set_race(ctx, 0.99, 0.5, 100));
         size_t dev = cuda_device(ctx);
         *dev_out = dev;
         ktops_gemm *g = NULL;
@@ -340,7 +346,8 @@ static void check_cached(ktops_cuda *cu, size_t *dev_out) {
         const kt_decision *d = NULL;
         OK(ktops_gemm_decision(g, p.da, p.db, p.dc, m, n, k, &d));
         if (run == 0)
-            CHECK(kt_op_tune_count(op) == 1 && kt_decision_source_of(d) == KT_SOURCE_MEASURED, "the first run tunes");
+            CHECK(kt_op_tune_count(op) == 1 && kt_decision_source_of(d) == KT_SOURCE_MEASURED && !kt_decision_below_confidence(d),
+                  "the first run tunes, and settles: confidence %.4f", kt_decision_confidence(d));
         else
             CHECK(kt_op_tune_count(op) == 0 && kt_decision_source_of(d) == KT_SOURCE_CACHE && kt_context_cache_hits(ctx) >= 1,
                   "the second run is served from the cache without tuning: tuned %llu, source %d",
