@@ -14,6 +14,7 @@
 #include <kerntune/decision.h>
 
 #include "store/store.h"
+#include "store/store_int.h"
 
 #include <dirent.h>
 #include <dlfcn.h>
@@ -695,6 +696,27 @@ static void test_damage_found_together(void **state) {
     check_integrity(path);
     assert_int_equal(sql_int(path, "SELECT count(*) FROM decisions WHERE op = 'one'"), N);
     assert_int_equal(sql_int(path, "SELECT count(*) FROM units"), N * 3);
+}
+
+/* A file whose inode the finder of damage never saw is not moved aside: between one process's
+ * stat and its open another may have moved the damaged file aside and started a fresh store in
+ * its place, which must not be moved in turn (in test_damage_found_together, once under
+ * AddressSanitizer, a worker still opening the old file then failed with an I/O error). Nor is
+ * a file other than the one seen. */
+static void test_unseen_file_never_moved(void **state) {
+    (void)state;
+    const char *path = in_dir("store.db");
+    kt_cache *c = open_ok(path);
+    struct stat zero = {0}, other;
+    assert_int_equal(kt__recover_move_aside(c, path, &zero, "test"), 0);
+    assert_null(moved_aside("store.db"));
+    assert_int_equal(stat(dir, &other), 0);
+    assert_int_equal(kt__recover_move_aside(c, path, &other, "test"), 0);
+    assert_null(moved_aside("store.db"));
+    assert_true(exists(path));
+    assert_int_equal(count(c, NULL, NULL), 0); /* the store still works */
+    kt_cache_close(c);
+    check_integrity(path);
 }
 
 static void test_truncated_file(void **state) {
@@ -1772,6 +1794,7 @@ int main(void) {
         cmocka_unit_test_setup_teardown(test_killed_mid_write, setup, teardown),
         cmocka_unit_test_setup_teardown(test_garbage_file, setup, teardown),
         cmocka_unit_test_setup_teardown(test_damage_found_together, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_unseen_file_never_moved, setup, teardown),
         cmocka_unit_test_setup_teardown(test_truncated_file, setup, teardown),
         cmocka_unit_test_setup_teardown(test_first_page_overwritten, setup, teardown),
         cmocka_unit_test_setup_teardown(test_damage_found_later, setup, teardown),

@@ -126,7 +126,8 @@ static kt_status open_file(kt_cache *c, const char *path, const char *where) {
         if (is_perm_errno(e)) return fall_back(c, path, why, where);
         return kt__err(KT_ERR_SYSTEM, "%s: %s", where, why);
     }
-    for (int attempt = 0;; attempt++) {
+    uint32_t seed = (uint32_t)(uintptr_t)c ^ (uint32_t)getpid();
+    for (int attempt = 0, moved = 0;; attempt++) {
         struct stat seen = {0};
         stat(path, &seen);
         kt_status st = kt__open_file_once(c, path, where);
@@ -141,7 +142,17 @@ static kt_status open_file(kt_cache *c, const char *path, const char *where) {
         int rc = c->rc;
         sqlite3_close_v2(c->db);
         c->db = NULL;
-        if (kt__db_is_damaged(rc) && attempt == 0) {
+        /* the file was moved aside or replaced by another process while this one opened it (the
+         * damaged file's finder, whose renames of the -wal and -shm files an opener of the old
+         * file sees as an I/O error): whatever went wrong, open what the path names now */
+        struct stat now;
+        bool same = seen.st_ino != 0 && stat(path, &now) == 0 && now.st_dev == seen.st_dev && now.st_ino == seen.st_ino;
+        if (!same && attempt < 8) {
+            kt__db_nap(&seed);
+            continue;
+        }
+        if (kt__db_is_damaged(rc) && same && !moved) {
+            moved = 1;
             e = kt__recover_move_aside(c, path, &seen, sqlite3_errstr(rc));
             if (e == 0) continue;
             snprintf(why, sizeof why, "it is damaged (%s) and cannot be moved aside: %s", sqlite3_errstr(rc), strerror(e));

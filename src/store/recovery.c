@@ -8,8 +8,9 @@
  *
  * Two processes finding the same damage move it once: the move happens under a lock on
  * "<path>.lock" (fcntl, plus a process-wide mutex, since fcntl locks do not exclude threads),
- * and only if the path still names the file that was found damaged. What happened is reported
- * by kt_cache_warning; nothing is printed.
+ * and only if the path still names the file that was found damaged (by inode: a file whose
+ * inode was not known is never moved). What happened is reported by kt_cache_warning; nothing
+ * is printed.
  */
 #ifndef KT_NO_CACHE
 
@@ -41,7 +42,9 @@ int kt__recover_move_aside(kt_cache *c, const char *path, const struct stat *see
     while (err == 0 && fcntl(fd, F_SETLKW, &fl) != 0)
         if (errno != EINTR) err = errno;
     struct stat now;
-    if (err == 0 && stat(path, &now) == 0 && (seen->st_ino == 0 || (now.st_dev == seen->st_dev && now.st_ino == seen->st_ino))) {
+    /* a file nobody saw (seen zeroed: no stat of it) is never moved: it may be a fresh store
+     * another process just made, in use */
+    if (err == 0 && seen->st_ino != 0 && stat(path, &now) == 0 && now.st_dev == seen->st_dev && now.st_ino == seen->st_ino) {
         long long t = (long long)time(NULL);
         snprintf(dest, sizeof dest, "%s.corrupt-%lld", path, t);
         struct stat sb;
