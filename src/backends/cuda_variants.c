@@ -192,12 +192,11 @@ kt_status kt__cu_build(void *state, size_t device, const kt_build_request *req, 
     close(fds[1]);
     /* While the child compiles, whether the core still wants the build: if not, the child is
      * killed (NVRTC's longest compiles take seconds, which an ended tuning would wait for). */
-    for (bool wanted = true; wanted && req->cancelled;) {
+    while (req->cancelled) {
         struct pollfd pfd = {.fd = fds[0], .events = POLLIN};
         int r = poll(&pfd, 1, 20);
         if (r > 0 || (r < 0 && errno != EINTR)) break; /* the report (or the pipe's end) is there */
         if (req->cancelled(req->cancel_user)) {
-            wanted = false;
             kill(pid, SIGKILL);
             close(fds[0]);
             while (waitpid(pid, NULL, 0) < 0 && errno == EINTR) {}
