@@ -1,11 +1,14 @@
 /*
  * fifo-hang.h - a compiler that hangs on purpose, for the tests of cancelled builds
  * (test-variants.c on the C backend, cuda-check.c on NVRTC): a variant group compiles with a
- * FIFO as a pre-included header, which nobody writes, so its compiler waits for ever in open().
- * A guard thread opens the FIFO once after 60 s, so that a build that is never stopped ends (and
- * the test fails) instead of hanging the suite; fifo_unread says whether nobody reads the FIFO
- * any more, that is, whether the compiler was stopped. No test framework: cuda-check runs where
- * there is none.
+ * FIFO as a pre-included header, which nobody writes, so its compiler waits for ever. A watcher
+ * thread opens the FIFO for writing as soon as a reader has it open (the compiler reached it:
+ * reader_seen), and holds it without writing, so that the compiler stays blocked, now in
+ * read(); after 60 s it closes it, so that a build that is never stopped ends (and the test
+ * fails) instead of hanging the suite. fifo_unread says whether nobody reads the FIFO any
+ * more, that is, whether the compiler was stopped. The fifo_hang must outlive the watcher
+ * (static storage: a failed assertion may leave the test's frame). No test framework:
+ * cuda-check runs where there is none.
  */
 #ifndef KT_FIFO_HANG_H
 #define KT_FIFO_HANG_H
@@ -23,9 +26,10 @@
 
 typedef struct fifo_hang {
     char dir[64], path[128];
-    pthread_t guard;
+    pthread_t watcher;
     bool started;
-    _Atomic int stop, fired;
+    int held; /* the watcher's writer (-1: none) */
+    _Atomic int stop, reader_seen, fired;
 } fifo_hang;
 
 static void fifo_nap_ms(long ms) {
@@ -33,30 +37,32 @@ static void fifo_nap_ms(long ms) {
     while (nanosleep(&t, &t) != 0 && errno == EINTR) {}
 }
 
-static void *fifo_guard(void *arg) {
+static void *fifo_watch(void *arg) {
     fifo_hang *f = arg;
-    for (int t = 0; t < 600 && !atomic_load(&f->stop); t++) fifo_nap_ms(100);
-    if (atomic_load(&f->stop)) return NULL;
-    int fd = open(f->path, O_WRONLY | O_NONBLOCK);
-    if (fd >= 0) atomic_store(&f->fired, 1), close(fd);
+    for (int t = 0; t < 6000 && !atomic_load(&f->stop); t++) {
+        if (f->held < 0 && (f->held = open(f->path, O_WRONLY | O_NONBLOCK)) >= 0) atomic_store(&f->reader_seen, 1);
+        fifo_nap_ms(10);
+    }
+    if (!atomic_load(&f->stop) && f->held >= 0) atomic_store(&f->fired, 1); /* 60 s: let the compiler finish */
+    if (f->held >= 0) close(f->held), f->held = -1;
     return NULL;
 }
 
-/* Makes the FIFO (f->path, in a fresh directory under /tmp) and starts the guard: true when
+/* Makes the FIFO (f->path, in a fresh directory under /tmp) and starts the watcher: true when
  * both worked. */
 static bool fifo_hang_start(fifo_hang *f) {
-    *f = (fifo_hang){.stop = 0};
+    *f = (fifo_hang){.held = -1};
     snprintf(f->dir, sizeof f->dir, "/tmp/kt-hang-XXXXXX");
     if (mkdtemp(f->dir) == NULL) return false;
     snprintf(f->path, sizeof f->path, "%s/hang.h", f->dir);
     if (mkfifo(f->path, 0600) != 0) return false;
-    f->started = pthread_create(&f->guard, NULL, fifo_guard, f) == 0;
+    f->started = pthread_create(&f->watcher, NULL, fifo_watch, f) == 0;
     return f->started;
 }
 
 /* Whether nobody reads the FIFO within 10 s (a killed process takes a moment to be gone): a
  * writer's open fails with ENXIO then. One that succeeds is held open meanwhile, so that a
- * compiler still alive blocks on its read instead of finishing. */
+ * compiler still alive stays blocked instead of finishing. */
 static bool fifo_unread(fifo_hang *f) {
     int held[256], nheld = 0;
     bool gone = false;
@@ -74,11 +80,12 @@ static bool fifo_unread(fifo_hang *f) {
     return gone;
 }
 
-/* Stops the guard, removes the FIFO and its directory; returns whether the guard had to open
- * the FIFO (a build nobody stopped). */
+/* Stops the watcher, removes the FIFO and its directory; returns whether the watcher had to let
+ * the compiler finish (a build nobody stopped). */
 static bool fifo_hang_end(fifo_hang *f) {
     atomic_store(&f->stop, 1);
-    if (f->started) pthread_join(f->guard, NULL);
+    if (f->started) pthread_join(f->watcher, NULL);
+    f->started = false;
     unlink(f->path);
     rmdir(f->dir);
     return atomic_load(&f->fired) != 0;

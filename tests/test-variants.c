@@ -782,14 +782,15 @@ static void test_call_sizes_compiled_or_interpreted(void **state) {
 
 /* Under a budget of wall seconds, the tuning does not wait past its deadline for a build on the
  * host either, and the build it leaves is stopped: group "hung" compiles with -include of a
- * FIFO nobody writes, so its compiler (cc1) waits for ever. With a budget of 1 s the tuning
- * returns without it (its unit NOT_RUN, the result right); destroying the context stops the
- * compiler, its children included: soon nobody reads the FIFO (opening it to write fails with
- * ENXIO), and no failure is recorded for the group's code. */
+ * FIFO nobody writes, so its compiler (cc1) waits for ever (the FIFO's watcher sees it arrive).
+ * With a budget of 5 s (the hung build starts well before) the tuning returns at its deadline
+ * without it (its unit NOT_RUN, the result right), having stopped the compiler, its children
+ * included: soon nobody reads the FIFO (opening it to write fails with ENXIO). Destroying the
+ * context then waits for nothing, and no failure is recorded for the group's code. */
 static void test_budget_stops_hung_compiler(void **state) {
     (void)state;
     fill();
-    fifo_hang hang;
+    static fifo_hang hang; /* the watcher reads it: it outlives a failed assertion */
     assert_true(fifo_hang_start(&hang));
     const int failed_before = count_files(artifacts, ".failed");
     kt_context *ctx = variant_context();
@@ -802,7 +803,7 @@ static void test_budget_stops_hung_compiler(void **state) {
     ok(kt_space_add_param(hs, "UNROLL", "[1]"));
     ok(kt_space_add_param(hs, "WRONG", "[0]"));
     ok(kt_op_add_variants(op, "hung", hs, matmul_src, "matmul", (const char *const[]){"-include", hang.path}, 2));
-    ok(kt_op_set_budget(op, 0, 1.0));
+    ok(kt_op_set_budget(op, 0, 5.0));
     /* one build at a time: the tiled group's first unit is measured before "hung" is built, so
      * that the tuning can decide by the deadline (without an answer it waits for a build) */
     ok(kt_context_set_compile_threads(ctx, 1));
@@ -818,11 +819,12 @@ static void test_budget_stops_hung_compiler(void **state) {
     assert_true(hung < kt_decision_unit_count(d));
     assert_int_equal(kt_decision_unit_outcome(d, hung), KT_OUTCOME_NOT_RUN);
     assert_true(kt_decision_winner_unit(d) != hung);
+    const bool unread = fifo_unread(&hang);
     t0 = fifo_now_s();
     kt_context_destroy(ctx);
     assert_true(fifo_now_s() - t0 < 30);
-    const bool unread = fifo_unread(&hang);
-    assert_false(fifo_hang_end(&hang)); /* the guard never had to end the compile */
+    assert_true(atomic_load(&hang.reader_seen)); /* the compiler reached the FIFO */
+    assert_false(fifo_hang_end(&hang));          /* the watcher never had to let it finish */
     assert_true(unread);
     assert_int_equal(count_files(artifacts, ".failed"), failed_before);
     kt_space_destroy(hs);

@@ -237,8 +237,16 @@ static int run_logged(char *const argv[], const char *log_path, char *err, size_
         while ((got = waitpid(pid, &status, WNOHANG)) < 0 && errno == EINTR) {}
         if (got != 0) break; /* ended (pid), or lost (below) */
         if (req->cancelled(req->cancel_user)) {
+            /* SIGTERM first, which lets the compiler driver remove its temporary files; the
+             * group's stragglers get SIGKILL after 200 ms */
+            kill(-pid, SIGTERM);
+            for (int t = 0; t < 40 && (got = waitpid(pid, &status, WNOHANG)) == 0; t++) {
+                struct timespec ms5 = {0, 5000000L};
+                nanosleep(&ms5, NULL);
+            }
             kill(-pid, SIGKILL);
-            while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {}
+            if (got != pid)
+                while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {}
             snprintf(err, errlen, "cancelled: the tuning that asked for it has ended");
             return -2;
         }

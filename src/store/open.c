@@ -146,12 +146,13 @@ static kt_status open_file(kt_cache *c, const char *path, const char *where) {
          * damaged file's finder, whose renames of the -wal and -shm files an opener of the old
          * file sees as an I/O error): whatever went wrong, open what the path names now */
         struct stat now;
-        bool same = seen.st_ino != 0 && stat(path, &now) == 0 && now.st_dev == seen.st_dev && now.st_ino == seen.st_ino;
-        if (!same && attempt < 8) {
+        const bool known = seen.st_ino != 0; /* the file existed before the open: its inode is known */
+        const bool replaced = known && (stat(path, &now) != 0 || now.st_dev != seen.st_dev || now.st_ino != seen.st_ino);
+        if (replaced && attempt < 8) {
             kt__db_nap(&seed);
             continue;
         }
-        if (kt__db_is_damaged(rc) && same && !moved) {
+        if (kt__db_is_damaged(rc) && known && !replaced && !moved) {
             moved = 1;
             e = kt__recover_move_aside(c, path, &seen, sqlite3_errstr(rc));
             if (e == 0) continue;

@@ -57,6 +57,8 @@ int kt__recover_move_aside(kt_cache *c, const char *path, const struct stat *see
         }
         if (err == 0 && rename(path, dest) != 0) err = errno;
         if (err == 0) kt__db_warn(c, "'%s' was damaged (%s); moved it aside to '%s' and started a fresh store", path, reason, dest);
+    } else if (err == 0 && seen->st_ino == 0) {
+        kt__db_warn(c, "'%s' was damaged (%s); not moved aside: which file was found damaged is not known", path, reason);
     } else if (err == 0) {
         kt__db_warn(c, "'%s' was damaged (%s); another process had already moved it aside", path, reason);
     }

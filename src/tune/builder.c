@@ -70,6 +70,7 @@ struct kt__builder {
     size_t nthreads;
     bool stopping;
     bool inited; /* mu, work and done exist */
+    bool cancellable; /* jobs' requests carry cancelled (kt__builder_start) */
     size_t exited; /* threads that left their loop */
     struct kt__builder *drain_next; /* in the context's list of builders left to finish */
 };
@@ -122,12 +123,12 @@ static void *worker(void *arg) {
     return NULL;
 }
 
-kt_status kt__builder_start(kt_op *op, kt_decision *d, kt__plans *plans, size_t threads, kt__builder **out) {
+kt_status kt__builder_start(kt_op *op, kt_decision *d, kt__plans *plans, size_t threads, bool cancellable, kt__builder **out) {
     *out = NULL;
     kt__builder *bl = calloc(1, sizeof *bl);
     size_t na = op->nargs ? op->nargs : 1;
     if (bl == NULL) return kt__err(KT_ERR_NO_MEMORY, "%s(op '%s'): out of memory for the builder", d->where, op->name);
-    bl->op = op, bl->ctx = op->ctx, bl->d = d, bl->plans = plans;
+    bl->op = op, bl->ctx = op->ctx, bl->d = d, bl->plans = plans, bl->cancellable = cancellable;
     kt__op_backend(op, &bl->b, &bl->bstate, &bl->local, &bl->fp);
     bl->types = calloc(na, sizeof *bl->types), bl->elems = calloc(na, sizeof *bl->elems);
     bl->names = calloc(na, sizeof *bl->names), bl->constant = calloc(na, 1);
@@ -248,7 +249,7 @@ kt_status kt__builder_submit(kt__builder *bl, const size_t *units, size_t n) {
         bool fresh = j == NULL;
         if (fresh && (j = calloc(1, sizeof *j)) != NULL) {
             j->bd = probe;
-            j->bd.req.cancelled = job_cancelled, j->bd.req.cancel_user = j;
+            if (bl->cancellable) j->bd.req.cancelled = job_cancelled, j->bd.req.cancel_user = j;
             if (!own_request(j)) free(j), j = NULL;
         }
         if (fresh && j != NULL) {

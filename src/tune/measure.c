@@ -980,7 +980,7 @@ kt_status kt__measure_all(kt_op *op, kt_decision *d, const kt_arg *caller, bool 
     size_t olocal;
     kt__op_backend(op, &ob, &ostate, &olocal, NULL);
     if (st == KT_OK && tu.plans && (kt__backend_caps(ob) & KT_BACKEND_CAP_OWN_PROCESSOR))
-        st = kt__builder_start(op, d, tu.plans, tu.threads, &tu.builder);
+        st = kt__builder_start(op, d, tu.plans, tu.threads, wall_budget(op), &tu.builder);
     if (st == KT_OK) st = kt__engine_run(&cfg, &op->budget, &io, tu.acc, d->nunits, &out);
     /* builds running finish (under a budget of wall seconds, without the tuning waiting for
      * them); the rest never start */

@@ -225,7 +225,8 @@ kt_status kt__make_units(kt_op *op, kt_decision *d, const kt_arg *args, long onl
 /* Builds those of units (n of them) that are planned and not built yet, in parallel: each ends
  * runnable or BUILD_FAILED. An error is not the units'. With a deadline (monotonic seconds, as
  * kt__now_s; 0: none), builds still running then are left (cancelled where the backend can
- * stop its compiler) and their units stay NOT_RUN. */
+ * stop its compiler) and builds not started never start: their units stay NOT_RUN, for good
+ * (their plans are freed). */
 kt_status kt__build_some(kt_op *op, kt_decision *d, kt__plans *plans, const size_t *units, size_t n, double deadline);
 
 /* Whether unit i is planned and not built yet. */
@@ -239,8 +240,11 @@ void kt__plan_done(kt__plans *plans, size_t i);
 
 typedef struct kt__builder kt__builder;
 
-/* Starts a builder of d's planned units with threads threads (0: one per core; at most 64). */
-kt_status kt__builder_start(kt_op *op, kt_decision *d, kt__plans *plans, size_t threads, kt__builder **out);
+/* Starts a builder of d's planned units with threads threads (0: one per core; at most 64).
+ * cancellable: its stop may abandon running builds (a budget of wall seconds), so their
+ * requests say whether they are still wanted (kt_build_request.cancelled): a backend that can
+ * stop its compiler then does, and a C compiler runs in a process group of its own for that. */
+kt_status kt__builder_start(kt_op *op, kt_decision *d, kt__plans *plans, size_t threads, bool cancellable, kt__builder **out);
 
 /* Queues the planned, not yet decided ones of units for building (those sharing a build's key
  * share the build). A unit that cannot be built here at all (no compiler, launch parameters
@@ -263,7 +267,8 @@ double kt__builder_quantile_ms(kt__builder *b, double q);
 /* Stops the builder: queued builds never start (their units stay planned and NOT_RUN); built
  * units not taken are finished. Builds running finish first, or with abandon, on their own
  * after this returns, their units NOT_RUN and their modules unloaded (the context waits for
- * them: kt__builders_drain). NULL is harmless. */
+ * them: kt__builders_drain); a cancellable builder's are told they are no longer wanted, so
+ * that a backend that can stop its compiler does it now. NULL is harmless. */
 void kt__builder_stop(kt__builder *b, bool abandon);
 
 void kt__plans_free(kt__plans *plans);
