@@ -1353,12 +1353,14 @@ static void check_device_checks(void) {
 
 /* Under a budget of wall seconds, an NVRTC build the tuning leaves running is cancelled: group
  * "hung" compiles with --pre-include of a FIFO nobody writes, so its NVRTC child waits for ever
- * (the FIFO's watcher sees it arrive). With one build thread the fast group is built and
- * measured first; at the 5 s deadline the tuning returns without "hung" (NOT_RUN), having
- * killed the child: the FIFO is left with no reader, and the destroy waits for nothing. */
+ * in open(). With one build thread the fast group is built and measured first, and "hung" is
+ * built from then on (well before the deadline: the fast build takes under a second); the
+ * tuning waits for it until the 5 s deadline, and returns without it (NOT_RUN), having killed
+ * the child: the FIFO is left with no reader, and the destroy waits for nothing. (NVRTC fails
+ * a compile that reads a FIFO with a writer, so the watcher does not hold it.) */
 static void check_budget_cancels_nvrtc(void) {
     static fifo_hang hang; /* the watcher reads it: it outlives an early return */
-    if (!fifo_hang_start(&hang)) {
+    if (!fifo_hang_start(&hang, false)) {
         CHECK(0, "cannot make the FIFO or its guard");
         return;
     }
@@ -1379,7 +1381,7 @@ static void check_budget_cancels_nvrtc(void) {
     double t0 = fifo_now_s();
     OK(kt_op_tune(op, args, 2));
     double took = fifo_now_s() - t0;
-    CHECK(took < 30, "the tuning took %.1f s", took);
+    CHECK(took >= 4.5 && took < 30, "the tuning took %.1f s (its deadline: 5 s)", took);
     const kt_decision *d = NULL;
     OK(kt_op_decision(op, args, 2, &d));
     for (size_t u = 0; u < kt_decision_unit_count(d); u++) {
@@ -1395,9 +1397,8 @@ static void check_budget_cancels_nvrtc(void) {
     kt_context_destroy(ctx);
     took = fifo_now_s() - t0;
     CHECK(took < 30, "the destroy took %.1f s", took);
-    const bool reached = atomic_load(&hang.reader_seen), fired = fifo_hang_end(&hang);
-    CHECK(reached && unread && !fired, "the NVRTC child: reached the FIFO %d, gone %d, let finish %d", (int)reached, (int)unread,
-          (int)fired);
+    const bool fired = fifo_hang_end(&hang);
+    CHECK(unread && !fired, "the NVRTC child: gone %d, let finish %d", (int)unread, (int)fired);
     printf("  budget: the tuning returned at its deadline, the hung NVRTC child killed; the destroy took %.2f s\n", took);
 }
 

@@ -1,11 +1,12 @@
 /*
  * fifo-hang.h - a compiler that hangs on purpose, for the tests of cancelled builds
  * (test-variants.c on the C backend, cuda-check.c on NVRTC): a variant group compiles with a
- * FIFO as a pre-included header, which nobody writes, so its compiler waits for ever. A watcher
- * thread opens the FIFO for writing as soon as a reader has it open (the compiler reached it:
- * reader_seen), and holds it without writing, so that the compiler stays blocked, now in
- * read(); after 60 s it closes it, so that a build that is never stopped ends (and the test
- * fails) instead of hanging the suite. fifo_unread says whether nobody reads the FIFO any
+ * FIFO as a pre-included header, which nobody writes, so its compiler waits for ever in open().
+ * A watcher thread ends a build that is never stopped after 60 s (the test then fails instead of
+ * hanging the suite): it opens the FIFO for writing then, and closes it. With hold, it opens it
+ * as soon as a reader waits (the compiler reached it: reader_seen) and holds it without writing,
+ * so that the compiler stays blocked, now in read(): gcc's cc1 does; NVRTC reading a FIFO
+ * with a writer fails the compile instead, so its test does not hold. fifo_unread says whether nobody reads the FIFO any
  * more, that is, whether the compiler was stopped. The fifo_hang must outlive the watcher
  * (static storage: a failed assertion may leave the test's frame). No test framework:
  * cuda-check runs where there is none.
@@ -28,7 +29,8 @@ typedef struct fifo_hang {
     char dir[64], path[128];
     pthread_t watcher;
     bool started;
-    int held; /* the watcher's writer (-1: none) */
+    bool hold; /* open the FIFO as soon as a reader waits, and hold it */
+    int held;  /* the watcher's writer (-1: none) */
     _Atomic int stop, reader_seen, fired;
 } fifo_hang;
 
@@ -40,18 +42,21 @@ static void fifo_nap_ms(long ms) {
 static void *fifo_watch(void *arg) {
     fifo_hang *f = arg;
     for (int t = 0; t < 6000 && !atomic_load(&f->stop); t++) {
-        if (f->held < 0 && (f->held = open(f->path, O_WRONLY | O_NONBLOCK)) >= 0) atomic_store(&f->reader_seen, 1);
+        if (f->hold && f->held < 0 && (f->held = open(f->path, O_WRONLY | O_NONBLOCK)) >= 0) atomic_store(&f->reader_seen, 1);
         fifo_nap_ms(10);
     }
-    if (!atomic_load(&f->stop) && f->held >= 0) atomic_store(&f->fired, 1); /* 60 s: let the compiler finish */
+    if (!atomic_load(&f->stop)) { /* 60 s: let the compiler finish */
+        if (f->held < 0) f->held = open(f->path, O_WRONLY | O_NONBLOCK);
+        if (f->held >= 0) atomic_store(&f->fired, 1);
+    }
     if (f->held >= 0) close(f->held), f->held = -1;
     return NULL;
 }
 
 /* Makes the FIFO (f->path, in a fresh directory under /tmp) and starts the watcher: true when
  * both worked. */
-static bool fifo_hang_start(fifo_hang *f) {
-    *f = (fifo_hang){.held = -1};
+static bool fifo_hang_start(fifo_hang *f, bool hold) {
+    *f = (fifo_hang){.hold = hold, .held = -1};
     snprintf(f->dir, sizeof f->dir, "/tmp/kt-hang-XXXXXX");
     if (mkdtemp(f->dir) == NULL) return false;
     snprintf(f->path, sizeof f->path, "%s/hang.h", f->dir);

@@ -791,7 +791,7 @@ static void test_budget_stops_hung_compiler(void **state) {
     (void)state;
     fill();
     static fifo_hang hang; /* the watcher reads it: it outlives a failed assertion */
-    assert_true(fifo_hang_start(&hang));
+    assert_true(fifo_hang_start(&hang, true));
     const int failed_before = count_files(artifacts, ".failed");
     kt_context *ctx = variant_context();
     kt_space *sp = matmul_space();
