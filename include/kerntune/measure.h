@@ -122,9 +122,10 @@ KT_API kt_status kt_context_set_budget_clock(kt_context *ctx, kt_clock_fn now, v
 /** Limits each tuning of the op: at most max_units units (native candidates and variant
  *  configurations, in order; 0: no limit) are validated and measured, and none is started after
  *  max_seconds of wall time, or of the context's budget clock (0: no limit). Units left out end
- *  KT_OUTCOME_NOT_RUN. On the wall clock, a tuning whose variants build while it measures (a
- *  GPU) does not wait past max_seconds for builds still running: it returns without them, and
- *  they finish in the background (kt_context_destroy waits for any still running). */
+ *  KT_OUTCOME_NOT_RUN. On the wall clock, a tuning does not wait past max_seconds for builds
+ *  still running once a unit was measured: it returns without them, and stops them where the
+ *  backend can (CUDA, C); others finish in the background (kt_context_destroy waits for any
+ *  still running). */
 KT_API kt_status kt_op_set_budget(kt_op *op, size_t max_units, double max_seconds);
 
 /** Limits each tuning of the op to a fraction (0 to 1) of its units: with a count from

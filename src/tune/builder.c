@@ -33,12 +33,13 @@ typedef struct job {
     size_t *units; /* the units this build serves: the first pays its build time */
     size_t nunits, cap;
     int state;
-    bool adopted;   /* its module is in the op's table */
-    bool abandoned; /* running when its tuning ended: its module is unloaded once built */
-    _Atomic int cancel; /* abandoned: what the backend's build polls (kt_build_request.cancelled) */
+    bool adopted; /* its module is in the op's table */
+    /* running when its tuning ended: its module is unloaded once built, and a cancellable
+     * builder's backend is told it is no longer wanted (kt_build_request.cancelled) */
+    _Atomic int abandoned;
 } job;
 
-static int job_cancelled(void *user) { return atomic_load(&((job *)user)->cancel); }
+static int job_cancelled(void *user) { return atomic_load(&((job *)user)->abandoned); }
 
 struct kt__builder {
     kt_op *op;
@@ -103,7 +104,7 @@ static void *worker(void *arg) {
         double on_clock_ms = clock ? (clock(clock_user) - c0) * 1e3 : 0;
         pthread_mutex_lock(&bl->mu);
         j->state = DONE;
-        if (j->abandoned) { /* its tuning is over, and its op may be gone: nobody takes it */
+        if (atomic_load(&j->abandoned)) { /* its tuning is over, and its op may be gone: nobody takes it */
             if (j->bd.status == KT_OK && j->bd.module != NULL && !j->adopted) bl->b->unload(j->bd.bstate, j->bd.device, j->bd.module);
             j->bd.module = NULL;
             bl->pending -= j->nunits;
@@ -517,10 +518,8 @@ void kt__builder_stop(kt__builder *bl, bool abandon) {
         bl->stopping = true; /* queued builds never start */
         pthread_cond_broadcast(&bl->work);
         for (size_t q = 0; abandon && q < bl->njobs; q++)
-            if (bl->jobs[q]->state == RUNNING) {
-                bl->jobs[q]->abandoned = true, running++;
-                atomic_store(&bl->jobs[q]->cancel, 1); /* a backend that can stop its compiler does */
-            }
+            if (bl->jobs[q]->state == RUNNING) /* a backend that can stop its compiler does */
+                atomic_store(&bl->jobs[q]->abandoned, 1), running++;
         pthread_mutex_unlock(&bl->mu);
         if (running == 0) { /* the builds running end first, so that what they built is finished below */
             for (size_t t = 0; t < bl->nthreads; t++) pthread_join(bl->th[t], NULL);

@@ -287,11 +287,17 @@ typedef struct tuning {
     size_t ndirect;            /* handed to the engine next */
 } tuning;
 
-/* Now on the clock the op's budget of seconds counts on. */
 /* A budget of seconds on the wall clock (no budget clock of the context's): a tuning under it
  * takes units as they are built and does not wait past its deadline for builds. */
 static bool wall_budget(const kt_op *op) { return op->budget.seconds > 0 && !op->ctx->budget_clock; }
 
+/* Until when (kt__now_s) the tuning waits for a build: under a wall budget, once it can decide,
+ * its deadline; 0 (no limit) otherwise. */
+static double build_deadline(const tuning *tu) {
+    return wall_budget(tu->op) && tu->any_valid ? tu->start_s + tu->op->budget.seconds : 0;
+}
+
+/* Now on the clock the op's budget of seconds counts on. */
 static double budget_now(const tuning *tu) { return kt__clock_s(tu->op->ctx->budget_clock, tu->op->ctx->budget_clock_user); }
 
 static kt_status tuning_admit(void *p, size_t i, bool *usable, unsigned *runs) {
@@ -515,8 +521,7 @@ static kt_status prepare_built(tuning *tu, const size_t *units, size_t n) {
 /* Builds those of units (n) still to build, now, and prepares them (prepare_built). Under a
  * budget of wall seconds, once the tuning can decide, no build is waited for past its deadline. */
 static kt_status build_admitted(tuning *tu, const size_t *units, size_t n) {
-    double deadline = wall_budget(tu->op) && tu->any_valid ? tu->start_s + tu->op->budget.seconds : 0;
-    kt_status st = kt__build_some(tu->op, tu->d, tu->plans, units, n, deadline);
+    kt_status st = kt__build_some(tu->op, tu->d, tu->plans, units, n, build_deadline(tu));
     return st == KT_OK ? prepare_built(tu, units, n) : st;
 }
 
@@ -828,9 +833,7 @@ static size_t next_pipelined(tuning *tu, size_t *units, size_t max) {
              * builds end (in proposal order, one slow build would hold back every unit built
              * after it, and with them the search's next proposals), and not waited for past
              * the deadline once the tuning can decide */
-            bool wall = wall_budget(tu->op);
-            double deadline = wall && tu->any_valid ? tu->start_s + tu->op->budget.seconds : 0;
-            k = kt__builder_take(tu->builder, units, max, true, !wall, deadline, &st);
+            k = kt__builder_take(tu->builder, units, max, true, !wall_budget(tu->op), build_deadline(tu), &st);
         }
         /* the threads those freed build the next proposals while the engine measures these */
         if (st == KT_OK && k > 0) st = top_up(tu);
