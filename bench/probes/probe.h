@@ -36,6 +36,21 @@ static void probe_gate(void *p) {
     }
 }
 
+/* d (16 x 8, f32) += a (16 x 16, row) * b (16 x 8, col), bf16 operands */
+static __device__ __forceinline__ void mma16816(float d[4], unsigned a0, unsigned a1, unsigned a2, unsigned a3, unsigned b0,
+                                                unsigned b1) {
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+                 : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+}
+
+/* two floats as bf16, lo in the low half */
+static __device__ __forceinline__ unsigned pack2(float lo, float hi) {
+    unsigned d;
+    asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(d) : "f"(hi), "f"(lo));
+    return d;
+}
+
 __global__ void probe_flush(const uint4 *p, size_t n, unsigned *out) {
     unsigned acc = 0;
     for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
@@ -107,19 +122,25 @@ struct probe {
         return v[v.size() / 2];
     }
 
-    void cublas_gemm(int m, int n, int k) { /* row-major C = A * B as column-major C^T = B^T A^T */
+    cublasStatus_t cublas_gemm(int m, int n, int k) { /* row-major C = A * B as column-major C^T = B^T A^T */
         const float one = 1, zero = 0;
-        cublasGemmEx(blas, CUBLAS_OP_N, CUBLAS_OP_N, n, m, k, &one, B, CUDA_R_16BF, n, A, CUDA_R_16BF, k, &zero, C,
-                     CUDA_R_16BF, n, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
+        return cublasGemmEx(blas, CUBLAS_OP_N, CUBLAS_OP_N, n, m, k, &one, B, CUDA_R_16BF, n, A, CUDA_R_16BF, k, &zero, C,
+                            CUDA_R_16BF, n, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
     }
 
     /* cuBLAS's C of the shape, kept as the reference, and its cold time */
     double reference(int m, int n, int k) {
-        cublas_gemm(m, n, k);
+        if (cublas_gemm(m, n, k) != CUBLAS_STATUS_SUCCESS) probe_ck(cudaErrorUnknown, "cublasGemmEx");
         probe_ck(cudaStreamSynchronize(s), "cublasGemmEx");
         ref.resize((size_t)m * n);
         probe_ck(cudaMemcpy(ref.data(), C, ref.size() * 2, cudaMemcpyDeviceToHost), "reading C");
         return time_cold([&] { cublas_gemm(m, n, k); });
+    }
+
+    /* the first call of a kernel: its launch and its run, errors fatal */
+    void first_run(cudaError_t launched) {
+        probe_ck(launched, "the kernel's launch");
+        probe_ck(cudaStreamSynchronize(s), "the kernel");
     }
 
     /* elements of C (m x n) off the reference by more than 2% + 0.05 */

@@ -9,13 +9,6 @@
  */
 #include "probe.h"
 
-static __device__ __forceinline__ void mma16816(float d[4], const unsigned a[4], unsigned b0, unsigned b1) {
-    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
-                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]) : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-}
-static __device__ __forceinline__ unsigned pack2(float lo, float hi) {
-    unsigned d; asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(d) : "f"(hi), "f"(lo)); return d;
-}
 static __device__ __forceinline__ void cp16(unsigned dst, const void *src, int bytes) {
     asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" :: "r"(dst), "l"(src), "r"(bytes) : "memory");
 }
@@ -27,7 +20,7 @@ static __device__ __forceinline__ void ldsm4(unsigned r[4], unsigned addr) {
 static __device__ __forceinline__ void ldsm4t(unsigned r[4], unsigned addr) {
     asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];" : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(addr));
 }
-/* smem tile: ROWS rows of 64 bf16 (8 chunks of 16 B), chunk c of row r at c ^ (r & 7) */
+/* a shared-memory tile: rows of 64 bf16 (8 chunks of 16 B), chunk c of row r at c ^ (r & 7) */
 static __device__ __forceinline__ unsigned swz(int r, int c) { return (unsigned)(r * 128 + ((c ^ (r & 7)) << 4)); }
 
 template <int BM, int STAGES>
@@ -81,7 +74,7 @@ __global__ void __launch_bounds__(128) smallg(const bf16_t *__restrict__ A, cons
 #pragma unroll
             for (int i = 0; i < MI; i++)
 #pragma unroll
-                for (int j = 0; j < 4; j++) mma16816(acc[i][j], a[i], b[j >> 1][(j & 1) * 2], b[j >> 1][(j & 1) * 2 + 1]);
+                for (int j = 0; j < 4; j++) mma16816(acc[i][j], a[i][0], a[i][1], a[i][2], a[i][3], b[j >> 1][(j & 1) * 2], b[j >> 1][(j & 1) * 2 + 1]);
         }
         __syncthreads();
         issue(kc + STAGES);
@@ -104,10 +97,12 @@ template <int BM, int STAGES> static void run(probe &pr, int m, int n, int k, do
     auto kern = smallg<BM, STAGES>;
     probe_ck(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem), "shared memory size");
     const int grid = ((m + BM - 1) / BM) * ((n + 63) / 64);
-    auto launch = [&] { kern<<<grid, 128, smem, pr.s>>>(pr.A, pr.B, pr.C, m, n, k); };
+    auto launch = [&] {
+        kern<<<grid, 128, smem, pr.s>>>(pr.A, pr.B, pr.C, m, n, k);
+        return cudaGetLastError();
+    };
     cudaMemset(pr.C, 0, (size_t)m * n * 2);
-    launch();
-    probe_ck(cudaStreamSynchronize(pr.s), "the kernel");
+    pr.first_run(launch());
     const int bad = pr.mismatches(m, n);
     const double us = pr.time_cold(launch);
     printf("  BM %3d STAGES %d: %4d blocks, %6zu B shared: %7.2f us, x%.3f cuBLAS%s\n", BM, STAGES, grid, smem, us, cublas_us / us,
