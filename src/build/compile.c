@@ -314,7 +314,7 @@ kt_status kt__build_run(kt__artifacts *arts, kt__build *builds, size_t n) {
         bd->module = orig->module; /* shared: only the original is owned */
         bd->cached = orig->cached;
         bd->build_ms = 0; /* built once, for the original */
-        snprintf(bd->log, sizeof bd->log, "%s", orig->log);
+        memcpy(bd->log, orig->log, sizeof bd->log); /* another element of builds: never the same */
     }
     free(p.unique);
     return KT_OK;
