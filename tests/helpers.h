@@ -42,6 +42,36 @@ __attribute__((constructor)) static void kt_test_cache_off(void) { setenv("KERNT
 #define KT_TEST_LARGE 1
 #endif
 
+/* Runs the cases of tests that the command line names (each argument a case's exact name), or
+ * all of them when it names none; KT_TEST_FILTER, when set, is a cmocka filter on top (e.g.
+ * test_json*). tests/CMakeLists.txt decides which cases each build runs and passes their names
+ * (see kt_test there); a name that no case has is an error, so that a renamed case cannot drop
+ * out of a build unnoticed. Returns what cmocka returns (the number of failed cases), or 2. */
+#define kt_run_cases(argc, argv, tests, setup, teardown) \
+    kt__run_cases((argc), (argv), (tests), sizeof(tests) / sizeof((tests)[0]), (setup), (teardown))
+static inline int kt__run_cases(int argc, char **argv, const struct CMUnitTest *tests, size_t n, CMFixtureFunction setup,
+                                CMFixtureFunction teardown) {
+    if (getenv("KT_TEST_FILTER")) cmocka_set_test_filter(getenv("KT_TEST_FILTER"));
+    const char *group = strrchr(argv[0], '/') ? strrchr(argv[0], '/') + 1 : argv[0];
+    if (argc <= 1) return _cmocka_run_group_tests(group, tests, n, setup, teardown);
+    struct CMUnitTest *chosen = calloc((size_t)argc, sizeof *chosen);
+    if (chosen == NULL) return 2;
+    size_t k = 0;
+    for (int a = 1; a < argc; a++) {
+        size_t i = 0;
+        while (i < n && strcmp(tests[i].name, argv[a]) != 0) i++;
+        if (i == n) {
+            fprintf(stderr, "%s: no case named '%s'\n", group, argv[a]);
+            free(chosen);
+            return 2;
+        }
+        chosen[k++] = tests[i];
+    }
+    int rc = _cmocka_run_group_tests(group, chosen, k, setup, teardown);
+    free(chosen);
+    return rc;
+}
+
 /* Fails the test with kerntune's message when st is not the expected status. */
 #define expect_status(expected, call)                                                            \
     do {                                                                                         \

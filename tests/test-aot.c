@@ -581,7 +581,7 @@ static void test_aot_embed(void **state) {
     assert_int_not_equal(access(path, F_OK), 0);
 }
 
-int main(void) {
+int main(int argc, char **argv) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_nearest_key, setup, teardown),
         cmocka_unit_test_setup_teardown(test_category_must_match, setup, teardown),
@@ -591,5 +591,5 @@ int main(void) {
         cmocka_unit_test_setup_teardown(test_aot_refused, setup, teardown),
         cmocka_unit_test_setup_teardown(test_aot_embed, setup, teardown),
     };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return kt_run_cases(argc, argv, tests, NULL, NULL);
 }

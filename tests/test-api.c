@@ -300,7 +300,7 @@ static void test_device_compiler_and_peaks(void **state) {
     kt_context_destroy(ctx);
 }
 
-int main(void) {
+int main(int argc, char **argv) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_device_compiler_and_peaks),
         cmocka_unit_test(test_call_async_on_host),
@@ -309,5 +309,5 @@ int main(void) {
         cmocka_unit_test(test_user_never_touched), cmocka_unit_test(test_enum_names),
         cmocka_unit_test(test_lists_agree),    cmocka_unit_test(test_settings_refuse_unlisted),
     };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return kt_run_cases(argc, argv, tests, NULL, NULL);
 }

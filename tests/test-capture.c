@@ -482,7 +482,7 @@ static void test_bad_stored_row_is_dropped(void **state) {
     kt_context_destroy(ctx);
 }
 
-int main(void) {
+int main(int argc, char **argv) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_names),
         cmocka_unit_test(test_refuse_by_default),
@@ -494,5 +494,5 @@ int main(void) {
         cmocka_unit_test_setup_teardown(test_deferred_keys_outlive_the_process, setup, teardown),
         cmocka_unit_test_setup_teardown(test_bad_stored_row_is_dropped, setup, teardown),
     };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return kt_run_cases(argc, argv, tests, NULL, NULL);
 }

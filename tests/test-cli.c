@@ -177,14 +177,7 @@ static void test_usage_errors(void **state) {
     assert_non_null(strstr(out, "KERNTUNE_MODE='sometimes'"));
 }
 
-int main(void) {
-#ifdef KT_SANITIZED
-    /* ThreadSanitizer sleeps a second at the exit of every process that started threads */
-    const char *tsan = getenv("TSAN_OPTIONS");
-    char opts[1024];
-    snprintf(opts, sizeof opts, "%s%satexit_sleep_ms=0", tsan ? tsan : "", tsan && *tsan ? ":" : "");
-    setenv("TSAN_OPTIONS", opts, 1);
-#endif
+int main(int argc, char **argv) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_help_and_version),
         cmocka_unit_test(test_every_command_has_help),
@@ -193,6 +186,5 @@ int main(void) {
         cmocka_unit_test(test_usage_errors),
         cmocka_unit_test(test_json_usage_and_help),
     };
-    if (getenv("KT_TEST_FILTER")) cmocka_set_test_filter(getenv("KT_TEST_FILTER")); /* e.g. test_json* */
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return kt_run_cases(argc, argv, tests, NULL, NULL);
 }

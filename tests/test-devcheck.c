@@ -199,11 +199,11 @@ static void test_failed_digest_falls_back_to_the_host(void **state) {
     kt_context_destroy(ctx);
 }
 
-int main(void) {
+int main(int argc, char **argv) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_passing_candidates_are_not_read_back),
         cmocka_unit_test(test_device_that_cannot_say_leaves_it_to_the_host),
         cmocka_unit_test(test_failed_digest_falls_back_to_the_host),
     };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return kt_run_cases(argc, argv, tests, NULL, NULL);
 }

@@ -374,7 +374,7 @@ static void test_allocation_failures(void **state) {
 #endif
 }
 
-int main(void) {
+int main(int argc, char **argv) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_against_python),
         cmocka_unit_test(test_iprog_on_python_cases),
@@ -382,5 +382,5 @@ int main(void) {
         cmocka_unit_test(test_error_columns),
         cmocka_unit_test(test_allocation_failures),
     };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return kt_run_cases(argc, argv, tests, NULL, NULL);
 }

@@ -199,11 +199,11 @@ static void test_failed_refill_is_reported(void **state) {
     }
 }
 
-int main(void) {
+int main(int argc, char **argv) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_failed_restore_is_reported),
         cmocka_unit_test(test_every_copy_failure),
         cmocka_unit_test(test_failed_refill_is_reported),
     };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return kt_run_cases(argc, argv, tests, NULL, NULL);
 }

@@ -409,7 +409,7 @@ static void errors(void **state) {
     assert_int_equal(sh("'%s' worker redis://127.0.0.1:%d --max-jobs 1 > /dev/null 2>&1", KT_CLI, dead), 1);
 }
 
-int main(void) {
+int main(int argc, char **argv) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(errors),
         cmocka_unit_test(replay_matches_local),
@@ -417,5 +417,5 @@ int main(void) {
         cmocka_unit_test(redis_restarted),
         cmocka_unit_test(real_problem),
     };
-    return cmocka_run_group_tests(tests, setup, teardown);
+    return kt_run_cases(argc, argv, tests, setup, teardown);
 }

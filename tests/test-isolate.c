@@ -877,7 +877,7 @@ static void test_isolation_arguments(void **state) {
     kt_context_destroy(ctx);
 }
 
-int main(void) {
+int main(int argc, char **argv) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_c_candidates_that_fail_badly),
         cmocka_unit_test(test_crash_remembered),
@@ -896,5 +896,5 @@ int main(void) {
         cmocka_unit_test(test_opencl_isolated),
         cmocka_unit_test(test_isolation_arguments),
     };
-    return cmocka_run_group_tests(tests, setup, teardown);
+    return kt_run_cases(argc, argv, tests, setup, teardown);
 }

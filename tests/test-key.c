@@ -160,11 +160,11 @@ static void test_table_growth(void **state) {
     kt_context_destroy(ctx);
 }
 
-int main(void) {
+int main(int argc, char **argv) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_pow2),          cmocka_unit_test(test_exact),
         cmocka_unit_test(test_user_bucket),   cmocka_unit_test(test_align_and_size),
         cmocka_unit_test(test_derived_float_unsigned), cmocka_unit_test(test_table_growth),
     };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return kt_run_cases(argc, argv, tests, NULL, NULL);
 }

@@ -323,7 +323,7 @@ static void test_api_refusals(void **state) {
     kt_context_destroy(ctx);
 }
 
-int main(void) {
+int main(int argc, char **argv) {
     snprintf(artifacts, sizeof artifacts, "/tmp/kt-lparams-XXXXXX");
     if (mkdtemp(artifacts) == NULL) return 1;
     const struct CMUnitTest tests[] = {
@@ -333,7 +333,7 @@ int main(void) {
         cmocka_unit_test(test_c_backend_refuses_the_group),
         cmocka_unit_test(test_api_refusals),
     };
-    int rc = cmocka_run_group_tests(tests, NULL, NULL);
+    int rc = kt_run_cases(argc, argv, tests, NULL, NULL);
     char rm[300];
     snprintf(rm, sizeof rm, "rm -rf '%s'", artifacts);
     if (system(rm) != 0 && rc == 0) rc = 1;

@@ -121,7 +121,7 @@ static void test_run_budget(void **state) {
     cand cs[6];
     for (int i = 0; i < 6; i++) {
         cs[i] = (cand){.id = i + 1, .work = 10};
-        char name[8];
+        char name[16];
         snprintf(name, sizeof name, "c%d", i);
         ok(kt_op_add_native(op, name, cand_fn, &cs[i]));
     }
@@ -149,7 +149,7 @@ static void test_run_budget(void **state) {
 static void add_six(kt_op *op, cand cs[6], unsigned work, kt_native_fn fn) {
     for (int i = 0; i < 6; i++) {
         cs[i] = (cand){.id = i + 1, .work = work};
-        char name[8];
+        char name[16];
         snprintf(name, sizeof name, "c%d", i);
         ok(kt_op_add_native(op, name, fn, &cs[i]));
     }
@@ -340,7 +340,7 @@ static void test_reference_only(void **state) {
     kt_context_destroy(ctx);
 }
 
-int main(void) {
+int main(int argc, char **argv) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_race_picks_fastest_and_drops_clear_losers_first),
         cmocka_unit_test(test_race_stops_on_equal_candidates),
@@ -353,5 +353,5 @@ int main(void) {
         cmocka_unit_test(test_flush_on_natives),
         cmocka_unit_test(test_reference_only),
     };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return kt_run_cases(argc, argv, tests, NULL, NULL);
 }

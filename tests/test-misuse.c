@@ -318,7 +318,7 @@ static void test_backends(void **state) {
     kt_context_destroy(ctx);
 }
 
-int main(void) {
+int main(int argc, char **argv) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_status_names),     cmocka_unit_test(test_null_handles),
         cmocka_unit_test(test_wrong_arguments),  cmocka_unit_test(test_unknown_candidate),
@@ -326,5 +326,5 @@ int main(void) {
         cmocka_unit_test(test_success_keeps_error_and_huge_align),
         cmocka_unit_test(test_bad_environment),  cmocka_unit_test(test_backends),
     };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return kt_run_cases(argc, argv, tests, NULL, NULL);
 }

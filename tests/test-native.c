@@ -268,7 +268,7 @@ static void test_version_misuse(void **state) {
     kt_context_destroy(ctx);
 }
 
-int main(void) {
+int main(int argc, char **argv) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_rebuilt_object_misses),
         cmocka_unit_test(test_identity_is_the_build_id),
@@ -276,5 +276,5 @@ int main(void) {
         cmocka_unit_test(test_version_misses),
         cmocka_unit_test(test_version_misuse),
     };
-    return cmocka_run_group_tests(tests, setup, teardown);
+    return kt_run_cases(argc, argv, tests, setup, teardown);
 }

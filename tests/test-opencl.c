@@ -930,7 +930,7 @@ static void test_device_flush(void **state) {
     kt_context_destroy(ctx);
 }
 
-int main(void) {
+int main(int argc, char **argv) {
     snprintf(artifacts, sizeof artifacts, "/tmp/kt-opencl-XXXXXX");
     if (mkdtemp(artifacts) == NULL) return 1;
     const struct CMUnitTest tests[] = {
@@ -947,7 +947,7 @@ int main(void) {
         cmocka_unit_test(test_work_items_with_local_size_keyed),
         cmocka_unit_test(test_device_flush),
     };
-    int rc = cmocka_run_group_tests(tests, NULL, NULL);
+    int rc = kt_run_cases(argc, argv, tests, NULL, NULL);
     char rm[300];
     snprintf(rm, sizeof rm, "rm -rf '%s'", artifacts);
     if (system(rm) != 0 && rc == 0) rc = 1;

@@ -760,13 +760,13 @@ static kt_op *long_key_op(kt_context *ctx) {
     ok(kt_op_add_buffer(op, "out", KT_TYPE_I32, KT_WRITE_ONLY));
     kt_space *sp = NULL;
     ok(kt_space_create(&sp));
-    char name[8];
+    char name[16];
     for (int i = 0; i < 8; i++) {
         snprintf(name, sizeof name, "s%d", i);
         ok(kt_op_add_scalar(op, name, KT_TYPE_I64));
         ok(kt_space_add_input(sp, name));
         snprintf(name, sizeof name, "D%d", i);
-        char expr[8];
+        char expr[16];
         snprintf(expr, sizeof expr, "s%d", i);
         ok(kt_space_add_derived(sp, name, expr));
         ok(kt_op_key_fn(op, key_const, (void *)(intptr_t)(i + 100)));
@@ -868,7 +868,7 @@ static void test_recorded_decisions_round_trip(void **state) {
     remove(other);
 }
 
-int main(void) {
+int main(int argc, char **argv) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_warm_cache_and_new_candidates),
         cmocka_unit_test(test_recorded_failure_not_retried),
@@ -880,5 +880,5 @@ int main(void) {
         cmocka_unit_test(test_longest_key_recorded),
         cmocka_unit_test(test_recorded_decisions_round_trip),
     };
-    return cmocka_run_group_tests(tests, setup, teardown);
+    return kt_run_cases(argc, argv, tests, setup, teardown);
 }

@@ -267,11 +267,11 @@ static void test_tuning_builds_distinct_codes(void **state) {
     assert_int_equal(system(cmd), 0);
 }
 
-int main(void) {
+int main(int argc, char **argv) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_unread_and_read),    cmocka_unit_test(test_branches),
         cmocka_unit_test(test_unknowns),           cmocka_unit_test(test_includes),
         cmocka_unit_test(test_hub_convolution),    cmocka_unit_test(test_tuning_builds_distinct_codes),
     };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return kt_run_cases(argc, argv, tests, NULL, NULL);
 }

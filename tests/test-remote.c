@@ -347,7 +347,7 @@ static void test_settings(void **state) {
     unsetenv("KERNTUNE_REMOTE");
 }
 
-int main(void) {
+int main(int argc, char **argv) {
     signal(SIGPIPE, SIG_IGN);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_read_and_write_through, setup, teardown),
@@ -358,5 +358,5 @@ int main(void) {
         cmocka_unit_test_setup_teardown(test_one_tuning_per_key, setup, teardown),
         cmocka_unit_test_setup_teardown(test_settings, setup, teardown),
     };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return kt_run_cases(argc, argv, tests, NULL, NULL);
 }

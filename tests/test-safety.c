@@ -860,7 +860,7 @@ static void test_safety_misuse(void **state) {
     kt_context_destroy(ctx);
 }
 
-int main(void) {
+int main(int argc, char **argv) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_inplace_scale),
         cmocka_unit_test(test_protect_peak_is_readwrite_total),
@@ -886,5 +886,5 @@ int main(void) {
         cmocka_unit_test(test_failing_result_released_once),
         cmocka_unit_test(test_safety_misuse),
     };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return kt_run_cases(argc, argv, tests, NULL, NULL);
 }

@@ -507,7 +507,7 @@ static void test_tuning_search_errors(void **state) {
     kt_context_destroy(ctx);
 }
 
-int main(void) {
+int main(int argc, char **argv) {
     snprintf(artifacts, sizeof artifacts, "/tmp/kt-search-XXXXXX");
     if (mkdtemp(artifacts) == NULL) return 1;
     const struct CMUnitTest tests[] = {
@@ -519,7 +519,7 @@ int main(void) {
         cmocka_unit_test(test_tuning_search_errors),    cmocka_unit_test(test_killed_tuning_resumes),
         cmocka_unit_test(test_seconds_budget_searches),
     };
-    int rc = cmocka_run_group_tests(tests, NULL, NULL);
+    int rc = kt_run_cases(argc, argv, tests, NULL, NULL);
     char rm[300];
     snprintf(rm, sizeof rm, "rm -rf '%s'", artifacts);
     if (system(rm) != 0) rc = rc ? rc : 1;

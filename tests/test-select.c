@@ -351,7 +351,7 @@ static void test_logging(void **state) {
     fclose(tmp);
 }
 
-int main(void) {
+int main(int argc, char **argv) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_slow_never_wins),
         cmocka_unit_test(test_requirement_multiple),
@@ -366,5 +366,5 @@ int main(void) {
         cmocka_unit_test(test_dispatch_failure),
         cmocka_unit_test(test_logging),
     };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return kt_run_cases(argc, argv, tests, NULL, NULL);
 }

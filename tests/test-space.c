@@ -248,12 +248,12 @@ static void test_long_messages_whole(void **state) {
     free(expr);
 }
 
-int main(void) {
+int main(int argc, char **argv) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_convolution_matches_t4),   cmocka_unit_test(test_dedispersion_matches_t4),
         cmocka_unit_test(test_derived_inputs_callbacks), cmocka_unit_test(test_geometry_and_whole_space),
         cmocka_unit_test(test_space_errors),
         cmocka_unit_test(test_long_messages_whole),
     };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return kt_run_cases(argc, argv, tests, NULL, NULL);
 }

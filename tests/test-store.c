@@ -515,7 +515,7 @@ static void test_killed_mid_write(void **state) {
     /* writers killed by the test a few ms after their first decision, wherever they are */
     int k = 0, hits = 0;
     for (; k < 4; k++) {
-        char id[8];
+        char id[16];
         snprintf(id, sizeof id, "%d", k + 1);
         const char *argv[] = {KT_STORE_WORKER, "loop", path, id, NULL};
         int fd;
@@ -533,7 +533,7 @@ static void test_killed_mid_write(void **state) {
      * transaction: after its first frame header only, after some frames, after many */
     static const char *const at[] = {"2", "9", "31"};
     for (int i = 0; i < 3; i++) {
-        char id[8];
+        char id[16];
         snprintf(id, sizeof id, "%d", 100 + i);
         const char *argv[] = {KT_STORE_WORKER, "crash", path, id, at[i], NULL};
         expect_killed(spawn(argv, NULL));
@@ -665,7 +665,7 @@ static void test_damage_found_together(void **state) {
     enum { N = 12 };
     pid_t pids[N];
     int fds[N];
-    char ids[N][8];
+    char ids[N][16];
     for (int i = 0; i < N; i++) {
         snprintf(ids[i], sizeof ids[i], "%d", i + 1);
         const char *argv[] = {KT_STORE_WORKER, "one", path, ids[i], NULL};
@@ -1786,7 +1786,7 @@ static void test_allocation_failures(void **state) {
 #endif
 }
 
-int main(void) {
+int main(int argc, char **argv) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_roundtrip, setup, teardown),
         cmocka_unit_test_setup_teardown(test_memory_and_nulls, setup, teardown),
@@ -1815,5 +1815,5 @@ int main(void) {
         cmocka_unit_test_setup_teardown(test_threads, setup, teardown),
         cmocka_unit_test_setup_teardown(test_allocation_failures, setup_in_memory, teardown),
     };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return kt_run_cases(argc, argv, tests, NULL, NULL);
 }

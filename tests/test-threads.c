@@ -173,11 +173,11 @@ static void test_fallback_and_hits_during_tuning(void **state) {
     kt_context_destroy(ctx);
 }
 
-int main(void) {
+int main(int argc, char **argv) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_one_key_tunes_once),
         cmocka_unit_test(test_keys_tune_independently),
         cmocka_unit_test(test_fallback_and_hits_during_tuning),
     };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return kt_run_cases(argc, argv, tests, NULL, NULL);
 }

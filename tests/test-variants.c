@@ -855,7 +855,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_call_sizes_compiled_or_interpreted),
         cmocka_unit_test(test_budget_stops_hung_compiler),
     };
-    int rc = cmocka_run_group_tests(tests, NULL, NULL);
+    int rc = kt_run_cases(argc, argv, tests, NULL, NULL);
     char rm[300];
     snprintf(rm, sizeof rm, "rm -rf '%s'", artifacts);
     if (system(rm) != 0) rc = rc ? rc : 1;
