@@ -1,16 +1,16 @@
 /*
  * test-tune.c - `kerntune tune`, run as a real process: every shared T1 problem parses and its
- * exhaustive replay with --measure recorded gives exactly the recorded best configuration and
- * time; the grid of every configuration is Kernel Tuner's (ProblemSize over GridDiv, rounded
+ * exhaustive replay (of a part of its space) with --measure recorded gives exactly the recorded
+ * best configuration and time; the grid of every configuration is Kernel Tuner's (ProblemSize over GridDiv, rounded
  * up), computed here by hand; T4 output carries the required fields and round-trips through
  * replay; a C problem tunes for real and OpenCL ones on PoCL (one whose grid comes from GridDivX
  * and that reads constant memory); malformed problems and fields kerntune does not implement
  * each give their exact message; a tuning where everything fails says why; --json is one JSON
  * document; long inputs are not cut; FIFOs are refused; every error names its source.
  *
- * Sanitizer builds (KT_TEST_LARGE 0) run every contract on small problems (the hub's spaces
- * with most parameters fixed by --define); the replays of whole recordings run in the normal
- * build.
+ * The hub's recordings are replayed in part (most parameters fixed by --define); their whole
+ * replays are bench/hub_replay.py's. Sanitizer builds (KT_TEST_LARGE 0) tune real problems over
+ * part of their spaces; tests/CMakeLists.txt says which cases each build runs.
  */
 #define _GNU_SOURCE /* popen, mkdtemp */
 #include "helpers.h"
@@ -21,6 +21,7 @@
 #include <kerntune/variants.h>
 
 #include <dirent.h>
+#include <errno.h>
 #include <jansson.h>
 #include <math.h>
 #include <sqlite3.h>
@@ -227,11 +228,7 @@ static const char *small_subset(const char *kernel) {
     return NULL;
 }
 
-/* The part of a hub space a test replays: all of it in the normal build, a small part in
- * sanitizer builds. */
-static const char *hub_subset(const char *kernel) { return KT_TEST_LARGE ? "" : small_subset(kernel); }
-
-/* Whether a recorded configuration is in the subset hub_subset selects. */
+/* Whether a recorded configuration is in the subset small_subset selects. */
 static bool in_subset(const json_t *cfg, const char *subset) {
     char copy[512];
     snprintf(copy, sizeof copy, "%s", subset);
@@ -261,12 +258,14 @@ static const json_t *recorded_best(const json_t *t4, const char *subset, double 
     return best;
 }
 
-/* The directory of the subsets of the hub's recordings (made once for the whole program; a
- * test program that holds the recordings in memory makes every later popen slow). */
-static char subset_dir[64];
+/* The directory of the subsets of the hub's recordings: the test environment's scratch
+ * directory where ctest names one (KT_TEST_SCRATCH: each case runs as a process of its own, and
+ * each subset is made once for all of them), else one made for this program. (Made once: a test
+ * program that holds the recordings in memory makes every later popen slow.) */
+static char subset_dir[512];
 
 static void remove_subset_dir(void) {
-    char cmd[128];
+    char cmd[600];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", subset_dir);
     if (subset_dir[0] && system(cmd) != 0) fprintf(stderr, "could not remove %s\n", subset_dir);
 }
@@ -278,7 +277,11 @@ static void replay_file(const char *kernel, const char *gpu, const char *subset,
         snprintf(path, len, "%s/results/%s/%s_T4.json.gz", KT_HUB, kernel, gpu);
         return;
     }
-    if (subset_dir[0] == '\0') {
+    const char *scratch = getenv("KT_TEST_SCRATCH");
+    if (subset_dir[0] == '\0' && scratch && *scratch) {
+        snprintf(subset_dir, sizeof subset_dir, "%s/hub-subsets", scratch);
+        if (mkdir(subset_dir, 0755) != 0 && errno != EEXIST) fail_msg("%s: %s", subset_dir, strerror(errno));
+    } else if (subset_dir[0] == '\0') {
         snprintf(subset_dir, sizeof subset_dir, "/tmp/kt-test-subsets-XXXXXX");
         assert_non_null(mkdtemp(subset_dir));
         atexit(remove_subset_dir);
@@ -297,7 +300,10 @@ static void replay_file(const char *kernel, const char *gpu, const char *subset,
     json_array_foreach(json_object_get(all, "results"), i, r)
         if (in_subset(json_object_get(r, "configuration"), subset)) json_array_append(results, r);
     json_object_set_new(part, "results", results);
-    write_json(path, part);
+    char tmp[1100]; /* written whole, then renamed: another case's process may read it at once */
+    snprintf(tmp, sizeof tmp, "%s.%d", path, (int)getpid());
+    write_json(tmp, part);
+    assert_int_equal(rename(tmp, path), 0);
     json_decref(part);
     json_decref(all);
 }
@@ -333,16 +339,17 @@ static void check_hub_grids(const char *kernel, const char *t4path) {
     json_decref(t4);
 }
 
-/* The replay of each recording (whole in the normal build) gives exactly its recorded best; the
- * grid of every configuration is Kernel Tuner's ([8] B; its T4 output carries the geometry). */
+/* The replay of each recording (a hundred-odd configurations of it: the whole recordings, tens
+ * of thousands, are bench/hub_replay.py's) gives exactly its recorded best; the grid of every
+ * configuration is Kernel Tuner's ([8] B; its T4 output carries the geometry). */
 static void test_hub_replay_exact(void **state) {
     (void)state;
     make_tmpdir();
     static const char *const kernels[] = {"convolution_milo", "dedispersion_milo"}, *const gpus[] = {"A4000", "W6600"};
     for (int k = 0; k < 2; k++)
-        for (int g = 0; g < (KT_TEST_LARGE ? 2 : 1); g++) { /* sanitizer builds: one recording each */
+        for (int g = 0; g < 2; g++) {
             char results[1024], args[4096], t4path[256] = "";
-            const char *subset = hub_subset(kernels[k]);
+            const char *subset = small_subset(kernels[k]);
             replay_file(kernels[k], gpus[g], subset, results, sizeof results);
             if (g == 0) snprintf(t4path, sizeof t4path, "--t4 %s/%s.json", tmpdir, kernels[k]);
             snprintf(args, sizeof args, "tune '%s/kernels/%s.json' --simulate '%s' --strategy exhaustive --measure recorded --json --quiet %s %s",
@@ -2075,15 +2082,7 @@ static void test_t4_directory_not_writable(void **state) {
     remove_tmpdir();
 }
 
-int main(void) {
-#ifdef KT_SANITIZED
-    /* ThreadSanitizer sleeps a second at the exit of every process that started threads (to
-     * catch races at exit); the command runs a hundred times here */
-    const char *tsan = getenv("TSAN_OPTIONS");
-    char opts[1024];
-    snprintf(opts, sizeof opts, "%s%satexit_sleep_ms=0", tsan ? tsan : "", tsan && *tsan ? ":" : "");
-    setenv("TSAN_OPTIONS", opts, 1);
-#endif
+int main(int argc, char **argv) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_hub_replay_exact),
         cmocka_unit_test(test_hub_search_budget),
@@ -2120,6 +2119,5 @@ int main(void) {
         cmocka_unit_test(test_t4_directory_not_writable),
         cmocka_unit_test(test_long_expressions_named),
     };
-    if (getenv("KT_TEST_FILTER")) cmocka_set_test_filter(getenv("KT_TEST_FILTER")); /* e.g. test_json* */
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return kt_run_cases(argc, argv, tests, NULL, NULL);
 }
