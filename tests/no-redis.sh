@@ -16,7 +16,9 @@ fail() {
     exit 1
 }
 
-cmake -S "$src" -B "$tmp/b" -DCMAKE_BUILD_TYPE=Release -DKT_WITH_REDIS=OFF -DKT_BUILD_TESTS=OFF -DKT_BUILD_EXAMPLES=OFF \
+# unoptimized (-O0): what is checked is what the build holds and says, and it compiles in half
+# the time of -O2
+cmake -S "$src" -B "$tmp/b" -DCMAKE_BUILD_TYPE=Debug -DCMAKE_C_FLAGS_DEBUG=-O0 -DKT_WITH_REDIS=OFF -DKT_BUILD_TESTS=OFF -DKT_BUILD_EXAMPLES=OFF \
     -DKT_BUILD_BENCH=OFF -DKT_TEST_INSTALL=OFF > "$tmp/configure.txt" 2>&1 || { cat "$tmp/configure.txt"; fail "configure failed"; }
 grep -q "KT_WITH_REDIS=OFF: building without the Redis-shared cache and the fleet" "$tmp/configure.txt" ||
     { cat "$tmp/configure.txt"; fail "the configure step did not say it builds without Redis"; }
