@@ -7,6 +7,7 @@
  */
 #define _GNU_SOURCE /* popen */
 #include "helpers.h"
+#include "gz-json.h"
 
 #include <jansson.h>
 #include <stdbool.h>
@@ -219,18 +220,7 @@ static void replayed_run(void **state) {
 static void recording_part(const char *kernel, const char *gpu, const char *dst) {
     char src[512];
     snprintf(src, sizeof src, "%s/results/%s/%s_T4.json.gz", KT_HUB, kernel, gpu);
-    gzFile gz = gzopen(src, "rb");
-    if (gz == NULL) fail_msg("%s: cannot be read", src);
-    size_t cap = 1 << 22, len = 0;
-    char *buf = malloc(cap);
-    int n;
-    while ((n = gzread(gz, buf + len, (unsigned)(cap - len))) > 0)
-        if ((len += (size_t)n) == cap) buf = realloc(buf, cap *= 2);
-    gzclose(gz);
-    json_error_t e;
-    json_t *all = json_loadb(buf, len, 0, &e), *part = json_array(), *r;
-    free(buf);
-    if (all == NULL) fail_msg("%s: %s", src, e.text);
+    json_t *all = load_gz_json(src), *part = json_array(), *r;
     size_t i;
     json_array_foreach(json_object_get(all, "results"), i, r) {
         json_t *c = json_object_get(r, "configuration");

@@ -4,6 +4,7 @@
  * callbacks, geometry, whole-space sizes, and errors.
  */
 #include "helpers.h"
+#include "gz-json.h"
 
 #include <kerntune/variants.h>
 
@@ -36,25 +37,6 @@ static kt_space *space_from_t1(const char *path) {
     return sp;
 }
 
-/* Reads a gzipped JSON file. */
-static json_t *load_gz(const char *path) {
-    gzFile gz = gzopen(path, "rb");
-    if (gz == NULL) fail_msg("cannot open %s", path);
-    size_t cap = 1 << 20, len = 0;
-    char *buf = malloc(cap);
-    int n;
-    while ((n = gzread(gz, buf + len, (unsigned)(cap - len))) > 0) {
-        len += (size_t)n;
-        if (len == cap) buf = realloc(buf, cap *= 2);
-    }
-    gzclose(gz);
-    json_error_t jerr;
-    json_t *root = json_loadb(buf, len, 0, &jerr);
-    free(buf);
-    if (root == NULL) fail_msg("%s:%d:%d: %s", path, jerr.line, jerr.column, jerr.text);
-    return root;
-}
-
 static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
 
 /* Enumerates kernel's space and compares with the configurations of its T4 results. */
@@ -67,7 +49,7 @@ static void check_against_t4(const char *kernel, const char *gpu, size_t expecte
     assert_int_equal(count, expected);
 
     snprintf(path, sizeof path, "%s/results/%s/%s_T4.json.gz", KT_HUB, kernel, gpu);
-    json_t *t4 = load_gz(path);
+    json_t *t4 = load_gz_json(path);
     json_t *results = json_object_get(t4, "results");
     assert_int_equal(json_array_size(results), count);
     char **ours = calloc(count, sizeof *ours), **theirs = calloc(count, sizeof *theirs);

@@ -14,6 +14,7 @@
  */
 #define _GNU_SOURCE /* popen, mkdtemp */
 #include "helpers.h"
+#include "gz-json.h"
 #include <fcntl.h>
 #include <signal.h>
 
@@ -111,22 +112,6 @@ static void expect_error(const char *message) {
     char want[8192];
     snprintf(want, sizeof want, "kerntune tune: %s\n", message);
     if (strstr(err, want) == NULL) fail_msg("expected the error\n  %s\ngot:\n%s", want, err);
-}
-
-static json_t *load_gz(const char *path) {
-    gzFile gz = gzopen(path, "rb");
-    assert_non_null(gz);
-    size_t cap = 1 << 22, len = 0;
-    char *buf = malloc(cap);
-    int n;
-    while ((n = gzread(gz, buf + len, (unsigned)(cap - len))) > 0)
-        if ((len += (size_t)n) == cap) buf = realloc(buf, cap *= 2);
-    gzclose(gz);
-    json_error_t e;
-    json_t *j = json_loadb(buf, len, 0, &e);
-    free(buf);
-    assert_non_null(j);
-    return j;
 }
 
 static void write_file(const char *path, const char *text) {
@@ -294,7 +279,7 @@ static void replay_file(const char *kernel, const char *gpu, const char *subset,
     if (access(path, R_OK) == 0) return;
     char full[1024];
     snprintf(full, sizeof full, "%s/results/%s/%s_T4.json.gz", KT_HUB, kernel, gpu);
-    json_t *all = load_gz(full), *part = json_object(), *results = json_array(), *r;
+    json_t *all = load_gz_json(full), *part = json_object(), *results = json_array(), *r;
     json_object_set(part, "metadata", json_object_get(all, "metadata"));
     size_t i;
     json_array_foreach(json_object_get(all, "results"), i, r)
@@ -308,10 +293,10 @@ static void replay_file(const char *kernel, const char *gpu, const char *subset,
     json_decref(all);
 }
 
-/* The recording a replay read: the subset's file, or the whole recording (load_gz). */
+/* The recording a replay read: the subset's file, or the whole recording (gzipped). */
 static json_t *replayed(const char *path) {
     size_t len = strlen(path);
-    return len > 3 && strcmp(path + len - 3, ".gz") == 0 ? load_gz(path) : load(path);
+    return len > 3 && strcmp(path + len - 3, ".gz") == 0 ? load_gz_json(path) : load(path);
 }
 
 /* Checks the grid of every result of a T4 file that kerntune wrote for a hub problem against

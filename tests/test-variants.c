@@ -809,7 +809,7 @@ static void test_budget_stops_hung_compiler(void **state) {
     ok(kt_context_set_compile_threads(ctx, 1));
     double t0 = fifo_now_s();
     ok(kt_op_call(op, mm_args(N), 4));
-    assert_true(fifo_now_s() - t0 < 30);
+    assert_true(fifo_now_s() - t0 < 50); /* ten times the deadline; a build waited for lasts 60 s */
     assert_memory_equal(C, R, sizeof C);
     const kt_decision *d = NULL;
     ok(kt_op_decision(op, mm_args(N), 4, &d));
@@ -822,7 +822,7 @@ static void test_budget_stops_hung_compiler(void **state) {
     const bool unread = fifo_unread(&hang);
     t0 = fifo_now_s();
     kt_context_destroy(ctx);
-    assert_true(fifo_now_s() - t0 < 30);
+    assert_true(fifo_now_s() - t0 < 50);
     assert_true(atomic_load(&hang.reader_seen)); /* the compiler reached the FIFO */
     assert_false(fifo_hang_end(&hang));          /* the watcher never had to let it finish */
     assert_true(unread);
