@@ -42,12 +42,18 @@ KT_API kt_cache *kt_context_cache(kt_context *ctx);
  * KERNTUNE_REMOTE_KEY, else the file KERNTUNE_REMOTE_KEY_FILE names): one with a missing or wrong
  * signature, or whose decision is not valid for today's op (a candidate or configuration it does
  * not have, another identity), is ignored, counted (kt_context_remote_rejected) and logged,
- * never launched. A Redis that cannot be reached, or does not answer, within the timeout (200 ms)
- * never fails or stalls a call: the op decides locally, the log says so, and the remote is not
- * asked again for 5 s. Set it before the first tuning. KT_ERR_INVALID_ARGUMENT for a malformed
- * url; a library built without hiredis fails the first use with a log line.
+ * never launched. A Redis that cannot be reached, or does not answer, within the timeout (200 ms;
+ * kt_context_set_remote_timeout) never fails or stalls a call: the op decides locally, the log
+ * says so, and the remote is not asked again for 5 s. Set it before the first tuning.
+ * KT_ERR_INVALID_ARGUMENT for a malformed url; a library built without hiredis fails the first
+ * use with a log line.
  */
 KT_API kt_status kt_context_set_remote(kt_context *ctx, const char *url);
+
+/** Sets how long one call to the shared cache may take, connecting included (default 0.2 s, or
+ *  KERNTUNE_REMOTE_TIMEOUT in seconds): past it the call counts as failed and the op decides
+ *  locally. Set it before the first tuning. KT_ERR_INVALID_ARGUMENT outside [0.001, 600] s. */
+KT_API kt_status kt_context_set_remote_timeout(kt_context *ctx, double seconds);
 
 /** Sets the shared secret entries are signed with (len bytes, copied). */
 KT_API kt_status kt_context_set_remote_key(kt_context *ctx, const void *key, size_t len);

@@ -122,6 +122,7 @@ struct kt_context {
     char *remote_url;           /* the shared cache (tune/shared.c); NULL: none */
     unsigned char *remote_key;
     size_t remote_key_len;
+    int remote_timeout_ms;      /* a Redis call's bound; 0: the default (200 ms) */
     struct kt__remote *remote;  /* opened at the first need, under cache_lock */
     _Atomic int remote_tried;
     _Atomic uint64_t remote_hits, remote_rejected, remote_errors;

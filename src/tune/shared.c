@@ -57,16 +57,35 @@ kt_status kt_context_set_remote_key(kt_context *ctx, const void *key, size_t len
     return KT_OK;
 }
 
+kt_status kt_context_set_remote_timeout(kt_context *ctx, double seconds) {
+    if (ctx == NULL) return kt__err(KT_ERR_NULL, "kt_context_set_remote_timeout: ctx is NULL");
+    if (!(seconds >= 0.001 && seconds <= 600))
+        return kt__err(KT_ERR_INVALID_ARGUMENT, "kt_context_set_remote_timeout: %g s is not in [0.001, 600]", seconds);
+    if (atomic_load(&ctx->remote_tried))
+        return kt__err(KT_ERR_STATE, "kt_context_set_remote_timeout: the context's shared cache is in use already");
+    ctx->remote_timeout_ms = (int)(seconds * 1000 + 0.5);
+    return KT_OK;
+}
+
 uint64_t kt_context_remote_hits(const kt_context *ctx) { return ctx ? atomic_load(&ctx->remote_hits) : 0; }
 uint64_t kt_context_remote_rejected(const kt_context *ctx) { return ctx ? atomic_load(&ctx->remote_rejected) : 0; }
 uint64_t kt_context_remote_errors(const kt_context *ctx) { return ctx ? atomic_load(&ctx->remote_errors) : 0; }
 
 kt_status kt__shared_env(kt_context *ctx) {
     const char *url = getenv("KERNTUNE_REMOTE"), *key = getenv("KERNTUNE_REMOTE_KEY"), *file = getenv("KERNTUNE_REMOTE_KEY_FILE");
+    const char *timeout = getenv("KERNTUNE_REMOTE_TIMEOUT");
     if (url && *url && strcmp(url, "off") != 0 && strncmp(url, "redis://", 8) != 0)
         return kt__err(KT_ERR_ENV, "kt_context_create: KERNTUNE_REMOTE='%.200s': expected redis://HOST:PORT[/DB] or off", url);
     kt_status st = KT_OK;
-    if (url && *url) st = kt_context_set_remote(ctx, url);
+    if (timeout && *timeout) {
+        char *end = NULL;
+        errno = 0;
+        double s = strtod(timeout, &end);
+        if (errno != 0 || end == timeout || *end != '\0' || !(s >= 0.001 && s <= 600))
+            return kt__err(KT_ERR_ENV, "kt_context_create: KERNTUNE_REMOTE_TIMEOUT='%.200s': expected seconds in [0.001, 600]", timeout);
+        st = kt_context_set_remote_timeout(ctx, s);
+    }
+    if (st == KT_OK && url && *url) st = kt_context_set_remote(ctx, url);
     if (st == KT_OK && key && *key) st = kt_context_set_remote_key(ctx, key, strlen(key));
     else if (st == KT_OK && file && *file) {
         FILE *f = fopen(file, "rb");
@@ -95,7 +114,7 @@ static kt__remote *remote_of(kt_context *ctx) {
     if (atomic_load_explicit(&ctx->remote_tried, memory_order_acquire)) return ctx->remote;
     pthread_mutex_lock(&ctx->cache_lock);
     if (!atomic_load(&ctx->remote_tried)) {
-        if (kt__remote_create(ctx->remote_url, ctx->remote_key, ctx->remote_key_len, 200, &ctx->remote) != KT_OK)
+        if (kt__remote_create(ctx->remote_url, ctx->remote_key, ctx->remote_key_len, ctx->remote_timeout_ms, &ctx->remote) != KT_OK)
             kt__log(ctx, KT_LOG_WARN, "the shared cache is left out: %s", kt_last_error());
         atomic_store_explicit(&ctx->remote_tried, 1, memory_order_release);
     }
