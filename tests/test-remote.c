@@ -279,12 +279,7 @@ static void test_redis_killed(void **state) {
  * the calls are decided here, and the rest skip the remote. */
 static void test_redis_hangs(void **state) {
     (void)state;
-    kt_context *ctx = test_context(3);
-    char path[256];
-    snprintf(path, sizeof path, "%s/a.db", dir);
-    ok(kt_context_set_cache(ctx, path));
-    ok(kt_context_set_remote(ctx, url));
-    ok(kt_context_set_remote_key(ctx, secret, strlen(secret)));
+    kt_context *ctx = ctx_with("a.db", true);
     ok(kt_context_set_remote_timeout(ctx, 1));
     kt_op *op = pair_op(ctx, 0);
     ok(kt_op_call(op, ARGS(64), 2)); /* connected and published */

@@ -29,6 +29,10 @@
 #define LEASE_MS 30000
 #define POLL_MS 20
 
+/* What a Redis call's timeout may be, in seconds (kt_context_set_remote_timeout). */
+static bool timeout_ok(double s) { return s >= 0.001 && s <= 600; }
+#define TIMEOUT_RANGE "[0.001, 600]"
+
 kt_status kt_context_set_remote(kt_context *ctx, const char *url) {
     if (ctx == NULL) return kt__err(KT_ERR_NULL, "kt_context_set_remote: ctx is NULL");
     bool off = url == NULL || strcmp(url, "off") == 0;
@@ -59,8 +63,8 @@ kt_status kt_context_set_remote_key(kt_context *ctx, const void *key, size_t len
 
 kt_status kt_context_set_remote_timeout(kt_context *ctx, double seconds) {
     if (ctx == NULL) return kt__err(KT_ERR_NULL, "kt_context_set_remote_timeout: ctx is NULL");
-    if (!(seconds >= 0.001 && seconds <= 600))
-        return kt__err(KT_ERR_INVALID_ARGUMENT, "kt_context_set_remote_timeout: %g s is not in [0.001, 600]", seconds);
+    if (!timeout_ok(seconds))
+        return kt__err(KT_ERR_INVALID_ARGUMENT, "kt_context_set_remote_timeout: %g s is not in " TIMEOUT_RANGE, seconds);
     if (atomic_load(&ctx->remote_tried))
         return kt__err(KT_ERR_STATE, "kt_context_set_remote_timeout: the context's shared cache is in use already");
     ctx->remote_timeout_ms = (int)(seconds * 1000 + 0.5);
@@ -81,8 +85,8 @@ kt_status kt__shared_env(kt_context *ctx) {
         char *end = NULL;
         errno = 0;
         double s = strtod(timeout, &end);
-        if (errno != 0 || end == timeout || *end != '\0' || !(s >= 0.001 && s <= 600))
-            return kt__err(KT_ERR_ENV, "kt_context_create: KERNTUNE_REMOTE_TIMEOUT='%.200s': expected seconds in [0.001, 600]", timeout);
+        if (errno != 0 || end == timeout || *end != '\0' || !timeout_ok(s))
+            return kt__err(KT_ERR_ENV, "kt_context_create: KERNTUNE_REMOTE_TIMEOUT='%.200s': expected seconds in " TIMEOUT_RANGE, timeout);
         st = kt_context_set_remote_timeout(ctx, s);
     }
     if (st == KT_OK && url && *url) st = kt_context_set_remote(ctx, url);
