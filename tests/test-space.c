@@ -4,7 +4,7 @@
  * callbacks, geometry, whole-space sizes, and errors.
  */
 #include "helpers.h"
-#include "gz-json.h"
+#include "hub.h"
 
 #include <kerntune/variants.h>
 

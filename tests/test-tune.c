@@ -14,7 +14,7 @@
  */
 #define _GNU_SOURCE /* popen, mkdtemp */
 #include "helpers.h"
-#include "gz-json.h"
+#include "hub.h"
 #include <fcntl.h>
 #include <signal.h>
 
@@ -22,7 +22,6 @@
 #include <kerntune/variants.h>
 
 #include <dirent.h>
-#include <errno.h>
 #include <jansson.h>
 #include <math.h>
 #include <sqlite3.h>
@@ -204,29 +203,6 @@ static void kt_grid(const char *kernel, const json_t *cfg, int64_t grid[3]) {
     grid[2] = 1;
 }
 
-/* --define options that leave a small part (about a hundred configurations) of a hub space. */
-static const char *small_subset(const char *kernel) {
-    if (strcmp(kernel, "convolution_milo") == 0)
-        return "--define block_size_y=4 --define read_only=0 --define use_padding=0 --define use_shmem=1";
-    if (strcmp(kernel, "dedispersion_milo") == 0)
-        return "--define block_size_x=8 --define tile_size_x=3 --define tile_stride_x=1 --define tile_stride_y=1";
-    return NULL;
-}
-
-/* Whether a recorded configuration is in the subset small_subset selects. */
-static bool in_subset(const json_t *cfg, const char *subset) {
-    char copy[512];
-    snprintf(copy, sizeof copy, "%s", subset);
-    for (char *d = strstr(copy, "--define "); d; d = strstr(d, "--define ")) {
-        d += 9;
-        char name[64];
-        long long v;
-        if (sscanf(d, "%63[^=]=%lld", name, &v) != 2) fail_msg("bad subset %s", subset);
-        if (json_integer_value(json_object_get(cfg, name)) != v) return false;
-    }
-    return true;
-}
-
 /* The recorded best of a T4 file among the configurations of subset: its fastest correct
  * result's time measurement. */
 static const json_t *recorded_best(const json_t *t4, const char *subset, double *time, size_t *count) {
@@ -234,63 +210,13 @@ static const json_t *recorded_best(const json_t *t4, const char *subset, double 
     size_t i;
     *count = 0;
     json_array_foreach(json_object_get(t4, "results"), i, r) {
-        if (!in_subset(json_object_get(r, "configuration"), subset)) continue;
+        if (!hub_in_subset(json_object_get(r, "configuration"), subset)) continue;
         ++*count;
         if (strcmp(json_string_value(json_object_get(r, "invalidity")), "correct") != 0) continue;
         double t = json_number_value(json_object_get(json_array_get(json_object_get(r, "measurements"), 0), "value"));
         if (best == NULL || t < *time) best = r, *time = t;
     }
     return best;
-}
-
-/* The directory of the subsets of the hub's recordings: the test environment's scratch
- * directory where ctest names one (KT_TEST_SCRATCH: each case runs as a process of its own, and
- * each subset is made once for all of them), else one made for this program. (Made once: a test
- * program that holds the recordings in memory makes every later popen slow.) */
-static char subset_dir[512];
-
-static void remove_subset_dir(void) {
-    char cmd[600];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", subset_dir);
-    if (subset_dir[0] && system(cmd) != 0) fprintf(stderr, "could not remove %s\n", subset_dir);
-}
-
-/* The file to replay for kernel on gpu: the hub's recording for the whole space, else a copy
- * of its results in subset (so that a small replay reads a small file), made the first time. */
-static void replay_file(const char *kernel, const char *gpu, const char *subset, char *path, size_t len) {
-    if (*subset == '\0') {
-        snprintf(path, len, "%s/results/%s/%s_T4.json.gz", KT_HUB, kernel, gpu);
-        return;
-    }
-    const char *scratch = getenv("KT_TEST_SCRATCH");
-    if (subset_dir[0] == '\0' && scratch && *scratch) {
-        snprintf(subset_dir, sizeof subset_dir, "%s/hub-subsets", scratch);
-        if (mkdir(subset_dir, 0755) != 0 && errno != EEXIST) fail_msg("%s: %s", subset_dir, strerror(errno));
-    } else if (subset_dir[0] == '\0') {
-        snprintf(subset_dir, sizeof subset_dir, "/tmp/kt-test-subsets-XXXXXX");
-        assert_non_null(mkdtemp(subset_dir));
-        atexit(remove_subset_dir);
-    }
-    char key[64]; /* the subset, as a name */
-    unsigned h = 5381;
-    for (const char *c = subset; *c; c++) h = h * 33 + (unsigned char)*c;
-    snprintf(key, sizeof key, "%08x", h);
-    snprintf(path, len, "%s/%s_%s_%s.json", subset_dir, kernel, gpu, key);
-    if (access(path, R_OK) == 0) return;
-    char full[1024];
-    snprintf(full, sizeof full, "%s/results/%s/%s_T4.json.gz", KT_HUB, kernel, gpu);
-    json_t *all = load_gz_json(full), *part = json_object(), *results = json_array(), *r;
-    json_object_set(part, "metadata", json_object_get(all, "metadata"));
-    size_t i;
-    json_array_foreach(json_object_get(all, "results"), i, r)
-        if (in_subset(json_object_get(r, "configuration"), subset)) json_array_append(results, r);
-    json_object_set_new(part, "results", results);
-    char tmp[1100]; /* written whole, then renamed: another case's process may read it at once */
-    snprintf(tmp, sizeof tmp, "%s.%d", path, (int)getpid());
-    write_json(tmp, part);
-    assert_int_equal(rename(tmp, path), 0);
-    json_decref(part);
-    json_decref(all);
 }
 
 /* The recording a replay read: the subset's file, or the whole recording (gzipped). */
@@ -334,8 +260,8 @@ static void test_hub_replay_exact(void **state) {
     for (int k = 0; k < 2; k++)
         for (int g = 0; g < 2; g++) {
             char results[1024], args[4096], t4path[256] = "";
-            const char *subset = small_subset(kernels[k]);
-            replay_file(kernels[k], gpus[g], subset, results, sizeof results);
+            const char *subset = hub_small_subset(kernels[k]);
+            hub_part(kernels[k], gpus[g], subset, results, sizeof results);
             if (g == 0) snprintf(t4path, sizeof t4path, "--t4 %s/%s.json", tmpdir, kernels[k]);
             snprintf(args, sizeof args, "tune '%s/kernels/%s.json' --simulate '%s' --strategy exhaustive --measure recorded --json --quiet %s %s",
                      KT_HUB, kernels[k], results, subset, t4path);
@@ -447,9 +373,9 @@ static void test_every_hub_problem_parses(void **state) {
         char args[4096], kernel[256];
         snprintf(kernel, sizeof kernel, "%.*s", (int)(len - 5), e->d_name);
         /* a small part of the space (a hub problem this test does not know: all of it, 5 replayed) */
-        const char *subset = small_subset(kernel);
+        const char *subset = hub_small_subset(kernel);
         char results[1024];
-        replay_file(kernel, "A4000", subset ? subset : "", results, sizeof results);
+        hub_part(kernel, "A4000", subset ? subset : "", results, sizeof results);
         snprintf(args, sizeof args, "tune '%s/%s' --simulate '%s' --budget 5 --quiet --json %s", dir, e->d_name, results,
                  subset ? subset : "");
         if (run(args) != 0) fail_msg("%s: %s", e->d_name, err);
@@ -468,8 +394,8 @@ static void test_hub_grid_is_kernel_tuners(void **state) {
     (void)state;
     make_tmpdir();
     char conv[1024], dedisp[1024];
-    replay_file("convolution_milo", "A4000", small_subset("convolution_milo"), conv, sizeof conv);
-    replay_file("dedispersion_milo", "A4000", small_subset("dedispersion_milo"), dedisp, sizeof dedisp);
+    hub_part("convolution_milo", "A4000", hub_small_subset("convolution_milo"), conv, sizeof conv);
+    hub_part("dedispersion_milo", "A4000", hub_small_subset("dedispersion_milo"), dedisp, sizeof dedisp);
     /* 4096 / (16 * 2) = 128 blocks; 4096 / (4 * 3) = 341.33, so 342; Z: ProblemSize gives no
      * third size (1) and LocalSize.Z is 1: 1. GlobalSize would give (262144 // 16) // 2 = 8192
      * and (262144 // 4) // 3 = 21845. */
