@@ -3,7 +3,7 @@
 
 For each problem of ../shared/benchmark_hub/kernels and each GPU it was recorded on, runs
 `kerntune tune PROBLEM --simulate RECORDING --strategy exhaustive --measure recorded --json --t4`
-over the whole recording and checks what tests/test-tune.c checks on a hundred-odd
+over the whole recording and checks what tests/test-tune-replay.c checks on a hundred-odd
 configurations of each (test_hub_replay_exact): the best is exactly the recording's fastest
 correct configuration, with its recorded time; every recorded configuration was evaluated; and
 the grid of every configuration in the T4 output is Kernel Tuner's (ProblemSize[d] over the
