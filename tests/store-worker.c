@@ -1,6 +1,6 @@
 /*
  * store-worker.c - a process that writes and reads a persistent cache, for the multi-process
- * tests of test-store.c (the store's internal API, src/store/store.h).
+ * tests of test-store-damage.c (the store's internal API, src/store/store.h).
  *
  *   store-worker write PATH ID N   writes N decisions of op "mp": even i under the key [i, 7]
  *                                  that every worker shares, odd i under [ID * 1000 + i, 7],
