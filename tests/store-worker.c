@@ -12,10 +12,18 @@
  *   store-worker crash PATH ID W   writes decisions [ID, 0..4] of op "crash" (1 + i units each),
  *                                  then, while writing [ID, 5] (40 units of 2000-byte messages,
  *                                  a transaction of dozens of WAL frames), SIGKILLs itself at its
- *                                  W-th write into the WAL: a process dying in the middle of a
- *                                  commit, at a point chosen by the test. The writes are counted
- *                                  by a VFS shim registered as SQLite's default, which passes
- *                                  every call on to the real one. Exits 3 if it was not killed.
+ *                                  W-th write into the WAL's frames: a process dying in the
+ *                                  middle of a commit, at a point chosen by the test. The writes
+ *                                  are counted by a VFS shim registered as SQLite's default, which
+ *                                  passes every call on to the real one. The WAL header's write
+ *                                  (offset 0, made when a transaction starts the WAL anew) is not
+ *                                  counted, so W means the same whether the transaction appends
+ *                                  to the WAL or restarts it. Exits 3 if it was not killed.
+ *   store-worker crash-fresh PATH ID W
+ *                                  the same, but the WAL is checkpointed whole (by a second
+ *                                  connection) just before [ID, 5], so that its transaction
+ *                                  starts the WAL anew: a new header and salt over the old
+ *                                  frames, which a reader must then ignore. Exits 6 if it did not.
  *   store-worker loop PATH ID      writes decisions of op "loop" under [ID, i] for i = 0, 1, ...
  *                                  with 1 + i % 40 units each (2000-byte messages, so that a
  *                                  commit writes many pages) and winner_config "n=<units>",
@@ -32,9 +40,11 @@
 
 #include <signal.h>
 #include <sqlite3.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define NUNITS 3
 
@@ -169,12 +179,20 @@ typedef struct crash_file {
 static sqlite3_vfs *real_vfs;
 static sqlite3_vfs crash_vfs;
 static long wal_writes_left = -1; /* armed when >= 0 */
+static bool must_restart, wal_restarted; /* crash-fresh; whether the armed transaction wrote a new WAL header */
 
 #define REAL(f) (((crash_file *)(f))->real)
 static int c_close(sqlite3_file *f) { return REAL(f)->pMethods->xClose(REAL(f)); }
 static int c_read(sqlite3_file *f, void *b, int n, sqlite3_int64 o) { return REAL(f)->pMethods->xRead(REAL(f), b, n, o); }
 static int c_write(sqlite3_file *f, const void *b, int n, sqlite3_int64 o) {
-    if (((crash_file *)f)->wal && wal_writes_left >= 0 && wal_writes_left-- == 0) raise(SIGKILL);
+    if (((crash_file *)f)->wal && wal_writes_left >= 0) {
+        /* writes at offset 0 are the WAL header's; frames start after its 32 bytes */
+        if (o == 0) wal_restarted = true;
+        else if (wal_writes_left-- == 0) {
+            if (must_restart && !wal_restarted) _exit(6); /* the test would not prove what it says */
+            raise(SIGKILL);
+        }
+    }
     return REAL(f)->pMethods->xWrite(REAL(f), b, n, o);
 }
 static int c_truncate(sqlite3_file *f, sqlite3_int64 size) { return REAL(f)->pMethods->xTruncate(REAL(f), size); }
@@ -213,7 +231,21 @@ static int crash_open(sqlite3_vfs *vfs, sqlite3_filename name, sqlite3_file *f, 
     return rc;
 }
 
-static int do_crash(const char *path, long id, long w) {
+/* Checkpoints the whole WAL into the database through a connection of its own, so that the
+ * next write transaction starts the WAL anew. */
+static int checkpoint_all(const char *path) {
+    sqlite3 *db = NULL;
+    int rc = sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE, NULL);
+    int log = 0, done = 0;
+    /* a first read opens the WAL; before it the connection does not know the file is in WAL mode */
+    if (rc == SQLITE_OK) rc = sqlite3_exec(db, "SELECT count(*) FROM sqlite_master", NULL, NULL, NULL);
+    if (rc == SQLITE_OK) rc = sqlite3_wal_checkpoint_v2(db, NULL, SQLITE_CHECKPOINT_FULL, &log, &done);
+    if (rc != SQLITE_OK || log <= 0 || log != done) fprintf(stderr, "store-worker: checkpoint of %s: %s (%d of %d frames)\n", path, sqlite3_errmsg(db), done, log);
+    sqlite3_close(db);
+    return rc == SQLITE_OK && log > 0 && log == done ? 0 : 5;
+}
+
+static int do_crash(const char *path, long id, long w, bool fresh) {
     real_vfs = sqlite3_vfs_find(NULL);
     crash_vfs = *real_vfs;
     crash_vfs.zName = "kt-crash";
@@ -232,7 +264,11 @@ static int do_crash(const char *path, long id, long w) {
         int64_t key[2] = {id, i};
         fill(&r, u, text, "crash", key, id, i, i < 5 ? 1 + (size_t)i : 40);
         for (size_t j = 0; j < r.nunits; j++) u[j].message = big;
-        if (i == 5) wal_writes_left = w - 1;
+        if (i == 5) {
+            if (fresh && checkpoint_all(path) != 0) return 5;
+            must_restart = fresh;
+            wal_writes_left = w - 1;
+        }
         if ((st = kt__store_put(c, &r)) != KT_OK) return fail(st, "put", i);
     }
     fprintf(stderr, "store-worker: not killed: the transaction made fewer than %ld writes into the WAL\n", w);
@@ -262,9 +298,10 @@ static int do_loop(const char *path, long id) {
 
 int main(int argc, char **argv) {
     if (argc == 5 && strcmp(argv[1], "write") == 0) return do_write(argv[2], atol(argv[3]), atol(argv[4]));
-    if (argc == 5 && strcmp(argv[1], "crash") == 0) return do_crash(argv[2], atol(argv[3]), atol(argv[4]));
+    if (argc == 5 && strcmp(argv[1], "crash") == 0) return do_crash(argv[2], atol(argv[3]), atol(argv[4]), false);
+    if (argc == 5 && strcmp(argv[1], "crash-fresh") == 0) return do_crash(argv[2], atol(argv[3]), atol(argv[4]), true);
     if (argc == 4 && strcmp(argv[1], "one") == 0) return do_one(argv[2], atol(argv[3]));
     if (argc == 4 && strcmp(argv[1], "loop") == 0) return do_loop(argv[2], atol(argv[3]));
-    fprintf(stderr, "usage: store-worker write PATH ID N | one PATH ID | crash PATH ID W | loop PATH ID\n");
+    fprintf(stderr, "usage: store-worker write PATH ID N | one PATH ID | crash[-fresh] PATH ID W | loop PATH ID\n");
     return 2;
 }

@@ -147,15 +147,16 @@ static void test_killed_mid_write(void **state) {
         hits += wal_ends_uncommitted(path);
     }
     print_message("%d writers killed at random, %d of them while writing a transaction into the WAL\n", k, hits);
-    /* and writers that kill themselves at a chosen write into the WAL, in the middle of a
-     * transaction: after its first frame header only, after some frames, after many */
-    static const char *const at[] = {"2", "9", "31"};
-    for (int i = 0; i < 3; i++) {
+    /* and writers that kill themselves at a chosen write into the WAL's frames, in the middle
+     * of a transaction: after its first frame header only, after some frames, after many; each
+     * once appending to the WAL and once starting it anew over old frames (crash-fresh) */
+    static const char *const at[] = {"2", "9", "31"}, *const mode[] = {"crash", "crash-fresh"};
+    for (int i = 0; i < 6; i++) {
         char id[16];
         snprintf(id, sizeof id, "%d", 100 + i);
-        const char *argv[] = {KT_STORE_WORKER, "crash", path, id, at[i], NULL};
+        const char *argv[] = {KT_STORE_WORKER, mode[i / 3], path, id, at[i % 3], NULL};
         expect_killed(spawn(argv, NULL));
-        if (!wal_ends_uncommitted(path)) fail_msg("killed at WAL write %s, but the WAL ends on a commit", at[i]);
+        if (!wal_ends_uncommitted(path)) fail_msg("%s killed at WAL frame write %s, but the WAL ends on a commit", mode[i / 3], at[i % 3]);
         kt_cache *c = open_ok(path);
         for (int64_t d = 0; d <= 5; d++) {
             kt__store_rec id_rec = {.op = "crash", .set_hash = "s1", .device = "dev", .version = "0.1.0"}, got;
