@@ -1,0 +1,108 @@
+/*
+ * test-kt-examples.c - the conformance suite: Kernel Tuner 1.5's own OpenCL examples
+ * (../shared/kernel_tuner_examples/opencl, unchanged) tuned by `kerntune tune` through the T1
+ * problems of examples/kernel_tuner/opencl, on PoCL. Each case tunes a few configurations of one
+ * problem on a small part of its problem size (--problem-size: the kernels hard-code their full
+ * sizes, so a smaller grid computes a corner of the same result) and checks that the kernel
+ * builds as its author wrote it and that every configuration tried is valid: same output as the
+ * others, nothing disqualified. The CUDA examples run on the GPU machine (scripts/gpu-check).
+ */
+#include "tune-cli.h"
+
+#ifndef KT_EXAMPLE_SOURCES
+#error "KT_EXAMPLE_SOURCES must name examples/kernel_tuner"
+#endif
+#ifndef KT_EXAMPLE_PROBLEMS
+#error "KT_EXAMPLE_PROBLEMS must name the build's generated problems"
+#endif
+
+/* Tunes problem (a path) with options, expects success with `configs` configurations, every one
+ * measured and valid, and returns the JSON summary. */
+static json_t *tune_valid(const char *problem, const char *options, long configs) {
+    char args[2048];
+    snprintf(args, sizeof args, "tune '%s' --cache off --json --measure kerneltuner %s", problem, options);
+    int rc = run(args);
+    if (rc != 0) fail_msg("exit %d for %s\nstderr:\n%s", rc, args, err);
+    json_t *j = doc();
+    json_int_t n = json_integer_value(json_object_get(j, "configurations"));
+    json_int_t measured = json_integer_value(json_object_get(j, "measured"));
+    json_int_t failed = json_integer_value(json_object_get(j, "failed"));
+    if (n != configs || measured != configs || failed != 0)
+        fail_msg("%s: %lld configurations, %lld measured, %lld failed; expected %ld measured and none failed\n%s\nstderr:\n%s", problem,
+                 (long long)n, (long long)measured, (long long)failed, configs, out, err);
+    assert_true(json_is_true(json_object_get(j, "validated")));
+    return j;
+}
+
+static json_t *tune_example(const char *name, const char *options, long configs) {
+    char problem[1024];
+    snprintf(problem, sizeof problem, "%s/opencl/%s.json", KT_EXAMPLE_SOURCES, name);
+    return tune_valid(problem, options, configs);
+}
+
+/* The best configuration's value of parameter name. */
+static long long best_value(json_t *j, const char *name) {
+    json_t *v = json_object_get(json_object_get(json_object_get(j, "best"), "configuration"), name);
+    if (!json_is_integer(v)) fail_msg("best configuration has no integer %s:\n%s", name, out);
+    return (long long)json_integer_value(v);
+}
+
+static void test_stencil(void **state) {
+    (void)state;
+    json_t *j = tune_example("stencil", "--problem-size 256,64 --define block_size_x=32,64 --define block_size_y=1,2", 4);
+    long long bx = best_value(j, "block_size_x"), by = best_value(j, "block_size_y");
+    assert_true((bx == 32 || bx == 64) && (by == 1 || by == 2));
+    json_decref(j);
+}
+
+static void test_convolution(void **state) {
+    (void)state;
+    json_decref(tune_example("convolution",
+                             "--problem-size 64,64 --define block_size_x=16,32 --define block_size_y=4 --define tile_size_x=1 "
+                             "--define tile_size_y=1,2",
+                             4));
+}
+
+/* sepconv.py tunes convolution.cl over filter sizes too; a filter size changes what the kernel
+ * computes, so each run fixes one (as tests and benchmarks do). */
+static void test_sepconv_row(void **state) {
+    (void)state;
+    json_decref(tune_example("sepconv_row",
+                             "--problem-size 64,64 --define filter_width=5 --define block_size_x=16,32 --define block_size_y=2 "
+                             "--define tile_size_x=1 --define tile_size_y=1 --define use_padding=0 --define read_only=0",
+                             2));
+}
+
+static void test_sepconv_col(void **state) {
+    (void)state;
+    json_decref(tune_example("sepconv_col",
+                             "--problem-size 64,64 --define filter_height=7 --define block_size_x=16 --define block_size_y=2,4 "
+                             "--define tile_size_x=1 --define tile_size_y=1 --define use_padding=1 --define read_only=0",
+                             2));
+}
+
+/* The restriction block_size_x == block_size_y * tile_size_y leaves two of these four. */
+static void test_matmul(void **state) {
+    (void)state;
+    json_t *j = tune_example("matmul", "--problem-size 64,64 --define block_size_x=16 --define block_size_y=4,16 --define tile_size_x=1 "
+                             "--define tile_size_y=1,4", 2);
+    long long by = best_value(j, "block_size_y"), ty = best_value(j, "tile_size_y");
+    assert_int_equal(by * ty, 16);
+    json_decref(j);
+}
+
+/* vector_add's kernel is the string in vector_add.py, written out by the build. */
+static void test_vector_add(void **state) {
+    (void)state;
+    char problem[1024];
+    snprintf(problem, sizeof problem, "%s/opencl/vector_add.json", KT_EXAMPLE_PROBLEMS);
+    json_decref(tune_valid(problem, "--problem-size 4096 --define block_size_x=128,192,256", 3));
+}
+
+int main(int argc, char **argv) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_stencil),     cmocka_unit_test(test_convolution), cmocka_unit_test(test_sepconv_row),
+        cmocka_unit_test(test_sepconv_col), cmocka_unit_test(test_matmul),      cmocka_unit_test(test_vector_add),
+    };
+    return kt_run_cases(argc, argv, tests, NULL, NULL);
+}
