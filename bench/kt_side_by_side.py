@@ -1,0 +1,200 @@
+#!/usr/bin/env python3
+"""kt_side_by_side.py - kerntune and Kernel Tuner tuning the same kernels, side by side.
+
+For each conformance problem (examples/kernel_tuner/<lang>/*.json: Kernel Tuner 1.5's own example
+kernels, read unedited from ../shared/kernel_tuner_examples) both tools get the same budget of
+seconds on the same device, the same problem size and the same space:
+
+  * Kernel Tuner (PyPI kernel_tuner 1.5.0, in a virtual environment this script is run with:
+    pyopencl on PoCL here, CuPy on the GPU machine) through `tune_kernel`, with the problem's
+    parameters, Conditions as restrictions, GridDiv as grid_div_x/y and the budget as
+    strategy_options time_limit. (Its `tune_kernel_T1` always passes cmem_args, which its OpenCL
+    backend refuses even when empty, so the T1 entry point is not used.)
+  * kerntune through `kerntune tune PROBLEM --budget Ns`, same problem size and --define values.
+
+Then both picks are re-timed by one timer: Kernel Tuner's own benchmark of a one-configuration
+space (its default 7 iterations), alternating the two picks for --rounds rounds; the medians give
+the ratio. Printed per problem:
+
+  RESULT <problem> pick_ratio <kerntune pick time / Kernel Tuner pick time>   (<= 1: kerntune's is as fast)
+  RESULT <problem> kt_configs_per_min <n>   kerntune_configs_per_min <n>
+
+Usage (from the repository root, after `make build`):
+  python3 -m venv build/sbs-venv && build/sbs-venv/bin/pip install kernel_tuner==1.5.0 numpy pyopencl
+  build/sbs-venv/bin/python bench/kt_side_by_side.py --lang opencl --budget 60 [--problems stencil,matmul]
+On the GPU machine: --lang cuda (Kernel Tuner's CuPy backend, kerntune's CUDA backend).
+"""
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy
+
+REPO = Path(__file__).resolve().parent.parent
+
+# problem -> what both tools are given beyond the problem file: a smaller problem size where
+# the full one makes a configuration take seconds on PoCL, and fixed values of parameters that
+# change what the kernel computes (sepconv's filter sizes; a filter size is a problem, not a
+# configuration: kerntune validates outputs, so one run tunes one size).
+SETTINGS = {
+    "opencl": {
+        "stencil": {},
+        "vector_add": {},
+        "convolution": {"ps": [1024, 1024]},
+        "sepconv_row": {"ps": [1024, 1024], "defines": {"filter_width": 17}},
+        "sepconv_col": {"ps": [1024, 1024], "defines": {"filter_height": 17}},
+        "matmul": {"ps": [512, 512]},
+        "reduction": {},
+    },
+    "cuda": {
+        "vector_add": {},
+        "convolution": {"defines": {"filter_width": 15, "filter_height": 15}},
+        "matmul": {},
+        "reduction": {},
+    },
+}
+
+
+def log(msg):
+    print(msg, file=sys.stderr, flush=True)
+
+
+def problem_path(lang, name, build):
+    if name == "vector_add":
+        return build / "kernel_tuner_examples" / lang / "vector_add.json"
+    return REPO / "examples" / "kernel_tuner" / lang / (name + ".json")
+
+
+NP_TYPES = {"float": numpy.float32, "float32": numpy.float32, "double": numpy.float64, "int32": numpy.int32, "int": numpy.int32,
+            "uint32": numpy.uint32, "int64": numpy.int64}
+
+
+def kt_args(t1, rng):
+    """The problem's arguments as numpy values, filled as the T1 file says."""
+    args, cmem = [], {}
+    for a in t1["KernelSpecification"]["Arguments"]:
+        t = NP_TYPES[a["Type"]]
+        if a["MemoryType"] == "Scalar":
+            args.append(t(a.get("Value", a.get("FillValue", 0))))
+            continue
+        n = int(a["Size"])
+        if a.get("FillType") == "Random":
+            v = (rng.random(n) * a.get("FillValue", 1.0)).astype(t)
+        else:
+            v = numpy.full(n, a.get("FillValue", 0), dtype=t)
+        args.append(v)
+        if a.get("MemType") == "Constant":
+            cmem[a["Name"]] = v
+    return args, cmem
+
+
+def kt_setup(t1, settings):
+    """tune_kernel's arguments for the problem: parameters, restrictions, grid, problem size."""
+    ks = t1["KernelSpecification"]
+    params = {}
+    for p in t1["ConfigurationSpace"]["TuningParameters"]:
+        params[p["Name"]] = list(eval(p["Values"]))  # Kernel Tuner's own semantics: a Python list
+    for k, v in settings.get("defines", {}).items():
+        params[k] = [v]
+    restrictions = [c["Expression"] for c in t1["ConfigurationSpace"].get("Conditions", [])]
+    kw = {}
+    ps = settings.get("ps") or ks["ProblemSize"]
+    if "GlobalSize" in ks and not any(k in ks for k in ("GridDivX", "GridDivY", "GridDivZ")):
+        # a grid of blocks given directly (reduction: num_blocks blocks)
+        ps = ks["GlobalSize"]["X"]
+        kw["grid_div_x"] = []
+    for d in "XYZ":
+        if "GridDiv" + d in ks:
+            kw["grid_div_" + d.lower()] = ks["GridDiv" + d]
+    return params, restrictions, ps if isinstance(ps, str) else tuple(ps), kw
+
+
+def kernel_tuner_run(t1, problem, settings, lang, budget, strategy, rng, only=None, iterations=7):
+    import kernel_tuner
+
+    params, restrictions, ps, kw = kt_setup(t1, settings)
+    if only is not None:
+        params = {k: [only[k]] for k in params}
+    ks = t1["KernelSpecification"]
+    source = str((problem.parent / ks["KernelFile"]).resolve())
+    args, cmem = kt_args(t1, rng)
+    if cmem:
+        kw["cmem_args"] = cmem
+    opts = {"time_limit": budget} if budget else {}
+    t0 = time.time()
+    results, env = kernel_tuner.tune_kernel(ks["KernelName"], source, ps, args, params, restrictions=restrictions or None,
+                                           lang="CUDA" if lang == "cuda" else "OpenCL", strategy=strategy if only is None else "brute_force",
+                                           strategy_options=opts, iterations=iterations, quiet=True, **kw)
+    elapsed = time.time() - t0
+    valid = [r for r in results if isinstance(r.get("time"), (int, float))]
+    return valid, len(results), elapsed
+
+
+def kerntune_run(cli, problem, settings, budget, t4):
+    cmd = [str(cli), "tune", str(problem), "--budget", "%ds" % budget, "--json", "--cache", "off", "--t4", t4]
+    if settings.get("ps"):
+        cmd += ["--problem-size", ",".join(str(x) for x in settings["ps"])]
+    for k, v in settings.get("defines", {}).items():
+        cmd += ["--define", "%s=%s" % (k, v)]
+    t0 = time.time()
+    p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    elapsed = time.time() - t0
+    if p.returncode != 0:
+        raise RuntimeError("kerntune tune %s exited %d:\n%s" % (problem, p.returncode, p.stderr[-3000:]))
+    j = json.loads(p.stdout)
+    return j, elapsed
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--lang", choices=["opencl", "cuda"], default="opencl")
+    ap.add_argument("--budget", type=int, default=60, help="seconds of tuning for each tool and problem (default 60)")
+    ap.add_argument("--problems", help="comma-separated subset (default: all of --lang)")
+    ap.add_argument("--kt-strategy", default="genetic_algorithm", help="Kernel Tuner's strategy (default genetic_algorithm)")
+    ap.add_argument("--rounds", type=int, default=3, help="re-timing rounds of the two picks (default 3)")
+    ap.add_argument("--build", default=str(REPO / "build"), help="kerntune's build directory (default build)")
+    ap.add_argument("--seed", type=int, default=1)
+    a = ap.parse_args()
+    build = Path(a.build)
+    cli = build / "kerntune"
+    names = a.problems.split(",") if a.problems else list(SETTINGS[a.lang])
+    rng = numpy.random.default_rng(a.seed)
+    for name in names:
+        if name not in SETTINGS[a.lang]:
+            sys.exit("--problems: no problem %r for %s (have %s)" % (name, a.lang, ", ".join(SETTINGS[a.lang])))
+        settings = SETTINGS[a.lang][name]
+        problem = problem_path(a.lang, name, build)
+        t1 = json.load(open(problem))
+        log("== %s (%s): %d s each" % (name, problem, a.budget))
+        with tempfile.TemporaryDirectory() as tmp:
+            kj, k_elapsed = kerntune_run(cli, problem, settings, a.budget, os.path.join(tmp, "t4.json"))
+        k_pick = kj["best"]["configuration"]
+        log("kerntune: %d configurations in %.1f s, pick %s (%.4f ms)" % (kj["configurations"], k_elapsed, k_pick, kj["best"]["time_ms"]))
+        valid, n_kt, kt_elapsed = kernel_tuner_run(t1, problem, settings, a.lang, a.budget, a.kt_strategy, rng)
+        if not valid:
+            log("Kernel Tuner found no valid configuration")
+            continue
+        best = min(valid, key=lambda r: r["time"])
+        kt_pick = {k: best[k] for k in k_pick}
+        log("Kernel Tuner: %d configurations in %.1f s, pick %s (%.4f ms)" % (n_kt, kt_elapsed, kt_pick, best["time"]))
+        times = {"kerntune": [], "kt": []}
+        for _ in range(a.rounds):
+            for who, pick in (("kerntune", k_pick), ("kt", kt_pick)):
+                v, _, _ = kernel_tuner_run(t1, problem, settings, a.lang, 0, "brute_force", rng, only=pick)
+                times[who].append(v[0]["time"])
+        mk, mt = statistics.median(times["kerntune"]), statistics.median(times["kt"])
+        log("re-timed (Kernel Tuner's timer, %d rounds): kerntune's pick %.4f ms, Kernel Tuner's %.4f ms" % (a.rounds, mk, mt))
+        print("RESULT %s pick_ratio %.3f" % (name, mk / mt))
+        print("RESULT %s kt_configs_per_min %.1f kerntune_configs_per_min %.1f" % (name, 60 * n_kt / kt_elapsed,
+                                                                                    60 * kj["configurations"] / k_elapsed), flush=True)
+
+
+if __name__ == "__main__":
+    main()
