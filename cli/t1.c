@@ -412,7 +412,7 @@ static bool read_grid_div(ctx *c, t1 *p, json_t *ks) {
 
 static bool read_args(ctx *c, t1 *p, json_t *ks) {
     static const char *const known[] = {"Name", "Type", "MemoryType", "AccessType", "Size", "FillType", "FillValue",
-                                        "DataSource", "RandomSeed", "Output", "MemType", "TypeSize", "Value", NULL};
+                                        "DataSource", "RandomSeed", "Output", "MemType", "TypeSize", "Value", "x-kerntune", NULL};
     json_t *args = member(c, ks, "KernelSpecification", "Arguments", JSON_ARRAY, true, "an array of arguments");
     if (args == NULL) return false;
     p->args = calloc(json_array_size(args) + 1, sizeof *p->args);
@@ -495,6 +495,24 @@ static bool read_args(ctx *c, t1 *p, json_t *ks) {
             if (is_out != (a->access != KT_READ_ONLY))
                 return fail(c, fp, "%s, but AccessType is %s: kerntune validates the outputs AccessType names (WriteOnly or ReadWrite)",
                             is_out ? "marks an output" : "marks an input", access ? access : "ReadOnly (the default)");
+        }
+        /* kerntune's extension: how an output is compared with the reference's (kt_op_set_compare) */
+        json_t *x = member(c, v, path, "x-kerntune", JSON_OBJECT, false, "an object with Compare");
+        if (c->failed) return false;
+        if (x) {
+            static const char *const known_x[] = {"Compare", NULL};
+            snprintf(fp, sizeof fp, "%s.x-kerntune", path);
+            if (!known_fields(c, x, fp, known_x)) return false;
+            const char *how = str_member(c, x, fp, "Compare", false, "a string (Elements or Sum)");
+            if (c->failed) return false;
+            char cp[160];
+            snprintf(cp, sizeof cp, "%s.Compare", fp);
+            if (how && strcmp(how, "Sum") != 0 && strcmp(how, "Elements") != 0)
+                return fail(c, cp, "'%s' is not one of Elements, Sum", how);
+            a->compare_sum = how && strcmp(how, "Sum") == 0;
+            if (a->compare_sum && (!a->vector || a->access == KT_READ_ONLY))
+                return fail(c, cp, "Sum on %s: only an output (a WriteOnly or ReadWrite Vector) is compared",
+                            a->vector ? "a ReadOnly argument" : "a Scalar");
         }
         json_t *fv = NULL;
         if (!read_fill(c, v, path, &a->fill, &fv, &a->data_source, &a->has_seed, &a->seed)) return false;

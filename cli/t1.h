@@ -41,6 +41,7 @@ typedef struct t1_arg {
     const char *type_name; /* its T1 name (bool, int8, float, ...) */
     bool vector;
     bool constant;         /* "MemType": "Constant": the device's constant memory */
+    bool compare_sum;      /* "x-kerntune": {"Compare": "Sum"}: an output validated by the sum of its elements */
     kt_access access;
     const char *size_expr; /* vectors: the element count as an expression, or NULL */
     int64_t size;          /* or as an integer */

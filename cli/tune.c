@@ -1557,6 +1557,7 @@ static char *declare(prepared *pr, kt_space *const *sps, size_t nsp, bool valida
         }
         PKT(kt_op_add_buffer(op, a->name, a->type, a->access));
         if (a->constant) PKT(kt_op_set_constant(op, i));
+        if (a->compare_sum) PKT(kt_op_set_compare(op, i, KT_COMPARE_SUM));
     }
     /* the reference group (the Default configuration) goes first: it is the budget's unit 0 */
     if (pr->ref_sp) {

@@ -91,6 +91,16 @@ static void test_matmul(void **state) {
     json_decref(j);
 }
 
+/* reduction.py verifies the sum of the partial sums (one per block, num_blocks of them): the
+ * problem compares sum_global as a sum (x-kerntune Compare). loop_unroll_factor 0 makes
+ * `#pragma unroll 0`, which PoCL's compiler refuses, as it does under Kernel Tuner. */
+static void test_reduction(void **state) {
+    (void)state;
+    json_t *j = tune_example("reduction",
+                             "--define block_size_x=32,64 --define vector=1,4 --define num_blocks=32,64 --define loop_unroll_factor=8", 8);
+    json_decref(j);
+}
+
 /* vector_add's kernel is the string in vector_add.py, written out by the build. */
 static void test_vector_add(void **state) {
     (void)state;
@@ -102,7 +112,8 @@ static void test_vector_add(void **state) {
 int main(int argc, char **argv) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_stencil),     cmocka_unit_test(test_convolution), cmocka_unit_test(test_sepconv_row),
-        cmocka_unit_test(test_sepconv_col), cmocka_unit_test(test_matmul),      cmocka_unit_test(test_vector_add),
+        cmocka_unit_test(test_sepconv_col), cmocka_unit_test(test_matmul),      cmocka_unit_test(test_reduction),
+        cmocka_unit_test(test_vector_add),
     };
     return kt_run_cases(argc, argv, tests, NULL, NULL);
 }

@@ -12,6 +12,7 @@
 #include <kerntune/validation.h>
 
 #include <math.h>
+#include <stdbool.h>
 #include <time.h>
 
 #define N 64
@@ -841,6 +842,63 @@ static void test_failing_result_released_once(void **state) {
     kt_context_destroy(ctx);
 }
 
+/* ---- an output compared as a sum: a reduction's partial sums, one per block ------------------ */
+
+typedef struct partials {
+    int blocks; /* partial sums written into part[0 .. blocks) */
+    float off;  /* added to part[0]: a wrong total */
+} partials;
+
+static int partial_sums(const kt_arg *args, size_t nargs, void *user) {
+    (void)nargs;
+    const partials *p = user;
+    float *part = args[0].ptr;
+    const float *x = args[1].ptr;
+    size_t n = args[1].bytes / sizeof *x;
+    for (int b = 0; b < p->blocks; b++) part[b] = 0;
+    for (size_t i = 0; i < n; i++) part[i % (size_t)p->blocks] += x[i];
+    part[0] += p->off;
+    return 0;
+}
+
+/* Candidates that split the same total over 4 and 8 blocks (whole numbers: every sum exact),
+ * and one whose total is 1 too large. */
+static const kt_decision *reduce(kt_context *ctx, const char *name, bool as_sum, float *part, float *x) {
+    static partials b4 = {4, 0}, b8 = {8, 0}, wrong = {8, 1};
+    kt_op *op = NULL;
+    ok(kt_op_create(ctx, name, &op));
+    ok(kt_op_add_buffer(op, "part", KT_TYPE_F32, KT_READ_WRITE));
+    ok(kt_op_add_buffer(op, "x", KT_TYPE_F32, KT_READ_ONLY));
+    ok(kt_op_add_native(op, "b4", partial_sums, &b4));
+    ok(kt_op_add_native(op, "b8", partial_sums, &b8));
+    ok(kt_op_add_native(op, "wrong", partial_sums, &wrong));
+    ok(kt_op_set_reference(op, "b4"));
+    if (as_sum) ok(kt_op_set_compare(op, 0, KT_COMPARE_SUM));
+    for (int i = 0; i < 16; i++) part[i] = 0;
+    for (int i = 0; i < 1024; i++) x[i] = (float)(i % 7);
+    kt_arg args[] = {kt_arg_buf(part, 16 * sizeof *part), kt_arg_buf(x, 1024 * sizeof *x)};
+    ok(kt_op_call(op, args, 2));
+    return decided(op, args);
+}
+
+static void test_compare_sum(void **state) {
+    (void)state;
+    static float part[16], x[1024];
+    kt_context *ctx = ctx_measure();
+    /* element by element, 8 blocks' partial sums are not 4 blocks' */
+    const kt_decision *d = reduce(ctx, "elements", false, part, x);
+    assert_int_equal(kt_decision_outcome(d, 1), KT_OUTCOME_INVALID);
+    assert_string_equal(kt_decision_message(d, 1), "output 'part' element 0: expected 766, got 379 (atol 1e-06, rtol 0.0001)");
+    /* as a sum, they are the same total (3067); the wrong one is 1 off, beyond 1e-6 + 1e-4 * 3067 */
+    d = reduce(ctx, "sums", true, part, x);
+    assert_int_equal(kt_decision_outcome(d, 0), KT_OUTCOME_MEASURED);
+    assert_int_equal(kt_decision_outcome(d, 1), KT_OUTCOME_MEASURED);
+    assert_int_equal(kt_decision_outcome(d, 2), KT_OUTCOME_INVALID);
+    assert_string_equal(kt_decision_message(d, 2),
+                        "output 'part': sum 3068, expected 3067 (compared as a sum; atol 1e-06, rtol 0.0001 of 3067)");
+    kt_context_destroy(ctx);
+}
+
 static void test_safety_misuse(void **state) {
     (void)state;
     kt_context *ctx = ctx_measure();
@@ -851,6 +909,8 @@ static void test_safety_misuse(void **state) {
     expect_status(KT_ERR_INVALID_ARGUMENT, kt_op_set_generator(op, 7, KT_GEN_RANDOM, 0));
     expect_status(KT_ERR_NULL, kt_op_set_generator_fn(op, 0, NULL, NULL));
     expect_status(KT_ERR_INVALID_ARGUMENT, kt_op_set_tolerance(op, -1, 0));
+    expect_status(KT_ERR_INVALID_ARGUMENT, kt_op_set_compare(op, 1, KT_COMPARE_SUM)); /* ReadOnly */
+    expect_status(KT_ERR_INVALID_ARGUMENT, kt_op_set_compare(op, 0, (kt_compare)2));
     expect_status(KT_ERR_INVALID_ARGUMENT, kt_op_set_result(op, KT_TYPE_BUFFER));
     expect_status(KT_ERR_UNKNOWN_CANDIDATE, kt_op_set_reference(op, "nope"));
     expect_status(KT_ERR_NULL, kt_op_call_result(op, NULL, 0, NULL));
@@ -884,6 +944,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_input_writers_do_not_spoil_others),
         cmocka_unit_test(test_tune_leaves_buffers_alone),
         cmocka_unit_test(test_failing_result_released_once),
+        cmocka_unit_test(test_compare_sum),
         cmocka_unit_test(test_safety_misuse),
     };
     return kt_run_cases(argc, argv, tests, NULL, NULL);

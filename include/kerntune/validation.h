@@ -56,6 +56,24 @@ KT_API kt_status kt_op_set_validation(kt_op *op, int on);
  *  rtol 1e-2. Integers always compare exactly. */
 KT_API kt_status kt_op_set_tolerance(kt_op *op, double atol, double rtol);
 
+/** How an output buffer is compared with the reference's (kt_op_set_compare). */
+typedef enum kt_compare {
+    /** Element by element (the default), as the top of this header says. */
+    KT_COMPARE_ELEMENTS = 0,
+    /** The sum of its elements: the candidate's within atol + rtol * (the sum of the reference's
+     *  magnitudes) of the reference's, elements the reference left unwritten (poison) left out of
+     *  both, NaN and infinities failing. For an output whose elements depend on the
+     *  configuration but whose total does not: the partial sums of a reduction, one per block,
+     *  when the number of blocks is a tuning parameter (Kernel Tuner's reduction example
+     *  verifies it so). Integers sum exactly (in 64 bits, wrapping). */
+    KT_COMPARE_SUM = 1
+} kt_compare;
+
+/** Sets how output buffer argument arg (WriteOnly or ReadWrite) is compared with the reference's.
+ *  Fails with KT_ERR_INVALID_ARGUMENT for an argument that is not an output buffer or an unknown
+ *  kt_compare, KT_ERR_STATE once the op is frozen. */
+KT_API kt_status kt_op_set_compare(kt_op *op, size_t arg, kt_compare how);
+
 #ifdef __cplusplus
 }
 #endif

@@ -387,6 +387,19 @@ kt_status kt_op_set_constant(kt_op *op, size_t arg) {
     return KT_OK;
 }
 
+kt_status kt_op_set_compare(kt_op *op, size_t arg, kt_compare how) {
+    kt_status st = buffer_arg(op, arg, "kt_op_set_compare");
+    if (st != KT_OK) return st;
+    if (op->args[arg].access == KT_READ_ONLY)
+        return kt__err(KT_ERR_INVALID_ARGUMENT, "kt_op_set_compare(op '%s'): argument '%s' is READ_ONLY; only an output is compared",
+                       op->name, op->args[arg].name);
+    if (how != KT_COMPARE_ELEMENTS && how != KT_COMPARE_SUM)
+        return kt__err(KT_ERR_INVALID_ARGUMENT, "kt_op_set_compare(op '%s'): %d is not KT_COMPARE_ELEMENTS or KT_COMPARE_SUM", op->name,
+                       (int)how);
+    op->args[arg].compare = (uint8_t)how;
+    return KT_OK;
+}
+
 kt_status kt_op_set_generator(kt_op *op, size_t arg, kt_gen gen, double value) {
     kt_status st = buffer_arg(op, arg, "kt_op_set_generator");
     if (st != KT_OK) return st;

@@ -172,6 +172,7 @@ typedef struct kt__argdecl {
     bool accumulate;  /* WriteOnly buffer filled with acc_value before every tuning run */
     double acc_value;
     bool constant;    /* a ReadOnly buffer in the device's constant memory (kt_op_set_constant) */
+    uint8_t compare;  /* kt_compare: how validation compares this output (kt_op_set_compare) */
     kt_gen gen;       /* GENERATED mode: how to fill it */
     double gen_value;
     kt_generate_fn gen_fn;
