@@ -296,6 +296,69 @@ static bool param_name(ctx *c, const t1 *p, const char *path, const char *name) 
     return true;
 }
 
+/* A Python literal of a number, string or boolean (allocated; NULL when out of memory). */
+static char *py_literal(const json_t *v) {
+    if (json_is_boolean(v)) return cli_format("%s", json_is_true(v) ? "True" : "False");
+    if (!json_is_string(v)) {
+        char num[64]; /* a number: always fits */
+        t4_value_text(v, num, sizeof num);
+        return cli_format("%s", num);
+    }
+    const char *s = json_string_value(v);
+    char *out = malloc(2 * strlen(s) + 3), *o = out;
+    if (out == NULL) return NULL;
+    *o++ = '\'';
+    for (; *s; s++) {
+        if (*s == '\'' || *s == '\\') *o++ = '\\';
+        *o++ = *s;
+    }
+    *o++ = '\'';
+    *o = '\0';
+    return out;
+}
+
+/* Whether value (a Python literal) equals one of the parameter's Values, by the expression
+ * language's == (2 and 2.0 are equal); true when the Values cannot be evaluated here (the space
+ * reports that error itself, naming the JSON path). */
+static bool among_values(const t1_param *tp, const char *value) {
+    kt_space *sp = NULL;
+    char *cond = cli_format("%s == %s", tp->name, value);
+    size_t n = 1;
+    bool known = cond && kt_space_create(&sp) == KT_OK && kt_space_add_param(sp, tp->name, tp->values) == KT_OK &&
+                 kt_space_add_constraint(sp, cond) == KT_OK && kt_space_enumerate(sp, &n) == KT_OK;
+    free(cond);
+    kt_space_destroy(sp);
+    return !known || n > 0;
+}
+
+/* A parameter's Default. Kernel Tuner's reader reads none, so a file may give any: kerntune
+ * uses one value (a number, a string or a boolean; an array of one is its element) that is one
+ * of the parameter's Values, and lists any other as not used (dflt_unused says why) instead of
+ * refusing the problem. Only running out of memory fails. */
+static bool read_default(ctx *c, t1_param *tp, const char *path) {
+    json_t *d = tp->dflt_given;
+    tp->dflt = NULL;
+    if (d == NULL || json_is_null(d)) return true;
+    json_t *one = json_is_array(d) && json_array_size(d) == 1 ? json_array_get(d, 0) : d;
+    char dpath[128];
+    snprintf(dpath, sizeof dpath, "%s.Default", path);
+    if (!json_is_string(one) && !json_is_number(one) && !json_is_boolean(one)) {
+        if (json_is_array(d) && one == d)
+            tp->dflt_unused = cli_format("an array of %zu values; expected one value (a number, a string or a boolean) or an array of one",
+                                         json_array_size(d));
+        else
+            tp->dflt_unused = cli_format("%s%s; expected one value (a number, a string or a boolean) or an array of one",
+                                         one == d ? "" : "an array of one value that is ", kind_of(one));
+        return tp->dflt_unused ? true : fail(c, dpath, "out of memory");
+    }
+    char *lit = py_literal(one);
+    if (lit == NULL) return fail(c, dpath, "out of memory");
+    if (among_values(tp, lit)) tp->dflt = one;
+    else tp->dflt_unused = cli_format("%s is not one of the Values %s", lit, tp->values);
+    free(lit);
+    return tp->dflt || tp->dflt_unused ? true : fail(c, dpath, "out of memory");
+}
+
 static bool read_params(ctx *c, t1 *p, json_t *cs) {
     static const char *const known_cs[] = {"TuningParameters", "Conditions", NULL};
     static const char *const known_param[] = {"Name", "Type", "Values", "Default", "Description", NULL};
@@ -316,7 +379,7 @@ static bool read_params(ctx *c, t1 *p, json_t *cs) {
         tp->name = str_member(c, v, path, "Name", true, "a string");
         tp->type = str_member(c, v, path, "Type", true, "a string (int, uint, float, bool or string)");
         tp->values = str_member(c, v, path, "Values", true, "a string (a Python list, e.g. \"[16, 32, 64]\")");
-        tp->dflt = json_object_get(v, "Default");
+        tp->dflt_given = json_object_get(v, "Default");
         str_member(c, v, path, "Description", false, "a string");
         if (c->failed) return false;
         if (!param_name(c, p, path, tp->name)) return false;
@@ -328,11 +391,7 @@ static bool read_params(ctx *c, t1 *p, json_t *cs) {
             snprintf(tpath, sizeof tpath, "%s.Type", path);
             return fail(c, tpath, "'%s' is not one of int, uint, float, bool, string", tp->type);
         }
-        if (tp->dflt && !json_is_string(tp->dflt) && !json_is_number(tp->dflt) && !json_is_boolean(tp->dflt)) {
-            char dpath[128];
-            snprintf(dpath, sizeof dpath, "%s.Default", path);
-            return fail(c, dpath, "expected a number, a string or a boolean, got %s", kind_of(tp->dflt));
-        }
+        if (!read_default(c, tp, path)) return false;
     }
     if (p->nparams == 0) return fail(c, "ConfigurationSpace.TuningParameters", "expected at least one parameter");
     json_t *conds = member(c, cs, "ConfigurationSpace", "Conditions", JSON_ARRAY, false, "an array of conditions");
@@ -733,7 +792,7 @@ static bool read_kernel_spec(ctx *c, t1 *p, json_t *ks) {
     static const char *const known_ks[] = {"Language", "CompilerOptions", "BenchmarkName", "KernelName", "KernelFile",
                                            "GlobalSizeType", "LocalSize", "GlobalSize", "GridDivX", "GridDivY", "GridDivZ",
                                            "ProblemSize", "SharedMemory", "Stream", "Arguments", "ReferenceArguments",
-                                           "Device", "Profiling", "x-kerntune", NULL};
+                                           "Device", "Profiling", "x-kerntune", "Misc", NULL};
     if (json_object_get(ks, "SimulationInput"))
         return fail(c, "KernelSpecification.SimulationInput", "kerntune replays recorded data given with --simulate FILE only");
     if (!known_fields(c, ks, "KernelSpecification", known_ks)) return false;
@@ -833,6 +892,60 @@ static bool read_kernel_spec(ctx *c, t1 *p, json_t *ks) {
     return read_device(c, p, ks) && read_args(c, p, ks) && read_refs(c, p, ks);
 }
 
+/* Metadata that Kernel Tuner's reader skips and that changes nothing about the kernel, its
+ * arguments or its launch: accepted whatever it holds, never read, and listed. benchmark_hub's
+ * BenchmarkConfig (dataSize, iterations, MAX_THREADS, ...: the benchmark's own settings, which
+ * the problem's fields already give where they matter) and KernelSpecification.Misc ({"jitify":
+ * true}: how Kernel Tuner's cupy backend may compile, not what is measured). */
+static const struct {
+    const char *object, *key; /* object "": the top level */
+} metadata[] = {{"", "BenchmarkConfig"}, {"KernelSpecification", "Misc"}};
+
+/* Fills p->ignored: the metadata present, then the Defaults that are not used. */
+static bool list_ignored(ctx *c, t1 *p, json_t *ks) {
+    size_t n = sizeof metadata / sizeof metadata[0];
+    for (size_t i = 0; i < p->nparams; i++) n += p->params[i].dflt_unused != NULL;
+    if ((p->ignored = calloc(n + 1, sizeof *p->ignored)) == NULL) return fail(c, "(top level)", "out of memory");
+    for (size_t m = 0; m < sizeof metadata / sizeof metadata[0]; m++) {
+        json_t *obj = *metadata[m].object ? ks : p->root;
+        if (json_object_get(obj, metadata[m].key) == NULL) continue;
+        char *path = cli_format("%s%s%s", metadata[m].object, *metadata[m].object ? "." : "", metadata[m].key);
+        if (path == NULL) return fail(c, "(top level)", "out of memory");
+        p->ignored[p->nignored++] = path;
+    }
+    p->nmetadata = p->nignored;
+    for (size_t i = 0; i < p->nparams; i++) {
+        if (p->params[i].dflt_unused == NULL) continue;
+        char *path = cli_format("ConfigurationSpace.TuningParameters[%zu].Default", i);
+        if (path == NULL) return fail(c, "(top level)", "out of memory");
+        p->ignored[p->nignored++] = path;
+    }
+    return true;
+}
+
+void t1_print_ignored(const t1 *p, FILE *out, const char *prefix) {
+    if (p->nmetadata > 0) {
+        fprintf(out, "%s: note: %s: ignored (metadata; nothing measured depends on them): ", prefix, p->path);
+        for (size_t i = 0; i < p->nmetadata; i++) fprintf(out, "%s%s", i ? ", " : "", p->ignored[i]);
+        fprintf(out, "\n");
+    }
+    for (size_t i = p->nmetadata, k = 0; i < p->nignored; i++, k++) {
+        while (p->params[k].dflt_unused == NULL) k++; /* the parameter of the i-th listed Default */
+        fprintf(out, "%s: note: %s: %s: %s; not used (as if the parameter had no Default)\n", prefix, p->path, p->ignored[i],
+                p->params[k].dflt_unused);
+    }
+}
+
+json_t *t1_ignored_json(const t1 *p) {
+    json_t *a = json_array();
+    for (size_t i = 0; a && i < p->nignored; i++)
+        if (json_array_append_new(a, json_string(p->ignored[i])) != 0) {
+            json_decref(a);
+            return NULL;
+        }
+    return a;
+}
+
 bool t1_load(const char *path, t1 *p, char **err) {
     memset(p, 0, sizeof *p);
     p->device_id = -1;
@@ -864,7 +977,8 @@ bool t1_load(const char *path, t1 *p, char **err) {
     if (slash == p->dir) slash[1] = '\0';
     else if (slash) *slash = '\0';
     else strcpy(p->dir, "."); /* "." fits: the path had at least one character */
-    static const char *const known_top[] = {"General", "ConfigurationSpace", "KernelSpecification", "Budget", "Search", NULL};
+    static const char *const known_top[] = {"General", "ConfigurationSpace", "KernelSpecification", "Budget", "Search",
+                                            "BenchmarkConfig", NULL};
     if (!known_fields(&c, p->root, "", known_top)) return false;
     json_t *general = member(&c, p->root, "", "General", JSON_OBJECT, false, "an object");
     json_t *cs = member(&c, p->root, "", "ConfigurationSpace", JSON_OBJECT, true, "an object");
@@ -874,7 +988,7 @@ bool t1_load(const char *path, t1 *p, char **err) {
     const char *bench = general ? json_string_value(json_object_get(general, "BenchmarkName")) : NULL;
     const char *kbench = json_string_value(json_object_get(ks, "BenchmarkName"));
     p->name = bench ? bench : kbench ? kbench : p->kernel_name;
-    return !c.failed;
+    return !c.failed && list_ignored(&c, p, ks);
 }
 
 bool t1_grid(t1 *p, size_t nps, char **err) {
@@ -901,7 +1015,10 @@ bool t1_grid(t1 *p, size_t nps, char **err) {
 }
 
 void t1_free(t1 *p) {
+    for (size_t i = 0; p->params && i < p->nparams; i++) free(p->params[i].dflt_unused);
     free(p->params);
+    for (size_t i = 0; i < p->nignored; i++) free(p->ignored[i]);
+    free(p->ignored);
     free(p->conditions);
     free(p->options);
     free(p->args);

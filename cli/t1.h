@@ -5,7 +5,12 @@
  * project and Kernel Tuner's reader). kerntune reads every field it implements and refuses,
  * naming the JSON path, every field (or value of one) that would change what is run or measured
  * and that it does not implement; purely descriptive fields (names, OutputFormat, ...) are
- * accepted. The grid follows Kernel Tuner's rule when GridDivX/Y/Z are given (see t1_grid).
+ * accepted. Metadata that Kernel Tuner's reader skips and nothing measured depends on
+ * (benchmark_hub's top-level BenchmarkConfig and KernelSpecification.Misc) are accepted without
+ * being read, and listed (t1.ignored). A Default is one value, or an array of one, among its
+ * parameter's Values; any other Default is not used, and listed too (Kernel Tuner reads no
+ * Default at all, so a file may give any). The grid follows Kernel Tuner's rule when
+ * GridDivX/Y/Z are given (see t1_grid).
  * Extensions: "Language": "C" (a C function compiled by the system compiler), "Size" given as
  * an expression string (as the benchmark_hub files do) as well as an integer, and a scalar's
  * "Value".
@@ -29,7 +34,10 @@ typedef struct t1_param {
     const char *name;
     const char *type;      /* int, uint, float, bool, string */
     const char *values;    /* a Python list expression */
-    json_t *dflt;          /* "Default", or NULL */
+    json_t *dflt;          /* the Default kerntune uses: a number, string or boolean among the Values
+                            * (an array of one gives its element), or NULL */
+    json_t *dflt_given;    /* "Default" as the file gives it (NULL when absent) */
+    char *dflt_unused;     /* why a Default given (not null) is not used; NULL when it is */
 } t1_param;
 
 typedef enum t1_fill { T1_FILL_CONSTANT, T1_FILL_RANDOM, T1_FILL_BINARY } t1_fill;
@@ -105,6 +113,10 @@ typedef struct t1 {
     const char *time_unit; /* its T4 name: "milliseconds" unless TimeUnit says otherwise */
     const char *work_flops;  /* kerntune's extension KernelSpecification.x-kerntune.Flops, or NULL */
     const char *work_bytes;  /* ... .Bytes, or NULL: expressions of the arguments and parameters */
+    char **ignored;        /* JSON paths of what is accepted without being read, in the file's order:
+                            * the metadata (BenchmarkConfig, KernelSpecification.Misc), then the
+                            * Defaults that are not used (ConfigurationSpace.TuningParameters[i].Default) */
+    size_t nignored, nmetadata; /* all of them; the metadata among them (the first nmetadata) */
 } t1;
 
 /* Loads path into p. On failure returns false and stores in *err an allocated message (free
@@ -119,6 +131,15 @@ bool t1_load(const char *path, t1 *p, char **err);
 bool t1_grid(t1 *p, size_t nps, char **err);
 
 void t1_free(t1 *p);
+
+/* What p accepted without reading, as notes on out, each line starting with prefix (e.g.
+ * "kerntune tune"): one line naming the metadata, and one per Default that is not used, saying
+ * why. Nothing when nothing was ignored. */
+void t1_print_ignored(const t1 *p, FILE *out, const char *prefix);
+
+/* The JSON paths of t1.ignored as a new JSON array (empty when nothing was ignored); NULL when
+ * out of memory. */
+json_t *t1_ignored_json(const t1 *p);
 
 /* The kt_type of a T1 argument type name ("float", "int32", ...); 0 when unsupported. */
 kt_type t1_type(const char *name);

@@ -1633,6 +1633,7 @@ int run_tune(int argc, char **argv) {
     bool replay_dir_made = false;
     FILE *txt = o.quiet ? NULL : o.json ? stderr : stdout; /* the human summary */
     if (!t1_load(o.problem, &p, &err)) FAIL("%s", err ? err : "out of memory");
+    if (txt) t1_print_ignored(&p, stderr, "kerntune tune"); /* what the problem gives that is not read: once */
     if (p.nargs > 64 || p.nparams > 64) FAIL("%s: at most 64 arguments and 64 parameters", o.problem);
     for (size_t i = 0; i < p.nparams; i++) names[i] = p.params[i].name;
     const char *strategy = o.strategy;
@@ -2007,6 +2008,7 @@ int run_tune(int argc, char **argv) {
     if (o.json) {
         json_t *j = json_object();
         json_object_set_new(j, "problem", json_string(p.name));
+        json_object_set_new(j, "ignored", t1_ignored_json(&p)); /* JSON paths accepted without being read */
         json_object_set_new(j, "device", json_string(dev_name));
         json_object_set_new(j, "configurations", json_integer((json_int_t)total));
         json_object_set_new(j, "measured", json_integer((json_int_t)measured));

@@ -7,6 +7,8 @@
 #define _GNU_SOURCE /* popen, mkdtemp */
 #include "tune-cli.h"
 
+#include <errno.h>
+
 /* Each malformed problem gives its exact message. */
 static void test_malformed_problems(void **state) {
     (void)state;
@@ -715,6 +717,273 @@ static void test_t4_directory_not_writable(void **state) {
     remove_tmpdir();
 }
 
+/* ---- what Kernel Tuner reads, and what it skips --------------------------------------------- */
+
+/* How many times needle occurs in hay. */
+static size_t count_of(const char *hay, const char *needle) {
+    size_t n = 0;
+    for (const char *at = strstr(hay, needle); at; at = strstr(at + 1, needle)) n++;
+    return n;
+}
+
+/* The "ignored" member of the last --json document, joined with ", " (fails the test when it is
+ * not an array of strings). */
+static void ignored_of(const json_t *d, char *buf, size_t len) {
+    const json_t *a = json_object_get(d, "ignored");
+    if (!json_is_array(a)) fail_msg("--json has no \"ignored\" array:\n%s", out);
+    buf[0] = '\0';
+    size_t i;
+    const json_t *v;
+    json_array_foreach(a, i, v) {
+        assert_true(json_is_string(v));
+        size_t at = strlen(buf);
+        snprintf(buf + at, len - at, "%s%s", i ? ", " : "", json_string_value(v));
+    }
+}
+
+/* A problem with benchmark_hub's hotspot features, in C so that it tunes here: the metadata
+ * Kernel Tuner skips (BenchmarkConfig, KernelSpecification.Misc) is accepted and named once, on
+ * stderr and in --json's "ignored"; Defaults as an array of one (ROWS, tile), one that is not
+ * among its Values (max_tile: not used, named) and Defaults that break the Conditions (tile 1,
+ * unroll 2) are read, not refused; GlobalSize beside GridDivX/Y, GlobalSizeType OpenCL on a C
+ * kernel, Scalars with FillValue and no FillType. The run tunes and validates all 6
+ * configurations. */
+static void test_hub_style_problem(void **state) {
+    (void)state;
+    make_tmpdir();
+    char args[2048], want[2048], ignored[1024];
+    snprintf(args, sizeof args, "tune '%s/t1/hub_style_c.json' --cache off --json", KT_DATA);
+    if (run(args) != 0) fail_msg("%s", err);
+    json_t *d = doc();
+    ignored_of(d, ignored, sizeof ignored);
+    assert_string_equal(ignored, "BenchmarkConfig, KernelSpecification.Misc, ConfigurationSpace.TuningParameters[5].Default");
+    assert_int_equal(json_integer_value(json_object_get(d, "configurations")), 6);
+    assert_int_equal(json_integer_value(json_object_get(d, "measured")), 6);
+    assert_true(json_is_true(json_object_get(d, "validated")));
+    json_decref(d);
+    snprintf(want, sizeof want,
+             "kerntune tune: note: %s/t1/hub_style_c.json: ignored (metadata; nothing measured depends on them): BenchmarkConfig, "
+             "KernelSpecification.Misc\n",
+             KT_DATA);
+    if (count_of(err, want) != 1) fail_msg("expected once:\n  %sgot:\n%s", want, err);
+    snprintf(want, sizeof want,
+             "kerntune tune: note: %s/t1/hub_style_c.json: ConfigurationSpace.TuningParameters[5].Default: 1 is not one of the Values "
+             "[4]; not used (as if the parameter had no Default)\n",
+             KT_DATA);
+    if (count_of(err, want) != 1) fail_msg("expected once:\n  %sgot:\n%s", want, err);
+    assert_int_equal(count_of(err, ": ignored ("), 1);
+    /* --quiet: no notes; --json still lists them */
+    snprintf(args, sizeof args, "tune '%s/t1/hub_style_c.json' --cache off --json --quiet", KT_DATA);
+    if (run(args) != 0) fail_msg("%s", err);
+    d = doc();
+    ignored_of(d, ignored, sizeof ignored);
+    assert_string_equal(ignored, "BenchmarkConfig, KernelSpecification.Misc, ConfigurationSpace.TuningParameters[5].Default");
+    json_decref(d);
+    assert_null(strstr(err, "note:"));
+    /* max_tile's Default among its Values: every Default is used, and together they break the
+     * Conditions (tile 1 % unroll 2): still read, tuned and validated */
+    mutate("hub_style_c.json", "defaults.json", "ConfigurationSpace.TuningParameters[5].Default", "4");
+    snprintf(args, sizeof args, "tune '%s/defaults.json' --cache off --json", tmpdir);
+    if (run(args) != 0) fail_msg("%s", err);
+    d = doc();
+    ignored_of(d, ignored, sizeof ignored);
+    assert_string_equal(ignored, "BenchmarkConfig, KernelSpecification.Misc");
+    assert_int_equal(json_integer_value(json_object_get(d, "measured")), 6);
+    assert_true(json_is_true(json_object_get(d, "validated")));
+    json_decref(d);
+    assert_null(strstr(err, ".Default:"));
+    /* without the metadata nothing is ignored: an empty array, no note */
+    mutate("hub_style_c.json", "plain.json", "BenchmarkConfig", NULL);
+    json_t *j = load(strcat(strcpy(args, tmpdir), "/plain.json"));
+    json_object_del(json_object_get(j, "KernelSpecification"), "Misc");
+    json_object_set_new(json_array_get(json_object_get(json_object_get(j, "ConfigurationSpace"), "TuningParameters"), 5), "Default",
+                        json_integer(4));
+    write_json(args, j);
+    json_decref(j);
+    snprintf(args, sizeof args, "tune '%s/plain.json' --cache off --json", tmpdir);
+    if (run(args) != 0) fail_msg("%s", err);
+    d = doc();
+    assert_int_equal(json_array_size(json_object_get(d, "ignored")), 0);
+    json_decref(d);
+    assert_null(strstr(err, ": ignored ("));
+    remove_tmpdir();
+}
+
+/* A Default of any shape is read (Kernel Tuner reads none): one value or an array of one is
+ * used when it is one of the Values (by ==: 4.0 is 4); anything else is named, with why, and
+ * listed in "ignored"; null is no Default. Replayed: read, not run. */
+static void test_default_shapes(void **state) {
+    (void)state;
+    make_tmpdir();
+    static const struct {
+        const char *value, *why; /* why NULL: used (or null: none), nothing ignored */
+    } cases[] = {
+        {"4", NULL},
+        {"[4]", NULL},
+        {"4.0", NULL},
+        {"null", NULL},
+        {"[16]", NULL},
+        {"5", "5 is not one of the Values [4, 16, 32]"},
+        {"[5]", "5 is not one of the Values [4, 16, 32]"},
+        {"\"4\"", "'4' is not one of the Values [4, 16, 32]"},
+        {"true", "True is not one of the Values [4, 16, 32]"},
+        {"[4, 16]", "an array of 2 values; expected one value (a number, a string or a boolean) or an array of one"},
+        {"[]", "an array of 0 values; expected one value (a number, a string or a boolean) or an array of one"},
+        {"[[4]]", "an array of one value that is an array; expected one value (a number, a string or a boolean) or an array of one"},
+        {"{\"value\": 4}", "an object; expected one value (a number, a string or a boolean) or an array of one"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char name[64], args[1024], want[2048], ignored[512];
+        snprintf(name, sizeof name, "default%02zu.json", i);
+        mutate("matmul_c.json", name, "ConfigurationSpace.TuningParameters[0].Default", cases[i].value);
+        snprintf(args, sizeof args, "tune '%s/%s' --json --simulate '%s/t1/matmul_c.ktcache.json'", tmpdir, name, KT_DATA);
+        if (run(args) != 0) fail_msg("case %zu (Default %s): %s", i, cases[i].value, err);
+        json_t *d = doc();
+        ignored_of(d, ignored, sizeof ignored);
+        json_decref(d);
+        if (cases[i].why == NULL) {
+            if (*ignored || strstr(err, "note:")) fail_msg("case %zu (Default %s): ignored [%s]; stderr:\n%s", i, cases[i].value, ignored, err);
+            continue;
+        }
+        assert_string_equal(ignored, "ConfigurationSpace.TuningParameters[0].Default");
+        snprintf(want, sizeof want,
+                 "kerntune tune: note: %s/%s: ConfigurationSpace.TuningParameters[0].Default: %s; not used (as if the parameter had no "
+                 "Default)\n",
+                 tmpdir, name, cases[i].why);
+        if (count_of(err, want) != 1) fail_msg("case %zu (Default %s): expected once\n  %sgot:\n%s", i, cases[i].value, want, err);
+    }
+    remove_tmpdir();
+}
+
+/* Accepting metadata is by name and place: a field that would change what is run or measured,
+ * or an unknown one beside the metadata, is still refused with its JSON path, before any note. */
+static void test_metadata_is_not_a_loophole(void **state) {
+    (void)state;
+    make_tmpdir();
+    static const struct {
+        const char *path, *value, *message;
+    } cases[] = {
+        {"General.Misc", "{}", "General.Misc: kerntune does not implement this field; it refuses the problem rather than ignore it"},
+        {"KernelSpecification.Arguments[1].Misc", "{\"jitify\": true}",
+         "KernelSpecification.Arguments[1].Misc: kerntune does not implement this field; it refuses the problem rather than ignore it"},
+        {"KernelSpecification.BenchmarkConfig", "{}",
+         "KernelSpecification.BenchmarkConfig: kerntune does not implement this field; it refuses the problem rather than ignore it"},
+        {"KernelSpecification.Language", "\"Hypertuner\"", "KernelSpecification.Language: 'Hypertuner' is not supported; expected C, OpenCL or CUDA"},
+        {"KernelSpecification.Arguments[1].FillType", "\"Script\"",
+         "KernelSpecification.Arguments[1].FillType: 'Script' is not supported; expected Constant, Random or BinaryRaw"},
+        {"KernelSpecification.Arguments[1].MemoryType", "\"Symbol\"",
+         "KernelSpecification.Arguments[1].MemoryType: 'Symbol' is not supported; expected Scalar or Vector"},
+        {"KernelSpecification.Profiling", "true", "KernelSpecification.Profiling: true: kerntune does not collect profiling counters; expected false"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char name[64], file[512], args[1024], want[2048];
+        snprintf(name, sizeof name, "refused%02zu.json", i);
+        mutate("hub_style_c.json", name, cases[i].path, cases[i].value);
+        snprintf(file, sizeof file, "%s/%s", tmpdir, name);
+        snprintf(args, sizeof args, "tune '%s' --json", file);
+        assert_int_equal(run(args), 1);
+        snprintf(want, sizeof want, "%s: %s", file, cases[i].message);
+        json_t *d = doc();
+        assert_string_equal(json_string_value(json_object_get(d, "error")), want);
+        snprintf(want, sizeof want, "kerntune tune: %s: %s\n", file, cases[i].message); /* and nothing else: no note */
+        if (strcmp(err, want) != 0) fail_msg("case %zu:\n  got  %s  want %s", i, err, want);
+        json_decref(d);
+    }
+    remove_tmpdir();
+}
+
+/* Problems Kernel Tuner cannot read either get an error that names the file and the JSON path. */
+static void test_kernel_tuner_rejects_located(void **state) {
+    (void)state;
+    make_tmpdir();
+    static const struct {
+        const char *path, *value, *message;
+    } cases[] = {
+        {"KernelSpecification.KernelName", NULL, "KernelSpecification.KernelName: missing; expected a string"},
+        {"KernelSpecification.KernelFile", NULL, "KernelSpecification.KernelFile: missing; expected a string (the kernel source's path)"},
+        {"ConfigurationSpace", NULL, "ConfigurationSpace: missing; expected an object"},
+        {"ConfigurationSpace.TuningParameters[2].Values", "\"8\"",
+         "ConfigurationSpace.TuningParameters[2].Values: kt_space_add_param: parameter 'block_size_x': values '8' is not a list"},
+        {"ConfigurationSpace.TuningParameters[1].Values", "[8, 16]",
+         "ConfigurationSpace.TuningParameters[1].Values: expected a string (a Python list, e.g. \"[16, 32, 64]\"), got an array"},
+        {"ConfigurationSpace.Conditions[0].Expression", "\"tile % \"",
+         "ConfigurationSpace.Conditions[0].Expression: kt_space_add_constraint: expression 'tile % ': column 8: expected a value, found the end"},
+        {"ConfigurationSpace.Conditions[1].Expression", "[\"tile\"]",
+         "ConfigurationSpace.Conditions[1].Expression: expected a string (a Python expression), got an array"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char name[64], file[512], args[1024], want[2048];
+        snprintf(name, sizeof name, "kt%02zu.json", i);
+        mutate("hub_style_c.json", name, cases[i].path, cases[i].value);
+        snprintf(file, sizeof file, "%s/%s", tmpdir, name);
+        snprintf(args, sizeof args, "tune '%s' --quiet", file);
+        assert_int_equal(run(args), 1);
+        snprintf(want, sizeof want, "kerntune tune: %s: %s\n", file, cases[i].message);
+        if (strcmp(err, want) != 0) fail_msg("case %zu:\n  got  %s  want %s", i, err, want);
+        assert_string_equal(out, "");
+    }
+    remove_tmpdir();
+}
+
+/* Every T1 problem of the shared benchmark_hub (kernels/, and currently_unused/kernels/ where
+ * the checkout has it) is read: replayed against no recorded results, the command gets past
+ * reading, building the space and sizing the arguments, and its --json document has no error
+ * (no configuration can be valid: rc 1). Problems kerntune refuses on purpose are listed with
+ * their exact error. The local hub has two today; any that appear are read too. */
+static void test_every_hub_problem_read(void **state) {
+    (void)state;
+    make_tmpdir();
+    static const struct {
+        const char *file, *message;
+    } refused[] = {
+        /* tunes a tuner's hyperparameters: Kernel Tuner's own Hypertuner backend, no kernel */
+        {"hyperparamtuning_pso.json", "KernelSpecification.Language: 'Hypertuner' is not supported; expected C, OpenCL or CUDA"},
+        /* LocalSize names parameters the problem does not have (Kernel Tuner ignores LocalSize
+         * and launches blocks of 256): kerntune launches LocalSize, so it cannot guess */
+        {"gemm_milo.json",
+         "KernelSpecification.LocalSize.X: kt_space_set_geometry: expression 'block_size_x': column 1: name 'block_size_x' is not defined"},
+    };
+    char empty[600];
+    snprintf(empty, sizeof empty, "%s/no_results.json", tmpdir);
+    write_file(empty, "{\"results\": []}\n");
+    static const char *const dirs[] = {"kernels", "currently_unused/kernels"};
+    int n = 0;
+    for (size_t k = 0; k < 2; k++) {
+        char dir[1024];
+        snprintf(dir, sizeof dir, "%s/%s", KT_HUB, dirs[k]);
+        DIR *dd = opendir(dir);
+        if (dd == NULL && k > 0 && errno == ENOENT) continue; /* the hub's checkout may not have it */
+        if (dd == NULL) fail_msg("%s: %s", dir, strerror(errno));
+        struct dirent *e;
+        while ((e = readdir(dd)) != NULL) {
+            size_t len = strlen(e->d_name);
+            if (len < 6 || strcmp(e->d_name + len - 5, ".json") != 0) continue;
+            char args[4096], want[4096];
+            snprintf(args, sizeof args, "tune '%s/%s' --simulate '%s' --budget 1 --json", dir, e->d_name, empty);
+            int rc = run(args);
+            const char *expected = NULL;
+            for (size_t r = 0; r < sizeof refused / sizeof refused[0]; r++)
+                if (strcmp(refused[r].file, e->d_name) == 0) expected = refused[r].message;
+            json_t *d = doc();
+            if (expected) {
+                snprintf(want, sizeof want, "%s/%s: %s", dir, e->d_name, expected);
+                assert_int_equal(rc, 1);
+                assert_string_equal(json_string_value(json_object_get(d, "error")), want);
+            } else {
+                const char *why = json_string_value(json_object_get(d, "error"));
+                if ((rc != 0 && rc != 1) || why) fail_msg("%s/%s is not read (exit %d): %s", dirs[k], e->d_name, rc, why ? why : err);
+                assert_true(json_integer_value(json_object_get(d, "configurations")) > 0);
+                assert_true(json_is_array(json_object_get(d, "ignored")));
+            }
+            json_decref(d);
+            n++;
+        }
+        closedir(dd);
+    }
+    assert_true(n >= 2);
+    remove_tmpdir();
+}
+
 int main(int argc, char **argv) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_malformed_problems),
@@ -727,6 +996,11 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_errors_name_their_source),
         cmocka_unit_test(test_t4_directory_not_writable),
         cmocka_unit_test(test_long_expressions_named),
+        cmocka_unit_test(test_hub_style_problem),
+        cmocka_unit_test(test_default_shapes),
+        cmocka_unit_test(test_metadata_is_not_a_loophole),
+        cmocka_unit_test(test_kernel_tuner_rejects_located),
+        cmocka_unit_test(test_every_hub_problem_read),
     };
     return kt_run_cases(argc, argv, tests, NULL, NULL);
 }
