@@ -27,6 +27,7 @@
 #include <kerntune/validation.h>
 #include <kerntune/variants.h>
 
+#include "disagree.h"
 #include "fleet.h"
 #include "replay.h"
 #include "report.h"
@@ -109,15 +110,28 @@ void help_tune(FILE *out) {
             "                           running again does this too): its configurations are taken\n"
             "                           as recorded, the rest measured; refused with --cache off or\n"
             "                           --simulate, which record nothing\n"
+            "  --validate reference|off\n"
+            "                           check every configuration's outputs against the reference\n"
+            "                           (the default; see below), or check nothing\n"
+            "  --answer FILE            the expected outputs: the bytes of every output argument\n"
+            "                           (WriteOnly or ReadWrite vectors), one after another in the\n"
+            "                           order of the problem's Arguments, raw as in memory (as a\n"
+            "                           ReferenceArguments BinaryRaw file holds one); the reference instead\n"
+            "                           of ReferenceArguments or a configuration\n"
             "  --json                   print a machine-readable summary on stdout, and nothing else\n"
             "                           there (the text, and what the kernel prints, go to stderr)\n"
             "  --quiet                  print nothing but errors (and the --json summary)\n"
             "  -h, --help               print this help\n"
             "\n"
-            "Reference for validation: the problem's ReferenceArguments when it has them, else the\n"
-            "configuration of the parameters' Default values, else the first configuration.\n"
+            "Reference for validation: --answer FILE when given, else the problem's ReferenceArguments,\n"
+            "else the configuration of the parameters' Default values when it is one of the space (in\n"
+            "the Values, meeting the Conditions), else a consensus: the first 5 configurations run once\n"
+            "each and the one whose outputs agree with the most of them is the reference. When at\n"
+            "least 8 configurations were compared and more than half disagree, the tuning stops and\n"
+            "names the parameter whose values separate those that agree from the others.\n"
             "Exit status: 0 when a valid configuration was found, 1 when none was or the problem is\n"
-            "wrong, 2 on a usage error.\n");
+            "wrong, 2 on a usage error, 3 when validation stopped the tuning (most configurations\n"
+            "disagreed with the reference).\n");
 }
 
 typedef struct options {
@@ -148,6 +162,8 @@ typedef struct options {
     double wait_workers;  /* --wait-workers S */
     const char *report;   /* --report FILE */
     double peak_gflops, peak_gbs; /* --peak GFLOPS[,GB/S]: the device's limits (0: not given) */
+    bool validate_off;    /* --validate off */
+    const char *answer;   /* --answer FILE */
 } options;
 
 static char *usage_message; /* the last usage error, for --json */
@@ -249,7 +265,8 @@ static int parse_options(int argc, char **argv, options *o) {
         size_t nlen = eq ? (size_t)(eq - a) : strlen(a);
         static const char *const with_value[] = {"--problem-size", "--define", "--budget", "--strategy", "--measure",
                                                  "--device", "--seed", "--t4", "--simulate", "--cache", "--timeout",
-                                                 "--workers", "--jobs", "--wait-workers", "--report", "--peak"};
+                                                 "--workers", "--jobs", "--wait-workers", "--report", "--peak",
+                                                 "--validate", "--answer"};
         const char *name = NULL; /* the option, when a known one takes a value */
         for (size_t k = 0; k < sizeof with_value / sizeof with_value[0]; k++)
             if (strlen(with_value[k]) == nlen && strncmp(a, with_value[k], nlen) == 0) name = with_value[k];
@@ -349,6 +366,12 @@ static int parse_options(int argc, char **argv, options *o) {
             if (end == v || *end != '\0' || !(o->peak_gflops >= 0) || !(o->peak_gbs >= 0) || !isfinite(o->peak_gflops) ||
                 !isfinite(o->peak_gbs) || o->peak_gflops + o->peak_gbs <= 0)
                 return usage("--peak '%s': expected GFLOPS[,GB/S], the device's peak arithmetic and memory rates (0: not known)", v);
+        } else if (strcmp(name, "--validate") == 0) {
+            if (strcmp(v, "off") != 0 && strcmp(v, "reference") != 0) return usage("--validate '%s': expected reference or off", v);
+            o->validate_off = strcmp(v, "off") == 0;
+        } else if (strcmp(name, "--answer") == 0) {
+            if (*v == '\0') return usage("--answer: expected a file name");
+            o->answer = v;
         } else if (strcmp(name, "--report") == 0) {
             if (*v == '\0') return usage("--report: expected a file name");
             o->report = v;
@@ -376,12 +399,17 @@ static int parse_options(int argc, char **argv, options *o) {
         return usage("--device %ld with --workers: the workers measure, each on the device it was started with "
                      "('kerntune worker URL --device N'); leave --device out", o->device);
     if (o->resume && o->simulate) return usage("--resume with --simulate: a replay records nothing to resume from");
+    if (o->answer && o->validate_off) return usage("--answer with --validate off: nothing would be compared with it");
+    if (o->answer && o->simulate) return usage("--answer with --simulate: a replay runs nothing to compare with it");
+    if (o->answer && o->workers) return usage("--answer with --workers: each worker validates against its own reference");
+    if (o->validate_off && o->workers) return usage("--validate off with --workers: each worker validates against its own reference");
     if (o->resume && o->cache && strcmp(o->cache, "off") == 0)
         return usage("--resume with --cache off: runs record what they measure in the cache only; name the cache the run used");
     /* --t4 replaces its file: never one the command reads */
-    const char *inputs[3][2] = {{o->problem, "the problem file"}, {o->simulate, "the --simulate recording"},
-                                {o->cache && strcmp(o->cache, "off") != 0 ? o->cache : NULL, "the --cache file"}};
-    for (int k = 0; o->t4 && k < 3; k++)
+    const char *inputs[4][2] = {{o->problem, "the problem file"}, {o->simulate, "the --simulate recording"},
+                                {o->cache && strcmp(o->cache, "off") != 0 ? o->cache : NULL, "the --cache file"},
+                                {o->answer, "the --answer file"}};
+    for (int k = 0; o->t4 && k < 4; k++)
         if (inputs[k][0] && same_file(o->t4, inputs[k][0]))
             return usage("--t4 %s is %s%s%s: the results would replace it", o->t4, inputs[k][1], strcmp(o->t4, inputs[k][0]) ? " " : "",
                          strcmp(o->t4, inputs[k][0]) ? inputs[k][0] : "");
@@ -1089,7 +1117,8 @@ static json_t *t4_wrap(const t1 *p, const char *device, json_t *results) {
 }
 
 static json_t *t4_document(const t1 *p, kt_op *op, fleet *fl, const told_log *tl, const kt_decision *d, const char *device,
-                           const char *const *names, size_t nnames, double wall_s, double peak_gflops, double peak_gbs) {
+                           const char *const *names, size_t nnames, double wall_s, double peak_gflops, double peak_gbs,
+                           const json_t *validation) {
     json_t *results = json_array();
     for (size_t u = 0; u < kt_decision_unit_count(d); u++) {
         json_t *r = t4_result(p, op, fl, tl, d, u, names, nnames);
@@ -1101,6 +1130,7 @@ static json_t *t4_document(const t1 *p, kt_op *op, fleet *fl, const told_log *tl
     json_object_set_new(x, "wall_s", json_real(wall_s));
     if (peak_gflops > 0) json_object_set_new(x, "peak_gflops", json_real(peak_gflops));
     if (peak_gbs > 0) json_object_set_new(x, "peak_gbs", json_real(peak_gbs));
+    if (validation) json_object_update(x, (json_t *)validation); /* "validation", "reference" */
     json_object_set_new(root, "x-kerntune", x);
     return root;
 }
@@ -1121,7 +1151,41 @@ typedef struct t4_live {
     long end;    /* where the closing "\n]}\n" starts */
     size_t n;    /* records written */
     bool failed; /* a write failed: said once, tried no more */
+    /* what validation saw, unit by unit, for a tuning it stops (nothing is decided then) */
+    verdict *verdicts;  /* the kernel's configurations compared with the reference, as they came */
+    size_t nverdicts, cap;
+    json_t *records;    /* every unit's T4 record, for the T4 written after such a stop */
+    char *ref_config;   /* the reference unit's configuration (a consensus's), once a unit is told */
+    size_t ref_agree, ref_among;
 } t4_live;
+
+static void live_free(t4_live *l) {
+    for (size_t i = 0; i < l->nverdicts; i++) free(l->verdicts[i].config);
+    free(l->verdicts);
+    json_decref(l->records);
+    free(l->ref_config);
+}
+
+/* Notes unit u's verdict: a configuration of the kernel that was measured (it agreed, or it is
+ * the reference) or found wrong (it disagreed); and the reference, once. */
+static void note_verdict(t4_live *l, const kt_decision *d, size_t u) {
+    long r = kt_decision_reference_unit(d);
+    if (r >= 0 && l->ref_config == NULL) {
+        l->ref_config = cli_format("%s", kt_decision_unit_config(d, (size_t)r));
+        l->ref_agree = kt_decision_reference_consensus(d, &l->ref_among);
+    }
+    if (strcmp(kt_op_candidate_name(l->op, kt_decision_unit_candidate(d, u)), "kernel") != 0) return;
+    kt_outcome o = kt_decision_unit_outcome(d, u);
+    if (o != KT_OUTCOME_MEASURED && o != KT_OUTCOME_INVALID) return;
+    if (l->nverdicts == l->cap) {
+        size_t cap = l->cap ? 2 * l->cap : 64;
+        verdict *v = realloc(l->verdicts, cap * sizeof *v);
+        if (v == NULL) return; /* out of memory: the diagnosis goes without it */
+        l->verdicts = v, l->cap = cap;
+    }
+    char *config = cli_format("%s", kt_decision_unit_config(d, u));
+    if (config) l->verdicts[l->nverdicts++] = (verdict){config, o == KT_OUTCOME_MEASURED};
+}
 
 static void live_failed(t4_live *l, const char *what) {
     fprintf(stderr, "kerntune tune: warning: --t4 %s: writing results as they come: %s: %s\n", l->path, what, strerror(errno));
@@ -1131,8 +1195,14 @@ static void live_failed(t4_live *l, const char *what) {
 static void on_unit(const kt_decision *d, size_t u, void *user) {
     t4_live *l = user;
     told_note(l->tl, u, now_s() - l->tl->start);
-    if (l->failed || l->path == NULL) return;
-    json_t *r = t4_result(l->p, l->op, l->fl, l->tl, d, u, l->names, l->nnames);
+    note_verdict(l, d, u);
+    json_t *r = l->records ? t4_result(l->p, l->op, l->fl, l->tl, d, u, l->names, l->nnames) : NULL;
+    if (r) json_array_append(l->records, r);
+    if (l->failed || l->path == NULL) {
+        json_decref(r);
+        return;
+    }
+    if (r == NULL) r = t4_result(l->p, l->op, l->fl, l->tl, d, u, l->names, l->nnames);
     char *text = r ? json_dumps(r, JSON_COMPACT | JSON_REAL_PRECISION(17)) : NULL;
     json_decref(r);
     if (text == NULL) return;
@@ -1387,7 +1457,8 @@ typedef struct prepared {
     bool replay;          /* a replay: buffers of one element stand in for the arguments */
     const char *source;   /* the kernel source ("" when nothing is built here) */
     kt_space *ref_sp;     /* the Default configuration, the reference (NULL: none) */
-    const char *no_reference; /* why the first configuration is the reference instead */
+    const char *no_reference; /* why a consensus chooses the reference instead */
+    char no_reference_buf[256];
     kt_arg args[64];
     void *host[64], *dev_buf[64];
     int64_t elems[64];    /* each vector argument's element count as the problem declares it */
@@ -1405,6 +1476,57 @@ static void prepared_free(prepared *pr) {
     memset(pr, 0, sizeof *pr);
 }
 
+/* Reads --answer FILE: the expected bytes of every output argument (a WriteOnly or ReadWrite
+ * vector) as the tuning allocates it, one after another in the order of the problem's
+ * Arguments, into pr->ref, which the reference function writes into the outputs as it writes
+ * ReferenceArguments. NULL, or the error (allocated), naming the file and what it should hold. */
+static char *read_answer(prepared *pr, const char *path) {
+    const t1 *p = pr->p;
+    reference *ref = &pr->ref;
+    *ref = (reference){.ctx = pr->ctx, .device = pr->dev, .host = pr->host_dev};
+    size_t want = 0, len = 1;
+    for (size_t i = 0; i < p->nargs; i++)
+        if (p->args[i].vector && p->args[i].access != KT_READ_ONLY) want += pr->args[i].bytes, len += strlen(p->args[i].name) + 64;
+    if (want == 0) return cli_format("--answer %s: the problem has no output argument (a WriteOnly or ReadWrite vector) to compare", path);
+    char *what = malloc(len); /* "c (256 float elements, 1024 bytes), ..." */
+    if (what == NULL) return cli_format("out of memory");
+    what[0] = '\0';
+    for (size_t i = 0, n = 0; i < p->nargs; i++) {
+        const t1_arg *a = &p->args[i];
+        if (!a->vector || a->access == KT_READ_ONLY) continue;
+        n += (size_t)snprintf(what + n, len - n, "%s%s (%zu %s elements, %zu bytes)", n ? ", " : "", a->name,
+                              pr->args[i].bytes / kt_type_size(a->type), a->type_name, pr->args[i].bytes);
+    }
+    struct stat st;
+    char *msg = NULL;
+    if (stat(path, &st) != 0) msg = cli_format("--answer %s: cannot be read: %s", path, strerror(errno));
+    else if (S_ISREG(st.st_mode) && (size_t)st.st_size != want)
+        msg = cli_format("--answer %s: %lld bytes; expected %zu: the outputs %s, one after another in the order of the problem's Arguments",
+                         path, (long long)st.st_size, want, what);
+    free(what);
+    if (msg) return msg;
+    char *why = NULL, *bytes = t1_read_file(path, "the file", 0, want, NULL, &why);
+    if (bytes == NULL) {
+        msg = cli_format("--answer %s: %s", path, why ? why : "out of memory");
+        free(why);
+        return msg;
+    }
+    for (size_t i = 0, at = 0; i < p->nargs; i++) {
+        if (!p->args[i].vector || p->args[i].access == KT_READ_ONLY) continue;
+        size_t b = pr->args[i].bytes;
+        ref->arg[ref->n] = i;
+        ref->bytes[ref->n] = b;
+        if ((ref->data[ref->n] = malloc(b)) == NULL) {
+            free(bytes);
+            return cli_format("out of memory");
+        }
+        memcpy(ref->data[ref->n++], bytes + at, b);
+        at += b;
+    }
+    free(bytes);
+    return NULL;
+}
+
 /* Makes the reference space (validating: when nothing stands in for the data) and every
  * argument's data, sized over sp and full_sp (and the reference); returns NULL, or the error
  * (allocated). pr's p, ctx, dev, host_dev, no_data and source are set by the caller. */
@@ -1417,15 +1539,29 @@ static char *prepare(prepared *pr, const options *o, const int64_t *ps, size_t n
     do {                                                                       \
         if ((st = (call)) != KT_OK) PFAIL("%s: %s", kt_status_name(st), kt_last_error()); \
     } while (0)
-    /* the reference: the Default configuration, when every parameter has a Default that meets
-     * the conditions (else the first configuration) */
-    if (!o->simulate && p->nrefs == 0) {
+    /* the reference: --answer, else ReferenceArguments, else the Default configuration when it
+     * is a configuration of the space (every parameter's Default among its Values, meeting the
+     * Conditions), else a consensus of the first configurations (declare) */
+    if (!o->simulate && p->nrefs == 0 && !o->answer && !o->validate_off) {
         pr->ref_sp = make_space(p, NULL, 0, true, ps, nps, &err);
         size_t nref = 0;
         if (pr->ref_sp == NULL && err) return err;
-        if (pr->ref_sp == NULL) pr->no_reference = "a parameter has no Default";
-        else if (!enumerate(p, pr->ref_sp, NULL, 0, true, ps, nps, &nref, &err)) return err;
-        else if (nref == 0) {
+        for (size_t i = 0; pr->ref_sp && i < p->nparams; i++) {
+            char *lit = literal(p->params[i].dflt), *def = lit ? cli_format("%s=%s", p->params[i].name, lit) : NULL;
+            bool in = def == NULL || define_in_values(&p->params[i], def); /* out of memory: it does not say */
+            if (!in)
+                snprintf(pr->no_reference_buf, sizeof pr->no_reference_buf, "the Default of %s (%s) is not among its Values",
+                         p->params[i].name, lit);
+            free(lit), free(def);
+            if (!in) {
+                pr->no_reference = pr->no_reference_buf;
+                kt_space_destroy(pr->ref_sp);
+                pr->ref_sp = NULL;
+            }
+        }
+        if (pr->ref_sp == NULL && pr->no_reference == NULL) pr->no_reference = "a parameter has no Default";
+        else if (pr->ref_sp && !enumerate(p, pr->ref_sp, NULL, 0, true, ps, nps, &nref, &err)) return err;
+        else if (pr->ref_sp && nref == 0) {
             pr->no_reference = "the Default values break ConfigurationSpace.Conditions";
             kt_space_destroy(pr->ref_sp);
             pr->ref_sp = NULL;
@@ -1477,6 +1613,7 @@ static char *prepare(prepared *pr, const options *o, const int64_t *ps, size_t n
             pr->args[i] = kt_arg_buf(pr->dev_buf[i], bytes);
         }
     }
+    if (!pr->no_data && o->answer) return read_answer(pr, o->answer);
     if (!pr->no_data && p->nrefs > 0) { /* the expected contents from ReferenceArguments */
         reference *ref = &pr->ref;
         *ref = (reference){.ctx = pr->ctx, .device = pr->dev, .host = pr->host_dev};
@@ -1543,6 +1680,9 @@ static char *work_declared(const prepared *pr, const char *formula) {
     return out;
 }
 
+/* How many of the first configurations vote when a consensus chooses the reference. */
+#define CONSENSUS_VOTERS 5
+
 /* Declares op over configurations sp of the prepared problem: its arguments, the reference group
  * and the kernel's variants, and how they are validated; returns NULL, or the error (allocated).
  * validate: compare outputs against the reference here (off where no data is read). */
@@ -1583,18 +1723,138 @@ static char *declare(prepared *pr, kt_space *const *sps, size_t nsp, bool valida
     if (!validate) { /* no outputs to compare: what stands in for the device validated (a recording, a worker) */
         if (pr->ref_sp) PKT(kt_op_set_reference_only(op, 1)); /* still never the winner */
         PKT(kt_op_set_validation(op, 0));
-    } else if (p->nrefs > 0) {
+    } else if (pr->ref.n > 0) { /* --answer, or ReferenceArguments */
         PKT(kt_op_set_reference_fn(op, write_reference, &pr->ref));
     } else if (pr->ref_sp != NULL) {
         /* the configuration of the parameters' Default values is the reference (added above): it
          * validates, but the winner comes from the space the user asked for (--define included) */
         PKT(kt_op_set_reference_only(op, 1));
     } else {
-        PKT(kt_op_set_reference(op, nsp > 1 ? "kernel 0" : "kernel")); /* no defaults: the first configuration */
+        /* no usable Default: of the first configurations, the one whose outputs agree with the
+         * most of them (never blindly the first: it may be the one that is wrong) */
+        PKT(kt_op_set_reference(op, nsp > 1 ? "kernel 0" : "kernel"));
+        PKT(kt_op_set_reference_consensus(op, CONSENSUS_VOTERS));
     }
     return NULL;
 #undef PFAIL
 #undef PKT
+}
+
+/* ---- which reference validated, and why ----------------------------------------------------- */
+
+/* What `kerntune tune` says of validation, in --json and the T4's "x-kerntune": {"validation":
+ * "reference" or "off", "reference": {"source", "why", and as they apply "configuration",
+ * "agreeing", "among", "file"}}; the text line into line (empty when there is none to print).
+ * ref_config: the reference's configuration, when a configuration was the reference;
+ * agree/among: a consensus's votes; active: the reference was used. */
+static json_t *validation_info(const prepared *pr, const options *o, const char *const *names, const char *ref_config, size_t agree,
+                               size_t among, bool active, char *line, size_t len) {
+    const t1 *p = pr->p;
+    json_t *v = json_object(), *r = json_object();
+    const char *source = "none", *why = NULL;
+    char label[64] = "";
+    line[0] = '\0';
+    if (o->validate_off) {
+        why = "--validate off";
+        snprintf(line, len, "validation: off (--validate off): no configuration's output was checked");
+    } else if (o->simulate) {
+        why = "a replay: the recording says which configurations were correct";
+    } else if (o->workers) {
+        source = "each worker's", why = "each worker validates what it measures against the reference it chose itself";
+    } else if (!active) {
+        why = "the reference could not be used";
+    } else if (o->answer) {
+        source = "answer file", why = "--answer";
+        json_object_set_new(r, "file", json_string(o->answer));
+        snprintf(line, len, "validation: against the answer file %s", o->answer);
+    } else if (p->nrefs > 0) {
+        source = "ReferenceArguments", why = "the problem gives ReferenceArguments";
+        snprintf(line, len, "validation: against the problem's ReferenceArguments");
+    } else if (pr->ref_sp) {
+        source = "Default", why = "every parameter's Default is among its Values and meets the Conditions";
+        snprintf(line, len, "validation: against the Default configuration %s", ref_config ? ref_config : "");
+    } else {
+        if (among == 0) agree = among = 1; /* one configuration voted: it is the reference */
+        snprintf(label, sizeof label, "consensus of %zu of %zu", agree, among);
+        source = label, why = pr->no_reference;
+        json_object_set_new(r, "agreeing", json_integer((json_int_t)agree));
+        json_object_set_new(r, "among", json_integer((json_int_t)among));
+        snprintf(line, len, "validation: against the consensus of %zu of %zu configurations (%s): the reference is %s", agree, among,
+                 pr->no_reference ? pr->no_reference : "", ref_config ? ref_config : "");
+    }
+    json_object_set_new(r, "source", json_string(source));
+    json_object_set_new(r, "why", why ? json_string(why) : json_null());
+    if (ref_config && active && !o->answer && p->nrefs == 0)
+        json_object_set_new(r, "configuration", t4_configuration(ref_config, names, p->nparams));
+    json_object_set_new(v, "validation", json_string(o->validate_off ? "off" : "reference"));
+    json_object_set_new(v, "reference", r);
+    return v;
+}
+
+/* A tuning that validation stopped (KT_ERR_DISAGREEMENT): most configurations compared with the
+ * reference disagreed. Names the parameter that separates them (disagree.c) in the text, the
+ * --json document and the T4 file (the records so far, and in its "x-kerntune" what validation
+ * found); NULL, or the error (allocated). why: the library's words. */
+static char *stopped(const t1 *p, const options *o, t4_live *live, const json_t *vinfo, const char *why, FILE *txt, FILE *doc_out,
+                     size_t total, const char *dev_name, double wall, bool default_ref) {
+    size_t compared = 0, wrong = 0;
+    for (size_t i = 0; i < live->nverdicts; i++) { /* a consensus's reference unit was not compared: it is the reference */
+        bool is_ref = !default_ref && live->ref_config && strcmp(live->verdicts[i].config, live->ref_config) == 0;
+        compared += !is_ref;
+        wrong += !live->verdicts[i].agreed;
+    }
+    /* the Default configuration, the reference group's, agrees with itself */
+    if (default_ref && live->ref_config && live->nverdicts < live->cap) {
+        char *c = cli_format("%s", live->ref_config);
+        if (c) live->verdicts[live->nverdicts++] = (verdict){c, true};
+    }
+    diagnosis dg;
+    if (!diagnose(live->names, live->nnames, live->verdicts, live->nverdicts, &dg)) return cli_format("out of memory");
+    json_t *dj = json_object(), *vals = json_array();
+    for (size_t i = 0; i < dg.nagreeing; i++) json_array_append_new(vals, json_string(dg.agreeing[i]));
+    json_object_set_new(dj, "compared", json_integer((json_int_t)compared));
+    json_object_set_new(dj, "disagreed", json_integer((json_int_t)wrong));
+    json_object_set_new(dj, "parameter", dg.param != (size_t)-1 ? json_string(live->names[dg.param]) : json_null());
+    json_object_set_new(dj, "agreeing_values", vals);
+    json_object_set_new(dj, "message", json_string(dg.message));
+    json_object_set_new(dj, "library", json_string(why));
+    char *err = NULL;
+    if (txt) {
+        fprintf(txt, "validation stopped the tuning: %zu of the first %zu configurations compared with the reference disagreed with it "
+                     "(of %zu configurations; the rest were not run)\n%s\n", wrong, compared, total, dg.message);
+    } else {
+        fprintf(stderr, "kerntune tune: %s\n", dg.message);
+    }
+    if (o->t4) {
+        json_t *doc = t4_wrap(p, dev_name, live->records ? json_deep_copy(live->records) : json_array()), *x = json_object();
+        json_object_update(x, (json_t *)vinfo);
+        json_object_set(x, "disagreement", dj);
+        json_object_set_new(x, "wall_s", json_real(wall));
+        json_object_set_new(doc, "x-kerntune", x);
+        char *w = write_json(o->t4, doc);
+        json_decref(doc);
+        if (w) err = cli_format("--t4 %s: cannot be written: %s", o->t4, w);
+        free(w);
+    }
+    if (o->json && err == NULL) {
+        json_t *j = json_object();
+        json_object_set_new(j, "problem", json_string(p->name));
+        json_object_set_new(j, "device", json_string(dev_name));
+        json_object_set_new(j, "configurations", json_integer((json_int_t)total));
+        json_object_update(j, (json_t *)vinfo);
+        json_object_set_new(j, "validated", json_true());
+        json_object_set_new(j, "stopped", json_string("disagreement"));
+        json_object_set(j, "disagreement", dj);
+        json_object_set_new(j, "best", json_null());
+        json_object_set_new(j, "tuning_time_s", json_real(wall));
+        char *text = json_dumps(j, JSON_COMPACT | JSON_REAL_PRECISION(17));
+        if (text) fprintf(doc_out, "%s\n", text);
+        free(text);
+        json_decref(j);
+    }
+    json_decref(dj);
+    diagnosis_free(&dg);
+    return err;
 }
 
 int run_tune(int argc, char **argv) {
@@ -1628,7 +1888,8 @@ int run_tune(int argc, char **argv) {
     fleet *fl = NULL;
     long dev = -1;
     const char *names[64];
-    json_t *t4doc = NULL;
+    json_t *t4doc = NULL, *vinfo = NULL; /* what validation_info says */
+    t4_live live = {0};
     char replay_dir[40] = ""; /* a stand-in device's artifact directory (stand_in) */
     bool replay_dir_made = false;
     FILE *txt = o.quiet ? NULL : o.json ? stderr : stdout; /* the human summary */
@@ -1784,9 +2045,13 @@ int run_tune(int argc, char **argv) {
                       .replay = o.simulate != NULL,
                       .source = o.simulate ? "" : source};
     if ((err = prepare(&prep, &o, ps, nps, sp, full_sp)) != NULL) FAIL("%s", err);
-    if ((err = declare(&prep, &sp, 1, !prep.no_data, op)) != NULL) FAIL("%s", err);
-    if (!prep.no_data && p.nrefs == 0 && prep.ref_sp == NULL && txt)
-        fprintf(stderr, "kerntune tune: note: %s: the first configuration is the reference\n", prep.no_reference);
+    bool validating = !prep.no_data && !o.validate_off;
+    if ((err = declare(&prep, &sp, 1, validating, op)) != NULL) FAIL("%s", err);
+    if (validating && prep.ref.n == 0 && prep.ref_sp == NULL && txt)
+        fprintf(stderr, "kerntune tune: note: %s: the reference is the consensus of the first %d configurations\n", prep.no_reference,
+                CONSENSUS_VOTERS);
+    /* a tuning that finds most configurations wrong stops (disagree.h), and says why */
+    if (validating) KT(kt_op_set_disagreement_stop(op, DISAGREE_MIN));
     /* --budget N or N% replaces the problem's ConfigurationCount and ConfigurationFraction;
      * given both, the problem's budget is the smaller of the two */
     bool given = o.budget_count || o.budget_fraction > 0;
@@ -1805,8 +2070,9 @@ int run_tune(int argc, char **argv) {
     if (!o.quiet && isatty(2)) KT(kt_context_set_progress_fn(ctx, on_progress, &prog));
     if (fl) fleet_set_status(fl, progress_text, &prog); /* its line shows the tuning's beside the jobs */
     told.start = now_s();
-    t4_live live = {&p, op, fl, &told, o.t4, dev_name, names, p.nparams, NULL, 0, 0, false};
-    if (o.t4 || o.report) KT(kt_context_set_unit_fn(ctx, on_unit, &live));
+    live = (t4_live){.p = &p, .op = op, .fl = fl, .tl = &told, .path = o.t4, .device = dev_name, .names = names, .nnames = p.nparams,
+                     .records = o.t4 || o.report ? json_array() : NULL};
+    KT(kt_context_set_unit_fn(ctx, on_unit, &live)); /* the T4 as it comes; what validation sees */
     if (txt)
         fprintf(stderr, "kerntune tune: %s: %zu configurations on %s%s\n", p.name, total, dev_name,
                 o.simulate ? (replay.recorded ? " (recorded means)" : " (recorded runs)") : "");
@@ -1818,6 +2084,20 @@ int run_tune(int argc, char **argv) {
     if (live.f) fclose(live.f); /* the final document replaces it below */
     if (prog.shown) fprintf(stderr, "\n");
     if (fl) fleet_progress_done(fl); /* its last line, before the summary */
+    if (st == KT_ERR_DISAGREEMENT) { /* validation stopped it: nothing was decided */
+        char *why = cli_format("%s", kt_last_error());
+        if (prep.ref_sp && live.ref_config == NULL) live.ref_config = format_config(prep.ref_sp, 0); /* the Default's */
+        char vline[512];
+        vinfo = validation_info(&prep, &o, names, live.ref_config, live.ref_agree, live.ref_among, true, vline, sizeof vline);
+        if (txt && vline[0]) fprintf(txt, "%s\n", vline);
+        if ((err = stopped(&p, &o, &live, vinfo, why, txt, doc_out, total, dev_name, wall, prep.ref_sp != NULL)) != NULL) {
+            free(why);
+            FAIL("%s", err);
+        }
+        free(why);
+        rc = DISAGREE_EXIT;
+        goto done;
+    }
     const kt_decision *d = NULL;
     if (st == KT_OK || st == KT_ERR_ALL_FAILED) st = kt_op_decision(op, prep.args, p.nargs, &d);
     if (st != KT_OK && (st != KT_ERR_ALL_FAILED || d == NULL)) {
@@ -1874,6 +2154,19 @@ int run_tune(int argc, char **argv) {
     /* with --workers, each worker validates what it measures against its own reference: a wrong
      * answer comes back as a failure of that configuration */
     bool validated = kt_decision_validated(d) != 0 || (o.workers && !o.simulate);
+    /* which reference validated, and why (validation_info) */
+    long cref = kt_decision_reference_unit(d);
+    const char *ref_cfg = ref_unit != (size_t)-1 ? kt_decision_unit_config(d, ref_unit) : cref >= 0 ? kt_decision_unit_config(d, (size_t)cref) : NULL;
+    size_t ref_among = 0, ref_agree = kt_decision_reference_consensus(d, &ref_among);
+    char vline[512];
+    vinfo = validation_info(&prep, &o, names, ref_cfg, ref_agree, ref_among, validated, vline, sizeof vline);
+    if (cached) { /* a decision from the cache does not say how it was validated */
+        json_t *rj = json_object();
+        json_object_set_new(rj, "source", json_null());
+        json_object_set_new(rj, "why", json_string("a decision from the cache: nothing was run"));
+        json_object_set_new(vinfo, "reference", rj);
+        vline[0] = '\0';
+    }
     fleet_stats fs = {0};
     if (fl) fleet_get_stats(fl, &fs);
     kt_cache *cache = kt_context_cache(ctx);
@@ -1931,6 +2224,7 @@ int run_tune(int argc, char **argv) {
                     print_message(txt, msg ? msg : "(no message)", 4);
                 }
             }
+            if (vline[0]) fprintf(txt, "%s\n", vline);
             fprintf(txt, "measurement (%s): %llu runs, %.6g s of kernel time%s; tuning took %.3g s\n", kt_policy_name(policy),
                     (unsigned long long)runs, run_ns / 1e9, o.simulate ? " (simulated)" : "", wall);
             if (fl)
@@ -1949,7 +2243,7 @@ int run_tune(int argc, char **argv) {
                 fprintf(txt, "time spent: building %.3g s (summed over the build threads), validating %.3g s, around the runs %.3g s, "
                              "the runs %.3g s\n", split_ms[0] / 1e3, split_ms[1] / 1e3, split_ms[2] / 1e3, run_ns / 1e9);
         }
-        if (!validated && !o.simulate && !cached && (best != (size_t)-1 || ref_unit != (size_t)-1)) {
+        if (!validated && !o.simulate && !o.validate_off && !cached && (best != (size_t)-1 || ref_unit != (size_t)-1)) {
             fprintf(txt, "warning: the configurations were not validated: ");
             if (ref_unit != (size_t)-1) {
                 /* what the library recorded of the reference's run: "did not run" only when it did not */
@@ -1987,7 +2281,7 @@ int run_tune(int argc, char **argv) {
         }
     }
     if (o.t4 || o.report) {
-        t4doc = t4_document(&p, op, fl, &told, d, dev_name, names, p.nparams, wall, peak_f, peak_b);
+        t4doc = t4_document(&p, op, fl, &told, d, dev_name, names, p.nparams, wall, peak_f, peak_b, vinfo);
         char *why = o.t4 ? write_json(o.t4, t4doc) : NULL;
         if (why) {
             set_error(&run, "--t4 %s: cannot be written: %s", o.t4, why);
@@ -2033,8 +2327,9 @@ int run_tune(int argc, char **argv) {
         json_object_set_new(j, "failure_examples", ej);
         /* a decision from the cache does not say whether it was validated */
         json_object_set_new(j, "validated", cached ? json_null() : json_boolean(validated));
+        json_object_update(j, vinfo); /* "validation", "reference" */
         if (ref_unit != (size_t)-1 && !validated) {
-            json_t *rj = json_object();
+            json_t *rj = json_object_get(j, "reference");
             const char *msg = kt_decision_unit_message(d, ref_unit);
             kt_outcome ro = kt_decision_unit_outcome(d, ref_unit);
             const char *inv = ro == KT_OUTCOME_MEASURED ? NULL : invalidity(ro); /* T4's class of a failure */
@@ -2042,7 +2337,6 @@ int run_tune(int argc, char **argv) {
             json_object_set_new(rj, "outcome", json_string(outcome_name(ro)));
             json_object_set_new(rj, "invalidity", inv ? json_string(inv) : json_null());
             json_object_set_new(rj, "message", msg ? json_string(msg) : json_null());
-            json_object_set_new(j, "reference", rj);
         }
         json_object_set_new(j, "policy", json_string(kt_policy_name(policy)));
         json_object_set_new(j, "source", json_string(cached ? "cache" : "measured"));
@@ -2127,6 +2421,8 @@ done:
         fprintf(stderr, "kerntune tune: could not remove %s: %s\n", replay_dir, strerror(errno));
     prepared_free(&prep);
     json_decref(t4doc);
+    json_decref(vinfo);
+    live_free(&live);
     kt_space_destroy(sp);
     kt_space_destroy(full_sp);
     fflush(NULL); /* the answer is out before the context waits for builds a budget left running */

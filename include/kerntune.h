@@ -101,7 +101,8 @@ KT_API const char *kt_version_string(void);
     X(ERR_SYSTEM, 16, "an operating-system call failed")                                           \
     X(ERR_BACKEND, 17, "a backend failed or does not support the request")                       \
     X(ERR_HOOK, 18, "a benchmark hook or input generator returned a failure")                      \
-    X(ERR_CAPTURING, 19, "the queue is being captured into a graph and cannot be waited for")
+    X(ERR_CAPTURING, 19, "the queue is being captured into a graph and cannot be waited for")      \
+    X(ERR_DISAGREEMENT, 20, "most candidates' outputs disagreed with the reference: tuning stopped")
 
 /** Status codes returned by every fallible call. */
 typedef enum kt_status {

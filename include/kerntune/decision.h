@@ -149,6 +149,16 @@ KT_API double kt_decision_unit_ci_high_ns(const kt_decision *d, size_t u);
 /** Returns whether the decision's candidates were validated against a reference. */
 KT_API int kt_decision_validated(const kt_decision *d);
 
+/** Returns the unit that was the reference of a measured decision (its outputs were the
+ *  expected ones), or -1: validated against a reference function, not validated, or not
+ *  measured. */
+KT_API long kt_decision_reference_unit(const kt_decision *d);
+
+/** For a reference chosen by consensus (kt_op_set_reference_consensus): returns how many of the
+ *  units that voted agree with the reference's outputs, itself included, and sets *among (when
+ *  not NULL) to how many voted; 0 and 0 for any other reference. */
+KT_API size_t kt_decision_reference_consensus(const kt_decision *d, size_t *among);
+
 /** Returns the most memory, in bytes, that the tuning behind the decision allocated at once
  *  beyond the caller's own buffers (snapshots, clones, generated inputs, reference outputs). */
 KT_API size_t kt_decision_peak_extra_bytes(const kt_decision *d);

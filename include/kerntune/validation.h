@@ -13,7 +13,10 @@
  * candidate is disqualified (KT_OUTCOME_INVALID) with a diagnostic naming the output, the
  * element, the expected and the actual value.
  * The reference is, in order: the function set by kt_op_set_reference_fn, the candidate named by
- * kt_op_set_reference, the op's default candidate. If the reference does not accept the
+ * kt_op_set_reference, the op's default candidate; of a variant group, its first configuration
+ * that accepts the arguments, or one chosen by consensus (kt_op_set_reference_consensus). A
+ * tuning can stop when most candidates disagree with it (kt_op_set_disagreement_stop). If the
+ * reference does not accept the
  * arguments or fails, the key is tuned without validation (logged; kt_decision_validated says so).
  * Validation adds the reference's outputs to a tuning's extra memory.
  */
@@ -47,6 +50,31 @@ KT_API kt_status kt_op_set_reference_fn(kt_op *op, kt_reference_fn fn, void *use
  *  A measured decision then gives each unit's (kt_decision_unit_flops, _bytes), and with its
  *  time its GFLOP/s and GB/s. Before the op's first call. */
 KT_API kt_status kt_op_set_work(kt_op *op, const char *flops, const char *bytes);
+
+/** The most units that vote in kt_op_set_reference_consensus. */
+#define KT_REFERENCE_CONSENSUS_MAX 64
+
+/** Chooses the reference by consensus instead of taking the reference candidate's first unit,
+ *  for a reference candidate that is a variant group whose configurations should all compute
+ *  the same: its first n units (in the order of its space) that accept the arguments each run
+ *  once on poisoned outputs, their outputs are compared with each other by the rules and
+ *  tolerances of validation, and the unit whose outputs agree with those of the most others
+ *  becomes the reference (on a tie, the earlier one). A unit that fails, or writes into a
+ *  ReadOnly input, agrees with none. kt_decision_reference_consensus says how many agreed. The
+ *  voting runs cost one run each and are not measured; an op that returns its output
+ *  (kt_op_add_native_result) takes the first unit. n of 0 or 1: off (the default); at most
+ *  KT_REFERENCE_CONSENSUS_MAX. Before the op's first call. */
+KT_API kt_status kt_op_set_reference_consensus(kt_op *op, size_t n);
+
+/** Stops a tuning that finds most candidates wrong: once at least min_validated units were
+ *  compared with the reference (its own unit not counted) and more than half of them disagreed
+ *  with it, no more units are admitted and the tuning ends with KT_ERR_DISAGREEMENT, deciding and
+ *  recording nothing (the next call tunes again). What was decided up to then was reported to
+ *  the context's unit function (kt_context_set_unit_fn), each unit as it came, so a caller can
+ *  tell which candidates agreed. Such a tuning spends its budget on disqualifications: the
+ *  reference, or the space, is likely wrong (a parameter that changes what the kernel
+ *  computes). 0: off (the default). Before the op's first call. */
+KT_API kt_status kt_op_set_disagreement_stop(kt_op *op, size_t min_validated);
 
 /** Switches validation on (default) or off for the op. */
 KT_API kt_status kt_op_set_validation(kt_op *op, int on);

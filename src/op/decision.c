@@ -46,6 +46,7 @@ void kt__decision_reset(kt_decision *d) {
     d->rerace = false;
     d->requested_confidence = 0;
     d->validated = false;
+    d->ref_unit1 = d->ref_agree = d->ref_among = 0;
     d->peak_extra = 0;
     d->confidence = 0;
     d->total_runs = 0;
@@ -78,6 +79,11 @@ size_t kt_decision_borrowed_key(const kt_decision *d, int64_t *out, size_t max) 
 size_t kt_decision_key_len(const kt_decision *d) { return d ? d->nuser : 0; }
 int64_t kt_decision_key(const kt_decision *d, size_t index) { return (d && index < d->nuser) ? d->key[index] : 0; }
 int kt_decision_validated(const kt_decision *d) { return d ? d->validated : 0; }
+long kt_decision_reference_unit(const kt_decision *d) { return d && d->ref_unit1 ? (long)d->ref_unit1 - 1 : -1; }
+size_t kt_decision_reference_consensus(const kt_decision *d, size_t *among) {
+    if (among) *among = d ? d->ref_among : 0;
+    return d ? d->ref_agree : 0;
+}
 size_t kt_decision_peak_extra_bytes(const kt_decision *d) { return d ? d->peak_extra : 0; }
 
 /* The unit that speaks for candidate c: the winner when c won, else c's fastest measured

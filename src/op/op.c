@@ -471,6 +471,24 @@ kt_status kt_op_set_reference_fn(kt_op *op, kt_reference_fn fn, void *user) {
     return KT_OK;
 }
 
+kt_status kt_op_set_reference_consensus(kt_op *op, size_t n) {
+    KT__CHECK_OP(op, "kt_op_set_reference_consensus");
+    kt_status st = kt__op_building(op, "kt_op_set_reference_consensus");
+    if (st != KT_OK) return st;
+    if (n > KT_REFERENCE_CONSENSUS_MAX)
+        return kt__err(KT_ERR_INVALID_ARGUMENT, "kt_op_set_reference_consensus(op '%s'): %zu units; at most %d vote", op->name, n,
+                       KT_REFERENCE_CONSENSUS_MAX);
+    op->consensus = n > 1 ? n : 0;
+    return KT_OK;
+}
+
+kt_status kt_op_set_disagreement_stop(kt_op *op, size_t min_validated) {
+    KT__CHECK_OP(op, "kt_op_set_disagreement_stop");
+    kt_status st = kt__op_building(op, "kt_op_set_disagreement_stop");
+    if (st == KT_OK) op->disagree_min = min_validated;
+    return st;
+}
+
 kt_status kt_op_set_validation(kt_op *op, int on) {
     KT__CHECK_OP(op, "kt_op_set_validation");
     kt_status st = kt__op_building(op, "kt_op_set_validation");

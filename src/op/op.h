@@ -364,6 +364,8 @@ struct kt_decision {
     kt__unit *units;                 /* set when decided */
     size_t nunits;
     bool validated;
+    size_t ref_unit1;                /* 1 + the reference unit of a measured decision (0: none) */
+    size_t ref_agree, ref_among;     /* a reference by consensus: of the units run, how many agreed */
     size_t peak_extra;
     kt_decision_source source;
     kt_status fail_status;
@@ -436,6 +438,8 @@ struct kt_op {
     kt_reference_fn reference_fn;
     void *reference_user;
     bool validate;
+    size_t consensus;              /* kt_op_set_reference_consensus: units that vote (0: off) */
+    size_t disagree_min;           /* kt_op_set_disagreement_stop: validations before it may stop (0: off) */
     bool tol_set;
     double atol, rtol;
     kt__budget budget;             /* 0s: no limit */

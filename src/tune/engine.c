@@ -119,6 +119,9 @@ typedef struct engine {
     kt__engine_out *out;
 } engine;
 
+/* The tuning asked for no more admissions (io->stopped). */
+static bool halted(const engine *e) { return e->io->stopped && e->io->stopped(e->io->user); }
+
 static bool budget_spent(const engine *e) {
     if (!e->any_sample) return false; /* a budget never leaves a key undecided */
     if (e->budget->runs && e->out->runs >= e->budget->runs) return true;
@@ -552,10 +555,10 @@ kt_status kt__engine_run(const kt__measure_cfg *cfg, const kt__budget *budget, c
     size_t admitted = 0;
     if (io->next != NULL) { /* in the order a search gives, which keeps the budget of units */
         size_t batch[64];
-        while (st == KT_OK && !budget_spent(&e)) {
+        while (st == KT_OK && !budget_spent(&e) && !halted(&e)) {
             size_t k = io->next(io->user, batch, sizeof batch / sizeof batch[0]);
             if (k == 0) break;
-            for (size_t j = 0; j < k && st == KT_OK && !budget_spent(&e); j++) { /* the rest of a spent budget stays NOT_RUN */
+            for (size_t j = 0; j < k && st == KT_OK && !budget_spent(&e) && !halted(&e); j++) { /* the rest of a spent budget stays NOT_RUN */
                 double ns = INFINITY;
                 st = screen(&e, batch[j], &ns);
                 admitted++;
@@ -572,13 +575,13 @@ kt_status kt__engine_run(const kt__measure_cfg *cfg, const kt__budget *budget, c
             if (io->result(io->user, i)->outcome != KT_OUTCOME_NOT_RUN) out->failed++; /* build failed, rejected */
             continue;
         }
-        if ((budget->units && admitted >= budget->units && e.any_sample) || budget_spent(&e)) continue; /* left NOT_RUN */
+        if ((budget->units && admitted >= budget->units && e.any_sample) || budget_spent(&e) || halted(&e)) continue; /* left NOT_RUN */
         double ns;
         st = screen(&e, i, &ns);
         admitted++;
         if (st == KT_OK && io->told) io->told(io->user, i, ns);
     }
-    if (st == KT_OK && cfg->policy == KT_POLICY_RACE) st = race_rounds(&e);
+    if (st == KT_OK && cfg->policy == KT_POLICY_RACE && !halted(&e)) st = race_rounds(&e);
     if (st == KT_OK) {
         conclude(&e);
         report(&e, n);

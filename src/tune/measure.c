@@ -285,6 +285,8 @@ typedef struct tuning {
     size_t threads;            /* build threads */
     size_t direct[64];         /* pipelined: proposals that need no build (the reference, natives), */
     size_t ndirect;            /* handed to the engine next */
+    size_t compared, disagreed; /* validation runs compared with the reference, and those that failed */
+    bool stopped;              /* most disagreed (kt_op_set_disagreement_stop): admit no more */
 } tuning;
 
 /* A budget of seconds on the wall clock (no budget clock of the context's): a tuning under it
@@ -321,6 +323,12 @@ static kt_status tuning_admit(void *p, size_t i, bool *usable, unsigned *runs) {
     } else if (op->validate) {
         *runs = 1; /* the reference's own run is its validation run */
         if ((long)i != tu->ref->unit) st = validation_run(t, tu->ref, &u->r);
+        if (st == KT_OK && (long)i != tu->ref->unit && tu->ref->active && op->disagree_min > 0 &&
+            (u->r.outcome == KT_OUTCOME_MEASURED || u->r.outcome == KT_OUTCOME_INVALID)) {
+            tu->compared++;
+            tu->disagreed += u->r.outcome == KT_OUTCOME_INVALID;
+            if (tu->compared >= op->disagree_min && 2 * tu->disagreed > tu->compared) tu->stopped = true;
+        }
     }
     *usable = st == KT_OK && u->r.outcome == KT_OUTCOME_MEASURED;
     if (st == KT_OK && !*usable)
@@ -330,6 +338,8 @@ static kt_status tuning_admit(void *p, size_t i, bool *usable, unsigned *runs) {
 }
 
 static kt__cand_result *tuning_result(void *p, size_t i) { return &((tuning *)p)->d->units[i].r; }
+
+static bool tuning_stopped(void *p) { return ((tuning *)p)->stopped; }
 
 static void tuning_trial(void *p, size_t i, kt__trial *out) {
     *out = (kt__trial){trial_before, trial_run, trial_after, trial_device_ns, &((tuning *)p)->trials[i]};
@@ -530,12 +540,12 @@ static kt_status build_reference(tuning *tu) {
     kt_op *op = tu->op;
     kt_decision *d = tu->d;
     if (!op->validate || op->reference_fn != NULL) return KT_OK;
-    size_t cand = (size_t)kt__reference_candidate(op);
+    size_t cand = (size_t)kt__reference_candidate(op), want = op->consensus > 1 && !op->has_result ? op->consensus : 1, built = 0;
     kt_status st = KT_OK;
-    for (size_t i = 0; st == KT_OK && i < d->nunits; i++) {
+    for (size_t i = 0; st == KT_OK && i < d->nunits; i++) { /* (the voters of a consensus, one at a time: few) */
         if (d->units[i].cand != cand || !tu->acc[i]) continue;
         st = build_admitted(tu, &i, 1);
-        if (tu->acc[i]) break;
+        if (tu->acc[i] && ++built == want) break;
     }
     return st;
 }
@@ -958,7 +968,7 @@ kt_status kt__measure_all(kt_op *op, kt_decision *d, const kt_arg *caller, bool 
     kt__reference ref = {.unit = -1};
     tuning tu = {.op = op, .d = d, .ws = &ws, .ref = &ref};
     kt__engine_io io = {&tu, tuning_admit, tuning_result, tuning_trial, op->ctx->progress_fn ? tuning_progress : NULL, NULL, NULL,
-                        op->ctx->budget_clock, op->ctx->budget_clock_user, kt__clock_s(op->ctx->budget_clock, op->ctx->budget_clock_user)};
+                        op->ctx->budget_clock, op->ctx->budget_clock_user, kt__clock_s(op->ctx->budget_clock, op->ctx->budget_clock_user), NULL};
     tu.start_s = io.start_s;
     kt__engine_out out = {.best = -1};
     /* set up -> workers -> reference -> measure -> verdicts -> restore the caller's buffers */
@@ -970,9 +980,13 @@ kt_status kt__measure_all(kt_op *op, kt_decision *d, const kt_arg *caller, bool 
     if (st == KT_OK) worker_checks(&tu);
     if (st == KT_OK) hold_recalled(&tu);
     d->validated = ref.active;
+    d->ref_unit1 = ref.active && ref.unit >= 0 ? (size_t)ref.unit + 1 : 0;
+    d->ref_agree = ref.active ? ref.agree : 0;
+    d->ref_among = ref.active ? ref.among : 0;
     if (st == KT_OK) st = set_up_search(&tu);
     if (st == KT_OK && (tu.ngroups > 0 || tu.plans)) io.next = tuning_next;
     io.told = tuning_told; /* every unit is recorded as it comes */
+    io.stopped = op->disagree_min > 0 ? tuning_stopped : NULL;
     tu.threads = op->ctx->artifacts.threads ? op->ctx->artifacts.threads : (size_t)sysconf(_SC_NPROCESSORS_ONLN);
     if (tu.threads < 1) tu.threads = 1;
     if (tu.threads > 64) tu.threads = 64;
@@ -990,6 +1004,9 @@ kt_status kt__measure_all(kt_op *op, kt_decision *d, const kt_arg *caller, bool 
     kt__builder_stop(tu.builder, wall_budget(op));
     tu.builder = NULL;
     if (st == KT_OK) st = tu.next_error;
+    if (st == KT_OK && tu.stopped)
+        st = kt__err(KT_ERR_DISAGREEMENT, "%s(op '%s'): %zu of the first %zu units compared with the reference disagreed with it: "
+                     "tuning stopped, nothing decided (kt_op_set_disagreement_stop)", d->where, op->name, tu.disagreed, tu.compared);
     worker_verdicts(&tu);
     if (tu.iso_locked) pthread_mutex_unlock(&op->ctx->iso_lock);
     kt__worker_free(tu.native_worker);

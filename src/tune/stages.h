@@ -115,6 +115,7 @@ typedef struct kt__reference {
     void **dev_outputs; /* per argument: the same on the device (kt__workset_keep), or NULL */
     size_t *out_bytes; /* per argument: its size */
     kt_result result;  /* the reference's returned output */
+    size_t agree, among; /* chosen by consensus: how many units agreed with it, of how many voted */
 } kt__reference;
 
 /* Runs the reference on the work arguments (a validation run: poisoned outputs) and keeps its
@@ -181,6 +182,9 @@ typedef struct kt__engine_io {
     kt_clock_fn clock;
     void *clock_user;
     double start_s;
+    /* Optional: true once the tuning wants no more units admitted (those not admitted stay
+     * NOT_RUN, no race follows); checked after each admission. */
+    bool (*stopped)(void *user);
 } kt__engine_io;
 
 /* Now on a budget clock (NULL: the wall clock, kt__now_s). */

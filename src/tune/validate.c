@@ -161,6 +161,73 @@ long kt__reference_candidate(const kt_op *op) {
     return op->default_idx >= 0 ? op->default_idx : 0;
 }
 
+/* Whether two runs' outputs (per argument, host copies) agree by the rules of validation. */
+static bool outputs_agree(const kt_op *op, void *const *a, void *const *b, const size_t *bytes) {
+    char msg[8];
+    for (size_t i = 0; i < op->nargs; i++) {
+        const kt__argdecl *d = &op->args[i];
+        if (!is_output(d) || bytes[i] == 0) continue;
+        if (!compare(op, d->elem, a[i], b[i], bytes[i] / d->esize, "", msg, sizeof msg)) return false;
+    }
+    return true;
+}
+
+/* The reference by consensus (kt_op_set_reference_consensus): the first op->consensus accepting
+ * units of candidate cand run once each on poisoned outputs, kept on the host, and the one whose
+ * outputs agree with the most others is *pick (on a tie, the earlier; the first when none ran).
+ * ref->agree and ref->among say how it went. */
+static kt_status consensus(kt__reference *ref, kt__workset *ws, const kt__unit *units, size_t nunits, const bool *accepts,
+                           size_t cand, kt__unit_runner run, void *run_user, const kt__unit **pick) {
+    const kt_op *op = ws->op;
+    size_t idx[KT_REFERENCE_CONSENSUS_MAX], n = 0;
+    for (size_t i = 0; i < nunits && n < op->consensus; i++)
+        if (units[i].cand == cand && accepts[i]) idx[n++] = i;
+    *pick = n ? &units[idx[0]] : NULL;
+    if (n < 2) return KT_OK;
+    void **outs = calloc(n * op->nargs + 1, sizeof *outs);
+    size_t *bytes = calloc(op->nargs + 1, sizeof *bytes);
+    bool ok[KT_REFERENCE_CONSENSUS_MAX] = {false};
+    kt_status st = outs && bytes ? KT_OK : kt__err(KT_ERR_NO_MEMORY, "%s(op '%s'): out of memory", ws->where, op->name);
+    for (size_t j = 0; st == KT_OK && j < n; j++) {
+        const kt__unit *u = &units[idx[j]];
+        const kt_arg *args = NULL;
+        if ((st = kt__workset_before(ws, true, &args)) != KT_OK) break;
+        int rc = run ? run(run_user, idx[j], args, NULL) : u->fn(args, op->nargs, u->user);
+        ok[j] = rc == 0;
+        for (size_t i = 0; ok[j] && st == KT_OK && i < op->nargs; i++) {
+            if (!is_output(&op->args[i])) continue;
+            bytes[i] = args[i].bytes;
+            if ((outs[j * op->nargs + i] = malloc(args[i].bytes ? args[i].bytes : 1)) == NULL)
+                st = kt__err(KT_ERR_NO_MEMORY, "%s(op '%s'): out of memory for the consensus's outputs", ws->where, op->name);
+            else st = kt__to_host(ws, outs[j * op->nargs + i], args[i].ptr, args[i].bytes);
+        }
+        char why[8];
+        if (ok[j] && st == KT_OK && kt__workset_ro_changed(ws, why, sizeof why)) ok[j] = false;
+        kt_status after = kt__workset_after(ws);
+        if (st == KT_OK) st = after;
+    }
+    size_t best = n, best_votes = 0, ran = 0;
+    for (size_t j = 0; st == KT_OK && j < n; j++) {
+        if (!ok[j]) continue;
+        ran++;
+        size_t votes = 1;
+        for (size_t k = 0; k < n; k++)
+            if (k != j && ok[k] && outputs_agree(op, &outs[k * op->nargs], &outs[j * op->nargs], bytes)) votes++;
+        if (best == n || votes > best_votes) best = j, best_votes = votes;
+    }
+    if (st == KT_OK && best < n) {
+        *pick = &units[idx[best]];
+        ref->agree = best_votes;
+        ref->among = n;
+        kt__log(op->ctx, KT_LOG_INFO, "op '%s': the reference is '%s' %s: its outputs agree with %zu of the %zu units that voted (%zu ran)",
+                op->name, op->cands[cand].name, (*pick)->text ? (*pick)->text : "", best_votes, n, ran);
+    }
+    for (size_t k = 0; outs && k < n * op->nargs; k++) free(outs[k]);
+    free(outs);
+    free(bytes);
+    return st;
+}
+
 kt_status kt__reference_capture(kt__reference *ref, kt__workset *ws, const kt__unit *units, size_t nunits,
                                 const bool *accepts, kt__unit_runner run, void *run_user) {
     const kt_op *op = ws->op;
@@ -170,6 +237,10 @@ kt_status kt__reference_capture(kt__reference *ref, kt__workset *ws, const kt__u
     const kt__unit *u = NULL;
     if (op->reference_fn == NULL) {
         long cand = kt__reference_candidate(op);
+        if (op->consensus > 1 && !op->has_result) {
+            kt_status st = consensus(ref, ws, units, nunits, accepts, (size_t)cand, run, run_user, &u);
+            if (st != KT_OK) return st;
+        }
         for (size_t i = 0; i < nunits && u == NULL; i++)
             if (units[i].cand == (size_t)cand && accepts[i]) u = &units[i];
         if (u == NULL) {
