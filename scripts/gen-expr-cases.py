@@ -63,6 +63,8 @@ HAND = [
     ("max(x * n for x in range(4))", {"n": 3}), ("sum([x for x in range(n)])", {"n": 5}),
     ("[x for x in 5]", {}), ("[x for x in n]", {"n": 2.5}), ("[y for x in [1]]", {}), ("[b for a in [1] for b in b]", {"b": [5]}),
     ("[x for x in range(3) if x // (x - 1)]", {}), ("min(x for x in [])", {}),
+    # ranges whose steps from the start pass INT64_MAX on the way to items within the range
+    ("range(-2**62*2, 2**62-1+2**62, 2**62)", {}), ("range(2**62-1+2**62, -2**62*2, -2**62*2)", {}),
 ]
 
 def lit(v):

@@ -37,37 +37,46 @@ kt_status kt__expr_range(const evalctx *x, const kt__value *args, int n, int col
     return KT_OK;
 }
 
+kt_status kt__expr_reduce(const evalctx *x, int b, kt__value *acc, bool *have, const kt__value *v, int col) {
+    if (b == B_SUM) return kt__expr_binary(x, OP_ADD, acc, v, col, acc);
+    int c;
+    if (!*have) {
+        *acc = *v;
+        *have = true;
+    } else if (!kt__expr_order(v, acc, &c)) {
+        return EERR(x, col, "'<' not supported between '%s' and '%s'", kt__value_type_name(v), kt__value_type_name(acc));
+    } else if ((b == B_MIN && c < 0) || (b == B_MAX && c > 0 && c != 2)) {
+        *acc = *v;
+    }
+    return KT_OK;
+}
+
+kt_status kt__expr_reduced(const evalctx *x, int b, const kt__value *acc, bool have, int col, kt__value *out) {
+    if (b != B_SUM && !have) return EERR(x, col, "%s() arg is an empty sequence", kt__expr_builtin_names[b]);
+    *out = *acc;
+    return KT_OK;
+}
+
 kt_status kt__expr_call_builtin(const evalctx *x, int b, const kt__value *args, int n, int col, kt__value *out) {
     const char *name = kt__expr_builtin_names[b];
     switch (b) {
     case B_MIN:
-    case B_MAX: {
+    case B_MAX:
+    case B_SUM: {
         const kt__value *items = args;
         size_t count = (size_t)n;
+        if (b == B_SUM && (n != 1 || args[0].t != KT_V_LIST)) return EERR(x, col, "sum() takes one list");
         if (n == 1) {
             if (args[0].t != KT_V_LIST) return EERR(x, col, "'%s' object is not iterable", kt__value_type_name(&args[0]));
             items = args[0].list.items;
             count = args[0].list.n;
         }
-        if (count == 0) return EERR(x, col, "%s() arg is an empty sequence", name);
-        const kt__value *best = &items[0];
-        for (size_t i = 1; i < count; i++) {
-            int c;
-            if (!kt__expr_order(&items[i], best, &c))
-                return EERR(x, col, "'<' not supported between '%s' and '%s'", kt__value_type_name(&items[i]), kt__value_type_name(best));
-            if ((b == B_MIN && c < 0) || (b == B_MAX && c > 0 && c != 2)) best = &items[i];
-        }
-        *out = *best;
-        return KT_OK;
-    }
-    case B_SUM: {
-        if (n != 1 || args[0].t != KT_V_LIST) return EERR(x, col, "sum() takes one list");
         kt__value acc = kt__vint(0);
+        bool have = false;
         kt_status st;
-        for (size_t i = 0; i < args[0].list.n; i++)
-            if ((st = kt__expr_binary(x, OP_ADD, &acc, &args[0].list.items[i], col, &acc)) != KT_OK) return st;
-        *out = acc;
-        return KT_OK;
+        for (size_t i = 0; i < count; i++)
+            if ((st = kt__expr_reduce(x, b, &acc, &have, &items[i], col)) != KT_OK) return st;
+        return kt__expr_reduced(x, b, &acc, have, col, out);
     }
     case B_RANGE: {
         int64_t v[3], count;

@@ -293,10 +293,15 @@ kt_status kt__expr_binary(const evalctx *x, int op, const kt__value *a, const kt
 
 static kt_status eval(const evalctx *x, int32_t idx, kt__value *out);
 
-/* The list a comprehension is making, in the arena (doubled as it grows). */
+/* What a comprehension makes: its list, in the arena (doubled as it grows), or, as the
+ * argument of sum, min or max, the running result (no list is made). */
 typedef struct compout {
     kt__value *items;
     size_t n, cap;
+    int reduce; /* -1: the list; B_SUM, B_MIN or B_MAX: acc and have, as kt__expr_reduce keeps them */
+    int col;    /* the call's column */
+    kt__value acc;
+    bool have;
 } compout;
 
 /* Checks that `more` iterations of the comprehension at column col stay within the evaluation's
@@ -327,6 +332,7 @@ static kt_status comp_clauses(const evalctx *x, const node *c, int k, compout *o
     kt__value v;
     if (k == c->n) { /* every clause passed: the element */
         if ((st = eval(x, c->b, &v)) != KT_OK) return st;
+        if (out->reduce >= 0) return kt__expr_reduce(x, out->reduce, &out->acc, &out->have, &v, out->col);
         if (out->n == out->cap) {
             size_t cap = out->cap ? 2 * out->cap : 16;
             kt__value *items = kt__arena_alloc(x->arena, cap * sizeof *items);
@@ -396,7 +402,7 @@ static kt_status eval(const evalctx *x, int32_t idx, kt__value *out) {
         return KT_OK;
     case N_COMP: {
         for (int i = 0; i < n->op; i++) x->run->bound[n->c + i] = false; /* a fresh scope each time */
-        compout list = {0};
+        compout list = {.reduce = -1};
         if ((st = comp_clauses(x, n, 0, &list)) != KT_OK) return st;
         if (list.items == NULL && (list.items = kt__arena_alloc(x->arena, sizeof *list.items)) == NULL)
             return EOOM(x, n->col, "the list of a comprehension");
@@ -475,6 +481,14 @@ static kt_status eval(const evalctx *x, int32_t idx, kt__value *out) {
         return KT_OK;
     }
     case N_CALL: {
+        const node *arg = n->n == 1 ? &x->e->nodes[x->e->kids[n->a]] : NULL;
+        if (arg != NULL && arg->kind == N_COMP && (n->op == B_SUM || n->op == B_MIN || n->op == B_MAX)) {
+            /* sum, min or max of a comprehension: of its items as they come, making no list */
+            for (int i = 0; i < arg->op; i++) x->run->bound[arg->c + i] = false;
+            compout r = {.reduce = n->op, .col = n->col, .acc = kt__vint(0)};
+            if ((st = comp_clauses(x, arg, 0, &r)) != KT_OK) return st;
+            return kt__expr_reduced(x, n->op, &r.acc, r.have, n->col, out);
+        }
         kt__value args[16];
         if (n->n > 16) return EERR(x, n->col, "too many arguments");
         for (int i = 0; i < n->n; i++)

@@ -197,6 +197,13 @@ static inline int64_t kt__range_item(const int64_t v[3], int64_t i) {
     return (int64_t)((uint64_t)v[0] + (uint64_t)i * (uint64_t)v[2]);
 }
 
+/* One item v of sum, min or max (b) over a sequence: *acc is the sum so far (from int 0) or the
+ * least or greatest item so far (*have: whether there was one). */
+kt_status kt__expr_reduce(const evalctx *x, int b, kt__value *acc, bool *have, const kt__value *v, int col);
+
+/* The result of sum, min or max (b) once every item went through kt__expr_reduce. */
+kt_status kt__expr_reduced(const evalctx *x, int b, const kt__value *acc, bool have, int col, kt__value *out);
+
 /* Calls built-in b on n evaluated arguments. */
 kt_status kt__expr_call_builtin(const evalctx *x, int b, const kt__value *args, int n, int col, kt__value *out);
 
