@@ -1,6 +1,10 @@
 /*
  * expr_builtins.c - the built-in functions of the expression language, as Python 3 defines
- * them: min, max, abs, int, float, len, range, round (ties to even), sum, bool, list.
+ * them: min, max, abs, int, float, len, range, round (ties to even), sum, bool, list. sum, min,
+ * max and list also take a generator expression as their only argument (the parser allows it for
+ * those four only; expr_eval.c runs sum, min and max over it without making its list, through
+ * kt__expr_reduce). range() and the lists they make count against the bound of one evaluation
+ * (KT__EXPR_MAX_ITEMS, expr.h).
  */
 #include "space/expr_int.h"
 
