@@ -3,7 +3,9 @@
  * (written by scripts/gen-expr-cases.py from Python's own eval: a hand-written table and every
  * Values, Expression, Size and geometry string of ../shared/benchmark_hub) must give the value
  * Python gave, formatted as Python's repr, or an error where Python raised. Also: syntax and
- * name errors name the expression and the column; and every allocation that parsing,
+ * name errors name the expression and the column; comprehensions give exact lists, keep their
+ * loop variables to themselves and stay within the bound of one evaluation, which an error
+ * names with its column; and every allocation that parsing,
  * evaluating, declaring or enumerating a space makes can fail, with KT_ERR_NO_MEMORY saying so
  * (this program's malloc fails the one it is told to).
  */
@@ -187,10 +189,13 @@ static void test_iprog_shapes(void **state) {
         "max(1, n // B)", "min(n, m, B)", "abs(n - m)", "-n + m", "+n", "int(n) // (B // 2)", "n * m // 4", "n - B * 2",
         "(n + T) // 2", "n // Z", "n % Z", "n // (B - B)", "n * 4 + (B * 3 - 1) % 7", "m // n", "m % n", "-(n * m)",
         /* sub-expressions that read no input, whatever they are made of, fold to constants */
-        "n // int(F * 2)", "-(-n // (int(F) * B))", "n + (3 if B > 100 else 4)", "n * len([1, 2, 3])", "max(n, B ** 2)"};
+        "n // int(F * 2)", "-(-n // (int(F) * B))", "n + (3 if B > 100 else 4)", "n * len([1, 2, 3])", "max(n, B ** 2)",
+        /* so does a comprehension that reads none (its loop variable is no input) */
+        "n * len([k for k in range(B) if k % 2])", "n + sum(k * 2 for k in [B, T])"};
     static const char *const interpreted[] = {"n / B", "x * 2", "n if n > 0 else 1", "F * n", "len([n])", "n ** 2",
                                               "n << 2", "int(n / B)", "n * F", "[n][0]", "n > 0", "~n", "x",
-                                              "n // F", "n // (F * 2)"};
+                                              "n // F", "n // (F * 2)", "sum(n for k in range(3))",
+                                              "max([k * n for k in [1, 2]])", "len([k for k in range(n)])"};
     static const int64_t values[] = {0, 1, 2, 3, 5, 127, 128, 255, 256, 257, 1000, 1048576, 1048573, -1, -2, -3, -255,
                                      -256, -257, INT64_MAX, INT64_MAX - 1, INT64_MAX - 255, INT64_MIN, INT64_MIN + 1,
                                      (int64_t)1 << 32, -((int64_t)1 << 32), 3037000499, 3037000500};
@@ -287,6 +292,172 @@ static void test_error_columns(void **state) {
     kt__arena_free(&arena);
 }
 
+/* Evaluates text with the names of e and formats the value (or the error: "!" and the message
+ * after "where: ") into got. Returns the status. */
+static kt_status eval_text(const char *text, env *e, bool *is_const, char *got, size_t len) {
+    kt__expr *x = NULL;
+    kt__arena arena = {0};
+    kt__value v;
+    kt_status st = kt__expr_parse(text, resolve, e, "where", &x);
+    if (st == KT_OK) {
+        *is_const = kt__expr_is_const(x);
+        st = kt__expr_eval(x, e->values, &arena, "where", &v);
+    }
+    if (st == KT_OK) kt__value_format(&v, got, len);
+    else snprintf(got, len, "!%s", kt_last_error() + strlen("where: "));
+    kt__expr_free(x);
+    kt__arena_free(&arena);
+    return st;
+}
+
+/* Comprehensions: Python's nesting of for and if clauses, strings and ranges as iterables, loop
+ * variables local to the comprehension (shadowing a name without changing it, gone after it),
+ * nested ones, empty ones, generator arguments; those that read no outside name fold at parse
+ * time. */
+static void test_comprehensions(void **state) {
+    (void)state;
+    env e = {.names = {"n", "i", "s", "ps"}, .n = 4};
+    e.values[0] = (kt__value){.t = KT_V_INT, .i = 4};
+    e.values[1] = (kt__value){.t = KT_V_INT, .i = 100};
+    e.values[2] = (kt__value){.t = KT_V_STR, .str = {"hey", 3}};
+    static const kt__value ps[] = {{.t = KT_V_INT, .i = 3}, {.t = KT_V_INT, .i = 1}, {.t = KT_V_INT, .i = 2}};
+    e.values[3] = (kt__value){.t = KT_V_LIST, .list = {ps, 3}};
+    static const struct {
+        const char *text, *want;
+        bool folds;
+    } cases[] = {
+        {"[2**i for i in range(0, 6)]", "[1, 2, 4, 8, 16, 32]", true},
+        {"[i for i in range(1, 11)]", "[1, 2, 3, 4, 5, 6, 7, 8, 9, 10]", true},
+        {"[x*y for x in range(3) if x for y in range(x) if y % 2 == 0]", "[0, 0]", true},
+        {"[(x, y)[0] for x in range(3)]", "!expression '[(x, y)[0] for x in range(3)]': column 4: expected ')', found ','", false},
+        {"[[x, y] for x in range(1, 4) if x != 2 for y in range(x) if y]", "[[3, 1], [3, 2]]", true},
+        {"[[j for j in range(i)] for i in range(3)]", "[[], [0], [0, 1]]", true},
+        {"[[j * i for j in range(i)] for i in range(n)]", "[[], [0], [0, 2], [0, 3, 6]]", false},
+        {"[c + c for c in 'ab']", "['aa', 'bb']", true},
+        {"[c for c in s if c != 'e']", "['h', 'y']", false},
+        {"[x for x in []]", "[]", true},
+        {"[x for x in range(n) if x > 9]", "[]", false},
+        {"[x for x in range(n, 0, -1) if x % 2]", "[3, 1]", false},
+        {"[x if x % 2 else -x for x in range(5)]", "[0, 1, -2, 3, -4]", true},
+        /* i shadows the name i inside only; the first iterable is read outside, as in Python */
+        {"[i * 2 for i in range(3)] + [i]", "[0, 2, 4, 100]", false},
+        {"[i for i in range(i - 97)]", "[0, 1, 2]", false},
+        {"[n for n in ps if n > 1] + [n]", "[3, 2, 4]", false},
+        {"[x for x in range(2) for x in range(3)]", "[0, 1, 2, 0, 1, 2]", true},
+        {"[x for x in range(3) for x in range(x)]", "[0, 0, 1]", true},
+        {"[[y for y in range(x)] for x in [y for y in range(3)]]", "[[], [0], [0, 1]]", true},
+        {"sum(x for x in range(4))", "6", true},
+        {"max(x * n for x in range(4))", "12", false},
+        {"min(c for c in s)", "'e'", false},
+        {"list(c for c in s if c > 'e')", "['h', 'y']", false},
+        {"len([0 for a in range(100) for b in range(100) if a == b])", "100", true},
+    };
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        char got[512];
+        bool folded = false;
+        eval_text(cases[k].text, &e, &folded, got, sizeof got);
+        if (strcmp(got, cases[k].want) != 0) fail_msg("'%s' gave %s, not %s", cases[k].text, got, cases[k].want);
+        if (got[0] != '!' && folded != cases[k].folds)
+            fail_msg("'%s' %s at parse time", cases[k].text, folded ? "folded" : "did not fold");
+    }
+    /* a loop variable is gone after its comprehension: without a name i, the second i is unknown */
+    env none = {.n = 0};
+    char got[512];
+    bool folded;
+    expect_status(KT_ERR_INVALID_ARGUMENT, eval_text("[i for i in range(3)] + [i]", &none, &folded, got, sizeof got));
+    assert_string_equal(got, "!expression '[i for i in range(3)] + [i]': column 26: name 'i' is not defined");
+    /* nor is it seen by the comprehension's first iterable, which Python reads outside it */
+    expect_status(KT_ERR_INVALID_ARGUMENT, eval_text("[x for x in range(x)]", &none, &folded, got, sizeof got));
+    assert_string_equal(got, "!expression '[x for x in range(x)]': column 19: name 'x' is not defined");
+    /* the language's other words stay what they were: a bracket with `for` deeper is a list */
+    ok(eval_text("[[x for x in 'ab'], 'c']", &none, &folded, got, sizeof got));
+    assert_string_equal(got, "[['a', 'b'], 'c']");
+}
+
+/* What fails where Python fails, with the column: an unknown name, something that is not
+ * iterable, a loop variable read before a clause binds it, a generator where only a list-taking
+ * built-in takes one; and past the bound of one evaluation (KT__EXPR_MAX_ITEMS) a comprehension
+ * fails at once, naming its column and the bound: never a hang or a huge allocation. */
+static void test_comprehension_errors(void **state) {
+    (void)state;
+    env e = {.names = {"n", "f"}, .n = 2};
+    e.values[0] = (kt__value){.t = KT_V_INT, .i = 4};
+    e.values[1] = (kt__value){.t = KT_V_FLOAT, .f = 2.5};
+    static const struct {
+        const char *text, *want;
+    } cases[] = {
+        {"[y for x in range(3)]", "column 2: name 'y' is not defined"},
+        {"[x for x in range(3) if z]", "column 25: name 'z' is not defined"},
+        {"[x for x in 5]", "column 13: 'int' object is not iterable"},
+        {"[x for x in range(2) for y in f]", "column 31: 'float' object is not iterable"},
+        {"[x for x in [1, None] for y in x]", "column 32: 'int' object is not iterable"},
+        {"[b for a in [1] for b in b]", "column 26: cannot access local variable 'b' where it is not associated with a value"},
+        {"[x for x in range(3) if x // (x - 1)]", "column 27: integer division or modulo by zero"},
+        {"min(x for x in [])", "column 1: min() arg is an empty sequence"},
+        {"max(x for x in range(n) if x > n)", "column 1: max() arg is an empty sequence"},
+        {"max(x for x in [1, 'a'])", "column 1: '<' not supported between 'str' and 'int'"},
+        {"sum(x for x in 'ab')", "column 1: unsupported operand types for +: 'int' and 'str'"},
+        {"len(x for x in [1])", "column 1: len() does not take a generator expression"},
+        {"(x for x in [1])", "column 1: a generator expression is only taken as the argument of sum(), min(), max() or list()"},
+        {"sum(x for x in [1], 2)", "column 19: expected ')', found ','"},
+        {"[x for 1 in [1]]", "column 8: expected a loop variable name, found '1'"},
+        {"[x for None in [1]]", "column 8: expected a loop variable name, found 'None'"},
+        {"[x for x of [1]]", "column 10: expected 'in', found 'of'"},
+        {"[x for x in [1] if]", "column 19: expected a value, found ']'"},
+        {"[x for x in [1], 2]", "column 16: expected ']', found ','"},
+        {"[x y for x in [1]]", "column 4: expected 'for', found 'y'"},
+        {"[for x in [1]]", "column 2: expected a value, found 'for'"},
+        /* the bound: iterations of nested clauses, counted at once where a length says so */
+        {"[0 for a in [1] for b in range(n * 2500000)]", "column 1: comprehension: more than 10000000 iterations in one evaluation"},
+        {"sum(1 for a in range(n) for b in range(n * 10**6))",
+         "column 5: comprehension: more than 10000000 iterations in one evaluation"},
+        {"[0 for a in range(n * 10**7)]", "column 13: range() of 40000000 items is too long: at most 10000000"},
+        {"[['x' * 10**5 for b in range(a)] for a in range(n * 10)]",
+         "column 2: comprehension: more than 10000000 list items and string characters in one evaluation"},
+        {"'x' * (n * 1250000) + 'y' * (n * 1250000)",
+         "column 21: '+': more than 10000000 list items and string characters in one evaluation"},
+        /* a list shared by every item counts for each: its copies and repr are bounded too */
+        {"[range(10**6) for i in range(n * 3)]",
+         "column 1: comprehension: more than 10000000 list items and string characters in one evaluation"},
+        {"['x' * 10**6 for i in range(n * 3)]",
+         "column 1: comprehension: more than 10000000 list items and string characters in one evaluation"},
+        {"[[1, 2]] * (n * 2 * 10**6)", "column 10: '*': more than 10000000 list items and string characters in one evaluation"},
+    };
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        char got[512], want[512];
+        bool folded;
+        expect_status(KT_ERR_INVALID_ARGUMENT, eval_text(cases[k].text, &e, &folded, got, sizeof got));
+        snprintf(want, sizeof want, "!expression '%s': %s", cases[k].text, cases[k].want);
+        if (strcmp(got, want) != 0) fail_msg("'%s' gave\n  %s, not\n  %s", cases[k].text, got, want);
+    }
+    /* up to the bound, a comprehension runs: 10,000,000 iterations in all, the 4,000 of the
+     * outer clause and the 9,996,000 of the inner one */
+    char got[64];
+    bool folded;
+    ok(eval_text("sum(1 for a in range(n * 1000) for b in range(2499))", &e, &folded, got, sizeof got));
+    assert_string_equal(got, "9996000");
+    /* every evaluation has the whole bound again (sum, min and max of a comprehension make no
+     * list: its items are summed as they come) */
+    kt__expr *x = NULL;
+    kt__arena arena = {0};
+    kt__value v;
+    ok(kt__expr_parse("sum(a for a in range(n * 1500000))", resolve, &e, "where", &x));
+    for (int k = 0; k < 2; k++) {
+        ok(kt__expr_eval(x, e.values, &arena, "where", &v));
+        assert_int_equal(v.i, (int64_t)6000000 * 5999999 / 2);
+        kt__arena_reset(&arena);
+    }
+    kt__expr_free(x);
+    kt__arena_free(&arena);
+    /* at most 32 loop variables live at once */
+    char deep[2048] = "";
+    for (int k = 0; k < 33; k++) snprintf(deep + strlen(deep), sizeof deep - strlen(deep), "[v%d for v%d in ", k, k);
+    strcat(deep, "[1]");
+    for (int k = 0; k < 33; k++) strcat(deep, "]");
+    expect_status(KT_ERR_INVALID_ARGUMENT, kt__expr_parse(deep, NULL, NULL, "where", &x));
+    assert_non_null(strstr(kt_last_error(), "more than 32 loop variables in nested comprehensions"));
+}
+
 #ifdef OOM_INJECT
 /* Expressions that fold constants (numbers, strings, lists) and, evaluated, allocate (lists,
  * range, joined and repeated strings and lists, list of a string), with x = 3 and s = 'q'. */
@@ -301,6 +472,8 @@ static const struct {
     {"max(x, 7) if x in [1, 2, 3] else [0]", "7"},
     {"1 < x <= 3 and x != 2 and 'q' in s", "True"},
     {"sum([x, 2.5, True])", "6.5"},
+    {"len([k for k in range(x * 10) if k % 2]) + sum(k for k in range(x))", "18"},
+    {"[c + s for c in 'ab' for k in range(x) if k == 1]", "['aq', 'bq']"},
 };
 
 static kt_status oom_expr_body(void *arg) {
@@ -380,6 +553,8 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_iprog_on_python_cases),
         cmocka_unit_test(test_iprog_shapes),
         cmocka_unit_test(test_error_columns),
+        cmocka_unit_test(test_comprehensions),
+        cmocka_unit_test(test_comprehension_errors),
         cmocka_unit_test(test_allocation_failures),
     };
     return kt_run_cases(argc, argv, tests, NULL, NULL);

@@ -1,7 +1,7 @@
 /*
  * test-space.c - spaces: enumeration of the shared benchmark_hub problems gives exactly the
  * configurations their exhaustive T4 runs list (count and members); derived values, inputs,
- * callbacks, geometry, whole-space sizes, and errors.
+ * callbacks, geometry, whole-space sizes, comprehensions in each of them, and errors.
  */
 #include "helpers.h"
 #include "hub.h"
@@ -171,6 +171,84 @@ static void test_geometry_and_whole_space(void **state) {
     kt_space_destroy(sp);
 }
 
+/* Parameter values written as comprehensions, as T1 files write them (benchmark_hub's hotspot:
+ * "[2**i for i in range(0, 6)]"), enumerate to exactly their lists. */
+static void test_comprehension_values(void **state) {
+    (void)state;
+    kt_space *sp = NULL;
+    ok(kt_space_create(&sp));
+    ok(kt_space_add_param(sp, "P", "[2**i for i in range(0, 6)]"));
+    size_t n = 0;
+    ok(kt_space_enumerate(sp, &n));
+    assert_int_equal(n, 6);
+    static const int64_t want[] = {1, 2, 4, 8, 16, 32};
+    for (size_t c = 0; c < n; c++) {
+        int64_t v = 0;
+        ok(kt_space_config_int(sp, c, 0, &v));
+        assert_int_equal(v, want[c]);
+    }
+    char buf[64];
+    ok(kt_space_config_format(sp, 5, buf, sizeof buf));
+    assert_string_equal(buf, "P=32");
+    kt_space_destroy(sp);
+}
+
+/* "[i for i in range(1, 11)]" under constraints, a derived value and geometry that use
+ * comprehensions: a loop variable named like the parameter shadows it inside its comprehension
+ * only, and a launch size whose comprehension reads no per-call input still compiles to an
+ * integer program, while one that reads an input is left to the interpreter. */
+static void test_comprehension_constraints(void **state) {
+    (void)state;
+    kt_space *sp = NULL;
+    ok(kt_space_create(&sp));
+    ok(kt_space_add_input(sp, "N"));
+    ok(kt_space_add_param(sp, "i", "[i for i in range(1, 11)]"));
+    /* not a multiple of 3, not a square: 2, 5, 7, 8, 10 */
+    ok(kt_space_add_constraint(sp, "i % 3 != 0 and i not in [k * k for k in range(4)]"));
+    /* range(i) reads the parameter, the sum its loop variable: i * (i - 1) / 2 <= 28 leaves
+     * 2, 5, 7, 8; after the comprehension `i` is the parameter again */
+    ok(kt_space_add_constraint(sp, "sum(i for i in range(i)) <= 28 and i > [i for i in range(2)][-1]"));
+    ok(kt_space_add_derived(sp, "ODD", "len([k for k in range(i) if k % 2])"));
+    const char *global[3] = {"N * len([k for k in range(i) if k % 2])", "sum(N for _ in range(i))", NULL};
+    const char *local[3] = {"max(k for k in [1, i])", NULL, NULL};
+    ok(kt_space_set_geometry(sp, KT_GEOMETRY_GRID, global, local, NULL));
+    ok(kt_space_bind_int(sp, "N", 64));
+    size_t n = 0;
+    ok(kt_space_enumerate(sp, &n));
+    assert_int_equal(n, 4);
+    static const char *const want[] = {"i=2,ODD=1", "i=5,ODD=2", "i=7,ODD=3", "i=8,ODD=4"};
+    char buf[64];
+    for (size_t c = 0; c < n; c++) {
+        ok(kt_space_config_format(sp, c, buf, sizeof buf));
+        assert_string_equal(buf, want[c]);
+    }
+    size_t nslots = kt__space_slot_count(sp);
+    kt__value *slots = calloc(nslots, sizeof *slots);
+    int *var = calloc(nslots, sizeof *var);
+    assert_non_null(slots);
+    assert_non_null(var);
+    kt__arena arena = {0};
+    ok(kt__space_config_slots(sp, 2, slots, &arena)); /* i = 7 */
+    kt__geometry g;
+    ok(kt__space_geometry(sp, slots, &arena, &g));
+    assert_int_equal(g.global[0], 64 * 3);
+    assert_int_equal(g.global[1], 64 * 7);
+    assert_int_equal(g.global[2], 1);
+    assert_int_equal(g.local[0], 7);
+    for (size_t s = 0; s < nslots; s++) var[s] = -1;
+    var[kt__space_input_slot(sp, 0)] = 0; /* N, given per call */
+    kt__iprog prog;
+    int64_t in[1] = {1000}, size = 0;
+    assert_true(kt__space_global_compile(sp, 0, slots, var, &prog));
+    assert_true(kt__iprog_run(&prog, in, &size));
+    assert_int_equal(size, 1000 * 3);
+    assert_false(kt__space_global_compile(sp, 1, slots, var, &prog));
+    kt__arena_free(&arena);
+    free(var);
+    free(slots);
+    kt_space_destroy(sp);
+}
+
 static void test_space_errors(void **state) {
     (void)state;
     kt_space *sp = NULL;
@@ -234,6 +312,7 @@ int main(int argc, char **argv) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_convolution_matches_t4),   cmocka_unit_test(test_dedispersion_matches_t4),
         cmocka_unit_test(test_derived_inputs_callbacks), cmocka_unit_test(test_geometry_and_whole_space),
+        cmocka_unit_test(test_comprehension_values),     cmocka_unit_test(test_comprehension_constraints),
         cmocka_unit_test(test_space_errors),
         cmocka_unit_test(test_long_messages_whole),
     };

@@ -6,6 +6,18 @@
  * slot numbers by the caller's resolver) and then evaluated many times against an array of slot
  * values. Evaluation allocates only for values that need it (lists, new strings), from a caller's
  * arena that is reset between evaluations.
+ *
+ * Besides literals, operators, conditionals and the built-ins (expr_builtins.c), the language
+ * has Python's list comprehensions, `[x * y for x in range(3) if x for y in range(x)]`: any
+ * number of `for NAME in ITERABLE` and `if COND` clauses after the first `for`, nested left to
+ * right; the iterable a list, a range(), a string (its characters) or anything giving one; the
+ * loop variables local to the comprehension (they shadow a name of the caller's, and are gone
+ * after it); and generator expressions as the only argument of sum, min, max and list
+ * (`sum(x for x in range(4))`), evaluated as the list they would give. Nothing runs away: one
+ * evaluation makes at most KT__EXPR_MAX_ITEMS list items and string characters in all and runs
+ * at most KT__EXPR_MAX_ITEMS comprehension iterations in all (nested ones included); past either
+ * it fails with an error naming the expression, the column of the operation (of the
+ * comprehension, for iterations) and the bound.
  */
 #ifndef KT_EXPR_H
 #define KT_EXPR_H
@@ -15,6 +27,10 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+
+/* The bound of one evaluation: list items and string characters made, and comprehension
+ * iterations run (each counted on its own). range() of more items fails too. */
+#define KT__EXPR_MAX_ITEMS 10000000
 
 typedef enum kt__vtype { KT_V_NONE, KT_V_BOOL, KT_V_INT, KT_V_FLOAT, KT_V_STR, KT_V_LIST } kt__vtype;
 
@@ -95,7 +111,7 @@ bool kt__value_to_double(const kt__value *v, double *out);
  * expression compiled into a short postfix program over 64-bit integers (expr_iprog.c). Only
  * integer arithmetic is compiled (+ - * // %, unary - and +, min, max, abs, int), with
  * sub-expressions that read no input folded into constants; anything else (floats, strings,
- * lists, comparisons, conditionals) is left to the interpreter. */
+ * lists, comprehensions, comparisons, conditionals) is left to the interpreter. */
 #define KT__IPROG_MAX 32
 typedef struct kt__iprog {
     uint8_t n;                /* instructions */

@@ -1,6 +1,10 @@
 /*
  * expr_builtins.c - the built-in functions of the expression language, as Python 3 defines
- * them: min, max, abs, int, float, len, range, round (ties to even), sum, bool, list.
+ * them: min, max, abs, int, float, len, range, round (ties to even), sum, bool, list. sum, min,
+ * max and list also take a generator expression as their only argument (the parser allows it for
+ * those four only; expr_eval.c runs sum, min and max over it without making its list, through
+ * kt__expr_reduce). range() and the lists they make count against the bound of one evaluation
+ * (KT__EXPR_MAX_ITEMS, expr.h).
  */
 #include "space/expr_int.h"
 
@@ -20,53 +24,72 @@ static double round_even(double v) {
     return r;
 }
 
+kt_status kt__expr_range(const evalctx *x, const kt__value *args, int n, int col, int64_t v[3], int64_t *count) {
+    if (n < 1 || n > 3) return EERR(x, col, "range expected 1 to 3 arguments, got %d", n);
+    v[0] = 0, v[1] = 0, v[2] = 1;
+    for (int i = 0; i < n; i++) {
+        if (args[i].t == KT_V_FLOAT || !kt__num_int(&args[i], &v[n == 1 ? 1 : i]))
+            return EERR(x, col, "range() arguments must be integers, not '%s'", kt__value_type_name(&args[i]));
+    }
+    if (v[2] == 0) return EERR(x, col, "range() arg 3 must not be zero");
+    /* the distance in uint64: range(-2**63, 2**63 - 1) must not overflow on the way to "too long" */
+    uint64_t c = 0;
+    if (v[2] > 0 && v[1] > v[0]) c = ((uint64_t)v[1] - (uint64_t)v[0] - 1) / (uint64_t)v[2] + 1;
+    if (v[2] < 0 && v[1] < v[0]) c = ((uint64_t)v[0] - (uint64_t)v[1] - 1) / (0 - (uint64_t)v[2]) + 1;
+    if (c > KT__EXPR_MAX_ITEMS) return EERR(x, col, "range() of %llu items is too long: at most %d", (unsigned long long)c, KT__EXPR_MAX_ITEMS);
+    *count = (int64_t)c;
+    return KT_OK;
+}
+
+kt_status kt__expr_reduce(const evalctx *x, int b, kt__value *acc, bool *have, const kt__value *v, int col) {
+    if (b == B_SUM) return kt__expr_binary(x, OP_ADD, acc, v, col, acc);
+    int c;
+    if (!*have) {
+        *acc = *v;
+        *have = true;
+    } else if (!kt__expr_order(v, acc, &c)) {
+        return EERR(x, col, "'<' not supported between '%s' and '%s'", kt__value_type_name(v), kt__value_type_name(acc));
+    } else if ((b == B_MIN && c < 0) || (b == B_MAX && c > 0 && c != 2)) {
+        *acc = *v;
+    }
+    return KT_OK;
+}
+
+kt_status kt__expr_reduced(const evalctx *x, int b, const kt__value *acc, bool have, int col, kt__value *out) {
+    if (b != B_SUM && !have) return EERR(x, col, "%s() arg is an empty sequence", kt__expr_builtin_names[b]);
+    *out = *acc;
+    return KT_OK;
+}
+
 kt_status kt__expr_call_builtin(const evalctx *x, int b, const kt__value *args, int n, int col, kt__value *out) {
     const char *name = kt__expr_builtin_names[b];
     switch (b) {
     case B_MIN:
-    case B_MAX: {
+    case B_MAX:
+    case B_SUM: {
         const kt__value *items = args;
         size_t count = (size_t)n;
+        if (b == B_SUM && (n != 1 || args[0].t != KT_V_LIST)) return EERR(x, col, "sum() takes one list");
         if (n == 1) {
             if (args[0].t != KT_V_LIST) return EERR(x, col, "'%s' object is not iterable", kt__value_type_name(&args[0]));
             items = args[0].list.items;
             count = args[0].list.n;
         }
-        if (count == 0) return EERR(x, col, "%s() arg is an empty sequence", name);
-        const kt__value *best = &items[0];
-        for (size_t i = 1; i < count; i++) {
-            int c;
-            if (!kt__expr_order(&items[i], best, &c))
-                return EERR(x, col, "'<' not supported between '%s' and '%s'", kt__value_type_name(&items[i]), kt__value_type_name(best));
-            if ((b == B_MIN && c < 0) || (b == B_MAX && c > 0 && c != 2)) best = &items[i];
-        }
-        *out = *best;
-        return KT_OK;
-    }
-    case B_SUM: {
-        if (n != 1 || args[0].t != KT_V_LIST) return EERR(x, col, "sum() takes one list");
         kt__value acc = kt__vint(0);
+        bool have = false;
         kt_status st;
-        for (size_t i = 0; i < args[0].list.n; i++)
-            if ((st = kt__expr_binary(x, OP_ADD, &acc, &args[0].list.items[i], col, &acc)) != KT_OK) return st;
-        *out = acc;
-        return KT_OK;
+        for (size_t i = 0; i < count; i++)
+            if ((st = kt__expr_reduce(x, b, &acc, &have, &items[i], col)) != KT_OK) return st;
+        return kt__expr_reduced(x, b, &acc, have, col, out);
     }
     case B_RANGE: {
-        if (n < 1 || n > 3) return EERR(x, col, "range expected 1 to 3 arguments, got %d", n);
-        int64_t v[3] = {0, 0, 1};
-        for (int i = 0; i < n; i++) {
-            if (args[i].t == KT_V_FLOAT || !kt__num_int(&args[i], &v[n == 1 ? 1 : i]))
-                return EERR(x, col, "range() arguments must be integers, not '%s'", kt__value_type_name(&args[i]));
-        }
-        if (v[2] == 0) return EERR(x, col, "range() arg 3 must not be zero");
-        int64_t count = 0;
-        if (v[2] > 0 && v[1] > v[0]) count = (v[1] - v[0] + v[2] - 1) / v[2];
-        if (v[2] < 0 && v[1] < v[0]) count = (v[0] - v[1] - v[2] - 1) / -v[2];
-        if (count > 10000000) return EERR(x, col, "range() of %lld items is too long", (long long)count);
+        int64_t v[3], count;
+        kt_status st = kt__expr_range(x, args, n, col, v, &count);
+        if (st == KT_OK) st = kt__expr_charge(x, (size_t)count, col, "range()");
+        if (st != KT_OK) return st;
         kt__value *items = kt__arena_alloc(x->arena, (size_t)(count ? count : 1) * sizeof *items);
         if (items == NULL) return EOOM(x, col, "the list of range()");
-        for (int64_t i = 0; i < count; i++) items[i] = kt__vint(v[0] + i * v[2]);
+        for (int64_t i = 0; i < count; i++) items[i] = kt__vint(kt__range_item(v, i));
         *out = (kt__value){.t = KT_V_LIST, .list = {items, (size_t)count}};
         return KT_OK;
     }
@@ -125,6 +148,8 @@ kt_status kt__expr_call_builtin(const evalctx *x, int b, const kt__value *args, 
         if (a->t == KT_V_LIST) {
             *out = *a;
         } else if (a->t == KT_V_STR) {
+            kt_status st = kt__expr_charge(x, 2 * a->str.len, col, "list()"); /* strings of one character */
+            if (st != KT_OK) return st;
             kt__value *items = kt__arena_alloc(x->arena, (a->str.len ? a->str.len : 1) * sizeof *items);
             if (items == NULL) return EOOM(x, col, "the characters of a string for list()");
             for (size_t i = 0; i < a->str.len; i++) items[i] = (kt__value){.t = KT_V_STR, .str = {a->str.s + i, 1}};

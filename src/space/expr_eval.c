@@ -1,9 +1,10 @@
 /*
  * expr_eval.c - evaluating a parsed expression (see expr.h): a recursive walk of the node
  * array against the caller's slot values, with Python 3's semantics for operators,
- * comparisons (chained), `and`/`or`, conditional expressions and indexing. Values that need
- * memory (lists, new strings) come from the caller's arena; built-in calls are in
- * expr_builtins.c.
+ * comparisons (chained), `and`/`or`, conditional expressions, indexing and comprehensions.
+ * Values that need memory (lists, new strings) come from the caller's arena; built-in calls are
+ * in expr_builtins.c. Each evaluation counts the list items and string characters it makes and
+ * the comprehension iterations it runs against KT__EXPR_MAX_ITEMS (expr.h).
  */
 #include "space/expr_int.h"
 
@@ -88,6 +89,27 @@ static kt_status compare(const evalctx *x, int op, const kt__value *a, const kt_
     return KT_OK;
 }
 
+kt_status kt__expr_charge(const evalctx *x, size_t n, int col, const char *what) {
+    if (n > x->run->items_left)
+        return EERR(x, col, "%s: more than %d list items and string characters in one evaluation", what, KT__EXPR_MAX_ITEMS);
+    x->run->items_left -= n;
+    return KT_OK;
+}
+
+size_t kt__expr_weight(const kt__value *v, size_t limit) {
+    if (v->t == KT_V_STR) return 1 + v->str.len;
+    if (v->t != KT_V_LIST) return 1;
+    size_t w = 1;
+    for (size_t i = 0; i < v->list.n && w <= limit; i++) w += kt__expr_weight(&v->list.items[i], limit - w);
+    return w;
+}
+
+kt_status kt__expr_charge_items(const evalctx *x, const kt__value *items, size_t n, int col, const char *what) {
+    size_t w = 0, limit = x->run->items_left;
+    for (size_t i = 0; i < n && w <= limit; i++) w += kt__expr_weight(&items[i], limit - w);
+    return kt__expr_charge(x, w, col, what);
+}
+
 static kt_status ipow(const evalctx *x, int64_t b, int64_t e, int col, int64_t *out) {
     int64_t r = 1;
     while (e > 0) {
@@ -102,6 +124,10 @@ static kt_status ipow(const evalctx *x, int64_t b, int64_t e, int col, int64_t *
 }
 
 static kt_status concat(const evalctx *x, const kt__value *a, const kt__value *b, int col, kt__value *out) {
+    kt_status st = a->t == KT_V_STR ? kt__expr_charge(x, a->str.len + b->str.len, col, "'+'")
+                                    : kt__expr_charge_items(x, a->list.items, a->list.n, col, "'+'");
+    if (st == KT_OK && a->t == KT_V_LIST) st = kt__expr_charge_items(x, b->list.items, b->list.n, col, "'+'");
+    if (st != KT_OK) return st;
     if (a->t == KT_V_STR) {
         char *s = kt__arena_alloc(x->arena, a->str.len + b->str.len + 1);
         if (s == NULL) return EOOM(x, col, "the joined string");
@@ -127,8 +153,16 @@ static const char *op_token(int op) {
 /* seq * n: a string or list repeated n times (n <= 0 gives an empty one). */
 static kt_status repeat(const evalctx *x, const kt__value *seq, int64_t n, int col, kt__value *out) {
     size_t len = seq->t == KT_V_STR ? seq->str.len : seq->list.n, times = n > 0 ? (size_t)n : 0;
-    if (times != 0 && len > ((size_t)1 << 26) / times) return EERR(x, col, "repeated sequence is too long");
-    size_t total = len * times;
+    if (times != 0 && len > (size_t)KT__EXPR_MAX_ITEMS / times)
+        return EERR(x, col, "repeated sequence is too long: more than %d items", KT__EXPR_MAX_ITEMS);
+    size_t total = len * times, each = len; /* each: the weight of one copy */
+    if (seq->t == KT_V_LIST) {
+        each = 0;
+        for (size_t i = 0; i < len && each <= KT__EXPR_MAX_ITEMS; i++) each += kt__expr_weight(&seq->list.items[i], KT__EXPR_MAX_ITEMS - each);
+    }
+    kt_status st = kt__expr_charge(x, times != 0 && each > (size_t)KT__EXPR_MAX_ITEMS / times ? (size_t)KT__EXPR_MAX_ITEMS + 1 : each * times,
+                                   col, "'*'");
+    if (st != KT_OK) return st;
     if (seq->t == KT_V_STR) {
         char *s = kt__arena_alloc(x->arena, total + 1);
         if (s == NULL) return EOOM(x, col, "the repeated string");
@@ -257,6 +291,94 @@ kt_status kt__expr_binary(const evalctx *x, int op, const kt__value *a, const kt
     return KT_OK;
 }
 
+static kt_status eval(const evalctx *x, int32_t idx, kt__value *out);
+
+/* What a comprehension makes: its list, in the arena (doubled as it grows), or, as the
+ * argument of sum, min or max, the running result (no list is made). */
+typedef struct compout {
+    kt__value *items;
+    size_t n, cap;
+    int reduce; /* -1: the list; B_SUM, B_MIN or B_MAX: acc and have, as kt__expr_reduce keeps them */
+    int col;    /* the call's column */
+    kt__value acc;
+    bool have;
+} compout;
+
+/* Checks that `more` iterations of the comprehension at column col stay within the evaluation's
+ * bound, and counts them when take (an iterable's length is checked first, then each iteration
+ * taken: the bound fails at once where it must fail). */
+static kt_status iterations(const evalctx *x, size_t more, int col, bool take) {
+    if (more > x->run->iters_left)
+        return EERR(x, col, "comprehension: more than %d iterations in one evaluation", KT__EXPR_MAX_ITEMS);
+    if (take) x->run->iters_left -= more;
+    return KT_OK;
+}
+
+static kt_status comp_clauses(const evalctx *x, const node *c, int k, compout *out);
+
+/* Binds local to v and goes on with clause k + 1 (one iteration of clause k). */
+static kt_status comp_iteration(const evalctx *x, const node *c, int k, int32_t local, kt__value v, compout *out) {
+    kt_status st = iterations(x, 1, c->col, true);
+    if (st != KT_OK) return st;
+    x->run->locals[local] = v;
+    x->run->bound[local] = true;
+    return comp_clauses(x, c, k + 1, out);
+}
+
+/* Runs the clauses of comprehension c from clause k on, appending the element to out for every
+ * binding that gets through them all: Python's nesting, left to right. */
+static kt_status comp_clauses(const evalctx *x, const node *c, int k, compout *out) {
+    kt_status st;
+    kt__value v;
+    if (k == c->n) { /* every clause passed: the element */
+        if ((st = eval(x, c->b, &v)) != KT_OK) return st;
+        if (out->reduce >= 0) return kt__expr_reduce(x, out->reduce, &out->acc, &out->have, &v, out->col);
+        if (out->n == out->cap) {
+            size_t cap = out->cap ? 2 * out->cap : 16;
+            kt__value *items = kt__arena_alloc(x->arena, cap * sizeof *items);
+            if (items == NULL) return EOOM(x, c->col, "the list of a comprehension");
+            if (out->n) memcpy(items, out->items, out->n * sizeof *items);
+            out->items = items;
+            out->cap = cap;
+        }
+        if ((st = kt__expr_charge_items(x, &v, 1, c->col, "comprehension")) != KT_OK) return st;
+        out->items[out->n++] = v;
+        return KT_OK;
+    }
+    const int32_t *clause = &x->e->kids[c->a + KT__COMP_KIDS * k];
+    int32_t local = clause[0], col = clause[2];
+    if (local < 0) { /* if */
+        if ((st = eval(x, clause[1], &v)) != KT_OK) return st;
+        return kt__truthy(&v) ? comp_clauses(x, c, k + 1, out) : KT_OK;
+    }
+    const node *it = &x->e->nodes[clause[1]];
+    if (it->kind == N_CALL && it->op == B_RANGE && it->n <= 16) { /* a range, counted rather than made */
+        kt__value args[16];
+        int64_t r[3], count;
+        for (int i = 0; i < it->n; i++)
+            if ((st = eval(x, x->e->kids[it->a + i], &args[i])) != KT_OK) return st;
+        if ((st = kt__expr_range(x, args, it->n, it->col, r, &count)) != KT_OK || (st = iterations(x, (size_t)count, c->col, false)) != KT_OK)
+            return st;
+        for (int64_t i = 0; i < count; i++)
+            if ((st = comp_iteration(x, c, k, local, kt__vint(kt__range_item(r, i)), out)) != KT_OK) return st;
+        return KT_OK;
+    }
+    if ((st = eval(x, clause[1], &v)) != KT_OK) return st;
+    if (v.t == KT_V_LIST) {
+        if ((st = iterations(x, v.list.n, c->col, false)) != KT_OK) return st;
+        for (size_t i = 0; i < v.list.n; i++)
+            if ((st = comp_iteration(x, c, k, local, v.list.items[i], out)) != KT_OK) return st;
+    } else if (v.t == KT_V_STR) {
+        if ((st = iterations(x, v.str.len, c->col, false)) != KT_OK) return st;
+        for (size_t i = 0; i < v.str.len; i++)
+            if ((st = comp_iteration(x, c, k, local, (kt__value){.t = KT_V_STR, .str = {v.str.s + i, 1}}, out)) != KT_OK)
+                return st;
+    } else {
+        return EERR(x, col, "'%s' object is not iterable", kt__value_type_name(&v));
+    }
+    return KT_OK;
+}
+
 static kt_status eval(const evalctx *x, int32_t idx, kt__value *out) {
     const node *n = &x->e->nodes[idx];
     kt__value a, b;
@@ -267,11 +389,32 @@ static kt_status eval(const evalctx *x, int32_t idx, kt__value *out) {
         if (x->slots == NULL) return EERR(x, n->col, "no value for a name here");
         *out = x->slots[n->a];
         return KT_OK;
+    case N_LOCAL:
+        if (!x->run->bound[n->a]) {
+            const char *name = x->e->text + n->col - 1;
+            int len = 0;
+            while (name[len] == '_' || (name[len] >= 'a' && name[len] <= 'z') || (name[len] >= 'A' && name[len] <= 'Z') ||
+                   (name[len] >= '0' && name[len] <= '9'))
+                len++;
+            return EERR(x, n->col, "cannot access local variable '%.*s' where it is not associated with a value", len, name);
+        }
+        *out = x->run->locals[n->a];
+        return KT_OK;
+    case N_COMP: {
+        for (int i = 0; i < n->op; i++) x->run->bound[n->c + i] = false; /* a fresh scope each time */
+        compout list = {.reduce = -1};
+        if ((st = comp_clauses(x, n, 0, &list)) != KT_OK) return st;
+        if (list.items == NULL && (list.items = kt__arena_alloc(x->arena, sizeof *list.items)) == NULL)
+            return EOOM(x, n->col, "the list of a comprehension");
+        *out = (kt__value){.t = KT_V_LIST, .list = {list.items, list.n}};
+        return KT_OK;
+    }
     case N_LIST: {
         kt__value *items = kt__arena_alloc(x->arena, (n->n ? n->n : 1) * sizeof *items);
         if (items == NULL) return EOOM(x, n->col, "a list");
         for (int i = 0; i < n->n; i++)
             if ((st = eval(x, x->e->kids[n->a + i], &items[i])) != KT_OK) return st;
+        if ((st = kt__expr_charge_items(x, items, n->n, n->col, "a list")) != KT_OK) return st;
         *out = (kt__value){.t = KT_V_LIST, .list = {items, n->n}};
         return KT_OK;
     }
@@ -338,6 +481,14 @@ static kt_status eval(const evalctx *x, int32_t idx, kt__value *out) {
         return KT_OK;
     }
     case N_CALL: {
+        const node *arg = n->n == 1 ? &x->e->nodes[x->e->kids[n->a]] : NULL;
+        if (arg != NULL && arg->kind == N_COMP && (n->op == B_SUM || n->op == B_MIN || n->op == B_MAX)) {
+            /* sum, min or max of a comprehension: of its items as they come, making no list */
+            for (int i = 0; i < arg->op; i++) x->run->bound[arg->c + i] = false;
+            compout r = {.reduce = n->op, .col = n->col, .acc = kt__vint(0)};
+            if ((st = comp_clauses(x, arg, 0, &r)) != KT_OK) return st;
+            return kt__expr_reduced(x, n->op, &r.acc, r.have, n->col, out);
+        }
         kt__value args[16];
         if (n->n > 16) return EERR(x, n->col, "too many arguments");
         for (int i = 0; i < n->n; i++)
@@ -350,7 +501,10 @@ static kt_status eval(const evalctx *x, int32_t idx, kt__value *out) {
 
 kt_status kt__expr_eval_node(const kt__expr *e, int32_t idx, const kt__value *slots, kt__arena *arena, const char *where,
                              kt__value *out) {
-    evalctx x = {e, slots, arena, where};
+    evalrun run;
+    run.items_left = run.iters_left = KT__EXPR_MAX_ITEMS;
+    if (e->nlocals > 0) memset(run.bound, 0, sizeof run.bound);
+    evalctx x = {e, slots, arena, where, &run};
     return eval(&x, idx, out);
 }
 

@@ -5,7 +5,8 @@
  *   expr_lex.c       tokens, and the message of an error at a column of the expression
  *   expr_parse.c     the parser (Python's precedence) building the node array, with constant
  *                    folding; kt__expr_parse, _free, _text, _is_const
- *   expr_eval.c      evaluation of the node array: operators, comparisons, indexing
+ *   expr_eval.c      evaluation of the node array: operators, comparisons, indexing,
+ *                    comprehensions (list comprehensions, generator arguments) and the bounds
  *   expr_builtins.c  the built-in functions (min, max, abs, int, float, len, range, round,
  *                    sum, bool, list)
  *
@@ -21,7 +22,13 @@
 
 /* ---- the node array ------------------------------------------------------------------------ */
 
-enum kind { N_CONST, N_SLOT, N_LIST, N_UNARY, N_BIN, N_AND, N_OR, N_NOT, N_CMP, N_COND, N_CALL, N_INDEX };
+enum kind { N_CONST, N_SLOT, N_LIST, N_UNARY, N_BIN, N_AND, N_OR, N_NOT, N_CMP, N_COND, N_CALL, N_INDEX, N_LOCAL, N_COMP };
+
+/* A comprehension (N_COMP) has its loop variables in locals (N_LOCAL reads one), numbered per
+ * expression: at most this many live at once (a comprehension's and those of the ones around it). */
+#define KT__EXPR_MAX_LOCALS 32
+/* The 'for' and 'if' clauses of one comprehension. */
+#define KT__EXPR_MAX_CLAUSES 32
 
 enum op {
     OP_ADD, OP_SUB, OP_MUL, OP_DIV, OP_FLOORDIV, OP_MOD, OP_POW, OP_BAND, OP_BOR, OP_BXOR, OP_SHL, OP_SHR,
@@ -36,10 +43,16 @@ extern const char *const kt__expr_builtin_names[KT__NBUILTINS];
 
 typedef struct node {
     uint8_t kind, op;
-    uint16_t n;     /* operand count of LIST, CALL, CMP */
-    int32_t a, b, c; /* children, or the start of a run in kids[]; CONST: index in consts */
+    uint16_t n;     /* operand count of LIST, CALL, CMP; clause count of COMP */
+    int32_t a, b, c; /* children, or the start of a run in kids[]; CONST: index in consts; LOCAL: the local */
     int32_t col;    /* 1-based column, for errors */
 } node;
+
+/* N_COMP: `[b for ... if ...]`. Its clauses are n triples in kids[a...]: the local a `for`
+ * binds (-1 for an `if`), the node of the iterable or condition, and that node's first column.
+ * b is the element; its op loop variables (one per distinct name) are locals c .. c + op - 1,
+ * and the comprehensions inside it use locals above those. */
+#define KT__COMP_KIDS 3
 
 struct kt__expr {
     char *text;
@@ -53,6 +66,7 @@ struct kt__expr {
     int32_t nconsts, constcap;
     kt__arena store; /* constant lists and strings */
     int32_t root;
+    int32_t nlocals; /* locals an evaluation needs (comprehensions' loop variables) */
 };
 
 /* ---- values -------------------------------------------------------------------------------- */
@@ -126,11 +140,21 @@ bool kt__lex_is_kw(const lexer *lx, const char *kw);
 
 /* ---- expr_eval.c, expr_builtins.c: evaluation ---------------------------------------------- */
 
+/* What one evaluation changes as it goes: the loop variables of comprehensions, and what is
+ * left of the evaluation's bounds (KT__EXPR_MAX_ITEMS each). */
+typedef struct evalrun {
+    size_t items_left; /* list items and string characters it may still make */
+    size_t iters_left; /* comprehension iterations it may still run */
+    kt__value locals[KT__EXPR_MAX_LOCALS];
+    bool bound[KT__EXPR_MAX_LOCALS]; /* whether a local has a value yet */
+} evalrun;
+
 typedef struct evalctx {
     const kt__expr *e;
     const kt__value *slots;
     kt__arena *arena;
     const char *where;
+    evalrun *run;
 } evalctx;
 
 /* An error of the operation at column col of the expression being evaluated. */
@@ -149,6 +173,36 @@ bool kt__expr_order(const kt__value *a, const kt__value *b, int *cmp);
 
 /* a op b for a binary operator (OP_ADD..OP_SHR). */
 kt_status kt__expr_binary(const evalctx *x, int op, const kt__value *a, const kt__value *b, int col, kt__value *out);
+
+/* Counts n new list items or string characters (what: the operation, for the message) against
+ * the evaluation's bound: an error past KT__EXPR_MAX_ITEMS. A list's items count with what
+ * they hold (kt__expr_weight), so that no value an evaluation gives holds more, however it
+ * shares lists: copying, formatting or comparing one stays within the bound too. */
+kt_status kt__expr_charge(const evalctx *x, size_t n, int col, const char *what);
+
+/* What v holds, counted deep: 1 for a number, bool or None, 1 + its characters for a string,
+ * 1 + the weights of its items for a list; once past limit, some count above limit. */
+size_t kt__expr_weight(const kt__value *v, size_t limit);
+
+/* Charges n items (their weights) that a new list holds. */
+kt_status kt__expr_charge_items(const evalctx *x, const kt__value *items, size_t n, int col, const char *what);
+
+/* range()'s arguments as start, stop, step in v, and how many items it gives in *count (an
+ * error past KT__EXPR_MAX_ITEMS). */
+kt_status kt__expr_range(const evalctx *x, const kt__value *args, int n, int col, int64_t v[3], int64_t *count);
+
+/* Item i of range v (start, stop, step): computed in uint64, where the steps from start may
+ * pass INT64_MAX on the way to an item within the range. */
+static inline int64_t kt__range_item(const int64_t v[3], int64_t i) {
+    return (int64_t)((uint64_t)v[0] + (uint64_t)i * (uint64_t)v[2]);
+}
+
+/* One item v of sum, min or max (b) over a sequence: *acc is the sum so far (from int 0) or the
+ * least or greatest item so far (*have: whether there was one). */
+kt_status kt__expr_reduce(const evalctx *x, int b, kt__value *acc, bool *have, const kt__value *v, int col);
+
+/* The result of sum, min or max (b) once every item went through kt__expr_reduce. */
+kt_status kt__expr_reduced(const evalctx *x, int b, const kt__value *acc, bool have, int col, kt__value *out);
 
 /* Calls built-in b on n evaluated arguments. */
 kt_status kt__expr_call_builtin(const evalctx *x, int b, const kt__value *args, int n, int col, kt__value *out);

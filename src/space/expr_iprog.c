@@ -133,6 +133,11 @@ static bool reads_call_slot(const comp *c, int32_t idx) {
         for (int i = 0; i < n->n; i++)
             if (reads_call_slot(c, c->e->kids[n->a + i])) return true;
         return false;
+    case N_LOCAL: return false; /* a comprehension's loop variable: its comprehension says */
+    case N_COMP:
+        for (int i = 0; i < n->n; i++)
+            if (reads_call_slot(c, c->e->kids[n->a + KT__COMP_KIDS * i + 1])) return true;
+        return reads_call_slot(c, n->b);
     case N_UNARY:
     case N_NOT: return reads_call_slot(c, n->a);
     case N_COND: return reads_call_slot(c, n->a) || reads_call_slot(c, n->b) || reads_call_slot(c, n->c);

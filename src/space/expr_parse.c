@@ -4,6 +4,12 @@
  * table), producing a flat array of nodes. A node whose operands are all constants is
  * evaluated at once and replaced by its value (constant folding), so `[16, 32, 64]` or `2**10`
  * cost nothing at evaluation time.
+ *
+ * A comprehension is known by a `for` at the bracket's own depth, found by scanning ahead to
+ * the closing bracket. Its clauses are parsed first (the first iterable in the scope around
+ * it, the rest with the loop variables visible, as Python scopes them), then the parser
+ * returns to the element and parses it with the loop variables visible, and resumes after the
+ * closing bracket. A comprehension that reads no name from outside it folds to its list.
  */
 #include "space/expr_int.h"
 
@@ -20,6 +26,14 @@ typedef struct parser {
     void *user;
     kt__arena scratch; /* for folding */
     int depth;
+    /* the loop variables of the comprehensions being parsed, by local number: locals
+     * [0, nlive) are allocated, the visible ones resolve names (the latest first) */
+    struct {
+        const char *name;
+        size_t len;
+        bool visible;
+    } locals[KT__EXPR_MAX_LOCALS];
+    int nlive;
 } parser;
 
 /* Fails the parse: out of memory allocating what. Returns -1, as the parse functions do. */
@@ -93,6 +107,28 @@ static int32_t add_const(parser *p, kt__value v, int col) {
  * into one already). */
 static bool node_const(const kt__expr *e, int32_t idx) { return e->nodes[idx].kind == N_CONST; }
 
+/* Whether node idx reads a name from outside a comprehension whose locals start at base: a
+ * slot, or a local of a comprehension around it (those are numbered below base). */
+static bool reads_outside(const kt__expr *e, int32_t idx, int32_t base) {
+    const node *n = &e->nodes[idx];
+    switch (n->kind) {
+    case N_CONST: return false;
+    case N_SLOT: return true;
+    case N_LOCAL: return n->a < base;
+    case N_LIST: case N_CALL: case N_CMP:
+        for (int i = 0; i < n->n; i++)
+            if (reads_outside(e, e->kids[n->a + i], base)) return true;
+        return false;
+    case N_UNARY: case N_NOT: return reads_outside(e, n->a, base);
+    case N_COND: return reads_outside(e, n->a, base) || reads_outside(e, n->b, base) || reads_outside(e, n->c, base);
+    case N_COMP:
+        for (int i = 0; i < n->n; i++)
+            if (reads_outside(e, e->kids[n->a + KT__COMP_KIDS * i + 1], base)) return true;
+        return reads_outside(e, n->b, base);
+    default: return reads_outside(e, n->a, base) || reads_outside(e, n->b, base); /* BIN, AND, OR, INDEX */
+    }
+}
+
 /* Replaces node idx by its value when all operands are constants. Errors in folding (1 // 0)
  * are left for evaluation to report, so parsing never fails on them. */
 static int32_t fold(parser *p, int32_t idx) {
@@ -100,7 +136,8 @@ static int32_t fold(parser *p, int32_t idx) {
     node n = e->nodes[idx];
     bool all = true;
     switch (n.kind) {
-    case N_CONST: case N_SLOT: return idx;
+    case N_CONST: case N_SLOT: case N_LOCAL: return idx;
+    case N_COMP: all = !reads_outside(e, idx, n.c); break;
     case N_UNARY: case N_NOT: all = node_const(e, n.a); break;
     case N_BIN: case N_AND: case N_OR: case N_INDEX: all = node_const(e, n.a) && node_const(e, n.b); break;
     case N_COND: all = node_const(e, n.a) && node_const(e, n.b) && node_const(e, n.c); break;
@@ -181,6 +218,132 @@ static int parse_items(parser *p, const char *close, int32_t *start, uint16_t *c
     return 0;
 }
 
+/* Whether the current token is a word that cannot name a value or a loop variable. */
+static bool reserved_word(const lexer *lx) {
+    static const char *const words[] = {"and", "or", "not", "if", "else", "in", "lambda", "for", "is", "True", "False", "None"};
+    for (size_t i = 0; i < sizeof words / sizeof words[0]; i++)
+        if (kt__lex_is_kw(lx, words[i])) return true;
+    return false;
+}
+
+/* What scanning a bracket's contents ahead found. */
+typedef struct compscan {
+    lexer first_for; /* the lexer at the first `for` of the bracket's own depth */
+    const char *names[KT__EXPR_MAX_LOCALS];
+    size_t lens[KT__EXPR_MAX_LOCALS];
+    int nnames; /* the distinct names its `for` clauses bind; KT__EXPR_MAX_LOCALS + 1: more */
+} compscan;
+
+/* Scans from the current token (the first inside a bracket) to the matching `close`, leaving the
+ * parser where it is: whether a `for` stands at the bracket's own depth (a comprehension), and
+ * the names its `for` clauses bind. A bad token or unmatched brackets end the scan with "no":
+ * the parse proper then meets the same fault and reports it (replacing the message a bad token
+ * left). */
+static bool scan_comp(const parser *p, const char *close, compscan *cs) {
+    lexer lx = p->lx;
+    int depth = 0;
+    bool found = false;
+    cs->nnames = 0;
+    while (lx.err == KT_OK && lx.t != T_END) {
+        if (depth == 0 && kt__lex_is_op(&lx, close)) return found;
+        if (kt__lex_is_op(&lx, "(") || kt__lex_is_op(&lx, "[")) {
+            depth++;
+        } else if (kt__lex_is_op(&lx, ")") || kt__lex_is_op(&lx, "]")) {
+            if (depth-- == 0) return false;
+        } else if (depth == 0 && kt__lex_is_kw(&lx, "for")) {
+            if (!found) cs->first_for = lx;
+            found = true;
+            kt__lex_next(&lx);
+            if (lx.t == T_NAME && !reserved_word(&lx)) {
+                int i = 0;
+                while (i < cs->nnames && i < KT__EXPR_MAX_LOCALS && (cs->lens[i] != lx.len || strncmp(cs->names[i], lx.start, lx.len) != 0)) i++;
+                if (i == cs->nnames && i < KT__EXPR_MAX_LOCALS) {
+                    cs->names[i] = lx.start;
+                    cs->lens[i] = lx.len;
+                    cs->nnames++;
+                } else if (i == KT__EXPR_MAX_LOCALS) {
+                    cs->nnames = KT__EXPR_MAX_LOCALS + 1;
+                }
+            }
+            continue; /* the token after `for` is looked at as any other */
+        }
+        kt__lex_next(&lx);
+    }
+    return false;
+}
+
+static int32_t parse_or(parser *p);
+
+/* Parses a comprehension: the current token is its element's first, cs says where its first
+ * `for` is and which names it binds; consumes the closing bracket `close`. col: the
+ * comprehension's column (its bracket, or a generator expression's first token). */
+static int32_t parse_comp(parser *p, int col, const char *close, const compscan *cs) {
+    kt__expr *e = p->e;
+    int base = p->nlive;
+    if (cs->nnames > KT__EXPR_MAX_LOCALS - base) {
+        p->lx.err = kt__expr_err(p->lx.where, p->lx.text, col, "more than %d loop variables in nested comprehensions",
+                                 KT__EXPR_MAX_LOCALS);
+        return -1;
+    }
+    for (int i = 0; i < cs->nnames; i++) {
+        p->locals[base + i].name = cs->names[i];
+        p->locals[base + i].len = cs->lens[i];
+        p->locals[base + i].visible = false; /* not in the first iterable: Python evaluates it outside */
+    }
+    p->nlive += cs->nnames;
+    if (p->nlive > e->nlocals) e->nlocals = p->nlive;
+    lexer element = p->lx;
+    p->lx = cs->first_for;
+    int32_t clauses[KT__COMP_KIDS * KT__EXPR_MAX_CLAUSES];
+    int nc = 0;
+    while (kt__lex_is_kw(&p->lx, "for") || kt__lex_is_kw(&p->lx, "if")) {
+        if (nc == KT__EXPR_MAX_CLAUSES) return syntax(p, "at most 32 'for' and 'if' clauses in a comprehension");
+        int32_t local = -1;
+        bool is_for = kt__lex_is_kw(&p->lx, "for");
+        kt__lex_next(&p->lx);
+        if (FAIL(p)) return -1;
+        if (is_for) {
+            if (p->lx.t != T_NAME || reserved_word(&p->lx)) return syntax(p, "expected a loop variable name");
+            for (int i = 0; i < cs->nnames; i++)
+                if (cs->lens[i] == p->lx.len && strncmp(cs->names[i], p->lx.start, p->lx.len) == 0) local = base + i;
+            if (local < 0) return syntax(p, "expected a loop variable name"); /* the scan saw every name */
+            kt__lex_next(&p->lx);
+            if (FAIL(p)) return -1;
+            if (!kt__lex_is_kw(&p->lx, "in")) return syntax(p, "expected 'in'");
+            kt__lex_next(&p->lx);
+            if (FAIL(p)) return -1;
+        }
+        int icol = p->lx.col;
+        int32_t sub = parse_or(p);
+        if (sub < 0) return -1;
+        clauses[KT__COMP_KIDS * nc] = local;
+        clauses[KT__COMP_KIDS * nc + 1] = sub;
+        clauses[KT__COMP_KIDS * nc + 2] = icol;
+        nc++;
+        for (int i = 0; i < cs->nnames; i++) p->locals[base + i].visible = true;
+    }
+    if (!kt__lex_is_op(&p->lx, close)) {
+        char what[32];
+        snprintf(what, sizeof what, "expected '%s'", close);
+        return syntax(p, what);
+    }
+    lexer after = p->lx;
+    p->lx = element; /* back to the element, the loop variables visible */
+    int32_t elem = parse_expr(p);
+    if (elem < 0) return -1;
+    if (p->lx.start != cs->first_for.start) return syntax(p, "expected 'for'");
+    p->lx = after;
+    kt__lex_next(&p->lx);
+    if (FAIL(p)) return -1;
+    for (int i = 0; i < cs->nnames; i++) p->locals[base + i].visible = false;
+    p->nlive = base;
+    node n = {.kind = N_COMP, .op = (uint8_t)cs->nnames, .n = (uint16_t)nc, .a = e->nkids, .b = elem, .c = base, .col = col};
+    for (int i = 0; i < KT__COMP_KIDS * nc; i++)
+        if (add_kid(p, clauses[i]) < 0) return -1;
+    int32_t id = add_node(p, n);
+    return id < 0 ? -1 : fold(p, id);
+}
+
 static char unescape(char c) {
     switch (c) {
     case 'n': return '\n';
@@ -213,6 +376,12 @@ static int32_t parse_atom(parser *p) {
     if (kt__lex_is_op(lx, "(")) {
         kt__lex_next(lx);
         if (FAIL(p)) return -1;
+        compscan cs;
+        if (scan_comp(p, ")", &cs)) {
+            p->lx.err = kt__expr_err(lx->where, lx->text, col,
+                                     "a generator expression is only taken as the argument of sum(), min(), max() or list()");
+            return -1;
+        }
         int32_t inner = parse_expr(p);
         if (inner < 0 || !expect(p, ")")) return -1;
         return inner;
@@ -220,6 +389,8 @@ static int32_t parse_atom(parser *p) {
     if (kt__lex_is_op(lx, "[")) {
         kt__lex_next(lx);
         if (FAIL(p)) return -1;
+        compscan cs;
+        if (scan_comp(p, "]", &cs)) return parse_comp(p, col, "]", &cs);
         node n = {.kind = N_LIST, .col = col};
         if (parse_items(p, "]", &n.a, &n.n) < 0) return -1;
         int32_t id = add_node(p, n);
@@ -233,9 +404,7 @@ static int32_t parse_atom(parser *p) {
             kt__lex_next(lx);
             return FAIL(p) ? -1 : add_const(p, v, col);
         }
-        static const char *const reserved[] = {"and", "or", "not", "if", "else", "in", "lambda", "for", "is"};
-        for (size_t i = 0; i < sizeof reserved / sizeof reserved[0]; i++)
-            if (kt__lex_is_kw(lx, reserved[i])) return syntax(p, "expected a value");
+        if (reserved_word(lx)) return syntax(p, "expected a value");
         kt__lex_next(lx);
         if (FAIL(p)) return -1;
         if (kt__lex_is_op(lx, "(")) { /* a call of a builtin */
@@ -249,10 +418,25 @@ static int32_t parse_atom(parser *p) {
             kt__lex_next(lx);
             if (FAIL(p)) return -1;
             node n = {.kind = N_CALL, .op = (uint8_t)b, .col = col};
-            if (parse_items(p, ")", &n.a, &n.n) < 0) return -1;
+            compscan cs;
+            if (scan_comp(p, ")", &cs)) { /* a generator expression, the only argument: its list */
+                if (b != B_SUM && b != B_MIN && b != B_MAX && b != B_LIST) {
+                    p->lx.err = kt__expr_err(lx->where, lx->text, col, "%s() does not take a generator expression",
+                                             kt__expr_builtin_names[b]);
+                    return -1;
+                }
+                int32_t g = parse_comp(p, lx->col, ")", &cs);
+                if (g < 0 || (n.a = add_kid(p, g)) < 0) return -1;
+                n.n = 1;
+            } else if (parse_items(p, ")", &n.a, &n.n) < 0) {
+                return -1;
+            }
             int32_t id = add_node(p, n);
             return id < 0 ? -1 : fold(p, id);
         }
+        for (int i = p->nlive - 1; i >= 0; i--) /* a loop variable, the innermost first */
+            if (p->locals[i].visible && p->locals[i].len == len && strncmp(p->locals[i].name, name, len) == 0)
+                return add_node(p, (node){.kind = N_LOCAL, .a = i, .col = col});
         int slot = p->resolve ? p->resolve(name, len, p->user) : -1;
         if (slot < 0) {
             p->lx.err = kt__expr_err(lx->where, lx->text, col, "name '%.*s' is not defined", (int)len, name);
