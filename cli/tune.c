@@ -1559,6 +1559,12 @@ static char *prepare(prepared *pr, const options *o, const int64_t *ps, size_t n
                 pr->ref_sp = NULL;
             }
         }
+        for (size_t i = 0; pr->ref_sp == NULL && pr->no_reference == NULL && i < p->nparams; i++)
+            if (p->params[i].dflt == NULL && p->params[i].dflt_unused) { /* given, but not a value of the space (t1.c) */
+                snprintf(pr->no_reference_buf, sizeof pr->no_reference_buf, "the Default of %s is not used: %s", p->params[i].name,
+                         p->params[i].dflt_unused);
+                pr->no_reference = pr->no_reference_buf;
+            }
         if (pr->ref_sp == NULL && pr->no_reference == NULL) pr->no_reference = "a parameter has no Default";
         else if (pr->ref_sp && !enumerate(p, pr->ref_sp, NULL, 0, true, ps, nps, &nref, &err)) return err;
         else if (pr->ref_sp && nref == 0) {

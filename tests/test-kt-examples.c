@@ -106,7 +106,7 @@ static void test_vector_add(void **state) {
     (void)state;
     char problem[1024];
     snprintf(problem, sizeof problem, "%s/opencl/vector_add.json", KT_EXAMPLE_PROBLEMS);
-    json_decref(tune_valid(problem, "--problem-size 4096 --define block_size_x=128,192,256", 3));
+    json_decref(tune_valid(problem, "--problem-size 12288 --define block_size_x=128,192,256", 3));
 }
 
 int main(int argc, char **argv) {

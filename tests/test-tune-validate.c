@@ -79,7 +79,7 @@ static void test_default_outside_values(void **state) {
     if (rc != 0) fail_msg("exit %d:\n%s\n%s", rc, out, err);
     json_t *s = doc(), *ref = json_object_get(s, "reference");
     assert_string_equal(json_string_value(json_object_get(ref, "source")), "consensus of 4 of 5");
-    assert_string_equal(json_string_value(json_object_get(ref, "why")), "the Default of P (9) is not among its Values");
+    assert_string_equal(json_string_value(json_object_get(ref, "why")), "the Default of P is not used: 9 is not one of the Values [1, 2, 3, 4, 5, 6]");
     assert_int_equal(p_of(ref), 2);
     assert_int_equal(json_integer_value(json_object_get(s, "measured")), 4);
     assert_int_equal(json_integer_value(json_object_get(s, "failed")), 1);
