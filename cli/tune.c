@@ -1708,6 +1708,7 @@ static char *declare(prepared *pr, kt_space *const *sps, size_t nsp, bool valida
     /* the reference group (the Default configuration) goes first: it is the budget's unit 0 */
     if (pr->ref_sp) {
         PKT(kt_op_add_variants(op, "reference", pr->ref_sp, pr->source, p->kernel_name, p->options, p->noptions));
+        PKT(kt_op_set_kernel_tuner_contract(op, "reference", NULL)); /* T1 kernels are written for Kernel Tuner's defines */
         PKT(kt_op_set_default(op, "reference"));
     }
     /* one group "kernel" (a worker measuring several configurations at once: "kernel 0", ...) */
@@ -1715,6 +1716,7 @@ static char *declare(prepared *pr, kt_space *const *sps, size_t nsp, bool valida
         char name[32] = "kernel";
         if (nsp > 1) snprintf(name, sizeof name, "kernel %zu", g);
         PKT(kt_op_add_variants(op, name, sps[g], pr->source, p->kernel_name, p->options, p->noptions));
+        PKT(kt_op_set_kernel_tuner_contract(op, name, NULL));
     }
     if (p->atol >= 0) PKT(kt_op_set_tolerance(op, p->atol, p->rtol));
     /* the work of a call (x-kerntune); in a replay, whose buffers stand in with one element,

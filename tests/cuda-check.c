@@ -1402,6 +1402,81 @@ static void check_budget_cancels_nvrtc(void) {
     printf("  budget: the tuning returned at its deadline, the hung NVRTC child killed; the destroy took %.2f s\n", took);
 }
 
+
+/* Kernel Tuner's compile contract on NVRTC: a kernel written for Kernel Tuner (its own block size
+ * when kernel_tuner is undefined) with `#pragma unroll loop_unroll_factor_0` compiles and runs
+ * with the factor 4 (a constexpr int) and 0 (the pragma removed), each its own artifact, and
+ * sees the configuration's block and grid. */
+static const char *unroll_cu =
+    "#ifndef kernel_tuner\n"
+    "#define block_size_x 7\n"
+    "#endif\n"
+    "__global__ void sum8(const float *in, float *out, int *info) {\n"
+    "    int i = blockIdx.x * block_size_x + threadIdx.x;\n"
+    "    float s = 0;\n"
+    "    #pragma unroll loop_unroll_factor_0\n"
+    "    for (int k = 0; k < 8; k++) s += in[i * 8 + k];\n"
+    "    out[i] = s;\n"
+    "    if (i == 0) { info[0] = kernel_tuner; info[1] = grid_size_x; info[2] = block_size_x; }\n"
+    "}\n";
+
+static void check_kernel_tuner_contract(void) {
+    kt_context *ctx = context();
+    size_t dev = cuda_device(ctx);
+    if (dev == (size_t)-1) return;
+    enum { T = 1024 };
+    float *in = malloc(T * 8 * sizeof *in), out[T];
+    for (int i = 0; i < T * 8; i++) in[i] = (float)(i % 8);
+    void *din, *dout, *dinfo;
+    OK(kt_device_alloc(ctx, dev, T * 8 * sizeof *in, &din));
+    OK(kt_device_alloc(ctx, dev, sizeof out, &dout));
+    OK(kt_device_alloc(ctx, dev, 3 * sizeof(int), &dinfo));
+    OK(kt_device_write(ctx, dev, din, in, T * 8 * sizeof *in));
+    const char *factors[2] = {"[4]", "[0]"};
+    for (int f = 0; f < 2; f++) {
+        kt_op *op = NULL;
+        char name[32];
+        snprintf(name, sizeof name, "sum8_%d", f);
+        OK(kt_op_create(ctx, name, &op));
+        OK(kt_op_set_device(op, dev));
+        OK(kt_op_set_validation(op, 0));
+        OK(kt_op_add_buffer(op, "in", KT_TYPE_F32, KT_READ_ONLY));
+        OK(kt_op_add_buffer(op, "out", KT_TYPE_F32, KT_WRITE_ONLY));
+        OK(kt_op_add_buffer(op, "info", KT_TYPE_I32, KT_WRITE_ONLY));
+        kt_space *sp = NULL;
+        OK(kt_space_create(&sp));
+        OK(kt_space_add_input(sp, "out"));
+        OK(kt_space_add_param(sp, "block_size_x", "[64]"));
+        OK(kt_space_add_param(sp, "loop_unroll_factor_0", factors[f]));
+        const char *grid[3] = {"out // block_size_x", NULL, NULL}, *block[3] = {"block_size_x", NULL, NULL};
+        OK(kt_space_set_geometry(sp, KT_GEOMETRY_GRID, grid, block, NULL));
+        OK(kt_op_add_variants(op, "sum8", sp, unroll_cu, "sum8", NULL, 0));
+        kt_space_destroy(sp);
+        OK(kt_op_set_kernel_tuner_contract(op, "sum8", NULL));
+        kt_arg args[] = {kt_arg_buf(din, T * 8 * sizeof *in), kt_arg_buf(dout, sizeof out), kt_arg_buf(dinfo, 3 * sizeof(int))};
+        kt_status st = kt_op_call(op, args, 3);
+        const kt_decision *d = NULL;
+        if (st == KT_OK) st = kt_op_decision(op, args, 3, &d);
+        CHECK(st == KT_OK, "factor %s: %s", factors[f], kt_last_error());
+        if (st != KT_OK) continue;
+        CHECK(kt_decision_unit_outcome(d, 0) != KT_OUTCOME_BUILD_FAILED, "factor %s did not build: %s", factors[f],
+              kt_decision_unit_message(d, 0) ? kt_decision_unit_message(d, 0) : "");
+        int info[3] = {0, 0, 0};
+        OK(kt_device_read(ctx, dev, out, dout, sizeof out));
+        OK(kt_device_read(ctx, dev, info, dinfo, sizeof info));
+        int bad = 0;
+        for (int i = 0; i < T; i++) bad += out[i] != 28.0f;
+        CHECK(bad == 0, "factor %s: %d sums are not 28", factors[f], bad);
+        CHECK(info[0] == 1 && info[1] == T / 64 && info[2] == 64, "factor %s: kernel_tuner %d, grid_size_x %d, block_size_x %d",
+              factors[f], info[0], info[1], info[2]);
+    }
+    CHECK(kt_context_compile_count(ctx) + kt_context_artifact_hits(ctx) == 2, "%llu compiles and %llu hits for two factors",
+          (unsigned long long)kt_context_compile_count(ctx), (unsigned long long)kt_context_artifact_hits(ctx));
+    kt_device_free(ctx, dev, din), kt_device_free(ctx, dev, dout), kt_device_free(ctx, dev, dinfo);
+    free(in);
+    kt_context_destroy(ctx);
+}
+
 int main(void) {
     snprintf(artifacts, sizeof artifacts, "/tmp/kt-cuda-XXXXXX");
     if (mkdtemp(artifacts) == NULL) return 1;
@@ -1422,6 +1497,7 @@ int main(void) {
     check_two_streams();
     check_device_checks();
     check_budget_cancels_nvrtc();
+    check_kernel_tuner_contract();
     char rm[300];
     snprintf(rm, sizeof rm, "rm -rf '%s'", artifacts);
     if (system(rm) != 0) failed++;

@@ -930,6 +930,68 @@ static void test_device_flush(void **state) {
     kt_context_destroy(ctx);
 }
 
+
+/* A kernel written for Kernel Tuner (its own block sizes when kernel_tuner is undefined) under
+ * Kernel Tuner's compile contract: one program of two configurations. P=5 sees kernel_tuner, the
+ * block (work-group), the grid in blocks (global work-items 8 x 3 over work-groups of 4 x 1)
+ * and its parameter; P=6 fails to compile on the kernel's line 16, reported as line 16 (the
+ * defines come before the kernel's line 1). */
+static const char *kt_contract_cl =
+    "#ifndef kernel_tuner\n"
+    "#define block_size_x 7\n"
+    "#define block_size_y 7\n"
+    "#define block_size_z 7\n"
+    "#define grid_size_x 7\n"
+    "#define grid_size_y 7\n"
+    "#define grid_size_z 7\n"
+    "#endif\n"
+    "__kernel void put(__global int *out) {\n"
+    "    if (get_global_id(0) != 0 || get_global_id(1) != 0) return;\n"
+    "    out[0] = kernel_tuner;\n"
+    "    out[1] = block_size_x; out[2] = block_size_y; out[3] = block_size_z;\n"
+    "    out[4] = grid_size_x; out[5] = grid_size_y; out[6] = grid_size_z;\n"
+    "    out[7] = P;\n"
+    "#if P == 6\n"
+    "    this_is_no_opencl = 1;\n" /* line 16 */
+    "#endif\n"
+    "}\n";
+
+static void test_kernel_tuner_contract(void **state) {
+    (void)state;
+    kt_context *ctx = test_context(3);
+    ok(kt_context_set_artifact_dir(ctx, artifacts));
+    size_t dev = opencl_device(ctx);
+    int32_t out[8];
+    void *dv;
+    ok(kt_device_alloc(ctx, dev, sizeof out, &dv));
+    kt_op *op = NULL;
+    ok(kt_op_create(ctx, "clcontract", &op));
+    ok(kt_op_set_device(op, dev));
+    ok(kt_op_set_validation(op, 0));
+    ok(kt_op_add_buffer(op, "out", KT_TYPE_I32, KT_WRITE_ONLY));
+    kt_space *sp = NULL;
+    ok(kt_space_create(&sp));
+    ok(kt_space_add_param(sp, "P", "[5, 6]"));
+    const char *global[3] = {"8", "3", NULL}, *local[3] = {"4", NULL, NULL};
+    ok(kt_space_set_geometry(sp, KT_GEOMETRY_GLOBAL, global, local, NULL));
+    ok(kt_op_add_variants(op, "put", sp, kt_contract_cl, "put", NULL, 0));
+    kt_space_destroy(sp);
+    ok(kt_op_set_kernel_tuner_contract(op, "put", NULL));
+    kt_arg args[] = {kt_arg_buf(dv, sizeof out)};
+    ok(kt_op_call(op, args, 1));
+    ok(kt_device_read(ctx, dev, out, dv, sizeof out));
+    assert_memory_equal(out, ((int32_t[]){1, 4, 1, 1, 2, 3, 1, 5}), sizeof out);
+    const kt_decision *d = NULL;
+    ok(kt_op_decision(op, args, 1, &d));
+    assert_int_equal(kt_decision_unit_count(d), 2);
+    assert_string_equal(kt_decision_unit_config(d, 1), "P=6");
+    assert_int_equal(kt_decision_unit_outcome(d, 1), KT_OUTCOME_BUILD_FAILED);
+    const char *msg = kt_decision_unit_message(d, 1);
+    if (strstr(msg, ":16:") == NULL || strstr(msg, "this_is_no_opencl") == NULL) fail_msg("not reported on line 16: %s", msg);
+    kt_device_free(ctx, dev, dv);
+    kt_context_destroy(ctx);
+}
+
 int main(int argc, char **argv) {
     snprintf(artifacts, sizeof artifacts, "/tmp/kt-opencl-XXXXXX");
     if (mkdtemp(artifacts) == NULL) return 1;
@@ -946,6 +1008,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_code_argument_keyed_exactly),
         cmocka_unit_test(test_work_items_with_local_size_keyed),
         cmocka_unit_test(test_device_flush),
+        cmocka_unit_test(test_kernel_tuner_contract),
     };
     int rc = kt_run_cases(argc, argv, tests, NULL, NULL);
     char rm[300];

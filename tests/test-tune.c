@@ -127,6 +127,62 @@ static void test_opencl_grid_div_and_constant(void **state) {
     remove_tmpdir();
 }
 
+
+/* A T1 problem (Kernel Tuner's format) gets Kernel Tuner's defines: its C kernel, written for
+ * Kernel Tuner, defines its own block_size_x when kernel_tuner is undefined, and writes its
+ * output in chunks of block_size_x. With that default of 7, 63 of the 64 elements would be
+ * written and validation would fail every configuration; the tuned block_size_x (2 and 4) runs,
+ * and both configurations are correct. */
+static void test_kernel_tuner_defaults_block(void **state) {
+    (void)state;
+    make_tmpdir();
+    enum { N = 64 };
+    float expected[N];
+    for (int i = 0; i < N; i++) expected[i] = (float)(i + 1);
+    char path[512], problem[4096];
+    snprintf(path, sizeof path, "%s/expected.bin", tmpdir);
+    write_floats(path, expected, N);
+    snprintf(path, sizeof path, "%s/chunks.c", tmpdir);
+    write_file(path, "#ifndef kernel_tuner\n"
+                     "#define block_size_x 7\n"
+                     "#endif\n"
+                     "void chunks(float *out, int n) {\n"
+                     "    for (int c = 0; c < n / block_size_x; c++)\n"
+                     "        for (int j = 0; j < block_size_x; j++) out[c * block_size_x + j] = (float)(c * block_size_x + j + 1);\n"
+                     "}\n");
+    snprintf(problem, sizeof problem,
+             "{\"General\": {\"BenchmarkName\": \"chunks\"},\n"
+             " \"ConfigurationSpace\": {\"TuningParameters\": [\n"
+             "   {\"Name\": \"block_size_x\", \"Type\": \"int\", \"Values\": \"[2, 4]\", \"Default\": 2}]},\n"
+             " \"KernelSpecification\": {\"Language\": \"C\", \"KernelName\": \"chunks\", \"KernelFile\": \"chunks.c\",\n"
+             "   \"GlobalSize\": {\"X\": \"1\"}, \"LocalSize\": {\"X\": \"1\"}, \"ProblemSize\": [%d],\n"
+             "   \"Arguments\": [\n"
+             "     {\"Name\": \"out\", \"Type\": \"float\", \"MemoryType\": \"Vector\", \"AccessType\": \"WriteOnly\", \"Size\": %d, \"FillType\": \"Constant\", \"FillValue\": 0.0, \"Output\": 1},\n"
+             "     {\"Name\": \"n\", \"Type\": \"int32\", \"MemoryType\": \"Scalar\", \"FillValue\": %d}],\n"
+             "   \"ReferenceArguments\": [{\"Name\": \"expected\", \"TargetName\": \"out\", \"FillType\": \"BinaryRaw\", \"DataSource\": \"expected.bin\"}]}}\n",
+             N, N, N);
+    snprintf(path, sizeof path, "%s/chunks.json", tmpdir);
+    write_file(path, problem);
+    char args[2048], t4path[512];
+    snprintf(t4path, sizeof t4path, "%s/chunks.t4.json", tmpdir);
+    snprintf(args, sizeof args, "tune '%s' --json --t4 '%s' --cache off", path, t4path);
+    int rc = run(args);
+    if (rc != 0) fail_msg("exit %d:\n%s\n%s", rc, out, err);
+    json_t *s = doc();
+    assert_int_equal(json_integer_value(json_object_get(s, "configurations")), 2);
+    assert_int_equal(json_integer_value(json_object_get(s, "measured")), 2);
+    assert_true(json_is_true(json_object_get(s, "validated")));
+    json_decref(s);
+    json_t *t4 = load(t4path);
+    size_t i;
+    json_t *r;
+    json_array_foreach(json_object_get(t4, "results"), i, r)
+        assert_string_equal(json_string_value(json_object_get(r, "invalidity")), "correct");
+    assert_int_equal(json_array_size(json_object_get(t4, "results")), 2);
+    json_decref(t4);
+    remove_tmpdir();
+}
+
 /* On a terminal (script gives the command one), the progress line shows the configurations done
  * of those the budget will try, the best so far and the time left; piped, none of it. */
 static void test_progress_on_a_terminal(void **state) {
@@ -604,6 +660,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_c_problem),
         cmocka_unit_test(test_opencl_problem),
         cmocka_unit_test(test_opencl_grid_div_and_constant),
+        cmocka_unit_test(test_kernel_tuner_defaults_block),
         cmocka_unit_test(test_crashing_problem),
         cmocka_unit_test(test_t4_kept_when_killed),
         cmocka_unit_test(test_decision_recorded),

@@ -27,7 +27,10 @@
  * its peak arithmetic rate and memory bandwidth (kt_device_peaks), against which results with
  * work formulas are read, and what a built kernel uses (registers, shared memory, spills);
  * version 14 appends to the build request a way to ask whether the core still wants the build
- * (a tuning's budget of wall seconds ended while it ran), so that a backend may stop it. A backend
+ * (a tuning's budget of wall seconds ended while it ran), so that a backend may stop it; version
+ * 15 appends flags to the build request (KT_BUILD_KERNEL_TUNER: the group is compiled under
+ * Kernel Tuner's compile contract, kt_op_set_kernel_tuner_contract) and the configuration's own
+ * text. A backend
  * written against an older version has no capabilities: device memory, variants run in the
  * caller's process. A backend declares the version it was written against in
  * abi_version and the core never reads a field beyond it. Comparing outputs is the core's
@@ -47,7 +50,7 @@
 extern "C" {
 #endif
 
-#define KT_BACKEND_ABI_VERSION 14
+#define KT_BACKEND_ABI_VERSION 15
 
 /** Longest device name and fingerprint, terminating NUL included. */
 #define KT_DEVICE_NAME_MAX 256
@@ -83,7 +86,28 @@ typedef struct kt_build_request {
                                     * KT_ERR_SYSTEM. Thread-safe; cheap to call. The core never
                                     * records a cancelled build's failure. */
     void *cancel_user;             /* passed to cancelled */
+    /* version 15: */
+    unsigned flags;                /* KT_BUILD_* */
+    const char *config;            /* the configuration as kt_space_config_format writes it
+                                    * ("TM=16,TN=8": its parameters and derived values, which
+                                    * under KT_BUILD_KERNEL_TUNER are not all the defines), for a
+                                    * backend that stands in for a device with recorded results */
 } kt_build_request;
+
+/** Flags of a build request (kt_build_request.flags, ABI 15). */
+typedef enum kt_build_flag {
+    /** Kernel Tuner's compile contract (kt_op_set_kernel_tuner_contract): defines holds exactly
+     *  Kernel Tuner's defines, in its order (grid_size_x/y/z, the block size names, the
+     *  parameters, kernel_tuner=1, then derived values). The backend places them before the
+     *  source as #define lines (or passes them as -D options), then a `#line 1` line so that the
+     *  compiler numbers the source's lines from 1; a backend of a language with Kernel Tuner's
+     *  CUDA/HIP rule writes a define whose name contains "loop_unroll_factor" as `constexpr int
+     *  NAME = VALUE;` before the `#line 1` instead, or, when VALUE is "0", writes nothing for it
+     *  and removes every match of Kernel Tuner's expression "\n\s*#pragma\s+unroll\s+NAME"
+     *  from the source (each replaced by one newline). The core keys the artifact on such
+     *  defines' values themselves. The core sets it only for backends of version 15 or later. */
+    KT_BUILD_KERNEL_TUNER = 1u << 0
+} kt_build_flag;
 
 /** The launch geometry of one variant (version 3). */
 typedef struct kt_launch_geometry {

@@ -138,6 +138,43 @@ KT_API const char *kt_config_string(const kt_config *cfg, size_t param);
 KT_API kt_status kt_op_add_variants(kt_op *op, const char *name, kt_space *space, const char *source,
                                     const char *kernel_name, const char *const *options, size_t noptions);
 
+/**
+ * Compiles variant group name under Kernel Tuner's compile contract: the defines that Kernel
+ * Tuner's prepare_kernel_string gives each configuration, in its order, so that kernels written
+ * for Kernel Tuner (such as those that begin `#ifndef kernel_tuner` and define their own block
+ * sizes there) compile here as they do there. Each configuration's defines are then:
+ *
+ *   grid_size_x, grid_size_y, grid_size_z   the launch grid in blocks (a global size given in
+ *                                           work-items, KT_GEOMETRY_GLOBAL, divided by the local
+ *                                           size and rounded up), 1 where unused;
+ *   block names x, y, z                     the block (local) size, 1 where unused;
+ *   every parameter and derived value       as without the contract, in declaration order;
+ *   kernel_tuner                            1.
+ *
+ * A parameter or derived value with the name of one of the seven (a parameter block_size_x, as
+ * Kernel Tuner's kernels have) gives it its own value, in that place, once: as in Kernel Tuner,
+ * where the parameter is the block size, and where kerntune's local size comes from another
+ * expression, the kernel sees the parameter (its author's value) while the launch uses the local
+ * size. The backend puts the defines before the source, then `#line 1`, so that the compiler's
+ * messages give the source's own line numbers; for CUDA (as Kernel Tuner does for CUDA and HIP)
+ * a define whose name contains `loop_unroll_factor` becomes `constexpr int NAME = VALUE;`, and
+ * with VALUE 0 it is not written at all and every `#pragma unroll NAME` that begins a line is
+ * removed (Kernel Tuner's expression: a newline, optional white space, `#pragma`, white space,
+ * `unroll`, white space, NAME; the white space before it, blank lines included, goes with it).
+ *
+ * block_size_names names the block's dimensions (Kernel Tuner's block_size_names); NULL, or a
+ * NULL entry, means block_size_x, block_size_y, block_size_z. Each must be an identifier other
+ * than grid_size_x/y/z and kernel_tuner, and the three must differ. A group's global size that
+ * reads the op's arguments (which otherwise each call recomputes: see the architecture notes,
+ * "Which arguments a decision is reused for") is compiled in as grid_size_*, so under the
+ * contract such an argument is keyed exactly, as one that reaches the code. Setting it again
+ * replaces the names. The op's device's backend must be of ABI 15 or later (the built-in ones
+ * are): an older one fails the build, saying so. Fails with KT_ERR_UNKNOWN_CANDIDATE for an
+ * unknown name, KT_ERR_INVALID_ARGUMENT for a native candidate or a bad name, and KT_ERR_STATE
+ * once the op is frozen.
+ */
+KT_API kt_status kt_op_set_kernel_tuner_contract(kt_op *op, const char *name, const char *const block_size_names[3]);
+
 /** Computes one launch parameter of a variant group: writes the parameter's bytes at out (64-byte
  *  aligned, zeroed before the call) from the arguments the variant is about to be launched with,
  *  and returns 0; nonzero refuses the launch (the run fails, naming the parameter). */

@@ -161,6 +161,13 @@ kt_status kt__cu_timed(cu_state *s, size_t device, CUstream *stream, char *err, 
 /* The variant methods of the backend table (cuda_variants.c). */
 kt_status kt__cu_compiler_id(void *state, size_t device, char *out, size_t len, char *err, size_t errlen);
 kt_status kt__cu_build(void *state, size_t device, const kt_build_request *req, char *log, size_t loglen);
+/* Kernel Tuner's CUDA part of its compile contract (KT_BUILD_KERNEL_TUNER), a pure function:
+ * returns the source NVRTC compiles (allocated; NULL when out of memory): a `constexpr int NAME
+ * = VALUE;` line for each define whose name contains loop_unroll_factor and whose value is not
+ * "0", then "#line 1", then source with, for each such define of value "0", every match of
+ * Kernel Tuner's "\n\s*#pragma\s+unroll\s+NAME" replaced by a newline. Sets as_option[i]
+ * (ndefines entries) for the defines that stay -D options (all the others). */
+char *kt__cu_contract_source(const char *source, const char *const *defines, size_t ndefines, bool *as_option);
 kt_status kt__cu_load(void *state, size_t device, const char *path, const char *kernel_name, void **module, char *err,
                       size_t errlen);
 void kt__cu_unload(void *state, size_t device, void *module);

@@ -45,6 +45,76 @@ kt_status kt__cu_compiler_id(void *state, size_t device, char *out, size_t len, 
  * constants) is still read. */
 static const char cubin_magic[] = "KTCUBIN2\n", cubin_magic_v1[] = "KTCUBIN1\n";
 
+/* ---- Kernel Tuner's compile contract (KT_BUILD_KERNEL_TUNER) ----------------------------------- */
+
+/* Python's \s on the ASCII characters (str.isspace): what Kernel Tuner's expression skips. */
+static bool py_space(char c) { return c == ' ' || (c >= '\t' && c <= '\r') || (c >= '\x1c' && c <= '\x1f'); }
+
+/* Matches Kernel Tuner's "\n\s*#pragma\s+unroll\s+NAME" at s (which is a newline); returns the
+ * length matched, 0 when it does not match. No backtracking is needed: '#', 'u' and NAME's first
+ * character are not white space, so each run of white space is taken whole. */
+static size_t pragma_match(const char *s, const char *name) {
+    const char *p = s + 1;
+    while (py_space(*p)) p++;
+    if (strncmp(p, "#pragma", 7) != 0) return 0;
+    p += 7;
+    if (!py_space(*p)) return 0;
+    while (py_space(*p)) p++;
+    if (strncmp(p, "unroll", 6) != 0) return 0;
+    p += 6;
+    if (!py_space(*p)) return 0;
+    while (py_space(*p)) p++;
+    size_t n = strlen(name);
+    if (strncmp(p, name, n) != 0) return 0; /* a prefix, as in Kernel Tuner: no word boundary */
+    return (size_t)(p + n - s);
+}
+
+char *kt__cu_contract_source(const char *source, const char *const *defines, size_t ndefines, bool *as_option) {
+    size_t len = strlen(source), prefix = 16;
+    for (size_t i = 0; i < ndefines; i++) prefix += strlen(defines[i]) + 32;
+    char *text = malloc(len + 1), *out = NULL;
+    if (text == NULL) return NULL;
+    memcpy(text, source, len + 1);
+    char *head = malloc(prefix);
+    if (head == NULL) {
+        free(text);
+        return NULL;
+    }
+    size_t k = 0;
+    head[0] = '\0';
+    for (size_t i = 0; i < ndefines; i++) {
+        const char *d = defines[i], *eq = strchr(d, '='), *at = strstr(d, "loop_unroll_factor");
+        as_option[i] = at == NULL || (eq != NULL && at > eq);
+        if (as_option[i]) continue;
+        size_t nlen = eq ? (size_t)(eq - d) : strlen(d);
+        const char *value = eq ? eq + 1 : "1"; /* -DNAME means 1 */
+        if (strcmp(value, "0") != 0) {
+            k += (size_t)snprintf(head + k, prefix - k, "constexpr int %.*s = %s;\n", (int)nlen, d, value);
+            continue;
+        }
+        char name[512]; /* the pragmas that name it go, each with the white space before it */
+        if (nlen >= sizeof name) nlen = sizeof name - 1;
+        memcpy(name, d, nlen);
+        name[nlen] = '\0';
+        size_t w = 0;
+        for (size_t r = 0; text[r];) {
+            size_t m = text[r] == '\n' ? pragma_match(text + r, name) : 0;
+            if (m) text[w++] = '\n', r += m;
+            else text[w++] = text[r++];
+        }
+        text[w] = '\0';
+    }
+    snprintf(head + k, prefix - k, "#line 1\n");
+    size_t hl = strlen(head), tl = strlen(text);
+    if ((out = malloc(hl + tl + 1)) != NULL) {
+        memcpy(out, head, hl);
+        memcpy(out + hl, text, tl + 1);
+    }
+    free(head);
+    free(text);
+    return out;
+}
+
 /* Compiles one variant with NVRTC in this process. */
 static kt_status build_here(cu_state *s, size_t device, const kt_build_request *req, char *log, size_t loglen) {
     size_t nopt = req->ndefines + req->noptions + 1;
@@ -52,8 +122,14 @@ static kt_status build_here(cu_state *s, size_t device, const kt_build_request *
     char arch[32];
     snprintf(arch, sizeof arch, "-arch=sm_%d%d", s->devs[device].cc_major, s->devs[device].cc_minor);
     kt_status st = opts ? KT_OK : KT_ERR_NO_MEMORY;
+    /* Kernel Tuner's contract: its CUDA prefix and pragmas in the source; the other defines stay options */
+    bool contract = (req->flags & KT_BUILD_KERNEL_TUNER) != 0;
+    bool *as_option = contract ? calloc(req->ndefines ? req->ndefines : 1, sizeof *as_option) : NULL;
+    char *source = contract && as_option ? kt__cu_contract_source(req->source, req->defines, req->ndefines, as_option) : NULL;
+    if (contract && source == NULL) st = KT_ERR_NO_MEMORY;
     size_t k = 0;
     for (size_t i = 0; st == KT_OK && i < req->ndefines; i++) {
+        if (contract && !as_option[i]) continue;
         size_t n = strlen(req->defines[i]) + 3;
         if ((opts[k] = malloc(n)) == NULL) st = KT_ERR_NO_MEMORY;
         else snprintf(opts[k++], n, "-D%s", req->defines[i]);
@@ -61,6 +137,7 @@ static kt_status build_here(cu_state *s, size_t device, const kt_build_request *
     if (st != KT_OK) {
         for (size_t i = 0; opts && i < k; i++) free(opts[i]);
         free(opts);
+        free(as_option), free(source);
         snprintf(log, loglen, "out of memory");
         return st;
     }
@@ -82,7 +159,7 @@ static kt_status build_here(cu_state *s, size_t device, const kt_build_request *
         else sprintf(cexpr[c++], "&%s", req->arg_names[i]);
     }
     nvrtcProgram prog = NULL;
-    nvrtcResult rc = oom ? 1 : s->api.rtcCreateProgram(&prog, req->source, "kernel.cu", 0, NULL, NULL);
+    nvrtcResult rc = oom ? 1 : s->api.rtcCreateProgram(&prog, source ? source : req->source, "kernel.cu", 0, NULL, NULL);
     if (rc == 0) {
         sprintf(expr, "&%s", req->kernel_name);
         rc = s->api.rtcAddNameExpression(prog, expr);
@@ -144,6 +221,7 @@ static kt_status build_here(cu_state *s, size_t device, const kt_build_request *
     free(expr);
     free(opts);
     free(all);
+    free(as_option), free(source);
     return st;
 }
 

@@ -80,6 +80,45 @@ static void hash_str(kt__hasher *h, const char *s) { kt__hash_bytes(h, s ? s : "
  * header): artifacts of another format never match. */
 #define KT__ARTIFACT_FORMAT "3"
 
+/* Whether define i of r is one Kernel Tuner's contract may write otherwise than as a define: a
+ * name containing loop_unroll_factor (KT_BUILD_KERNEL_TUNER). */
+static bool unroll_define(const kt_build_request *r, size_t i) {
+    if (!(r->flags & KT_BUILD_KERNEL_TUNER)) return false;
+    const char *d = r->defines[i], *at = strstr(d, "loop_unroll_factor"), *eq = strchr(d, '=');
+    return at != NULL && (eq == NULL || at < eq);
+}
+
+/* The preprocessed code's fingerprint (pp.c). Under Kernel Tuner's contract a backend may write a
+ * loop_unroll_factor define as a C++ constant rather than a macro, and remove the lines that
+ * name it when it is 0: so such a define is not given to the analysis as a macro but as a
+ * name an option defines (any condition that reads it keeps both branches, and a line that uses
+ * it hashes it as unknown), and its value enters the key on its own (build_key). Whichever way
+ * the backend writes it, two configurations then share a fingerprint only when their code is the
+ * same. */
+static bool contract_fingerprint(const kt_build_request *r, uint64_t pp[2]) {
+    size_t nunroll = 0;
+    for (size_t i = 0; i < r->ndefines; i++) nunroll += unroll_define(r, i);
+    if (nunroll == 0) return kt__pp_fingerprint(r->source, r->defines, r->ndefines, r->options, r->noptions, pp);
+    const char **defs = calloc(r->ndefines, sizeof *defs), **opts = calloc(r->noptions + nunroll, sizeof *opts);
+    char **named = calloc(nunroll, sizeof *named);
+    bool ok = defs && opts && named;
+    size_t nd = 0, no = 0, nn = 0;
+    for (size_t i = 0; ok && i < r->noptions; i++) opts[no++] = r->options[i];
+    for (size_t i = 0; ok && i < r->ndefines; i++) {
+        if (!unroll_define(r, i)) {
+            defs[nd++] = r->defines[i];
+            continue;
+        }
+        size_t n = strlen(r->defines[i]) + 3;
+        if ((named[nn] = malloc(n)) == NULL) ok = false;
+        else snprintf(named[nn], n, "-D%s", r->defines[i]), opts[no++] = named[nn++];
+    }
+    ok = ok && kt__pp_fingerprint(r->source, defs, nd, opts, no, pp);
+    for (size_t i = 0; i < nn; i++) free(named[i]);
+    free(named), free(defs), free(opts);
+    return ok;
+}
+
 static void build_key(const kt__build *bd, const char *compiler_id, char out[33]) {
     kt__hasher h = {0x6b65726e74756e65ull, 0x61727469666163ull};
     const kt_build_request *r = &bd->req;
@@ -91,12 +130,17 @@ static void build_key(const kt__build *bd, const char *compiler_id, char out[33]
     hash_str(&h, r->kernel_name);
     hash_str(&h, r->source);
     uint64_t pp[2];
-    if (r->ndefines > 0 && (kt__backend_caps(bd->backend) & KT_BACKEND_CAP_PREPROCESSED) &&
-        kt__pp_fingerprint(r->source, r->defines, r->ndefines, r->options, r->noptions, pp)) {
+    bool contract = bd->backend->abi_version >= 15 && (r->flags & KT_BUILD_KERNEL_TUNER);
+    if (r->ndefines > 0 && (kt__backend_caps(bd->backend) & KT_BACKEND_CAP_PREPROCESSED) && contract_fingerprint(r, pp)) {
         hash_str(&h, "|preprocessed|"); /* what the compiler sees, not how the defines spell it */
         kt__hash_bytes(&h, pp, sizeof pp);
     } else {
         for (size_t i = 0; i < r->ndefines; i++) hash_str(&h, r->defines[i]);
+    }
+    if (contract) { /* (absent without: the keys of other builds are unchanged) */
+        hash_str(&h, "|kernel tuner|");
+        for (size_t i = 0; i < r->ndefines; i++) /* as the backend may write them: their values themselves */
+            if (unroll_define(r, i)) hash_str(&h, r->defines[i]);
     }
     hash_str(&h, "|options|");
     for (size_t i = 0; i < r->noptions; i++) hash_str(&h, r->options[i]);

@@ -7,6 +7,7 @@
 #include "space/space.h"
 
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -154,6 +155,46 @@ kt_status kt_op_add_launch_param(kt_op *op, const char *name, size_t bytes, kt_l
         return kt__err(KT_ERR_LIMIT, "%s(op '%s'): an op with launch parameters has at most %d arguments (this one has %zu)", where,
                        op->name, KT__LPARAM_ARGS_MAX, op->nargs);
     c->lparams[c->nlparams++] = (kt__lparam){.bytes = bytes, .offset = offset, .fn = fn, .user = user};
+    return KT_OK;
+}
+
+static bool is_identifier(const char *s) {
+    if (!(*s == '_' || (*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z'))) return false;
+    for (; *s; s++)
+        if (!(*s == '_' || (*s >= '0' && *s <= '9') || (*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z'))) return false;
+    return true;
+}
+
+kt_status kt_op_set_kernel_tuner_contract(kt_op *op, const char *name, const char *const block_size_names[3]) {
+    const char *where = "kt_op_set_kernel_tuner_contract";
+    KT__CHECK_OP(op, where);
+    kt_status st = kt__op_building(op, where);
+    size_t idx = 0;
+    if (st == KT_OK) st = kt__op_find_cand(op, name, where, &idx);
+    if (st != KT_OK) return st;
+    kt__cand *c = &op->cands[idx];
+    if (c->space == NULL)
+        return kt__err(KT_ERR_INVALID_ARGUMENT, "%s(op '%s'): '%s' is a native candidate; the compile contract is for variant groups",
+                       where, op->name, name);
+    static const char *const defaults[3] = {"block_size_x", "block_size_y", "block_size_z"};
+    const char *names[3];
+    for (int d = 0; d < 3; d++) {
+        names[d] = block_size_names && block_size_names[d] ? block_size_names[d] : defaults[d];
+        const char *n = names[d];
+        if (strlen(n) > KT__NAME_MAX || !is_identifier(n))
+            return kt__err(KT_ERR_INVALID_ARGUMENT, "%s(op '%s'): candidate '%s': block size name %d '%.*s' is not an identifier (of at most %d characters)",
+                           where, op->name, name, d, 200, n, KT__NAME_MAX);
+        if (strcmp(n, "grid_size_x") == 0 || strcmp(n, "grid_size_y") == 0 || strcmp(n, "grid_size_z") == 0 ||
+            strcmp(n, "kernel_tuner") == 0)
+            return kt__err(KT_ERR_INVALID_ARGUMENT, "%s(op '%s'): candidate '%s': block size name %d '%s' is a name the contract defines itself",
+                           where, op->name, name, d, n);
+        for (int e = 0; e < d; e++)
+            if (strcmp(names[e], n) == 0)
+                return kt__err(KT_ERR_INVALID_ARGUMENT, "%s(op '%s'): candidate '%s': block size names %d and %d are both '%s'", where,
+                               op->name, name, e, d, n);
+    }
+    for (int d = 0; d < 3; d++) snprintf(c->kt_block_names[d], sizeof c->kt_block_names[d], "%s", names[d]);
+    c->kt_contract = true;
     return KT_OK;
 }
 

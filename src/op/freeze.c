@@ -45,7 +45,8 @@ static bool keyed_exactly(const kt_op *op, size_t a) {
  *   - an argument that reaches only a global size is not keyed: every call computes those
  *     sizes from its own arguments (cand->call_dims), so n = 600 and n = 1000 may share a
  *     decision and each launch covers its own n. A space too large to copy on the call path
- *     (more than KT__CALL_SLOTS_MAX slots) keys such an argument exactly instead. */
+ *     (more than KT__CALL_SLOTS_MAX slots) keys such an argument exactly instead, and so does a
+ *     group under Kernel Tuner's compile contract, whose grid is compiled in (grid_size_x...). */
 static kt_status key_fixed_inputs(kt_op *op, const char *where) {
     for (size_t i = 0; i < op->ncands; i++) {
         kt__cand *c = &op->cands[i];
@@ -60,7 +61,8 @@ static kt_status key_fixed_inputs(kt_op *op, const char *where) {
             uint8_t dims = 0;
             for (int d = 0; d < 3; d++)
                 if (kt__space_global_inputs(c->space, d) & bit) dims |= (uint8_t)(1u << d);
-            bool exact = (fixed & bit) != 0 || (dims != 0 && big);
+            /* under Kernel Tuner's contract the grid is compiled in (grid_size_x...): code, not a launch size */
+            bool exact = (fixed & bit) != 0 || (dims != 0 && (big || c->kt_contract));
             if (!exact) {
                 c->call_dims |= dims;
                 continue;
@@ -72,7 +74,9 @@ static kt_status key_fixed_inputs(kt_op *op, const char *where) {
             op->keys[op->nkeys++] = (kt__keycomp){.kind = KT__KEY_ARG, .arg = (size_t)a, .bucket = KT_BUCKET_EXACT, .automatic = true};
             kt__log(op->ctx, KT_LOG_INFO,
                     "op '%s': argument '%s' reaches the %s of candidate '%s' (space input '%s'): it is keyed exactly", op->name,
-                    op->args[a].name, (fixed & bit) ? "compiled code, constraints or launch limits" : "launch size (a space too large to size per call)", c->name,
+                    op->args[a].name, (fixed & bit)     ? "compiled code, constraints or launch limits"
+                    : c->kt_contract ? "grid (compiled in as grid_size_* by Kernel Tuner's contract)"
+                                     : "launch size (a space too large to size per call)", c->name,
                     kt__space_input_name(c->space, k));
         }
     }

@@ -108,6 +108,9 @@ void kt__op_identity(kt_op *op) {
             x = kt__space_hash(c->space, x);
             /* the launch parameters' sizes (absent without: old records still match) */
             for (size_t l = 0; l < c->nlparams; l++) x = kt__fnv1a(&c->lparams[l].bytes, sizeof c->lparams[l].bytes, kt__hash_str("launch param", x));
+            /* Kernel Tuner's compile contract changes every variant's code (absent without: old records still match) */
+            if (c->kt_contract)
+                for (int d = 0; d < 3; d++) x = kt__hash_str(c->kt_block_names[d], kt__hash_str("kernel tuner contract", x));
         }
         h[k] = kt__hash_str(compiler, x);
         if (k == 0) h[1] ^= h[0] * 0x9e3779b97f4a7c15ull;

@@ -231,6 +231,10 @@ typedef struct kt__cand {
     char *version;       /* kt_op_set_candidate_version; NULL when not set */
     kt__lparam lparams[KT__LPARAMS_MAX]; /* variant groups: launch parameters, in order */
     size_t nlparams;
+    /* variant groups: Kernel Tuner's compile contract (kt_op_set_kernel_tuner_contract) and the
+     * names its block dimensions are defined as */
+    bool kt_contract;
+    char kt_block_names[3][KT__NAME_MAX + 1];
     /* natives: the identity of the loaded object that holds the function (util/buildid.h), ""
      * when it is in none; set at freeze, part of the candidate set's and the unit's identity */
     char code_id[KT__CODE_ID_MAX];

@@ -176,7 +176,7 @@ static bool own_request(job *j) {
     kt_build_request *r = &j->bd.req;
     const char *const *lists[3] = {r->defines, r->options, r->arg_names};
     size_t counts[3] = {r->ndefines, r->noptions, r->arg_names ? r->nargs : 0};
-    size_t bytes = strlen(r->source) + 1 + strlen(r->kernel_name) + 1, ptrs = 0;
+    size_t bytes = strlen(r->source) + 1 + strlen(r->kernel_name) + 1 + (r->config ? strlen(r->config) + 1 : 0), ptrs = 0;
     for (int l = 0; l < 3; l++)
         for (size_t k = 0; k < counts[l]; k++) bytes += strlen(lists[l][k]) + 1, ptrs++;
     char *own = malloc(ptrs * sizeof(char *) + bytes + 1);
@@ -198,7 +198,10 @@ static bool own_request(job *j) {
     size_t len = strlen(r->source) + 1;
     r->source = memcpy(text, r->source, len);
     text += len;
-    r->kernel_name = memcpy(text, r->kernel_name, strlen(r->kernel_name) + 1);
+    len = strlen(r->kernel_name) + 1;
+    r->kernel_name = memcpy(text, r->kernel_name, len);
+    text += len;
+    if (r->config) r->config = memcpy(text, r->config, strlen(r->config) + 1);
     j->own = own;
     return true;
 }
@@ -225,6 +228,9 @@ kt_status kt__builder_submit(kt__builder *bl, const size_t *units, size_t n) {
         if (constants && b->abi_version < 5)
             return kt__err(KT_ERR_BACKEND, "%s(op '%s'): backend '%s' (ABI %d) cannot place arguments in constant memory (ABI 5)",
                            d->where, op->name, b->name, b->abi_version);
+        if (c->kt_contract && b->abi_version < 15)
+            return kt__err(KT_ERR_BACKEND, "%s(op '%s'): backend '%s' (ABI %d) cannot compile under Kernel Tuner's contract "
+                           "(kt_op_set_kernel_tuner_contract; ABI 15)", d->where, op->name, b->name, b->abi_version);
         if (bl->begun == KT_ERR_STATE) { /* the compiler and the directory, once */
             bl->begun = kt__build_begin(&op->ctx->artifacts, b, bl->bstate, bl->local, bl->compiler, sizeof bl->compiler);
             if (bl->begun != KT_OK) {
@@ -241,7 +247,8 @@ kt_status kt__builder_submit(kt__builder *bl, const size_t *units, size_t n) {
                            .req = {.source = c->source, .kernel_name = c->kernel, .defines = (const char **)defines,
                                    .ndefines = ndefines, .options = (const char *const *)c->options, .noptions = c->noptions,
                                    .arg_types = bl->types, .arg_elems = bl->elems, .nargs = op->nargs,
-                                   .arg_names = bl->names, .arg_constant = bl->constant}};
+                                   .arg_names = bl->names, .arg_constant = bl->constant,
+                                   .flags = c->kt_contract ? KT_BUILD_KERNEL_TUNER : 0u, .config = u->text}};
         kt__build_keyed(&op->ctx->artifacts, bl->compiler, &probe);
         pthread_mutex_lock(&bl->mu);
         job *j = NULL;

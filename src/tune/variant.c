@@ -271,6 +271,7 @@ typedef struct unit_plan {
     char *defines_buf;   /* NAME=VALUE\x1f... */
     const char **defines;
     size_t ndefines;
+    char *contract_buf;  /* Kernel Tuner's contract: the defines it adds (NULL without) */
 } unit_plan;
 
 /* Splits text at \x1f into strings (in place). */
@@ -283,6 +284,61 @@ static size_t split_defines(char *text, const char **out, size_t max) {
         if (p) *p++ = '\0';
     }
     return n;
+}
+
+/* The name of define d ("NAME=VALUE" or "NAME") is name. */
+static bool define_named(const char *d, const char *name) {
+    size_t n = strlen(name);
+    return strncmp(d, name, n) == 0 && (d[n] == '=' || d[n] == '\0');
+}
+
+/* Kernel Tuner's compile contract (kt_op_set_kernel_tuner_contract): replaces the plan's
+ * defines (the space's, in its order) with Kernel Tuner's: grid_size_x/y/z (the grid in blocks),
+ * the block size names (the local size), the space's defines, kernel_tuner=1. A space define of
+ * one of those names gives it its value in that place (as Kernel Tuner's dictionary does), once. */
+static kt_status contract_defines(const char *where, const kt_op *op, const kt__cand *c, const kt_launch_geometry *g, unit_plan *plan) {
+    static const char *const grid_names[3] = {"grid_size_x", "grid_size_y", "grid_size_z"};
+    const char *names[7];
+    int64_t values[7];
+    for (int d = 0; d < 3; d++) {
+        int64_t local = g->local[d] > 0 ? g->local[d] : 1;
+        names[d] = grid_names[d];
+        values[d] = g->kind == KT_GEOMETRY_GLOBAL ? (g->global[d] + local - 1) / local : g->global[d];
+        names[3 + d] = c->kt_block_names[d];
+        values[3 + d] = local;
+    }
+    names[6] = "kernel_tuner";
+    values[6] = 1;
+    size_t n = plan->ndefines, total = 7 + n, len = 0;
+    const char **defs = calloc(total, sizeof *defs);
+    char *buf = malloc(7 * (KT__NAME_MAX + 24));
+    if (defs == NULL || buf == NULL) {
+        free(defs), free(buf);
+        return kt__err(KT_ERR_NO_MEMORY, "%s(op '%s'): out of memory", where, op->name);
+    }
+    const char *fixed[7];
+    for (int k = 0; k < 7; k++) {
+        fixed[k] = NULL;
+        for (size_t i = 0; i < n && fixed[k] == NULL; i++)
+            if (define_named(plan->defines[i], names[k])) fixed[k] = plan->defines[i];
+        if (fixed[k] == NULL) {
+            fixed[k] = buf + len;
+            len += (size_t)snprintf(buf + len, KT__NAME_MAX + 24, "%s=%lld", names[k], (long long)values[k]) + 1;
+        }
+    }
+    size_t m = 0;
+    for (int k = 0; k < 6; k++) defs[m++] = fixed[k];
+    for (size_t i = 0; i < n; i++) {
+        bool taken = false;
+        for (int k = 0; k < 7 && !taken; k++) taken = fixed[k] == plan->defines[i];
+        if (!taken) defs[m++] = plan->defines[i];
+    }
+    defs[m++] = fixed[6];
+    free(plan->defines);
+    plan->defines = defs;
+    plan->ndefines = m;
+    plan->contract_buf = buf;
+    return KT_OK;
 }
 
 /* Fills unit u of variant group c (configuration idx of cfgs) and its plan: configuration text,
@@ -305,6 +361,7 @@ static kt_status plan_unit(const char *where, const kt_op *op, const kt__cand *c
         else plan->ndefines = split_defines(plan->defines_buf, plan->defines, kt__space_param_count_all(c->space) + 1);
     }
     if (st == KT_OK) st = kt__space_geometry(c->space, slots, &arena, &u->launch.geometry);
+    if (st == KT_OK && c->kt_contract) st = contract_defines(where, op, c, &u->launch.geometry, plan);
     u->launch.op = op; /* a launch names them in its messages */
     u->launch.cand = c;
     u->launch.call_dims = c->call_dims;
@@ -349,6 +406,7 @@ struct kt__plans {
 static void free_plan(unit_plan *p) {
     free(p->defines_buf);
     free(p->defines);
+    free(p->contract_buf);
     *p = (unit_plan){0};
 }
 
@@ -461,9 +519,7 @@ kt_status kt__make_units(kt_op *op, kt_decision *d, const kt_arg *args, long onl
                 kt__launch_free_slots(&u->launch);
                 free(u->text);
                 free(u->r.message);
-                free(plans[ui].defines_buf);
-                free(plans[ui].defines);
-                plans[ui] = (unit_plan){0};
+                free_plan(&plans[ui]);
                 d->nunits--;
             }
         }
