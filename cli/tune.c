@@ -715,6 +715,19 @@ static kt_space *make_space(const t1 *p, const char *const *defines, size_t ndef
         *err = cli_format("%s: KernelSpecification.ProblemSize: %s", p->path, kt_last_error());
         ok = false;
     }
+    /* Kernel Tuner's block where the parameters do not give it (get_thread_block_dimensions):
+     * block_size_x 256, block_size_y and block_size_z 1, so that a LocalSize naming them (as
+     * benchmark_hub's gemm does without such parameters) launches the block Kernel Tuner does */
+    static const char *const block[3] = {"block_size_x", "block_size_y", "block_size_z"};
+    for (int d = 0; ok && d < 3; d++) {
+        bool taken = false;
+        for (size_t i = 0; i < p->nparams; i++) taken = taken || strcmp(p->params[i].name, block[d]) == 0;
+        for (size_t a = 0; a < p->nargs; a++) taken = taken || strcmp(p->args[a].name, block[d]) == 0;
+        if (!taken && (kt_space_add_input(sp, block[d]) != KT_OK || kt_space_bind_int(sp, block[d], d == 0 ? 256 : 1) != KT_OK)) {
+            *err = cli_format("%s: %s (Kernel Tuner's default block): %s", p->path, block[d], kt_last_error());
+            ok = false;
+        }
+    }
     for (size_t c = 0; ok && c < p->nconditions; c++) {
         if (kt_space_add_constraint(sp, p->conditions[c]) != KT_OK) {
             *err = cli_format("%s: ConfigurationSpace.Conditions[%zu].Expression: %s", p->path, c, kt_last_error());

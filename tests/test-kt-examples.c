@@ -109,11 +109,39 @@ static void test_vector_add(void **state) {
     json_decref(tune_valid(problem, "--problem-size 12288 --define block_size_x=128,192,256", 3));
 }
 
+/* A LocalSize that names block_size_x when no parameter has that name (benchmark_hub's gemm
+ * problem does) launches Kernel Tuner's default block, 256 wide, which the contract defines
+ * too: every work-item writes its block's width and block_size_x, checked against the
+ * problem's expected contents. */
+static void test_default_block(void **state) {
+    (void)state;
+    make_tmpdir();
+    char kernel[600], problem[600];
+    snprintf(kernel, sizeof kernel, "%s/block.cl", tmpdir);
+    write_file(kernel, "__kernel void block(__global int *out) {\n"
+                       "    out[get_global_id(0)] = (int)get_local_size(0) * 1000 + block_size_x + P - P;\n"
+                       "}\n");
+    snprintf(problem, sizeof problem, "%s/block.json", tmpdir);
+    write_file(problem,
+               "{\"ConfigurationSpace\": {\"TuningParameters\": [{\"Name\": \"P\", \"Type\": \"int\", \"Values\": \"[1, 2]\"}]},\n"
+               " \"KernelSpecification\": {\"Language\": \"OpenCL\", \"KernelName\": \"block\", \"KernelFile\": \"block.cl\",\n"
+               "  \"GlobalSizeType\": \"OpenCL\", \"GlobalSize\": {\"X\": \"512\"}, \"LocalSize\": {\"X\": \"block_size_x\"},\n"
+               "  \"Arguments\": [{\"Name\": \"out\", \"Type\": \"int32\", \"MemoryType\": \"Vector\", \"AccessType\": \"WriteOnly\",\n"
+               "                  \"Size\": 512, \"FillType\": \"Constant\", \"FillValue\": 0}],\n"
+               "  \"ReferenceArguments\": [{\"Name\": \"expected\", \"TargetName\": \"out\", \"FillType\": \"Constant\",\n"
+               "                           \"FillValue\": 256256}]}}\n");
+    json_t *j = tune_valid(problem, "", 2);
+    json_t *block = json_object_get(json_object_get(json_object_get(j, "best"), "geometry"), "block");
+    assert_int_equal(json_integer_value(json_array_get(block, 0)), 256);
+    json_decref(j);
+    remove_tmpdir();
+}
+
 int main(int argc, char **argv) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_stencil),     cmocka_unit_test(test_convolution), cmocka_unit_test(test_sepconv_row),
         cmocka_unit_test(test_sepconv_col), cmocka_unit_test(test_matmul),      cmocka_unit_test(test_reduction),
-        cmocka_unit_test(test_vector_add),
+        cmocka_unit_test(test_vector_add),  cmocka_unit_test(test_default_block),
     };
     return kt_run_cases(argc, argv, tests, NULL, NULL);
 }

@@ -938,10 +938,6 @@ static void test_every_hub_problem_read(void **state) {
     } refused[] = {
         /* tunes a tuner's hyperparameters: Kernel Tuner's own Hypertuner backend, no kernel */
         {"hyperparamtuning_pso.json", "KernelSpecification.Language: 'Hypertuner' is not supported; expected C, OpenCL or CUDA"},
-        /* LocalSize names parameters the problem does not have (Kernel Tuner ignores LocalSize
-         * and launches blocks of 256): kerntune launches LocalSize, so it cannot guess */
-        {"gemm_milo.json",
-         "KernelSpecification.LocalSize.X: kt_space_set_geometry: expression 'block_size_x': column 1: name 'block_size_x' is not defined"},
     };
     char empty[600];
     snprintf(empty, sizeof empty, "%s/no_results.json", tmpdir);
