@@ -130,7 +130,7 @@ def kernel_tuner_run(t1, problem, settings, lang, budget, strategy, rng, only=No
     opts = {"time_limit": budget} if budget else {}
     t0 = time.time()
     results, env = kernel_tuner.tune_kernel(ks["KernelName"], source, ps, args, params, restrictions=restrictions or None,
-                                           lang="CUDA" if lang == "cuda" else "OpenCL", strategy=strategy if only is None else "brute_force",
+                                           lang="CuPy" if lang == "cuda" else "OpenCL", strategy=strategy if only is None else "brute_force",
                                            strategy_options=opts, iterations=iterations, quiet=True, **kw)
     elapsed = time.time() - t0
     valid = [r for r in results if isinstance(r.get("time"), (int, float))]
