@@ -633,8 +633,9 @@ bool kt__worker_run(kt__worker *w, size_t id, const kt_arg *run_args, bool flush
         for (size_t i = 0; i < w->io.nargs && out->wrote_input < 0; i++)
             if (r.changed >> i & 1) out->wrote_input = (long)i;
     }
-    for (size_t i = 0; i < w->io.nargs; i++) { /* and back: after a check, only a mismatch's outputs */
-        if (run_args[i].type != KT_TYPE_BUFFER || run_args[i].bytes == 0 || !copy_out(i, full)) continue;
+    for (size_t i = 0; i < w->io.nargs; i++) { /* and back: after a check, only a mismatch's outputs (the worker
+                                                 * sent them: m.out above), for the comparison here to name the element */
+        if (run_args[i].type != KT_TYPE_BUFFER || run_args[i].bytes == 0 || !copy_out(i, full || check)) continue;
         if (check && (r.changed != 0 || !(r.mismatched != 0 && w->check_args[i].role == KT__ISO_OUTPUT))) continue;
         if (w->io.from_host(w->io.user, run_args[i].ptr, w->region + a[i].offset, run_args[i].bytes) != KT_OK)
             return infra(out, "%s", kt_last_error());
