@@ -54,7 +54,9 @@ SETTINGS = {
         "sepconv_row": {"ps": [1024, 1024], "defines": {"filter_width": 17}},
         "sepconv_col": {"ps": [1024, 1024], "defines": {"filter_height": 17}},
         "matmul": {"ps": [512, 512]},
-        "reduction": {},
+        # loop_unroll_factor 0 makes `#pragma unroll 0`, which PoCL's compiler refuses: Kernel
+        # Tuner 1.5 then stops with pyopencl's RuntimeError instead of skipping the configuration
+        "reduction": {"defines": {"loop_unroll_factor": [1, 8, 16, 32]}},
     },
     "cuda": {
         "vector_add": {},
@@ -105,7 +107,7 @@ def kt_setup(t1, settings):
     for p in t1["ConfigurationSpace"]["TuningParameters"]:
         params[p["Name"]] = list(eval(p["Values"]))  # Kernel Tuner's own semantics: a Python list
     for k, v in settings.get("defines", {}).items():
-        params[k] = [v]
+        params[k] = list(v) if isinstance(v, list) else [v]
     restrictions = [c["Expression"] for c in t1["ConfigurationSpace"].get("Conditions", [])]
     kw = {}
     ps = settings.get("ps") or ks["ProblemSize"]
@@ -145,7 +147,7 @@ def kerntune_run(cli, problem, settings, budget, t4):
     if settings.get("ps"):
         cmd += ["--problem-size", ",".join(str(x) for x in settings["ps"])]
     for k, v in settings.get("defines", {}).items():
-        cmd += ["--define", "%s=%s" % (k, v)]
+        cmd += ["--define", "%s=%s" % (k, ",".join(str(x) for x in v) if isinstance(v, list) else v)]
     t0 = time.time()
     p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     elapsed = time.time() - t0

@@ -812,6 +812,10 @@ static bool read_kernel_spec(ctx *c, t1 *p, json_t *ks) {
     const char *file = str_member(c, ks, K, "KernelFile", true, "a string (the kernel source's path)");
     str_member(c, ks, K, "BenchmarkName", false, "a string");
     if (c->failed) return false;
+    if (strcmp(p->language, "Hypertuner") == 0) /* Kernel Tuner 1.5 reads it, into a backend of its own */
+        return fail(c, "KernelSpecification.Language",
+                    "'Hypertuner' is Kernel Tuner tuning its own search strategies' settings (its hypertuner backend, "
+                    "with the autotuning_methodology package), not a kernel; kerntune tunes C, OpenCL or CUDA kernels");
     if (strcmp(p->language, "C") != 0 && strcmp(p->language, "OpenCL") != 0 && strcmp(p->language, "CUDA") != 0)
         return fail(c, "KernelSpecification.Language", "'%s' is not supported; expected C, OpenCL or CUDA", p->language);
     p->kernel_file = file[0] == '/' ? cli_format("%s", file) : cli_format("%s/%s", p->dir, file);

@@ -868,7 +868,8 @@ static void test_metadata_is_not_a_loophole(void **state) {
          "KernelSpecification.Arguments[1].Misc: kerntune does not implement this field; it refuses the problem rather than ignore it"},
         {"KernelSpecification.BenchmarkConfig", "{}",
          "KernelSpecification.BenchmarkConfig: kerntune does not implement this field; it refuses the problem rather than ignore it"},
-        {"KernelSpecification.Language", "\"Hypertuner\"", "KernelSpecification.Language: 'Hypertuner' is not supported; expected C, OpenCL or CUDA"},
+        {"KernelSpecification.Language", "\"Hypertuner\"", "KernelSpecification.Language: 'Hypertuner' is Kernel Tuner tuning its own search strategies' settings (its hypertuner backend, "
+         "with the autotuning_methodology package), not a kernel; kerntune tunes C, OpenCL or CUDA kernels"},
         {"KernelSpecification.Arguments[1].FillType", "\"Script\"",
          "KernelSpecification.Arguments[1].FillType: 'Script' is not supported; expected Constant, Random or BinaryRaw"},
         {"KernelSpecification.Arguments[1].MemoryType", "\"Symbol\"",
@@ -937,7 +938,8 @@ static void test_every_hub_problem_read(void **state) {
         const char *file, *message;
     } refused[] = {
         /* tunes a tuner's hyperparameters: Kernel Tuner's own Hypertuner backend, no kernel */
-        {"hyperparamtuning_pso.json", "KernelSpecification.Language: 'Hypertuner' is not supported; expected C, OpenCL or CUDA"},
+        {"hyperparamtuning_pso.json", "KernelSpecification.Language: 'Hypertuner' is Kernel Tuner tuning its own search strategies' settings (its hypertuner backend, "
+         "with the autotuning_methodology package), not a kernel; kerntune tunes C, OpenCL or CUDA kernels"},
     };
     char empty[600];
     snprintf(empty, sizeof empty, "%s/no_results.json", tmpdir);
