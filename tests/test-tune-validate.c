@@ -250,6 +250,24 @@ static void test_parameter_changes_output(void **state) {
     remove_tmpdir();
 }
 
+/* The parameter that changes the output varies slowest (first of the problem's parameters): in
+ * enumeration order its first 40 configurations all agree with the reference, and the stop
+ * would come after 81 of 120. A whole space walked under the stop goes in spread order, so it is
+ * named within the first 10% of the space. */
+static void test_slow_parameter_named_early(void **state) {
+    (void)state;
+    char args[2048];
+    snprintf(args, sizeof args, "tune '%s/t1/steps_slow_c.json' --cache off --measure kerneltuner --json", KT_DATA);
+    int rc = run(args);
+    if (rc != 3) fail_msg("exit %d:\n%s\n%s", rc, out, err);
+    json_t *s = doc(), *dj = json_object_get(s, "disagreement");
+    assert_string_equal(json_string_value(json_object_get(dj, "parameter")), "STEPS");
+    json_int_t compared = json_integer_value(json_object_get(dj, "compared"));
+    if (compared < 8 || compared > 12) fail_msg("%lld configurations compared before the stop; expected 8 to 12 (10%% of 120)", (long long)compared);
+    assert_int_equal(json_integer_value(json_object_get(s, "configurations")), 120);
+    json_decref(s);
+}
+
 int main(int argc, char **argv) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_consensus_outvotes_first),
@@ -257,6 +275,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_validate_off),
         cmocka_unit_test(test_answer_file),
         cmocka_unit_test(test_parameter_changes_output),
+        cmocka_unit_test(test_slow_parameter_named_early),
     };
     return kt_run_cases(argc, argv, tests, NULL, NULL);
 }

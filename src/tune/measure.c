@@ -265,7 +265,8 @@ typedef struct tuning {
     kt__plans *plans;          /* the variant units not built yet (lazy: built when admitted) */
     group_search *groups;      /* the searched groups, when a strategy chooses their units */
     size_t ngroups, turn;      /* and whose turn it is */
-    size_t plain;              /* the next unit outside a search to admit */
+    size_t plain;              /* the next unit outside a search to admit (in spread order: a counter) */
+    unsigned spread_bits;      /* nonzero: units outside a search go in spread order (spread_unit) */
     size_t evaluations, budget; /* units proposed or admitted so far, and at most (0: no limit) */
     kt_status next_error;      /* what stopped tuning_next (building), for after the engine */
     bool ref_taken;            /* a searched group's reference unit went first */
@@ -893,6 +894,32 @@ static size_t tuning_next(void *p, size_t *units, size_t max) {
     }
 }
 
+/* Units outside a search are admitted in order, unless the tuning stops on disagreement
+ * (kt_op_set_disagreement_stop) and walks a whole space ten times larger than that stop's
+ * minimum: then in spread order, the counter's bits reversed (units past the end skipped), which
+ * visits both halves of the units, then every quarter, and so on. Enumeration varies the last
+ * parameter fastest, so in order the first hundred configurations can share the first
+ * parameters' values, and a parameter among those that changes what the kernel computes would
+ * show (and stop the tuning) only late; spread, it shows among the first. The order of the
+ * whole walk is all it changes. */
+static void set_spread(tuning *tu) {
+    const kt_op *op = tu->op;
+    size_t n = tu->d->nunits;
+    tu->spread_bits = 0;
+    if (op->disagree_min == 0 || !op->validate || tu->budget != 0 || n <= 10 * op->disagree_min) return;
+    unsigned bits = 1;
+    while (bits < 62 && ((size_t)1 << bits) < n) bits++;
+    tu->spread_bits = bits;
+}
+
+/* The unit at position k of the walk outside a search: k itself, or its bits reversed. */
+static size_t spread_unit(const tuning *tu, size_t k) {
+    if (tu->spread_bits == 0) return k;
+    size_t r = 0;
+    for (unsigned b = 0; b < tu->spread_bits; b++, k >>= 1) r = r << 1 | (k & 1);
+    return r;
+}
+
 static size_t propose_units(tuning *tu, size_t *units, size_t max) {
     kt_decision *d = tu->d;
     size_t k = 0;
@@ -905,9 +932,10 @@ static size_t propose_units(tuning *tu, size_t *units, size_t max) {
         rg->outstanding++;
         return k;
     }
-    while (k < max && tu->plain < d->nunits && budget_left(tu)) {
-        size_t i = tu->plain++;
-        if (!tu->acc[i] || group_of(tu, i) != NULL) continue;
+    size_t walk = tu->spread_bits ? (size_t)1 << tu->spread_bits : d->nunits;
+    while (k < max && tu->plain < walk && budget_left(tu)) {
+        size_t i = spread_unit(tu, tu->plain++);
+        if (i >= d->nunits || !tu->acc[i] || group_of(tu, i) != NULL) continue;
         units[k++] = i;
         tu->evaluations++;
     }
@@ -984,7 +1012,8 @@ kt_status kt__measure_all(kt_op *op, kt_decision *d, const kt_arg *caller, bool 
     d->ref_agree = ref.active ? ref.agree : 0;
     d->ref_among = ref.active ? ref.among : 0;
     if (st == KT_OK) st = set_up_search(&tu);
-    if (st == KT_OK && (tu.ngroups > 0 || tu.plans)) io.next = tuning_next;
+    if (st == KT_OK) set_spread(&tu);
+    if (st == KT_OK && (tu.ngroups > 0 || tu.plans || tu.spread_bits)) io.next = tuning_next; /* spread: the walk is tuning_next's */
     io.told = tuning_told; /* every unit is recorded as it comes */
     io.stopped = op->disagree_min > 0 ? tuning_stopped : NULL;
     tu.threads = op->ctx->artifacts.threads ? op->ctx->artifacts.threads : (size_t)sysconf(_SC_NPROCESSORS_ONLN);
