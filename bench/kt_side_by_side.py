@@ -181,7 +181,9 @@ def main():
         with tempfile.TemporaryDirectory() as tmp:
             kj, k_elapsed = kerntune_run(cli, problem, settings, a.budget, os.path.join(tmp, "t4.json"))
         k_pick = kj["best"]["configuration"]
-        k_evaluated = kj["measured"] + kj["failed"]  # built and run (or failed trying); not the space's size
+        # built and run (or failed trying): not the space's size, nor those refused before any work
+        # for breaking a device limit (Kernel Tuner skips those uncounted too)
+        k_evaluated = kj["measured"] + kj["failed"] - kj["failures"].get("rejected", 0)
         log("kerntune: %d of %d configurations evaluated in %.1f s, pick %s (%.4f ms)" % (k_evaluated, kj["configurations"], k_elapsed,
                                                                                          k_pick, kj["best"]["time_ms"]))
         valid, n_kt, kt_elapsed = kernel_tuner_run(t1, problem, settings, a.lang, a.budget, a.kt_strategy, rng)
