@@ -114,7 +114,7 @@ char *replay_read_key(const char *path) {
 
 static t4_record *find(replay_data *d, const char *key) {
     t4_record probe = {.key = (char *)key};
-    return bsearch(&probe, d->recs.recs, d->recs.n, sizeof probe, t4_compare);
+    return d->recs.n > 0 ? bsearch(&probe, d->recs.recs, d->recs.n, sizeof probe, t4_compare) : NULL; /* none: recs may be NULL */
 }
 
 const t4_record *replay_find(const replay_data *data, const char *config) {

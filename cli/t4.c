@@ -280,7 +280,7 @@ bool t4_read(const char *path, const char *const *names, size_t n, t4_records *o
         t4_free(out);
         return false;
     }
-    qsort(out->recs, out->n, sizeof *out->recs, t4_compare); /* sorted by key: found by bsearch */
+    if (out->n > 0) qsort(out->recs, out->n, sizeof *out->recs, t4_compare); /* sorted by key: found by bsearch (none: recs may be NULL) */
     out->best = out->n;
     for (size_t i = 0; i < out->n; i++)
         if (strcmp(out->recs[i].invalidity, "correct") == 0 && out->recs[i].mean_ns >= 0 &&
