@@ -296,8 +296,7 @@ static bool param_name(ctx *c, const t1 *p, const char *path, const char *name) 
     return true;
 }
 
-/* A Python literal of a number, string or boolean (allocated; NULL when out of memory). */
-static char *py_literal(const json_t *v) {
+char *t1_literal(const json_t *v) {
     if (json_is_boolean(v)) return cli_format("%s", json_is_true(v) ? "True" : "False");
     if (!json_is_string(v)) {
         char num[64]; /* a number: always fits */
@@ -351,7 +350,7 @@ static bool read_default(ctx *c, t1_param *tp, const char *path) {
                                          one == d ? "" : "an array of one value that is ", kind_of(one));
         return tp->dflt_unused ? true : fail(c, dpath, "out of memory");
     }
-    char *lit = py_literal(one);
+    char *lit = t1_literal(one);
     if (lit == NULL) return fail(c, dpath, "out of memory");
     if (among_values(tp, lit)) tp->dflt = one;
     else tp->dflt_unused = cli_format("%s is not one of the Values %s", lit, tp->values);

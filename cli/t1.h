@@ -142,6 +142,10 @@ void t1_print_ignored(const t1 *p, FILE *out, const char *prefix);
 json_t *t1_ignored_json(const t1 *p);
 
 /* The kt_type of a T1 argument type name ("float", "int32", ...); 0 when unsupported. */
+/* A Python literal of a JSON number, string or boolean (a string quoted, a boolean True or False):
+ * a one-value parameter list's item (allocated; NULL when out of memory). */
+char *t1_literal(const json_t *v);
+
 kt_type t1_type(const char *name);
 
 /* Reads a whole regular file of at most limit bytes (a FIFO, a device or a directory is refused

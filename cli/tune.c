@@ -584,28 +584,6 @@ static int write_reference(const kt_arg *args, size_t nargs, void *user, kt_resu
     return 0;
 }
 
-/* A Python literal of a JSON value, for a one-value parameter list (allocated). */
-static char *literal(const json_t *v) {
-    if (json_is_true(v)) return cli_format("True");
-    if (json_is_false(v)) return cli_format("False");
-    if (!json_is_string(v)) {
-        char num[64]; /* a number: always fits */
-        t4_value_text(v, num, sizeof num);
-        return cli_format("%s", num);
-    }
-    const char *s = json_string_value(v);
-    char *out = malloc(2 * strlen(s) + 3), *o = out;
-    if (out == NULL) return NULL;
-    *o++ = '\'';
-    for (; *s; s++) {
-        if (*s == '\'' || *s == '\\') *o++ = '\\';
-        *o++ = *s;
-    }
-    *o++ = '\'';
-    *o = '\0';
-    return out;
-}
-
 /* ---- the space ------------------------------------------------------------------------------ */
 
 static bool define_matches(const char *define, const char *name) {
@@ -684,7 +662,7 @@ static kt_space *make_space(const t1 *p, const char *const *defines, size_t ndef
                 kt_space_destroy(sp);
                 return NULL;
             }
-            char *lit = literal(tp->dflt);
+            char *lit = t1_literal(tp->dflt);
             values = lit ? cli_format("[%s]", lit) : NULL;
             free(lit);
         } else {
@@ -1343,7 +1321,7 @@ static char *config_literal(const kt_config *cfg, size_t k, const char *type) {
     else if (strcmp(type, "bool") == 0) return cli_format("%s", kt_config_int(cfg, k) ? "True" : "False");
     else if ((double)kt_config_int(cfg, k) == kt_config_double(cfg, k)) return cli_format("%lld", (long long)kt_config_int(cfg, k));
     else j = json_real(kt_config_double(cfg, k));
-    char *lit = j ? literal(j) : NULL;
+    char *lit = j ? t1_literal(j) : NULL;
     json_decref(j);
     return lit;
 }
@@ -1560,7 +1538,7 @@ static char *prepare(prepared *pr, const options *o, const int64_t *ps, size_t n
         size_t nref = 0;
         if (pr->ref_sp == NULL && err) return err;
         for (size_t i = 0; pr->ref_sp && i < p->nparams; i++) {
-            char *lit = literal(p->params[i].dflt), *def = lit ? cli_format("%s=%s", p->params[i].name, lit) : NULL;
+            char *lit = t1_literal(p->params[i].dflt), *def = lit ? cli_format("%s=%s", p->params[i].name, lit) : NULL;
             bool in = def == NULL || define_in_values(&p->params[i], def); /* out of memory: it does not say */
             if (!in)
                 snprintf(pr->no_reference_buf, sizeof pr->no_reference_buf, "the Default of %s (%s) is not among its Values",
