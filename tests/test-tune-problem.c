@@ -746,7 +746,8 @@ static void ignored_of(const json_t *d, char *buf, size_t len) {
  * stderr and in --json's "ignored"; Defaults as an array of one (ROWS, tile), one that is not
  * among its Values (max_tile: not used, named) and Defaults that break the Conditions (tile 1,
  * unroll 2) are read, not refused; GlobalSize beside GridDivX/Y, GlobalSizeType OpenCL on a C
- * kernel, Scalars with FillValue and no FillType. The run tunes and validates all 6
+ * kernel, Scalars with FillValue and no FillType, value lists written as comprehensions
+ * ("[2**i for i in range(4, 6)]", "[i for i in range(1, 3)]"). The run tunes and validates all 6
  * configurations. */
 static void test_hub_style_problem(void **state) {
     (void)state;
