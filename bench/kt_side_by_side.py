@@ -16,7 +16,8 @@ Kernel Tuner runs on pyopencl (OpenCL) or CuPy (lang "CuPy": its CUDA backend th
 
 Then both picks are re-timed by one timer: Kernel Tuner's own benchmark of a one-configuration
 space (its default 7 iterations), alternating the two picks for --rounds rounds; the medians give
-the ratio. Printed per problem:
+the ratio (with --kerntune-timer, also by kerntune's, which flushes the cache before each run:
+the two tools measure different things, warm or cold). Printed per problem:
 
   RESULT <problem> pick_ratio <kerntune pick time / Kernel Tuner pick time>   (<= 1: kerntune's is as fast)
   RESULT <problem> kt_configs_per_min <n>   kerntune_configs_per_min <n>   (configurations evaluated:
@@ -163,6 +164,20 @@ def kerntune_run(cli, problem, settings, budget, t4):
     return j, elapsed
 
 
+def kerntune_time(cli, problem, settings, pick):
+    """The pick timed by kerntune's own timer: `kerntune tune` on that one configuration with the
+    kerneltuner policy (a warm-up and 7 runs, the mean), its cache flushed before each run."""
+    cmd = [str(cli), "tune", str(problem), "--json", "--cache", "off", "--measure", "kerneltuner", "--validate", "off"]
+    if settings.get("ps"):
+        cmd += ["--problem-size", ",".join(str(x) for x in settings["ps"])]
+    for k, v in pick.items():
+        cmd += ["--define", "%s=%s" % (k, v)]
+    p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    if p.returncode != 0:
+        raise RuntimeError("kerntune tune %s (one configuration) exited %d:\n%s" % (problem, p.returncode, p.stderr[-3000:]))
+    return json.loads(p.stdout)["best"]["time_ms"]
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--lang", choices=["opencl", "cuda"], default="opencl")
@@ -172,6 +187,8 @@ def main():
     ap.add_argument("--rounds", type=int, default=3, help="re-timing rounds of the two picks (default 3)")
     ap.add_argument("--build", default=str(REPO / "build"), help="kerntune's build directory (default build)")
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--kerntune-timer", action="store_true",
+                    help="also re-time both picks with kerntune's timer (which flushes the cache before each run)")
     a = ap.parse_args()
     build = Path(a.build)
     cli = build / "kerntune"
@@ -207,6 +224,14 @@ def main():
         mk, mt = statistics.median(times["kerntune"]), statistics.median(times["kt"])
         log("re-timed (Kernel Tuner's timer, %d rounds): kerntune's pick %.4f ms, Kernel Tuner's %.4f ms" % (a.rounds, mk, mt))
         print("RESULT %s pick_ratio %.3f" % (name, mk / mt))
+        if a.kerntune_timer:
+            kt_times = {"kerntune": [], "kt": []}
+            for _ in range(a.rounds):
+                for who, pick in (("kerntune", k_pick), ("kt", kt_pick)):
+                    kt_times[who].append(kerntune_time(cli, problem, settings, pick))
+            kk, kt_ = statistics.median(kt_times["kerntune"]), statistics.median(kt_times["kt"])
+            log("re-timed (kerntune's timer, cache flushed before each run): kerntune's pick %.4f ms, Kernel Tuner's %.4f ms" % (kk, kt_))
+            print("RESULT %s pick_ratio_kerntune_timer %.3f" % (name, kk / kt_))
         print("RESULT %s kt_configs_per_min %.1f kerntune_configs_per_min %.1f" % (name, 60 * n_kt / kt_elapsed,
                                                                                     60 * k_evaluated / k_elapsed), flush=True)
 
