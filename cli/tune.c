@@ -2034,7 +2034,13 @@ int run_tune(int argc, char **argv) {
                         p.params[i].name, p.params[i].values);
 
     kt_op *op = NULL;
-    KT(kt_op_create(ctx, p.name, &op));
+    /* a decision made with --validate off is recorded under a name of its own: a validated run
+     * never takes it from the cache (a fleet's coordinator, which leaves validation to its
+     * workers, keeps the problem's name) */
+    char *op_name = o.validate_off ? cli_format("%s (unvalidated)", p.name) : NULL;
+    kt_status cst = kt_op_create(ctx, op_name ? op_name : p.name, &op);
+    free(op_name);
+    KT(cst);
     KT(kt_op_set_device(op, (size_t)dev));
     /* a configuration that crashes or hangs must not take the command down */
     KT(kt_op_set_isolation(op, o.simulate || o.workers ? KT_ISOLATE_OFF : KT_ISOLATE_ON));

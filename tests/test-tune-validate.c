@@ -250,6 +250,27 @@ static void test_parameter_changes_output(void **state) {
     remove_tmpdir();
 }
 
+/* A decision made with --validate off is recorded apart: a validated run on the same cache tunes
+ * (and validates) instead of taking it, and a second unvalidated run takes it. */
+static void test_unvalidated_decision_kept_apart(void **state) {
+    (void)state;
+    make_tmpdir();
+    char args[2048], db[256];
+    snprintf(db, sizeof db, "%s/cache.db", tmpdir);
+    static const char *const runs[][2] = {{"--validate off", "measured"}, {"", "measured"}, {"--validate off", "cache"}, {"", "cache"}};
+    for (size_t r = 0; r < 4; r++) {
+        snprintf(args, sizeof args, "tune '%s/t1/consensus_c.json' --cache '%s' --measure kerneltuner --json %s", KT_DATA, db, runs[r][0]);
+        int rc = run(args);
+        if (rc != 0) fail_msg("run %zu: exit %d:\n%s\n%s", r, rc, out, err);
+        json_t *s = doc();
+        const char *source = json_string_value(json_object_get(s, "source"));
+        if (source == NULL || strcmp(source, runs[r][1]) != 0)
+            fail_msg("run %zu (%s): source %s, expected %s", r, runs[r][0], source ? source : "(none)", runs[r][1]);
+        json_decref(s);
+    }
+    remove_tmpdir();
+}
+
 /* The parameter that changes the output varies slowest (first of the problem's parameters): in
  * enumeration order its first 40 configurations all agree with the reference, and the stop
  * would come after 81 of 120. A whole space walked under the stop goes in spread order, so it is
@@ -276,6 +297,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_answer_file),
         cmocka_unit_test(test_parameter_changes_output),
         cmocka_unit_test(test_slow_parameter_named_early),
+        cmocka_unit_test(test_unvalidated_decision_kept_apart),
     };
     return kt_run_cases(argc, argv, tests, NULL, NULL);
 }

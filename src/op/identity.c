@@ -88,7 +88,9 @@ void kt__op_identity(kt_op *op) {
             int t[3] = {(int)d->type, (int)d->elem, (int)d->access};
             x = kt__fnv1a(t, sizeof t, kt__hash_str(d->name, x));
             if (d->constant) x = kt__hash_str("constant memory", x); /* (absent before: old records still match) */
+            if (d->compare) x = kt__fnv1a(&d->compare, sizeof d->compare, kt__hash_str("compared as", x)); /* likewise */
         }
+
         for (size_t i = 0; i < op->nkeys; i++) {
             const kt__keycomp *kc = &op->keys[i];
             int t[2] = {(int)kc->kind, (int)kc->bucket};
