@@ -1537,21 +1537,9 @@ static char *prepare(prepared *pr, const options *o, const int64_t *ps, size_t n
         pr->ref_sp = make_space(p, NULL, 0, true, ps, nps, &err);
         size_t nref = 0;
         if (pr->ref_sp == NULL && err) return err;
-        for (size_t i = 0; pr->ref_sp && i < p->nparams; i++) {
-            char *lit = t1_literal(p->params[i].dflt), *def = lit ? cli_format("%s=%s", p->params[i].name, lit) : NULL;
-            bool in = def == NULL || define_in_values(&p->params[i], def); /* out of memory: it does not say */
-            if (!in)
-                snprintf(pr->no_reference_buf, sizeof pr->no_reference_buf, "the Default of %s (%s) is not among its Values",
-                         p->params[i].name, lit);
-            free(lit), free(def);
-            if (!in) {
-                pr->no_reference = pr->no_reference_buf;
-                kt_space_destroy(pr->ref_sp);
-                pr->ref_sp = NULL;
-            }
-        }
+        /* t1.c keeps a Default only when it is among its Values, and says why it did not */
         for (size_t i = 0; pr->ref_sp == NULL && pr->no_reference == NULL && i < p->nparams; i++)
-            if (p->params[i].dflt == NULL && p->params[i].dflt_unused) { /* given, but not a value of the space (t1.c) */
+            if (p->params[i].dflt == NULL && p->params[i].dflt_unused) {
                 snprintf(pr->no_reference_buf, sizeof pr->no_reference_buf, "the Default of %s is not used: %s", p->params[i].name,
                          p->params[i].dflt_unused);
                 pr->no_reference = pr->no_reference_buf;

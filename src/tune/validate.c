@@ -152,6 +152,13 @@ static bool compare_sum(const kt_op *op, kt_type t, const void *actual, const vo
     return false;
 }
 
+/* Output d of count elements compared with the reference's, by its rule (kt_op_set_compare). */
+static bool compare_output(const kt_op *op, const kt__argdecl *d, const void *actual, const void *expected, size_t count,
+                           const char *what, char *msg, size_t len) {
+    return d->compare == KT_COMPARE_SUM ? compare_sum(op, d->elem, actual, expected, count, what, msg, len)
+                                        : compare(op, d->elem, actual, expected, count, what, msg, len);
+}
+
 static bool is_output(const kt__argdecl *d) {
     return d->type == KT_TYPE_BUFFER && d->access != KT_READ_ONLY;
 }
@@ -167,7 +174,7 @@ static bool outputs_agree(const kt_op *op, void *const *a, void *const *b, const
     for (size_t i = 0; i < op->nargs; i++) {
         const kt__argdecl *d = &op->args[i];
         if (!is_output(d) || bytes[i] == 0) continue;
-        if (!compare(op, d->elem, a[i], b[i], bytes[i] / d->esize, "", msg, sizeof msg)) return false;
+        if (!compare_output(op, d, a[i], b[i], bytes[i] / d->esize, "", msg, sizeof msg)) return false;
     }
     return true;
 }
@@ -328,9 +335,7 @@ bool kt__validate(const kt__reference *ref, kt__workset *ws, const kt_arg *args,
             snprintf(msg, len, "output '%s' could not be read back: %s", d->name, kt_last_error());
             return false;
         }
-        if (sum ? !compare_sum(op, d->elem, actual, ref->outputs[i], args[i].bytes / d->esize, what, msg, len)
-                : !compare(op, d->elem, actual, ref->outputs[i], args[i].bytes / d->esize, what, msg, len))
-            return false;
+        if (!compare_output(op, d, actual, ref->outputs[i], args[i].bytes / d->esize, what, msg, len)) return false;
     }
     if (op->has_result) {
         if (result->bytes != ref->result.bytes) {
