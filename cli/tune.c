@@ -73,6 +73,11 @@ void help_tune(FILE *out) {
             "                           100 ms of runs), kerneltuner (1 warm-up, 7 runs, the mean), or\n"
             "                           recorded (with --simulate: race on each configuration's\n"
             "                           recorded mean instead of its recorded runs)\n"
+            "  --flush auto|off|on      whether caches are flushed before each measured run: auto (the\n"
+            "                           default: the device's or host's last-level cache, so every run\n"
+            "                           starts cold), off (runs follow each other on a warm cache, as\n"
+            "                           Kernel Tuner and Triton measure), on (auto, and native\n"
+            "                           candidates too)\n"
             "  --device N               the kerntune device to use (see 'kerntune devices'; not with\n"
             "                           --simulate)\n"
             "  --seed N                 seed of Random fills, of the search, and of sampled replay\n"
@@ -147,6 +152,7 @@ typedef struct options {
     const char *strategy;
     bool strategy_given;
     const char *measure;
+    const char *flush;    /* --flush auto|off|on */
     long device;
     uint64_t seed;
     bool seed_given;
@@ -194,6 +200,16 @@ static void json_error(FILE *out, const char *message) {
     if (text) fprintf(out, "%s\n", text);
     free(text);
     json_decref(j);
+}
+
+/* Whether name is a flush mode (auto, off, on); its value in *out when out is not NULL. */
+static bool flush_parse(const char *name, kt_flush *out) {
+    for (int f = KT_FLUSH_AUTO; f <= KT_FLUSH_ON; f++)
+        if (strcmp(name, kt_flush_name((kt_flush)f)) == 0) {
+            if (out) *out = (kt_flush)f;
+            return true;
+        }
+    return false;
 }
 
 /* Parses a non-negative integer; false when text is not one. */
@@ -255,6 +271,7 @@ static int parse_options(int argc, char **argv, options *o) {
     memset(o, 0, sizeof *o);
     o->strategy = "auto";
     o->measure = "race";
+    o->flush = "auto";
     o->timeout = 10;
     o->device = -1;
     o->seed = 1;
@@ -266,7 +283,7 @@ static int parse_options(int argc, char **argv, options *o) {
         static const char *const with_value[] = {"--problem-size", "--define", "--budget", "--strategy", "--measure",
                                                  "--device", "--seed", "--t4", "--simulate", "--cache", "--timeout",
                                                  "--workers", "--jobs", "--wait-workers", "--report", "--peak",
-                                                 "--validate", "--answer"};
+                                                 "--validate", "--answer", "--flush"};
         const char *name = NULL; /* the option, when a known one takes a value */
         for (size_t k = 0; k < sizeof with_value / sizeof with_value[0]; k++)
             if (strlen(with_value[k]) == nlen && strncmp(a, with_value[k], nlen) == 0) name = with_value[k];
@@ -337,6 +354,9 @@ static int parse_options(int argc, char **argv, options *o) {
             if (strcmp(v, "recorded") != 0 && (kt_policy_parse(v, &pol) != KT_OK || pol == KT_POLICY_FIXED))
                 return usage("--measure '%s': expected race, triton, kerneltuner or recorded", v);
             o->measure = v;
+        } else if (strcmp(name, "--flush") == 0) {
+            if (!flush_parse(v, NULL)) return usage("--flush '%s': expected auto, off or on", v);
+            o->flush = v;
         } else if (strcmp(name, "--device") == 0) {
             int64_t n;
             if ((parse_int(v, &n) && n > 1000000) || too_large(v, 0))
@@ -1968,6 +1988,9 @@ int run_tune(int argc, char **argv) {
     kt_policy policy = KT_POLICY_RACE;
     if (strcmp(o.measure, "recorded") != 0) KT(kt_policy_parse(o.measure, &policy));
     KT(kt_context_set_policy(ctx, policy));
+    kt_flush flush = KT_FLUSH_AUTO;
+    flush_parse(o.flush, &flush); /* checked with the options */
+    KT(kt_context_set_flush(ctx, flush));
     KT(kt_context_set_cache(ctx, o.simulate ? "off" : o.cache)); /* replay's device is not a device */
     if (o.jobs) KT(kt_context_set_compile_threads(ctx, o.jobs));
     if (o.simulate) {
@@ -2275,6 +2298,7 @@ int run_tune(int argc, char **argv) {
     }
     if (o.t4 || o.report) {
         t4doc = t4_document(&p, op, fl, &told, d, dev_name, names, p.nparams, wall, peak_f, peak_b, vinfo);
+        json_object_set_new(json_object_get(t4doc, "x-kerntune"), "flush", json_string(o.flush));
         char *why = o.t4 ? write_json(o.t4, t4doc) : NULL;
         if (why) {
             set_error(&run, "--t4 %s: cannot be written: %s", o.t4, why);
@@ -2332,6 +2356,7 @@ int run_tune(int argc, char **argv) {
             json_object_set_new(rj, "message", msg ? json_string(msg) : json_null());
         }
         json_object_set_new(j, "policy", json_string(kt_policy_name(policy)));
+        json_object_set_new(j, "flush", json_string(o.flush));
         json_object_set_new(j, "source", json_string(cached ? "cache" : "measured"));
         json_object_set_new(j, "cache", cache_path ? json_string(cache_path) : json_null());
         json_object_set_new(j, "runs", json_integer((json_int_t)runs));
