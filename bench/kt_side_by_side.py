@@ -17,7 +17,8 @@ Kernel Tuner runs on pyopencl (OpenCL) or CuPy (lang "CuPy": its CUDA backend th
 Then both picks are re-timed by one timer: Kernel Tuner's own benchmark of a one-configuration
 space (its default 7 iterations), alternating the two picks for --rounds rounds; the medians give
 the ratio (with --kerntune-timer, also by kerntune's, which flushes the cache before each run:
-the two tools measure different things, warm or cold). Printed per problem:
+the two tools measure different things, warm or cold; --kerntune-flush off has kerntune tune on
+a warm cache, the objective Kernel Tuner's timer measures). Printed per problem:
 
   RESULT <problem> pick_ratio <kerntune pick time / Kernel Tuner pick time>   (<= 1: kerntune's is as fast)
   RESULT <problem> kt_configs_per_min <n>   kerntune_configs_per_min <n>   (configurations evaluated:
@@ -70,6 +71,7 @@ SETTINGS = {
         "convolution": {"defines": {"filter_width": 15, "filter_height": 15}},
         "matmul": {},
         "reduction": {},
+        "pnpoly": {},
     },
 }
 
@@ -88,7 +90,7 @@ NP_TYPES = {"float": numpy.float32, "float32": numpy.float32, "double": numpy.fl
             "uint32": numpy.uint32, "int64": numpy.int64}
 
 
-def kt_args(t1, rng):
+def kt_args(t1, problem, rng):
     """The problem's arguments as numpy values, filled as the T1 file says."""
     args, cmem = [], {}
     for a in t1["KernelSpecification"]["Arguments"]:
@@ -97,7 +99,9 @@ def kt_args(t1, rng):
             args.append(t(a.get("Value", a.get("FillValue", 0))))
             continue
         n = int(a["Size"])
-        if a.get("FillType") == "Random":
+        if a.get("FillType") == "BinaryRaw":  # raw elements, beside the problem
+            v = numpy.fromfile(problem.parent / a["DataSource"], dtype=t, count=n)
+        elif a.get("FillType") == "Random":
             v = (rng.random(n) * a.get("FillValue", 1.0)).astype(t)
         else:
             v = numpy.full(n, a.get("FillValue", 0), dtype=t)
@@ -136,7 +140,7 @@ def kernel_tuner_run(t1, problem, settings, lang, budget, strategy, rng, only=No
         params = {k: [only[k]] for k in params}
     ks = t1["KernelSpecification"]
     source = str((problem.parent / ks["KernelFile"]).resolve())
-    args, cmem = kt_args(t1, rng)
+    args, cmem = kt_args(t1, problem, rng)
     if cmem:
         kw["cmem_args"] = cmem
     opts = {"time_limit": budget} if budget else {}
@@ -149,8 +153,8 @@ def kernel_tuner_run(t1, problem, settings, lang, budget, strategy, rng, only=No
     return valid, len(results), elapsed
 
 
-def kerntune_run(cli, problem, settings, budget, t4):
-    cmd = [str(cli), "tune", str(problem), "--budget", "%ds" % budget, "--json", "--cache", "off", "--t4", t4]
+def kerntune_run(cli, problem, settings, budget, t4, flush="auto"):
+    cmd = [str(cli), "tune", str(problem), "--budget", "%ds" % budget, "--json", "--cache", "off", "--t4", t4, "--flush", flush]
     if settings.get("ps"):
         cmd += ["--problem-size", ",".join(str(x) for x in settings["ps"])]
     for k, v in settings.get("defines", {}).items():
@@ -187,6 +191,9 @@ def main():
     ap.add_argument("--rounds", type=int, default=3, help="re-timing rounds of the two picks (default 3)")
     ap.add_argument("--build", default=str(REPO / "build"), help="kerntune's build directory (default build)")
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--kerntune-flush", choices=["auto", "off"], default="auto",
+                    help="kerntune's --flush while tuning: auto (its default: each run starts on a cold cache) or off "
+                         "(runs back to back on a warm cache, what Kernel Tuner measures)")
     ap.add_argument("--kerntune-timer", action="store_true",
                     help="also re-time both picks with kerntune's timer (which flushes the cache before each run)")
     a = ap.parse_args()
@@ -200,9 +207,9 @@ def main():
         settings = SETTINGS[a.lang][name]
         problem = problem_path(a.lang, name, build)
         t1 = json.load(open(problem))
-        log("== %s (%s): %d s each" % (name, problem, a.budget))
+        log("== %s (%s): %d s each, kerntune with --flush %s" % (name, problem, a.budget, a.kerntune_flush))
         with tempfile.TemporaryDirectory() as tmp:
-            kj, k_elapsed = kerntune_run(cli, problem, settings, a.budget, os.path.join(tmp, "t4.json"))
+            kj, k_elapsed = kerntune_run(cli, problem, settings, a.budget, os.path.join(tmp, "t4.json"), a.kerntune_flush)
         k_pick = kj["best"]["configuration"]
         # built and run (or failed trying): not the space's size, nor those refused before any work
         # for breaking a device limit (Kernel Tuner skips those uncounted too)

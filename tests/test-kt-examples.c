@@ -137,11 +137,42 @@ static void test_default_block(void **state) {
     remove_tmpdir();
 }
 
+/* The CUDA problems run on the GPU machine (scripts/gpu-check); here each is read, its Values
+ * and Conditions evaluated into the space Kernel Tuner's Python makes of them (the counts are
+ * Python's: itertools.product of the eval'd Values, filtered by the eval'd Conditions), and its
+ * arguments sized, with a replay of no recorded results (so none is measured: exit 1). */
+static void test_cuda_problems_read(void **state) {
+    (void)state;
+    make_tmpdir();
+    char empty[600];
+    snprintf(empty, sizeof empty, "%s/none.json", tmpdir);
+    write_file(empty, "{\"results\": []}\n");
+    static const struct {
+        const char *name;
+        long long configurations;
+    } cases[] = {{"convolution", 2359296}, {"matmul", 44}, {"pnpoly", 5456}, {"reduction", 2376}, {"vector_add", 15}};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char problem[1024], args[2048];
+        if (strcmp(cases[i].name, "vector_add") == 0) snprintf(problem, sizeof problem, "%s/cuda/vector_add.json", KT_EXAMPLE_PROBLEMS);
+        else snprintf(problem, sizeof problem, "%s/cuda/%s.json", KT_EXAMPLE_SOURCES, cases[i].name);
+        snprintf(args, sizeof args, "tune '%s' --simulate '%s' --budget 1 --json", problem, empty);
+        int rc = run(args);
+        json_t *j = doc();
+        const char *why = json_string_value(json_object_get(j, "error"));
+        if (rc != 1 || why) fail_msg("%s: exit %d: %s", cases[i].name, rc, why ? why : err);
+        if (json_integer_value(json_object_get(j, "configurations")) != cases[i].configurations)
+            fail_msg("%s: %lld configurations, expected %lld", cases[i].name,
+                     (long long)json_integer_value(json_object_get(j, "configurations")), cases[i].configurations);
+        json_decref(j);
+    }
+    remove_tmpdir();
+}
+
 int main(int argc, char **argv) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_stencil),     cmocka_unit_test(test_convolution), cmocka_unit_test(test_sepconv_row),
         cmocka_unit_test(test_sepconv_col), cmocka_unit_test(test_matmul),      cmocka_unit_test(test_reduction),
-        cmocka_unit_test(test_vector_add),  cmocka_unit_test(test_default_block),
+        cmocka_unit_test(test_vector_add),  cmocka_unit_test(test_default_block), cmocka_unit_test(test_cuda_problems_read),
     };
     return kt_run_cases(argc, argv, tests, NULL, NULL);
 }
