@@ -8,7 +8,9 @@
 #include <ftw.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 char *cli_vformat(const char *fmt, va_list ap) {
@@ -82,3 +84,30 @@ static int remove_entry(const char *path, const struct stat *st, int flag, struc
 }
 
 int cli_remove_tree(const char *dir) { return nftw(dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS); }
+
+double cli_process_age_s(void) {
+    static double first = -1; /* the fallback's origin */
+    struct timespec ts;
+    clock_gettime(CLOCK_BOOTTIME, &ts);
+    double now = (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+    if (first < 0) first = now;
+    double age = now - first;
+    FILE *f = fopen("/proc/self/stat", "r");
+    char line[1024];
+    long tick = sysconf(_SC_CLK_TCK);
+    if (f && fgets(line, sizeof line, f) && tick > 0) {
+        /* field 22, counted after the command name's closing parenthesis (the name may hold
+         * spaces and parentheses): the third field after it is 4, so 22 is the 19th after ')' */
+        const char *p = strrchr(line, ')');
+        unsigned long long start = 0;
+        int field = 2;
+        for (p = p ? p + 1 : NULL; p && *p && field < 22; p++)
+            if (*p == ' ') field++;
+        if (p && field == 22 && sscanf(p, "%llu", &start) == 1) {
+            double since = now - (double)start / (double)tick;
+            if (since >= 0 && since < 86400.0 * 365) age = since;
+        }
+    }
+    if (f) fclose(f);
+    return age;
+}

@@ -32,6 +32,11 @@ void cli_json_end(FILE *json);
 /* What print writes, as a new string (NULL when out of memory): a help text for {"help": ...}. */
 char *cli_capture(void (*print)(FILE *out, const void *arg), const void *arg);
 
+/* Seconds since this process started (exec included: /proc/self/stat's start time against
+ * CLOCK_BOOTTIME, to the kernel's clock tick); where that cannot be read, since the first call.
+ * A budget of seconds on the command line is the process's: what start-up took counts. */
+double cli_process_age_s(void);
+
 /* Removes directory dir and everything in it (symbolic links as links): a temporary directory
  * the command made. 0, or -1 when something could not be removed. */
 int cli_remove_tree(const char *dir);

@@ -60,7 +60,8 @@ void help_tune(FILE *out) {
             "  --problem-size N[,N...]  override the problem's ProblemSize\n"
             "  --define NAME=VALUE      fix a tuning parameter to one value (repeatable)\n"
             "  --budget N | N%% | Ns    stop after N configurations, N percent of them, or N seconds\n"
-            "                           (compiling included); every configuration a search proposes\n"
+            "                           of the command (start-up, compiling and stopping included:\n"
+            "                           the answer is out by then); every configuration a search proposes\n"
             "                           counts, also one that fails; with --simulate, the seconds\n"
             "                           are simulated: the recorded runs and builds\n"
             "  --strategy NAME          which configurations to try within the budget: exhaustive,\n"
@@ -1896,6 +1897,7 @@ int run_tune(int argc, char **argv) {
     long dev = -1;
     const char *names[64];
     json_t *t4doc = NULL, *vinfo = NULL; /* what validation_info says */
+    double startup_s = -1, tuning_s = 0; /* with a budget of seconds: what start-up took, what the tuning got */
     t4_live live = {0};
     char replay_dir[40] = ""; /* a stand-in device's artifact directory (stand_in) */
     bool replay_dir_made = false;
@@ -2080,8 +2082,18 @@ int run_tune(int argc, char **argv) {
     }
     KT(kt_op_set_search(op, strategy, o.seed));
     double seconds = o.budget_seconds > 0 ? o.budget_seconds : p.budget_seconds;
-    if (budget || seconds > 0) KT(kt_op_set_budget(op, budget, seconds));
-    progress prog = {.start = now_s(), .budget_s = seconds, .hidden = prep.ref_sp ? 1 : 0, .to_fleet = fl != NULL, .best_ns = -1};
+    tuning_s = seconds;
+    if (seconds > 0 && !o.simulate) {
+        /* the process's seconds, not only the tuning's: start-up so far counts, and the tail is
+         * kept for what follows the tuning (the unit in flight at the deadline, the outputs,
+         * stopping the builds still running) */
+        startup_s = cli_process_age_s();
+        double tail = 0.25 + 0.02 * seconds;
+        tuning_s = seconds - startup_s - (tail < 3 ? tail : 3);
+        if (tuning_s < 0.001) tuning_s = 0.001; /* the first configuration is measured all the same */
+    }
+    if (budget || seconds > 0) KT(kt_op_set_budget(op, budget, tuning_s));
+    progress prog = {.start = now_s(), .budget_s = tuning_s, .hidden = prep.ref_sp ? 1 : 0, .to_fleet = fl != NULL, .best_ns = -1};
     pthread_mutex_init(&prog.mu, NULL);
     if (!o.quiet && isatty(2)) KT(kt_context_set_progress_fn(ctx, on_progress, &prog));
     if (fl) fleet_set_status(fl, progress_text, &prog); /* its line shows the tuning's beside the jobs */
@@ -2357,6 +2369,10 @@ int run_tune(int argc, char **argv) {
         }
         json_object_set_new(j, "policy", json_string(kt_policy_name(policy)));
         json_object_set_new(j, "flush", json_string(o.flush));
+        if (startup_s >= 0) { /* a budget of seconds: the process's, start-up included */
+            json_object_set_new(j, "startup_s", json_real(startup_s));
+            json_object_set_new(j, "tuning_budget_s", json_real(tuning_s));
+        }
         json_object_set_new(j, "source", json_string(cached ? "cache" : "measured"));
         json_object_set_new(j, "cache", cache_path ? json_string(cache_path) : json_null());
         json_object_set_new(j, "runs", json_integer((json_int_t)runs));

@@ -9,6 +9,9 @@
 #define _GNU_SOURCE /* popen, mkdtemp */
 #include "tune-cli.h"
 
+#include <math.h>
+#include <time.h>
+
 /* With --json the human summary goes to stderr and stdout is the JSON document alone. */
 static void tunes_for_real(const char *problem, size_t configs, const char *small, size_t small_configs) {
     make_tmpdir();
@@ -655,6 +658,50 @@ static void test_half_fill(void **state) {
     remove_tmpdir();
 }
 
+/* --budget Ns is the command's seconds, not only the tuning's: start-up counts, and the tuning
+ * stops early enough for the process to have ended by then. A C kernel that sleeps 10-30 ms a
+ * run, 120 configurations (a parameter the source does not read multiplies them, built once):
+ * far more than 3 s of work. The wall time is the test's own clock around the whole command
+ * (exec included), with a second of slack for a busy machine; the tuning's share is what the
+ * command said it left itself: 3 s less its start-up, less 0.25 s + 2% for what follows. */
+static void test_seconds_budget_is_the_process(void **state) {
+    (void)state;
+    make_tmpdir();
+    char path[600], args[2048];
+    snprintf(path, sizeof path, "%s/slow.c", tmpdir);
+    write_file(path, "#include <time.h>\n"
+                     "void slow(int *out, int n) {\n"
+                     "    struct timespec ts = {0, 10000000L * P};\n"
+                     "    nanosleep(&ts, NULL);\n"
+                     "    for (int i = 0; i < n; i++) out[i] = 1;\n"
+                     "}\n");
+    snprintf(path, sizeof path, "%s/slow.json", tmpdir);
+    write_file(path, "{\"ConfigurationSpace\": {\"TuningParameters\": [{\"Name\": \"P\", \"Type\": \"int\", \"Values\": \"[1, 2, 3]\"},\n"
+                     "   {\"Name\": \"Q\", \"Type\": \"int\", \"Values\": \"[i for i in range(40)]\"}]},\n"
+                     " \"KernelSpecification\": {\"Language\": \"C\", \"KernelName\": \"slow\", \"KernelFile\": \"slow.c\",\n"
+                     "  \"ProblemSize\": [16], \"LocalSize\": {\"X\": \"1\"},\n"
+                     "  \"Arguments\": [{\"Name\": \"out\", \"Type\": \"int32\", \"MemoryType\": \"Vector\", \"AccessType\": \"WriteOnly\",\n"
+                     "                  \"Size\": 16, \"FillType\": \"Constant\", \"FillValue\": 0},\n"
+                     "                 {\"Name\": \"n\", \"Type\": \"int32\", \"MemoryType\": \"Scalar\", \"FillValue\": 16}]}}\n");
+    snprintf(args, sizeof args, "tune '%s' --budget 3s --cache off --json", path);
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    int rc = run(args);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    double wall = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
+    if (rc != 0) fail_msg("exit %d\n%s", rc, err);
+    json_t *j = doc();
+    double startup = json_real_value(json_object_get(j, "startup_s"));
+    double tuning = json_real_value(json_object_get(j, "tuning_budget_s"));
+    assert_true(json_is_real(json_object_get(j, "startup_s")) && startup >= 0 && startup < 3);
+    if (fabs(tuning - (3.0 - startup - (0.25 + 0.02 * 3.0))) > 1e-9) fail_msg("tuning budget %.9f with start-up %.9f", tuning, startup);
+    assert_true(json_integer_value(json_object_get(j, "measured")) >= 1);
+    assert_true(json_integer_value(json_object_get(j, "not_run")) > 0); /* the budget ended it */
+    if (wall > 3.0 + 1.0) fail_msg("the command took %.3f s of its 3 s budget", wall);
+    json_decref(j);
+    remove_tmpdir();
+}
+
 int main(int argc, char **argv) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_c_problem),
@@ -671,6 +718,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_define_sizes_buffers),
         cmocka_unit_test(test_reference_failure_reported),
         cmocka_unit_test(test_progress_on_a_terminal),
+        cmocka_unit_test(test_seconds_budget_is_the_process),
     };
     return kt_run_cases(argc, argv, tests, NULL, NULL);
 }
