@@ -2209,6 +2209,9 @@ int run_tune(int argc, char **argv) {
         split_ms[2] += kt_decision_unit_framework_ms(d, u);
     }
     double run_ns = kt_decision_measure_ns(d), confidence = kt_decision_confidence(d);
+    /* how busy the build threads were over the tuning: their summed build time over threads x wall */
+    size_t build_threads = kt_context_compile_threads(ctx);
+    double build_busy = wall > 0 ? split_ms[0] / 1e3 / ((double)build_threads * wall) : 0;
     const t4_record *chosen = NULL, *truth = NULL; /* replay: the chosen configuration's record, the recorded best */
     if (o.simulate) {
         if (best != (size_t)-1) chosen = replay_find(&replay, kt_decision_unit_config(d, best));
@@ -2268,8 +2271,9 @@ int run_tune(int argc, char **argv) {
                 fprintf(txt, "time spent: waiting for the workers' jobs %.3g s (summed over the jobs in flight), the runs %.3g s "
                              "(measured by the workers)\n", split_ms[0] / 1e3, run_ns / 1e9);
             else if (!o.simulate)
-                fprintf(txt, "time spent: building %.3g s (summed over the build threads), validating %.3g s, around the runs %.3g s, "
-                             "the runs %.3g s\n", split_ms[0] / 1e3, split_ms[1] / 1e3, split_ms[2] / 1e3, run_ns / 1e9);
+                fprintf(txt, "time spent: building %.3g s (summed over the %zu build threads: %.0f%% busy), validating %.3g s, "
+                             "around the runs %.3g s, the runs %.3g s\n", split_ms[0] / 1e3, build_threads, 100 * build_busy,
+                        split_ms[1] / 1e3, split_ms[2] / 1e3, run_ns / 1e9);
         }
         if (!validated && !o.simulate && !o.validate_off && !cached && (best != (size_t)-1 || ref_unit != (size_t)-1)) {
             fprintf(txt, "warning: the configurations were not validated: ");
@@ -2404,6 +2408,8 @@ int run_tune(int argc, char **argv) {
         if (!o.simulate) {
             json_t *sp = json_object();
             json_object_set_new(sp, "build_s", json_real(split_ms[0] / 1e3));
+            json_object_set_new(sp, "build_threads", json_integer((json_int_t)build_threads));
+            json_object_set_new(sp, "build_busy", json_real(build_busy));
             json_object_set_new(sp, "validation_s", json_real(split_ms[1] / 1e3));
             json_object_set_new(sp, "framework_s", json_real(split_ms[2] / 1e3));
             json_object_set_new(sp, "runs_s", json_real(run_ns / 1e9));

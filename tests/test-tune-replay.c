@@ -262,7 +262,7 @@ static void test_t4_round_trip(void **state) {
     make_tmpdir();
     char t4path[256], args[2048];
     snprintf(t4path, sizeof t4path, "%s/out.json", tmpdir);
-    snprintf(args, sizeof args, "tune '%s/t1/matmul_c_bad.json' --t4 '%s' --quiet --json %s", KT_DATA, t4path, SMALL("--define TI=4"));
+    snprintf(args, sizeof args, "tune '%s/t1/matmul_c_bad.json' --t4 '%s' --quiet --json --jobs 3 %s", KT_DATA, t4path, SMALL("--define TI=4"));
     char env[300]; /* artifacts of its own: every configuration is built, whatever ran before */
     snprintf(env, sizeof env, "KERNTUNE_ARTIFACTS='%s/artifacts'", tmpdir);
     assert_int_equal(run_env(env, args), 0);
@@ -270,6 +270,10 @@ static void test_t4_round_trip(void **state) {
     const json_t *split = json_object_get(summary, "time_split");
     static const char *const parts[] = {"build_s", "validation_s", "framework_s", "runs_s"};
     for (int k = 0; k < 4; k++) assert_true(json_real_value(json_object_get(split, parts[k])) > 0);
+    /* the build threads: as many as --jobs asked, busy for a fraction of the wall time */
+    assert_int_equal(json_integer_value(json_object_get(split, "build_threads")), 3);
+    double busy = json_real_value(json_object_get(split, "build_busy"));
+    assert_true(busy > 0 && busy <= 1.0);
     json_decref(summary);
     json_t *t4 = load(t4path);
     assert_string_equal(json_string_value(json_object_get(json_object_get(t4, "metadata"), "timeunit")), "milliseconds");

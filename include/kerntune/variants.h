@@ -223,6 +223,10 @@ KT_API const char *kt_context_artifact_dir(const kt_context *ctx);
 /** Sets how many variants build at once (0, the default: one per core; at most 64). */
 KT_API kt_status kt_context_set_compile_threads(kt_context *ctx, size_t threads);
 
+/** Returns how many variants build at once: the count set, else one per online core, at most 64
+ *  (0 for a NULL ctx). */
+KT_API size_t kt_context_compile_threads(const kt_context *ctx);
+
 /** Returns how many variants the context has compiled (artifact cache misses), and how many
  *  it found compiled already (hits). */
 KT_API uint64_t kt_context_compile_count(const kt_context *ctx);

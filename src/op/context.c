@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static kt_status add_backend(kt_context *ctx, const kt_backend *b);
 
@@ -461,6 +462,13 @@ kt_status kt_context_set_compile_threads(kt_context *ctx, size_t threads) {
     if (threads > 64) return kt__err(KT_ERR_INVALID_ARGUMENT, "kt_context_set_compile_threads: %zu threads; at most 64", threads);
     ctx->artifacts.threads = threads;
     return KT_OK;
+}
+
+size_t kt_context_compile_threads(const kt_context *ctx) {
+    if (ctx == NULL) return 0;
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    size_t n = ctx->artifacts.threads ? ctx->artifacts.threads : cores > 0 ? (size_t)cores : 1;
+    return n > 64 ? 64 : n; /* the builders start at most 64 */
 }
 
 uint64_t kt_context_compile_count(const kt_context *ctx) { return ctx ? atomic_load(&ctx->artifacts.compiles) : 0; }

@@ -1016,9 +1016,7 @@ kt_status kt__measure_all(kt_op *op, kt_decision *d, const kt_arg *caller, bool 
     if (st == KT_OK && (tu.ngroups > 0 || tu.plans || tu.spread_bits)) io.next = tuning_next; /* spread: the walk is tuning_next's */
     io.told = tuning_told; /* every unit is recorded as it comes */
     io.stopped = op->disagree_min > 0 ? tuning_stopped : NULL;
-    tu.threads = op->ctx->artifacts.threads ? op->ctx->artifacts.threads : (size_t)sysconf(_SC_NPROCESSORS_ONLN);
-    if (tu.threads < 1) tu.threads = 1;
-    if (tu.threads > 64) tu.threads = 64;
+    tu.threads = kt_context_compile_threads(op->ctx);
     /* building lazily for a device whose kernels run apart from the host's processors: the next
      * proposals compile while the engine measures (compiling beside a host kernel would slow it) */
     const kt_backend *ob;
