@@ -8,7 +8,9 @@
  * memory: the core copies through buffer_copy as for a GPU). Its "artifact" is the variant's
  * defines, one per line; its kernel computes out[i] = 2 * in[i], REPS times, and MODE picks a
  * behaviour: 0 correct, 1 a segmentation fault, 2 a wrong answer, 3 a failed launch, 4 a right
- * answer that writes into its input. Reading a buffer back logs "readback"; the table
+ * answer that writes into its input, 5 out[i] += 2 * in[i] (out read and written). Reading a
+ * buffer back logs "readback"; copying one in "upload-BYTES", and device to device
+ * "d2d-BYTES"; the table
  * kt_test_plug_checks also checks on its device (ABI 9: digest, all_close; logged "close"), and
  * kt_test_plug_pipe says its kernels run on a processor of their own. A configuration with
  * LAG >= 1 builds until some launch happens (at most 5 s); one with MAXT=k says (ABI 11: fits)
@@ -38,11 +40,13 @@ static void note(const char *what) {
 #if defined(__SANITIZE_THREAD__)
 __attribute__((no_sanitize("thread")))
 #endif
-static void twice(const kt_arg *args, int reps) {
+static void twice(const kt_arg *args, int reps, int add) {
     float *out = args[0].ptr;
     const float *in = args[1].ptr;
     for (int r = 0; r < reps; r++)
-        for (int32_t i = 0; i < (int32_t)args[2].i; i++) out[i] = 2.0f * in[i];
+        for (int32_t i = 0; i < (int32_t)args[2].i; i++) out[i] = add ? out[i] + 2.0f * in[i] : 2.0f * in[i];
+    if (add) /* once in all: what the other reps added comes off (small integers: exact) */
+        for (int32_t i = 0; i < (int32_t)args[2].i; i++) out[i] -= 2.0f * in[i] * (float)(reps - 1);
 }
 
 static size_t plug_count(void *state) {
@@ -72,7 +76,9 @@ static void plug_free(void *state, size_t device, void *buffer) {
 static kt_status plug_copy(void *state, size_t device, void *dst, const void *src, size_t bytes, kt_copy_dir dir, char *err,
                            size_t errlen) {
     (void)state, (void)device, (void)err, (void)errlen;
-    if (dir == KT_COPY_DEVICE_TO_HOST) note("readback");
+    char what[64];
+    snprintf(what, sizeof what, "%s-%zu", dir == KT_COPY_HOST_TO_DEVICE ? "upload" : "d2d", bytes);
+    note(dir == KT_COPY_DEVICE_TO_HOST ? "readback" : what);
     memmove(dst, src, bytes);
     return KT_OK;
 }
@@ -228,7 +234,7 @@ static kt_status plug_launch(void *state, size_t device, void *module, const kt_
         snprintf(err, errlen, "plug: launch refused");
         return KT_ERR_BACKEND;
     }
-    twice(args, m->reps);
+    twice(args, m->reps, m->mode == 5);
     if (m->mode == 2) ((float *)args[0].ptr)[0] += 1.0f;
     if (m->mode == 4) ((float *)args[1].ptr)[0] = 99.0f;
     clock_gettime(CLOCK_MONOTONIC, &t1);
@@ -268,7 +274,7 @@ const kt_backend kt_test_plug_checks = {.name = "plugchecks", PLUG_TABLE(KT_BACK
 static int native_twice(const kt_arg *args, size_t nargs, void *user) {
     (void)nargs;
     note("native");
-    twice(args, (int)(intptr_t)user);
+    twice(args, (int)(intptr_t)user, 0);
     return 0;
 }
 

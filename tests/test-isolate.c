@@ -15,6 +15,7 @@
 #include <kerntune/decision.h>
 #include <kerntune/search.h>
 #include <kerntune/device.h>
+#include <kerntune/inputs.h>
 #include <kerntune/measure.h>
 #include <kerntune/validation.h>
 #include <kerntune/variants.h>
@@ -446,12 +447,21 @@ static int twice_ref_host(const kt_arg *args, size_t nargs, void *user, kt_resul
     return twice(args, nargs, user, res);
 }
 
+static int add_twice_ref_host(const kt_arg *args, size_t nargs, void *user, kt_result *res) {
+    (void)nargs, (void)user, (void)res;
+    float *out = args[0].ptr;
+    const float *in = args[1].ptr;
+    for (int32_t i = 0; i < (int32_t)args[2].i; i++) out[i] += 2.0f * in[i];
+    return 0;
+}
+
 /* A context with the plug-in's backend of table sym (info lines into got when not NULL; builds on
- * threads threads, 0: the default) and op name on its device: out = 2 in over N floats, the
- * host's reference, every variant in a worker process. args receives the arguments (the
+ * threads threads, 0: the default) and op name on its device: out = 2 in over N floats (with
+ * out_access KT_READ_WRITE, out += 2 in, out starting at 100 + i % 7), the host's reference,
+ * every variant in a worker process (in holds N + 64 floats). args receives the arguments (the
  * caller frees the two buffers with kt_device_free), *dev the device, *ctxp the context. */
 static kt_op *plug_op(void *h, const char *sym, const char *name, size_t threads, kt_arg *args, size_t *dev, lines *got,
-                      kt_context **ctxp) {
+                      kt_context **ctxp, kt_access out_access) {
     kt_context *ctx = NULL;
     ok(kt_context_create(&ctx));
     if (got) {
@@ -465,22 +475,24 @@ static kt_op *plug_op(void *h, const char *sym, const char *name, size_t threads
     for (size_t i = 0; i < kt_context_device_count(ctx); i++)
         if (strcmp(kt_device_fingerprint(kt_context_device(ctx, i)), "plug-device-1") == 0) *dev = i;
     assert_true(*dev != (size_t)-1);
-    static float in[N];
-    for (int i = 0; i < N; i++) in[i] = (float)(i % 11);
+    static float in[N + 64], out0[N]; /* in is longer, so that its copies can be told from out's */
+    for (int i = 0; i < N + 64; i++) in[i] = (float)(i % 11);
+    for (int i = 0; i < N; i++) out0[i] = (float)(100 + i % 7);
     void *dout, *din;
     ok(kt_device_alloc(ctx, *dev, N * sizeof(float), &dout));
-    ok(kt_device_alloc(ctx, *dev, N * sizeof(float), &din));
+    ok(kt_device_alloc(ctx, *dev, sizeof in, &din));
     ok(kt_device_write(ctx, *dev, din, in, sizeof in));
+    if (out_access == KT_READ_WRITE) ok(kt_device_write(ctx, *dev, dout, out0, sizeof out0));
     kt_op *op = NULL;
     ok(kt_op_create(ctx, name, &op));
     ok(kt_op_set_device(op, *dev));
-    ok(kt_op_add_buffer(op, "out", KT_TYPE_F32, KT_WRITE_ONLY));
+    ok(kt_op_add_buffer(op, "out", KT_TYPE_F32, out_access));
     ok(kt_op_add_buffer(op, "in", KT_TYPE_F32, KT_READ_ONLY));
     ok(kt_op_add_scalar(op, "n", KT_TYPE_I32));
-    ok(kt_op_set_reference_fn(op, twice_ref_host, NULL));
+    ok(kt_op_set_reference_fn(op, out_access == KT_READ_WRITE ? add_twice_ref_host : twice_ref_host, NULL));
     ok(kt_op_set_isolation(op, KT_ISOLATE_ON));
     args[0] = kt_arg_buf(dout, N * sizeof(float));
-    args[1] = kt_arg_buf(din, N * sizeof(float));
+    args[1] = kt_arg_buf(din, sizeof in);
     args[2] = kt_arg_i32(N);
     *ctxp = ctx;
     return op;
@@ -500,7 +512,7 @@ static void plug_variants(kt_op *op, const char *const *params) {
 static kt_context *plug_tune(void *h, const char *sym, const char *name, const kt_decision **d, kt_arg *args, size_t *dev,
                              lines *got) {
     kt_context *ctx = NULL;
-    kt_op *op = plug_op(h, sym, name, 0, args, dev, got, &ctx);
+    kt_op *op = plug_op(h, sym, name, 0, args, dev, got, &ctx, KT_WRITE_ONLY);
     const char *modes = strcmp(sym, "kt_test_plug") == 0 ? "[0, 1, 2, 3]" : strcmp(sym, "kt_test_plug_checks") == 0 ? "[0, 2, 4]" : "[0, 2]";
     plug_variants(op, (const char *const[]){"REPS", "[40, 1]", "MODE", modes, NULL});
     ok(kt_op_call(op, args, 3));
@@ -576,6 +588,60 @@ static void test_plugin_backend_checks_in_worker(void **state) {
     dlclose(h);
 }
 
+static int hook_nothing(kt_arg *args, size_t nargs, void *user) {
+    (void)args, (void)nargs, (void)user;
+    return 0;
+}
+
+/* A ReadWrite buffer, restored before every run with the same bytes, crosses to the worker once:
+ * the worker keeps a copy on its device and restores it from there (device to device) before each
+ * later run, checked or not. Every run still starts from the caller's bytes: each configuration's
+ * validation run (out += 2 in) matches the reference, and the caller sees one launch's sum. A
+ * pre-hook may rewrite the buffer, so with one it is copied in before every run, as before. */
+static void test_plugin_restores_on_device(void **state) {
+    (void)state;
+    void *h = plugin_open(KT_PLUGIN);
+    char out_bytes[32];
+    snprintf(out_bytes, sizeof out_bytes, "-%zu", (size_t)N * sizeof(float));
+    for (int c = 0; c < 3; c++) { /* checked on the device; checked here; with a pre-hook */
+        log_reset();
+        kt_context *ctx = NULL;
+        kt_arg args[3];
+        size_t dev;
+        kt_op *op = plug_op(h, c == 0 ? "kt_test_plug_checks" : "kt_test_plug", c == 2 ? "hooked" : c ? "here" : "there", 0, args,
+                            &dev, NULL, &ctx, KT_READ_WRITE);
+        if (c == 2) ok(kt_op_set_bench_hooks(op, hook_nothing, NULL, NULL));
+        plug_variants(op, (const char *const[]){"REPS", "[40, 1]", "MODE", "[5]", NULL});
+        ok(kt_op_call(op, args, 3));
+        float out[N], in[N];
+        ok(kt_device_read(ctx, dev, out, args[0].ptr, sizeof out));
+        ok(kt_device_read(ctx, dev, in, args[1].ptr, sizeof in));
+        for (int i = 0; i < N; i++) assert_true(out[i] == (float)(100 + i % 7) + 2.0f * in[i]); /* one launch's sum */
+        const kt_decision *d = NULL;
+        ok(kt_op_decision(op, args, 3, &d));
+        assert_string_equal(kt_decision_unit_config(d, kt_decision_winner_unit(d)), "REPS=1,MODE=5");
+        expect_unit(d, "REPS=40,MODE=5", KT_OUTCOME_MEASURED, NULL); /* its validation run started from the caller's bytes */
+        char upload[48], d2d[48];
+        snprintf(upload, sizeof upload, "upload%s", out_bytes);
+        snprintf(d2d, sizeof d2d, "d2d%s", out_bytes);
+        int mine = 0, launches = log_count("launch", &mine, NULL), uploads = log_count(upload, &mine, NULL),
+            copies = log_count(d2d, &mine, NULL);
+        assert_true(launches >= 4); /* two validation runs and at least one measured run of each */
+        if (c == 2) {
+            assert_int_equal(copies, 0);
+            assert_int_equal(uploads, launches); /* in, every run: the pre-hook may have changed it */
+        } else {
+            /* out, once (and, checked there, the reference's out for the comparison); then
+             * restored there: once kept, then before every later run */
+            assert_int_equal(uploads, c == 0 ? 2 : 1);
+            assert_int_equal(copies, launches);
+        }
+        for (size_t i = 0; i < 2; i++) kt_device_free(ctx, dev, args[i].ptr);
+        kt_context_destroy(ctx);
+    }
+    dlclose(h);
+}
+
 /* A backend whose kernels run on a processor of their own (KT_BACKEND_CAP_OWN_PROCESSOR) builds
  * a search's next configurations while it measures: each LAG = 1 configuration's build lasts
  * until a launch happens, which, when building and measuring took turns, never would (each
@@ -593,7 +659,8 @@ static void test_plugin_builds_while_measuring(void **state) {
         kt_context *ctx = NULL;
         kt_arg args[3];
         size_t dev;
-        kt_op *op = plug_op(h, pipe ? "kt_test_plug_pipe" : "kt_test_plug", pipe ? "pipelined" : "in-turns", 2, args, &dev, NULL, &ctx);
+        kt_op *op = plug_op(h, pipe ? "kt_test_plug_pipe" : "kt_test_plug", pipe ? "pipelined" : "in-turns", 2, args, &dev, NULL,
+                            &ctx, KT_WRITE_ONLY);
         plug_variants(op, (const char *const[]){"LAG", "[0, 1, 2, 3, 4, 5]", "REPS", "[20]", NULL});
         ok(kt_op_set_search(op, "exhaustive", 1)); /* in order */
         if (!pipe) ok(kt_op_set_budget(op, 2, 0)); /* built as it goes too (a budget): LAG 0 and 1, together */
@@ -632,7 +699,7 @@ static void test_plugin_budget_leaves_slow_build(void **state) {
         kt_arg args[3];
         size_t dev;
         const int failed_before = count_files(artifacts, ".failed");
-        kt_op *op = plug_op(h, "kt_test_plug_pipe", deaf ? "deadline-deaf" : "deadline", 2, args, &dev, NULL, &ctx);
+        kt_op *op = plug_op(h, "kt_test_plug_pipe", deaf ? "deadline-deaf" : "deadline", 2, args, &dev, NULL, &ctx, KT_WRITE_ONLY);
         const char *slow = deaf ? "SLOW=4000,DEAF=1,REPS=1" : "SLOW=60000,DEAF=0,REPS=1";
         plug_variants(op, (const char *const[]){"SLOW", deaf ? "[0, 4000]" : "[0, 60000]", "DEAF", deaf ? "[1]" : "[0]", "REPS", "[1]",
                                                 NULL});
@@ -695,7 +762,7 @@ static void test_plugin_budget_takes_units_as_built(void **state) {
         kt_context *ctx = NULL;
         kt_arg args[3];
         size_t dev;
-        kt_op *op = plug_op(h, "kt_test_plug_pipe", budget ? "as-built" : "in-order", 2, args, &dev, NULL, &ctx);
+        kt_op *op = plug_op(h, "kt_test_plug_pipe", budget ? "as-built" : "in-order", 2, args, &dev, NULL, &ctx, KT_WRITE_ONLY);
         plug_variants(op, (const char *const[]){"SLOW", "[1500, 0]", "REPS", "[1]", NULL});
         ok(kt_op_set_search(op, "exhaustive", 1));
         if (budget) ok(kt_op_set_budget(op, 0, 60.0));
@@ -725,7 +792,7 @@ static void test_plugin_rejects_what_does_not_fit(void **state) {
     kt_context *ctx = NULL;
     kt_arg args[3];
     size_t dev;
-    kt_op *op = plug_op(h, "kt_test_plug", "fits", 0, args, &dev, NULL, &ctx);
+    kt_op *op = plug_op(h, "kt_test_plug", "fits", 0, args, &dev, NULL, &ctx, KT_WRITE_ONLY);
     plug_variants(op, (const char *const[]){"MAXT", "[0, 64]", "REPS", "[1]", NULL});
     ok(kt_op_call(op, args, 3));
     const kt_decision *d = NULL;
@@ -892,6 +959,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_plugin_backend),
         cmocka_unit_test(test_plugin_backend_without_worker),
         cmocka_unit_test(test_plugin_backend_checks_in_worker),
+        cmocka_unit_test(test_plugin_restores_on_device),
         cmocka_unit_test(test_plugin_builds_while_measuring),
         cmocka_unit_test(test_plugin_budget_leaves_slow_build),
         cmocka_unit_test(test_plugin_budget_takes_units_as_built),

@@ -68,6 +68,7 @@ struct kt__worker {
     size_t setup_len;
     bool set_up;
     bool primed;               /* the inputs that do not change are in its buffers */
+    uint64_t kept;             /* the buffers it restores on its device (its last reply's kept) */
     kt__iso_args io;
     worker_mod *mods;
     size_t nmods;
@@ -98,6 +99,7 @@ static void stop(kt__worker *w) {
     w->incarnation++;
     w->set_up = false;
     w->primed = false;
+    w->kept = 0;
 }
 
 static void drop_mods(kt__worker *w) {
@@ -401,6 +403,7 @@ static kt_status setup(kt__worker **wp, uint32_t mode, const kt__iso_args *a, kt
     w->setup_len = len;
     w->set_up = false;
     w->primed = false;
+    w->kept = 0;
     w->io = *a;
     drop_mods(w);
     drop_check(w);
@@ -602,7 +605,7 @@ bool kt__worker_run(kt__worker *w, size_t id, const kt_arg *run_args, bool flush
     }
     /* the work arguments into the region */
     const kt__msg_arg *a = (const kt__msg_arg *)(w->setup + 1);
-    kt__msg_run m = {mod->worker_id, (flush ? KT__RUN_FLUSH : 0) | (check ? KT__RUN_CHECK : 0), 0, 0};
+    kt__msg_run m = {.module = mod->worker_id, .flags = (flush ? KT__RUN_FLUSH : 0) | (check ? KT__RUN_CHECK : 0)};
     for (size_t i = 0; i < w->io.nargs; i++) {
         if (run_args[i].type != KT_TYPE_BUFFER) { /* scalars went at setup: a hook may not change them */
             if (memcmp(&run_args[i].u, &a[i].value, sizeof a[i].value) != 0)
@@ -613,13 +616,19 @@ bool kt__worker_run(kt__worker *w, size_t id, const kt_arg *run_args, bool flush
             return infra(out, "isolation: a pre-hook substituted a larger buffer for argument %zu (%zu bytes, %llu set up)", i,
                          run_args[i].bytes, (unsigned long long)a[i].bytes);
         if (run_args[i].bytes == 0) continue;
-        bool in = copy_in(w, i, full) || run_args[i].ptr != w->io.args[i].ptr; /* a substitute goes every time */
+        /* the same bytes before every run: restored there from the copy it keeps, once it has one */
+        bool same = i < 64 && w->io.same && w->io.same[i] && run_args[i].ptr == w->io.args[i].ptr;
+        bool restore = same && (w->kept >> i & 1);
+        bool in = !restore && (copy_in(w, i, full) || run_args[i].ptr != w->io.args[i].ptr); /* a substitute goes every time */
         if (i < 64 && in) m.in |= (uint64_t)1 << i;
+        if (same && in) m.keep |= (uint64_t)1 << i;
+        if (restore) m.restore |= (uint64_t)1 << i;
         if (i < 64 && copy_out(i, full || check)) m.out |= (uint64_t)1 << i;
         if (in && w->io.to_host(w->io.user, w->region + a[i].offset, run_args[i].ptr, run_args[i].bytes) != KT_OK)
             return infra(out, "%s", kt_last_error());
     }
     if (!call(w, KT__MSG_RUN, &m, sizeof m, timeout_s, &r, out)) return false;
+    w->kept = r.kept;
     if (r.status != KT_OK) {
         fail(out, r.kind == KT_FAIL_RETURNED ? KT_FAIL_RETURNED : KT_FAIL_LAUNCH, r.kind ? r.code : r.status, "%s%s", r.msg,
              r.sticky ? " (the device context was left unusable; the worker was replaced)" : "");

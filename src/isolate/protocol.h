@@ -15,7 +15,11 @@
  *          into its buffers, flushes the device's cache when asked, runs the candidate once
  *          timing it (device events, or the CPU clock around a host entry point or a native),
  *          and copies those asked for back into the region. Its buffers persist between runs,
- *          so an input that does not change is copied once per worker and tuning. With
+ *          so an input that does not change is copied once per worker and tuning. A buffer the
+ *          tuning rewrites with the same bytes before every run (a ReadWrite buffer restored)
+ *          comes once with its `keep` bit: the worker copies it to a second buffer on its
+ *          device, and later runs name it in `restore`, which copies it back there, device to
+ *          device, instead of through the region (the reply's `kept` says which it holds). With
  *          KT__RUN_CHECK (after a CHECK) it also poisons the outputs to poison before the run
  *          and compares after it, on the device: every output with the reference's, every
  *          ReadOnly input's digest with the one taken at CHECK. When all match it replies
@@ -37,7 +41,7 @@
 
 #include <stdint.h>
 
-#define KT__PROTOCOL_VERSION 3
+#define KT__PROTOCOL_VERSION 4
 
 enum { KT__MSG_SETUP = 1, KT__MSG_LOAD = 2, KT__MSG_RUN = 3, KT__MSG_CHECK = 4 };
 enum { KT__RUN_FLUSH = 1, KT__RUN_CHECK = 2 };
@@ -81,6 +85,8 @@ typedef struct kt__msg_run {
     uint32_t flags;
     uint64_t in;  /* arguments 0..63 to copy from the region before the run (bit per argument; */
     uint64_t out; /* later ones always are), and back into it after */
+    uint64_t keep;    /* of those copied in, the ones to keep a copy of on the device, */
+    uint64_t restore; /* and the ones restored from that copy instead of copied in */
 } kt__msg_run;
 
 typedef struct kt__msg_check_arg {
@@ -107,6 +113,7 @@ typedef struct kt__reply {
     uint64_t mismatched; /* RUN with KT__RUN_CHECK: the outputs (bit per argument) that did not match:
                             then every output, and only outputs, came back */
     uint64_t changed;    /* RUN with KT__RUN_CHECK: the inputs that changed (nothing came back) */
+    uint64_t kept;       /* RUN: the buffers the worker holds a copy of to restore from */
     double ns;       /* RUN: the candidate's time */
     char msg[512];
 } kt__reply;

@@ -43,6 +43,8 @@ static struct {
     unsigned char *region;
     size_t region_bytes;
     kt_arg *args;          /* what the candidate is called with */
+    void **kept;           /* per buffer argument, or NULL: its bytes as they came (RUN's keep), on
+                            * the device, restored from before a run that asks (restore) */
     uint64_t *offsets;     /* per buffer argument, where it lives in the region */
     uint32_t nargs;
     module *modules;
@@ -84,8 +86,12 @@ static void free_check(void) {
 
 static void free_buffers(void) {
     free_check();
-    for (uint32_t i = 0; S.args && i < S.nargs; i++)
+    for (uint32_t i = 0; S.args && i < S.nargs; i++) {
         if (S.args[i].type == KT_TYPE_BUFFER && !host() && S.backend && S.args[i].ptr) S.backend->buffer_free(S.state, S.device, S.args[i].ptr);
+        if (S.kept && S.kept[i] && S.backend) S.backend->buffer_free(S.state, S.device, S.kept[i]);
+    }
+    free(S.kept);
+    S.kept = NULL;
     free(S.args);
     free(S.offsets);
     S.args = NULL;
@@ -178,7 +184,8 @@ static void setup(const kt__msg_setup *m, const kt__msg_arg *a, kt__reply *r) {
     S.nargs = m->nargs;
     S.args = calloc(S.nargs ? S.nargs : 1, sizeof *S.args);
     S.offsets = calloc(S.nargs ? S.nargs : 1, sizeof *S.offsets);
-    if (!S.args || !S.offsets) {
+    S.kept = calloc(S.nargs ? S.nargs : 1, sizeof *S.kept);
+    if (!S.args || !S.offsets || !S.kept) {
         r->status = KT_ERR_NO_MEMORY;
         snprintf(r->msg, sizeof r->msg, "out of memory");
         return;
@@ -325,6 +332,29 @@ static void check_run(kt__reply *r) {
     r->checked = r->mismatched == 0 && r->changed == 0;
 }
 
+/* Keeps a copy of buffer argument i as it is now, on the device (RUN's keep). Without memory for
+ * it there is none, and the tuning goes on copying the buffer in. */
+static void keep(uint32_t i) {
+    char err[256];
+    if (S.kept[i] == NULL && S.backend->buffer_alloc(S.state, S.device, S.args[i].bytes, &S.kept[i], err, sizeof err) != KT_OK) {
+        S.kept[i] = NULL;
+        return;
+    }
+    if (S.backend->buffer_copy(S.state, S.device, S.kept[i], S.args[i].ptr, S.args[i].bytes, KT_COPY_DEVICE_TO_DEVICE, err,
+                               sizeof err) != KT_OK) {
+        S.backend->buffer_free(S.state, S.device, S.kept[i]);
+        S.kept[i] = NULL;
+    }
+}
+
+/* The buffers a run may be restored from (the reply's kept). */
+static uint64_t kept_mask(void) {
+    uint64_t mask = 0;
+    for (uint32_t i = 0; S.kept && i < S.nargs && i < 64; i++)
+        if (S.kept[i] != NULL) mask |= (uint64_t)1 << i;
+    return mask;
+}
+
 static void run(const kt__msg_run *m, kt__reply *r) {
     if (!S.ready || m->module >= S.nmodules) {
         r->status = KT_ERR_STATE;
@@ -344,11 +374,22 @@ static void run(const kt__msg_run *m, kt__reply *r) {
         }
         return;
     }
-    for (uint32_t i = 0; i < S.nargs; i++)
-        if (S.args[i].type == KT_TYPE_BUFFER && S.args[i].bytes && (i >= 64 || (m->in >> i & 1)) &&
-            (r->status = S.backend->buffer_copy(S.state, S.device, S.args[i].ptr, S.region + S.offsets[i], S.args[i].bytes,
-                                                KT_COPY_HOST_TO_DEVICE, r->msg, sizeof r->msg)) != KT_OK)
+    for (uint32_t i = 0; i < S.nargs; i++) {
+        if (S.args[i].type != KT_TYPE_BUFFER || S.args[i].bytes == 0) continue;
+        bool restore = i < 64 && (m->restore >> i & 1), in = i >= 64 || (m->in >> i & 1);
+        if (restore && S.kept[i] == NULL) {
+            r->status = KT_ERR_STATE;
+            snprintf(r->msg, sizeof r->msg, "argument %u: asked to restore it, but no copy of it is kept", i);
             goto failed;
+        }
+        if (restore || in)
+            r->status = S.backend->buffer_copy(S.state, S.device, S.args[i].ptr, restore ? S.kept[i] : S.region + S.offsets[i],
+                                               S.args[i].bytes, restore ? KT_COPY_DEVICE_TO_DEVICE : KT_COPY_HOST_TO_DEVICE, r->msg,
+                                               sizeof r->msg);
+        if (r->status != KT_OK) goto failed;
+        if (restore || !in || i >= 64 || !(m->keep >> i & 1)) continue;
+        keep(i); /* a copy to restore from in later runs: without one (no memory for it), they copy it in */
+    }
     bool checking = (m->flags & KT__RUN_CHECK) && S.check != NULL;
     for (uint32_t i = 0; checking && i < S.nargs; i++) /* outputs start poisoned: what is left unwritten shows */
         if (S.check[i].poison_size > 0 && S.args[i].bytes &&
@@ -425,6 +466,7 @@ int kt__worker_serve(int sock, int region_fd, long parent, bool program) {
             load(payload, &r);
         } else if (h.type == KT__MSG_RUN && h.len == sizeof(kt__msg_run)) {
             run(payload, &r);
+            r.kept = kept_mask(); /* also after a failed run: the copies stay good */
         } else if (h.type == KT__MSG_CHECK && h.len >= sizeof(kt__msg_check) &&
                    h.len == sizeof(kt__msg_check) + (size_t)((const kt__msg_check *)payload)->nargs * sizeof(kt__msg_check_arg)) {
             check(payload, (const kt__msg_check_arg *)((const kt__msg_check *)payload + 1), &r);
