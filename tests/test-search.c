@@ -8,6 +8,7 @@
  */
 #define _GNU_SOURCE /* mkdtemp */
 #include "helpers.h"
+#include "search/search.h" /* kt__search_set_walkers */
 
 #include <kerntune/decision.h>
 #include <kerntune/search.h>
@@ -145,6 +146,59 @@ static void test_deterministic(void **state) {
         assert_string_equal(kt_search_strategy(s1), strcmp(name, "auto") == 0 ? kt_search_strategy(s2) : name);
         kt_search_destroy(s1), kt_search_destroy(s2), kt_search_destroy(s3);
     }
+    kt_space_destroy(sp);
+}
+
+/* A local search allowed several walks keeps a caller with room for more proposals supplied
+ * while its first walk waits: the first walk proposes what it would alone, in the same order, and
+ * each further walk one start (while all wait, no more); no configuration comes twice, and over
+ * a whole run with results told late it finds the bowl's minimum as one walk does. One walk
+ * allowed is the search as it always was. */
+static void test_local_walkers(void **state) {
+    (void)state;
+    kt_space *sp = cube(NULL);
+    size_t design[8], d4[8], one[64], many[64];
+    kt_search *s1 = NULL, *s4 = NULL, *sd = NULL;
+    ok(kt_search_create(sp, "local", 5, 0, &s1));
+    ok(kt_search_create(sp, "local", 5, 0, &s4));
+    ok(kt_search_create(sp, "local", 5, 0, &sd)); /* never told of walkers */
+    kt__search_set_walkers(s1, 1);
+    kt__search_set_walkers(s4, 4);
+    kt_search *all[3] = {s1, s4, sd};
+    for (int w = 0; w < 3; w++) { /* the design: 8 at once, then nothing until they are told */
+        assert_int_equal(kt_search_propose(all[w], design, 8), 8);
+        assert_int_equal(kt_search_propose(all[w], one, 8), 0);
+        for (size_t j = 0; j < 8; j++) ok(kt_search_tell(all[w], design[j], bowl(sp, design[j])));
+        if (all[w] == s4) memcpy(d4, design, sizeof d4);
+    }
+    size_t k1 = kt_search_propose(s1, one, 64), k4 = kt_search_propose(s4, many, 64), kd = kt_search_propose(sd, design, 8);
+    assert_true(k1 >= 1 && k1 <= 6); /* the first walk's near neighbours */
+    assert_int_equal(k4, k1 + 3);    /* and the start of each of three more walks */
+    assert_memory_equal(one, many, k1 * sizeof *one);
+    assert_int_equal(kd, k1 < 8 ? k1 : 8);
+    assert_memory_equal(one, design, kd * sizeof *one);
+    assert_int_equal(kt_search_propose(s4, many + k4, 64), 0); /* all four wait */
+    for (size_t j = 0; j < k1; j++) ok(kt_search_tell(s1, one[j], bowl(sp, one[j])));
+    /* the rest of a run: proposals taken 16 at a time, told a batch later (as builds end) */
+    uint8_t *seen = calloc(4096, 1);
+    for (size_t j = 0; j < 8; j++) seen[d4[j]] = 1;
+    size_t held[64], nheld = 0, told = 8;
+    for (size_t j = 0; j < k4; j++) held[nheld++] = many[j];
+    for (size_t j = 0; j < nheld; j++) assert_int_equal(seen[held[j]]++, 0);
+    while (told < 600) {
+        size_t got[16], k = kt_search_propose(s4, got, 16);
+        for (size_t j = 0; j < k; j++) assert_int_equal(seen[got[j]]++, 0); /* never twice */
+        for (size_t j = 0; j < nheld; j++) ok(kt_search_tell(s4, held[j], bowl(sp, held[j])));
+        told += nheld;
+        if (k == 0 && nheld == 0) break;
+        memcpy(held, got, k * sizeof *got);
+        nheld = k;
+    }
+    double v = 0;
+    assert_true(kt_search_best(s4, &v) >= 0);
+    assert_true(v == 1.0); /* the minimum */
+    free(seen);
+    kt_search_destroy(s1), kt_search_destroy(s4), kt_search_destroy(sd);
     kt_space_destroy(sp);
 }
 
@@ -514,7 +568,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_strategy_names),        cmocka_unit_test(test_every_configuration_once),
         cmocka_unit_test(test_deterministic),         cmocka_unit_test(test_invalid_results),
         cmocka_unit_test(test_smooth_landscape),      cmocka_unit_test(test_constraint_trap),
-        cmocka_unit_test(test_errors),
+        cmocka_unit_test(test_errors),                cmocka_unit_test(test_local_walkers),
         cmocka_unit_test(test_tuning_budget_and_builds), cmocka_unit_test(test_tuning_exhaustive_and_auto),
         cmocka_unit_test(test_tuning_search_errors),    cmocka_unit_test(test_killed_tuning_resumes),
         cmocka_unit_test(test_seconds_budget_searches),

@@ -224,7 +224,7 @@ kt_status kt__search_new(const kt_space *sp, const kt__configs *cfgs, const char
     }
     if (st == KT_OK) {
         s->core = (kt__search_core){.lat = &s->lat, .budget = budget && budget < cfgs->n ? budget : cfgs->n,
-                                    .state = s->state, .value = s->value, .best = -1};
+                                    .state = s->state, .value = s->value, .best = -1, .walkers = 1};
         kt__rng_seed(&s->core.rng, seed);
         s->strat = strat;
         if ((s->st = strat->create(&s->core)) == NULL)
@@ -285,6 +285,10 @@ kt_status kt_search_tell(kt_search *s, size_t config, double value) {
 }
 
 size_t kt_search_told(const kt_search *s) { return s ? s->core.told : 0; }
+void kt__search_set_walkers(kt_search *s, size_t n) {
+    if (s) s->core.walkers = n ? n : 1;
+}
+
 size_t kt_search_proposed(const kt_search *s) { return s ? s->core.proposed : 0; }
 size_t kt_search_size(const kt_search *s) { return s ? s->lat.n : 0; }
 

@@ -53,6 +53,7 @@ typedef struct kt__search_core {
     const double *value;  /* per configuration: its objective once told (INFINITY: invalid) */
     size_t told, proposed;
     long best;            /* the best told valid configuration, -1 when none */
+    size_t walkers;       /* how many walks a strategy that walks may keep going at once (1) */
 } kt__search_core;
 
 /* Whether configuration c may still be proposed. */
@@ -98,6 +99,11 @@ const kt__strategy *kt__strategy_auto(size_t n, size_t nparams, size_t budget);
 /* Makes an untouched configuration pending, as if the search had proposed it (a tuning's
  * reference, measured whatever the search says); false when it is not untouched. */
 bool kt__search_take(kt_search *s, size_t config);
+
+/* Lets a local search keep up to n walks going at once (at least 1, the default; local.c says
+ * when it begins another). For a caller that has room for more proposals while one walk waits
+ * for its results; other strategies ignore it. */
+void kt__search_set_walkers(kt_search *s, size_t n);
 
 /* Creates a search over configurations cfgs of space sp (an enumeration of it, public or for
  * some inputs), as kt_search_create does over its last one; where names the caller in

@@ -1032,7 +1032,12 @@ kt_status kt__measure_all(kt_op *op, kt_decision *d, const kt_arg *caller, bool 
     size_t olocal;
     kt__op_backend(op, &ob, &ostate, &olocal, NULL);
     if (st == KT_OK && tu.plans && (kt__backend_caps(ob) & KT_BACKEND_CAP_OWN_PROCESSOR))
-        st = kt__builder_start(op, d, tu.plans, tu.threads, wall_budget(op), &tu.builder);
+        st = kt__builder_start(op, d, tu.plans, tu.threads, wall_budget(op), true, &tu.builder);
+    /* under a budget of wall seconds the build threads are the tuning's pace: while one walk of a
+     * local search waits for its neighbours' builds, another may keep idle threads building (a
+     * walk per two threads at most; one walk keeps a tuning repeatable when time does not count) */
+    for (size_t g = 0; st == KT_OK && tu.builder && wall_budget(op) && g < tu.ngroups; g++)
+        kt__search_set_walkers(tu.groups[g].s, tu.threads / 2);
     if (st == KT_OK) st = kt__engine_run(&cfg, &op->budget, &io, tu.acc, d->nunits, &out);
     /* builds running finish (under a budget of wall seconds, without the tuning waiting for
      * them); the rest never start */
