@@ -14,11 +14,14 @@
  * kt_test_plug_checks also checks on its device (ABI 9: digest, all_close; logged "close"), and
  * kt_test_plug_pipe says its kernels run on a processor of their own. A configuration with
  * LAG >= 1 builds until some launch happens (at most 5 s); one with MAXT=k says (ABI 11: fits)
- * that its kernel allows k threads per block.
+ * that its kernel allows k threads per block. Every build logs its thread's priority, "nice-N".
  */
-#define _DEFAULT_SOURCE /* MAP_ANONYMOUS */
+#define _GNU_SOURCE /* MAP_ANONYMOUS, syscall */
 #include <kerntune/backend.h>
 
+#include <errno.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -135,6 +138,11 @@ static int log_lines(const char *word) {
 
 static kt_status plug_build(void *state, size_t device, const kt_build_request *req, char *log, size_t loglen) {
     (void)state, (void)device;
+    char nice_now[32]; /* the building thread's priority: "nice-N" */
+    errno = 0;
+    int prio = getpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid));
+    snprintf(nice_now, sizeof nice_now, "nice-%d", errno == 0 ? prio : -99);
+    note(nice_now);
     /* LAG >= 1: the build lasts until a launch happens (at most 5 s), so that it shows whether
      * configurations run while others build: "build-waited" if one did, else "build-timeout" */
     for (size_t i = 0; i < req->ndefines; i++) {

@@ -11,19 +11,25 @@
  * BUILD_FAILED with the first lines of its log. kt__build_some, building synchronously, is a
  * submit and a take of everything.
  */
+#define _GNU_SOURCE /* syscall (the build thread's id, for its priority) */
 #include "backends/backends.h"
 #include "build/compile.h"
 #include "tune/stages.h"
 #include "tune/tune.h"
 
+#include <errno.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
+#ifdef __linux__
+#include <sys/syscall.h>
+#endif
 
 enum { QUEUED, RUNNING, DONE };
 
@@ -72,6 +78,7 @@ struct kt__builder {
     bool stopping;
     bool inited; /* mu, work and done exist */
     bool cancellable; /* jobs' requests carry cancelled (kt__builder_start) */
+    bool background;  /* its threads run at a lower priority (kt__builder_start) */
     size_t exited; /* threads that left their loop */
     struct kt__builder *drain_next; /* in the context's list of builders left to finish */
 };
@@ -86,8 +93,20 @@ static bool grow(void **p, size_t *cap, size_t need, size_t size) {
     return true;
 }
 
+/* Lowers the calling thread's priority by 10 (what a process it starts inherits). Linux lets
+ * setpriority name one thread; elsewhere the builds keep the process's priority. */
+static void lower_priority(void) {
+#ifdef __linux__
+    pid_t tid = (pid_t)syscall(SYS_gettid);
+    errno = 0;
+    int now = getpriority(PRIO_PROCESS, (id_t)tid);
+    if (errno == 0) (void)setpriority(PRIO_PROCESS, (id_t)tid, now + 10 > 19 ? 19 : now + 10);
+#endif
+}
+
 static void *worker(void *arg) {
     kt__builder *bl = arg;
+    if (bl->background) lower_priority();
     pthread_mutex_lock(&bl->mu);
     for (;;) {
         while (!bl->stopping && bl->next == bl->njobs) pthread_cond_wait(&bl->work, &bl->mu);
@@ -124,12 +143,13 @@ static void *worker(void *arg) {
     return NULL;
 }
 
-kt_status kt__builder_start(kt_op *op, kt_decision *d, kt__plans *plans, size_t threads, bool cancellable, kt__builder **out) {
+kt_status kt__builder_start(kt_op *op, kt_decision *d, kt__plans *plans, size_t threads, bool cancellable, bool background,
+                            kt__builder **out) {
     *out = NULL;
     kt__builder *bl = calloc(1, sizeof *bl);
     size_t na = op->nargs ? op->nargs : 1;
     if (bl == NULL) return kt__err(KT_ERR_NO_MEMORY, "%s(op '%s'): out of memory for the builder", d->where, op->name);
-    bl->op = op, bl->ctx = op->ctx, bl->d = d, bl->plans = plans, bl->cancellable = cancellable;
+    bl->op = op, bl->ctx = op->ctx, bl->d = d, bl->plans = plans, bl->cancellable = cancellable, bl->background = background;
     kt__op_backend(op, &bl->b, &bl->bstate, &bl->local, &bl->fp);
     bl->types = calloc(na, sizeof *bl->types), bl->elems = calloc(na, sizeof *bl->elems);
     bl->names = calloc(na, sizeof *bl->names), bl->constant = calloc(na, 1);

@@ -247,8 +247,12 @@ typedef struct kt__builder kt__builder;
 /* Starts a builder of d's planned units with threads threads (0: one per core; at most 64).
  * cancellable: its stop may abandon running builds (a budget of wall seconds), so their
  * requests say whether they are still wanted (kt_build_request.cancelled): a backend that can
- * stop its compiler then does, and a C compiler runs in a process group of its own for that. */
-kt_status kt__builder_start(kt_op *op, kt_decision *d, kt__plans *plans, size_t threads, bool cancellable, kt__builder **out);
+ * stop its compiler then does, and a C compiler runs in a process group of its own for that.
+ * background: the tuning measures while these build, so the build threads (and the compilers
+ * they start) run at a lower priority (nice + 10 on Linux): the measuring thread and its worker
+ * process get a processor when they need one, even with every core compiling. */
+kt_status kt__builder_start(kt_op *op, kt_decision *d, kt__plans *plans, size_t threads, bool cancellable, bool background,
+                            kt__builder **out);
 
 /* Queues the planned, not yet decided ones of units for building (those sharing a build's key
  * share the build). A unit that cannot be built here at all (no compiler, launch parameters

@@ -440,7 +440,7 @@ kt_status kt__build_some(kt_op *op, kt_decision *d, kt__plans *pl, const size_t 
     if (threads < 1) threads = 1;
     if (threads > distinct) threads = distinct; /* no more threads than builds */
     kt__builder *bl = NULL;
-    kt_status st = kt__builder_start(op, d, pl, threads, deadline > 0, &bl);
+    kt_status st = kt__builder_start(op, d, pl, threads, deadline > 0, false, &bl);
     if (st == KT_OK) st = kt__builder_submit(bl, units, n);
     size_t *taken = st == KT_OK ? malloc(n * sizeof *taken) : NULL;
     if (st == KT_OK && taken == NULL) st = kt__err(KT_ERR_NO_MEMORY, "%s(op '%s'): out of memory", d->where, op->name);
