@@ -2210,8 +2210,8 @@ int run_tune(int argc, char **argv) {
     }
     double run_ns = kt_decision_measure_ns(d), confidence = kt_decision_confidence(d);
     /* how busy the build threads were over the tuning: their summed build time over threads x wall */
-    size_t build_threads = kt_context_compile_threads(ctx);
-    double build_busy = wall > 0 ? split_ms[0] / 1e3 / ((double)build_threads * wall) : 0;
+    size_t build_threads = kt_decision_build_threads(d);
+    double build_busy = wall > 0 && build_threads > 0 ? split_ms[0] / 1e3 / ((double)build_threads * wall) : 0;
     const t4_record *chosen = NULL, *truth = NULL; /* replay: the chosen configuration's record, the recorded best */
     if (o.simulate) {
         if (best != (size_t)-1) chosen = replay_find(&replay, kt_decision_unit_config(d, best));

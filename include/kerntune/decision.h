@@ -137,6 +137,12 @@ KT_API uint64_t kt_decision_total_runs(const kt_decision *d);
  *  kernels' times alone: restores, flushes and validation are not counted). */
 KT_API double kt_decision_measure_ns(const kt_decision *d);
 
+/** Returns how many threads built the variants of the decision's tuning (0 when it built none
+ *  on this machine): the context's compile threads, or, when the device measured while they
+ *  built and the context left their number to kerntune, a quarter fewer
+ *  (kt_context_set_compile_threads). */
+KT_API size_t kt_decision_build_threads(const kt_decision *d);
+
 /** Returns the policy that measured the decision. */
 KT_API kt_policy kt_decision_policy(const kt_decision *d);
 

@@ -220,7 +220,10 @@ KT_API kt_status kt_context_set_artifact_dir(kt_context *ctx, const char *path);
 /** Returns the artifact directory in use. */
 KT_API const char *kt_context_artifact_dir(const kt_context *ctx);
 
-/** Sets how many variants build at once (0, the default: one per core; at most 64). */
+/** Sets how many variants build at once (0, the default: one per core; at most 64). Left at 0,
+ *  a tuning whose device measures while the next variants build (a GPU) builds on a quarter
+ *  fewer threads, so that the measuring keeps processors of its own: on the H200's 16 cores,
+ *  compiling on all 16 made each configuration's validation and runs cost 2 to 3 times more. */
 KT_API kt_status kt_context_set_compile_threads(kt_context *ctx, size_t threads);
 
 /** Returns how many variants build at once: the count set, else one per online core, at most 64

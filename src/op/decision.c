@@ -219,6 +219,7 @@ double kt_decision_confidence(const kt_decision *d) {
 }
 uint64_t kt_decision_total_runs(const kt_decision *d) { return d ? d->total_runs : 0; }
 double kt_decision_measure_ns(const kt_decision *d) { return d ? d->measure_ns : 0; }
+size_t kt_decision_build_threads(const kt_decision *d) { return d ? d->build_threads : 0; }
 kt_policy kt_decision_policy(const kt_decision *d) { return d ? d->policy : KT_POLICY_RACE; }
 
 /* ---- failure kinds ------------------------------------------------------------------------- */

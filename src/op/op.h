@@ -386,6 +386,7 @@ struct kt_decision {
     size_t borrowed_len;
     uint64_t total_runs;
     double measure_ns;
+    size_t build_threads;            /* the threads that built the tuning's variants (0: none) */
 };
 
 /* A module the op loaded, shared by every decision that uses it. */

@@ -1031,8 +1031,11 @@ kt_status kt__measure_all(kt_op *op, kt_decision *d, const kt_arg *caller, bool 
     void *ostate;
     size_t olocal;
     kt__op_backend(op, &ob, &ostate, &olocal, NULL);
-    if (st == KT_OK && tu.plans && (kt__backend_caps(ob) & KT_BACKEND_CAP_OWN_PROCESSOR))
-        st = kt__builder_start(op, d, tu.plans, tu.threads, wall_budget(op), true, &tu.builder);
+    bool beside = tu.plans && (kt__backend_caps(ob) & KT_BACKEND_CAP_OWN_PROCESSOR);
+    /* building beside measuring, with the number of threads left to kerntune: a quarter of the
+     * processors stay with the measuring thread and its worker process */
+    if (beside && op->ctx->artifacts.threads == 0) tu.threads -= tu.threads / 4;
+    if (st == KT_OK && beside) st = kt__builder_start(op, d, tu.plans, tu.threads, wall_budget(op), true, &tu.builder);
     /* under a budget of wall seconds the build threads are the tuning's pace: while one walk of a
      * local search waits for its neighbours' builds, another may keep idle threads building (a
      * walk per two threads at most; one walk keeps a tuning repeatable when time does not count) */
@@ -1043,6 +1046,7 @@ kt_status kt__measure_all(kt_op *op, kt_decision *d, const kt_arg *caller, bool 
      * them); the rest never start */
     kt__builder_stop(tu.builder, wall_budget(op));
     tu.builder = NULL;
+    d->build_threads = tu.threads; /* the builder's, or the batches' (kt__build_some: the context's) */
     if (st == KT_OK) st = tu.next_error;
     if (st == KT_OK && tu.stopped)
         st = kt__err(KT_ERR_DISAGREEMENT, "%s(op '%s'): %zu of the first %zu units compared with the reference disagreed with it: "
