@@ -385,6 +385,14 @@ static void test_all_failed_says_why(void **state) {
     assert_memory_equal(json_string_value(json_object_get(json_array_get(ex, 0), "message")), "cc exited with 1: ", 18);
     assert_int_equal(json_integer_value(json_object_get(json_object_get(json_array_get(ex, 0), "configuration"), "TI")), 4);
     json_decref(s);
+    /* a compiler that warns at length before its error: the error is among the lines shown */
+    snprintf(path, sizeof path, "%s/warned.c", tmpdir);
+    write_file(path, "#warning first\n#warning second\n#warning third\n#warning fourth\n#error the reason it failed\n");
+    mutate("matmul_c.json", "warned.json", "KernelSpecification.KernelFile", "\"warned.c\"");
+    snprintf(args, sizeof args, "tune '%s/warned.json' --t4 '%s'", tmpdir, t4path);
+    assert_int_equal(run(args), 1);
+    assert_non_null(strstr(out, "  compile (5), the first ones:\n    TI=4,TK=8\n      cc exited with 1: "));
+    assert_non_null(strstr(out, "error: #error the reason it failed"));
     /* bad CompilerOptions: the same, with the compiler's complaint */
     mutate("matmul_c.json", "options.json", "KernelSpecification.CompilerOptions", "[\"-fno-such-option-kerntune\"]");
     snprintf(args, sizeof args, "tune '%s/options.json' --t4 '%s'", tmpdir, t4path);

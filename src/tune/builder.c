@@ -8,7 +8,7 @@
  * a key another tuning of the op loaded already is not built again. Building and loading happen
  * on the builder's threads (as the build pool's threads did); a taken unit is finished on the
  * caller's thread: its module adopted into the op's table, its launch made runnable, or
- * BUILD_FAILED with the first lines of its log. kt__build_some, building synchronously, is a
+ * BUILD_FAILED with lines of its log (the first, then those that say "error"). kt__build_some, building synchronously, is a
  * submit and a take of everything.
  */
 #define _GNU_SOURCE /* syscall (the build thread's id, for its priority) */
@@ -332,6 +332,30 @@ static job *job_of(kt__builder *bl, size_t i) {
     return NULL;
 }
 
+/* Up to max_lines lines of a build's log into out (len bytes): its first line (the compiler and
+ * how it ended), then the lines that say "error", then the others, each group in the log's
+ * order. A compiler's warnings often come first (NVRTC's about a parameter the kernel never
+ * uses), and the first lines alone then hid the error that failed the build. */
+static void log_excerpt(const char *log, char *out, size_t len, int max_lines) {
+    size_t at = 0;
+    int lines = 0;
+    out[0] = '\0';
+    for (int pass = 0; pass < 3; pass++) {
+        int index = 0;
+        for (const char *p = log; *p && lines < max_lines; index++) {
+            size_t n = strcspn(p, "\n");
+            bool error = false;
+            for (size_t k = 0; k + 5 <= n && !error; k++) error = strncmp(p + k, "error", 5) == 0;
+            bool take = pass == 0 ? index == 0 : index > 0 && n > 0 && (pass == 1) == error;
+            if (take && at < len) {
+                at += (size_t)snprintf(out + at, len - at, "%s%.*s", at ? "\n" : "", (int)n, p);
+                lines++;
+            }
+            p += n + (p[n] == '\n');
+        }
+    }
+}
+
 /* Finishes unit i of a done job, on the caller's thread: the module into the op's table (a key
  * loaded meanwhile keeps the first module, and this load is unloaded), the launch, or the
  * failure. */
@@ -346,9 +370,7 @@ static kt_status finish(kt__builder *bl, job *j, size_t i) {
         u->r.outcome = KT_OUTCOME_BUILD_FAILED;
         u->r.build_ms = first ? bd->build_ms : 0;
         char head[1024];
-        snprintf(head, sizeof head, "%.1023s", bd->log);
-        for (int lines = 0, k = 0; head[k]; k++) /* keep the first lines */
-            if (head[k] == '\n' && ++lines == 8) head[k] = '\0';
+        log_excerpt(bd->log, head, sizeof head, 8);
         kt__unit_message(&u->r, "%s", head, 0);
         kt__log(op->ctx, KT_LOG_WARN, "op '%s': variant %s of '%s' failed to build: %s", op->name, u->text, op->cands[u->cand].name,
                 head);
