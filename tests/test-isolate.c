@@ -599,21 +599,24 @@ static int hook_nothing(kt_arg *args, size_t nargs, void *user) {
  * the worker keeps a copy on its device and restores it from there (device to device) before each
  * later run, checked or not. Every run still starts from the caller's bytes: each configuration's
  * validation run (out += 2 in) matches the reference, and the caller sees one launch's sum. A
- * pre-hook may rewrite the buffer, so with one it is copied in before every run, as before. */
+ * pre-hook may rewrite the buffer, so with one it is copied in before every run, as before. A
+ * configuration that crashes its worker takes the kept copy with it: the replacement is sent
+ * the buffer again, and the configurations after the crash still start from the caller's bytes. */
 static void test_plugin_restores_on_device(void **state) {
     (void)state;
     void *h = plugin_open(KT_PLUGIN);
     char out_bytes[32];
     snprintf(out_bytes, sizeof out_bytes, "-%zu", (size_t)N * sizeof(float));
-    for (int c = 0; c < 3; c++) { /* checked on the device; checked here; with a pre-hook */
+    static const char *const names[] = {"there", "here", "hooked", "crashing"};
+    for (int c = 0; c < 4; c++) { /* checked on the device; checked here; with a pre-hook; with crashes between */
         log_reset();
         kt_context *ctx = NULL;
         kt_arg args[3];
         size_t dev;
-        kt_op *op = plug_op(h, c == 0 ? "kt_test_plug_checks" : "kt_test_plug", c == 2 ? "hooked" : c ? "here" : "there", 0, args,
-                            &dev, NULL, &ctx, KT_READ_WRITE);
+        kt_op *op = plug_op(h, c == 0 || c == 3 ? "kt_test_plug_checks" : "kt_test_plug", names[c], 0, args, &dev, NULL, &ctx,
+                            KT_READ_WRITE);
         if (c == 2) ok(kt_op_set_bench_hooks(op, hook_nothing, NULL, NULL));
-        plug_variants(op, (const char *const[]){"REPS", "[40, 1]", "MODE", "[5]", NULL});
+        plug_variants(op, (const char *const[]){"REPS", "[40, 1]", "MODE", c == 3 ? "[5, 1]" : "[5]", NULL});
         ok(kt_op_call(op, args, 3));
         float out[N], in[N];
         ok(kt_device_read(ctx, dev, out, args[0].ptr, sizeof out));
@@ -629,7 +632,12 @@ static void test_plugin_restores_on_device(void **state) {
         int mine = 0, launches = log_count("launch", &mine, NULL), uploads = log_count(upload, &mine, NULL),
             copies = log_count(d2d, &mine, NULL);
         assert_true(launches >= 4); /* two validation runs and at least one measured run of each */
-        if (c == 2) {
+        if (c == 3) { /* both MODE 1 configurations crashed their workers; the replacements were sent out again */
+            expect_unit(d, "REPS=40,MODE=1", KT_OUTCOME_CRASHED, "signal 11");
+            expect_unit(d, "REPS=1,MODE=1", KT_OUTCOME_CRASHED, "signal 11");
+            expect_unit(d, "REPS=1,MODE=5", KT_OUTCOME_MEASURED, NULL);
+            assert_true(uploads >= 4); /* out and the reference's out, once per worker that ran MODE 5 */
+        } else if (c == 2) {
             assert_int_equal(copies, 0);
             assert_int_equal(uploads, launches); /* in, every run: the pre-hook may have changed it */
         } else {
