@@ -19,7 +19,7 @@ static void test_malformed_problems(void **state) {
         {"02_values_type.json", "02_values_type.json: ConfigurationSpace.TuningParameters[1].Values: expected a string (a Python list, e.g. \"[16, 32, 64]\"), got an integer"},
         {"03_no_kernelspec.json", "03_no_kernelspec.json: KernelSpecification: missing; expected an object"},
         {"04_condition_syntax.json", "04_condition_syntax.json: ConfigurationSpace.Conditions[0].Expression: kt_space_add_constraint: expression 'TI +* 2 > 4': column 5: expected a value, found '*'"},
-        {"05_values_unclosed.json", "05_values_unclosed.json: ConfigurationSpace.TuningParameters[0].Values: kt_space_add_param: expression '[4, 16': column 7: expected ',' or ']', found the end"},
+        {"05_values_unclosed.json", "05_values_unclosed.json: ConfigurationSpace.TuningParameters[0].Values: kt_space_add_param: parameter 'TI': expression '[4, 16': column 7: expected ',' or ']', found the end"},
         {"06_missing_kernel.json", "06_missing_kernel.json: KernelSpecification.KernelFile: the kernel file " KT_DATA "/t1/bad/no_such_kernel.c cannot be read: No such file or directory"},
         {"07_language.json", "07_language.json: KernelSpecification.Language: 'Vulkan' is not supported; expected C, OpenCL or CUDA"},
         {"08_arg_type.json", "08_arg_type.json: KernelSpecification.Arguments[0].Type: 'float4' is not supported; expected bool, int8..int64, uint8..uint64, half, float or double"},
@@ -596,7 +596,7 @@ static void test_errors_name_their_source(void **state) {
     /* a --define value blames the option */
     snprintf(args, sizeof args, "tune '%s/t1/matmul_c.json' --define TI=abc", KT_DATA);
     assert_int_equal(run(args), 1);
-    expect_error("--define TI=abc: kt_space_add_param: expression '[abc]': column 2: name 'abc' is not defined");
+    expect_error("--define TI=abc: kt_space_add_param: parameter 'TI': expression '[abc]': column 2: name 'abc' is not defined");
     /* an unwritable --t4, found before any work, with the system's reason */
     char file[512];
     snprintf(file, sizeof file, "%s/plain", tmpdir);

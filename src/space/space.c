@@ -193,11 +193,13 @@ kt_status kt_space_add_param(kt_space *sp, const char *name, const char *values)
     if (sst != KT_OK) return sst;
     kt__expr *e = NULL;
     reads r;
-    kt_status st = parse(sp, values, where, &e, &r);
+    char named[160]; /* the expression's errors name the parameter too */
+    snprintf(named, sizeof named, "%s: parameter '%.100s'", where, name ? name : "");
+    kt_status st = parse(sp, values, named, &e, &r);
     if (st != KT_OK) return st;
     kt__arena scratch = {0};
     kt__value v;
-    st = kt__expr_eval(e, NULL, &scratch, where, &v);
+    st = kt__expr_eval(e, NULL, &scratch, named, &v);
     if (st == KT_OK && v.t != KT_V_LIST)
         st = kt__err(KT_ERR_INVALID_ARGUMENT, "%s: parameter '%s': values '%s' is not a list", where, name ? name : "",
                      values);
