@@ -1,0 +1,158 @@
+"""The Python package over the C library: ops of C variants tuned on numpy arrays, decisions,
+the cache file, and the errors a caller gets. Run by ctest (python/CMakeLists.txt) with the
+package built in the build tree; every test has its own artifact directory and cache."""
+
+import sqlite3
+
+import numpy as np
+import pytest
+
+import kerntune
+
+# out = 2 * x, REPS times over: REPS = 40 is 40 times the work of REPS = 1 (selection by design)
+SCALE = r"""
+void scale(float *out, const float *x, int n) {
+    for (int r = 0; r < REPS; r++)
+        for (int i = 0; i < n; i++) out[i] = 2.0f * x[i] + (float)(r - r);
+}
+"""
+
+# acc += x, in place, once per call
+ACCUMULATE = r"""
+void accumulate(float *acc, const float *x, int n) {
+    for (int r = 0; r < REPS; r++)
+        for (int i = 0; i < n; i++) if (r == REPS - 1) acc[i] += x[i];
+}
+"""
+
+# CRASH = 1 writes through a null pointer
+CRASHY = r"""
+void crashy(float *out, const float *x, int n) {
+    if (CRASH) *(volatile int *)0 = 1;
+    for (int i = 0; i < n; i++) out[i] = 2.0f * x[i];
+}
+"""
+
+N = 1 << 16
+
+
+@pytest.fixture
+def ctx(tmp_path):
+    return kerntune.Context(cache="off", artifact_dir=str(tmp_path / "artifacts"))
+
+
+def scale_op(ctx, name="scale"):
+    op = kerntune.Op(ctx, name, [("out", "float32", "w"), ("x", "float32", "r"), ("n", "int32")])
+    op.add_variants("scale", {"REPS": "[40, 1]"}, SCALE, "scale")
+    return op
+
+
+def test_tunes_and_runs_the_winner(ctx):
+    op = scale_op(ctx)
+    x = (np.arange(N, dtype=np.float32) % 13) - 6
+    out = np.full(N, 7.0, dtype=np.float32)
+    op(out, x, N)
+    assert np.array_equal(out, 2 * x)  # exactly: the winner's one launch
+    d = op.decision(out, x, N)
+    assert d.winner.config == "REPS=1"
+    assert {u.config: u.outcome for u in d.units} == {"REPS=40": "measured", "REPS=1": "measured"}
+    assert d.winner.time_ns > 0 and d.winner.runs >= 1
+    out[:] = 0
+    op(out, x, N)  # the same key: the recorded winner, no tuning
+    assert np.array_equal(out, 2 * x)
+
+
+def test_in_place_buffer_sees_one_launch(ctx):
+    op = kerntune.Op(ctx, "acc", [("acc", "float32", "rw"), ("x", "float32", "r"), ("n", "int32")])
+    op.add_variants("acc", {"REPS": [40, 1]}, ACCUMULATE, "accumulate")  # values as a list of ints
+    acc = np.ones(N, dtype=np.float32)
+    x = np.full(N, 2.0, dtype=np.float32)
+    op(acc, x, N)  # tuning ran the candidates many times: none of it shows
+    assert np.array_equal(acc, np.full(N, 3.0, dtype=np.float32))
+
+
+def test_a_crashing_candidate_is_disqualified_in_its_worker(ctx):
+    # the interpreter lives on: the candidate ran in kerntune's worker process
+    op = kerntune.Op(ctx, "crashy", [("out", "float32", "w"), ("x", "float32", "r"), ("n", "int32")], isolation="on")
+    op.add_variants("crashy", {"CRASH": "[1, 0]"}, CRASHY, "crashy")
+    x = np.arange(256, dtype=np.float32)
+    out = np.zeros(256, dtype=np.float32)
+    op(out, x, 256)
+    assert np.array_equal(out, 2 * x)
+    d = op.decision(out, x, 256)
+    assert d.winner.config == "CRASH=0"
+    crashed = [u for u in d.units if u.config == "CRASH=1"][0]
+    assert crashed.outcome == "crashed" and "signal 11" in crashed.message
+
+
+def test_bytearray_buffers(ctx):
+    op = scale_op(ctx, "bytes")
+    x = np.arange(64, dtype=np.float32)
+    out = bytearray(64 * 4)
+    op(out, x.tobytes(), 64)  # bytes for a buffer the op only reads
+    assert np.array_equal(np.frombuffer(out, dtype=np.float32), 2 * x)
+
+
+def test_the_cache_file_holds_the_decision(tmp_path):
+    path = str(tmp_path / "decisions.sqlite")
+    ctx = kerntune.Context(cache=path, artifact_dir=str(tmp_path / "artifacts"))
+    op = scale_op(ctx, "cached-scale")
+    x = np.ones(N, dtype=np.float32)
+    out = np.zeros(N, dtype=np.float32)
+    op(out, x, N)
+    del op, ctx  # the context closes the cache
+    rows = sqlite3.connect(path).execute("SELECT name FROM sqlite_master WHERE type = 'table'").fetchall()
+    assert rows  # a real SQLite file, written
+    found = False
+    con = sqlite3.connect(path)
+    for (table,) in rows:
+        for row in con.execute(f'SELECT * FROM "{table}"'):
+            found = found or any(isinstance(v, str) and "cached-scale" in v for v in row)
+    assert found
+
+
+def test_argument_errors(ctx):
+    op = scale_op(ctx, "errors")
+    x = np.ones(8, dtype=np.float32)
+    out = np.zeros(8, dtype=np.float32)
+    with pytest.raises(TypeError, match="takes 3 arguments, 2 given"):
+        op(out, x)
+    with pytest.raises(TypeError, match="argument 1: an array of '<f8', but the op declares float32"):
+        op(out, x.astype(np.float64), 8)
+    ro = np.zeros(8, dtype=np.float32)
+    ro.flags.writeable = False
+    with pytest.raises(ValueError, match="argument 0: the array is read-only, and the op writes this buffer"):
+        op(ro, x, 8)
+    with pytest.raises(ValueError, match="argument 0: the array is not contiguous"):
+        op(np.zeros(16, dtype=np.float32)[::2], x, 8)
+    with pytest.raises(TypeError, match="argument 0: bytes are read-only"):
+        op(bytes(32), x, 8)
+    with pytest.raises(TypeError, match="argument 1: expected an array"):
+        op(out, [1.0] * 8, 8)
+
+
+def test_declaration_errors(ctx):
+    with pytest.raises(ValueError, match=r"argument 1 \('x'\): unknown dtype 'float128'"):
+        kerntune.Op(ctx, "bad", [("out", "float32", "w"), ("x", "float128", "r")])
+    with pytest.raises(ValueError, match="access 'x': expected 'r', 'w' or 'rw'"):
+        kerntune.Op(ctx, "bad2", [("out", "float32", "x")])
+    with pytest.raises(TypeError, match="a kerntune.Context"):
+        kerntune.Op(object(), "bad3", [])
+    with pytest.raises(ValueError, match="isolation 'always': expected 'auto', 'on' or 'off'"):
+        kerntune.Op(ctx, "bad4", [], isolation="always")
+
+
+def test_kerntune_errors_carry_status_and_message(ctx):
+    op = kerntune.Op(ctx, "space", [("out", "float32", "w"), ("x", "float32", "r"), ("n", "int32")])
+    with pytest.raises(kerntune.Error) as e:
+        op.add_variants("scale", {"REPS": "[1, 2"}, SCALE, "scale")
+    assert e.value.status == "ERR_INVALID_ARGUMENT"
+    assert str(e.value) == "kt_space_add_param: parameter 'REPS': expression '[1, 2': column 6: expected ',' or ']', found the end"
+    op.add_variants("scale", {"REPS": "[1]"}, "this is not C", "scale")
+    x = np.ones(8, dtype=np.float32)
+    with pytest.raises(kerntune.Error) as e:
+        op(np.zeros(8, dtype=np.float32), x, 8)  # every variant fails to build
+    assert e.value.status == "ERR_ALL_FAILED"
+    d = op.decision(np.zeros(8, dtype=np.float32), x, 8)
+    assert d.winner is None and d.units[0].outcome == "build_failed" and "error" in d.units[0].message
+
