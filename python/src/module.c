@@ -239,7 +239,7 @@ static int Op_init(PyObject *self, PyObject *args, PyObject *kwds) {
         PyErr_SetString(PyExc_TypeError, "Op: context must be a kerntune.Context");
         return -1;
     }
-    if (o->op != NULL) {
+    if (o->op != NULL || o->context != NULL) {
         PyErr_SetString(PyExc_RuntimeError, "Op.__init__: already initialised");
         return -1;
     }
@@ -258,6 +258,8 @@ static int Op_init(PyObject *self, PyObject *args, PyObject *kwds) {
         PyErr_NoMemory();
         return -1;
     }
+    Py_INCREF(context); /* from here on: the op must not outlive its context, even a failed one */
+    o->context = context;
     st = kt_op_create(((ContextObject *)context)->ctx, name, &o->op);
     if (st == KT_OK && device != 0) st = kt_op_set_device(o->op, (size_t)device);
     if (st == KT_OK) st = kt_op_set_isolation(o->op, iso);
@@ -271,8 +273,6 @@ static int Op_init(PyObject *self, PyObject *args, PyObject *kwds) {
         Py_XDECREF(spec);
         if (rc != 0) return -1;
     }
-    Py_INCREF(context);
-    o->context = context;
     return 0;
 }
 

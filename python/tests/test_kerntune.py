@@ -62,6 +62,14 @@ def test_tunes_and_runs_the_winner(ctx):
     assert np.array_equal(out, 2 * x)
 
 
+def test_an_op_keeps_its_context(tmp_path):
+    op = scale_op(kerntune.Context(cache="off", artifact_dir=str(tmp_path / "artifacts")))  # no other reference to it
+    x = np.arange(64, dtype=np.float32)
+    out = np.zeros(64, dtype=np.float32)
+    op(out, x, 64)
+    assert np.array_equal(out, 2 * x)
+
+
 def test_in_place_buffer_sees_one_launch(ctx):
     op = kerntune.Op(ctx, "acc", [("acc", "float32", "rw"), ("x", "float32", "r"), ("n", "int32")])
     op.add_variants("acc", {"REPS": [40, 1]}, ACCUMULATE, "accumulate")  # values as a list of ints
