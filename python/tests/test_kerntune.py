@@ -2,7 +2,9 @@
 the cache file, and the errors a caller gets. Run by ctest (python/CMakeLists.txt) with the
 package built in the build tree; every test has its own artifact directory and cache."""
 
+import os
 import sqlite3
+import subprocess
 
 import numpy as np
 import pytest
@@ -91,6 +93,32 @@ def test_a_crashing_candidate_is_disqualified_in_its_worker(ctx):
     assert d.winner.config == "CRASH=0"
     crashed = [u for u in d.units if u.config == "CRASH=1"][0]
     assert crashed.outcome == "crashed" and "signal 11" in crashed.message
+
+
+def test_budget_and_search(ctx):
+    op = kerntune.Op(ctx, "budgeted", [("out", "float32", "w"), ("x", "float32", "r"), ("n", "int32")])
+    op.add_variants("scale", {"REPS": "[1, 2, 3, 4, 5, 6]"}, SCALE, "scale")
+    with pytest.raises(kerntune.Error, match="sideways"):
+        op.set_search("sideways")
+    with pytest.raises(ValueError, match="units must be 0"):
+        op.set_budget(units=-1)
+    op.set_search("random", seed=3)
+    op.set_budget(units=2)
+    x = np.ones(64, dtype=np.float32)
+    op(np.zeros(64, dtype=np.float32), x, 64)
+    d = op.decision(np.zeros(64, dtype=np.float32), x, 64)
+    assert sorted(u.outcome for u in d.units) == ["measured"] * 2 + ["not_run"] * 4
+    with pytest.raises(kerntune.Error, match="the op was already called"):
+        op.set_budget(units=3)
+
+
+@pytest.mark.skipif("KT_CLI" not in os.environ, reason="the kerntune command's path comes from ctest")
+def test_devices_are_the_commands():
+    # the same devices, in the same order, as `kerntune devices` lists
+    listed = subprocess.run([os.environ["KT_CLI"], "devices"], capture_output=True, text=True, check=True).stdout
+    rows = [line.split(None, 2) for line in listed.splitlines()[1:] if not line.startswith("unavailable")]
+    names = kerntune.Context(cache="off").devices()
+    assert names == [r[2] for r in rows] and len(names) >= 1
 
 
 def test_bytearray_buffers(ctx):
