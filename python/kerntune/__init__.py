@@ -11,8 +11,10 @@ library's:
     print(op.decision(out, x, len(x)).winner)
 
 Buffers are numpy arrays (anything with numpy's __array_interface__: contiguous, of the declared
-dtype, writable where the op writes), bytearrays, or bytes for buffers the op only reads; they
-are passed without copies. The interpreter's lock is released while kerntune tunes and calls.
+dtype, writable where the op writes), bytearrays, or bytes for buffers the op only reads; on the
+host CPU (device 0) they are passed without copies, and on another device (Op's device=, an
+index of Context.devices()) each call copies them to the device and back. The interpreter's
+lock is released while kerntune tunes and calls.
 Errors raise kerntune.Error, whose `status` names kerntune's status ("KT_ERR_...").
 """
 
@@ -27,7 +29,23 @@ if os.path.exists(_worker):
 
 from ._kerntune import Context, Error, Op  # noqa: E402 (after the worker's path is set)
 
-__all__ = ["Context", "Decision", "Error", "Op", "Unit"]
+__all__ = ["Context", "Decision", "Device", "Error", "Op", "Unit"]
+
+
+class Device(NamedTuple):
+    """One of a context's devices: its index (Op's device), its backend and its name."""
+
+    index: int
+    backend: str  # "c" (device 0, the host CPU), "opencl", "cuda"
+    name: str
+
+
+def _devices(self):
+    """devices() -> [Device]: the context's devices, by index (as `kerntune devices` lists them)."""
+    return [Device(i, backend, name) for i, (backend, name) in enumerate(self._devices())]
+
+
+Context.devices = _devices
 
 
 class Unit(NamedTuple):

@@ -138,18 +138,19 @@ static PyObject *Context_devices(PyObject *self, PyObject *noargs) {
     size_t n = kt_context_device_count(c->ctx);
     PyObject *list = PyList_New((Py_ssize_t)n);
     for (size_t i = 0; list && i < n; i++) {
-        PyObject *name = PyUnicode_FromString(kt_device_name(kt_context_device(c->ctx, i)));
-        if (name == NULL) {
+        const kt_device *dev = kt_context_device(c->ctx, i);
+        PyObject *t = Py_BuildValue("(ss)", kt_device_backend(dev), kt_device_name(dev));
+        if (t == NULL) {
             Py_DECREF(list);
             return NULL;
         }
-        PyList_SetItem(list, (Py_ssize_t)i, name); /* steals */
+        PyList_SetItem(list, (Py_ssize_t)i, t); /* steals */
     }
     return list;
 }
 
 static PyMethodDef Context_methods[] = {
-    {"devices", Context_devices, METH_NOARGS, "devices() -> list of the context's device names, by index"},
+    {"_devices", Context_devices, METH_NOARGS, "_devices() -> [(backend, name)], by index; see Context.devices"},
     {NULL, NULL, 0, NULL},
 };
 
@@ -172,6 +173,7 @@ typedef struct {
     PyObject_HEAD
     PyObject *context; /* the Context: the op must not outlive it */
     kt_op *op;
+    size_t device;     /* 0: the host CPU, whose candidates take host memory; others are staged */
     size_t nargs;
     kt_type *types;    /* per argument: KT_TYPE_BUFFER, or the scalar's type */
     kt_type *elems;    /* per buffer: its element type */
@@ -261,6 +263,11 @@ static int Op_init(PyObject *self, PyObject *args, PyObject *kwds) {
     Py_INCREF(context); /* from here on: the op must not outlive its context, even a failed one */
     o->context = context;
     st = kt_op_create(((ContextObject *)context)->ctx, name, &o->op);
+    if (device < 0) {
+        PyErr_SetString(PyExc_ValueError, "Op: device must be a device's index (Context.devices())");
+        return -1;
+    }
+    o->device = (size_t)device;
     if (st == KT_OK && device != 0) st = kt_op_set_device(o->op, (size_t)device);
     if (st == KT_OK) st = kt_op_set_isolation(o->op, iso);
     if (st != KT_OK) {
@@ -350,12 +357,18 @@ static kt_status add_param(kt_space *sp, const char *name, PyObject *value, PyOb
 
 static PyObject *Op_add_variants(PyObject *self, PyObject *args, PyObject *kwds) {
     OpObject *o = (OpObject *)self;
-    static char *kwlist[] = {"name", "params", "source", "kernel", "constraints", "options", NULL};
-    const char *name = NULL, *source = NULL, *kernel = NULL;
-    PyObject *params = NULL, *constraints = NULL, *options = NULL;
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "sOss|OO:add_variants", kwlist, &name, &params, &source, &kernel, &constraints,
-                                     &options))
+    static char *kwlist[] = {"name",     "params", "source",        "kernel", "constraints", "options", "inputs",
+                             "global_size", "grid", "block", "shared_memory", NULL};
+    const char *name = NULL, *source = NULL, *kernel = NULL, *shared = NULL;
+    PyObject *params = NULL, *constraints = NULL, *options = NULL, *inputs = NULL, *global = NULL, *grid = NULL, *block = NULL;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "sOss|OOOOOOz:add_variants", kwlist, &name, &params, &source, &kernel,
+                                     &constraints, &options, &inputs, &global, &grid, &block, &shared))
         return NULL;
+    if (global && global != Py_None && grid && grid != Py_None) {
+        PyErr_SetString(PyExc_ValueError, "add_variants: global_size (work-items, as OpenCL counts) or grid (blocks, as CUDA "
+                                          "counts), not both");
+        return NULL;
+    }
     if (!PyDict_Check(params)) {
         PyErr_SetString(PyExc_TypeError, "add_variants: params must be a dict of parameter name to its values (a string "
                                          "such as '[1, 2, 4]' or 'range(8)', or a list of ints)");
@@ -380,6 +393,30 @@ static PyObject *Op_add_variants(PyObject *self, PyObject *args, PyObject *kwds)
         if (cons == NULL) st = KT_ERR_INVALID_ARGUMENT, raised = true;
     }
     for (size_t i = 0; st == KT_OK && i < nc; i++) st = kt_space_add_constraint(sp, cons[i]);
+    size_t ni = 0, ng = 0, nb = 0;
+    const char **ins = NULL, **glob = NULL, **blk = NULL;
+    if (st == KT_OK && inputs && inputs != Py_None) { /* op arguments the space reads (a scalar's value, a buffer's length) */
+        ins = strings(inputs, "add_variants: inputs", &ni, keep);
+        if (ins == NULL) st = KT_ERR_INVALID_ARGUMENT, raised = true;
+    }
+    for (size_t i = 0; st == KT_OK && i < ni; i++) st = kt_space_add_input(sp, ins[i]);
+    PyObject *gl = global && global != Py_None ? global : grid && grid != Py_None ? grid : NULL;
+    if (st == KT_OK && gl && ((glob = strings(gl, "add_variants: global_size or grid", &ng, keep)) == NULL || ng < 1 || ng > 3)) {
+        if (glob) PyErr_SetString(PyExc_ValueError, "add_variants: global_size or grid: one to three expressions");
+        st = KT_ERR_INVALID_ARGUMENT, raised = true;
+    }
+    if (st == KT_OK && block && block != Py_None &&
+        ((blk = strings(block, "add_variants: block", &nb, keep)) == NULL || nb < 1 || nb > 3)) {
+        if (blk) PyErr_SetString(PyExc_ValueError, "add_variants: block: one to three expressions");
+        st = KT_ERR_INVALID_ARGUMENT, raised = true;
+    }
+    if (st == KT_OK && (gl || blk || shared)) {
+        const char *g3[3] = {NULL, NULL, NULL}, *b3[3] = {NULL, NULL, NULL};
+        for (size_t i = 0; i < ng; i++) g3[i] = glob[i];
+        for (size_t i = 0; i < nb; i++) b3[i] = blk[i];
+        st = kt_space_set_geometry(sp, global && global != Py_None ? KT_GEOMETRY_GLOBAL : KT_GEOMETRY_GRID, g3, b3, shared);
+    }
+    PyMem_Free(ins), PyMem_Free(glob), PyMem_Free(blk);
     if (st == KT_OK && options && options != Py_None) {
         opts = strings(options, "add_variants: options", &no, keep);
         if (opts == NULL) st = KT_ERR_INVALID_ARGUMENT, raised = true;
@@ -487,6 +524,30 @@ fail:
     return NULL;
 }
 
+/* A call on a device other than the host CPU, whose buffers live in the device's memory: each
+ * host array is copied to a device buffer first (unless the op only writes it) and back after
+ * (unless the op only reads it). dev: room for the device's arguments. Runs without the GIL. */
+static kt_status call_staged(OpObject *o, const kt_arg *a, kt_arg *dev) {
+    kt_context *ctx = ((ContextObject *)o->context)->ctx;
+    memcpy(dev, a, o->nargs * sizeof *a);
+    kt_status st = KT_OK;
+    size_t done = 0;
+    for (; st == KT_OK && done < o->nargs; done++) {
+        if (o->types[done] != KT_TYPE_BUFFER || a[done].bytes == 0) continue;
+        st = kt_device_alloc(ctx, o->device, a[done].bytes, &dev[done].ptr);
+        if (st != KT_OK) dev[done].ptr = NULL;
+        if (st == KT_OK && o->access[done] != KT_WRITE_ONLY)
+            st = kt_device_write(ctx, o->device, dev[done].ptr, a[done].ptr, a[done].bytes);
+    }
+    if (st == KT_OK) st = kt_op_call(o->op, dev, o->nargs);
+    for (size_t i = 0; st == KT_OK && i < o->nargs; i++)
+        if (o->types[i] == KT_TYPE_BUFFER && a[i].bytes > 0 && o->access[i] != KT_READ_ONLY)
+            st = kt_device_read(ctx, o->device, a[i].ptr, dev[i].ptr, a[i].bytes);
+    for (size_t i = 0; i < done; i++)
+        if (o->types[i] == KT_TYPE_BUFFER && a[i].bytes > 0 && dev[i].ptr) kt_device_free(ctx, o->device, dev[i].ptr);
+    return st;
+}
+
 static PyObject *Op_call(PyObject *self, PyObject *args, PyObject *kwds) {
     OpObject *o = (OpObject *)self;
     if (kwds && PyDict_Size(kwds) > 0) {
@@ -495,11 +556,16 @@ static PyObject *Op_call(PyObject *self, PyObject *args, PyObject *kwds) {
     }
     kt_arg *a = to_args(o, args);
     if (a == NULL) return NULL;
+    kt_arg *dev = o->device == 0 ? NULL : PyMem_Calloc(o->nargs ? o->nargs : 1, sizeof *dev);
+    if (o->device != 0 && dev == NULL) {
+        PyMem_Free(a);
+        return PyErr_NoMemory();
+    }
     kt_status st;
     Py_BEGIN_ALLOW_THREADS /* the arguments' objects are held by args meanwhile */
-    st = kt_op_call(o->op, a, o->nargs);
+    st = o->device == 0 ? kt_op_call(o->op, a, o->nargs) : call_staged(o, a, dev);
     Py_END_ALLOW_THREADS
-    PyMem_Free(a);
+    PyMem_Free(a), PyMem_Free(dev);
     if (st != KT_OK) return raise_kt(st);
     Py_RETURN_NONE;
 }

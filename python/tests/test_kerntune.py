@@ -117,8 +117,38 @@ def test_devices_are_the_commands():
     # the same devices, in the same order, as `kerntune devices` lists
     listed = subprocess.run([os.environ["KT_CLI"], "devices"], capture_output=True, text=True, check=True).stdout
     rows = [line.split(None, 2) for line in listed.splitlines()[1:] if not line.startswith("unavailable")]
-    names = kerntune.Context(cache="off").devices()
-    assert names == [r[2] for r in rows] and len(names) >= 1
+    devices = kerntune.Context(cache="off").devices()
+    assert [(d.backend, str(d.index), d.name) for d in devices] == [tuple(r) for r in rows]
+    assert devices[0].index == 0 and devices[0].backend == "c"
+
+
+# out = 2 * x, by work-items of a block of BS, REPS times over
+SCALE_CL = r"""
+__kernel void scale(__global float *out, __global const float *x, int n) {
+    int i = get_global_id(0);
+    for (int r = 0; r < REPS; r++)
+        if (i < n) out[i] = 2.0f * x[i] + (float)(r - r);
+}
+"""
+
+
+def test_opencl_candidates_on_pocl(ctx):
+    # numpy arrays on an OpenCL device: copied there and back around each call
+    opencl = [d for d in ctx.devices() if d.backend == "opencl"]
+    assert opencl, "no OpenCL device: make check installs PoCL (scripts/install-deps.sh)"
+    op = kerntune.Op(ctx, "scale-cl", [("out", "float32", "w"), ("x", "float32", "r"), ("n", "int32")], device=opencl[0].index)
+    op.add_variants("scale", {"BS": "[32, 64]", "REPS": "[200, 1]"}, SCALE_CL, "scale", inputs=["n"],
+                    global_size=["(n + BS - 1) // BS * BS"], block=["BS"])
+    n = 50000
+    x = (np.arange(n, dtype=np.float32) % 7) - 3
+    out = np.zeros(n, dtype=np.float32)
+    op(out, x, n)
+    assert np.array_equal(out, 2 * x)
+    d = op.decision(out, x, n)
+    assert d.winner.config.endswith("REPS=1")
+    assert sorted(u.outcome for u in d.units) == ["measured"] * 4
+    with pytest.raises(ValueError, match="not both"):
+        op.add_variants("other", {"BS": "[32]"}, SCALE_CL, "scale", global_size=["n"], grid=["1"])
 
 
 def test_bytearray_buffers(ctx):
