@@ -53,7 +53,7 @@ class Unit(NamedTuple):
 
     config: str  # "NAME=VALUE,..." (a native candidate's name)
     outcome: str  # "measured", "invalid", "build_failed", ... (kt_outcome_name)
-    time_ns: float  # its measured time (NaN or 0 when it was not measured)
+    time_ns: float  # its measured time, -1 when it was not measured
     runs: int  # how many runs measured it
     message: str  # why it failed, when it did
 

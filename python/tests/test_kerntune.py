@@ -221,4 +221,5 @@ def test_kerntune_errors_carry_status_and_message(ctx):
     assert e.value.status == "ERR_ALL_FAILED"
     d = op.decision(np.zeros(8, dtype=np.float32), x, 8)
     assert d.winner is None and d.units[0].outcome == "build_failed" and "error" in d.units[0].message
+    assert d.units[0].time_ns == -1 and d.units[0].runs == 0
 
