@@ -617,7 +617,7 @@ bool kt__worker_run(kt__worker *w, size_t id, const kt_arg *run_args, bool flush
                          run_args[i].bytes, (unsigned long long)a[i].bytes);
         if (run_args[i].bytes == 0) continue;
         /* the same bytes before every run: restored there from the copy it keeps, once it has one */
-        bool same = i < 64 && w->io.same && w->io.same[i] && run_args[i].ptr == w->io.args[i].ptr;
+        bool same = i < 64 && w->io.same && w->io.refreshed && w->io.refreshed[i] && run_args[i].ptr == w->io.args[i].ptr;
         bool restore = same && (w->kept >> i & 1);
         bool in = !restore && (copy_in(w, i, full) || run_args[i].ptr != w->io.args[i].ptr); /* a substitute goes every time */
         if (i < 64 && in) m.in |= (uint64_t)1 << i;

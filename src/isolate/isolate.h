@@ -37,8 +37,8 @@ typedef struct kt__iso_args {
     size_t nargs;
     const bool *refreshed;    /* per argument: rewritten before every run (a ReadWrite buffer
                                * restored, an accumulating output refilled): copied in every run */
-    const bool *same;         /* per argument, or NULL: of those, rewritten with the same bytes
-                               * every time (no pre-hook): the worker restores it on its device */
+    bool same;                /* those come with the same bytes every time (no pre-hook may
+                               * change them): the worker restores them on its device */
     /* copy bytes of a work buffer to host memory, and host memory into a work buffer */
     kt_status (*to_host)(void *user, void *dst, const void *buf, size_t bytes);
     kt_status (*from_host)(void *user, void *buf, const void *src, size_t bytes);

@@ -257,8 +257,7 @@ typedef struct tuning {
     size_t host_flush_len;
     bool *acc;                 /* per unit: it may run in this tuning (accepting) */
     bool isolated, natives;    /* some accepted variant runs in a worker; some native may */
-    bool *refreshed;           /* per argument, for the workers (iso_args), */
-    bool *same;                /* and which of those come with the same bytes every run */
+    bool *refreshed;           /* per argument, for the workers (iso_args) */
     kt__worker *native_worker; /* started for this tuning: it holds this tuning's natives */
     bool iso_locked;           /* holds the context's iso_lock (the device's worker) */
     bool recalled;             /* some unit's time comes from the persistent cache */
@@ -385,15 +384,13 @@ static kt_status iso_from_host(void *ws, void *buf, const void *src, size_t n) {
 
 /* What a worker needs of the workset: the work arguments, which of them the tuning rewrites
  * before every run (ReadWrite restored, accumulating outputs refilled), and copies. */
-static kt__iso_args iso_args(const kt_op *op, kt__workset *ws, bool *refreshed, bool *same) {
-    for (size_t i = 0; i < op->nargs; i++) {
+static kt__iso_args iso_args(const kt_op *op, kt__workset *ws, bool *refreshed) {
+    for (size_t i = 0; i < op->nargs; i++)
         refreshed[i] = op->args[i].access == KT_READ_WRITE || (op->args[i].access == KT_WRITE_ONLY && op->args[i].accumulate);
-        /* restored from its pristine copy, or filled with the accumulator's start, before every run:
-         * the same bytes each time, unless a pre-hook may change them */
-        same[i] = refreshed[i] && op->pre_hook == NULL;
-    }
-    return (kt__iso_args){.args = ws->args, .nargs = op->nargs, .refreshed = refreshed, .same = same, .to_host = iso_to_host,
-                          .from_host = iso_from_host, .user = ws};
+    /* restored from its pristine copy, or filled with the accumulator's start, before every run:
+     * the same bytes each time, unless a pre-hook may change them */
+    return (kt__iso_args){.args = ws->args, .nargs = op->nargs, .refreshed = refreshed, .same = op->pre_hook == NULL,
+                          .to_host = iso_to_host, .from_host = iso_from_host, .user = ws};
 }
 
 /* The reference's run, through its trial (so in its worker when isolated). */
@@ -439,9 +436,7 @@ static kt_status set_up(tuning *tu, const kt_arg *caller, kt_inputs inputs, bool
         tu->isolated = tu->isolated || (tu->acc[i] && isolate(op, &d->units[i]));
         tu->natives = tu->natives || (tu->acc[i] && d->units[i].text == NULL && op->isolation == KT_ISOLATE_ON);
     }
-    if (st == KT_OK && (tu->isolated || tu->natives) &&
-        ((tu->refreshed = calloc(op->nargs ? op->nargs : 1, sizeof *tu->refreshed)) == NULL ||
-         (tu->same = calloc(op->nargs ? op->nargs : 1, sizeof *tu->same)) == NULL))
+    if (st == KT_OK && (tu->isolated || tu->natives) && (tu->refreshed = calloc(op->nargs ? op->nargs : 1, sizeof *tu->refreshed)) == NULL)
         st = kt__err(KT_ERR_NO_MEMORY, "%s(op '%s'): out of memory", d->where, op->name);
     return st;
 }
@@ -459,7 +454,7 @@ static kt_status start_natives_worker(tuning *tu) {
         char why[512];
         const char *stays = native_stays(tu->ws, u);
         if (stays == NULL && tu->native_worker == NULL) { /* the first that may: the worker's setup */
-            kt__iso_args io = iso_args(op, tu->ws, tu->refreshed, tu->same);
+            kt__iso_args io = iso_args(op, tu->ws, tu->refreshed);
             if ((st = kt__worker_setup_natives(&tu->native_worker, &io)) != KT_OK) break;
         }
         if (stays == NULL && kt__worker_add_native(tu->native_worker, u->fn, u->user, &tu->trials[i].worker_id, why, sizeof why)) {
@@ -498,7 +493,7 @@ static kt_status start_device_worker(tuning *tu) {
     size_t local;
     const char *fp;
     kt__op_backend(op, &b, &bstate, &local, &fp);
-    kt__iso_args io = iso_args(op, tu->ws, tu->refreshed, tu->same);
+    kt__iso_args io = iso_args(op, tu->ws, tu->refreshed);
     kt_status st = kt__worker_setup_backend(&op->ctx->workers[op->device], b, fp, &io);
     if (st == KT_ERR_NOT_FOUND) { /* this backend's variants cannot run in a worker: here, then */
         kt__log(op->ctx, KT_LOG_INFO, "op '%s': variants run in this process, not in a worker: %s", op->name, kt_last_error());
@@ -1063,7 +1058,6 @@ kt_status kt__measure_all(kt_op *op, kt_decision *d, const kt_arg *caller, bool 
         kt__workset_free(&ws);
     }
     free(tu.refreshed);
-    free(tu.same);
     free(tu.host_flush);
     free(tu.trials);
     free(tu.acc);
