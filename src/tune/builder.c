@@ -8,8 +8,8 @@
  * a key another tuning of the op loaded already is not built again. Building and loading happen
  * on the builder's threads (as the build pool's threads did); a taken unit is finished on the
  * caller's thread: its module adopted into the op's table, its launch made runnable, or
- * BUILD_FAILED with lines of its log (the first, then those that say "error"). kt__build_some, building synchronously, is a
- * submit and a take of everything.
+ * BUILD_FAILED with lines of its log (the first, then those that say "error"). kt__build_some,
+ * building synchronously, is a submit and a take of everything.
  */
 #define _GNU_SOURCE /* syscall (the build thread's id, for its priority) */
 #include "backends/backends.h"

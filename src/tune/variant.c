@@ -434,10 +434,8 @@ kt_status kt__build_some(kt_op *op, kt_decision *d, kt__plans *pl, const size_t 
     bool any = false;
     for (size_t j = 0; j < n; j++) any = any || kt__unit_planned(pl, units[j]);
     if (!any) return KT_OK;
-    size_t distinct = 0, threads = op->ctx->artifacts.threads;
+    size_t distinct = 0, threads = kt_context_compile_threads(op->ctx);
     for (size_t j = 0; j < n; j++) distinct += kt__unit_planned(pl, units[j]);
-    if (threads == 0) threads = (size_t)sysconf(_SC_NPROCESSORS_ONLN); /* one per core */
-    if (threads < 1) threads = 1;
     if (threads > distinct) threads = distinct; /* no more threads than builds */
     kt__builder *bl = NULL;
     kt_status st = kt__builder_start(op, d, pl, threads, deadline > 0, false, &bl);
