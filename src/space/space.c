@@ -200,18 +200,12 @@ kt_status kt_space_add_param(kt_space *sp, const char *name, const char *values)
     kt__arena scratch = {0};
     kt__value v;
     st = kt__expr_eval(e, NULL, &scratch, named, &v);
-    if (st == KT_OK && v.t != KT_V_LIST)
-        st = kt__err(KT_ERR_INVALID_ARGUMENT, "%s: parameter '%s': values '%s' is not a list", where, name ? name : "",
-                     values);
-    if (st == KT_OK && v.list.n == 0)
-        st = kt__err(KT_ERR_INVALID_ARGUMENT, "%s: parameter '%s': values '%s' is an empty list", where, name ? name : "",
-                     values);
-    if (st == KT_OK && v.list.n > 65535)
-        st = kt__err(KT_ERR_LIMIT, "%s: parameter '%s' has %zu values; at most 65535", where, name ? name : "", v.list.n);
+    if (st == KT_OK && v.t != KT_V_LIST) st = kt__err(KT_ERR_INVALID_ARGUMENT, "%s: values '%s' is not a list", named, values);
+    if (st == KT_OK && v.list.n == 0) st = kt__err(KT_ERR_INVALID_ARGUMENT, "%s: values '%s' is an empty list", named, values);
+    if (st == KT_OK && v.list.n > 65535) st = kt__err(KT_ERR_LIMIT, "%s has %zu values; at most 65535", named, v.list.n);
     for (size_t i = 0; st == KT_OK && i < v.list.n; i++)
         if (!param_value_ok(&v.list.items[i]))
-            st = kt__err(KT_ERR_INVALID_ARGUMENT, "%s: parameter '%s': value %zu is not an int, float, bool or string", where,
-                         name ? name : "", i);
+            st = kt__err(KT_ERR_INVALID_ARGUMENT, "%s: value %zu is not an int, float, bool or string", named, i);
     if (st == KT_OK) st = distinct_values(name, values, &v, where);
     kt__value *stored = NULL;
     if (st == KT_OK) st = store_values(sp, v.list.items, v.list.n, &stored, where);
