@@ -13,7 +13,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 /* A space input's value from the argument that binds it: a scalar's value, a buffer's element
  * count. */
