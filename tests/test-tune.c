@@ -359,17 +359,28 @@ static size_t t4_count(const char *path, const char *invalidity) {
     return n;
 }
 
+/* Tunes matmul_c.json with its KernelFile replaced by file (written into tmpdir with text),
+ * writing the T4 file t4path; returns the exit status. */
+static int tune_kernel_file(const char *file, const char *text, const char *t4path) {
+    char path[512], problem[600], kernel_file[600], args[2048];
+    snprintf(path, sizeof path, "%s/%s", tmpdir, file);
+    write_file(path, text);
+    snprintf(problem, sizeof problem, "%s.json", file);
+    snprintf(kernel_file, sizeof kernel_file, "\"%s\"", file);
+    mutate("matmul_c.json", problem, "KernelSpecification.KernelFile", kernel_file);
+    snprintf(args, sizeof args, "tune '%s/%s' --t4 '%s'", tmpdir, problem, t4path);
+    return run(args);
+}
+
 static void test_all_failed_says_why(void **state) {
     (void)state;
     make_tmpdir();
-    char path[512], args[2048], t4path[512];
+    char args[2048], t4path[512];
     snprintf(t4path, sizeof t4path, "%s/out.t4.json", tmpdir);
     /* a KernelFile that is not C (a copy of a passwd file): every configuration fails to compile */
-    snprintf(path, sizeof path, "%s/passwd", tmpdir);
-    write_file(path, "root:x:0:0:root:/root:/bin/bash\ndaemon:x:1:1:daemon:/usr/sbin:/usr/sbin/nologin\n");
-    mutate("matmul_c.json", "passwd.json", "KernelSpecification.KernelFile", "\"passwd\"");
-    snprintf(args, sizeof args, "tune '%s/passwd.json' --t4 '%s'", tmpdir, t4path);
-    assert_int_equal(run(args), 1);
+    assert_int_equal(tune_kernel_file("passwd", "root:x:0:0:root:/root:/bin/bash\ndaemon:x:1:1:daemon:/usr/sbin:/usr/sbin/nologin\n",
+                                      t4path),
+                     1);
     assert_non_null(strstr(out, "no configuration is valid\n"));
     assert_non_null(strstr(out, "5 configurations: 0 measured, 5 failed (5 compile, 0 runtime, 0 crashed, 0 timeout, 0 correctness, 0 rejected), 0 not run\n"));
     assert_non_null(strstr(out, "  compile (5), the first ones:\n    TI=4,TK=8\n      cc exited with 1: "));
@@ -386,11 +397,10 @@ static void test_all_failed_says_why(void **state) {
     assert_int_equal(json_integer_value(json_object_get(json_object_get(json_array_get(ex, 0), "configuration"), "TI")), 4);
     json_decref(s);
     /* a compiler that warns at length before its error: the error is among the lines shown */
-    snprintf(path, sizeof path, "%s/warned.c", tmpdir);
-    write_file(path, "#warning first\n#warning second\n#warning third\n#warning fourth\n#error the reason it failed\n");
-    mutate("matmul_c.json", "warned.json", "KernelSpecification.KernelFile", "\"warned.c\"");
-    snprintf(args, sizeof args, "tune '%s/warned.json' --t4 '%s'", tmpdir, t4path);
-    assert_int_equal(run(args), 1);
+    assert_int_equal(
+        tune_kernel_file("warned.c", "#warning first\n#warning second\n#warning third\n#warning fourth\n#error the reason it failed\n",
+                         t4path),
+        1);
     assert_non_null(strstr(out, "  compile (5), the first ones:\n    TI=4,TK=8\n      cc exited with 1: "));
     assert_non_null(strstr(out, "error: #error the reason it failed"));
     /* bad CompilerOptions: the same, with the compiler's complaint */
