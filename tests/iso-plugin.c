@@ -250,6 +250,32 @@ static kt_status plug_launch(void *state, size_t device, void *module, const kt_
     return KT_OK;
 }
 
+/* ABI 16: evicting a run's buffers logs "evict-BYTES" for each; the whole cache's flush logs
+ * "flush". kt_test_plug_flush evicts; kt_test_plug_flush_whole's flush_buffers cannot for its
+ * device (KT_ERR_NOT_FOUND, logged "evict-refused"), so the core flushes the whole cache. */
+static kt_status plug_flush(void *state, size_t device, char *err, size_t errlen) {
+    (void)state, (void)device, (void)err, (void)errlen;
+    note("flush");
+    return KT_OK;
+}
+
+static kt_status plug_flush_buffers(void *state, size_t device, const kt_arg *args, size_t nargs, char *err, size_t errlen) {
+    (void)state, (void)device, (void)err, (void)errlen;
+    for (size_t i = 0; i < nargs; i++) {
+        if (args[i].type != KT_TYPE_BUFFER) continue;
+        char what[48];
+        snprintf(what, sizeof what, "evict-%zu", args[i].bytes);
+        note(what);
+    }
+    return KT_OK;
+}
+
+static kt_status plug_flush_refused(void *state, size_t device, const kt_arg *args, size_t nargs, char *err, size_t errlen) {
+    (void)state, (void)device, (void)args, (void)nargs, (void)err, (void)errlen;
+    note("evict-refused");
+    return KT_ERR_NOT_FOUND;
+}
+
 #define PLUG_TABLE(caps_)                                                                          \
     .abi_version = KT_BACKEND_ABI_VERSION,                                                         \
      .device_count = plug_count,                                                                   \
@@ -277,6 +303,12 @@ const kt_backend kt_test_plug_pipe = {.name = "plugpipe", PLUG_TABLE(KT_BACKEND_
 /* The same backend, checking on its device. */
 const kt_backend kt_test_plug_checks = {.name = "plugchecks", PLUG_TABLE(KT_BACKEND_CAP_WORKER), .digest = plug_digest,
                                         .all_close = plug_all_close};
+
+/* The same backend, flushing its cache by the run's buffers (ABI 16), or unable to. */
+const kt_backend kt_test_plug_flush = {.name = "plugflush", PLUG_TABLE(KT_BACKEND_CAP_WORKER), .flush = plug_flush,
+                                       .flush_buffers = plug_flush_buffers};
+const kt_backend kt_test_plug_flush_whole = {.name = "plugflushwhole", PLUG_TABLE(KT_BACKEND_CAP_WORKER), .flush = plug_flush,
+                                             .flush_buffers = plug_flush_refused};
 
 /* Native candidates: twice, user times over (user is a number), and one that fails with 42. */
 static int native_twice(const kt_arg *args, size_t nargs, void *user) {

@@ -232,6 +232,52 @@ static void test_plugin_restores_on_device(void **state) {
     dlclose(h);
 }
 
+/* Before every validation and measured run the device's cache is flushed: a backend of ABI 16
+ * that can evict the run's buffers is asked to (out and in, each time), and its whole-cache
+ * flush is not; one whose flush_buffers cannot for its device (KT_ERR_NOT_FOUND) gets its whole
+ * cache flushed instead. Both in the tuning process and in a worker. */
+static void test_plugin_flushes_run_buffers(void **state) {
+    (void)state;
+    void *h = plugin_open(KT_PLUGIN);
+    char out_evict[48], in_evict[48];
+    snprintf(out_evict, sizeof out_evict, "evict-%zu", (size_t)N * sizeof(float));
+    snprintf(in_evict, sizeof in_evict, "evict-%zu", (size_t)(N + 64) * sizeof(float));
+    for (int c = 0; c < 4; c++) {
+        int whole = c >= 2, isolated = c % 2 == 1;
+        log_reset();
+        kt_context *ctx = NULL;
+        kt_arg args[3];
+        size_t dev;
+        kt_op *op = plug_op(h, whole ? "kt_test_plug_flush_whole" : "kt_test_plug_flush", isolated ? "flush-there" : "flush-here",
+                            0, args, &dev, NULL, &ctx, KT_WRITE_ONLY);
+        ok(kt_op_set_isolation(op, isolated ? KT_ISOLATE_ON : KT_ISOLATE_OFF));
+        plug_variants(op, (const char *const[]){"REPS", "[40, 1]", NULL});
+        ok(kt_op_call(op, args, 3));
+        const kt_decision *d = NULL;
+        ok(kt_op_decision(op, args, 3, &d));
+        assert_string_equal(kt_decision_unit_config(d, kt_decision_winner_unit(d)), "REPS=1");
+        int mine = 0, launches = log_count("launch", &mine, NULL) + mine;
+        int outs = log_count(out_evict, &mine, NULL) + mine, ins = log_count(in_evict, &mine, NULL) + mine;
+        int flushes = log_count("flush", &mine, NULL) + mine, refused = log_count("evict-refused", &mine, NULL) + mine;
+        assert_true(launches >= 4); /* two validation runs and at least one measured run of each */
+        int flushed = whole ? flushes : outs, measured = 0;
+        for (size_t u = 0; u < kt_decision_unit_count(d); u++) measured += (int)kt_decision_unit_runs(d, u);
+        /* every measured run was flushed first (validation runs too), never the final launch */
+        if (flushed < measured || flushed > launches - 1)
+            fail_msg("case %d: %d launches, %d measured runs, %d flushed", c, launches, measured, flushed);
+        if (whole) {
+            assert_int_equal(refused, flushes);
+            assert_int_equal(outs + ins, 0);
+        } else {
+            assert_int_equal(ins, outs);
+            assert_int_equal(flushes + refused, 0);
+        }
+        for (size_t i = 0; i < 2; i++) kt_device_free(ctx, dev, args[i].ptr);
+        kt_context_destroy(ctx);
+    }
+    dlclose(h);
+}
+
 /* A backend whose kernels run on a processor of their own (KT_BACKEND_CAP_OWN_PROCESSOR) builds
  * a search's next configurations while it measures: each LAG = 1 configuration's build lasts
  * until a launch happens, which, when building and measuring took turns, never would (each
@@ -485,6 +531,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_plugin_backend_without_worker),
         cmocka_unit_test(test_plugin_backend_checks_in_worker),
         cmocka_unit_test(test_plugin_restores_on_device),
+        cmocka_unit_test(test_plugin_flushes_run_buffers),
         cmocka_unit_test(test_plugin_builds_while_measuring),
         cmocka_unit_test(test_plugin_budget_leaves_slow_build),
         cmocka_unit_test(test_plugin_budget_takes_units_as_built),

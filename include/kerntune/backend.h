@@ -30,7 +30,9 @@
  * (a tuning's budget of wall seconds ended while it ran), so that a backend may stop it; version
  * 15 appends flags to the build request (KT_BUILD_KERNEL_TUNER: the group is compiled under
  * Kernel Tuner's compile contract, kt_op_set_kernel_tuner_contract) and the configuration's own
- * text. A backend
+ * text; version 16 appends flushing the buffers of one run from a device's caches by address (a
+ * CPU device, whose whole cache is the host's last-level cache, hundreds of MiB on a server
+ * part). A backend
  * written against an older version has no capabilities: device memory, variants run in the
  * caller's process. A backend declares the version it was written against in
  * abi_version and the core never reads a field beyond it. Comparing outputs is the core's
@@ -50,7 +52,7 @@
 extern "C" {
 #endif
 
-#define KT_BACKEND_ABI_VERSION 15
+#define KT_BACKEND_ABI_VERSION 16
 
 /** Longest device name and fingerprint, terminating NUL included. */
 #define KT_DEVICE_NAME_MAX 256
@@ -301,6 +303,13 @@ struct kt_backend {
      *  thread in bytes, where registers spill; -1 for one it cannot tell. Optional. */
     kt_status (*resources)(void *state, size_t device, void *module, int *registers, int *shared_bytes, int *local_bytes, char *err,
                            size_t errlen);
+    /* ---- version 16: flushing one run's buffers. */
+    /** Evicts the buffers among args (the nargs arguments of the run about to start; those that
+     *  are not buffers are skipped) from device's caches and waits for it: what flush does for
+     *  the whole cache, for a device whose caches can be emptied by address (a CPU device's
+     *  buffers are host memory). KT_ERR_NOT_FOUND when it cannot for this device: the core then
+     *  calls flush. Optional. */
+    kt_status (*flush_buffers)(void *state, size_t device, const kt_arg *args, size_t nargs, char *err, size_t errlen);
 };
 
 /** Registers a backend with the context and enumerates its devices. The table must outlive the

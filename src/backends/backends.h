@@ -31,4 +31,12 @@ bool kt__backend_queued(const kt_backend *b);
 /* Whether b checks buffers on the device: both ABI 9 methods, digest and all_close. */
 bool kt__backend_checks(const kt_backend *b);
 
+/* Whether b flushes its devices' caches (ABI 4's flush, or ABI 16's flush_buffers). */
+bool kt__backend_flushes(const kt_backend *b);
+
+/* Flushes device's caches before a run on args (nargs): of the run's buffers alone where b can
+ * (flush_buffers), else the whole cache (flush); KT_OK when b flushes nothing. */
+kt_status kt__backend_flush(const kt_backend *b, void *state, size_t device, const kt_arg *args, size_t nargs, char *err,
+                            size_t errlen);
+
 #endif

@@ -24,3 +24,16 @@ bool kt__backend_queued(const kt_backend *b) {
 bool kt__backend_checks(const kt_backend *b) {
     return b != NULL && b->abi_version >= 9 && b->digest != NULL && b->all_close != NULL;
 }
+
+static bool flushes_buffers(const kt_backend *b) { return b != NULL && b->abi_version >= 16 && b->flush_buffers != NULL; }
+
+bool kt__backend_flushes(const kt_backend *b) { return (b != NULL && b->abi_version >= 4 && b->flush != NULL) || flushes_buffers(b); }
+
+kt_status kt__backend_flush(const kt_backend *b, void *state, size_t device, const kt_arg *args, size_t nargs, char *err,
+                            size_t errlen) {
+    if (flushes_buffers(b)) {
+        kt_status st = b->flush_buffers(state, device, args, nargs, err, errlen);
+        if (st != KT_ERR_NOT_FOUND) return st;
+    }
+    return b != NULL && b->abi_version >= 4 && b->flush != NULL ? b->flush(state, device, err, errlen) : KT_OK;
+}

@@ -579,7 +579,7 @@ kt_status kt__worker_check(kt__worker *w, const kt__iso_check_arg *args, size_t 
     return st;
 }
 
-bool kt__worker_run(kt__worker *w, size_t id, const kt_arg *run_args, bool flush, bool full, bool check, double timeout_s,
+bool kt__worker_run(kt__worker *w, size_t id, const kt_arg *run_args, unsigned flush, bool full, bool check, double timeout_s,
                     kt__iso_run *out) {
     *out = (kt__iso_run){.ns = -1, .wrote_input = -1};
     if (ready(w) != KT_OK) return infra(out, "%s", kt_last_error());
@@ -605,7 +605,8 @@ bool kt__worker_run(kt__worker *w, size_t id, const kt_arg *run_args, bool flush
     }
     /* the work arguments into the region */
     const kt__msg_arg *a = (const kt__msg_arg *)(w->setup + 1);
-    kt__msg_run m = {.module = mod->worker_id, .flags = (flush ? KT__RUN_FLUSH : 0) | (check ? KT__RUN_CHECK : 0)};
+    kt__msg_run m = {.module = mod->worker_id,
+                     .flags = ((flush & KT__WORKER_FLUSH_DEVICE) ? KT__RUN_FLUSH : 0) | (check ? KT__RUN_CHECK : 0)};
     for (size_t i = 0; i < w->io.nargs; i++) {
         if (run_args[i].type != KT_TYPE_BUFFER) { /* scalars went at setup: a hook may not change them */
             if (memcmp(&run_args[i].u, &a[i].value, sizeof a[i].value) != 0)
@@ -627,6 +628,10 @@ bool kt__worker_run(kt__worker *w, size_t id, const kt_arg *run_args, bool flush
         if (in && w->io.to_host(w->io.user, w->region + a[i].offset, run_args[i].ptr, run_args[i].bytes) != KT_OK)
             return infra(out, "%s", kt_last_error());
     }
+    /* a cold start for a host worker's run: the region is the memory it runs on, and copying into
+     * it just brought those lines into the cache (mapped here too, the same pages are evicted) */
+    for (size_t i = 0; (flush & KT__WORKER_EVICT) && i < w->io.nargs; i++)
+        if (run_args[i].type == KT_TYPE_BUFFER && run_args[i].bytes > 0) kt__evict(w->region + a[i].offset, run_args[i].bytes);
     if (!call(w, KT__MSG_RUN, &m, sizeof m, timeout_s, &r, out)) return false;
     w->kept = r.kept;
     if (r.status != KT_OK) {

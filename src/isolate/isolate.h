@@ -102,7 +102,14 @@ typedef struct kt__iso_check_arg {
  * when it cannot (a host backend, no device checks: ABI 9): validation runs are then full. */
 kt_status kt__worker_check(kt__worker *w, const kt__iso_check_arg *args, size_t nargs);
 
-/* Runs id once on run_args (nargs as set up): copies them to the worker and back (full: every
+/* What kt__worker_run flushes before the run (flush). */
+enum {
+    KT__WORKER_FLUSH_DEVICE = 1u << 0, /* the device's cache, by the worker's backend */
+    KT__WORKER_EVICT = 1u << 1         /* a host worker's buffers (in the region) from the CPU's caches,
+                                        * once they are copied in (kt__evict) */
+};
+
+/* Runs id once on run_args (nargs as set up), flushing as flush says (KT__WORKER_*): copies them to the worker and back (full: every
  * buffer both ways, for a validation run; otherwise what changes between runs only; check,
  * after kt__worker_check: a validation run the worker checks itself: out->checked when it
  * passed, out->wrote_input when it wrote into an input (nothing comes back: the caller's input
@@ -110,7 +117,7 @@ kt_status kt__worker_check(kt__worker *w, const kt__iso_check_arg *args, size_t 
  * to compare and name the element). Returns true when it ran, with its
  * time in out->ns; false with out saying how it failed (a failure of the candidate's, or
  * out->infra). timeout_s: the longest the run may take (0: no limit). */
-bool kt__worker_run(kt__worker *w, size_t id, const kt_arg *run_args, bool flush, bool full, bool check, double timeout_s,
+bool kt__worker_run(kt__worker *w, size_t id, const kt_arg *run_args, unsigned flush, bool full, bool check, double timeout_s,
                     kt__iso_run *out);
 
 /* Kills the worker and frees it; NULL is harmless. */

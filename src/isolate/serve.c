@@ -8,6 +8,7 @@
 #define _GNU_SOURCE /* dladdr (the preloaded object's own path) */
 #include "isolate/isolate.h"
 #include "isolate/protocol.h"
+#include "backends/backends.h"
 
 #include <dlfcn.h>
 #include <errno.h>
@@ -396,8 +397,8 @@ static void run(const kt__msg_run *m, kt__reply *r) {
             (r->status = S.backend->buffer_fill(S.state, S.device, S.args[i].ptr, S.args[i].bytes, S.check[i].poison,
                                                 S.check[i].poison_size, r->msg, sizeof r->msg)) != KT_OK)
             goto failed;
-    if ((m->flags & KT__RUN_FLUSH) && S.backend->flush &&
-        (r->status = S.backend->flush(S.state, S.device, r->msg, sizeof r->msg)) != KT_OK)
+    if ((m->flags & KT__RUN_FLUSH) &&
+        (r->status = kt__backend_flush(S.backend, S.state, S.device, S.args, S.nargs, r->msg, sizeof r->msg)) != KT_OK)
         goto failed;
     r->ns = -1;
     r->status = S.backend->launch(S.state, S.device, mod->handle, &mod->geometry, S.args, S.nargs, &r->ns, r->msg, sizeof r->msg);

@@ -21,7 +21,9 @@
 /* ---- measuring one unit ---------------------------------------------------------------------- */
 
 /* Where a unit's runs are flushed from the cache: its backend flushes a device's; the core
- * flushes the host's by writing a buffer as large as its last-level cache. */
+ * flushes the host's by evicting the run's buffers (util/evict.c), or, on a processor where it
+ * cannot (or for buffers that are not host memory), by writing a buffer as large as its
+ * last-level cache. */
 enum { FLUSH_NONE, FLUSH_DEVICE, FLUSH_HOST };
 
 typedef struct trial_ctx {
@@ -31,8 +33,9 @@ typedef struct trial_ctx {
     kt_result result;
     double device_ns;
     int flush;
-    unsigned char *host_flush; /* the tuning's host flush buffer */
+    unsigned char *host_flush; /* the tuning's host flush buffer (when not evict) */
     size_t host_flush_len;
+    bool evict;                /* FLUSH_HOST by evicting the run's buffers (host memory) from the caches */
     kt__worker *worker;        /* isolated: the worker process that runs it, and its id there */
     size_t worker_id;
     kt__iso_run iso;           /* how its isolated run failed (iso.kind), or the isolation did (iso.infra) */
@@ -48,7 +51,7 @@ static int flush_kind(const kt_op *op, const kt__unit *u) {
     if (mode == KT_FLUSH_OFF) return FLUSH_NONE;
     if (kt__fn_on_device(u->fn)) {
         const kt_backend *b = u->launch.backend;
-        return (b->abi_version >= 4 && b->flush != NULL) ? FLUSH_DEVICE : FLUSH_NONE;
+        return kt__backend_flushes(b) ? FLUSH_DEVICE : FLUSH_NONE;
     }
     return (u->text != NULL || mode == KT_FLUSH_ON) ? FLUSH_HOST : FLUSH_NONE;
 }
@@ -94,12 +97,21 @@ static size_t host_llc_bytes(void) {
     return v > 0 ? (size_t)v : (size_t)8 << 20;
 }
 
-static kt_status trial_flush(trial_ctx *t) {
+/* Flushes before run on args: the device's cache by its backend (of the run's buffers alone where
+ * it can: ABI 16), the host's by evicting the run's buffers, or where that cannot be done by
+ * writing a buffer as large as the last-level cache. */
+static kt_status trial_flush(trial_ctx *t, const kt_arg *args) {
+    size_t nargs = t->op->nargs;
     if (t->flush == FLUSH_DEVICE) {
         char err[256] = "";
         const kt__launch *l = &t->unit->launch;
-        kt_status st = l->backend->flush(l->bstate, l->device, err, sizeof err);
+        kt_status st = kt__backend_flush(l->backend, l->bstate, l->device, args, nargs, err, sizeof err);
         return st == KT_OK ? KT_OK : kt__err(st, "op '%s': flushing the device's cache: %s", t->op->name, err);
+    }
+    if (t->evict) {
+        for (size_t i = 0; i < nargs; i++)
+            if (args[i].type == KT_TYPE_BUFFER) kt__evict(args[i].ptr, args[i].bytes);
+        return KT_OK;
     }
     if (t->host_flush == NULL) return KT_OK;
     /* writing every line evicts what the candidate left; the counter keeps it from being elided */
@@ -111,8 +123,9 @@ static kt_status trial_flush(trial_ctx *t) {
 static kt_status trial_before(void *p, const kt_arg **args) {
     trial_ctx *t = p;
     kt_status st = kt__workset_before(t->ws, false, args);
-    /* an isolated device variant is flushed by its worker, on the worker's context */
-    if (st == KT_OK && t->flush != FLUSH_NONE && !(t->worker && t->flush == FLUSH_DEVICE)) st = trial_flush(t);
+    /* an isolated device variant is flushed by its worker, on the worker's context; an isolated
+     * host run's buffers are evicted once they are copied into the worker's region */
+    if (st == KT_OK && t->flush != FLUSH_NONE && !(t->worker && (t->flush == FLUSH_DEVICE || t->evict))) st = trial_flush(t, *args);
     return st;
 }
 
@@ -122,8 +135,8 @@ static int trial_run(void *p, const kt_arg *args) {
     t->device_ns = -1;
     if (t->worker) { /* in the worker process */
         kt__iso_run run;
-        if (kt__worker_run(t->worker, t->worker_id, args, t->flush == FLUSH_DEVICE, t->full, t->full && t->check, t->op->timeout_s,
-                           &run)) {
+        unsigned flush = (t->flush == FLUSH_DEVICE ? KT__WORKER_FLUSH_DEVICE : 0) | (t->evict ? KT__WORKER_EVICT : 0);
+        if (kt__worker_run(t->worker, t->worker_id, args, flush, t->full, t->full && t->check, t->op->timeout_s, &run)) {
             t->device_ns = run.ns;
             t->checked = run.checked;
             t->wrote_input = run.wrote_input;
@@ -308,12 +321,13 @@ static kt_status tuning_admit(void *p, size_t i, bool *usable, unsigned *runs) {
     kt_op *op = tu->op;
     kt__unit *u = &tu->d->units[i];
     trial_ctx *t = &tu->trials[i];
-    if (t->flush == FLUSH_HOST && tu->host_flush == NULL) {
+    t->evict = t->flush == FLUSH_HOST && tu->ws->host && kt__evict_supported();
+    if (t->flush == FLUSH_HOST && !t->evict && tu->host_flush == NULL) {
         tu->host_flush_len = host_llc_bytes();
         tu->host_flush = malloc(tu->host_flush_len);
         if (tu->host_flush == NULL) return kt__err(KT_ERR_NO_MEMORY, "op '%s': out of memory for a cache flush buffer", op->name);
     }
-    t->host_flush = t->flush == FLUSH_HOST ? tu->host_flush : NULL;
+    t->host_flush = t->flush == FLUSH_HOST && !t->evict ? tu->host_flush : NULL;
     t->host_flush_len = tu->host_flush_len;
     kt_status st = KT_OK;
     *runs = 0;

@@ -62,4 +62,13 @@ void kt__hex128(uint64_t a, uint64_t b, char out[33]);
 /* Seconds on the monotonic clock (hash.c). */
 double kt__now_s(void);
 
+/* ---- evict.c: taking host memory out of the CPU's caches ------------------------------------- */
+/* Whether kt__evict works on this processor (x86-64 and AArch64); elsewhere a caller that wants
+ * a cold cache writes a buffer as large as the last-level cache instead. */
+bool kt__evict_supported(void);
+
+/* Writes back and invalidates every cache line of the bytes at p, in every level of the CPU's
+ * caches, and waits until that is done. The bytes keep their values. Thread-safe. */
+void kt__evict(const void *p, size_t bytes);
+
 #endif /* KT_UTIL_H */
