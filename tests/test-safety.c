@@ -899,6 +899,68 @@ static void test_compare_sum(void **state) {
     kt_context_destroy(ctx);
 }
 
+/* What the verify function was shown: per call, part's expected and actual sums, and whether
+ * x (ReadOnly) came as NULL with its byte size. */
+typedef struct verify_log {
+    int calls;
+    double expected_sum[8], actual_sum[8];
+    bool x_hidden;
+} verify_log;
+
+static int sums_equal(const kt_arg *expected, const kt_arg *actual, size_t nargs, void *user, char *msg, size_t len) {
+    verify_log *log = user;
+    if (nargs != 2 || expected[0].bytes != 16 * sizeof(float) || actual[0].bytes != expected[0].bytes) return 0;
+    const float *e = expected[0].ptr, *a = actual[0].ptr;
+    double se = 0, sa = 0;
+    for (int i = 0; i < 16; i++) se += e[i], sa += a[i];
+    if (log->calls < 8) log->expected_sum[log->calls] = se, log->actual_sum[log->calls] = sa;
+    log->calls++;
+    log->x_hidden = expected[1].ptr == NULL && actual[1].ptr == NULL && actual[1].bytes == 1024 * sizeof(float);
+    if (sa == se) return 1;
+    snprintf(msg, len, "sums %g and %g", sa, se);
+    return 0;
+}
+
+/* A verify function decides in place of kerntune's rules: the 8-block partial sums, which
+ * differ element by element from the reference's 4, pass it; the one 1 too large fails with the
+ * function's own message. It sees the reference's and each candidate's outputs (part) and not
+ * the ReadOnly input (x: NULL, with its size); the caller still gets the winner's one launch. */
+static void test_verify_fn(void **state) {
+    (void)state;
+    static float part[16], x[1024];
+    static partials b4 = {4, 0}, b8 = {8, 0}, wrong = {8, 1};
+    verify_log log = {0};
+    kt_context *ctx = ctx_measure();
+    kt_op *op = NULL;
+    ok(kt_op_create(ctx, "verified", &op));
+    ok(kt_op_add_buffer(op, "part", KT_TYPE_F32, KT_READ_WRITE));
+    ok(kt_op_add_buffer(op, "x", KT_TYPE_F32, KT_READ_ONLY));
+    ok(kt_op_add_native(op, "b4", partial_sums, &b4));
+    ok(kt_op_add_native(op, "b8", partial_sums, &b8));
+    ok(kt_op_add_native(op, "wrong", partial_sums, &wrong));
+    ok(kt_op_set_reference(op, "b4"));
+    ok(kt_op_set_verify_fn(op, sums_equal, &log));
+    for (int i = 0; i < 16; i++) part[i] = 0;
+    for (int i = 0; i < 1024; i++) x[i] = (float)(i % 7);
+    kt_arg args[] = {kt_arg_buf(part, 16 * sizeof *part), kt_arg_buf(x, 1024 * sizeof *x)};
+    ok(kt_op_call(op, args, 2));
+    const kt_decision *d = decided(op, args);
+    assert_int_equal(kt_decision_outcome(d, 0), KT_OUTCOME_MEASURED);
+    assert_int_equal(kt_decision_outcome(d, 1), KT_OUTCOME_MEASURED);
+    assert_int_equal(kt_decision_outcome(d, 2), KT_OUTCOME_INVALID);
+    assert_string_equal(kt_decision_message(d, 2), "sums 3068 and 3067");
+    assert_int_equal(log.calls, 2); /* b8 and wrong; the reference is not compared with itself */
+    assert_true(log.expected_sum[0] == 3067 && log.expected_sum[1] == 3067);
+    assert_true((log.actual_sum[0] == 3067 && log.actual_sum[1] == 3068) || (log.actual_sum[0] == 3068 && log.actual_sum[1] == 3067));
+    assert_true(log.x_hidden);
+    double total = 0;
+    for (int i = 0; i < 16; i++) total += part[i];
+    assert_true(total == 3067); /* the winner's one launch on the caller's buffer */
+    expect_status(KT_ERR_STATE, kt_op_set_verify_fn(op, NULL, NULL)); /* frozen */
+    expect_status(KT_ERR_NULL, kt_op_set_verify_fn(NULL, sums_equal, NULL));
+    kt_context_destroy(ctx);
+}
+
 static void test_safety_misuse(void **state) {
     (void)state;
     kt_context *ctx = ctx_measure();
@@ -928,6 +990,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_running_statistics),
         cmocka_unit_test(test_accumulate_reset),
         cmocka_unit_test(test_halves_fail_validation),
+        cmocka_unit_test(test_verify_fn),
         cmocka_unit_test(test_nan_unwritten_and_tolerance),
         cmocka_unit_test(test_integers_and_reference_fn),
         cmocka_unit_test(test_all_invalid),

@@ -43,6 +43,23 @@ typedef int (*kt_reference_fn)(const kt_arg *args, size_t nargs, void *user, kt_
 /** Sets a reference function; it takes precedence over any reference candidate. */
 KT_API kt_status kt_op_set_reference_fn(kt_op *op, kt_reference_fn fn, void *user);
 
+/** A comparison of a candidate's outputs with the reference's in place of kerntune's rules (a
+ *  custom check: Kernel Tuner's `verify`). expected and actual are the op's nargs arguments in
+ *  its order: each output buffer (WriteOnly or ReadWrite) as host memory holding the reference's
+ *  and the candidate's bytes (read back from a device first), every other argument as the call
+ *  passed it except that a ReadOnly buffer's ptr is NULL (it is not read back). Returns nonzero
+ *  when the candidate's outputs are correct; 0 when not, with a diagnostic in msg (len bytes;
+ *  left empty, the candidate's message says only that the verify function refused it). Called on
+ *  the tuning thread, never concurrently for one op. */
+typedef int (*kt_verify_fn)(const kt_arg *expected, const kt_arg *actual, size_t nargs, void *user, char *msg, size_t len);
+
+/** Sets a verify function (NULL: kerntune's rules, the default). It decides every validation
+ *  and the consensus's votes (kt_op_set_reference_consensus) in place of the element rules,
+ *  tolerances and kt_op_set_compare; a ReadOnly buffer written into, and a returned output,
+ *  are still checked by kerntune. A worker process's device then checks nothing itself: every
+ *  validation run's outputs come back. Before the op's first call. */
+KT_API kt_status kt_op_set_verify_fn(kt_op *op, kt_verify_fn fn, void *user);
+
 /** Declares the work of one call: flops, the floating-point operations, and bytes, the bytes it
  *  moves to and from memory, each an expression of the language of spaces (either may be NULL)
  *  over the op's arguments by name (a scalar stands for its value, a buffer for its element

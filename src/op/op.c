@@ -471,6 +471,15 @@ kt_status kt_op_set_reference_fn(kt_op *op, kt_reference_fn fn, void *user) {
     return KT_OK;
 }
 
+kt_status kt_op_set_verify_fn(kt_op *op, kt_verify_fn fn, void *user) {
+    KT__CHECK_OP(op, "kt_op_set_verify_fn");
+    kt_status st = kt__op_building(op, "kt_op_set_verify_fn");
+    if (st != KT_OK) return st;
+    op->verify_fn = fn;
+    op->verify_user = fn ? user : NULL;
+    return KT_OK;
+}
+
 kt_status kt_op_set_reference_consensus(kt_op *op, size_t n) {
     KT__CHECK_OP(op, "kt_op_set_reference_consensus");
     kt_status st = kt__op_building(op, "kt_op_set_reference_consensus");

@@ -442,6 +442,8 @@ struct kt_op {
     bool reference_only;           /* the reference validates, never competes */
     kt_reference_fn reference_fn;
     void *reference_user;
+    kt_verify_fn verify_fn;        /* kt_op_set_verify_fn: compares outputs instead of kerntune's rules */
+    void *verify_user;
     bool validate;
     size_t consensus;              /* kt_op_set_reference_consensus: units that vote (0: off) */
     size_t disagree_min;           /* kt_op_set_disagreement_stop: validations before it may stop (0: off) */

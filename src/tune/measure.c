@@ -602,13 +602,14 @@ static kt_status run_reference(tuning *tu) {
 /* Lets the device's worker check validation runs on its device (isolate.h: kt__worker_check),
  * so that a validation run that passes sends nothing back: every output compared there with the
  * reference's, every ReadOnly input's digest with its pristine one, WriteOnly outputs poisoned
- * there first. Not with a pre-hook (it may substitute buffers the worker does not have); a
+ * there first. Not with a pre-hook (it may substitute buffers the worker does not have) or a
+ * verify function (it runs here, on the outputs themselves); a
  * worker that cannot (a host backend, no device checks) leaves validation runs in full. */
 static void worker_checks(tuning *tu) {
     kt_op *op = tu->op;
     const kt__reference *ref = tu->ref;
     kt__worker *w = tu->isolated ? op->ctx->workers[op->device] : NULL;
-    if (w == NULL || !op->validate || !ref->active || op->pre_hook != NULL || op->has_result) return;
+    if (w == NULL || !op->validate || !ref->active || op->pre_hook != NULL || op->has_result || op->verify_fn != NULL) return;
     kt__iso_check_arg *c = calloc(op->nargs ? op->nargs : 1, sizeof *c);
     if (c == NULL) return;
     bool usable = true;

@@ -168,9 +168,38 @@ long kt__reference_candidate(const kt_op *op) {
     return op->default_idx >= 0 ? op->default_idx : 0;
 }
 
+/* The verify function's verdict (kt_op_set_verify_fn) on outputs actual against expected (per
+ * argument, host copies; NULL for arguments that are not outputs): the call's args give the
+ * other arguments. */
+static bool verified(const kt_op *op, const kt_arg *args, void *const *expected, void *const *actual, const size_t *bytes, char *msg,
+                     size_t len) {
+    kt_arg ex[64], ac[64];
+    kt_arg *e = op->nargs <= 64 ? ex : calloc(op->nargs, sizeof *e), *a = op->nargs <= 64 ? ac : calloc(op->nargs, sizeof *a);
+    bool ok = false;
+    if (e == NULL || a == NULL) {
+        snprintf(msg, len, "out of memory for the verify function's arguments");
+    } else {
+        for (size_t i = 0; i < op->nargs; i++) {
+            e[i] = a[i] = args[i];
+            if (op->args[i].type != KT_TYPE_BUFFER) continue;
+            bool out = is_output(&op->args[i]);
+            e[i].ptr = out ? expected[i] : NULL;
+            a[i].ptr = out ? actual[i] : NULL;
+            if (out) e[i].bytes = a[i].bytes = bytes[i];
+        }
+        if (len) msg[0] = '\0';
+        ok = op->verify_fn(e, a, op->nargs, op->verify_user, msg, len) != 0;
+        if (!ok && len && msg[0] == '\0') snprintf(msg, len, "the verify function refused its outputs");
+    }
+    if (e != ex) free(e);
+    if (a != ac) free(a);
+    return ok;
+}
+
 /* Whether two runs' outputs (per argument, host copies) agree by the rules of validation. */
-static bool outputs_agree(const kt_op *op, void *const *a, void *const *b, const size_t *bytes) {
+static bool outputs_agree(const kt_op *op, const kt_arg *args, void *const *a, void *const *b, const size_t *bytes) {
     char msg[8];
+    if (op->verify_fn) return verified(op, args, b, a, bytes, msg, sizeof msg);
     for (size_t i = 0; i < op->nargs; i++) {
         const kt__argdecl *d = &op->args[i];
         if (!is_output(d) || bytes[i] == 0) continue;
@@ -219,7 +248,7 @@ static kt_status consensus(kt__reference *ref, kt__workset *ws, const kt__unit *
         ran++;
         size_t votes = 1;
         for (size_t k = 0; k < n; k++)
-            if (k != j && ok[k] && outputs_agree(op, &outs[k * op->nargs], &outs[j * op->nargs], bytes)) votes++;
+            if (k != j && ok[k] && outputs_agree(op, ws->caller, &outs[k * op->nargs], &outs[j * op->nargs], bytes)) votes++;
         if (best == n || votes > best_votes) best = j, best_votes = votes;
     }
     if (st == KT_OK && best < n) {
@@ -311,17 +340,57 @@ kt_status kt__reference_capture(kt__reference *ref, kt__workset *ws, const kt__u
     return KT_OK;
 }
 
+/* Output a's bytes on the host for the verify function: its own memory where the workset's is
+ * the host's, else a copy read back into *out (*copied: release_copies frees it). */
+static bool read_back(kt__workset *ws, const kt_arg *a, void **out, bool *copied) {
+    if (ws->host || a->bytes == 0) {
+        *out = a->ptr;
+        return true;
+    }
+    void *copy = malloc(a->bytes);
+    if (copy == NULL) {
+        kt__err(KT_ERR_NO_MEMORY, "out of memory for a copy of an output");
+        return false;
+    }
+    if (kt__to_host(ws, copy, a->ptr, a->bytes) != KT_OK) {
+        free(copy);
+        return false;
+    }
+    *out = copy;
+    *copied = true;
+    return true;
+}
+
+static void release_copies(void **p, const bool *copied, size_t n) {
+    for (size_t i = 0; i < n; i++)
+        if (copied[i]) free(p[i]);
+}
+
 bool kt__validate(const kt__reference *ref, kt__workset *ws, const kt_arg *args, const kt_result *result,
                   char *msg, size_t len) {
     const kt_op *op = ws->op;
     if (kt__workset_ro_changed(ws, msg, len)) return false;
     if (!ref->active) return true;
+    void *verify_actual[64] = {NULL}; /* for the verify function: each output's bytes here, */
+    bool verify_copied[64] = {false}; /* those of them read back into memory of their own */
+    if (op->verify_fn && op->nargs > 64) {
+        snprintf(msg, len, "a verify function takes ops of at most 64 arguments");
+        return false;
+    }
     for (size_t i = 0; i < op->nargs; i++) {
         const kt__argdecl *d = &op->args[i];
         if (!is_output(d)) continue;
         if (args[i].bytes != ref->out_bytes[i]) {
             snprintf(msg, len, "output '%s' has %zu bytes, the reference's %zu", d->name, args[i].bytes, ref->out_bytes[i]);
             return false;
+        }
+        if (op->verify_fn) { /* each output's own host copy: the function sees them all at once */
+            if (!read_back(ws, &args[i], &verify_actual[i], &verify_copied[i])) {
+                snprintf(msg, len, "output '%s' could not be read back: %s", d->name, kt_last_error());
+                release_copies(verify_actual, verify_copied, op->nargs);
+                return false;
+            }
+            continue;
         }
         /* where the device can say they match, nothing is read back (it compares elements) */
         double atol = 0, rtol = 0;
@@ -336,6 +405,11 @@ bool kt__validate(const kt__reference *ref, kt__workset *ws, const kt_arg *args,
             return false;
         }
         if (!compare_output(op, d, actual, ref->outputs[i], args[i].bytes / d->esize, what, msg, len)) return false;
+    }
+    if (op->verify_fn) {
+        bool ok = verified(op, args, ref->outputs, verify_actual, ref->out_bytes, msg, len);
+        release_copies(verify_actual, verify_copied, op->nargs);
+        if (!ok) return false;
     }
     if (op->has_result) {
         if (result->bytes != ref->result.bytes) {
