@@ -119,6 +119,21 @@ KT_API const char *kt_strerror(kt_status status);
  *  storage); unknown codes return "UNKNOWN". */
 KT_API const char *kt_status_name(kt_status status);
 
+/** What a native candidate returns after kt_candidate_failed: its reason is in the thread's
+ *  detail message. */
+#define KT_CANDIDATE_FAILED_SAID (-7003)
+
+/** For a native candidate that fails, to say why: formats the reason (printf-style) into the
+ *  calling thread's detail message and returns KT_CANDIDATE_FAILED_SAID for the candidate to
+ *  return (`return kt_candidate_failed("cublasLtMatmul: status %d", rc);`). A tuning records the
+ *  reason as the unit's diagnostic instead of "returned N". For candidates that run in the tuning's
+ *  process: a worker's message does not come back (kerntune/measure.h, kt_op_set_isolation). */
+KT_API int kt_candidate_failed(const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 1, 2)))
+#endif
+    ;
+
 /** Returns the detail message of the last failing kerntune call made by the calling thread, e.g.
  *  "kt_op_call(op 'matmul'): argument 2 is f32, the op declares i64". Calls that succeed do not
  *  clear it. The string is owned by the thread and valid until its next kerntune call. Never

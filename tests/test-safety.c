@@ -899,6 +899,40 @@ static void test_compare_sum(void **state) {
     kt_context_destroy(ctx);
 }
 
+static int says_why(const kt_arg *args, size_t nargs, void *user) {
+    (void)args, (void)nargs, (void)user;
+    return kt_candidate_failed("no %s today", "luck");
+}
+
+static int fails_quietly(const kt_arg *args, size_t nargs, void *user) {
+    (void)args, (void)nargs, (void)user;
+    return 5;
+}
+
+/* A native that fails through kt_candidate_failed gives its own reason as its diagnostic; one
+ * that returns a number is described by it; the one that works wins and runs once on the
+ * caller's buffer. */
+static void test_candidate_failed_says_why(void **state) {
+    (void)state;
+    kt_context *ctx = ctx_measure();
+    kt_op *op = range_op(ctx, "reasons");
+    static partial full = {0, 4, 1, 0, 0, 0};
+    ok(kt_op_add_native(op, "full", write_range, &full));
+    ok(kt_op_add_native(op, "says", says_why, NULL));
+    ok(kt_op_add_native(op, "quiet", fails_quietly, NULL));
+    assert_int_equal(kt_candidate_failed("%s", "x"), KT_CANDIDATE_FAILED_SAID);
+    kt_arg *args = range_args();
+    ok(kt_op_call(op, args, 2));
+    const kt_decision *d = decided(op, args);
+    assert_string_equal(kt_op_candidate_name(op, kt_decision_winner(d)), "full");
+    assert_int_equal(kt_decision_outcome(d, 1), KT_OUTCOME_FAILED);
+    assert_string_equal(kt_decision_message(d, 1), "no luck today");
+    assert_int_equal(kt_decision_outcome(d, 2), KT_OUTCOME_FAILED);
+    assert_string_equal(kt_decision_message(d, 2), "returned 5 in its validation run");
+    for (int i = 0; i < N; i++) assert_true(out_data[i] == in_data[i] * 3.0f + 1.0f);
+    kt_context_destroy(ctx);
+}
+
 /* What the verify function was shown: per call, part's expected and actual sums, and whether
  * x (ReadOnly) came as NULL with its byte size. */
 typedef struct verify_log {
@@ -991,6 +1025,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_accumulate_reset),
         cmocka_unit_test(test_halves_fail_validation),
         cmocka_unit_test(test_verify_fn),
+        cmocka_unit_test(test_candidate_failed_says_why),
         cmocka_unit_test(test_nan_unwritten_and_tolerance),
         cmocka_unit_test(test_integers_and_reference_fn),
         cmocka_unit_test(test_all_invalid),

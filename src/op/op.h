@@ -313,11 +313,12 @@ int kt__queued_fn(const kt_arg *args, size_t nargs, void *user);
 /* A candidate's return code meaning "failed, and the detail message says how". */
 #define KT__RC_REPORTED (-7002)
 
-/* Whether candidate function fn's return code rc is such a described failure: only the launch
- * of a device variant, or the backend around a native device candidate, reports so (a native
- * may return the same number for its own reasons). */
+/* Whether candidate function fn's return code rc is such a described failure: the launch of a
+ * device variant, or the backend around a native device candidate, reports so (a native may
+ * return the same number for its own reasons), and so does any native that says why with
+ * kt_candidate_failed. */
 static inline bool kt__rc_reported(kt_native_fn fn, int rc) {
-    return rc == KT__RC_REPORTED && (fn == kt__launch_fn || fn == kt__queued_fn);
+    return (rc == KT__RC_REPORTED && (fn == kt__launch_fn || fn == kt__queued_fn)) || rc == KT_CANDIDATE_FAILED_SAID;
 }
 
 /* Whether unit function fn goes through the op's device backend (a device variant, or a native

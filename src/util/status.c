@@ -59,6 +59,14 @@ kt_status kt__err(kt_status status, const char *fmt, ...) {
     return status;
 }
 
+int kt_candidate_failed(const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    kt__verr(KT_ERR_CANDIDATE_FAILED, fmt ? fmt : "(no reason given)", ap);
+    va_end(ap);
+    return KT_CANDIDATE_FAILED_SAID;
+}
+
 kt_status kt__verr(kt_status status, const char *fmt, va_list ap) {
     char *buf = kt__errbufs[kt__errcur == kt__errbufs[0] ? 1 : 0];
     va_list again;
