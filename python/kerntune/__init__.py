@@ -10,14 +10,21 @@ library's:
     op(out, x, len(x))                              # tunes on a new key, then runs the winner
     print(op.decision(out, x, len(x)).winner)
 
-Buffers are numpy arrays (anything with numpy's __array_interface__: contiguous, of the declared
-dtype, writable where the op writes), bytearrays, or bytes for buffers the op only reads; on the
-host CPU (device 0) they are passed without copies, and on another device (Op's device=, an
-index of Context.devices()) each call copies them to the device and back. The interpreter's
-lock is released while kerntune tunes and calls.
+Candidates are variant groups compiled from source (add_variants) or Python callables
+(add_candidate): a callable gets numpy arrays over the op's host buffers, or, for an op on a
+device, the buffers' device pointers as ints (and with queued=True the queue to enqueue on
+first). Buffers are numpy arrays, CuPy arrays and torch tensors (numpy's __array_interface__,
+__cuda_array_interface__, DLPack), bytearrays, or bytes for buffers the op only reads; nothing
+is copied, except host arrays passed to an op on another device, which each call copies there and
+back. The interpreter's lock is released while kerntune tunes and calls.
 Errors raise kerntune.Error, whose `status` names kerntune's status ("KT_ERR_...").
+
+Kernel Tuner's interface is here too: kerntune.tune_kernel and kerntune.run_kernel, with
+kerntune.util and kerntune.file_utils (see kerntune/kernel_tuner.py); and kerntune.triton for
+Triton's autotuner.
 """
 
+import hashlib
 import os
 from typing import List, NamedTuple, Optional
 
@@ -27,22 +34,26 @@ _worker = os.path.join(os.path.dirname(os.path.abspath(__file__)), "kerntune-wor
 if os.path.exists(_worker):
     os.environ.setdefault("KERNTUNE_WORKER", _worker)
 
-from ._kerntune import Context, Error, Op  # noqa: E402 (after the worker's path is set)
+from . import _kerntune  # noqa: E402 (after the worker's path is set)
+from ._kerntune import Context, Error  # noqa: E402
 
-__all__ = ["Context", "Decision", "Device", "Error", "Op", "Unit"]
+__all__ = ["Context", "Decision", "Device", "Error", "Op", "Unit", "run_kernel", "tune_kernel", "version"]
+
+version = _kerntune.version
 
 
 class Device(NamedTuple):
-    """One of a context's devices: its index (Op's device), its backend and its name."""
+    """One of a context's devices: its index (Op's device), its backend, name and fingerprint."""
 
     index: int
     backend: str  # "c" (device 0, the host CPU), "opencl", "cuda"
     name: str
+    fingerprint: str
 
 
 def _devices(self):
     """devices() -> [Device]: the context's devices, by index (as `kerntune devices` lists them)."""
-    return [Device(i, backend, name) for i, (backend, name) in enumerate(self._devices())]
+    return [Device(i, *d) for i, d in enumerate(self._devices())]
 
 
 Context.devices = _devices
@@ -56,20 +67,117 @@ class Unit(NamedTuple):
     time_ns: float  # its measured time, -1 when it was not measured
     runs: int  # how many runs measured it
     message: str  # why it failed, when it did
+    candidate: str = ""  # the candidate (a variant group's name, or a native's)
+    runtimes_ns: tuple = ()  # its measured runs, in order
+    build_ms: float = 0.0  # building it (0: a native, or found built)
+    validation_ms: float = 0.0  # validating it
+    framework_ms: float = 0.0  # what measuring it cost beyond its runs
 
 
 class Decision(NamedTuple):
-    """The decision of one key: which unit won, and every unit's outcome."""
+    """The decision of one key: which unit won, every unit's outcome, and where it came from
+    ("measured", "cache", "nearest key", ...)."""
 
     winner: Optional[Unit]
     units: List[Unit]
+    source: str = "measured"
 
 
-def _decision(self, *args):
-    """decision(*args) -> Decision: the decision for the key of these arguments (without calling)."""
-    index, units = self._decision(*args)
-    units = [Unit(*u) for u in units]
-    return Decision(units[index] if index is not None else None, units)
+def _unit(t):
+    cand, config, outcome, time_ns, runs, message, runtimes, build, validation, framework = t
+    return Unit(config or cand, outcome, time_ns, runs, message, cand, tuple(runtimes), build, validation, framework)
 
 
-Op.decision = _decision
+def _code_version(fn):
+    """A version for a Python callable: a digest of its code, so that the persistent cache never
+    serves a decision made with other code under the same name."""
+    code = getattr(fn, "__code__", None) or getattr(getattr(fn, "__call__", None), "__code__", None)
+    h = hashlib.sha256(getattr(fn, "__qualname__", type(fn).__qualname__).encode())
+    if code is not None:
+        h.update(code.co_code)
+        h.update(repr(code.co_consts).encode())
+        h.update(repr(code.co_names).encode())
+    return "py:" + h.hexdigest()[:32]
+
+
+class Op(_kerntune.Op):
+    """Op(context, name, arguments, device=0, isolation='auto'): a tunable operation (kt_op).
+
+    arguments: one declaration per argument, in order: (name, dtype) for a scalar, (name, dtype,
+    access) for a buffer, access 'r', 'w' or 'rw'. isolation: where candidates run while tuning:
+    'on', a worker process (a crash disqualifies the candidate and nothing else); 'auto', a worker
+    for backends whose faults poison the device (CUDA); 'off', this process. Calling the op with its
+    arguments tunes on a new key, then runs the winner."""
+
+    def __init__(self, context, name, arguments, device=0, isolation="auto"):
+        super().__init__(context, name, arguments, device, isolation)
+        self.context = context
+        self.arguments = [tuple(a) for a in arguments]
+        self.device = device
+
+    def decision(self, *args):
+        """decision(*args) -> Decision: the decision for the key of these arguments (without calling)."""
+        index, units, source = self._decision(*args)
+        units = [_unit(u) for u in units]
+        return Decision(units[index] if index is not None else None, units, source)
+
+    def add_candidate(self, name, fn, queued=False, version=None):
+        """add_candidate(name, fn, queued=False, version=None): a Python callable as a candidate.
+
+        fn(*args) gets the op's arguments: buffers as numpy arrays over the op's host memory (valid
+        during the call), or for an op on a device their device pointers as ints; scalars as
+        numbers. With queued=True (an op on a CUDA or OpenCL device) it is fn(queue, *args): it
+        enqueues its work on queue (a CUstream or cl_command_queue, as an int) and returns without
+        waiting; kerntune times it by the device's events. It returns None (or 0) on success, a
+        nonzero int or an exception on failure. version (default: a digest of fn's code) names the
+        candidate's code in the persistent cache."""
+        host = self.context.devices()[self.device].backend == "c"
+        decls = self.arguments
+        if host and not queued:
+
+            def call(*raw):
+                import numpy
+
+                args = [
+                    numpy.frombuffer(v, dtype=decls[i][1]) if len(decls[i]) == 3 else v for i, v in enumerate(raw)
+                ]
+                return fn(*args)
+
+        else:
+            call = fn
+        self._add_candidate(name, call, queued, version or _code_version(fn))
+
+    def set_verify(self, fn):
+        """set_verify(fn): fn(expected, actual) -> bool decides whether a candidate's outputs are
+        correct (in place of kerntune's comparison): each a list with one entry per argument,
+        output buffers as numpy arrays (copies: the reference's outputs, and the candidate's),
+        scalars as numbers, read-only buffers as None. It may return a str: the diagnostic of a
+        wrong answer. An exception it raises disqualifies the candidate, and the call raises it."""
+        import numpy
+
+        decls = self.arguments
+
+        def view(side):
+            return [
+                numpy.frombuffer(v, dtype=decls[i][1]).copy() if isinstance(v, memoryview) else v for i, v in enumerate(side)
+            ]
+
+        self._set_verify(None if fn is None else (lambda e, a: fn(view(e), view(a))))
+
+
+Op._add_candidate = _kerntune.Op.add_candidate
+Op._set_verify = _kerntune.Op.set_verify
+
+
+def tune_kernel(*args, **kwargs):
+    """Kernel Tuner's tune_kernel on kerntune's engine: see kerntune.kernel_tuner.tune_kernel."""
+    from .kernel_tuner import tune_kernel as tk
+
+    return tk(*args, **kwargs)
+
+
+def run_kernel(*args, **kwargs):
+    """Kernel Tuner's run_kernel: see kerntune.kernel_tuner.run_kernel."""
+    from .kernel_tuner import run_kernel as rk
+
+    return rk(*args, **kwargs)
