@@ -915,6 +915,22 @@ static void test_cpu_fingerprint_has_no_free_memory(void **state) {
     kt_context_destroy(ctx);
 }
 
+/* kt_device_launch_limits: the OpenCL device's, as its platform reports them; none are known of
+ * the host's; a device that does not exist is refused. */
+static void test_device_launch_limits(void **state) {
+    (void)state;
+    kt_context *ctx = test_context(3);
+    size_t dev = opencl_device(ctx);
+    int64_t threads = -1, block[3] = {-1, -1, -1}, shared = -1;
+    ok(kt_device_launch_limits(ctx, dev, &threads, block, &shared));
+    assert_true(threads >= 1 && block[0] >= 1 && block[0] <= threads && shared > 0);
+    ok(kt_device_launch_limits(ctx, 0, &threads, NULL, NULL));
+    assert_int_equal(threads, 0); /* the C backend has no blocks */
+    expect_status(KT_ERR_INVALID_ARGUMENT, kt_device_launch_limits(ctx, 99, &threads, NULL, NULL));
+    expect_status(KT_ERR_NULL, kt_device_launch_limits(NULL, dev, &threads, NULL, NULL));
+    kt_context_destroy(ctx);
+}
+
 /* kt_device_flush: the OpenCL device's flush runs and is waited for; the host's backend cannot
  * flush (kerntune flushes the CPU's caches itself), nor can a device that does not exist. */
 static void test_device_flush(void **state) {
@@ -992,6 +1008,51 @@ static void test_kernel_tuner_contract(void **state) {
     kt_context_destroy(ctx);
 }
 
+/* Under Kernel Tuner's contract a loop_unroll_factor of 0 removes the `#pragma unroll NAME` line
+ * (which would say `#pragma unroll 0`, refused by OpenCL compilers: PoCL's clang says the value
+ * must be positive), as Kernel Tuner does for CUDA: both configurations build, run and agree. */
+static const char *unroll_cl =
+    "__kernel void sums(__global float *out) {\n"
+    "    int i = get_global_id(0);\n"
+    "    float s = 0.0f;\n"
+    "    #pragma unroll loop_unroll_factor\n"
+    "    for (int k = 0; k < 16; k++) s += (float)(i + k);\n"
+    "    out[i] = s + (float)(loop_unroll_factor - loop_unroll_factor);\n"
+    "}\n";
+
+static void test_kernel_tuner_contract_unroll_zero(void **state) {
+    (void)state;
+    kt_context *ctx = test_context(3);
+    ok(kt_context_set_artifact_dir(ctx, artifacts));
+    size_t dev = opencl_device(ctx);
+    float out[64];
+    void *dv;
+    ok(kt_device_alloc(ctx, dev, sizeof out, &dv));
+    kt_op *op = NULL;
+    ok(kt_op_create(ctx, "clunroll", &op));
+    ok(kt_op_set_device(op, dev));
+    ok(kt_op_add_buffer(op, "out", KT_TYPE_F32, KT_WRITE_ONLY));
+    kt_space *sp = NULL;
+    ok(kt_space_create(&sp));
+    ok(kt_space_add_param(sp, "loop_unroll_factor", "[0, 2]"));
+    const char *global[3] = {"64", NULL, NULL}, *local[3] = {"8", NULL, NULL};
+    ok(kt_space_set_geometry(sp, KT_GEOMETRY_GLOBAL, global, local, NULL));
+    ok(kt_op_add_variants(op, "sums", sp, unroll_cl, "sums", NULL, 0));
+    kt_space_destroy(sp);
+    ok(kt_op_set_kernel_tuner_contract(op, "sums", NULL));
+    kt_arg args[] = {kt_arg_buf(dv, sizeof out)};
+    ok(kt_op_call(op, args, 1));
+    ok(kt_device_read(ctx, dev, out, dv, sizeof out));
+    for (int i = 0; i < 64; i++) assert_true(out[i] == (float)(16 * i + 120));
+    const kt_decision *d = NULL;
+    ok(kt_op_decision(op, args, 1, &d));
+    for (size_t u = 0; u < 2; u++)
+        if (kt_decision_unit_outcome(d, u) != KT_OUTCOME_MEASURED)
+            fail_msg("%s: %s", kt_decision_unit_config(d, u), kt_decision_unit_message(d, u) ? kt_decision_unit_message(d, u) : "");
+    kt_device_free(ctx, dev, dv);
+    kt_context_destroy(ctx);
+}
+
 int main(int argc, char **argv) {
     snprintf(artifacts, sizeof artifacts, "/tmp/kt-opencl-XXXXXX");
     if (mkdtemp(artifacts) == NULL) return 1;
@@ -1008,7 +1069,9 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_code_argument_keyed_exactly),
         cmocka_unit_test(test_work_items_with_local_size_keyed),
         cmocka_unit_test(test_device_flush),
+        cmocka_unit_test(test_device_launch_limits),
         cmocka_unit_test(test_kernel_tuner_contract),
+        cmocka_unit_test(test_kernel_tuner_contract_unroll_zero),
     };
     int rc = kt_run_cases(argc, argv, tests, NULL, NULL);
     char rm[300];

@@ -81,6 +81,13 @@ KT_API kt_status kt_device_compiler(kt_context *ctx, size_t device, char *out, s
  *  multiprocessors, clocks, bus width); 0 for what the backend cannot tell. Returns KT_OK, or
  *  KT_ERR_NULL, KT_ERR_INVALID_ARGUMENT (no such device). */
 KT_API kt_status kt_device_peaks(kt_context *ctx, size_t device, double *gflops, double *gbs);
+
+/** Writes device `device`'s launch limits as its backend reports them, 0 for one it does not
+ *  tell: the most threads (work-items) in one block, the most along each dimension, and the most
+ *  shared (local) memory one block may use, in bytes. A configuration past them is rejected
+ *  before it is built or launched. Any pointer may be NULL. Returns KT_OK, or KT_ERR_NULL (ctx),
+ *  KT_ERR_INVALID_ARGUMENT (no such device). */
+KT_API kt_status kt_device_launch_limits(kt_context *ctx, size_t device, int64_t *max_threads, int64_t max_block[3], int64_t *max_shared);
 KT_API const char *kt_device_vendor(const kt_device *dev);
 
 /** Runs the op's compiled variants on device index of the context (kt_context_device); the

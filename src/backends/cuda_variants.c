@@ -9,6 +9,7 @@
  * argument (as Kernel Tuner's cmem_args and T1 reader do). Launches are timed with CUDA events.
  */
 #include "backends/cuda_int.h"
+#include "backends/contract.h"
 
 #include <errno.h>
 #include <poll.h>
@@ -47,28 +48,6 @@ static const char cubin_magic[] = "KTCUBIN2\n", cubin_magic_v1[] = "KTCUBIN1\n";
 
 /* ---- Kernel Tuner's compile contract (KT_BUILD_KERNEL_TUNER) ----------------------------------- */
 
-/* Python's \s on the ASCII characters (str.isspace): what Kernel Tuner's expression skips. */
-static bool py_space(char c) { return c == ' ' || (c >= '\t' && c <= '\r') || (c >= '\x1c' && c <= '\x1f'); }
-
-/* Matches Kernel Tuner's "\n\s*#pragma\s+unroll\s+NAME" at s (which is a newline); returns the
- * length matched, 0 when it does not match. No backtracking is needed: '#', 'u' and NAME's first
- * character are not white space, so each run of white space is taken whole. */
-static size_t pragma_match(const char *s, const char *name) {
-    const char *p = s + 1;
-    while (py_space(*p)) p++;
-    if (strncmp(p, "#pragma", 7) != 0) return 0;
-    p += 7;
-    if (!py_space(*p)) return 0;
-    while (py_space(*p)) p++;
-    if (strncmp(p, "unroll", 6) != 0) return 0;
-    p += 6;
-    if (!py_space(*p)) return 0;
-    while (py_space(*p)) p++;
-    size_t n = strlen(name);
-    if (strncmp(p, name, n) != 0) return 0; /* a prefix, as in Kernel Tuner: no word boundary */
-    return (size_t)(p + n - s);
-}
-
 char *kt__cu_contract_source(const char *source, const char *const *defines, size_t ndefines, bool *as_option) {
     size_t len = strlen(source), prefix = 16;
     for (size_t i = 0; i < ndefines; i++) prefix += strlen(defines[i]) + 32;
@@ -96,13 +75,7 @@ char *kt__cu_contract_source(const char *source, const char *const *defines, siz
         if (nlen >= sizeof name) nlen = sizeof name - 1;
         memcpy(name, d, nlen);
         name[nlen] = '\0';
-        size_t w = 0;
-        for (size_t r = 0; text[r];) {
-            size_t m = text[r] == '\n' ? pragma_match(text + r, name) : 0;
-            if (m) text[w++] = '\n', r += m;
-            else text[w++] = text[r++];
-        }
-        text[w] = '\0';
+        kt__contract_drop_unroll(text, name);
     }
     snprintf(head + k, prefix - k, "#line 1\n");
     size_t hl = strlen(head), tl = strlen(text);

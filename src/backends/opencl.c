@@ -24,6 +24,7 @@
 #include <kerntune/backend.h>
 
 #include "util/util.h"
+#include "backends/contract.h"
 
 #include <CL/cl.h>
 #include <dlfcn.h>
@@ -411,19 +412,33 @@ static char *options_string(const kt_build_request *req) {
 }
 
 /* The source with the variant's defines as #define lines in front: a value may hold spaces
- * ('unsigned int'), which a -D build option could not carry. */
+ * ('unsigned int'), which a -D build option could not carry. Under Kernel Tuner's contract a
+ * loop_unroll_factor of 0 removes the `#pragma unroll NAME` lines (contract.c). */
 static char *source_with_defines(const kt_build_request *req) {
-    size_t len = strlen(req->source) + 32;
+    bool contract = (req->flags & KT_BUILD_KERNEL_TUNER) != 0;
+    char *text = NULL;
+    for (size_t i = 0; contract && i < req->ndefines; i++) {
+        char name[512];
+        if (!kt__contract_unroll_zero(req->defines[i], name, sizeof name)) continue;
+        if (text == NULL && (text = strdup(req->source)) == NULL) return NULL;
+        kt__contract_drop_unroll(text, name);
+    }
+    const char *source = text ? text : req->source;
+    size_t len = strlen(source) + 32;
     for (size_t i = 0; i < req->ndefines; i++) len += strlen(req->defines[i]) + 16;
     char *s = malloc(len);
-    if (s == NULL) return NULL;
+    if (s == NULL) {
+        free(text);
+        return NULL;
+    }
     size_t k = 0;
     for (size_t i = 0; i < req->ndefines; i++) {
         const char *eq = strchr(req->defines[i], '=');
         if (eq) k += (size_t)snprintf(s + k, len - k, "#define %.*s %s\n", (int)(eq - req->defines[i]), req->defines[i], eq + 1);
         else k += (size_t)snprintf(s + k, len - k, "#define %s\n", req->defines[i]);
     }
-    snprintf(s + k, len - k, "#line 1\n%s", req->source);
+    snprintf(s + k, len - k, "#line 1\n%s", source);
+    free(text);
     return s;
 }
 

@@ -539,6 +539,22 @@ kt_status kt_device_flush(kt_context *ctx, size_t device) {
     return st == KT_OK ? KT_OK : kt__err(st, "kt_device_flush(device %zu): %s", device, err);
 }
 
+kt_status kt_device_launch_limits(kt_context *ctx, size_t device, int64_t *max_threads, int64_t max_block[3], int64_t *max_shared) {
+    kt_device_limits lim = {0, {0, 0, 0}, 0};
+    const kt__backend_slot *bs = NULL;
+    size_t local = 0;
+    if (ctx == NULL) return kt__err(KT_ERR_NULL, "kt_device_launch_limits: ctx is NULL");
+    kt_status st = device_slot(ctx, device, "kt_device_launch_limits", &bs, &local);
+    if (st != KT_OK) return st;
+    char err[256] = "";
+    if (bs->backend->abi_version >= 3 && bs->backend->limits && bs->backend->limits(bs->state, local, &lim, err, sizeof err) != KT_OK)
+        lim = (kt_device_limits){0, {0, 0, 0}, 0}; /* what it cannot tell is unknown, not an error */
+    if (max_threads) *max_threads = lim.max_threads_per_block;
+    if (max_block) memcpy(max_block, lim.max_block, sizeof lim.max_block);
+    if (max_shared) *max_shared = lim.max_shared_memory;
+    return KT_OK;
+}
+
 kt_status kt_device_compiler(kt_context *ctx, size_t device, char *out, size_t len) {
     const kt__backend_slot *bs = NULL;
     size_t local = 0;
