@@ -111,6 +111,7 @@ class Op(_kerntune.Op):
 
     def __init__(self, context, name, arguments, device=0, isolation="auto"):
         super().__init__(context, name, arguments, device, isolation)
+        self.name = name
         self.context = context
         self.arguments = [tuple(a) for a in arguments]
         self.device = device

@@ -68,6 +68,16 @@ static PyObject *Context_devices(PyObject *self, PyObject *noargs) {
     return list;
 }
 
+static PyObject *Context_device_limits(PyObject *self, PyObject *args) {
+    SELF;
+    Py_ssize_t index = 0;
+    if (!PyArg_ParseTuple(args, "n:device_limits", &index)) return NULL;
+    int64_t threads = 0, block[3] = {0, 0, 0}, shared = 0;
+    kt_status st = index < 0 ? KT_ERR_INVALID_ARGUMENT : kt_device_launch_limits(c->ctx, (size_t)index, &threads, block, &shared);
+    if (st != KT_OK) return ktpy_raise(st);
+    return Py_BuildValue("(L(LLL)L)", (long long)threads, (long long)block[0], (long long)block[1], (long long)block[2], (long long)shared);
+}
+
 static PyObject *done(kt_status st) {
     if (st != KT_OK) return ktpy_raise(st);
     Py_RETURN_NONE;
@@ -236,6 +246,8 @@ static PyObject *Context_cache_remove(PyObject *self, PyObject *args, PyObject *
 #define METHOD(name, flags, doc) {#name, (PyCFunction)(void (*)(void))Context_##name, flags, doc}
 static PyMethodDef Context_methods[] = {
     {"_devices", Context_devices, METH_NOARGS, "_devices() -> [(backend, name, fingerprint)], by index; see Context.devices"},
+    METHOD(device_limits, METH_VARARGS,
+           "device_limits(index) -> (max_threads, (max_x, max_y, max_z), max_shared_bytes): a device's launch limits, 0 unknown"),
     METHOD(set_policy, METH_VARARGS, "set_policy(name): how candidates are measured: 'race' (default), 'triton', 'kerneltuner', 'fixed'"),
     METHOD(set_race, METH_VARARGS | METH_KEYWORDS,
            "set_race(confidence=0.99, tolerance=0.01, max_runs=100): the race, and the most runs one candidate gets"),

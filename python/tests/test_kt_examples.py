@@ -1,0 +1,116 @@
+"""Kernel Tuner's own example scripts (../shared/kernel_tuner_examples, unchanged) run through
+kerntune: each script is written into a scratch folder with its import lines naming kerntune
+instead of kernel_tuner and nothing else changed (as_kerntune checks that), beside links to the
+example's own kernel files, and run there as a program: `python3 script.py`.
+
+KERNTUNE_BUDGET bounds each tune_kernel call (tune_kernel's docstring) so that the scripts run in
+seconds at their own problem sizes: the OpenCL ones on PoCL. matmul.py (a 4096^3 numpy.dot as the
+answer, 13 s a run on PoCL) and reduction.py (a 3.2 GB input, 7 s a run) run only with
+KT_EXAMPLES_ALL=1 (`make check-examples`); the CUDA ones on the GPU machine (scripts/gpu-check).
+"""
+
+import difflib
+import json
+import os
+import re
+import subprocess
+import sys
+
+import pytest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+EXAMPLES = os.environ.get("KT_EXAMPLES") or os.path.join(HERE, "..", "..", "..", "shared", "kernel_tuner_examples")
+ALL = os.environ.get("KT_EXAMPLES_ALL") == "1"
+
+pytestmark = pytest.mark.skipif(not os.path.isdir(EXAMPLES), reason="no Kernel Tuner examples at " + EXAMPLES)
+
+
+def as_kerntune(text):
+    """The script with its import lines naming kerntune: `import kernel_tuner` becomes `import
+    kerntune as kernel_tuner`, `from kernel_tuner[.x] import ...` `from kerntune[.x] import ...`."""
+    out = re.sub(r"(?m)^(\s*)import kernel_tuner\s*$", r"\1import kerntune as kernel_tuner", text)
+    out = re.sub(r"(?m)^(\s*)from kernel_tuner(\.\w+)? import ", r"\1from kerntune\2 import ", out)
+    changed = [l for l in difflib.ndiff(text.splitlines(), out.splitlines()) if l[:2] in ("- ", "+ ")]
+    assert changed, "no import line of kernel_tuner"
+    for line in changed:  # import lines and nothing else
+        assert re.match(r"[-+] \s*(import kernel_tuner|import kerntune as kernel_tuner|from (kernel_tuner|kerntune)(\.\w+)? import )", line), line
+    return out
+
+
+def run_example(lang, script, tmp_path, budget):
+    folder = os.path.join(EXAMPLES, lang)
+    for name in os.listdir(folder):
+        if not name.endswith(".py"):
+            os.symlink(os.path.join(folder, name), tmp_path / name)  # the kernels as they are
+    with open(os.path.join(folder, script)) as f:
+        (tmp_path / script).write_text(as_kerntune(f.read()))
+    env = dict(os.environ, KERNTUNE_BUDGET=str(budget), KERNTUNE_CACHE="off", PYTHONUNBUFFERED="1")
+    p = subprocess.run([sys.executable, script], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=900)
+    assert p.returncode == 0, "%s exited %d:\n%s\n%s" % (script, p.returncode, p.stdout[-4000:], p.stderr[-4000:])
+    return p
+
+
+def measured_lines(out):
+    """The configurations a run printed as it measured them (not the best one printed after)."""
+    lines = []
+    for line in out.splitlines():
+        if line.startswith("best performing configuration"):
+            break
+        if re.search(r", time=[0-9.]+ms$", line):
+            lines.append(line)
+    return lines
+
+
+def test_vector_add(tmp_path):
+    p = run_example("opencl", "vector_add.py", tmp_path, 4)
+    doc = json.load(open(tmp_path / "vector_add.json"))  # store_output_file: T4
+    assert doc["schema_version"] == "1.0.0" and len(doc["results"]) == 4
+    assert all(r["invalidity"] == "correct" and r["times"]["runtimes"] for r in doc["results"])
+    assert [r["configuration"]["block_size_x"] for r in doc["results"]] == [128, 192, 256, 320]
+    meta = json.load(open(tmp_path / "vector_add-metadata.json"))["metadata"]
+    assert meta["operating_system"] == "Linux"
+    assert "best performing configuration" in p.stdout
+
+
+def test_stencil(tmp_path):
+    p = run_example("opencl", "stencil.py", tmp_path, 4)
+    assert len(measured_lines(p.stdout)) == 4
+
+
+def test_convolution(tmp_path):
+    p = run_example("opencl", "convolution.py", tmp_path, 3)
+    assert len(measured_lines(p.stdout)) == 3
+
+
+def test_convolution_correct(tmp_path):
+    # the answer comes from run_kernel of the naive kernel; every configuration tuned agrees with it
+    p = run_example("opencl", "convolution_correct.py", tmp_path, 3)
+    assert len(measured_lines(p.stdout)) == 3 and "IncorrectConfig" not in p.stdout
+
+
+def test_sepconv(tmp_path):
+    # two tunings (rows, columns) of over a million configurations each, their (results, env)
+    # stored as JSON and, through pandas, as CSV (the script makes a frame of the pair)
+    p = run_example("opencl", "sepconv.py", tmp_path, 3)
+    assert p.stdout.count("best performing configuration") == 2
+    for part in ("row", "col"):
+        results, env = json.load(open(tmp_path / ("separable_convolution_%s.json" % part)))
+        assert len(results) == 3 and all(r["time"] > 0 for r in results)
+        assert env["kerntune"]["budget_from"] == "KERNTUNE_BUDGET"
+        assert (tmp_path / ("separable_convolution_%s.csv" % part)).exists()
+
+
+@pytest.mark.skipif(not ALL, reason="KT_EXAMPLES_ALL=1 (make check-examples): a 4096^3 answer and 13 s a run on PoCL")
+def test_matmul(tmp_path):
+    run_example("opencl", "matmul.py", tmp_path, 2)
+    results, env = json.load(open(tmp_path / "matmul.json"))
+    assert len(results) == 2 and all("GFLOP/s" in r for r in results if "__error__" not in r)
+
+
+@pytest.mark.skipif(not ALL, reason="KT_EXAMPLES_ALL=1 (make check-examples): a 3.2 GB input, 7 s a run on PoCL")
+def test_reduction(tmp_path):
+    p = run_example("opencl", "reduction.py", tmp_path, 2)
+    assert "Best performing config" in p.stdout
+    assert len(json.load(open(tmp_path / "reduce.json"))) == 2
+    for blocks in (32, 64, 128, 256, 512, 1024):
+        assert len(json.load(open(tmp_path / ("reduce-kernel2-%d.json" % blocks)))) == 2
