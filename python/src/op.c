@@ -7,6 +7,7 @@
 
 #include <kerntune/backend.h>
 #include <kerntune/decision.h>
+#include <kerntune/inputs.h>
 #include <kerntune/device.h>
 #include <kerntune/measure.h>
 #include <kerntune/search.h>
@@ -320,6 +321,17 @@ static PyObject *Op_set_compare(PyObject *self, PyObject *args) {
     return done(kt_op_set_compare(((OpObject *)self)->op, (size_t)arg, c));
 }
 
+static PyObject *Op_set_accumulate(PyObject *self, PyObject *args) {
+    Py_ssize_t arg = 0;
+    double value = 0;
+    if (!PyArg_ParseTuple(args, "nd:set_accumulate", &arg, &value)) return NULL;
+    if (arg < 0) {
+        PyErr_SetString(PyExc_ValueError, "set_accumulate: an argument's index");
+        return NULL;
+    }
+    return done(kt_op_set_accumulate(((OpObject *)self)->op, (size_t)arg, value));
+}
+
 static PyObject *Op_set_candidate_version(PyObject *self, PyObject *args) {
     const char *name = NULL, *version = NULL;
     if (!PyArg_ParseTuple(args, "sz:set_candidate_version", &name, &version)) return NULL;
@@ -386,6 +398,8 @@ static PyMethodDef Op_methods[] = {
     METHOD(set_effort, METH_VARARGS, "set_effort(name): 'inherit', 'tune', 'cache-only', 'off' or 'forced'"),
     METHOD(set_constant, METH_VARARGS, "set_constant(arg): a ReadOnly buffer in the device's constant memory too"),
     METHOD(set_compare, METH_VARARGS, "set_compare(arg, how): an output compared by 'elements' (default) or its 'sum'"),
+    METHOD(set_accumulate, METH_VARARGS,
+           "set_accumulate(arg, value): a WriteOnly output filled with value before every tuning run (and the final launch)"),
     METHOD(set_candidate_version, METH_VARARGS, "set_candidate_version(name, version): a version the cache keys the candidate by"),
     METHOD(key_arg, METH_VARARGS, "key_arg(arg, bucket='exact'): a key component: a scalar's value or a buffer's size"),
     METHOD(set_default, METH_VARARGS, "set_default(name): the default candidate"),

@@ -114,3 +114,45 @@ def test_reduction(tmp_path):
     assert len(json.load(open(tmp_path / "reduce.json"))) == 2
     for blocks in (32, 64, 128, 256, 512, 1024):
         assert len(json.load(open(tmp_path / ("reduce-kernel2-%d.json" % blocks)))) == 2
+
+
+# ---- the CUDA ones, on the GPU machine (scripts/gpu-python sets KT_EXAMPLES_CUDA=1) ------------
+
+CUDA = os.environ.get("KT_EXAMPLES_CUDA") == "1"
+cuda_only = pytest.mark.skipif(not CUDA, reason="KT_EXAMPLES_CUDA=1 on a machine with a CUDA device (scripts/gpu-python)")
+
+
+@cuda_only
+def test_cuda_vector_add(tmp_path):
+    run_example("cuda", "vector_add.py", tmp_path, 15)  # every configuration
+    doc = json.load(open(tmp_path / "vector_add.json"))
+    assert len(doc["results"]) == 15 and all(r["invalidity"] == "correct" for r in doc["results"])
+
+
+@cuda_only
+def test_cuda_matmul(tmp_path):
+    p = run_example("cuda", "matmul.py", tmp_path, "30s")
+    results, env = json.load(open(tmp_path / "matmul.json"))
+    assert results and all("GFLOP/s" in r for r in results if "__error__" not in r)
+    assert "best performing configuration" in p.stdout
+
+
+@cuda_only
+def test_cuda_convolution(tmp_path):
+    # a space of millions, the filter in constant memory (cmem_args): a budget of seconds
+    run_example("cuda", "convolution.py", tmp_path, "40s")
+    results, env = json.load(open(tmp_path / "convolution.json"))
+    assert any("__error__" not in r for r in results)
+
+
+@cuda_only
+def test_cuda_reduction(tmp_path):
+    p = run_example("cuda", "reduction.py", tmp_path, 8)
+    assert "Best performing config" in p.stdout
+    assert json.load(open(tmp_path / "reduce.json"))
+
+
+@cuda_only
+def test_cuda_pnpoly(tmp_path):
+    pytest.importorskip("pycuda", reason="pnpoly.py drives its host code with PyCUDA, which this machine lacks")
+    run_example("cuda", "pnpoly.py", tmp_path, "30s")

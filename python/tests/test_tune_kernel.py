@@ -6,8 +6,6 @@ work), never by luck. Every test has its own artifact directory; the persistent 
 unless a test names its own file."""
 
 import json
-import os
-import warnings
 
 import numpy as np
 import pytest

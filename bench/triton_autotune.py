@@ -1,0 +1,180 @@
+#!/usr/bin/env python3
+"""kerntune.triton.autotune beside triton.autotune on the same kernels and configs
+(python/tests/triton_kernels.py: the matmul and layer-norm tutorials' shapes), on a GPU.
+
+For each kernel and each autotuner, a fresh process (so neither finds the other's compiled
+kernels in memory) makes the first call of a key and reports how long it took; twice: with an
+empty Triton cache (compiling every config: "cold") and with the cache the cold run filled
+("warm": what tuning itself costs). Both picks are then timed here by one timer,
+triton.testing.do_bench, alternately, and the host time per call of an autotuned kernel already
+tuned is measured on a small in-place kernel (add_one, 4096 elements: launch-bound). Every
+process runs with KERNTUNE_CACHE=off, so kerntune measures each time.
+
+Prints a table, then RESULT lines:
+  triton_tune_speedup_<kernel>_<cold|warm>   triton.autotune's first call over kerntune's
+  triton_pick_ratio_<kernel>                 kerntune's pick over Triton's, by do_bench (<= 1.01 is the target)
+  triton_hit_us_<tuner>                      host time per call of a tuned key
+  triton_inplace_<tuner>                     1 when the in-place kernel's first call left x + 1 exactly
+
+Usage: python3 bench/triton_autotune.py [--kernels matmul,layer_norm] [--quick]
+"""
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "python", "tests"))
+
+SHAPES = {"matmul": (4096, 4096, 4096), "layer_norm": (4096, 8192)}
+
+
+def child(tuner, kernel, quick):
+    import torch
+    import triton
+
+    import triton_kernels as K
+
+    if tuner == "triton":
+        ks = K.make(triton.autotune)
+    else:
+        import kerntune.triton as ktt
+
+        ks = K.make(ktt.autotune)
+    torch.manual_seed(1)
+    out = {}
+    if kernel == "matmul":
+        M, N, Kd = (1024, 1024, 1024) if quick else SHAPES["matmul"]
+        a = torch.randn(M, Kd, device="cuda", dtype=torch.float16)
+        b = torch.randn(Kd, N, device="cuda", dtype=torch.float16)
+        c = torch.empty(M, N, device="cuda", dtype=torch.float16)
+        run = lambda: K.matmul(ks["matmul"], a, b, c)  # noqa: E731
+        check = lambda: float((c.float() - a.float() @ b.float()).abs().max())  # noqa: E731
+    elif kernel == "layer_norm":
+        rows, cols = (1024, 4096) if quick else SHAPES["layer_norm"]
+        x = torch.randn(rows, cols, device="cuda", dtype=torch.float16)
+        w = torch.rand(cols, device="cuda", dtype=torch.float16)
+        bb = torch.rand(cols, device="cuda", dtype=torch.float16)
+        y = torch.empty_like(x)
+        run = lambda: K.layer_norm(ks["layer_norm"], x, w, bb, y)  # noqa: E731
+        ref = torch.nn.functional.layer_norm(x.float(), (cols,), w.float(), bb.float(), 1e-5)
+        check = lambda: float((y.float() - ref).abs().max())  # noqa: E731
+    else:  # the host time of a tuned call, and the in-place contract
+        x = torch.zeros(4096, device="cuda")
+        t0 = time.perf_counter()
+        K.add_one(ks["add_one"], x)
+        torch.cuda.synchronize()
+        out["tune_s"] = time.perf_counter() - t0
+        out["inplace_exact"] = bool(torch.equal(x, torch.ones_like(x)))
+        out["inplace_value"] = float(x[0])
+        for _ in range(200):
+            K.add_one(ks["add_one"], x)
+        torch.cuda.synchronize()
+        n = 5000
+        t0 = time.perf_counter()
+        for _ in range(n):
+            K.add_one(ks["add_one"], x)
+        t1 = time.perf_counter()
+        torch.cuda.synchronize()
+        out["hit_us"] = (t1 - t0) / n * 1e6
+        print(json.dumps(out))
+        return
+    torch.cuda.synchronize()
+    t0 = time.perf_counter()
+    run()
+    torch.cuda.synchronize()
+    out["tune_s"] = time.perf_counter() - t0
+    out["max_error"] = check()
+    best = ks[kernel].best_config
+    out["config"] = {"kwargs": best.kwargs, "num_warps": best.num_warps, "num_stages": best.num_stages}
+    print(json.dumps(out))
+
+
+def run_child(tuner, kernel, cache_dir, quick):
+    env = dict(os.environ, TRITON_CACHE_DIR=cache_dir, KERNTUNE_CACHE="off", PYTHONUNBUFFERED="1")
+    args = [sys.executable, os.path.abspath(__file__), "--child", tuner, kernel] + (["--quick"] if quick else [])
+    p = subprocess.run(args, env=env, capture_output=True, text=True, timeout=900)
+    if p.returncode != 0:
+        raise RuntimeError("%s %s failed:\n%s\n%s" % (tuner, kernel, p.stdout[-3000:], p.stderr[-3000:]))
+    return json.loads(p.stdout.strip().splitlines()[-1])
+
+
+def time_picks(kernel, configs, quick):
+    """Each pick timed by do_bench, alternately, three rounds; medians in ms."""
+    import statistics
+
+    import torch
+    import triton
+
+    import triton_kernels as K
+
+    torch.manual_seed(1)
+    if kernel == "matmul":
+        M, N, Kd = (1024, 1024, 1024) if quick else SHAPES["matmul"]
+        a = torch.randn(M, Kd, device="cuda", dtype=torch.float16)
+        b = torch.randn(Kd, N, device="cuda", dtype=torch.float16)
+        c = torch.empty(M, N, device="cuda", dtype=torch.float16)
+
+        def call(cfg):
+            grid = (triton.cdiv(M, cfg["kwargs"]["BLOCK_M"]) * triton.cdiv(N, cfg["kwargs"]["BLOCK_N"]),)
+            K._matmul[grid](a, b, c, M, N, Kd, a.stride(0), a.stride(1), b.stride(0), b.stride(1), c.stride(0), c.stride(1),
+                            num_warps=cfg["num_warps"], num_stages=cfg["num_stages"], **cfg["kwargs"])
+    else:
+        rows, cols = (1024, 4096) if quick else SHAPES["layer_norm"]
+        x = torch.randn(rows, cols, device="cuda", dtype=torch.float16)
+        w = torch.rand(cols, device="cuda", dtype=torch.float16)
+        bb = torch.rand(cols, device="cuda", dtype=torch.float16)
+        y = torch.empty_like(x)
+
+        def call(cfg):
+            K._layer_norm[(rows,)](x, y, w, bb, x.stride(0), cols, 1e-5, num_warps=cfg["num_warps"], num_stages=cfg["num_stages"],
+                                   **cfg["kwargs"])
+
+    times = {name: [] for name in configs}
+    for _ in range(3):
+        for name, cfg in configs.items():
+            times[name].append(triton.testing.do_bench(lambda: call(cfg)))
+    return {name: statistics.median(t) for name, t in times.items()}
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--kernels", default="matmul,layer_norm")
+    ap.add_argument("--quick", action="store_true", help="smaller shapes")
+    ap.add_argument("--child", nargs=2, metavar=("TUNER", "KERNEL"), help=argparse.SUPPRESS)
+    a = ap.parse_args()
+    if a.child:
+        return child(a.child[0], a.child[1], a.quick)
+    rows = []
+    for kernel in a.kernels.split(","):
+        res = {}
+        for tuner in ("triton", "kerntune"):
+            d = tempfile.mkdtemp(prefix="triton-cache-")
+            res[tuner, "cold"] = run_child(tuner, kernel, d, a.quick)
+            res[tuner, "warm"] = run_child(tuner, kernel, d, a.quick)
+        picks = time_picks(kernel, {t: res[t, "warm"]["config"] for t in ("triton", "kerntune")}, a.quick)
+        for phase in ("cold", "warm"):
+            ratio = res["triton", phase]["tune_s"] / res["kerntune", phase]["tune_s"]
+            rows.append((kernel, phase, res["triton", phase]["tune_s"], res["kerntune", phase]["tune_s"], ratio))
+            print("RESULT triton_tune_speedup_%s_%s %.2f x" % (kernel, phase, ratio))
+        print("RESULT triton_pick_ratio_%s %.4f" % (kernel, picks["kerntune"] / picks["triton"]))
+        print("picks %s: triton %s %.4f ms, kerntune %s %.4f ms" % (kernel, res["triton", "warm"]["config"], picks["triton"],
+                                                               res["kerntune", "warm"]["config"], picks["kerntune"]))
+        for t in ("triton", "kerntune"):
+            print("  %s %s max error %.4g" % (kernel, t, res[t, "warm"]["max_error"]))
+    hits = {t: run_child(t, "hit", tempfile.mkdtemp(prefix="triton-cache-"), a.quick) for t in ("triton", "kerntune")}
+    print("%-10s %-5s %12s %12s %8s" % ("kernel", "cache", "triton s", "kerntune s", "speedup"))
+    for r in rows:
+        print("%-10s %-5s %12.3f %12.3f %8.2f" % r)
+    for t in ("triton", "kerntune"):
+        print("RESULT triton_hit_us_%s %.2f us" % (t, hits[t]["hit_us"]))
+        print("RESULT triton_inplace_%s %d (x after the first call: %g, expected 1)" % (t, hits[t]["inplace_exact"],
+                                                                                       hits[t]["inplace_value"]))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,309 @@
+"""kerntune.triton: a drop-in for @triton.autotune, deciding by kerntune's race.
+
+    import kerntune.triton
+
+    @kerntune.triton.autotune(configs=[triton.Config({"BLOCK": 128}, num_warps=4), ...], key=["n"])
+    @triton.jit
+    def kernel(x_ptr, y_ptr, n, BLOCK: tl.constexpr): ...
+
+    kernel[grid](x, y, n)
+
+It takes triton.autotune's arguments (configs, key, prune_configs_by, reset_to_zero,
+restore_value, pre_hook, post_hook, warmup, rep, use_cuda_graph, do_bench, cache_results) and
+behaves as Triton's autotuner does, with these differences:
+
+  - every tensor argument is protected while tuning: kerntune keeps a copy of each on the device
+    and restores it before every run, so the caller's tensors hold, after the first call for a
+    key, what one launch of the chosen config produces (Triton's runs every config on them, so an
+    in-place kernel comes back changed many times over: Triton issue #1563). `read_only=[names]`
+    leaves such arguments out of it (no copy, and a config that writes one is disqualified);
+    restore_value is then implied for the others, and reset_to_zero zeroes its tensors before
+    every benchmark run and before the winner's launch, as Triton does;
+  - configs are compared as kerntune compares candidates: each config's first run is validated
+    against the first config's output (floats within kerntune's tolerances for their type;
+    `validate=False` turns it off), then the race measures by the device's events, dropping a
+    config once it is out of the race; a config that fails to compile or launch is disqualified
+    with its error as the reason;
+  - decisions go to kerntune's persistent cache (a second process measures nothing), and from
+    there to its wisdom and its fleet cache; the first call of a key waits for the work already on
+    the caller's stream, tunes on kerntune's own, then launches the winner on the caller's stream;
+  - every later call is a dictionary look-up and the launch, as in Triton's autotuner;
+  - do_bench (a timer of one's own) cannot replace kerntune's race: refused; warmup, rep and
+    use_cuda_graph, deprecated in Triton, are ignored with a warning (kerntune's race decides how
+    many runs each config gets).
+"""
+
+import hashlib
+import warnings
+
+import triton
+from triton.runtime.jit import KernelInterface
+
+from . import Context, Op
+
+__all__ = ["autotune", "Autotuner", "context"]
+
+_context = None
+
+
+def context():
+    """The kerntune Context every autotuner of this process shares (the persistent cache in the
+    user's cache directory, or KERNTUNE_CACHE)."""
+    global _context
+    if _context is None:
+        _context = Context()
+    return _context
+
+
+def _cuda_device(ctx, torch_index):
+    cuda = [d for d in ctx.devices() if d.backend == "cuda"]
+    if torch_index >= len(cuda):
+        raise RuntimeError("kerntune.triton: kerntune sees %d CUDA devices, the tensors are on cuda:%d" % (len(cuda), torch_index))
+    return cuda[torch_index].index
+
+
+def _key_int(v):
+    """A Triton key value as the int64 kerntune keys by."""
+    if isinstance(v, bool):
+        return int(v)
+    if isinstance(v, int):
+        return v
+    h = hashlib.sha256(repr(v).encode()).digest()
+    return int.from_bytes(h[:8], "little", signed=True)
+
+
+class _Device:
+    """Device memory at an address, as __cuda_array_interface__ describes it (torch.as_tensor reads
+    it without a copy)."""
+
+    def __init__(self, ptr, shape, strides, typestr):
+        self.__cuda_array_interface__ = {"data": (ptr, False), "shape": tuple(shape), "strides": tuple(strides),
+                                         "typestr": typestr, "version": 3}
+
+
+def _at(ptr, t):
+    """Tensor t's shape, strides and type at another address (kerntune's copy of it while tuning),
+    as a torch tensor over that memory."""
+    import torch
+
+    name, typestr = _dtype(t)
+    size = t.element_size()
+    if name == "bfloat16":  # no array typestr names it: view 16-bit integers
+        typestr = "<i2"
+    view = torch.as_tensor(_Device(ptr, t.shape, [s * size for s in t.stride()], typestr), device=t.device)
+    return view.view(t.dtype) if view.dtype != t.dtype else view
+
+
+class _Span:
+    """A tensor's memory for kerntune: __cuda_array_interface__ over every element its strides
+    reach, from its first."""
+
+    def __init__(self, t, typestr):
+        span = 1 + sum((s - 1) * st for s, st in zip(t.shape, t.stride())) if t.numel() else 0
+        self.__cuda_array_interface__ = {"data": (t.data_ptr(), False), "shape": (span,), "typestr": typestr, "version": 3}
+        self.numel = span
+
+
+_TYPESTR = {"float16": "<f2", "bfloat16": "<V2", "float32": "<f4", "float64": "<f8", "int8": "|i1", "int16": "<i2",
+            "int32": "<i4", "int64": "<i8", "uint8": "|u1", "bool": "|u1"}
+
+
+def _dtype(t):
+    name = str(t.dtype).replace("torch.", "")
+    if name not in _TYPESTR:
+        raise TypeError("kerntune.triton: tensors of %s are not supported" % name)
+    return ("uint8" if name == "bool" else name), _TYPESTR[name]
+
+
+class Autotuner(KernelInterface):
+    """triton.autotune's Autotuner, deciding with kerntune (see the module's docstring)."""
+
+    def __init__(self, fn, arg_names, configs, key, reset_to_zero=None, restore_value=None, pre_hook=None, post_hook=None,
+                 prune_configs_by=None, warmup=None, rep=None, use_cuda_graph=False, do_bench=None, cache_results=False,
+                 read_only=None, validate=True):
+        if do_bench is not None:
+            raise NotImplementedError("kerntune.triton.autotune: do_bench: kerntune measures every config with its race on the "
+                                      "device's events; a timer of one's own cannot replace it")
+        if warmup is not None or rep is not None or use_cuda_graph:
+            warnings.warn("kerntune.triton.autotune: warmup, rep and use_cuda_graph are ignored (deprecated in Triton too): "
+                          "kerntune's race decides how many runs each config gets", DeprecationWarning, stacklevel=3)
+        self.fn = fn
+        self.base_fn = fn
+        while not callable(getattr(self.base_fn, "__code__", None)) and hasattr(self.base_fn, "fn"):
+            self.base_fn = self.base_fn.fn
+        self.arg_names = list(arg_names)
+        self.configs = list(configs) if configs else [triton.Config({}, num_warps=4, num_stages=3, num_ctas=1)]
+        self.keys = list(key)
+        self.reset_to_zero = list(reset_to_zero or [])
+        self.restore_value = list(restore_value or [])
+        self.user_pre_hook, self.user_post_hook = pre_hook, post_hook
+        prune = prune_configs_by or {}
+        self.perf_model = prune.get("perf_model")
+        self.configs_top_k = prune.get("top_k", 1.0)
+        self.early_config_prune = prune.get("early_config_prune")
+        self.read_only = set(read_only or [])
+        self.validate = validate
+        self.cache = {}  # the Triton key -> the Config chosen (the hit path)
+        self._ops = {}  # (signature, configs) -> (Op, configs)
+        self.best_config = None
+        self.configs_timings = {}
+        self.bench_time = 0.0
+        self.nargs = None
+        self._call = None  # the call being tuned: (args, kwargs, grid, caller's stream)
+        src = getattr(fn, "cache_key", None) or getattr(fn, "src", None) or repr(fn)
+        self._source = hashlib.sha256(str(src).encode()).hexdigest()[:16]
+
+    # ---- Triton's key and pruning, as its autotuner computes them ----
+
+    def _key(self, all_args):
+        _args = {k: v for k, v in all_args.items() if k in self.arg_names}
+        key = [_args[k] for k in self.keys if k in _args]
+        key += [str(a.dtype) for a in _args.values() if hasattr(a, "dtype")]
+        return tuple(key)
+
+    def prune_configs(self, kwargs):
+        configs = self.configs
+        if self.early_config_prune:
+            configs = self.early_config_prune(self.configs, self.nargs, **kwargs)
+            if not configs:
+                raise triton.runtime.errors.AutotunerError("No valid autotuner configs after pruning. `early_config_prune` "
+                                                           "should return at least one config.")
+        if self.perf_model:
+            top_k = self.configs_top_k
+            if isinstance(top_k, float) and top_k <= 1.0:
+                top_k = int(len(self.configs) * top_k)
+            elif not isinstance(top_k, int):
+                raise TypeError("Error while pruning configs, top_k must be either 1) a float <= 1.0 or 2) an int")
+            if len(configs) > top_k:
+                est = {c: self.perf_model(**self.nargs, **kwargs, **c.all_kwargs()) for c in configs}
+                configs = sorted(est, key=lambda c: est[c])[:top_k]
+        return list(configs)
+
+    # ---- calls ----
+
+    def run(self, *args, grid=None, warmup=False, **kwargs):
+        self.nargs = dict(zip(self.arg_names, args))
+        if warmup:  # compile every config, run none (Triton's warmup)
+            out = [self.fn.run(*args, grid=grid, warmup=True, **kwargs, **c.all_kwargs()) for c in self.prune_configs(kwargs)]
+            self.nargs = None
+            return out
+        if len(self.configs) == 1:
+            config = self.configs[0]
+        else:
+            key = self._key({**self.nargs, **kwargs})
+            config = self.cache.get(key)
+            if config is None:
+                config = self._tune(key, args, kwargs, grid)
+                self.cache[key] = config
+                self.best_config = config
+                self.nargs = None
+                return None  # tuning launched the winner on the caller's stream
+        self.best_config = config
+        if config.pre_hook is not None:
+            config.pre_hook({**self.nargs, **kwargs, **config.all_kwargs()})
+        ret = self.fn.run(*args, grid=grid, warmup=False, **kwargs, **config.all_kwargs())
+        self.nargs = None
+        return ret
+
+    def _tune(self, key, args, kwargs, grid):
+        import time
+
+        import torch
+
+        configs = self.prune_configs(kwargs)
+        tensors = [(i, a) for i, a in enumerate(args) if hasattr(a, "data_ptr") and hasattr(a, "dtype")]
+        if not tensors:
+            raise TypeError("kerntune.triton.autotune: the kernel has no tensor argument to run on")
+        device = tensors[0][1].device.index if tensors[0][1].device.index is not None else torch.cuda.current_device()
+        ctx = context()
+        spans, decls = [], []
+        for i, t in tensors:
+            name = self.arg_names[i] if i < len(self.arg_names) else "arg%d" % i
+            dtype, typestr = _dtype(t)
+            spans.append(_Span(t, typestr))
+            access = "r" if name in self.read_only else "w" if name in self.reset_to_zero else "rw"
+            decls.append((name, dtype, access))
+        keyvals = [_key_int(v) for v in key]
+        decls += [("key%d" % k, "int64") for k in range(len(keyvals))]
+        constants = repr(sorted((k, v) for k, v in kwargs.items() if not hasattr(v, "data_ptr")))
+        sig = hashlib.sha256(repr((decls, constants, [str(c) for c in configs])).encode()).hexdigest()[:12]
+        name = "triton %s %s" % (getattr(self.base_fn, "__name__", "kernel")[:80], sig)
+        entry = self._ops.get(name)
+        if entry is None:
+            op = Op(ctx, name, decls, device=_cuda_device(ctx, device))
+            for k in range(len(keyvals)):
+                if k < 8:
+                    op.key_arg(len(tensors) + k)
+            for c_index, config in enumerate(configs):
+                op.add_candidate("config%d" % c_index, self._candidate(config, tensors), queued=True,
+                                 version="%s|%s" % (self._source, config))
+            names = [d[0] for d in decls]
+            for n in self.reset_to_zero:  # zeroed before every benchmark run and the final launch, as Triton does
+                if n not in names:
+                    raise ValueError("kerntune.triton.autotune: reset_to_zero names '%s', which is no tensor argument" % n)
+                op.set_accumulate(names.index(n), 0.0)
+            if not self.validate:
+                op.set_validation(False)
+            entry = self._ops[name] = (op, configs)
+        op, configs = entry
+        stream = torch.cuda.current_stream(device).cuda_stream
+        self._call = (args, kwargs, grid, stream)
+        started = time.perf_counter()
+        try:
+            op.call_async(stream, *spans, *keyvals)
+            decision = op.decision(*spans, *keyvals)
+        finally:
+            self._call = None
+        self.bench_time = time.perf_counter() - started
+        if decision.winner is None:
+            raise RuntimeError("kerntune.triton.autotune: every config failed: " +
+                               "; ".join("%s: %s" % (u.candidate, u.message) for u in decision.units))
+        index = {"config%d" % i: c for i, c in enumerate(configs)}
+        self.configs_timings = {index[u.candidate]: [u.time_ns / 1e6] if u.time_ns > 0 else [float("inf")] for u in decision.units}
+        self.decision = decision
+        if triton.knobs.autotuning.print if hasattr(triton, "knobs") else False:
+            print("kerntune autotuning for function %s,\nwith key as %s,\nfinished after %.2fs,\nbest config selected: %s;"
+                  % (getattr(self.base_fn, "__name__", "kernel"), key, self.bench_time, index[decision.winner.candidate]))
+        return index[decision.winner.candidate]
+
+    def _candidate(self, config, tensors):
+        """A config as a queued candidate: launches the kernel with it on the stream kerntune gives,
+        on the tensors at the addresses kerntune gives (its copies while tuning)."""
+        import torch
+
+        def launch(queue, *ptrs):
+            args, kwargs, grid, caller = self._call
+            args = list(args)
+            for (i, t), p in zip(tensors, ptrs):
+                if p != t.data_ptr():
+                    args[i] = _at(p, t)
+            benchmarking = queue != caller
+            full = {**dict(zip(self.arg_names, args)), **kwargs, **config.all_kwargs()}
+            stream = torch.cuda.ExternalStream(queue) if queue else torch.cuda.default_stream()
+            with torch.cuda.stream(stream):
+                if benchmarking and self.user_pre_hook:
+                    self.user_pre_hook(full)
+                if config.pre_hook is not None:
+                    config.pre_hook(full)
+                try:
+                    self.fn.run(*args, grid=grid, warmup=False, **kwargs, **config.all_kwargs())
+                except Exception as e:
+                    if benchmarking and self.user_post_hook:
+                        self.user_post_hook(full, exception=e)
+                    raise
+                if benchmarking and self.user_post_hook:
+                    self.user_post_hook(full, exception=None)
+
+        return launch
+
+
+def autotune(configs, key, prune_configs_by=None, reset_to_zero=None, restore_value=None, pre_hook=None, post_hook=None,
+             warmup=None, rep=None, use_cuda_graph=False, do_bench=None, cache_results=False, read_only=None, validate=True):
+    """triton.autotune's decorator, deciding with kerntune (see the module's docstring)."""
+
+    def decorator(fn):
+        return Autotuner(fn, fn.arg_names, configs, key, reset_to_zero, restore_value, pre_hook=pre_hook, post_hook=post_hook,
+                         prune_configs_by=prune_configs_by, warmup=warmup, rep=rep, use_cuda_graph=use_cuda_graph,
+                         do_bench=do_bench, cache_results=cache_results, read_only=read_only, validate=validate)
+
+    return decorator
