@@ -256,6 +256,13 @@ static bool write_set(FILE *h, set *s, size_t k, const char *dir, char **err) {
         if (c) fprintf(h, ", %zu %s", c, kinds[q]);
     }
     fputs("</td></tr>\n", h);
+    const json_t *stop = json_object_get(s->ext, "disagreement"); /* validation stopped the tuning */
+    if (json_is_object(stop)) {
+        fprintf(h, "<tr><th>stopped</th><td class=\"stopped\" id=\"stopped%zu\">", k);
+        const char *m = json_string_value(json_object_get(stop, "message"));
+        esc(h, m ? m : "most configurations disagreed with the reference");
+        fputs("</td></tr>\n", h);
+    }
     if (s->winner >= 0) {
         row *w = &s->rows[s->winner];
         fprintf(h, "<tr><th>winner</th><td><span class=\"winner\" id=\"winner%zu\">", k);

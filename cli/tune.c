@@ -1833,16 +1833,23 @@ static char *stopped(const t1 *p, const options *o, t4_live *live, const json_t 
     } else {
         fprintf(stderr, "kerntune tune: %s\n", dg.message);
     }
-    if (o->t4) {
+    if (o->t4 || o->report) { /* what was decided before the stop, and why it stopped */
         json_t *doc = t4_wrap(p, dev_name, live->records ? json_deep_copy(live->records) : json_array()), *x = json_object();
         json_object_update(x, (json_t *)vinfo);
         json_object_set(x, "disagreement", dj);
         json_object_set_new(x, "wall_s", json_real(wall));
         json_object_set_new(doc, "x-kerntune", x);
-        char *w = write_json(o->t4, doc);
-        json_decref(doc);
+        char *w = o->t4 ? write_json(o->t4, doc) : NULL;
         if (w) err = cli_format("--t4 %s: cannot be written: %s", o->t4, w);
         free(w);
+        if (err == NULL && o->report) {
+            report_input in = {o->t4 ? o->t4 : "this run", doc};
+            char *why = report_write(o->report, &in, 1, NULL);
+            if (why) err = cli_format("--report %s: %s", o->report, why);
+            else if (txt) fprintf(stderr, "kerntune tune: report written to %s\n", o->report);
+            free(why);
+        }
+        json_decref(doc);
     }
     if (o->json && err == NULL) {
         json_t *j = json_object();

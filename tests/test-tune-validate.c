@@ -192,8 +192,8 @@ static void test_answer_file(void **state) {
 /* A parameter that changes what the kernel computes (STEPS, the time steps of one launch; the
  * Default STEPS = 1 is the reference) makes most configurations disagree: in the space's order
  * (UNROLL, then STEPS) the first eight compared are 3 right and 5 wrong, and there the tuning
- * stops (exit 3), naming STEPS in the text, the --json document and the T4 file, having
- * validated 8 of its budget of 100 (of 120 configurations): less than a tenth. */
+ * stops (exit 3), naming STEPS in the text, the --json document, the T4 file and the report,
+ * having validated 8 of its budget of 100 (of 120 configurations): less than a tenth. */
 static void test_parameter_changes_output(void **state) {
     (void)state;
     make_tmpdir();
@@ -225,6 +225,24 @@ static void test_parameter_changes_output(void **state) {
     assert_int_equal(json_integer_value(json_object_get(dj, "disagreed")), 5);
     assert_string_equal(json_string_value(json_object_get(json_object_get(x, "reference"), "source")), "Default");
     json_decref(t4);
+
+    /* --report is written too: the configurations compared, and why the tuning stopped */
+    char report[256];
+    snprintf(report, sizeof report, "%s/steps.html", tmpdir);
+    snprintf(args, sizeof args, "tune '%s/t1/steps_c.json' --cache off --measure kerneltuner --budget 100 --strategy exhaustive --jobs 2 "
+             "--report %s", KT_DATA, report);
+    rc = run(args);
+    if (rc != 3) fail_msg("exit %d:\n%s\n%s", rc, out, err);
+    FILE *f = fopen(report, "r");
+    assert_non_null(f);
+    static char html[1 << 18];
+    size_t n = fread(html, 1, sizeof html - 1, f);
+    fclose(f);
+    html[n] = '\0';
+    char row[512];
+    snprintf(row, sizeof row, "<td class=\"stopped\" id=\"stopped0\">%s</td>", message);
+    if (strstr(html, row) == NULL) fail_msg("the report lacks %s", row);
+    assert_non_null(strstr(html, "8 tried: 3 measured, 5 correctness"));
 
     snprintf(args, sizeof args, "tune '%s/t1/steps_c.json' --cache off --measure kerneltuner --budget 100 --strategy exhaustive --jobs 2 "
              "--json", KT_DATA);
