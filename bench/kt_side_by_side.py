@@ -24,6 +24,9 @@ a warm cache, the objective Kernel Tuner's timer measures). Printed per problem:
   RESULT <problem> kt_configs_per_min <n>   kerntune_configs_per_min <n>   (configurations evaluated:
          built and run, or failed trying; kerntune's rejected ones, over a device limit, not counted)
 
+With --via python, kerntune is driven through kerntune.tune_kernel with exactly the arguments
+Kernel Tuner gets (the drop-in: a script's call, its import changed), in the same process.
+
 Usage (from the repository root, after `make build`):
   python3 -m venv build/sbs-venv && build/sbs-venv/bin/pip install kernel_tuner==1.5.0 numpy pyopencl
   build/sbs-venv/bin/python bench/kt_side_by_side.py --lang opencl --budget 60 [--problems stencil,matmul]
@@ -132,9 +135,12 @@ def kt_setup(t1, settings):
     return params, restrictions, ps if isinstance(ps, str) else tuple(ps), kw
 
 
-def kernel_tuner_run(t1, problem, settings, lang, budget, strategy, rng, only=None, iterations=7):
-    import kernel_tuner
+def kernel_tuner_run(t1, problem, settings, lang, budget, strategy, rng, only=None, iterations=7, tool="kernel_tuner"):
+    """tune_kernel of Kernel Tuner (tool "kernel_tuner") or of kerntune ("kerntune": the same call,
+    the drop-in of kerntune's Python package)."""
+    import importlib
 
+    kernel_tuner = importlib.import_module(tool)
     params, restrictions, ps, kw = kt_setup(t1, settings)
     if only is not None:
         params = {k: [only[k]] for k in params}
@@ -149,7 +155,10 @@ def kernel_tuner_run(t1, problem, settings, lang, budget, strategy, rng, only=No
                                            lang="CuPy" if lang == "cuda" else "OpenCL", strategy=strategy if only is None else "brute_force",
                                            strategy_options=opts, iterations=iterations, quiet=True, **kw)
     elapsed = time.time() - t0
-    valid = [r for r in results if isinstance(r.get("time"), (int, float))]
+    valid = [r for r in results if isinstance(r.get("time"), (int, float)) and "__error__" not in r]
+    if tool == "kerntune":  # evaluated: built and run, or failed trying (not refused unbuilt by a limit)
+        evaluated = sum(1 for r in results if type(r.get("__error__")).__name__ != "InvalidConfig")
+        return valid, evaluated, elapsed
     return valid, len(results), elapsed
 
 
@@ -194,6 +203,10 @@ def main():
     ap.add_argument("--kerntune-flush", choices=["auto", "off"], default="auto",
                     help="kerntune's --flush while tuning: auto (its default: each run starts on a cold cache) or off "
                          "(runs back to back on a warm cache, what Kernel Tuner measures)")
+    ap.add_argument("--via", choices=["cli", "python"], default="cli",
+                    help="kerntune through `kerntune tune PROBLEM` (cli, the default) or through kerntune.tune_kernel, the "
+                         "same call Kernel Tuner gets with the same arguments (python: the drop-in of issue [19]; needs the "
+                         "package, PYTHONPATH=build/python)")
     ap.add_argument("--kerntune-timer", action="store_true",
                     help="also re-time both picks with kerntune's timer (which flushes the cache before each run)")
     a = ap.parse_args()
@@ -208,14 +221,26 @@ def main():
         problem = problem_path(a.lang, name, build)
         t1 = json.load(open(problem))
         log("== %s (%s): %d s each, kerntune with --flush %s" % (name, problem, a.budget, a.kerntune_flush))
-        with tempfile.TemporaryDirectory() as tmp:
-            kj, k_elapsed = kerntune_run(cli, problem, settings, a.budget, os.path.join(tmp, "t4.json"), a.kerntune_flush)
-        k_pick = kj["best"]["configuration"]
-        # built and run (or failed trying): not the space's size, nor those refused before any work
-        # for breaking a device limit (Kernel Tuner skips those uncounted too)
-        k_evaluated = kj["measured"] + kj["failed"] - kj["failures"].get("rejected", 0)
-        log("kerntune: %d of %d configurations evaluated in %.1f s, pick %s (%.4f ms)" % (k_evaluated, kj["configurations"], k_elapsed,
-                                                                                         k_pick, kj["best"]["time_ms"]))
+        if a.via == "python":
+            os.environ.setdefault("KERNTUNE_CACHE", "off")
+            k_valid, k_evaluated, k_elapsed = kernel_tuner_run(t1, problem, settings, a.lang, a.budget, a.kt_strategy, rng,
+                                                               tool="kerntune")
+            if not k_valid:
+                log("kerntune.tune_kernel found no valid configuration")
+                continue
+            k_best = min(k_valid, key=lambda r: r["time"])
+            k_pick = {k: k_best[k] for k in kt_setup(t1, settings)[0]}
+            log("kerntune.tune_kernel: %d configurations evaluated in %.1f s, pick %s (%.4f ms)" % (k_evaluated, k_elapsed, k_pick,
+                                                                                                  k_best["time"]))
+        else:
+            with tempfile.TemporaryDirectory() as tmp:
+                kj, k_elapsed = kerntune_run(cli, problem, settings, a.budget, os.path.join(tmp, "t4.json"), a.kerntune_flush)
+            k_pick = kj["best"]["configuration"]
+            # built and run (or failed trying): not the space's size, nor those refused before any work
+            # for breaking a device limit (Kernel Tuner skips those uncounted too)
+            k_evaluated = kj["measured"] + kj["failed"] - kj["failures"].get("rejected", 0)
+            log("kerntune: %d of %d configurations evaluated in %.1f s, pick %s (%.4f ms)" % (k_evaluated, kj["configurations"],
+                                                                                             k_elapsed, k_pick, kj["best"]["time_ms"]))
         valid, n_kt, kt_elapsed = kernel_tuner_run(t1, problem, settings, a.lang, a.budget, a.kt_strategy, rng)
         if not valid:
             log("Kernel Tuner found no valid configuration")

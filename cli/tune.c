@@ -1167,6 +1167,9 @@ typedef struct t4_live {
     verdict *verdicts;  /* the kernel's configurations compared with the reference, as they came */
     size_t nverdicts, cap;
     json_t *records;    /* every unit's T4 record, for the T4 written after such a stop */
+    bool judge;         /* a fleet whose workers validate: the verdicts come back through the
+                         * units, and this side stops the tuning (kt_op_stop_disagreement) */
+    size_t compared, disagreed; /* for judge: the kernel's units validated there, and those wrong */
     char *ref_config;   /* the reference unit's configuration (a consensus's), once a unit is told */
     size_t ref_agree, ref_among;
 } t4_live;
@@ -1187,8 +1190,13 @@ static void note_verdict(t4_live *l, const kt_decision *d, size_t u) {
         l->ref_agree = kt_decision_reference_consensus(d, &l->ref_among);
     }
     if (strcmp(kt_op_candidate_name(l->op, kt_decision_unit_candidate(d, u)), "kernel") != 0) return;
-    kt_outcome o = kt_decision_unit_outcome(d, u);
+    kt_outcome o = unit_outcome(l->fl, d, u); /* a fleet's: as the worker that validated it saw it */
     if (o != KT_OUTCOME_MEASURED && o != KT_OUTCOME_INVALID) return;
+    if (l->judge) { /* the library's disagreement stop, for units validated by the workers */
+        l->compared++;
+        l->disagreed += o == KT_OUTCOME_INVALID;
+        if (l->compared >= DISAGREE_MIN && 2 * l->disagreed > l->compared) kt_op_stop_disagreement(l->op);
+    }
     if (l->nverdicts == l->cap) {
         size_t cap = l->cap ? 2 * l->cap : 64;
         verdict *v = realloc(l->verdicts, cap * sizeof *v);
@@ -2106,7 +2114,7 @@ int run_tune(int argc, char **argv) {
     if (fl) fleet_set_status(fl, progress_text, &prog); /* its line shows the tuning's beside the jobs */
     told.start = now_s();
     live = (t4_live){.p = &p, .op = op, .fl = fl, .tl = &told, .path = o.t4, .device = dev_name, .names = names, .nnames = p.nparams,
-                     .records = o.t4 || o.report ? json_array() : NULL};
+                     .records = o.t4 || o.report ? json_array() : NULL, .judge = fl != NULL && !o.validate_off};
     KT(kt_context_set_unit_fn(ctx, on_unit, &live)); /* the T4 as it comes; what validation sees */
     if (txt)
         fprintf(stderr, "kerntune tune: %s: %zu configurations on %s%s\n", p.name, total, dev_name,

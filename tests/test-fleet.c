@@ -8,6 +8,7 @@
  *  - a real C problem on 2 workers of the host, with an OpenCL worker beside them: the host's
  *    workers measure it (the OpenCL one takes no job), crashes and a hang come back classified,
  *    the winner is right, and the cache holds a decision that a local run is served from;
+ *  - validation's disagreement stop, the workers validating: stopped as a local run is;
  *  - a dead Redis, no live worker, and bad options: clear errors, nothing hangs.
  */
 #define _GNU_SOURCE /* popen */
@@ -368,6 +369,29 @@ static void real_problem(void **state) {
     json_decref(out);
 }
 
+/* Validation's disagreement stop with the workers validating: the coordinator hears their
+ * verdicts through its units and stops the tuning as a local run does (exit 3), naming the
+ * parameter that changes the output (tests/data/t1/steps_c.json: STEPS). */
+static void disagreement_stops(void **state) {
+    (void)state;
+    char problem[512], path[256];
+    snprintf(problem, sizeof problem, "%s/t1/steps_c.json", KT_DATA);
+    pid_t w[2] = {start_worker("s0", "--device 0 --claim-timeout 5"), start_worker("s1", "--device 0 --claim-timeout 5")};
+    await_worker("s0"), await_worker("s1");
+    snprintf(path, sizeof path, "%s/steps.out", dir);
+    int rc = sh("'%s' tune '%s' --cache off --measure kerneltuner --budget 100 --strategy exhaustive --workers %s --json > %s", KT_CLI,
+                problem, url, path);
+    for (int i = 0; i < 2; i++) stop_worker(w[i]);
+    assert_int_equal(rc, 3);
+    json_t *out = load_json(path), *dj = json_object_get(out, "disagreement");
+    assert_string_equal(json_string_value(json_object_get(out, "stopped")), "disagreement");
+    assert_string_equal(json_string_value(json_object_get(dj, "parameter")), "STEPS");
+    json_int_t compared = json_integer_value(json_object_get(dj, "compared"));
+    if (compared < 8 || compared >= 100) fail_msg("%lld configurations compared before the stop", (long long)compared);
+    assert_true(2 * json_integer_value(json_object_get(dj, "disagreed")) > compared);
+    json_decref(out);
+}
+
 /* ---- errors ------------------------------------------------------------------------------------- */
 
 static void errors(void **state) {
@@ -416,6 +440,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test(killed_workers),
         cmocka_unit_test(redis_restarted),
         cmocka_unit_test(real_problem),
+        cmocka_unit_test(disagreement_stops),
     };
     return kt_run_cases(argc, argv, tests, setup, teardown);
 }

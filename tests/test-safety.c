@@ -933,6 +933,43 @@ static void test_candidate_failed_says_why(void **state) {
     kt_context_destroy(ctx);
 }
 
+typedef struct stopper {
+    kt_op *op;
+    int told, stop_at;
+} stopper;
+
+static void stop_when_told(const kt_decision *d, size_t u, void *user) {
+    (void)d, (void)u;
+    stopper *s = user;
+    if (++s->told == s->stop_at) ok(kt_op_stop_disagreement(s->op));
+}
+
+/* A caller that judges disagreement itself (the command's fleet) stops a tuning from its unit
+ * function: no unit is admitted after, nothing is decided (KT_ERR_DISAGREEMENT); the next call
+ * tunes afresh, the stop forgotten. */
+static void test_stop_disagreement(void **state) {
+    (void)state;
+    kt_context *ctx = ctx_measure();
+    kt_op *op = range_op(ctx, "stopped");
+    static partial p[4] = {{0, 4, 1, 0, 0, 0}, {0, 4, 2, 0, 0, 0}, {0, 4, 3, 0, 0, 0}, {0, 4, 4, 0, 0, 0}};
+    const char *names[] = {"a", "b", "c", "d"};
+    for (int i = 0; i < 4; i++) ok(kt_op_add_native(op, names[i], write_range, &p[i]));
+    stopper s = {op, 0, 2};
+    ok(kt_context_set_unit_fn(ctx, stop_when_told, &s));
+    kt_arg *args = range_args();
+    expect_status(KT_ERR_DISAGREEMENT, kt_op_call(op, args, 2));
+    assert_non_null(strstr(kt_last_error(), "kt_op_stop_disagreement"));
+    assert_int_equal(s.told, 2); /* the third and fourth were never admitted */
+    const kt_decision *d = NULL;
+    expect_status(KT_ERR_NOT_FOUND, kt_op_decision(op, args, 2, &d));
+    s.stop_at = 0; /* never again */
+    ok(kt_op_call(op, args, 2));
+    assert_int_equal(s.told, 6);
+    for (int i = 0; i < N; i++) assert_true(out_data[i] == in_data[i] * 3.0f + 1.0f);
+    expect_status(KT_ERR_NULL, kt_op_stop_disagreement(NULL));
+    kt_context_destroy(ctx);
+}
+
 /* What the verify function was shown: per call, part's expected and actual sums, and whether
  * x (ReadOnly) came as NULL with its byte size. */
 typedef struct verify_log {
@@ -1026,6 +1063,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_halves_fail_validation),
         cmocka_unit_test(test_verify_fn),
         cmocka_unit_test(test_candidate_failed_says_why),
+        cmocka_unit_test(test_stop_disagreement),
         cmocka_unit_test(test_nan_unwritten_and_tolerance),
         cmocka_unit_test(test_integers_and_reference_fn),
         cmocka_unit_test(test_all_invalid),

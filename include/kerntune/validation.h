@@ -93,6 +93,14 @@ KT_API kt_status kt_op_set_reference_consensus(kt_op *op, size_t n);
  *  computes). 0: off (the default). Before the op's first call. */
 KT_API kt_status kt_op_set_disagreement_stop(kt_op *op, size_t min_validated);
 
+/** Stops the op's tuning in progress as kt_op_set_disagreement_stop does (no more units are
+ *  admitted; it ends with KT_ERR_DISAGREEMENT, deciding and recording nothing), for a caller
+ *  that judges the disagreement itself: one whose units are validated elsewhere (the kerntune
+ *  command's fleet, whose workers validate) and told to it through the unit function
+ *  (kt_context_set_unit_fn), from which it may be called. Thread-safe; a tuning that begins
+ *  after it forgets it. */
+KT_API kt_status kt_op_stop_disagreement(kt_op *op);
+
 /** Switches validation on (default) or off for the op. */
 KT_API kt_status kt_op_set_validation(kt_op *op, int on);
 

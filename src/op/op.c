@@ -498,6 +498,12 @@ kt_status kt_op_set_disagreement_stop(kt_op *op, size_t min_validated) {
     return st;
 }
 
+kt_status kt_op_stop_disagreement(kt_op *op) {
+    KT__CHECK_OP(op, "kt_op_stop_disagreement");
+    atomic_store(&op->stop_asked, true);
+    return KT_OK;
+}
+
 kt_status kt_op_set_validation(kt_op *op, int on) {
     KT__CHECK_OP(op, "kt_op_set_validation");
     kt_status st = kt__op_building(op, "kt_op_set_validation");

@@ -448,6 +448,7 @@ struct kt_op {
     bool validate;
     size_t consensus;              /* kt_op_set_reference_consensus: units that vote (0: off) */
     size_t disagree_min;           /* kt_op_set_disagreement_stop: validations before it may stop (0: off) */
+    _Atomic bool stop_asked;       /* kt_op_stop_disagreement: the tuning in progress admits no more */
     bool tol_set;
     double atol, rtol;
     kt__budget budget;             /* 0s: no limit */

@@ -354,7 +354,10 @@ static kt_status tuning_admit(void *p, size_t i, bool *usable, unsigned *runs) {
 
 static kt__cand_result *tuning_result(void *p, size_t i) { return &((tuning *)p)->d->units[i].r; }
 
-static bool tuning_stopped(void *p) { return ((tuning *)p)->stopped; }
+static bool tuning_stopped(void *p) {
+    tuning *tu = p;
+    return tu->stopped || atomic_load(&tu->op->stop_asked);
+}
 
 static void tuning_trial(void *p, size_t i, kt__trial *out) {
     *out = (kt__trial){trial_before, trial_run, trial_after, trial_device_ns, &((tuning *)p)->trials[i]};
@@ -1006,6 +1009,7 @@ static void free_search(tuning *tu) {
 }
 
 kt_status kt__measure_all(kt_op *op, kt_decision *d, const kt_arg *caller, bool launching, bool generated) {
+    atomic_store(&op->stop_asked, false); /* a stop asked of an earlier tuning is not this one's */
     const kt__measure_cfg cfg = op->ctx->measure;
     kt_inputs inputs = generated                                       ? KT_INPUTS_GENERATED
                        : (!launching && op->inputs == KT_INPUTS_PROTECT) ? KT_INPUTS_CLONE
@@ -1033,7 +1037,7 @@ kt_status kt__measure_all(kt_op *op, kt_decision *d, const kt_arg *caller, bool 
     if (st == KT_OK) set_spread(&tu);
     if (st == KT_OK && (tu.ngroups > 0 || tu.plans || tu.spread_bits)) io.next = tuning_next; /* spread: the walk is tuning_next's */
     io.told = tuning_told; /* every unit is recorded as it comes */
-    io.stopped = op->disagree_min > 0 ? tuning_stopped : NULL;
+    io.stopped = tuning_stopped; /* by the disagreement stop, or by the caller (kt_op_stop_disagreement) */
     tu.threads = kt_context_compile_threads(op->ctx);
     /* building lazily for a device whose kernels run apart from the host's processors: the next
      * proposals compile while the engine measures (compiling beside a host kernel would slow it) */
@@ -1061,6 +1065,9 @@ kt_status kt__measure_all(kt_op *op, kt_decision *d, const kt_arg *caller, bool 
     if (st == KT_OK && tu.stopped)
         st = kt__err(KT_ERR_DISAGREEMENT, "%s(op '%s'): %zu of the first %zu units compared with the reference disagreed with it: "
                      "tuning stopped, nothing decided (kt_op_set_disagreement_stop)", d->where, op->name, tu.disagreed, tu.compared);
+    else if (st == KT_OK && atomic_load(&op->stop_asked))
+        st = kt__err(KT_ERR_DISAGREEMENT, "%s(op '%s'): its caller found most units disagreeing with the reference: tuning stopped, "
+                     "nothing decided (kt_op_stop_disagreement)", d->where, op->name);
     worker_verdicts(&tu);
     if (tu.iso_locked) pthread_mutex_unlock(&op->ctx->iso_lock);
     kt__worker_free(tu.native_worker);
