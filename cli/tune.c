@@ -1812,7 +1812,7 @@ static json_t *validation_info(const prepared *pr, const options *o, const char 
  * --json document and the T4 file (the records so far, and in its "x-kerntune" what validation
  * found); NULL, or the error (allocated). why: the library's words. */
 static char *stopped(const t1 *p, const options *o, t4_live *live, const json_t *vinfo, const char *why, FILE *txt, FILE *doc_out,
-                     size_t total, const char *dev_name, double wall, bool default_ref) {
+                     size_t total, const char *dev_name, double wall, bool default_ref, uint64_t builds, uint64_t found) {
     size_t compared = 0, wrong = 0;
     for (size_t i = 0; i < live->nverdicts; i++) { /* a consensus's reference unit was not compared: it is the reference */
         bool is_ref = !default_ref && live->ref_config && strcmp(live->verdicts[i].config, live->ref_config) == 0;
@@ -1869,6 +1869,8 @@ static char *stopped(const t1 *p, const options *o, t4_live *live, const json_t 
         json_object_set_new(j, "stopped", json_string("disagreement"));
         json_object_set(j, "disagreement", dj);
         json_object_set_new(j, "best", json_null());
+        json_object_set_new(j, "builds", json_integer((json_int_t)builds)); /* variants compiled before the stop, */
+        json_object_set_new(j, "artifacts_found", json_integer((json_int_t)found)); /* and found compiled */
         json_object_set_new(j, "tuning_time_s", json_real(wall));
         char *text = json_dumps(j, JSON_COMPACT | JSON_REAL_PRECISION(17));
         if (text) fprintf(doc_out, "%s\n", text);
@@ -2133,7 +2135,8 @@ int run_tune(int argc, char **argv) {
         char vline[512];
         vinfo = validation_info(&prep, &o, names, live.ref_config, live.ref_agree, live.ref_among, true, vline, sizeof vline);
         if (txt && vline[0]) fprintf(txt, "%s\n", vline);
-        if ((err = stopped(&p, &o, &live, vinfo, why, txt, doc_out, total, dev_name, wall, prep.ref_sp != NULL)) != NULL) {
+        if ((err = stopped(&p, &o, &live, vinfo, why, txt, doc_out, total, dev_name, wall, prep.ref_sp != NULL,
+                           kt_context_compile_count(ctx), kt_context_artifact_hits(ctx))) != NULL) {
             free(why);
             FAIL("%s", err);
         }
@@ -2420,6 +2423,8 @@ int run_tune(int argc, char **argv) {
             json_object_set_new(j, "simulated_run_time_s", json_real((double)atomic_load(&replay.served_ns) / 1e9));
         }
         json_object_set_new(j, "tuning_time_s", json_real(wall));
+        json_object_set_new(j, "builds", json_integer((json_int_t)kt_context_compile_count(ctx))); /* variants compiled, */
+        json_object_set_new(j, "artifacts_found", json_integer((json_int_t)kt_context_artifact_hits(ctx))); /* and found compiled */
         if (!o.simulate) {
             json_t *sp = json_object();
             json_object_set_new(sp, "build_s", json_real(split_ms[0] / 1e3));

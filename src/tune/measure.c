@@ -432,7 +432,8 @@ static bool lazy_building(const kt_op *op) {
     kt__op_backend(op, &b, &bstate, &local, NULL);
     return op->budget.units || op->budget.fraction > 0 || op->budget.seconds > 0 ||
            (op->strategy[0] && strcmp(op->strategy, "exhaustive") != 0) ||
-           (kt__backend_caps(b) & KT_BACKEND_CAP_OWN_PROCESSOR); /* building while measuring: always worth it */
+           (kt__backend_caps(b) & KT_BACKEND_CAP_OWN_PROCESSOR) || /* building while measuring: always worth it */
+           (op->disagree_min > 0 && op->validate); /* a stop on disagreement may end it early: what it never admits, never built */
 }
 
 /* Makes the units, the workset and one trial per unit; says which units may run and whether
