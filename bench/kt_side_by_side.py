@@ -25,7 +25,10 @@ a warm cache, the objective Kernel Tuner's timer measures). Printed per problem:
          built and run, or failed trying; kerntune's rejected ones, over a device limit, not counted)
 
 With --via python, kerntune is driven through kerntune.tune_kernel with exactly the arguments
-Kernel Tuner gets (the drop-in: a script's call, its import changed), in the same process.
+Kernel Tuner gets (the drop-in: a script's call, its import changed); each tool tunes in a
+process of its own with an empty PoCL kernel cache of its own (PoCL compiles each work-group
+size's kernel at its first launch and caches it, so in one process the second tool found the
+first's work done).
 
 Usage (from the repository root, after `make build`):
   python3 -m venv build/sbs-venv && build/sbs-venv/bin/pip install kernel_tuner==1.5.0 numpy pyopencl
@@ -159,7 +162,28 @@ def kernel_tuner_run(t1, problem, settings, lang, budget, strategy, rng, only=No
     if tool == "kerntune":  # evaluated: built and run, or failed trying (not refused unbuilt by a limit)
         evaluated = sum(1 for r in results if type(r.get("__error__")).__name__ != "InvalidConfig")
         return valid, evaluated, elapsed
-    return valid, len(results), elapsed
+    # Kernel Tuner's strategies list a configuration each time they visit it (a genetic algorithm's
+    # population revisits; served from its own cache, at no cost): distinct ones were evaluated
+    distinct = {tuple(r.get(k) for k in params) for r in results}
+    return valid, len(distinct), elapsed
+
+
+def tune_in_child(tool, lang, name, budget, strategy, seed, build):
+    """tune_kernel of tool (kernel_tuner or kerntune) in a process of its own, with caches of its
+    own, empty: PoCL's kernels (it compiles one for each work-group size at its first launch and
+    caches it: in one process the tool that ran second found the first's compiled), pyopencl's
+    binaries and kerntune's artifacts (both in XDG_CACHE_HOME). The configurations it measured
+    as (params, time), how many it evaluated, and its wall time."""
+    cold = tempfile.mkdtemp(prefix="sbs-cold-")  # pyopencl's binary cache and kerntune's artifacts are under it too
+    env = dict(os.environ, POCL_CACHE_DIR=os.path.join(cold, "pocl"), XDG_CACHE_HOME=cold, KERNTUNE_CACHE="off")
+    env.pop("KERNTUNE_ARTIFACTS", None)
+    cmd = [sys.executable, os.path.abspath(__file__), "--child", tool, "--lang", lang, "--problems", name, "--budget", str(budget),
+           "--kt-strategy", strategy, "--seed", str(seed), "--build", str(build)]
+    p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    if p.returncode != 0:
+        raise RuntimeError("%s on %s exited %d:\n%s" % (tool, name, p.returncode, p.stderr[-3000:]))
+    j = json.loads(p.stdout.strip().splitlines()[-1])
+    return j["valid"], j["evaluated"], j["elapsed"]
 
 
 def kerntune_run(cli, problem, settings, budget, t4, flush="auto"):
@@ -209,11 +233,21 @@ def main():
                          "package, PYTHONPATH=build/python)")
     ap.add_argument("--kerntune-timer", action="store_true",
                     help="also re-time both picks with kerntune's timer (which flushes the cache before each run)")
+    ap.add_argument("--child", choices=["kernel_tuner", "kerntune"], help=argparse.SUPPRESS)
     a = ap.parse_args()
     build = Path(a.build)
     cli = build / "kerntune"
     names = a.problems.split(",") if a.problems else list(SETTINGS[a.lang])
     rng = numpy.random.default_rng(a.seed)
+    if a.child:  # one tool's tuning of one problem, as JSON on stdout
+        name = names[0]
+        problem = problem_path(a.lang, name, build)
+        valid, evaluated, elapsed = kernel_tuner_run(json.load(open(problem)), problem, SETTINGS[a.lang][name], a.lang, a.budget,
+                                                     a.kt_strategy, rng, tool=a.child)
+        params = list(kt_setup(json.load(open(problem)), SETTINGS[a.lang][name])[0])
+        print(json.dumps({"valid": [{**{k: r[k] for k in params}, "time": r["time"]} for r in valid], "evaluated": evaluated,
+                          "elapsed": elapsed}, default=lambda o: o.item() if hasattr(o, "item") else str(o)))
+        return
     for name in names:
         if name not in SETTINGS[a.lang]:
             sys.exit("--problems: no problem %r for %s (have %s)" % (name, a.lang, ", ".join(SETTINGS[a.lang])))
@@ -222,9 +256,7 @@ def main():
         t1 = json.load(open(problem))
         log("== %s (%s): %d s each, kerntune with --flush %s" % (name, problem, a.budget, a.kerntune_flush))
         if a.via == "python":
-            os.environ.setdefault("KERNTUNE_CACHE", "off")
-            k_valid, k_evaluated, k_elapsed = kernel_tuner_run(t1, problem, settings, a.lang, a.budget, a.kt_strategy, rng,
-                                                               tool="kerntune")
+            k_valid, k_evaluated, k_elapsed = tune_in_child("kerntune", a.lang, name, a.budget, a.kt_strategy, a.seed, build)
             if not k_valid:
                 log("kerntune.tune_kernel found no valid configuration")
                 continue
@@ -241,7 +273,10 @@ def main():
             k_evaluated = kj["measured"] + kj["failed"] - kj["failures"].get("rejected", 0)
             log("kerntune: %d of %d configurations evaluated in %.1f s, pick %s (%.4f ms)" % (k_evaluated, kj["configurations"],
                                                                                              k_elapsed, k_pick, kj["best"]["time_ms"]))
-        valid, n_kt, kt_elapsed = kernel_tuner_run(t1, problem, settings, a.lang, a.budget, a.kt_strategy, rng)
+        if a.via == "python":  # both in processes of their own, each with a cold PoCL cache
+            valid, n_kt, kt_elapsed = tune_in_child("kernel_tuner", a.lang, name, a.budget, a.kt_strategy, a.seed, build)
+        else:
+            valid, n_kt, kt_elapsed = kernel_tuner_run(t1, problem, settings, a.lang, a.budget, a.kt_strategy, rng)
         if not valid:
             log("Kernel Tuner found no valid configuration")
             continue

@@ -272,3 +272,19 @@ def test_in_place_output_is_restored_for_each_run():
     results, _ = kerntune.tune_kernel("inc", inc, N, [x, np.int32(N)], {"R": [1, 2, 3], "block_size_x": [64]}, answer=[x + 1, None], quiet=True)
     assert all("__error__" not in r for r in results) and len(results) == 3
     assert np.array_equal(x, np.arange(N, dtype=np.float32))
+
+
+def test_a_configuration_that_crashes_is_disqualified():
+    # CRASH = 1 writes through a null pointer: on a CPU device that takes its process down, which
+    # is kerntune's worker, not this interpreter
+    crashy = r"""__kernel void crashy(__global float *out, __global const float *x, int n) {
+        int i = get_global_id(0);
+        if (CRASH && i == 0) *(__global volatile int *)(out - (size_t)out / sizeof(float)) = 1;
+        if (i < n) out[i] = 2.0f * x[i];
+    }"""
+    out, x, n = inputs()
+    results, env = kerntune.tune_kernel("crashy", crashy, N, [out, x, n], {"CRASH": [1, 0], "block_size_x": [64]},
+                                        answer=[2 * x, None, None], quiet=True)
+    by = {r["CRASH"]: r for r in results}
+    assert isinstance(by[1]["__error__"], util.RuntimeFailedConfig) and "signal" in by[1]["__error__"].message
+    assert "__error__" not in by[0] and env["best_config"]["CRASH"] == 0
