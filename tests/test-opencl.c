@@ -137,6 +137,59 @@ static void test_tiled_matmul_on_pocl(void **state) {
     kt_context_destroy(ctx);
 }
 
+/* A CPU device's artifact holds the program's source and options (opencl.c: its binary would
+ * cost a second code generation), and loads as a binary's would: a second context on the same
+ * artifact directory compiles nothing, and its program computes the same. */
+static void test_cpu_artifacts_hold_source(void **state) {
+    (void)state;
+    char dir[300];
+    snprintf(dir, sizeof dir, "%s/cpu-artifacts", artifacts);
+    float a[N * N], b[N * N], c[N * N], ref[N * N];
+    for (int i = 0; i < N * N; i++) a[i] = (float)(i % 5), b[i] = (float)(i % 3) - 1;
+    for (int i = 0; i < N; i++)
+        for (int j = 0; j < N; j++) {
+            float sum = 0;
+            for (int k = 0; k < N; k++) sum += a[i * N + k] * b[k * N + j];
+            ref[i * N + j] = sum;
+        }
+    for (int round = 0; round < 2; round++) {
+        kt_context *ctx = test_context(3);
+        ok(kt_context_set_artifact_dir(ctx, dir));
+        size_t dev = opencl_device(ctx);
+        void *da, *db, *dc;
+        ok(kt_device_alloc(ctx, dev, sizeof a, &da));
+        ok(kt_device_alloc(ctx, dev, sizeof b, &db));
+        ok(kt_device_alloc(ctx, dev, sizeof c, &dc));
+        ok(kt_device_write(ctx, dev, da, a, sizeof a));
+        ok(kt_device_write(ctx, dev, db, b, sizeof b));
+        kt_op *op = NULL;
+        ok(kt_op_create(ctx, "clsource", &op));
+        ok(kt_op_set_device(op, dev));
+        ok(kt_op_add_buffer(op, "a", KT_TYPE_F32, KT_READ_ONLY));
+        ok(kt_op_add_buffer(op, "b", KT_TYPE_F32, KT_READ_ONLY));
+        ok(kt_op_add_buffer(op, "c", KT_TYPE_F32, KT_WRITE_ONLY));
+        ok(kt_op_add_scalar(op, "n", KT_TYPE_I64));
+        kt_space *sp = mm_space("[1, 4]", "[4]", "[0]", "0");
+        ok(kt_op_add_variants(op, "tiled", sp, matmul_cl, "matmul", NULL, 0));
+        kt_space_destroy(sp);
+        kt_arg args[] = {kt_arg_buf(da, sizeof a), kt_arg_buf(db, sizeof b), kt_arg_buf(dc, sizeof c), kt_arg_i64(N)};
+        ok(kt_op_call(op, args, 4));
+        ok(kt_device_read(ctx, dev, c, dc, sizeof c));
+        assert_memory_equal(c, ref, sizeof c);
+        assert_int_equal(kt_context_compile_count(ctx), round == 0 ? 2 : 0); /* the second found both built */
+        kt_device_free(ctx, dev, da), kt_device_free(ctx, dev, db), kt_device_free(ctx, dev, dc);
+        kt_context_destroy(ctx);
+    }
+    char cmd[512], line[64] = "";
+    snprintf(cmd, sizeof cmd, "for f in $(find '%s' -name '*.clbin'); do head -c 8 \"$f\"; echo; done | sort -u", dir);
+    FILE *p = popen(cmd, "r");
+    assert_non_null(p);
+    assert_non_null(fgets(line, sizeof line, p));
+    assert_string_equal(line, "KTCLSRC1\n"); /* every artifact: source, not a binary */
+    assert_null(fgets(line, sizeof line, p));
+    pclose(p);
+}
+
 /* v *= s on the device: tuning restores the device buffer before every run. */
 static void test_inplace_on_device(void **state) {
     (void)state;
@@ -1070,6 +1123,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_work_items_with_local_size_keyed),
         cmocka_unit_test(test_device_flush),
         cmocka_unit_test(test_device_launch_limits),
+        cmocka_unit_test(test_cpu_artifacts_hold_source),
         cmocka_unit_test(test_kernel_tuner_contract),
         cmocka_unit_test(test_kernel_tuner_contract_unroll_zero),
     };

@@ -452,6 +452,52 @@ static void build_log(cl_state *s, cl_program prog, cl_device_id dev, char *log,
     }
 }
 
+/* A CPU device's artifact is the program's source and options, not its binary: PoCL's binary of
+ * a CPU program holds kernels compiled for any work-group size, which costs a second code
+ * generation beside the one each launch's work-group size gets anyway (the convolution example:
+ * twice the build time of Kernel Tuner's, which never asks for binaries). Loading it builds the
+ * source again, which the platform's own kernel cache serves (PoCL's, keyed by source and
+ * options). The file: SOURCE_MAGIC, the options' length and the options, then the source. */
+static const char SOURCE_MAGIC[8] = {'K', 'T', 'C', 'L', 'S', 'R', 'C', '1'};
+
+static kt_status write_source_artifact(const char *path, const char *opts, const char *source, char *log, size_t loglen) {
+    FILE *f = fopen(path, "wb");
+    uint32_t olen = (uint32_t)strlen(opts);
+    bool ok = f && fwrite(SOURCE_MAGIC, 1, sizeof SOURCE_MAGIC, f) == sizeof SOURCE_MAGIC && fwrite(&olen, sizeof olen, 1, f) == 1 &&
+              fwrite(opts, 1, olen, f) == olen && fputs(source, f) >= 0;
+    if (f && fclose(f) != 0) ok = false;
+    if (!ok) snprintf(log, loglen, "cannot write %s", path);
+    return ok ? KT_OK : KT_ERR_SYSTEM;
+}
+
+/* The program of a source artifact (bytes, len), built for dv; NULL with err set. */
+static cl_program load_source_artifact(cl_state *s, cl_dev *dv, const unsigned char *bytes, size_t len, char *err, size_t errlen) {
+    uint32_t olen = 0;
+    if (len < sizeof SOURCE_MAGIC + sizeof olen) return snprintf(err, errlen, "a source artifact cut short"), NULL;
+    memcpy(&olen, bytes + sizeof SOURCE_MAGIC, sizeof olen);
+    size_t at = sizeof SOURCE_MAGIC + sizeof olen;
+    if (olen > len - at) return snprintf(err, errlen, "a source artifact cut short"), NULL;
+    char *opts = malloc((size_t)olen + 1), *src = malloc(len - at - olen + 1);
+    if (opts == NULL || src == NULL) {
+        free(opts), free(src);
+        snprintf(err, errlen, "out of memory");
+        return NULL;
+    }
+    memcpy(opts, bytes + at, olen), opts[olen] = '\0';
+    memcpy(src, bytes + at + olen, len - at - olen), src[len - at - olen] = '\0';
+    cl_int rc = CL_SUCCESS;
+    const char *text = src;
+    cl_program prog = s->api.CreateProgramWithSource(dv->ctx, 1, &text, NULL, &rc);
+    if (prog == NULL) cl_fail(rc, "clCreateProgramWithSource (loading a source artifact)", err, errlen);
+    else if ((rc = s->api.BuildProgram(prog, 1, &dv->id, opts, NULL, NULL)) != CL_SUCCESS) {
+        build_log(s, prog, dv->id, err, errlen, "building a source artifact failed: ");
+        s->api.ReleaseProgram(prog);
+        prog = NULL;
+    }
+    free(opts), free(src);
+    return prog;
+}
+
 static kt_status cl_build(void *state, size_t device, const kt_build_request *req, char *log, size_t loglen) {
     cl_state *s = state;
     cl_dev *dv = &s->devs[device];
@@ -470,6 +516,8 @@ static kt_status cl_build(void *state, size_t device, const kt_build_request *re
     } else if ((rc = s->api.BuildProgram(prog, 1, &dv->id, opts, NULL, NULL)) != CL_SUCCESS) {
         build_log(s, prog, dv->id, log, loglen, "OpenCL build failed: ");
         st = KT_ERR_BACKEND;
+    } else if (dv->cpu) {
+        st = write_source_artifact(req->out_path, opts, full, log, loglen);
     } else {
         size_t size = 0;
         unsigned char *bin = NULL;
@@ -520,16 +568,23 @@ static kt_status cl_load(void *state, size_t device, const char *path, const cha
     size_t len = (size_t)size;
     const unsigned char *cbin = bin;
     cl_int rc = CL_SUCCESS, brc = CL_SUCCESS;
-    cl_program prog = s->api.CreateProgramWithBinary(dv->ctx, 1, &dv->id, &len, &cbin, &brc, &rc);
-    free(bin);
-    if (prog == NULL || rc != CL_SUCCESS) {
-        if (prog) s->api.ReleaseProgram(prog);
-        return cl_fail(rc != CL_SUCCESS ? rc : brc, "loading a program binary", err, errlen);
-    }
-    if ((rc = s->api.BuildProgram(prog, 1, &dv->id, "", NULL, NULL)) != CL_SUCCESS) {
-        build_log(s, prog, dv->id, err, errlen, "building a program binary failed: ");
-        s->api.ReleaseProgram(prog);
-        return KT_ERR_BACKEND;
+    cl_program prog;
+    if (len >= sizeof SOURCE_MAGIC && memcmp(bin, SOURCE_MAGIC, sizeof SOURCE_MAGIC) == 0) { /* a CPU device's (cl_build) */
+        prog = load_source_artifact(s, dv, bin, len, err, errlen);
+        free(bin);
+        if (prog == NULL) return KT_ERR_BACKEND;
+    } else {
+        prog = s->api.CreateProgramWithBinary(dv->ctx, 1, &dv->id, &len, &cbin, &brc, &rc);
+        free(bin);
+        if (prog == NULL || rc != CL_SUCCESS) {
+            if (prog) s->api.ReleaseProgram(prog);
+            return cl_fail(rc != CL_SUCCESS ? rc : brc, "loading a program binary", err, errlen);
+        }
+        if ((rc = s->api.BuildProgram(prog, 1, &dv->id, "", NULL, NULL)) != CL_SUCCESS) {
+            build_log(s, prog, dv->id, err, errlen, "building a program binary failed: ");
+            s->api.ReleaseProgram(prog);
+            return KT_ERR_BACKEND;
+        }
     }
     cl_module *m = calloc(1, sizeof *m);
     char *name = strdup(kernel_name);
