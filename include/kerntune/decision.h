@@ -186,6 +186,12 @@ KT_API int kt_decision_below_confidence(const kt_decision *d);
  *  usual), every other unit kept its recorded result without running (0 runs) or competing. */
 KT_API int kt_decision_reraced(const kt_decision *d);
 
+/** Whether the op's recorded decisions that ended below their race's confidence are re-raced
+ *  (on, the default: see kt_decision_below_confidence). Off: every recorded decision of this op
+ *  is served as it is, as Triton's autotuner never measures a key twice (kerntune.triton turns
+ *  it off). Set while the op is being built. */
+KT_API kt_status kt_op_set_rerace(kt_op *op, int on);
+
 /** Returns 1 when unit u was a finalist of the decision's race: measured and not dropped when
  *  the race stopped (a unit is dropped once it is slower than the best with the race's
  *  confidence; under the other policies none is), or the winner. */

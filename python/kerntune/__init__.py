@@ -81,6 +81,10 @@ class Decision(NamedTuple):
     winner: Optional[Unit]
     units: List[Unit]
     source: str = "measured"
+    confidence: float = 1.0  # that the winner is the fastest, by the race (kt_decision_confidence)
+    requested_confidence: float = -1.0  # what the race asked for (negative: nothing)
+    below_confidence: bool = False  # the race stopped before it could tell its finalists apart
+    reraced: bool = False  # made by re-racing a recorded decision's finalists
 
 
 def _unit(t):
@@ -118,9 +122,9 @@ class Op(_kerntune.Op):
 
     def decision(self, *args):
         """decision(*args) -> Decision: the decision for the key of these arguments (without calling)."""
-        index, units, source = self._decision(*args)
+        index, units, source, confidence, requested, below, reraced = self._decision(*args)
         units = [_unit(u) for u in units]
-        return Decision(units[index] if index is not None else None, units, source)
+        return Decision(units[index] if index is not None else None, units, source, confidence, requested, below, reraced)
 
     def add_candidate(self, name, fn, queued=False, version=None):
         """add_candidate(name, fn, queued=False, version=None): a Python callable as a candidate.

@@ -230,7 +230,9 @@ static PyObject *Op_decision(PyObject *self, PyObject *args) {
     if (units == NULL) return NULL;
     PyObject *winner = st == KT_OK && w < n ? PyLong_FromSize_t(w) : (Py_INCREF(Py_None), Py_None); /* none: all failed */
     const char *source = kt_decision_source_name(kt_decision_source_of(d));
-    return Py_BuildValue("(NNs)", winner, units, source ? source : "");
+    return Py_BuildValue("(NNsddNN)", winner, units, source ? source : "", kt_decision_confidence(d),
+                         kt_decision_requested_confidence(d), PyBool_FromLong(kt_decision_below_confidence(d)),
+                         PyBool_FromLong(kt_decision_reraced(d)));
 }
 
 /* ---- settings ---------------------------------------------------------------------------------- */
@@ -321,6 +323,12 @@ static PyObject *Op_set_compare(PyObject *self, PyObject *args) {
     return done(kt_op_set_compare(((OpObject *)self)->op, (size_t)arg, c));
 }
 
+static PyObject *Op_set_rerace(PyObject *self, PyObject *args) {
+    int on = 1;
+    if (!PyArg_ParseTuple(args, "p:set_rerace", &on)) return NULL;
+    return done(kt_op_set_rerace(((OpObject *)self)->op, on));
+}
+
 static PyObject *Op_set_accumulate(PyObject *self, PyObject *args) {
     Py_ssize_t arg = 0;
     double value = 0;
@@ -392,6 +400,8 @@ static PyMethodDef Op_methods[] = {
            "fraction of its configurations (0: no limit)"),
     METHOD(set_search, METH_VARARGS | METH_KEYWORDS, "set_search(strategy, seed=0): which configurations a budget tries"),
     METHOD(set_tolerance, METH_VARARGS, "set_tolerance(atol, rtol): for every floating-point output"),
+    METHOD(set_rerace, METH_VARARGS,
+           "set_rerace(on): re-race a recorded decision that ended below its race's confidence (default on); off: serve it"),
     METHOD(set_validation, METH_VARARGS, "set_validation(on): validate candidates' outputs against a reference (default on)"),
     METHOD(set_consensus, METH_VARARGS, "set_consensus(n): a variant group's reference by the consensus of its first n units"),
     METHOD(set_timeout, METH_VARARGS, "set_timeout(seconds): how long an isolated run may take"),

@@ -208,3 +208,33 @@ def test_wisdom_moves_decisions(tmp_path):
     assert second.cache_remove(op="wise") == 1
     with pytest.raises(kerntune.Error, match="no persistent cache"):
         kerntune.Context(cache="off").export_wisdom()
+
+
+def test_rerace_off_serves_an_unsettled_decision(tmp_path):
+    # two candidates doing the same work, a race of 3 runs asked for confidence 0.999999: it
+    # ends below it, and the decision is recorded as not settled. A later process re-races it,
+    # unless the op says its decisions are final (kerntune.triton's: Triton never measures twice)
+    def same(out, x, n):
+        np.multiply(x[:n], 2, out=out[:n])
+
+    def unsettled(rerace):
+        ctx = kerntune.Context(cache=str(tmp_path / "c.sqlite"), artifact_dir=str(tmp_path / "art"))
+        ctx.set_race(confidence=0.999999, tolerance=0.0, max_runs=3)
+        op = kerntune.Op(ctx, "tie", DECL)
+        op.add_candidate("a", same, version="1")
+        op.add_candidate("b", same, version="1")
+        if rerace is not None:
+            op.set_rerace(rerace)
+        x = np.ones(N, dtype=np.float32)
+        out = np.zeros(N, dtype=np.float32)
+        op(out, x, N)
+        assert np.array_equal(out, 2 * x)
+        return op.decision(out, x, N)
+
+    first = unsettled(None)
+    assert first.source == "measured" and first.below_confidence and first.requested_confidence == pytest.approx(0.999999)
+    assert first.confidence < 0.999999 and not first.reraced
+    served = unsettled(False)
+    assert served.source == "cache" and not served.reraced and served.winner.candidate == first.winner.candidate
+    again = unsettled(True)
+    assert again.source == "measured" and again.reraced

@@ -511,6 +511,13 @@ kt_status kt_op_set_validation(kt_op *op, int on) {
     return st;
 }
 
+kt_status kt_op_set_rerace(kt_op *op, int on) {
+    KT__CHECK_OP(op, "kt_op_set_rerace");
+    kt_status st = kt__op_building(op, "kt_op_set_rerace");
+    if (st == KT_OK) op->no_rerace = on == 0;
+    return st;
+}
+
 kt_status kt_op_set_work(kt_op *op, const char *flops, const char *bytes) {
     KT__CHECK_OP(op, "kt_op_set_work");
     kt_status st = kt__op_building(op, "kt_op_set_work");

@@ -446,6 +446,7 @@ struct kt_op {
     kt_verify_fn verify_fn;        /* kt_op_set_verify_fn: compares outputs instead of kerntune's rules */
     void *verify_user;
     bool validate;
+    bool no_rerace;                /* kt_op_set_rerace(op, 0): a recorded decision below confidence is served */
     size_t consensus;              /* kt_op_set_reference_consensus: units that vote (0: off) */
     size_t disagree_min;           /* kt_op_set_disagreement_stop: validations before it may stop (0: off) */
     _Atomic bool stop_asked;       /* kt_op_stop_disagreement: the tuning in progress admits no more */

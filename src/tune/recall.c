@@ -150,7 +150,7 @@ kt_status kt__persist_recall(kt_op *op, kt_decision *d, const kt_arg *args, bool
             }
         }
         *found = true;
-        if (kt__store_unsettled(&rec) && op->effective == KT_EFFORT_MEASURE) { /* not settled: race again */
+        if (kt__store_unsettled(&rec) && op->effective == KT_EFFORT_MEASURE && !op->no_rerace) { /* not settled: race again */
             kt__log(op->ctx, KT_LOG_INFO,
                     "op '%s': the recorded decision has confidence %.3f, below the %.3f its race asked for: re-racing its finalists",
                     op->name, rec.confidence, rec.requested_confidence);
