@@ -37,6 +37,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #if defined(__linux__)
 #include <sys/prctl.h>
@@ -1351,6 +1352,59 @@ static void check_device_checks(void) {
     kt_context_destroy(ctx);
 }
 
+/* The files in dir whose names start with prefix: how many, and the last one's path. */
+static int files_named(const char *dir, const char *prefix, char *last, size_t len) {
+    DIR *dp = opendir(dir);
+    int n = 0;
+    for (struct dirent *e; dp && (e = readdir(dp)) != NULL;)
+        if (strncmp(e->d_name, prefix, strlen(prefix)) == 0) n++, snprintf(last, len, "%s/%s", dir, e->d_name);
+    if (dp) closedir(dp);
+    return n;
+}
+
+/* The device checks' build is kept in the directory set_cache_dir gives (ABI 17): the first
+ * backend state builds it there (no temporary file left), a second loads that file (the same
+ * inode and time: not built again), and one that finds the file damaged builds it again and
+ * replaces it, checking as before. */
+static void check_device_checks_kept(void) {
+    const kt_backend *b = kt_backend_cuda();
+    char dir[400], kept[800] = "", other[800] = "", err[512] = "";
+    snprintf(dir, sizeof dir, "%s/own-builds", artifacts);
+    struct stat st1, st2;
+    uint64_t sums[3] = {0, 1, 2};
+    for (int round = 0; round < 3; round++) {
+        void *bs = NULL;
+        if (b->init(b, &bs, err, sizeof err) != KT_OK || b->device_count(bs) == 0) {
+            CHECK(0, "the CUDA backend did not start: %s", err);
+            return;
+        }
+        CHECK(b->abi_version >= 17 && b->set_cache_dir, "the CUDA backend takes no directory of its own builds");
+        b->set_cache_dir(bs, dir);
+        void *buf = NULL;
+        unsigned char bytes[4096];
+        for (int i = 0; i < 4096; i++) bytes[i] = (unsigned char)(i * 7);
+        OK(b->buffer_alloc(bs, 0, sizeof bytes, &buf, err, sizeof err));
+        OK(b->buffer_copy(bs, 0, buf, bytes, sizeof bytes, KT_COPY_HOST_TO_DEVICE, err, sizeof err));
+        OK(b->digest(bs, 0, buf, sizeof bytes, &sums[round], err, sizeof err));
+        b->buffer_free(bs, 0, buf);
+        b->fini(bs);
+        CHECK(files_named(dir, "cuda-checks-", kept, sizeof kept) == 1, "round %d: not one kept build in %s", round, dir);
+        CHECK(files_named(dir, "kerntune-check-", other, sizeof other) == 0, "round %d: a temporary build left: %s", round, other);
+        if (round == 0) {
+            CHECK(stat(kept, &st1) == 0, "stat %s", kept);
+        } else if (round == 1) {
+            CHECK(stat(kept, &st2) == 0 && st2.st_ino == st1.st_ino && st2.st_mtime == st1.st_mtime,
+                  "the second backend built the checks again instead of loading %s", kept);
+            FILE *f = fopen(kept, "wb"); /* damaged: the third builds it again */
+            if (f) fputs("not a cubin", f), fclose(f);
+        } else {
+            CHECK(stat(kept, &st2) == 0 && st2.st_size > 100, "the damaged build was not replaced: %s", kept);
+        }
+    }
+    CHECK(sums[0] == sums[1] && sums[1] == sums[2], "the digests differ: %llx %llx %llx", (unsigned long long)sums[0],
+          (unsigned long long)sums[1], (unsigned long long)sums[2]);
+}
+
 /* Under a budget of wall seconds, an NVRTC build the tuning leaves running is cancelled: group
  * "hung" compiles with --pre-include of a FIFO nobody writes, so its NVRTC child waits for ever
  * in open(). With one build thread the fast group is built and measured first, and "hung" is
@@ -1496,6 +1550,7 @@ int main(void) {
     check_native_queued();
     check_two_streams();
     check_device_checks();
+    check_device_checks_kept();
     check_budget_cancels_nvrtc();
     check_kernel_tuner_contract();
     char rm[300];

@@ -199,8 +199,44 @@ static void test_failed_digest_falls_back_to_the_host(void **state) {
     kt_context_destroy(ctx);
 }
 
+/* ---- ABI 17: the directory for a backend's own builds ----------------------------------------- */
+
+static char given_dir[4096];
+static atomic_int dirs_given;
+static void record_dir(void *state, const char *dir) {
+    (void)state;
+    snprintf(given_dir, sizeof given_dir, "%s", dir);
+    atomic_fetch_add(&dirs_given, 1);
+}
+
+/* A backend is given the context's artifact directory when it is registered, and the new one
+ * whenever it changes; an ABI 16 backend with the same table is never asked. */
+static void test_backend_gets_the_artifact_dir(void **state) {
+    (void)state;
+    atomic_store(&dirs_given, 0);
+    checking = *kt_backend_c();
+    checking.name = "checking";
+    checking.set_cache_dir = record_dir;
+    kt_context *ctx = test_context(1);
+    ok(kt_context_set_cache(ctx, "off"));
+    ok(kt_context_add_backend(ctx, &checking));
+    assert_int_equal(atomic_load(&dirs_given), 1);
+    assert_string_equal(given_dir, kt_context_artifact_dir(ctx));
+    ok(kt_context_set_artifact_dir(ctx, "/nonexistent/kerntune-artifacts"));
+    assert_int_equal(atomic_load(&dirs_given), 2);
+    assert_string_equal(given_dir, "/nonexistent/kerntune-artifacts");
+    kt_context_destroy(ctx);
+    checking.abi_version = 16;
+    ctx = test_context(1);
+    ok(kt_context_add_backend(ctx, &checking));
+    ok(kt_context_set_artifact_dir(ctx, "/elsewhere"));
+    assert_int_equal(atomic_load(&dirs_given), 2);
+    kt_context_destroy(ctx);
+}
+
 int main(int argc, char **argv) {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_backend_gets_the_artifact_dir),
         cmocka_unit_test(test_passing_candidates_are_not_read_back),
         cmocka_unit_test(test_device_that_cannot_say_leaves_it_to_the_host),
         cmocka_unit_test(test_failed_digest_falls_back_to_the_host),

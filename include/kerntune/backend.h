@@ -32,7 +32,8 @@
  * Kernel Tuner's compile contract, kt_op_set_kernel_tuner_contract) and the configuration's own
  * text; version 16 appends flushing the buffers of one run from a device's caches by address (a
  * CPU device, whose whole cache is the host's last-level cache, hundreds of MiB on a server
- * part). A backend
+ * part); version 17 appends a directory where the backend may keep builds of its own between
+ * processes (the context's artifact directory). A backend
  * written against an older version has no capabilities: device memory, variants run in the
  * caller's process. A backend declares the version it was written against in
  * abi_version and the core never reads a field beyond it. Comparing outputs is the core's
@@ -52,7 +53,7 @@
 extern "C" {
 #endif
 
-#define KT_BACKEND_ABI_VERSION 16
+#define KT_BACKEND_ABI_VERSION 17
 
 /** Longest device name and fingerprint, terminating NUL included. */
 #define KT_DEVICE_NAME_MAX 256
@@ -310,6 +311,13 @@ struct kt_backend {
      *  buffers are host memory). KT_ERR_NOT_FOUND when it cannot for this device: the core then
      *  calls flush. Optional. */
     kt_status (*flush_buffers)(void *state, size_t device, const kt_arg *args, size_t nargs, char *err, size_t errlen);
+    /* ---- version 17: a directory of the backend's own builds. */
+    /** Gives the backend a directory where it may keep what it builds for itself (its own helper
+     *  kernels: the CUDA backend's device checks), so that a later process loads them instead
+     *  of building them again; the context's artifact directory, given after init and again
+     *  whenever kt_context_set_artifact_dir changes it. The backend copies the string; it need
+     *  not exist yet. Optional. */
+    void (*set_cache_dir)(void *state, const char *dir);
 };
 
 /** Registers a backend with the context and enumerates its devices. The table must outlive the

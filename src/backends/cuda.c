@@ -389,6 +389,16 @@ static void *cu_queue_default(void *state, size_t device) {
     return NULL; /* the default stream */
 }
 
+/* The directory the device checks' build is kept in (cuda_check.c), for every device. */
+static void cu_set_cache_dir(void *state, const char *dir) {
+    cu_state *s = state;
+    for (size_t i = 0; i < s->ndevs; i++) {
+        pthread_mutex_lock(&s->devs[i].check_lock);
+        snprintf(s->devs[i].check_dir, sizeof s->devs[i].check_dir, "%s", dir ? dir : "");
+        pthread_mutex_unlock(&s->devs[i].check_lock);
+    }
+}
+
 static const kt_backend kt__backend_cuda = {
     .abi_version = KT_BACKEND_ABI_VERSION,
     .name = "cuda",
@@ -422,6 +432,7 @@ static const kt_backend kt__backend_cuda = {
     .queue_default = cu_queue_default,
     .digest = kt__cu_digest,
     .all_close = kt__cu_all_close,
+    .set_cache_dir = cu_set_cache_dir,
 };
 
 const kt_backend *kt_backend_cuda(void) { return &kt__backend_cuda; }

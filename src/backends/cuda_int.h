@@ -112,6 +112,7 @@ typedef struct cu_dev {
     CUdeviceptr check_out;      /* 16 bytes: a kernel's answer */
     int check_failed;           /* they could not be built: check_err says why */
     char check_err[256];
+    char check_dir[4096];       /* where their build is kept between processes ("": nowhere) */
 } cu_dev;
 
 typedef struct cu_state {

@@ -333,6 +333,7 @@ static kt_status add_backend(kt_context *ctx, const kt_backend *b) {
         kt_status st = b->init(b, &state, err, sizeof err);
         if (st != KT_OK) return kt__err(st, "kt_context_add_backend(%s): %s", b->name, err);
     }
+    if (b->abi_version >= 17 && b->set_cache_dir) b->set_cache_dir(state, ctx->artifacts.dir);
     size_t n = b->device_count(state), base = atomic_load(&ctx->ndevices);
     kt_status st = base + n > KT__MAX_DEVICES
                        ? kt__err(KT_ERR_LIMIT, "kt_context_add_backend(%s): more than %d devices in all", b->name, KT__MAX_DEVICES)
@@ -431,6 +432,10 @@ kt_status kt_context_set_artifact_dir(kt_context *ctx, const char *path) {
         return kt__err(KT_ERR_INVALID_ARGUMENT, "kt_context_set_artifact_dir: path has %zu characters; 1 to %d allowed",
                        strlen(path), KT__ARTIFACT_DIR_MAX);
     snprintf(ctx->artifacts.dir, sizeof ctx->artifacts.dir, "%s", path);
+    for (size_t i = 0; i < ctx->nbackends; i++) { /* their own builds go there too */
+        const kt_backend *b = ctx->backends[i].backend;
+        if (b->abi_version >= 17 && b->set_cache_dir) b->set_cache_dir(ctx->backends[i].state, ctx->artifacts.dir);
+    }
     return KT_OK;
 }
 
