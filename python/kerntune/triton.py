@@ -24,7 +24,11 @@ behaves as Triton's autotuner does, with these differences:
     `validate=False` turns it off), then the race measures by the device's events, dropping a
     config once it is out of the race; a config that fails to compile or launch is disqualified
     with its error as the reason;
-  - decisions go to kerntune's persistent cache (a second process measures nothing), and from
+  - the configs are compiled before the race on compile_threads threads (default: one per
+    config, up to the processors) through Triton's AsyncCompileMode, where Triton's autotuner
+    compiles each at its first benchmark run, one after another;
+  - decisions go to kerntune's persistent cache (a second process measures nothing: a decision
+    is final, never re-raced, as Triton's are), and from
     there to its wisdom and its fleet cache; the first call of a key waits for the work already on
     the caller's stream, tunes on kerntune's own, then launches the winner on the caller's stream;
   - every later call is a dictionary look-up and the launch, as in Triton's autotuner;
@@ -120,7 +124,7 @@ class Autotuner(KernelInterface):
 
     def __init__(self, fn, arg_names, configs, key, reset_to_zero=None, restore_value=None, pre_hook=None, post_hook=None,
                  prune_configs_by=None, warmup=None, rep=None, use_cuda_graph=False, do_bench=None, cache_results=False,
-                 read_only=None, validate=True):
+                 read_only=None, validate=True, compile_threads=None):
         if do_bench is not None:
             raise NotImplementedError("kerntune.triton.autotune: do_bench: kerntune measures every config with its race on the "
                                       "device's events; a timer of one's own cannot replace it")
@@ -152,6 +156,12 @@ class Autotuner(KernelInterface):
         self._call = None  # the call being tuned: (args, kwargs, grid, caller's stream)
         src = getattr(fn, "cache_key", None) or getattr(fn, "src", None) or repr(fn)
         self._source = hashlib.sha256(str(src).encode()).hexdigest()[:16]
+        # the hit path: the key's positions among the arguments, and each key's config with its
+        # keyword arguments made once
+        self._kpos = [self.arg_names.index(k) for k in self.keys if k in self.arg_names]
+        self._hits = {}
+        self.compile_threads = compile_threads
+        self.compile_time = 0.0
 
     # ---- Triton's key and pruning, as its autotuner computes them ----
 
@@ -181,7 +191,22 @@ class Autotuner(KernelInterface):
 
     # ---- calls ----
 
+    def _args_key(self, args):
+        """Triton's key for a call whose arguments are all positional (as _key computes it)."""
+        n = len(args)
+        key = [args[i] for i in self._kpos if i < n]
+        key += [str(a.dtype) for a in args[:len(self.arg_names)] if hasattr(a, "dtype")]
+        return tuple(key)
+
     def run(self, *args, grid=None, warmup=False, **kwargs):
+        if not kwargs and not warmup:  # the hit path: a key already decided, no keyword arguments
+            hit = self._hits.get(self._args_key(args))
+            if hit is not None:
+                config, config_kwargs = hit
+                self.best_config = config
+                if config.pre_hook is not None:
+                    config.pre_hook({**dict(zip(self.arg_names, args)), **config_kwargs})
+                return self.fn.run(*args, grid=grid, warmup=False, **config_kwargs)
         self.nargs = dict(zip(self.arg_names, args))
         if warmup:  # compile every config, run none (Triton's warmup)
             out = [self.fn.run(*args, grid=grid, warmup=True, **kwargs, **c.all_kwargs()) for c in self.prune_configs(kwargs)]
@@ -195,6 +220,7 @@ class Autotuner(KernelInterface):
             if config is None:
                 config = self._tune(key, args, kwargs, grid)
                 self.cache[key] = config
+                self._hits[key] = (config, config.all_kwargs())
                 self.best_config = config
                 self.nargs = None
                 return None  # tuning launched the winner on the caller's stream
@@ -211,6 +237,7 @@ class Autotuner(KernelInterface):
         import torch
 
         configs = self.prune_configs(kwargs)
+        self._precompile(configs, args, kwargs, grid)
         tensors = [(i, a) for i, a in enumerate(args) if hasattr(a, "data_ptr") and hasattr(a, "dtype")]
         if not tensors:
             raise TypeError("kerntune.triton.autotune: the kernel has no tensor argument to run on")
@@ -244,6 +271,7 @@ class Autotuner(KernelInterface):
                 op.set_accumulate(names.index(n), 0.0)
             if not self.validate:
                 op.set_validation(False)
+            op.set_rerace(False)  # a decision is final, as Triton's: a later process measures nothing
             entry = self._ops[name] = (op, configs)
         op, configs = entry
         stream = torch.cuda.current_stream(device).cuda_stream
@@ -265,6 +293,58 @@ class Autotuner(KernelInterface):
             print("kerntune autotuning for function %s,\nwith key as %s,\nfinished after %.2fs,\nbest config selected: %s;"
                   % (getattr(self.base_fn, "__name__", "kernel"), key, self.bench_time, index[decision.winner.candidate]))
         return index[decision.winner.candidate]
+
+    def _precompile(self, configs, args, kwargs, grid):
+        """Compiles the configs on compile_threads threads (default: one per config, up to the
+        processors) before the race, with Triton's AsyncCompileMode (Triton 3.4 and later); a
+        config that fails here fails again at its first launch, where it is disqualified."""
+        import os
+        import time
+
+        try:
+            from triton.runtime._async_compile import AsyncCompileMode
+        except ImportError:
+            return
+        threads = self.compile_threads or min(len(configs), os.cpu_count() or 1)
+        if threads <= 1 or len(configs) <= 1:
+            return
+        from concurrent.futures import ThreadPoolExecutor
+
+        import torch
+
+        started = time.perf_counter()
+        futures = []
+        try:
+            with ThreadPoolExecutor(threads) as pool, AsyncCompileMode(pool, ignore_errors=True):
+                for config in configs:
+                    try:
+                        futures.append(self.fn.run(*args, grid=grid, warmup=True, **kwargs, **config.all_kwargs()))
+                    except Exception:  # noqa: BLE001 - reported at the config's launch
+                        pass
+        except RuntimeError:  # the caller is in an AsyncCompileMode of its own: compile as launched
+            return
+        # then each kernel's module and launcher, loaded as its first launch would (on the
+        # tensors' device), so that the race's first runs time the kernels, not their loading
+        kernels = []
+        for f in futures:
+            try:
+                k = f.result(True) if hasattr(f, "result") else f
+            except Exception:  # noqa: BLE001
+                k = None
+            if k is not None and hasattr(k, "_init_handles"):
+                kernels.append(k)
+        device = torch.cuda.current_device()
+
+        def load(k):
+            try:
+                with torch.cuda.device(device):
+                    k._init_handles()
+            except Exception:  # noqa: BLE001 - out of resources: raised again at its launch, disqualified there
+                pass
+
+        with ThreadPoolExecutor(threads) as pool:
+            list(pool.map(load, kernels))
+        self.compile_time = time.perf_counter() - started
 
     def _candidate(self, config, tensors):
         """A config as a queued candidate: launches the kernel with it on the stream kerntune gives,
@@ -298,12 +378,14 @@ class Autotuner(KernelInterface):
 
 
 def autotune(configs, key, prune_configs_by=None, reset_to_zero=None, restore_value=None, pre_hook=None, post_hook=None,
-             warmup=None, rep=None, use_cuda_graph=False, do_bench=None, cache_results=False, read_only=None, validate=True):
+             warmup=None, rep=None, use_cuda_graph=False, do_bench=None, cache_results=False, read_only=None, validate=True,
+             compile_threads=None):
     """triton.autotune's decorator, deciding with kerntune (see the module's docstring)."""
 
     def decorator(fn):
         return Autotuner(fn, fn.arg_names, configs, key, reset_to_zero, restore_value, pre_hook=pre_hook, post_hook=post_hook,
                          prune_configs_by=prune_configs_by, warmup=warmup, rep=rep, use_cuda_graph=use_cuda_graph,
-                         do_bench=do_bench, cache_results=cache_results, read_only=read_only, validate=validate)
+                         do_bench=do_bench, cache_results=cache_results, read_only=read_only, validate=validate,
+                         compile_threads=compile_threads)
 
     return decorator
