@@ -703,6 +703,39 @@ static uint64_t settle_units(tuning *tu) {
     return runs;
 }
 
+/* Under lazy building a unit whose time the cache recorded is held, never built (it is not run
+ * again): the fastest of them that would beat every runnable unit is built now, so that it can
+ * win (one that fails to build gives way to the next). Without this a resumed tuning under a
+ * budget lost its recorded winner to a slower unit measured today. */
+static kt_status build_recalled_best(tuning *tu, long best) {
+    kt_decision *d = tu->d;
+    if (!tu->recalled || tu->plans == NULL) return KT_OK;
+    for (;;) {
+        double bar = best >= 0 ? d->units[best].r.time_ns : INFINITY;
+        long pick = -1;
+        for (size_t i = 0; i < d->nunits; i++) {
+            const kt__unit *u = &d->units[i];
+            if (!u->recalled || u->held || !(u->r.time_ns > 0) || u->r.outcome != KT_OUTCOME_NOT_RUN ||
+                !kt__key_accepts(tu->op, d->key, u->cand))
+                continue;
+            if (kt__unit_runnable(u)) bar = fmin(bar, u->r.time_ns);
+        }
+        for (size_t i = 0; i < d->nunits; i++) {
+            const kt__unit *u = &d->units[i];
+            if (!u->recalled || u->held || !(u->r.time_ns > 0) || u->r.outcome != KT_OUTCOME_NOT_RUN ||
+                kt__unit_runnable(u) || !kt__unit_planned(tu->plans, i) || !kt__key_accepts(tu->op, d->key, u->cand))
+                continue;
+            if (u->r.time_ns < bar && (pick < 0 || u->r.time_ns < d->units[pick].r.time_ns)) pick = (long)i;
+        }
+        if (pick < 0) return KT_OK;
+        size_t unit = (size_t)pick;
+        kt_status st = kt__build_some(tu->op, d, tu->plans, &unit, 1, 0);
+        if (st != KT_OK) return st;
+        if (kt__unit_runnable(&d->units[unit])) return KT_OK;
+        if (d->units[unit].r.outcome == KT_OUTCOME_NOT_RUN) d->units[unit].recalled = false; /* not built: out of it */
+    }
+}
+
 /* The fastest unit: measured now, or recalled with its recorded time; -1 when none. */
 static long fastest(tuning *tu, long best) {
     kt_decision *d = tu->d;
@@ -1063,6 +1096,7 @@ kt_status kt__measure_all(kt_op *op, kt_decision *d, const kt_arg *caller, bool 
     tu.builder = NULL;
     d->build_threads = tu.threads; /* the builder's, or the batches' (kt__build_some: the context's) */
     if (st == KT_OK) st = tu.next_error;
+    if (st == KT_OK && !tu.stopped && !atomic_load(&op->stop_asked)) st = build_recalled_best(&tu, out.best);
     if (st == KT_OK && tu.stopped)
         st = kt__err(KT_ERR_DISAGREEMENT, "%s(op '%s'): %zu of the first %zu units compared with the reference disagreed with it: "
                      "tuning stopped, nothing decided (kt_op_set_disagreement_stop)", d->where, op->name, tu.disagreed, tu.compared);
