@@ -68,33 +68,46 @@ static kt_space *mm_space(const char *tm, const char *lx, const char *bad, const
 
 #define N 32
 
-static void test_tiled_matmul_on_pocl(void **state) {
-    (void)state;
-    kt_context *ctx = test_context(3);
-    ok(kt_context_set_artifact_dir(ctx, artifacts));
-    size_t dev = opencl_device(ctx);
-    float a[N * N], b[N * N], c[N * N], ref[N * N];
-    for (int i = 0; i < N * N; i++) a[i] = (float)((i * 7) % 13) - 6, b[i] = (float)((i * 5) % 11) - 5;
+/* c = a b over N x N floats: the inputs (from two seeds), the reference product. */
+static void mm_inputs(float *a, float *b, float *ref, int sa, int sb) {
+    for (int i = 0; i < N * N; i++) a[i] = (float)((i * sa) % 13) - 6, b[i] = (float)((i * sb) % 11) - 5;
     for (int i = 0; i < N; i++)
         for (int j = 0; j < N; j++) {
             float s = 0;
             for (int k = 0; k < N; k++) s += a[i * N + k] * b[k * N + j];
             ref[i * N + j] = s;
         }
-    void *da, *db, *dc;
-    ok(kt_device_alloc(ctx, dev, sizeof a, &da));
-    ok(kt_device_alloc(ctx, dev, sizeof b, &db));
-    ok(kt_device_alloc(ctx, dev, sizeof c, &dc));
-    ok(kt_device_write(ctx, dev, da, a, sizeof a));
-    ok(kt_device_write(ctx, dev, db, b, sizeof b));
+}
 
+/* The device's copies of a and b and room for c; an op "name" (a, b: ReadOnly, c: WriteOnly, n)
+ * on the device, with no candidates yet. */
+static kt_op *mm_op(kt_context *ctx, size_t dev, const char *name, const float *a, const float *b, void **da, void **db,
+                    void **dc) {
+    const size_t bytes = N * N * sizeof(float);
+    ok(kt_device_alloc(ctx, dev, bytes, da));
+    ok(kt_device_alloc(ctx, dev, bytes, db));
+    ok(kt_device_alloc(ctx, dev, bytes, dc));
+    ok(kt_device_write(ctx, dev, *da, a, bytes));
+    ok(kt_device_write(ctx, dev, *db, b, bytes));
     kt_op *op = NULL;
-    ok(kt_op_create(ctx, "clmatmul", &op));
+    ok(kt_op_create(ctx, name, &op));
     ok(kt_op_set_device(op, dev));
     ok(kt_op_add_buffer(op, "a", KT_TYPE_F32, KT_READ_ONLY));
     ok(kt_op_add_buffer(op, "b", KT_TYPE_F32, KT_READ_ONLY));
     ok(kt_op_add_buffer(op, "c", KT_TYPE_F32, KT_WRITE_ONLY));
     ok(kt_op_add_scalar(op, "n", KT_TYPE_I64));
+    return op;
+}
+
+static void test_tiled_matmul_on_pocl(void **state) {
+    (void)state;
+    kt_context *ctx = test_context(3);
+    ok(kt_context_set_artifact_dir(ctx, artifacts));
+    size_t dev = opencl_device(ctx);
+    float a[N * N], b[N * N], c[N * N], ref[N * N];
+    mm_inputs(a, b, ref, 7, 5);
+    void *da, *db, *dc;
+    kt_op *op = mm_op(ctx, dev, "clmatmul", a, b, &da, &db, &dc);
     kt_space *naive = mm_space("[1]", "[1]", "[0]", "0");
     kt_space *tiled = mm_space("[1, 4]", "[4, 8]", "[0]", "1 if TM == 4 and LX == 8 else 0");
     kt_space *broken = mm_space("[2]", "[4]", "[1]", "0");
@@ -145,30 +158,13 @@ static void test_cpu_artifacts_hold_source(void **state) {
     char dir[300];
     snprintf(dir, sizeof dir, "%s/cpu-artifacts", artifacts);
     float a[N * N], b[N * N], c[N * N], ref[N * N];
-    for (int i = 0; i < N * N; i++) a[i] = (float)(i % 5), b[i] = (float)(i % 3) - 1;
-    for (int i = 0; i < N; i++)
-        for (int j = 0; j < N; j++) {
-            float sum = 0;
-            for (int k = 0; k < N; k++) sum += a[i * N + k] * b[k * N + j];
-            ref[i * N + j] = sum;
-        }
+    mm_inputs(a, b, ref, 3, 7);
     for (int round = 0; round < 2; round++) {
         kt_context *ctx = test_context(3);
         ok(kt_context_set_artifact_dir(ctx, dir));
         size_t dev = opencl_device(ctx);
         void *da, *db, *dc;
-        ok(kt_device_alloc(ctx, dev, sizeof a, &da));
-        ok(kt_device_alloc(ctx, dev, sizeof b, &db));
-        ok(kt_device_alloc(ctx, dev, sizeof c, &dc));
-        ok(kt_device_write(ctx, dev, da, a, sizeof a));
-        ok(kt_device_write(ctx, dev, db, b, sizeof b));
-        kt_op *op = NULL;
-        ok(kt_op_create(ctx, "clsource", &op));
-        ok(kt_op_set_device(op, dev));
-        ok(kt_op_add_buffer(op, "a", KT_TYPE_F32, KT_READ_ONLY));
-        ok(kt_op_add_buffer(op, "b", KT_TYPE_F32, KT_READ_ONLY));
-        ok(kt_op_add_buffer(op, "c", KT_TYPE_F32, KT_WRITE_ONLY));
-        ok(kt_op_add_scalar(op, "n", KT_TYPE_I64));
+        kt_op *op = mm_op(ctx, dev, "clsource", a, b, &da, &db, &dc);
         kt_space *sp = mm_space("[1, 4]", "[4]", "[0]", "0");
         ok(kt_op_add_variants(op, "tiled", sp, matmul_cl, "matmul", NULL, 0));
         kt_space_destroy(sp);

@@ -287,6 +287,13 @@ kt_status ktpy_args_unstage(OpObject *o, ktpy_args *a, bool back) {
 #define PyBUF_WRITE 0x200
 #endif
 
+PyObject *ktpy_scalar(const kt_arg *a, kt_type t) {
+    if (t == KT_TYPE_F32) return PyFloat_FromDouble(a->f32);
+    if (t == KT_TYPE_F64) return PyFloat_FromDouble(a->f64);
+    if (t == KT_TYPE_U8 || t == KT_TYPE_U16 || t == KT_TYPE_U32 || t == KT_TYPE_U64) return PyLong_FromUnsignedLongLong(a->u);
+    return PyLong_FromLongLong(a->i);
+}
+
 PyObject *ktpy_memory(void *ptr, size_t bytes, bool writable) {
     static char empty;
     return PyMemoryView_FromMemory(ptr ? (char *)ptr : &empty, (Py_ssize_t)bytes, writable ? PyBUF_WRITE : PyBUF_READ);

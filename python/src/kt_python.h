@@ -123,6 +123,9 @@ void ktpy_args_free(ktpy_args *a);
  * valid only while the callback runs; kerntune/__init__.py views it as a numpy array. */
 PyObject *ktpy_memory(void *ptr, size_t bytes, bool writable);
 
+/* A scalar argument of type t as a Python number (a new reference; NULL with an exception). */
+PyObject *ktpy_scalar(const kt_arg *a, kt_type t);
+
 /* ---- verify.c ---------------------------------------------------------------------------------- */
 
 PyObject *ktpy_op_set_answer(PyObject *self, PyObject *args);

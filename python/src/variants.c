@@ -314,14 +314,8 @@ static int call_candidate(py_candidate *c, const kt_arg *args, size_t nargs, kt_
             if (v && PyList_Append(views, v) != 0) Py_CLEAR(v);
         } else if (t == KT_TYPE_BUFFER) {
             v = PyLong_FromVoidPtr(args[i].ptr);
-        } else if (t == KT_TYPE_F32) {
-            v = PyFloat_FromDouble(args[i].f32);
-        } else if (t == KT_TYPE_F64) {
-            v = PyFloat_FromDouble(args[i].f64);
-        } else if (t == KT_TYPE_U8 || t == KT_TYPE_U16 || t == KT_TYPE_U32 || t == KT_TYPE_U64) {
-            v = PyLong_FromUnsignedLongLong(args[i].u);
         } else {
-            v = PyLong_FromLongLong(args[i].i);
+            v = ktpy_scalar(&args[i], t);
         }
         if (v == NULL) Py_CLEAR(tuple);
         else PyTuple_SetItem(tuple, (Py_ssize_t)at++, v);

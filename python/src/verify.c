@@ -108,14 +108,8 @@ static PyObject *side(const OpObject *o, const kt_arg *args, size_t nargs, PyObj
         if (t == KT_TYPE_BUFFER) {
             v = args[i].ptr ? ktpy_memory(args[i].ptr, args[i].bytes, false) : (Py_INCREF(Py_None), Py_None);
             if (v && v != Py_None && PyList_Append(views, v) != 0) Py_CLEAR(v);
-        } else if (t == KT_TYPE_F32) {
-            v = PyFloat_FromDouble(args[i].f32);
-        } else if (t == KT_TYPE_F64) {
-            v = PyFloat_FromDouble(args[i].f64);
-        } else if (t == KT_TYPE_U8 || t == KT_TYPE_U16 || t == KT_TYPE_U32 || t == KT_TYPE_U64) {
-            v = PyLong_FromUnsignedLongLong(args[i].u);
         } else {
-            v = PyLong_FromLongLong(args[i].i);
+            v = ktpy_scalar(&args[i], t);
         }
         if (v == NULL) {
             Py_DECREF(list);
