@@ -11,11 +11,9 @@
  */
 #include "backends/cuda_int.h"
 
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 /* The digest is the sum, modulo 2^64, over the buffer's 8-byte chunks k (the last one padded
@@ -85,38 +83,26 @@ static const char check_source[] =
 enum { CHECK_BLOCK = 256, CHECK_MAX_GRID = 2048 };
 
 static const char *const close_names[4] = {"kt_close_f32", "kt_close_f64", "kt_close_f16", "kt_close_bf16"};
+static const char *const check_options[] = {"--fmad=false"};
 
 /* Where the check kernels' build is kept for d: <check_dir>/cuda-checks-<hash>.cubin, the hash of
  * their source, options and compiler (NVRTC's version, the driver's and the device's
  * architecture), so another toolkit or device never loads it; false when there is no directory. */
-static bool check_cache_path(cu_state *s, size_t device, const char *const *options, size_t noptions, char *out, size_t len) {
+static bool check_cache_path(cu_state *s, size_t device, char *out, size_t len) {
     cu_dev *d = &s->devs[device];
     char compiler[256], err[64];
     if (d->check_dir[0] == '\0' || kt__cu_compiler_id(s, device, compiler, sizeof compiler, err, sizeof err) != KT_OK) return false;
     uint64_t h = kt__fnv1a(check_source, sizeof check_source - 1, 0x6b74636865636b31ull);
     h = kt__fnv1a(compiler, strlen(compiler), h);
-    for (size_t i = 0; i < noptions; i++) h = kt__fnv1a(options[i], strlen(options[i]) + 1, h);
+    for (size_t i = 0; i < sizeof check_options / sizeof *check_options; i++)
+        h = kt__fnv1a(check_options[i], strlen(check_options[i]) + 1, h);
     int n = snprintf(out, len, "%s/cuda-checks-%016llx.cubin", d->check_dir, (unsigned long long)h);
     return n > 0 && (size_t)n < len;
 }
 
-/* mkdir -p: whether path is a directory now. */
-static bool make_dirs(const char *path) {
-    char buf[4096];
-    if (snprintf(buf, sizeof buf, "%s", path) >= (int)sizeof buf) return false;
-    for (char *p = buf + 1; *p; p++) {
-        if (*p != '/') continue;
-        *p = '\0';
-        if (mkdir(buf, 0700) != 0 && errno != EEXIST) return false;
-        *p = '/';
-    }
-    return mkdir(buf, 0700) == 0 || errno == EEXIST;
-}
-
 /* Builds the check kernels into a new file in dir (a temporary name, /tmp when dir is NULL):
  * its path in path. */
-static kt_status check_build(cu_state *s, size_t device, const char *dir, const char *const *options, size_t noptions, char *path,
-                             size_t len, char *log, size_t loglen) {
+static kt_status check_build(cu_state *s, size_t device, const char *dir, char *path, size_t len, char *log, size_t loglen) {
     const char *tmp = getenv("TMPDIR");
     snprintf(path, len, "%s/kerntune-check-XXXXXX", dir ? dir : tmp && *tmp ? tmp : "/tmp");
     int fd = mkstemp(path);
@@ -125,7 +111,11 @@ static kt_status check_build(cu_state *s, size_t device, const char *dir, const 
         return KT_ERR_SYSTEM;
     }
     close(fd);
-    kt_build_request req = {.source = check_source, .kernel_name = "kt_digest", .options = options, .noptions = noptions, .out_path = path};
+    kt_build_request req = {.source = check_source,
+                            .kernel_name = "kt_digest",
+                            .options = check_options,
+                            .noptions = sizeof check_options / sizeof *check_options,
+                            .out_path = path};
     kt_status st = kt__cu_build(s, device, &req, log, loglen);
     if (st != KT_OK) unlink(path);
     return st;
@@ -141,16 +131,16 @@ static kt_status check_load(cu_state *s, size_t device, char *err, size_t errlen
         snprintf(err, errlen, "%s", d->check_err);
         return KT_ERR_BACKEND;
     }
-    const char *options[] = {"--fmad=false"};
     char kept[4200], path[4200], log[2048] = "";
     void *mod = NULL;
     kt_status st = KT_ERR_NOT_FOUND;
-    bool cached = check_cache_path(s, device, options, 1, kept, sizeof kept);
+    bool cached = check_cache_path(s, device, kept, sizeof kept);
     if (cached && access(kept, R_OK) == 0 && kt__cu_load(s, device, kept, "kt_digest", &mod, log, sizeof log) == KT_OK)
         st = KT_OK; /* (a file that does not load is built again and replaced) */
     if (st != KT_OK) {
-        bool in_dir = cached && make_dirs(d->check_dir);
-        st = check_build(s, device, in_dir ? d->check_dir : NULL, options, 1, path, sizeof path, log, sizeof log);
+        char failed[4096];
+        bool in_dir = cached && kt__make_dirs(d->check_dir, true, failed, sizeof failed) == 0;
+        st = check_build(s, device, in_dir ? d->check_dir : NULL, path, sizeof path, log, sizeof log);
         if (st != KT_OK) {
             snprintf(d->check_err, sizeof d->check_err, "building the device checks: %.200s", log);
         } else if ((st = kt__cu_load(s, device, path, "kt_digest", &mod, log, sizeof log)) != KT_OK) {

@@ -34,18 +34,10 @@
 /* ---- the artifact directory ----------------------------------------------------------------- */
 
 static kt_status mkdirs(const char *path) {
-    char buf[4096];
-    if (snprintf(buf, sizeof buf, "%s", path) >= (int)sizeof buf)
-        return kt__err(KT_ERR_LIMIT, "artifact directory path is too long: %.100s...", path);
-    for (char *p = buf + 1; *p; p++) {
-        if (*p != '/') continue;
-        *p = '\0';
-        if (mkdir(buf, 0700) != 0 && errno != EEXIST)
-            return kt__err(KT_ERR_SYSTEM, "cannot create directory %s: %s", buf, strerror(errno));
-        *p = '/';
-    }
-    if (mkdir(buf, 0700) != 0 && errno != EEXIST)
-        return kt__err(KT_ERR_SYSTEM, "cannot create directory %s: %s", buf, strerror(errno));
+    char dir[4096];
+    int e = kt__make_dirs(path, true, dir, sizeof dir);
+    if (e == ENAMETOOLONG) return kt__err(KT_ERR_LIMIT, "artifact directory path is too long: %.100s...", path);
+    if (e != 0) return kt__err(KT_ERR_SYSTEM, "cannot create directory %s: %s", dir, strerror(e));
     return KT_OK;
 }
 

@@ -19,23 +19,6 @@
 #include <string.h>
 #include <unistd.h>
 
-/* Creates the directories above path (mode 0700, as XDG asks of cache directories). Returns 0
- * or an errno, with the directory that failed in dir. */
-static int make_parents(const char *path, char *dir, size_t dirlen) {
-    snprintf(dir, dirlen, "%s", path);
-    for (char *p = dir + 1; *p; p++) {
-        if (*p != '/') continue;
-        *p = '\0';
-        if (mkdir(dir, 0700) != 0 && errno != EEXIST) {
-            int e = errno;
-            struct stat sb;
-            if (!(stat(dir, &sb) == 0 && S_ISDIR(sb.st_mode))) return e;
-        }
-        *p = '/';
-    }
-    return 0;
-}
-
 /* The directory holding path ("." for a bare name). */
 static void dir_of(const char *path, char *dir, size_t len) {
     const char *slash = strrchr(path, '/');
@@ -101,7 +84,7 @@ static kt_status open_file(kt_cache *c, const char *path, const char *where) {
     c->path = kt__db_dup(path);
     if (c->path == NULL) return kt__err(KT_ERR_NO_MEMORY, "%s: out of memory copying the path", where);
     char dir[KT__STORE_PATH_MAX], why[KT__STORE_PATH_MAX + 128];
-    int e = make_parents(path, dir, sizeof dir);
+    int e = kt__make_dirs(path, false, dir, sizeof dir); /* the directories above the file */
     if (e != 0) {
         snprintf(why, sizeof why, "cannot create directory '%s': %s", dir, strerror(e));
         if (is_perm_errno(e)) return fall_back(c, path, why, where);

@@ -3,8 +3,10 @@
  */
 #include "util/util.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 
 uint64_t kt__fnv1a(const void *data, size_t len, uint64_t seed) {
@@ -27,4 +29,30 @@ uint64_t kt__hash_str(const char *s, uint64_t h) { return kt__fnv1a(s ? s : "", 
 
 void kt__hex128(uint64_t a, uint64_t b, char out[33]) {
     snprintf(out, 33, "%016llx%016llx", (unsigned long long)a, (unsigned long long)b);
+}
+
+/* mkdir of dir, where a directory already there is success. */
+static int make_one(const char *dir) {
+    if (mkdir(dir, 0700) == 0 || errno == EEXIST) return 0;
+    int e = errno;
+    struct stat sb;
+    return stat(dir, &sb) == 0 && S_ISDIR(sb.st_mode) ? 0 : e;
+}
+
+int kt__make_dirs(const char *path, bool whole, char *failed, size_t len) {
+    char buf[4096];
+    if (snprintf(buf, sizeof buf, "%s", path) >= (int)sizeof buf) {
+        snprintf(failed, len, "%s", path);
+        return ENAMETOOLONG;
+    }
+    int e = 0;
+    for (char *p = buf + 1; *p && e == 0; p++) {
+        if (*p != '/') continue;
+        *p = '\0';
+        e = make_one(buf);
+        if (e == 0) *p = '/';
+    }
+    if (e == 0 && whole) e = make_one(buf);
+    if (e != 0) snprintf(failed, len, "%s", buf);
+    return e;
 }

@@ -62,6 +62,13 @@ void kt__hex128(uint64_t a, uint64_t b, char out[33]);
 /* Seconds on the monotonic clock (hash.c). */
 double kt__now_s(void);
 
+/* Creates the directories of path, mode 0700 (as XDG asks of cache directories): each one above
+ * it, and path itself when whole (a directory's path, not a file's). One that exists already
+ * (also where mkdir says otherwise, as a read-only parent does) is fine. Returns 0, or an errno
+ * (ENAMETOOLONG for a path over 4095 characters) with the directory that failed in failed
+ * (util.c). */
+int kt__make_dirs(const char *path, bool whole, char *failed, size_t len);
+
 /* ---- evict.c: taking host memory out of the CPU's caches ------------------------------------- */
 /* Whether kt__evict works on this processor (x86-64 and AArch64); elsewhere a caller that wants
  * a cold cache writes a buffer as large as the last-level cache instead. */
