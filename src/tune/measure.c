@@ -711,28 +711,21 @@ static kt_status build_recalled_best(tuning *tu, long best) {
     kt_decision *d = tu->d;
     if (!tu->recalled || tu->plans == NULL) return KT_OK;
     for (;;) {
-        double bar = best >= 0 ? d->units[best].r.time_ns : INFINITY;
-        long pick = -1;
+        double bar = best >= 0 ? d->units[best].r.time_ns : INFINITY; /* the fastest runnable unit's time */
+        long pick = -1;                                                /* the fastest recorded unit not built */
         for (size_t i = 0; i < d->nunits; i++) {
             const kt__unit *u = &d->units[i];
             if (!u->recalled || u->held || !(u->r.time_ns > 0) || u->r.outcome != KT_OUTCOME_NOT_RUN ||
                 !kt__key_accepts(tu->op, d->key, u->cand))
                 continue;
             if (kt__unit_runnable(u)) bar = fmin(bar, u->r.time_ns);
+            else if (kt__unit_planned(tu->plans, i) && (pick < 0 || u->r.time_ns < d->units[pick].r.time_ns)) pick = (long)i;
         }
-        for (size_t i = 0; i < d->nunits; i++) {
-            const kt__unit *u = &d->units[i];
-            if (!u->recalled || u->held || !(u->r.time_ns > 0) || u->r.outcome != KT_OUTCOME_NOT_RUN ||
-                kt__unit_runnable(u) || !kt__unit_planned(tu->plans, i) || !kt__key_accepts(tu->op, d->key, u->cand))
-                continue;
-            if (u->r.time_ns < bar && (pick < 0 || u->r.time_ns < d->units[pick].r.time_ns)) pick = (long)i;
-        }
-        if (pick < 0) return KT_OK;
+        if (pick < 0 || d->units[pick].r.time_ns >= bar) return KT_OK;
         size_t unit = (size_t)pick;
         kt_status st = kt__build_some(tu->op, d, tu->plans, &unit, 1, 0);
-        if (st != KT_OK) return st;
-        if (kt__unit_runnable(&d->units[unit])) return KT_OK;
-        if (d->units[unit].r.outcome == KT_OUTCOME_NOT_RUN) d->units[unit].recalled = false; /* not built: out of it */
+        if (st != KT_OK || kt__unit_runnable(&d->units[unit])) return st;
+        /* it failed to build (or was not built): its plan is gone, so the next is looked at */
     }
 }
 
