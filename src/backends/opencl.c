@@ -4,29 +4,23 @@
  * libOpenCL.so.1 is loaded with dlopen when the backend starts, so the library builds with
  * only the OpenCL headers and runs where OpenCL is absent (the backend then reports why and
  * is skipped). Every device of every platform becomes a kerntune device with its own context
- * and a profiling command queue. Buffers are cl_mem handles. A variant is built from source
- * with its defines as -D options, and its program binary is the artifact; loading rebuilds the
- * program from that binary and creates a pool of kernel objects. Launches are timed with
+ * and a profiling command queue. Buffers are cl_mem handles. Building and loading variants is
+ * opencl_build.c's; loading creates a pool of kernel objects (opencl_int.h). Launches are timed with
  * profiling events.
  *
  * A launch takes no lock. A cl_kernel's arguments are state of the kernel object, and
  * clSetKernelArg must not run on one kernel object from two threads at once (OpenCL 1.2,
  * appendix A.2: every call is thread-safe except clSetKernelArg on the same cl_kernel; the
  * spec asks for a kernel object per thread). So each module holds several kernel objects of
- * the same program (see the kernel pool below), each with an atomic "in use" flag: a launch claims a free
+ * the same program (the kernel pool: opencl_int.h), each with an atomic "in use" flag: a launch claims a free
  * one with an atomic exchange, sets its arguments, enqueues it and frees it. Freeing it right
  * after clEnqueueNDRangeKernel returns is safe: the arguments a kernel has when it is enqueued
  * are the ones that launch uses ("the argument data is used by all API calls that enqueue the
  * kernel until the argument is changed by another call to clSetKernelArg", clSetKernelArg), so
  * the next launch's clSetKernelArg changes only what later enqueues use.
  */
-#define CL_TARGET_OPENCL_VERSION 120
-#include <kerntune/backend.h>
+#include "backends/opencl_int.h"
 
-#include "util/util.h"
-#include "backends/contract.h"
-
-#include <CL/cl.h>
 #include <dlfcn.h>
 #include <pthread.h>
 #include <sched.h>
@@ -34,101 +28,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-/* The entry points used, resolved from the loader. */
-typedef struct cl_api {
-    cl_int (*GetPlatformIDs)(cl_uint, cl_platform_id *, cl_uint *);
-    cl_int (*GetPlatformInfo)(cl_platform_id, cl_platform_info, size_t, void *, size_t *);
-    cl_int (*GetDeviceIDs)(cl_platform_id, cl_device_type, cl_uint, cl_device_id *, cl_uint *);
-    cl_int (*GetDeviceInfo)(cl_device_id, cl_device_info, size_t, void *, size_t *);
-    cl_int (*GetKernelWorkGroupInfo)(cl_kernel, cl_device_id, cl_kernel_work_group_info, size_t, void *, size_t *);
-    cl_context (*CreateContext)(const cl_context_properties *, cl_uint, const cl_device_id *,
-                                void(CL_CALLBACK *)(const char *, const void *, size_t, void *), void *, cl_int *);
-    cl_command_queue (*CreateCommandQueue)(cl_context, cl_device_id, cl_command_queue_properties, cl_int *);
-    cl_mem (*CreateBuffer)(cl_context, cl_mem_flags, size_t, void *, cl_int *);
-    cl_int (*ReleaseMemObject)(cl_mem);
-    cl_int (*EnqueueWriteBuffer)(cl_command_queue, cl_mem, cl_bool, size_t, size_t, const void *, cl_uint,
-                                 const cl_event *, cl_event *);
-    cl_int (*EnqueueReadBuffer)(cl_command_queue, cl_mem, cl_bool, size_t, size_t, void *, cl_uint, const cl_event *,
-                                cl_event *);
-    cl_int (*EnqueueCopyBuffer)(cl_command_queue, cl_mem, cl_mem, size_t, size_t, size_t, cl_uint, const cl_event *,
-                                cl_event *);
-    cl_int (*EnqueueFillBuffer)(cl_command_queue, cl_mem, const void *, size_t, size_t, size_t, cl_uint,
-                                const cl_event *, cl_event *);
-    void *(*EnqueueMapBuffer)(cl_command_queue, cl_mem, cl_bool, cl_map_flags, size_t, size_t, cl_uint, const cl_event *,
-                              cl_event *, cl_int *);
-    cl_int (*EnqueueUnmapMemObject)(cl_command_queue, cl_mem, void *, cl_uint, const cl_event *, cl_event *);
-    cl_program (*CreateProgramWithSource)(cl_context, cl_uint, const char **, const size_t *, cl_int *);
-    cl_program (*CreateProgramWithBinary)(cl_context, cl_uint, const cl_device_id *, const size_t *,
-                                          const unsigned char **, cl_int *, cl_int *);
-    cl_int (*BuildProgram)(cl_program, cl_uint, const cl_device_id *, const char *,
-                           void(CL_CALLBACK *)(cl_program, void *), void *);
-    cl_int (*GetProgramBuildInfo)(cl_program, cl_device_id, cl_program_build_info, size_t, void *, size_t *);
-    cl_int (*GetProgramInfo)(cl_program, cl_program_info, size_t, void *, size_t *);
-    cl_kernel (*CreateKernel)(cl_program, const char *, cl_int *);
-    cl_int (*SetKernelArg)(cl_kernel, cl_uint, size_t, const void *);
-    cl_int (*EnqueueNDRangeKernel)(cl_command_queue, cl_kernel, cl_uint, const size_t *, const size_t *,
-                                   const size_t *, cl_uint, const cl_event *, cl_event *);
-    cl_int (*Finish)(cl_command_queue);
-    cl_int (*EnqueueMarkerWithWaitList)(cl_command_queue, cl_uint, const cl_event *, cl_event *);
-    cl_int (*WaitForEvents)(cl_uint, const cl_event *);
-    cl_int (*GetEventProfilingInfo)(cl_event, cl_profiling_info, size_t, void *, size_t *);
-    cl_int (*ReleaseEvent)(cl_event);
-    cl_int (*ReleaseKernel)(cl_kernel);
-    cl_int (*ReleaseProgram)(cl_program);
-    cl_int (*ReleaseCommandQueue)(cl_command_queue);
-    cl_int (*ReleaseContext)(cl_context);
-} cl_api;
-
-typedef struct cl_dev {
-    cl_platform_id platform;
-    cl_device_id id;
-    cl_context ctx;
-    cl_command_queue queue;
-    char name[KT_DEVICE_NAME_MAX];
-    char fingerprint[KT_DEVICE_FINGERPRINT_MAX];
-    char compiler[512];
-    char arch[KT_DEVICE_NAME_MAX], vendor[KT_DEVICE_NAME_MAX]; /* the device's name, CL_DEVICE_VENDOR */
-    cl_ulong cache;             /* CL_DEVICE_GLOBAL_MEM_CACHE_SIZE */
-    bool cpu;                   /* CL_DEVICE_TYPE_CPU: its buffers are host memory, evicted by address */
-    pthread_mutex_t flush_lock; /* guards creating flush */
-    cl_mem flush;               /* a buffer as large as the cache, made at the first flush */
-} cl_dev;
-
-typedef struct cl_state {
-    void *lib;
-    cl_api api;
-    cl_dev *devs;
-    size_t ndevs;
-} cl_state;
-
-/* The kernel pool. A module starts with KT_CL_KERNELS kernel objects, made at load, so that
- * four threads can be inside the set-and-enqueue of one module (a few microseconds) at once
- * before any takes a lock. Four is cheap for every loaded candidate: a kernel object holds its
- * argument values, no code (clCreateKernel on PoCL: 0.25 us each, measured on the 2-core
- * machine), and the pool grows to the concurrency actually seen, so the number only decides
- * how many launches of a burst pay for one more. When every kernel is in use, the launch takes
- * the module's grow lock and makes one more kernel object (clCreateKernel: an allocation, once
- * per kernel the pool gains, kept until unload), up to KT_CL_KERNELS_MAX; past that, or when
- * the platform cannot make one, it yields and looks again until a launch frees one. */
-enum { KT_CL_KERNELS = 4, KT_CL_KERNELS_MAX = 64 };
-
-/* One kernel object and its flag, alone on a cache line of 64 bytes, so that claiming one does
- * not take the line of another from the thread that holds it. */
-typedef struct cl_slot {
-    atomic_bool busy;
-    cl_kernel kernel;
-    char pad[64 - 2 * sizeof(cl_kernel)]; /* busy takes a pointer's room with its padding */
-} cl_slot;
-_Static_assert(sizeof(cl_slot) == 64, "a pool slot fills one cache line");
-
-typedef struct cl_module {
-    cl_program program;
-    char *name;          /* the kernel's name, for the kernels the pool gains */
-    atomic_size_t count; /* slots [0, count) hold a kernel; grows under grow, never shrinks */
-    pthread_mutex_t grow;
-    cl_slot slots[KT_CL_KERNELS_MAX];
-} cl_module;
 
 static void cl_fini(void *state);
 
@@ -306,7 +205,7 @@ static kt_status cl_classify(void *state, size_t index, char *arch, char *vendor
     return KT_OK;
 }
 
-static kt_status cl_fail(cl_int rc, const char *what, char *err, size_t errlen) {
+kt_status kt__cl_fail(cl_int rc, const char *what, char *err, size_t errlen) {
     snprintf(err, errlen, "%s failed with OpenCL error %d", what, (int)rc);
     return rc == CL_OUT_OF_RESOURCES || rc == CL_OUT_OF_HOST_MEMORY || rc == CL_MEM_OBJECT_ALLOCATION_FAILURE
                ? KT_ERR_NO_MEMORY
@@ -319,7 +218,7 @@ static kt_status cl_buffer_alloc(void *state, size_t device, size_t bytes, void 
     cl_state *s = state;
     cl_int rc = CL_SUCCESS;
     cl_mem m = s->api.CreateBuffer(s->devs[device].ctx, CL_MEM_READ_WRITE, bytes ? bytes : 1, NULL, &rc);
-    if (m == NULL) return cl_fail(rc, "clCreateBuffer", err, errlen);
+    if (m == NULL) return kt__cl_fail(rc, "clCreateBuffer", err, errlen);
     *out = m;
     return KT_OK;
 }
@@ -341,7 +240,7 @@ static kt_status cl_buffer_copy(void *state, size_t device, void *dst, const voi
         rc = s->api.EnqueueCopyBuffer(q, (cl_mem)src, (cl_mem)dst, 0, 0, bytes, 0, NULL, NULL);
         if (rc == CL_SUCCESS) rc = s->api.Finish(q);
     }
-    return rc == CL_SUCCESS ? KT_OK : cl_fail(rc, "a buffer copy", err, errlen);
+    return rc == CL_SUCCESS ? KT_OK : kt__cl_fail(rc, "a buffer copy", err, errlen);
 }
 
 static kt_status cl_buffer_fill(void *state, size_t device, void *buffer, size_t bytes, const void *pattern,
@@ -351,7 +250,7 @@ static kt_status cl_buffer_fill(void *state, size_t device, void *buffer, size_t
     cl_command_queue q = s->devs[device].queue;
     cl_int rc = s->api.EnqueueFillBuffer(q, (cl_mem)buffer, pattern, pattern_bytes, 0, bytes, 0, NULL, NULL);
     if (rc == CL_SUCCESS) rc = s->api.Finish(q);
-    return rc == CL_SUCCESS ? KT_OK : cl_fail(rc, "clEnqueueFillBuffer", err, errlen);
+    return rc == CL_SUCCESS ? KT_OK : kt__cl_fail(rc, "clEnqueueFillBuffer", err, errlen);
 }
 
 /* Fills a buffer as large as the device's global memory cache (8 MiB when it reports none)
@@ -365,7 +264,7 @@ static kt_status cl_flush(void *state, size_t device, char *err, size_t errlen) 
     if (d->flush == NULL) d->flush = s->api.CreateBuffer(d->ctx, CL_MEM_READ_WRITE, bytes, NULL, &rc);
     cl_mem buf = d->flush;
     pthread_mutex_unlock(&d->flush_lock);
-    if (buf == NULL) return cl_fail(rc, "clCreateBuffer (cache flush buffer)", err, errlen);
+    if (buf == NULL) return kt__cl_fail(rc, "clCreateBuffer (cache flush buffer)", err, errlen);
     static const cl_uint zero = 0;
     return cl_buffer_fill(state, device, buf, bytes & ~(size_t)3, &zero, sizeof zero, err, errlen);
 }
@@ -382,251 +281,15 @@ static kt_status cl_flush_buffers(void *state, size_t device, const kt_arg *args
         if (args[i].type != KT_TYPE_BUFFER || args[i].bytes == 0 || args[i].ptr == NULL) continue;
         cl_int rc = CL_SUCCESS;
         void *p = s->api.EnqueueMapBuffer(d->queue, (cl_mem)args[i].ptr, CL_TRUE, CL_MAP_READ, 0, args[i].bytes, 0, NULL, NULL, &rc);
-        if (p == NULL) return cl_fail(rc, "clEnqueueMapBuffer (evicting a buffer from the caches)", err, errlen);
+        if (p == NULL) return kt__cl_fail(rc, "clEnqueueMapBuffer (evicting a buffer from the caches)", err, errlen);
         kt__evict(p, args[i].bytes);
         if ((rc = s->api.EnqueueUnmapMemObject(d->queue, (cl_mem)args[i].ptr, p, 0, NULL, NULL)) != CL_SUCCESS)
-            return cl_fail(rc, "clEnqueueUnmapMemObject", err, errlen);
+            return kt__cl_fail(rc, "clEnqueueUnmapMemObject", err, errlen);
     }
     cl_int rc = s->api.Finish(d->queue);
-    return rc == CL_SUCCESS ? KT_OK : cl_fail(rc, "clFinish (after evicting buffers)", err, errlen);
+    return rc == CL_SUCCESS ? KT_OK : kt__cl_fail(rc, "clFinish (after evicting buffers)", err, errlen);
 }
 
-/* ---- variants ------------------------------------------------------------------------------- */
-
-static kt_status cl_compiler_id(void *state, size_t device, char *out, size_t len, char *err, size_t errlen) {
-    (void)err, (void)errlen;
-    snprintf(out, len, "%s", ((cl_state *)state)->devs[device].compiler);
-    return KT_OK;
-}
-
-/* Joins the options into one build options string. */
-static char *options_string(const kt_build_request *req) {
-    size_t len = 1;
-    for (size_t i = 0; i < req->noptions; i++) len += strlen(req->options[i]) + 2;
-    char *s = malloc(len);
-    if (s == NULL) return NULL;
-    size_t k = 0;
-    s[0] = '\0';
-    for (size_t i = 0; i < req->noptions; i++) k += (size_t)snprintf(s + k, len - k, "%s%s", k ? " " : "", req->options[i]);
-    return s;
-}
-
-/* The source with the variant's defines as #define lines in front: a value may hold spaces
- * ('unsigned int'), which a -D build option could not carry. Under Kernel Tuner's contract a
- * loop_unroll_factor of 0 removes the `#pragma unroll NAME` lines (contract.c). */
-static char *source_with_defines(const kt_build_request *req) {
-    bool contract = (req->flags & KT_BUILD_KERNEL_TUNER) != 0;
-    char *text = NULL;
-    for (size_t i = 0; contract && i < req->ndefines; i++) {
-        char name[512];
-        if (!kt__contract_unroll_zero(req->defines[i], name, sizeof name)) continue;
-        if (text == NULL && (text = strdup(req->source)) == NULL) return NULL;
-        kt__contract_drop_unroll(text, name);
-    }
-    const char *source = text ? text : req->source;
-    size_t len = strlen(source) + 32;
-    for (size_t i = 0; i < req->ndefines; i++) len += strlen(req->defines[i]) + 16;
-    char *s = malloc(len);
-    if (s == NULL) {
-        free(text);
-        return NULL;
-    }
-    size_t k = 0;
-    for (size_t i = 0; i < req->ndefines; i++) {
-        const char *eq = strchr(req->defines[i], '=');
-        if (eq) k += (size_t)snprintf(s + k, len - k, "#define %.*s %s\n", (int)(eq - req->defines[i]), req->defines[i], eq + 1);
-        else k += (size_t)snprintf(s + k, len - k, "#define %s\n", req->defines[i]);
-    }
-    snprintf(s + k, len - k, "#line 1\n%s", source);
-    free(text);
-    return s;
-}
-
-static void build_log(cl_state *s, cl_program prog, cl_device_id dev, char *log, size_t loglen, const char *prefix) {
-    size_t k = (size_t)snprintf(log, loglen, "%s", prefix);
-    if (k < loglen) {
-        size_t got = 0;
-        if (s->api.GetProgramBuildInfo(prog, dev, CL_PROGRAM_BUILD_LOG, loglen - k, log + k, &got) != CL_SUCCESS)
-            log[k] = '\0';
-        log[loglen - 1] = '\0';
-    }
-}
-
-/* A CPU device's artifact is the program's source and options, not its binary: PoCL's binary of
- * a CPU program holds kernels compiled for any work-group size, which costs a second code
- * generation beside the one each launch's work-group size gets anyway (the convolution example:
- * twice the build time of Kernel Tuner's, which never asks for binaries). Loading it builds the
- * source again, which the platform's own kernel cache serves (PoCL's, keyed by source and
- * options). The file: SOURCE_MAGIC, the options' length and the options, then the source. */
-static const char SOURCE_MAGIC[8] = {'K', 'T', 'C', 'L', 'S', 'R', 'C', '1'};
-
-static kt_status write_source_artifact(const char *path, const char *opts, const char *source, char *log, size_t loglen) {
-    FILE *f = fopen(path, "wb");
-    uint32_t olen = (uint32_t)strlen(opts);
-    bool ok = f && fwrite(SOURCE_MAGIC, 1, sizeof SOURCE_MAGIC, f) == sizeof SOURCE_MAGIC && fwrite(&olen, sizeof olen, 1, f) == 1 &&
-              fwrite(opts, 1, olen, f) == olen && fputs(source, f) >= 0;
-    if (f && fclose(f) != 0) ok = false;
-    if (!ok) snprintf(log, loglen, "cannot write %s", path);
-    return ok ? KT_OK : KT_ERR_SYSTEM;
-}
-
-/* The program of a source artifact (bytes, len), built for dv; NULL with err set. */
-static cl_program load_source_artifact(cl_state *s, cl_dev *dv, const unsigned char *bytes, size_t len, char *err, size_t errlen) {
-    uint32_t olen = 0;
-    if (len < sizeof SOURCE_MAGIC + sizeof olen) return snprintf(err, errlen, "a source artifact cut short"), NULL;
-    memcpy(&olen, bytes + sizeof SOURCE_MAGIC, sizeof olen);
-    size_t at = sizeof SOURCE_MAGIC + sizeof olen;
-    if (olen > len - at) return snprintf(err, errlen, "a source artifact cut short"), NULL;
-    char *opts = malloc((size_t)olen + 1), *src = malloc(len - at - olen + 1);
-    if (opts == NULL || src == NULL) {
-        free(opts), free(src);
-        snprintf(err, errlen, "out of memory");
-        return NULL;
-    }
-    memcpy(opts, bytes + at, olen), opts[olen] = '\0';
-    memcpy(src, bytes + at + olen, len - at - olen), src[len - at - olen] = '\0';
-    cl_int rc = CL_SUCCESS;
-    const char *text = src;
-    cl_program prog = s->api.CreateProgramWithSource(dv->ctx, 1, &text, NULL, &rc);
-    if (prog == NULL) cl_fail(rc, "clCreateProgramWithSource (loading a source artifact)", err, errlen);
-    else if ((rc = s->api.BuildProgram(prog, 1, &dv->id, opts, NULL, NULL)) != CL_SUCCESS) {
-        build_log(s, prog, dv->id, err, errlen, "building a source artifact failed: ");
-        s->api.ReleaseProgram(prog);
-        prog = NULL;
-    }
-    free(opts), free(src);
-    return prog;
-}
-
-static kt_status cl_build(void *state, size_t device, const kt_build_request *req, char *log, size_t loglen) {
-    cl_state *s = state;
-    cl_dev *dv = &s->devs[device];
-    char *opts = options_string(req), *full = source_with_defines(req);
-    if (opts == NULL || full == NULL) {
-        free(opts), free(full);
-        snprintf(log, loglen, "out of memory");
-        return KT_ERR_NO_MEMORY;
-    }
-    cl_int rc = CL_SUCCESS;
-    const char *src = full;
-    cl_program prog = s->api.CreateProgramWithSource(dv->ctx, 1, &src, NULL, &rc);
-    kt_status st = KT_OK;
-    if (prog == NULL) {
-        st = cl_fail(rc, "clCreateProgramWithSource", log, loglen);
-    } else if ((rc = s->api.BuildProgram(prog, 1, &dv->id, opts, NULL, NULL)) != CL_SUCCESS) {
-        build_log(s, prog, dv->id, log, loglen, "OpenCL build failed: ");
-        st = KT_ERR_BACKEND;
-    } else if (dv->cpu) {
-        st = write_source_artifact(req->out_path, opts, full, log, loglen);
-    } else {
-        size_t size = 0;
-        unsigned char *bin = NULL;
-        if (s->api.GetProgramInfo(prog, CL_PROGRAM_BINARY_SIZES, sizeof size, &size, NULL) != CL_SUCCESS || size == 0 ||
-            (bin = malloc(size)) == NULL ||
-            s->api.GetProgramInfo(prog, CL_PROGRAM_BINARIES, sizeof bin, &bin, NULL) != CL_SUCCESS) {
-            snprintf(log, loglen, "the OpenCL platform gave no program binary");
-            st = KT_ERR_BACKEND;
-        } else {
-            FILE *f = fopen(req->out_path, "wb");
-            if (f == NULL || fwrite(bin, 1, size, f) != size) {
-                snprintf(log, loglen, "cannot write %s", req->out_path);
-                st = KT_ERR_SYSTEM;
-            }
-            if (f && fclose(f) != 0 && st == KT_OK) {
-                snprintf(log, loglen, "cannot write %s", req->out_path);
-                st = KT_ERR_SYSTEM;
-            }
-        }
-        free(bin);
-    }
-    if (prog) s->api.ReleaseProgram(prog);
-    free(opts);
-    free(full);
-    return st;
-}
-
-static kt_status cl_load(void *state, size_t device, const char *path, const char *kernel_name, void **module,
-                         char *err, size_t errlen) {
-    cl_state *s = state;
-    cl_dev *dv = &s->devs[device];
-    FILE *f = fopen(path, "rb");
-    if (f == NULL) {
-        snprintf(err, errlen, "cannot open %s", path);
-        return KT_ERR_SYSTEM;
-    }
-    fseek(f, 0, SEEK_END);
-    long size = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    unsigned char *bin = size > 0 ? malloc((size_t)size) : NULL;
-    bool read_ok = bin && fread(bin, 1, (size_t)size, f) == (size_t)size;
-    fclose(f);
-    if (!read_ok) {
-        free(bin);
-        snprintf(err, errlen, "cannot read %s", path);
-        return KT_ERR_SYSTEM;
-    }
-    size_t len = (size_t)size;
-    const unsigned char *cbin = bin;
-    cl_int rc = CL_SUCCESS, brc = CL_SUCCESS;
-    cl_program prog;
-    if (len >= sizeof SOURCE_MAGIC && memcmp(bin, SOURCE_MAGIC, sizeof SOURCE_MAGIC) == 0) { /* a CPU device's (cl_build) */
-        prog = load_source_artifact(s, dv, bin, len, err, errlen);
-        free(bin);
-        if (prog == NULL) return KT_ERR_BACKEND;
-    } else {
-        prog = s->api.CreateProgramWithBinary(dv->ctx, 1, &dv->id, &len, &cbin, &brc, &rc);
-        free(bin);
-        if (prog == NULL || rc != CL_SUCCESS) {
-            if (prog) s->api.ReleaseProgram(prog);
-            return cl_fail(rc != CL_SUCCESS ? rc : brc, "loading a program binary", err, errlen);
-        }
-        if ((rc = s->api.BuildProgram(prog, 1, &dv->id, "", NULL, NULL)) != CL_SUCCESS) {
-            build_log(s, prog, dv->id, err, errlen, "building a program binary failed: ");
-            s->api.ReleaseProgram(prog);
-            return KT_ERR_BACKEND;
-        }
-    }
-    cl_module *m = calloc(1, sizeof *m);
-    char *name = strdup(kernel_name);
-    if (m == NULL || name == NULL) {
-        free(m), free(name);
-        s->api.ReleaseProgram(prog);
-        snprintf(err, errlen, "out of memory");
-        return KT_ERR_NO_MEMORY;
-    }
-    m->program = prog;
-    m->name = name;
-    for (size_t i = 0; i < KT_CL_KERNELS_MAX; i++) atomic_init(&m->slots[i].busy, false);
-    size_t made = 0;
-    for (; made < KT_CL_KERNELS; made++) {
-        m->slots[made].kernel = s->api.CreateKernel(prog, kernel_name, &rc);
-        if (m->slots[made].kernel == NULL) break;
-    }
-    if (made == 0) {
-        snprintf(err, errlen, "kernel '%s' not found in the program (OpenCL error %d)", kernel_name, (int)rc);
-        s->api.ReleaseProgram(prog);
-        free(name), free(m);
-        return KT_ERR_BACKEND;
-    }
-    /* Fewer than asked (the platform ran short) still launches: the pool grows when needed. */
-    atomic_init(&m->count, made);
-    pthread_mutex_init(&m->grow, NULL);
-    *module = m;
-    return KT_OK;
-}
-
-static void cl_unload(void *state, size_t device, void *module) {
-    (void)device;
-    cl_state *s = state;
-    cl_module *m = module;
-    if (m == NULL) return;
-    size_t n = atomic_load_explicit(&m->count, memory_order_acquire);
-    for (size_t i = 0; i < n; i++) s->api.ReleaseKernel(m->slots[i].kernel);
-    s->api.ReleaseProgram(m->program);
-    pthread_mutex_destroy(&m->grow);
-    free(m->name);
-    free(m);
-}
 
 /* The first `seen` kernels of the pool were all in use when the caller looked: makes one
  * more, already claimed, under the grow lock. NULL when another thread grew the pool
@@ -735,7 +398,7 @@ static kt_status cl_launch(void *state, size_t device, void *module, const kt_la
             *ns = (double)(t1 - t0);
     }
     if (ev) s->api.ReleaseEvent(ev);
-    return rc == CL_SUCCESS ? KT_OK : cl_fail(rc, "a kernel launch", err, errlen);
+    return rc == CL_SUCCESS ? KT_OK : kt__cl_fail(rc, "a kernel launch", err, errlen);
 }
 
 /* Enqueues on the caller's queue (NULL: the device's) without an event and without waiting. */
@@ -747,13 +410,13 @@ static kt_status cl_launch_async(void *state, size_t device, void *module, const
     bool ran = false;
     cl_command_queue q = queue ? (cl_command_queue)queue : s->devs[device].queue;
     cl_int rc = enqueue(s, module, q, g, args, nargs, NULL, &ran);
-    return rc == CL_SUCCESS ? KT_OK : cl_fail(rc, "enqueueing a kernel on the caller's queue", err, errlen);
+    return rc == CL_SUCCESS ? KT_OK : kt__cl_fail(rc, "enqueueing a kernel on the caller's queue", err, errlen);
 }
 
 static kt_status cl_queue_wait(void *state, size_t device, void *queue, char *err, size_t errlen) {
     cl_state *s = state;
     cl_int rc = s->api.Finish(queue ? (cl_command_queue)queue : s->devs[device].queue);
-    return rc == CL_SUCCESS ? KT_OK : cl_fail(rc, "clFinish on the caller's queue", err, errlen);
+    return rc == CL_SUCCESS ? KT_OK : kt__cl_fail(rc, "clFinish on the caller's queue", err, errlen);
 }
 
 /* A native device candidate's work on the device's profiling queue, between two markers: its
@@ -784,7 +447,7 @@ static kt_status cl_time_queued(void *state, size_t device, int (*work)(void *ct
     }
     for (int i = 0; i < 2; i++)
         if (ev[i]) s->api.ReleaseEvent(ev[i]);
-    return r == CL_SUCCESS ? KT_OK : cl_fail(r, what, err, errlen);
+    return r == CL_SUCCESS ? KT_OK : kt__cl_fail(r, what, err, errlen);
 }
 
 static void *cl_queue_default(void *state, size_t device) { return ((cl_state *)state)->devs[device].queue; }
@@ -837,10 +500,10 @@ static const kt_backend kt__backend_opencl = {
     .buffer_copy = cl_buffer_copy,
     .buffer_fill = cl_buffer_fill,
     .artifact_ext = ".clbin",
-    .compiler_id = cl_compiler_id,
-    .build = cl_build,
-    .load = cl_load,
-    .unload = cl_unload,
+    .compiler_id = kt__cl_compiler_id,
+    .build = kt__cl_build,
+    .load = kt__cl_load,
+    .unload = kt__cl_unload,
     .entry = NULL,
     .launch = cl_launch,
     .limits = cl_limits,
