@@ -38,7 +38,10 @@ behaves as Triton's autotuner does, with these differences:
 """
 
 import hashlib
+import os
+import time
 import warnings
+from concurrent.futures import ThreadPoolExecutor
 
 import triton
 from triton.runtime.jit import KernelInterface
@@ -232,8 +235,6 @@ class Autotuner(KernelInterface):
         return ret
 
     def _tune(self, key, args, kwargs, grid):
-        import time
-
         import torch
 
         configs = self.prune_configs(kwargs)
@@ -298,9 +299,6 @@ class Autotuner(KernelInterface):
         """Compiles the configs on compile_threads threads (default: one per config, up to the
         processors) before the race, with Triton's AsyncCompileMode (Triton 3.4 and later); a
         config that fails here fails again at its first launch, where it is disqualified."""
-        import os
-        import time
-
         try:
             from triton.runtime._async_compile import AsyncCompileMode
         except ImportError:
@@ -308,8 +306,6 @@ class Autotuner(KernelInterface):
         threads = self.compile_threads or min(len(configs), os.cpu_count() or 1)
         if threads <= 1 or len(configs) <= 1:
             return
-        from concurrent.futures import ThreadPoolExecutor
-
         import torch
 
         started = time.perf_counter()

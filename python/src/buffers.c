@@ -287,6 +287,14 @@ kt_status ktpy_args_unstage(OpObject *o, ktpy_args *a, bool back) {
 #define PyBUF_WRITE 0x200
 #endif
 
+void ktpy_release_views(PyObject *views) {
+    for (Py_ssize_t i = 0; views && i < PyList_Size(views); i++) {
+        PyObject *done = PyObject_CallMethod(PyList_GetItem(views, i), "release", NULL);
+        Py_XDECREF(done);
+    }
+    Py_XDECREF(views);
+}
+
 PyObject *ktpy_scalar(const kt_arg *a, kt_type t) {
     if (t == KT_TYPE_F32) return PyFloat_FromDouble(a->f32);
     if (t == KT_TYPE_F64) return PyFloat_FromDouble(a->f64);

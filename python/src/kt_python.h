@@ -123,6 +123,10 @@ void ktpy_args_free(ktpy_args *a);
  * valid only while the callback runs; kerntune/__init__.py views it as a numpy array. */
 PyObject *ktpy_memory(void *ptr, size_t bytes, bool writable);
 
+/* Releases every memoryview in views (a list, or NULL) that ktpy_memory made for a callback, and
+ * the list: a reference the callback kept then fails instead of reading freed memory. */
+void ktpy_release_views(PyObject *views);
+
 /* A scalar argument of type t as a Python number (a new reference; NULL with an exception). */
 PyObject *ktpy_scalar(const kt_arg *a, kt_type t);
 

@@ -327,11 +327,7 @@ static int call_candidate(py_candidate *c, const kt_arg *args, size_t nargs, kt_
     else if (PyLong_Check(r)) rc = (int)PyLong_AsLong(r);
     else rc = 0;
     Py_XDECREF(r), Py_XDECREF(tuple);
-    for (Py_ssize_t i = 0; views && i < PyList_Size(views); i++) {
-        PyObject *done = PyObject_CallMethod(PyList_GetItem(views, i), "release", NULL);
-        Py_XDECREF(done);
-    }
-    Py_XDECREF(views);
+    ktpy_release_views(views);
     PyErr_Clear();
     PyGILState_Release(g);
     return rc;

@@ -150,11 +150,7 @@ static int call_verify(const kt_arg *expected, const kt_arg *actual, size_t narg
         ok = PyObject_IsTrue(r) == 1;
     }
     Py_XDECREF(r), Py_XDECREF(a), Py_XDECREF(e);
-    for (Py_ssize_t i = 0; views && i < PyList_Size(views); i++) {
-        PyObject *done = PyObject_CallMethod(PyList_GetItem(views, i), "release", NULL);
-        Py_XDECREF(done);
-    }
-    Py_XDECREF(views);
+    ktpy_release_views(views);
     PyErr_Clear();
     PyGILState_Release(g);
     return ok;
