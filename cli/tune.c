@@ -41,6 +41,7 @@
 #include <math.h>
 #include <pthread.h>
 #include <stdarg.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -896,7 +897,9 @@ static const char *backend_for(kt_context *ctx, const char *language) {
 static char *stand_in(kt_context *ctx, const kt_backend *b, char *dir, size_t len, bool *made, long *dev) {
     kt_status st = kt_context_add_backend(ctx, b);
     if (st != KT_OK) return cli_format("%s: %s", kt_status_name(st), kt_last_error());
-    snprintf(dir, len, "/tmp/kerntune-replay-XXXXXX");
+    const char *tmp = getenv("TMPDIR");
+    if (tmp == NULL || tmp[0] == '\0') tmp = "/tmp";
+    if ((size_t)snprintf(dir, len, "%s/kerntune-replay-XXXXXX", tmp) >= len) return cli_format("TMPDIR is too long (%s)", tmp);
     if (mkdtemp(dir) == NULL) return cli_format("cannot create a temporary directory: %s", strerror(errno));
     *made = true;
     if ((st = kt_context_set_artifact_dir(ctx, dir)) != KT_OK) return cli_format("%s: %s", kt_status_name(st), kt_last_error());
@@ -1916,7 +1919,7 @@ int run_tune(int argc, char **argv) {
     json_t *t4doc = NULL, *vinfo = NULL; /* what validation_info says */
     double startup_s = -1, tuning_s = 0; /* with a budget of seconds: what start-up took, what the tuning got */
     t4_live live = {0};
-    char replay_dir[40] = ""; /* a stand-in device's artifact directory (stand_in) */
+    char replay_dir[PATH_MAX] = ""; /* a stand-in device's artifact directory (stand_in) */
     bool replay_dir_made = false;
     FILE *txt = o.quiet ? NULL : o.json ? stderr : stdout; /* the human summary */
     if (!t1_load(o.problem, &p, &err)) FAIL("%s", err ? err : "out of memory");
@@ -2477,8 +2480,6 @@ done:
         free(run.error);
         rc = run.usage ? 2 : 1;
     }
-    if (replay_dir_made && cli_remove_tree(replay_dir) != 0)
-        fprintf(stderr, "kerntune tune: could not remove %s: %s\n", replay_dir, strerror(errno));
     prepared_free(&prep);
     json_decref(t4doc);
     json_decref(vinfo);
@@ -2487,6 +2488,9 @@ done:
     kt_space_destroy(full_sp);
     fflush(NULL); /* the answer is out before the context waits for builds a budget left running */
     kt_context_destroy(ctx);
+    /* after the context: builds a budget left running write their artifacts until it is gone */
+    if (replay_dir_made && cli_remove_tree(replay_dir) != 0)
+        fprintf(stderr, "kerntune tune: could not remove %s: %s\n", replay_dir, strerror(errno));
     fleet_close(fl); /* after the context: its backend table lives in the fleet */
     free(told.order), free(told.at_s);
     t4_free(&replay.recs);
@@ -2512,7 +2516,7 @@ struct tune_bench {
     prepared prep;
     replay_data replay;
     char *replay_name;
-    char replay_dir[40];
+    char replay_dir[PATH_MAX];
     bool replay_dir_made;
 };
 
