@@ -183,12 +183,6 @@ struct fleet {
 
 enum { FIRST_RUNS = 8, MORE_RUNS = 32, DOWN_LIMIT_S = 30 };
 
-static double mono_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
 /* The record of config (under mu): made when absent and make, else NULL when absent. */
 static record *record_of(fleet *f, const char *config, bool make) {
     if (!make && f->recs == NULL) return NULL;
@@ -246,8 +240,8 @@ static redisReply *command(fleet *f, redisContext **c, int argc, const char **ar
             redisFree(*c);
             *c = NULL;
         }
-        if (down_since == 0) down_since = mono_s();
-        if (mono_s() - down_since > DOWN_LIMIT_S) {
+        if (down_since == 0) down_since = kt_now_s();
+        if (kt_now_s() - down_since > DOWN_LIMIT_S) {
             fprintf(stderr, "\nkerntune tune: the fleet's Redis at %s has not answered for %d s: %s; stopping (what was "
                             "measured is in the cache: run again with --resume)\n", f->url, DOWN_LIMIT_S, err ? err : "");
             _exit(1);
@@ -606,7 +600,7 @@ static void *reader_main(void *p) {
     char last[64] = "0-0", now_ms[24];
     double last_beat = 0, last_show = 0;
     for (;;) {
-        double now = mono_s();
+        double now = kt_now_s();
         bool again = false, back = false;
         if (now - last_beat >= 1) { /* the workers drop a run whose coordinator stopped beating */
             snprintf(now_ms, sizeof now_ms, "%lld", (long long)fleet_now_ms());
@@ -711,7 +705,7 @@ static bool add_problem(fleet *f, const fleet_run *run, char **err) {
 /* The live workers able to take the run: their stream, device and fingerprint (jansson objects
  * in an array); waits up to wait_s for one. */
 static json_t *live_workers(fleet *f, const fleet_run *run, double wait_s, size_t *others, char **err) {
-    double until = mono_s() + wait_s;
+    double until = kt_now_s() + wait_s;
     bool said = false;
     for (;;) {
         const char *argv[] = {"HGETALL", FLEET_PREFIX "workers"};
@@ -736,7 +730,7 @@ static json_t *live_workers(fleet *f, const fleet_run *run, double wait_s, size_
             }
         }
         freeReplyObject(r);
-        if (json_array_size(list) > 0 || mono_s() >= until) {
+        if (json_array_size(list) > 0 || kt_now_s() >= until) {
             if (json_array_size(list) == 0) {
                 *err = run->simulate ? cli_format("no live worker on %s (start 'kerntune worker %s' on each machine)", f->url, f->url)
                                      : cli_format("no live worker on %s has a %s device%s (start 'kerntune worker %s --device N' "

@@ -451,12 +451,6 @@ typedef struct progress {
     double best_ns;
 } progress;
 
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
 /* The tuning's progress as one line: configurations done of those it will try, valid, failed,
  * the best so far, the time elapsed and an estimate of the time left (against the budget). */
 static void progress_text(char *buf, size_t len, void *user) {
@@ -466,7 +460,7 @@ static void progress_text(char *buf, size_t len, void *user) {
     size_t valid = p->valid, failed = p->failed;
     double best_ns = p->best_ns;
     pthread_mutex_unlock(&p->mu);
-    double elapsed = now_s() - p->start, eta = done ? elapsed * (double)(total - done) / (double)done : 0;
+    double elapsed = kt_now_s() - p->start, eta = done ? elapsed * (double)(total - done) / (double)done : 0;
     if (p->budget_s > 0 && p->budget_s - elapsed < eta) eta = p->budget_s - elapsed > 0 ? p->budget_s - elapsed : 0; /* --budget Ns */
     char best[32] = "-";
     if (best_ns >= 0) snprintf(best, sizeof best, "%.4g ms", best_ns / 1e6);
@@ -479,7 +473,7 @@ static void on_progress(size_t done, size_t total, size_t valid, size_t failed, 
     pthread_mutex_lock(&p->mu);
     p->done = done, p->total = total, p->valid = valid, p->failed = failed, p->best_ns = best_ns;
     pthread_mutex_unlock(&p->mu);
-    double t = now_s();
+    double t = kt_now_s();
     if (p->to_fleet || (done < total && t - p->last < 0.1)) return; /* at most ten updates a second */
     p->last = t;
     char line[512];
@@ -1217,7 +1211,7 @@ static void live_failed(t4_live *l, const char *what) {
 
 static void on_unit(const kt_decision *d, size_t u, void *user) {
     t4_live *l = user;
-    told_note(l->tl, u, now_s() - l->tl->start);
+    told_note(l->tl, u, kt_now_s() - l->tl->start);
     note_verdict(l, d, u);
     json_t *r = l->records ? t4_result(l->p, l->op, l->fl, l->tl, d, u, l->names, l->nnames) : NULL;
     if (r) json_array_append(l->records, r);
@@ -2113,11 +2107,11 @@ int run_tune(int argc, char **argv) {
         if (tuning_s < 0.001) tuning_s = 0.001; /* the first configuration is measured all the same */
     }
     if (budget || seconds > 0) KT(kt_op_set_budget(op, budget, tuning_s));
-    progress prog = {.start = now_s(), .budget_s = tuning_s, .hidden = prep.ref_sp ? 1 : 0, .to_fleet = fl != NULL, .best_ns = -1};
+    progress prog = {.start = kt_now_s(), .budget_s = tuning_s, .hidden = prep.ref_sp ? 1 : 0, .to_fleet = fl != NULL, .best_ns = -1};
     pthread_mutex_init(&prog.mu, NULL);
     if (!o.quiet && isatty(2)) KT(kt_context_set_progress_fn(ctx, on_progress, &prog));
     if (fl) fleet_set_status(fl, progress_text, &prog); /* its line shows the tuning's beside the jobs */
-    told.start = now_s();
+    told.start = kt_now_s();
     live = (t4_live){.p = &p, .op = op, .fl = fl, .tl = &told, .path = o.t4, .device = dev_name, .names = names, .nnames = p.nparams,
                      .records = o.t4 || o.report ? json_array() : NULL, .judge = fl != NULL && !o.validate_off};
     KT(kt_context_set_unit_fn(ctx, on_unit, &live)); /* the T4 as it comes; what validation sees */
@@ -2125,9 +2119,9 @@ int run_tune(int argc, char **argv) {
         fprintf(stderr, "kerntune tune: %s: %zu configurations on %s%s\n", p.name, total, dev_name,
                 o.simulate ? (replay.recorded ? " (recorded means)" : " (recorded runs)") : "");
 
-    double t0 = now_s();
+    double t0 = kt_now_s();
     kt_status st = kt_op_tune(op, prep.args, p.nargs);
-    double wall = now_s() - t0;
+    double wall = kt_now_s() - t0;
     kt_context_set_unit_fn(ctx, NULL, NULL);
     if (live.f) fclose(live.f); /* the final document replaces it below */
     if (prog.shown) fprintf(stderr, "\n");
@@ -2230,9 +2224,18 @@ int run_tune(int argc, char **argv) {
         split_ms[2] += kt_decision_unit_framework_ms(d, u);
     }
     double run_ns = kt_decision_measure_ns(d), confidence = kt_decision_confidence(d);
-    /* how busy the build threads were over the tuning: their summed build time over threads x wall */
+    /* how busy the build threads were over the tuning: where they built beside the measuring,
+     * by the builds' spans (those a budget left running count until the tuning's end), over the
+     * whole and over its first five sixths (the first 50 s of 60: at the end a budget proposes
+     * nothing that could not be built in time); otherwise the units' build times over threads x
+     * wall */
     size_t build_threads = kt_decision_build_threads(d);
     double build_busy = wall > 0 && build_threads > 0 ? split_ms[0] / 1e3 / ((double)build_threads * wall) : 0;
+    double build_end_s = kt_decision_build_end_s(d), build_busy_early = -1;
+    if (build_end_s > 0) {
+        build_busy = kt_decision_build_busy(d, 0, build_end_s);
+        build_busy_early = kt_decision_build_busy(d, 0, build_end_s * 5 / 6);
+    }
     const t4_record *chosen = NULL, *truth = NULL; /* replay: the chosen configuration's record, the recorded best */
     if (o.simulate) {
         if (best != (size_t)-1) chosen = replay_find(&replay, kt_decision_unit_config(d, best));
@@ -2291,10 +2294,14 @@ int run_tune(int argc, char **argv) {
             if (!o.simulate && fl)
                 fprintf(txt, "time spent: waiting for the workers' jobs %.3g s (summed over the jobs in flight), the runs %.3g s "
                              "(measured by the workers)\n", split_ms[0] / 1e3, run_ns / 1e9);
-            else if (!o.simulate)
-                fprintf(txt, "time spent: building %.3g s (summed over the %zu build threads: %.0f%% busy), validating %.3g s, "
-                             "around the runs %.3g s, the runs %.3g s\n", split_ms[0] / 1e3, build_threads, 100 * build_busy,
+            else if (!o.simulate) {
+                char early[64] = "";
+                if (build_busy_early >= 0)
+                    snprintf(early, sizeof early, ", %.0f%% over the first %.0f s", 100 * build_busy_early, build_end_s * 5 / 6);
+                fprintf(txt, "time spent: building %.3g s (summed over the %zu build threads: %.0f%% busy%s), validating %.3g s, "
+                             "around the runs %.3g s, the runs %.3g s\n", split_ms[0] / 1e3, build_threads, 100 * build_busy, early,
                         split_ms[1] / 1e3, split_ms[2] / 1e3, run_ns / 1e9);
+            }
         }
         if (!validated && !o.simulate && !o.validate_off && !cached && (best != (size_t)-1 || ref_unit != (size_t)-1)) {
             fprintf(txt, "warning: the configurations were not validated: ");
@@ -2433,6 +2440,10 @@ int run_tune(int argc, char **argv) {
             json_object_set_new(sp, "build_s", json_real(split_ms[0] / 1e3));
             json_object_set_new(sp, "build_threads", json_integer((json_int_t)build_threads));
             json_object_set_new(sp, "build_busy", json_real(build_busy));
+            if (build_busy_early >= 0) { /* builds beside the measuring */
+                json_object_set_new(sp, "build_busy_early", json_real(build_busy_early));
+                json_object_set_new(sp, "build_busy_early_s", json_real(build_end_s * 5 / 6));
+            }
             json_object_set_new(sp, "validation_s", json_real(split_ms[1] / 1e3));
             json_object_set_new(sp, "framework_s", json_real(split_ms[2] / 1e3));
             json_object_set_new(sp, "runs_s", json_real(run_ns / 1e9));

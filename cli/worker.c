@@ -156,12 +156,6 @@ static void on_signal(int sig) {
     interrupted = 1;
 }
 
-static double mono_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
 static int usage(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static int usage(const char *fmt, ...) {
     va_list ap;
@@ -252,7 +246,7 @@ static void *beat_main(void *p) {
                 continue;
             }
         }
-        double now = mono_s();
+        double now = kt_now_s();
         if (now - last_announce >= 1) {
             announce(w);
             last_announce = now;

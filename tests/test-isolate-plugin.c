@@ -317,9 +317,12 @@ static void test_plugin_builds_while_measuring(void **state) {
             assert_int_equal(waited, 5); /* LAG 1 to 5: each saw a launch while it built */
             assert_int_equal(timeouts, 0);
             assert_int_equal(mine, 6); /* every build */
+            assert_true(kt_decision_build_end_s(d) > 0); /* built in the background */
         } else {
             assert_int_equal(waited, 0);
             assert_int_equal(timeouts, 1); /* LAG 1 built while nothing ran */
+            /* nothing was built in the background: no spans */
+            assert_true(kt_decision_build_end_s(d) == 0 && kt_decision_build_busy(d, 0, 10) == -1);
             assert_int_equal(mine, 2); /* LAG 0 and 1 */
         }
         kt_device_free(ctx, dev, args[0].ptr);
@@ -366,6 +369,18 @@ static void test_plugin_budget_leaves_slow_build(void **state) {
         expect_unit(d, deaf ? "SLOW=0,DEAF=1,REPS=1" : "SLOW=0,DEAF=0,REPS=1", KT_OUTCOME_MEASURED, NULL);
         expect_unit(d, slow, KT_OUTCOME_NOT_RUN, NULL);
         assert_string_equal(kt_decision_unit_config(d, kt_decision_winner_unit(d)), deaf ? "SLOW=0,DEAF=1,REPS=1" : "SLOW=0,DEAF=0,REPS=1");
+        /* the slow build was running when the tuning ended, and counts as busy until then (its
+         * unit, not run, has no build time): over the second half of the builds' span exactly
+         * one build thread was busy, over the whole about one (the fast build took no time) */
+        double end = kt_decision_build_end_s(d);
+        size_t threads = kt_decision_build_threads(d);
+        assert_true(end >= 0.9 && threads >= 1);
+        double late = kt_decision_build_busy(d, end / 2, end) * (double)threads;
+        if (fabs(late - 1.0) > 1e-9) fail_msg("%.6f threads busy over the second half, expected 1", late);
+        double whole = kt_decision_build_busy(d, 0, end) * (double)threads;
+        if (whole < 0.5 || whole > 1.05) fail_msg("%.3f threads busy over the whole, expected about 1", whole);
+        assert_true(kt_decision_build_busy(d, 0, end + 100) == kt_decision_build_busy(d, 0, end)); /* the window ends there */
+        assert_true(kt_decision_build_busy(d, end, end + 1) == -1); /* an empty window */
         kt_device_free(ctx, dev, args[0].ptr);
         kt_device_free(ctx, dev, args[1].ptr);
         t0 = now_s();

@@ -143,6 +143,18 @@ KT_API double kt_decision_measure_ns(const kt_decision *d);
  *  (kt_context_set_compile_threads). */
 KT_API size_t kt_decision_build_threads(const kt_decision *d);
 
+/** Returns how busy the build threads were between from_s and to_s seconds after the tuning's
+ *  background builds could begin (when the device measured while they built): the time spent
+ *  building in that window, summed over builds, over kt_decision_build_threads times the
+ *  window. A build the tuning's end left running (a budget of seconds does not wait for it)
+ *  counts as busy until then; the window ends there at the latest (kt_decision_build_end_s).
+ *  -1 when the tuning built nothing in the background or the window is empty. */
+KT_API double kt_decision_build_busy(const kt_decision *d, double from_s, double to_s);
+
+/** Returns when the tuning's background builds stopped, in seconds after they could begin (0
+ *  when it built nothing in the background). */
+KT_API double kt_decision_build_end_s(const kt_decision *d);
+
 /** Returns the policy that measured the decision. */
 KT_API kt_policy kt_decision_policy(const kt_decision *d);
 

@@ -116,6 +116,11 @@ KT_API kt_status kt_context_set_unit_fn(kt_context *ctx, kt_unit_fn fn, void *us
  *  screening would not fit in what is left. Run times are never read from it. */
 typedef double (*kt_clock_fn)(void *user);
 
+/** Returns the wall clock kerntune times with (a budget of seconds without a budget clock, a
+ *  build's time, the isolation worker's runs): seconds from a fixed origin (CLOCK_MONOTONIC), never
+ *  decreasing, safe to call from any thread. */
+KT_API double kt_now_s(void);
+
 /** Sets the budget clock (NULL: the wall clock). */
 KT_API kt_status kt_context_set_budget_clock(kt_context *ctx, kt_clock_fn now, void *user);
 

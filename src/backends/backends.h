@@ -17,6 +17,31 @@
  * registered); the others are optional and registered when devices are first asked for. */
 size_t kt__backends_builtin(const kt_backend *out[KT__BUILTIN_BACKENDS]);
 
+/* What a backend table may offer beyond the required members, each with the ABI version that
+ * brought it: the core asks kt__backend_has, never abi_version itself. */
+typedef enum kt__backend_feature {
+    KT__BACKEND_TABLE,       /* a table the core can register: name, device_count, device_describe (ABI 1) */
+    KT__BACKEND_BUFFERS,     /* buffer_alloc and the rest of the buffers (ABI 2) */
+    KT__BACKEND_BUILDS,      /* build, load, and an entry point or a launch: it builds variants (ABI 3) */
+    KT__BACKEND_COMPILER_ID, /* compiler_id (ABI 3) */
+    KT__BACKEND_LIMITS,      /* limits (ABI 3) */
+    KT__BACKEND_FLUSH,       /* flush: the whole of a device's caches (ABI 4) */
+    KT__BACKEND_CONSTANTS,   /* arguments placed in constant memory (ABI 5) */
+    KT__BACKEND_LANGUAGE,    /* language and caps (ABI 6) */
+    KT__BACKEND_WORKER,      /* it runs in an isolation worker: KT_BACKEND_CAP_WORKER, its buffers, load,
+                                unload and an entry point or a launch, and no newer than this core */
+    KT__BACKEND_FILL_CHECKS, /* digest, all_close and buffer_fill: a worker checks runs on the device (ABI 9) */
+    KT__BACKEND_FITS,        /* fits (ABI 11) */
+    KT__BACKEND_CLASSIFY,    /* classify (ABI 12) */
+    KT__BACKEND_PEAKS,       /* peaks (ABI 13) */
+    KT__BACKEND_RESOURCES,   /* resources (ABI 13) */
+    KT__BACKEND_CONTRACT,    /* builds under Kernel Tuner's contract (KT_BUILD_KERNEL_TUNER, ABI 15) */
+    KT__BACKEND_CACHE_DIR,   /* set_cache_dir (ABI 17) */
+} kt__backend_feature;
+
+/* Whether b's table offers f (NULL b: nothing). */
+bool kt__backend_has(const kt_backend *b, kt__backend_feature f);
+
 /* The KT_BACKEND_CAP_* flags of b (none for a backend of ABI version below 6). */
 unsigned kt__backend_caps(const kt_backend *b);
 

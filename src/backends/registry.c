@@ -10,7 +10,33 @@ size_t kt__backends_builtin(const kt_backend *out[KT__BUILTIN_BACKENDS]) {
     return KT__BUILTIN_BACKENDS;
 }
 
-unsigned kt__backend_caps(const kt_backend *b) { return b != NULL && b->abi_version >= 6 ? b->caps : 0; }
+bool kt__backend_has(const kt_backend *b, kt__backend_feature f) {
+    if (b == NULL) return false;
+    const int v = b->abi_version;
+    switch (f) {
+    case KT__BACKEND_TABLE: return v >= 1 && b->name && b->device_count && b->device_describe;
+    case KT__BACKEND_BUFFERS: return v >= 2 && b->buffer_alloc;
+    case KT__BACKEND_BUILDS: return v >= 3 && b->build && b->load && (b->entry || b->launch);
+    case KT__BACKEND_COMPILER_ID: return v >= 3 && b->compiler_id;
+    case KT__BACKEND_LIMITS: return v >= 3 && b->limits;
+    case KT__BACKEND_FLUSH: return v >= 4 && b->flush;
+    case KT__BACKEND_CONSTANTS: return v >= 5;
+    case KT__BACKEND_LANGUAGE: return v >= 6;
+    case KT__BACKEND_WORKER:
+        return v >= 6 && v <= KT_BACKEND_ABI_VERSION && (b->caps & KT_BACKEND_CAP_WORKER) && b->device_count && b->device_describe &&
+               b->load && b->unload && b->buffer_alloc && b->buffer_free && b->buffer_copy && (b->entry || b->launch);
+    case KT__BACKEND_FILL_CHECKS: return v >= 9 && b->digest && b->all_close && b->buffer_fill;
+    case KT__BACKEND_FITS: return v >= 11 && b->fits;
+    case KT__BACKEND_CLASSIFY: return v >= 12 && b->classify;
+    case KT__BACKEND_PEAKS: return v >= 13 && b->peaks;
+    case KT__BACKEND_RESOURCES: return v >= 13 && b->resources;
+    case KT__BACKEND_CONTRACT: return v >= 15;
+    case KT__BACKEND_CACHE_DIR: return v >= 17 && b->set_cache_dir;
+    }
+    return false;
+}
+
+unsigned kt__backend_caps(const kt_backend *b) { return kt__backend_has(b, KT__BACKEND_LANGUAGE) ? b->caps : 0; }
 
 bool kt__backend_async(const kt_backend *b) {
     return (kt__backend_caps(b) & KT_BACKEND_CAP_ASYNC_LAUNCH) && b->abi_version >= 7 && b->launch_async != NULL &&

@@ -9,6 +9,7 @@
 #include "isolate/isolate.h"
 #include "isolate/protocol.h"
 #include "backends/backends.h"
+#include "util/util.h"
 
 #include <dlfcn.h>
 #include <errno.h>
@@ -131,12 +132,10 @@ static void open_backend(const kt__code_ref *ref, kt__reply *r) {
     free_buffers();
     unload_all();
     drop_backend();
-    if (b->abi_version < 6 || b->abi_version > KT_BACKEND_ABI_VERSION || !(b->caps & KT_BACKEND_CAP_WORKER) || !b->device_count ||
-        !b->device_describe || !b->load || !b->unload || !b->buffer_alloc || !b->buffer_free || !b->buffer_copy ||
-        (!b->entry && !b->launch)) {
+    if (!kt__backend_has(b, KT__BACKEND_WORKER)) {
         r->status = KT_ERR_BACKEND;
         snprintf(r->msg, sizeof r->msg, "the table found is not a backend that can run in a worker (ABI %d, caps %#x)", b->abi_version,
-                 b->abi_version >= 6 ? b->caps : 0);
+                 kt__backend_caps(b));
         return;
     }
     if (b->init && (r->status = b->init(b, &S.state, r->msg, sizeof r->msg)) != KT_OK) return;
@@ -252,11 +251,7 @@ static void load(const kt__msg_load *m, kt__reply *r) {
     r->module = S.nmodules++;
 }
 
-static double now_ns(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
-}
+static double now_ns(void) { return kt__now_s() * 1e9; }
 
 /* Whether the device still works after a failed launch: a CUDA illegal address, for one,
  * leaves the context unusable for good. */
@@ -274,7 +269,7 @@ static bool usable(void) {
 static void check(const kt__msg_check *m, const kt__msg_check_arg *a, kt__reply *r) {
     free_check();
     const kt_backend *b = S.backend;
-    if (!S.ready || host() || m->nargs != S.nargs || b->abi_version < 9 || !b->digest || !b->all_close || !b->buffer_fill) {
+    if (!S.ready || host() || m->nargs != S.nargs || !kt__backend_has(b, KT__BACKEND_FILL_CHECKS)) {
         r->status = KT_ERR_NOT_FOUND;
         snprintf(r->msg, sizeof r->msg, "this worker cannot check runs on its device");
         return;

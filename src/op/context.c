@@ -309,7 +309,7 @@ kt_status kt_context_set_flush(kt_context *ctx, kt_flush flush) {
 
 /* Registers a backend and its devices (ctx->lock held). */
 static kt_status add_backend(kt_context *ctx, const kt_backend *b) {
-    if (b->abi_version < 1 || b->name == NULL || b->device_count == NULL || b->device_describe == NULL)
+    if (!kt__backend_has(b, KT__BACKEND_TABLE))
         return kt__err(KT_ERR_INVALID_ARGUMENT,
                        "kt_context_add_backend: backend table is incomplete (abi_version %d, needs name, device_count, device_describe)",
                        b->abi_version);
@@ -333,7 +333,7 @@ static kt_status add_backend(kt_context *ctx, const kt_backend *b) {
         kt_status st = b->init(b, &state, err, sizeof err);
         if (st != KT_OK) return kt__err(st, "kt_context_add_backend(%s): %s", b->name, err);
     }
-    if (b->abi_version >= 17 && b->set_cache_dir) b->set_cache_dir(state, ctx->artifacts.dir);
+    if (kt__backend_has(b, KT__BACKEND_CACHE_DIR)) b->set_cache_dir(state, ctx->artifacts.dir);
     size_t n = b->device_count(state), base = atomic_load(&ctx->ndevices);
     kt_status st = base + n > KT__MAX_DEVICES
                        ? kt__err(KT_ERR_LIMIT, "kt_context_add_backend(%s): more than %d devices in all", b->name, KT__MAX_DEVICES)
@@ -354,7 +354,7 @@ static kt_status add_backend(kt_context *ctx, const kt_backend *b) {
         d->name = strdup(name);
         d->fingerprint = strdup(fp);
         char arch[KT_DEVICE_NAME_MAX] = "", vendor[KT_DEVICE_NAME_MAX] = "", why[256] = "";
-        if (b->abi_version >= 12 && b->classify && b->classify(state, added, arch, vendor, why, sizeof why) != KT_OK) {
+        if (kt__backend_has(b, KT__BACKEND_CLASSIFY) && b->classify(state, added, arch, vendor, why, sizeof why) != KT_OK) {
             kt__log(ctx, KT_LOG_DEBUG, "backend '%s': device %zu is not classified: %s", b->name, added, why);
             arch[0] = vendor[0] = '\0';
         }
@@ -434,7 +434,7 @@ kt_status kt_context_set_artifact_dir(kt_context *ctx, const char *path) {
     snprintf(ctx->artifacts.dir, sizeof ctx->artifacts.dir, "%s", path);
     for (size_t i = 0; i < ctx->nbackends; i++) { /* their own builds go there too */
         const kt_backend *b = ctx->backends[i].backend;
-        if (b->abi_version >= 17 && b->set_cache_dir) b->set_cache_dir(ctx->backends[i].state, ctx->artifacts.dir);
+        if (kt__backend_has(b, KT__BACKEND_CACHE_DIR)) b->set_cache_dir(ctx->backends[i].state, ctx->artifacts.dir);
     }
     return KT_OK;
 }
@@ -486,7 +486,7 @@ static kt_status device_slot(kt_context *ctx, size_t device, const char *where, 
     if (d == NULL) return kt__err(KT_ERR_INVALID_ARGUMENT, "%s: device %zu does not exist", where, device);
     *bs = &ctx->backends[d->slot];
     *local = d->local;
-    if ((*bs)->backend->abi_version < 2 || (*bs)->backend->buffer_alloc == NULL)
+    if (!kt__backend_has((*bs)->backend, KT__BACKEND_BUFFERS))
         return kt__err(KT_ERR_BACKEND, "%s: backend '%s' has no buffers", where, (*bs)->backend->name);
     return KT_OK;
 }
@@ -537,7 +537,7 @@ kt_status kt_device_flush(kt_context *ctx, size_t device) {
     size_t local = 0;
     kt_status st = device_slot(ctx, device, "kt_device_flush", &bs, &local);
     if (st != KT_OK) return st;
-    if (bs->backend->abi_version < 4 || bs->backend->flush == NULL)
+    if (!kt__backend_has(bs->backend, KT__BACKEND_FLUSH))
         return kt__err(KT_ERR_BACKEND, "kt_device_flush: backend '%s' cannot flush its device's caches", bs->backend->name);
     char err[256] = "";
     st = bs->backend->flush(bs->state, local, err, sizeof err);
@@ -552,7 +552,7 @@ kt_status kt_device_launch_limits(kt_context *ctx, size_t device, int64_t *max_t
     kt_status st = device_slot(ctx, device, "kt_device_launch_limits", &bs, &local);
     if (st != KT_OK) return st;
     char err[256] = "";
-    if (bs->backend->abi_version >= 3 && bs->backend->limits && bs->backend->limits(bs->state, local, &lim, err, sizeof err) != KT_OK)
+    if (kt__backend_has(bs->backend, KT__BACKEND_LIMITS) && bs->backend->limits(bs->state, local, &lim, err, sizeof err) != KT_OK)
         lim = (kt_device_limits){0, {0, 0, 0}, 0}; /* what it cannot tell is unknown, not an error */
     if (max_threads) *max_threads = lim.max_threads_per_block;
     if (max_block) memcpy(max_block, lim.max_block, sizeof lim.max_block);
@@ -567,7 +567,7 @@ kt_status kt_device_compiler(kt_context *ctx, size_t device, char *out, size_t l
     out[0] = '\0';
     kt_status st = device_slot(ctx, device, "kt_device_compiler", &bs, &local);
     if (st != KT_OK) return st;
-    if (bs->backend->abi_version < 3 || bs->backend->compiler_id == NULL) return KT_OK; /* it builds nothing */
+    if (!kt__backend_has(bs->backend, KT__BACKEND_COMPILER_ID)) return KT_OK; /* it builds nothing */
     char err[256] = "";
     st = bs->backend->compiler_id(bs->state, local, out, len, err, sizeof err);
     if (st != KT_OK) out[0] = '\0';
@@ -582,7 +582,7 @@ kt_status kt_device_peaks(kt_context *ctx, size_t device, double *gflops, double
     if (d == NULL) return kt__err(KT_ERR_INVALID_ARGUMENT, "kt_device_peaks: device %zu does not exist", device);
     const kt__backend_slot *bs = &ctx->backends[d->slot];
     char err[256] = "";
-    if (bs->backend->abi_version < 13 || bs->backend->peaks == NULL ||
+    if (!kt__backend_has(bs->backend, KT__BACKEND_PEAKS) ||
         bs->backend->peaks(bs->state, d->local, gflops, gbs, err, sizeof err) != KT_OK || !(*gflops >= 0) || !(*gbs >= 0))
         *gflops = *gbs = 0; /* not known: not an error */
     return KT_OK;
@@ -607,7 +607,7 @@ const char *kt_device_architecture(const kt_device *dev) { return dev ? dev->arc
 const char *kt_device_vendor(const kt_device *dev) { return dev ? dev->vendor : NULL; }
 unsigned kt_device_caps(const kt_device *dev) { return dev ? kt__backend_caps(dev->table) : 0; }
 const char *kt_device_language(const kt_device *dev) {
-    return dev && dev->table->abi_version >= 6 ? dev->table->language : NULL;
+    return dev && kt__backend_has(dev->table, KT__BACKEND_LANGUAGE) ? dev->table->language : NULL;
 }
 
 void kt__log(const kt_context *ctx, kt_log_level level, const char *fmt, ...) {

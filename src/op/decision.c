@@ -51,6 +51,10 @@ void kt__decision_reset(kt_decision *d) {
     d->confidence = 0;
     d->total_runs = 0;
     d->measure_ns = 0;
+    free(d->build_spans);
+    d->build_spans = NULL;
+    d->nbuild_spans = 0;
+    d->build_end_s = 0;
 }
 
 void kt__decision_free(kt_decision *d) {
@@ -220,6 +224,21 @@ double kt_decision_confidence(const kt_decision *d) {
 uint64_t kt_decision_total_runs(const kt_decision *d) { return d ? d->total_runs : 0; }
 double kt_decision_measure_ns(const kt_decision *d) { return d ? d->measure_ns : 0; }
 size_t kt_decision_build_threads(const kt_decision *d) { return d ? d->build_threads : 0; }
+
+double kt_decision_build_busy(const kt_decision *d, double from_s, double to_s) {
+    if (d == NULL || d->build_threads == 0 || d->build_end_s <= 0) return -1;
+    if (from_s < 0) from_s = 0;
+    if (to_s > d->build_end_s) to_s = d->build_end_s;
+    if (!(to_s > from_s)) return -1; /* NaN too */
+    double busy = 0;
+    for (size_t i = 0; i < d->nbuild_spans; i++) {
+        double a = d->build_spans[i][0] > from_s ? d->build_spans[i][0] : from_s;
+        double b = d->build_spans[i][1] < to_s ? d->build_spans[i][1] : to_s;
+        if (b > a) busy += b - a;
+    }
+    return busy / ((double)d->build_threads * (to_s - from_s));
+}
+double kt_decision_build_end_s(const kt_decision *d) { return d ? d->build_end_s : 0; }
 kt_policy kt_decision_policy(const kt_decision *d) { return d ? d->policy : KT_POLICY_RACE; }
 
 /* ---- failure kinds ------------------------------------------------------------------------- */

@@ -4,6 +4,7 @@
  * groups: sources, options, spaces; either: a version set by the caller) and the compiler of
  * its device.
  */
+#include "backends/backends.h"
 #include "op/op.h"
 #include "space/space.h"
 
@@ -25,7 +26,7 @@ void kt__op_compiler(const kt_op *op, char *out, size_t len) {
     out[0] = '\0';
     if (!kt__op_has_variants(op)) return;
     kt__op_backend(op, &b, &bstate, &local, &fp);
-    if (b->abi_version >= 3 && b->compiler_id && b->compiler_id(bstate, local, out, len, err, sizeof err) != KT_OK) {
+    if (kt__backend_has(b, KT__BACKEND_COMPILER_ID) && b->compiler_id(bstate, local, out, len, err, sizeof err) != KT_OK) {
         const kt__artifacts *a = &op->ctx->artifacts; /* none here: the one decisions carried in were made with */
         const char *carried = a->carried_compiler ? a->carried_compiler(a->carried_user, b, local) : NULL;
         snprintf(out, len, "%s", carried ? carried : "");

@@ -388,6 +388,11 @@ struct kt_decision {
     uint64_t total_runs;
     double measure_ns;
     size_t build_threads;            /* the threads that built the tuning's variants (0: none) */
+    /* the background builds' spans (tune/builder.c), in seconds from the builder's start: a
+     * build the tuning's end left running ends at build_end_s */
+    double (*build_spans)[2];
+    size_t nbuild_spans;
+    double build_end_s;              /* when the builder stopped (0: no background builds) */
 };
 
 /* A module the op loaded, shared by every decision that uses it. */

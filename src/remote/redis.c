@@ -34,12 +34,6 @@ struct kt__remote {
     double down_until;     /* monotonic seconds: failing at once until then */
 };
 
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
 static void hex(const unsigned char *b, size_t n, char *out) {
     static const char digits[] = "0123456789abcdef";
     for (size_t i = 0; i < n; i++) out[2 * i] = digits[b[i] >> 4], out[2 * i + 1] = digits[b[i] & 15];
@@ -102,7 +96,7 @@ void kt__remote_destroy(kt__remote *r) {
 /* A connection (lock held), or NULL with the error set: the remote is then down for a while. */
 static redisContext *conn(kt__remote *r, const char *what) {
     if (r->c) return r->c;
-    if (now_s() < r->down_until) {
+    if (kt__now_s() < r->down_until) {
         kt__err(KT_ERR_BACKEND, "remote redis://%s:%d: %s: unreachable a moment ago; not retried yet", r->host, r->port, what);
         return NULL;
     }
@@ -111,7 +105,7 @@ static redisContext *conn(kt__remote *r, const char *what) {
     if (c == NULL || c->err) {
         kt__err(KT_ERR_BACKEND, "remote redis://%s:%d: %s: cannot connect: %s", r->host, r->port, what, c ? c->errstr : "out of memory");
         if (c) redisFree(c);
-        r->down_until = now_s() + BACKOFF_S;
+        r->down_until = kt__now_s() + BACKOFF_S;
         return NULL;
     }
     redisSetTimeout(c, tv);
@@ -122,7 +116,7 @@ static redisContext *conn(kt__remote *r, const char *what) {
         if (!ok) {
             kt__err(KT_ERR_BACKEND, "remote redis://%s:%d: %s: SELECT %d failed", r->host, r->port, what, r->db);
             redisFree(c);
-            r->down_until = now_s() + BACKOFF_S;
+            r->down_until = kt__now_s() + BACKOFF_S;
             return NULL;
         }
     }
@@ -143,7 +137,7 @@ static redisReply *command(kt__remote *r, const char *what, const char *fmt, ...
         kt__err(KT_ERR_BACKEND, "remote redis://%s:%d: %s: %s", r->host, r->port, what, c->errstr[0] ? c->errstr : "no answer");
         redisFree(c);
         r->c = NULL;
-        r->down_until = now_s() + BACKOFF_S;
+        r->down_until = kt__now_s() + BACKOFF_S;
         return NULL;
     }
     if (rep->type == REDIS_REPLY_ERROR) {

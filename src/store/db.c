@@ -24,11 +24,7 @@
 #include <time.h>
 #include <unistd.h>
 
-int64_t kt__db_now_ms(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (int64_t)t.tv_sec * 1000 + t.tv_nsec / 1000000;
-}
+int64_t kt__db_now_ms(void) { return (int64_t)(kt__now_s() * 1e3); }
 
 /* Sleeps 1 to 16 ms, chosen by a small generator, so that processes retrying together spread. */
 void kt__db_nap(uint32_t *seed) {

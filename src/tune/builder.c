@@ -39,6 +39,7 @@ typedef struct job {
     size_t *units; /* the units this build serves: the first pays its build time */
     size_t nunits, cap;
     int state;
+    double start_s, end_s; /* when a thread began and ended it (kt__now_s) */
     bool adopted; /* its module is in the op's table */
     /* running when its tuning ended: its module is unloaded once built, and a cancellable
      * builder's backend is told it is no longer wanted (kt_build_request.cancelled) */
@@ -80,6 +81,7 @@ struct kt__builder {
     bool cancellable; /* jobs' requests carry cancelled (kt__builder_start) */
     bool background;  /* its threads run at a lower priority (kt__builder_start) */
     size_t exited; /* threads that left their loop */
+    double t0;     /* when its threads began (kt__now_s): the origin of the decision's build spans */
     struct kt__builder *drain_next; /* in the context's list of builders left to finish */
 };
 
@@ -113,6 +115,7 @@ static void *worker(void *arg) {
         if (bl->stopping) break;
         job *j = bl->jobs[bl->next++];
         j->state = RUNNING;
+        j->start_s = kt__now_s();
         pthread_mutex_unlock(&bl->mu);
         /* a budget clock that is not the wall clock (a replay's simulated time) times the build
          * too: what a budget of seconds expects the next builds to cost is on that clock */
@@ -121,8 +124,10 @@ static void *worker(void *arg) {
         double c0 = clock ? clock(clock_user) : 0;
         kt__build_run_one(&bl->ctx->artifacts, &j->bd);
         double on_clock_ms = clock ? (clock(clock_user) - c0) * 1e3 : 0;
+        double end = kt__now_s();
         pthread_mutex_lock(&bl->mu);
         j->state = DONE;
+        j->end_s = end;
         if (atomic_load(&j->abandoned)) { /* its tuning is over, and its op may be gone: nobody takes it */
             if (j->bd.status == KT_OK && j->bd.module != NULL && !j->adopted) bl->b->unload(j->bd.bstate, j->bd.device, j->bd.module);
             j->bd.module = NULL;
@@ -170,6 +175,7 @@ kt_status kt__builder_start(kt_op *op, kt_decision *d, kt__plans *plans, size_t 
     pthread_cond_init(&bl->done, &monotonic);
     pthread_condattr_destroy(&monotonic);
     bl->inited = true;
+    bl->t0 = kt__now_s();
     if (threads == 0) threads = (size_t)sysconf(_SC_NPROCESSORS_ONLN);
     if (threads < 1) threads = 1;
     if (threads > 64) threads = 64;
@@ -241,14 +247,14 @@ kt_status kt__builder_submit(kt__builder *bl, const size_t *units, size_t n) {
             env_failed(u, "backend '%s' cannot pass launch parameters (kt_op_add_launch_param)", b->name);
             continue;
         }
-        if (b->abi_version < 3 || b->build == NULL || b->load == NULL || (b->entry == NULL && b->launch == NULL))
+        if (!kt__backend_has(b, KT__BACKEND_BUILDS))
             return kt__err(KT_ERR_BACKEND, "%s(op '%s'): backend '%s' cannot build variants", d->where, op->name, b->name);
         bool constants = false;
         for (size_t a = 0; a < op->nargs; a++) constants = constants || op->args[a].constant;
-        if (constants && b->abi_version < 5)
+        if (constants && !kt__backend_has(b, KT__BACKEND_CONSTANTS))
             return kt__err(KT_ERR_BACKEND, "%s(op '%s'): backend '%s' (ABI %d) cannot place arguments in constant memory (ABI 5)",
                            d->where, op->name, b->name, b->abi_version);
-        if (c->kt_contract && b->abi_version < 15)
+        if (c->kt_contract && !kt__backend_has(b, KT__BACKEND_CONTRACT))
             return kt__err(KT_ERR_BACKEND, "%s(op '%s'): backend '%s' (ABI %d) cannot compile under Kernel Tuner's contract "
                            "(kt_op_set_kernel_tuner_contract; ABI 15)", d->where, op->name, b->name, b->abi_version);
         if (bl->begun == KT_ERR_STATE) { /* the compiler and the directory, once */
@@ -403,13 +409,13 @@ static kt_status finish(kt__builder *bl, job *j, size_t i) {
     u->launch.device = bl->local;
     u->launch.module = bd->module;
     char why[256] = "";
-    if (bl->b->abi_version >= 11 && bl->b->fits &&
+    if (kt__backend_has(bl->b, KT__BACKEND_FITS) &&
         bl->b->fits(bl->bstate, bl->local, bd->module, &u->launch.geometry, why, sizeof why) == KT_ERR_LIMIT) {
         u->r.outcome = KT_OUTCOME_REJECTED; /* the compiler's own account: never launched */
         kt__unit_message(&u->r, "%s", why, 0);
     }
     int regs = -1, shared = -1, local = -1; /* what the kernel uses, by the compiler's account */
-    if (bl->b->abi_version >= 13 && bl->b->resources &&
+    if (kt__backend_has(bl->b, KT__BACKEND_RESOURCES) &&
         bl->b->resources(bl->bstate, bl->local, bd->module, &regs, &shared, &local, why, sizeof why) == KT_OK) {
         u->r.registers = regs, u->r.shared_bytes = shared, u->r.local_bytes = local;
         u->r.resources_set = true;
@@ -558,6 +564,26 @@ void kt__builders_drain(kt_context *ctx, bool all) {
     }
 }
 
+/* The spans of a background builder's builds begun (building beside the measuring), into the
+ * decision (under bl->mu): one running ends now. The decision keeps none when there is no
+ * memory for them (kt_decision_build_busy says -1). */
+static void record_spans(kt__builder *bl) {
+    kt_decision *d = bl->d;
+    if (d == NULL || !bl->background) return; /* synchronous batches (kt__build_some): the units' times say it */
+    double now = kt__now_s();
+    free(d->build_spans);
+    d->nbuild_spans = 0;
+    d->build_end_s = 0;
+    d->build_spans = bl->next ? malloc(bl->next * sizeof *d->build_spans) : NULL;
+    if (bl->next && d->build_spans == NULL) return;
+    for (size_t q = 0; q < bl->next; q++) {
+        const job *j = bl->jobs[q];
+        d->build_spans[d->nbuild_spans][0] = j->start_s - bl->t0;
+        d->build_spans[d->nbuild_spans++][1] = (j->state == DONE ? j->end_s : now) - bl->t0;
+    }
+    d->build_end_s = now - bl->t0;
+}
+
 void kt__builder_stop(kt__builder *bl, bool abandon) {
     if (bl == NULL) return;
     kt_context *ctx = bl->ctx;
@@ -565,6 +591,7 @@ void kt__builder_stop(kt__builder *bl, bool abandon) {
     if (bl->inited) {
         pthread_mutex_lock(&bl->mu);
         bl->stopping = true; /* queued builds never start */
+        record_spans(bl);
         pthread_cond_broadcast(&bl->work);
         for (size_t q = 0; abandon && q < bl->njobs; q++)
             if (bl->jobs[q]->state == RUNNING) /* a backend that can stop its compiler does */

@@ -54,11 +54,7 @@
 #include <string.h>
 #include <time.h>
 
-static double now_ns(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
-}
+static double now_ns(void) { return kt__now_s() * 1e9; }
 
 static int cmp_double(const void *a, const void *b) {
     double x = *(const double *)a, y = *(const double *)b;

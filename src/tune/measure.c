@@ -490,12 +490,10 @@ static kt_status start_natives_worker(tuning *tu) {
 /* Loads unit i into the worker, its wall time counted as the unit's framework time. */
 static kt_status load_in_worker(tuning *tu, kt__worker *worker, size_t i) {
     kt__unit *u = &tu->d->units[i];
-    struct timespec t0, t1;
-    clock_gettime(CLOCK_MONOTONIC, &t0);
+    double t0 = kt__now_s();
     tu->trials[i].worker = worker;
     kt_status st = kt__worker_add(worker, u->artifact, tu->op->cands[u->cand].kernel, &u->launch.geometry, &tu->trials[i].worker_id);
-    clock_gettime(CLOCK_MONOTONIC, &t1);
-    u->r.framework_ns += (double)(t1.tv_sec - t0.tv_sec) * 1e9 + (double)(t1.tv_nsec - t0.tv_nsec);
+    u->r.framework_ns += (kt__now_s() - t0) * 1e9;
     return st;
 }
 

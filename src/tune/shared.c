@@ -213,11 +213,7 @@ static void sleep_ms(int ms) {
     while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {}
 }
 
-static double now_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
+static double now_ms(void) { return kt__now_s() * 1e3; }
 
 /* With the lease held: a result published between this process's miss and its lease (by the
  * holder before) is taken instead of measuring again. */

@@ -489,7 +489,7 @@ kt_status kt__make_units(kt_op *op, kt_decision *d, const kt_arg *args, long onl
         const char *fp;
         kt__op_backend(op, &b, &bstate, &local, &fp);
         char err[256];
-        have_lim = b->abi_version >= 3 && b->limits && b->limits(bstate, local, &lim, err, sizeof err) == KT_OK;
+        have_lim = kt__backend_has(b, KT__BACKEND_LIMITS) && b->limits(bstate, local, &lim, err, sizeof err) == KT_OK;
     }
     for (size_t i = 0; st == KT_OK && i < op->ncands; i++) {
         const kt__cand *c = &op->cands[i];

@@ -19,6 +19,8 @@ uint64_t kt__fnv1a(const void *data, size_t len, uint64_t seed) {
     return h;
 }
 
+double kt_now_s(void) { return kt__now_s(); }
+
 double kt__now_s(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
