@@ -12,8 +12,11 @@
 #include "op/op.h"
 
 #include <kerntune/device.h>
+#include <kerntune/measure.h>
 #include <kerntune/variants.h>
 
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -61,11 +64,9 @@ static const char *cu_src =
     "    if (i < n) c[i] = dot<UNROLL>(a, b, n, i);\n"
     "}\n";
 
-static double now(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
+static double now(void) { return kt_now_s(); }
+
+static kt_status build_all(kt__artifacts *arts, kt__build *builds, size_t n);
 
 /* Builds n variants with `threads` threads into a fresh directory; returns seconds, or -1. */
 static bool no_load;
@@ -102,15 +103,14 @@ static double run(kt_context *ctx, const kt_device *dev, const char *src, const 
                                 .no_load = no_load};
     }
     double t0 = now();
-    kt_status st = kt__build_prepare(&ctx->artifacts, builds, (size_t)n);
-    if (st == KT_OK) st = kt__build_run(&ctx->artifacts, builds, (size_t)n);
+    kt_status st = build_all(&ctx->artifacts, builds, (size_t)n);
     double t = now() - t0;
     *failures = st == KT_OK ? 0 : n;
     for (int i = 0; i < n; i++) {
         if (builds[i].status != KT_OK) {
             if (*failures == 0) fprintf(stderr, "compile: variant %d: %s\n", i, builds[i].log);
             ++*failures;
-        } else if (builds[i].dup_of < 0 && builds[i].module != NULL) {
+        } else if (builds[i].module != NULL) {
             bs->backend->unload(bs->state, dev->local, builds[i].module);
         }
     }
@@ -119,6 +119,42 @@ static double run(kt_context *ctx, const kt_device *dev, const char *src, const 
     snprintf(rm, sizeof rm, "rm -rf '%s'", dir);
     if (system(rm) != 0) fprintf(stderr, "compile: could not remove %s\n", dir);
     return st == KT_OK ? t : -1;
+}
+
+/* A pool of arts->threads threads (0: one per core, at most 64) building the builds the way
+ * tune/builder.c's threads do: each takes the next (kt__build_run_one). The variants are all
+ * distinct (each defines V differently). */
+typedef struct pool {
+    kt__artifacts *arts;
+    kt__build *builds;
+    size_t n;
+    _Atomic size_t next;
+} pool;
+
+static void *pool_worker(void *arg) {
+    pool *p = arg;
+    for (size_t i; (i = atomic_fetch_add(&p->next, 1)) < p->n;) kt__build_run_one(p->arts, &p->builds[i]);
+    return NULL;
+}
+
+static kt_status build_all(kt__artifacts *arts, kt__build *builds, size_t n) {
+    if (n == 0) return KT_OK;
+    char compiler[1024];
+    kt_status st = kt__build_begin(arts, builds[0].backend, builds[0].bstate, builds[0].device, compiler, sizeof compiler);
+    if (st != KT_OK) return st;
+    for (size_t i = 0; i < n; i++) kt__build_keyed(arts, compiler, &builds[i]);
+    pool p = {.arts = arts, .builds = builds, .n = n};
+    size_t threads = arts->threads ? arts->threads : (size_t)sysconf(_SC_NPROCESSORS_ONLN);
+    if (threads < 1) threads = 1;
+    if (threads > n) threads = n;
+    if (threads > 64) threads = 64;
+    pthread_t th[64];
+    size_t started = 0;
+    for (; started + 1 < threads; started++)
+        if (pthread_create(&th[started], NULL, pool_worker, &p) != 0) break;
+    pool_worker(&p); /* this thread works too */
+    for (size_t i = 0; i < started; i++) pthread_join(th[i], NULL);
+    return KT_OK;
 }
 
 int main(int argc, char **argv) {

@@ -122,7 +122,7 @@ static void build_key(const kt__build *bd, const char *compiler_id, char out[33]
     hash_str(&h, r->kernel_name);
     hash_str(&h, r->source);
     uint64_t pp[2];
-    bool contract = bd->backend->abi_version >= 15 && (r->flags & KT_BUILD_KERNEL_TUNER);
+    bool contract = kt__backend_has(bd->backend, KT__BACKEND_CONTRACT) && (r->flags & KT_BUILD_KERNEL_TUNER);
     if (r->ndefines > 0 && (kt__backend_caps(bd->backend) & KT_BACKEND_CAP_PREPROCESSED) && contract_fingerprint(r, pp)) {
         hash_str(&h, "|preprocessed|"); /* what the compiler sees, not how the defines spell it */
         kt__hash_bytes(&h, pp, sizeof pp);
@@ -145,16 +145,6 @@ static void build_key(const kt__build *bd, const char *compiler_id, char out[33]
 
 /* ---- the pool ------------------------------------------------------------------------------- */
 
-typedef struct pool {
-    kt__artifacts *arts;
-    kt__build *builds;
-    size_t n;
-    size_t *unique;        /* indices of the first build of each key */
-    size_t nunique;
-    _Atomic size_t next;
-    const char *dir;
-} pool;
-
 /* A temporary name no other thread or process can pick: the pid alone repeats across PID
  * namespaces sharing one cache volume, so random bits join it. */
 static void temp_name(const char *path, char *out, size_t len) {
@@ -174,11 +164,9 @@ static void build_one(kt__artifacts *arts, kt__build *bd) {
     temp_name(bd->path, tmp, sizeof tmp);
     bd->req.out_path = tmp;
     bd->log[0] = '\0';
-    struct timespec t0, t1;
-    clock_gettime(CLOCK_MONOTONIC, &t0);
+    double t0 = kt__now_s();
     bd->status = b->build(bd->bstate, bd->device, &bd->req, bd->log, sizeof bd->log);
-    clock_gettime(CLOCK_MONOTONIC, &t1);
-    bd->build_ms = (double)(t1.tv_sec - t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - t0.tv_nsec) / 1e6;
+    bd->build_ms = (kt__now_s() - t0) * 1e3;
     atomic_fetch_add(&arts->compiles, 1);
     bd->req.out_path = NULL;
     if (bd->status == KT_OK && rename(tmp, bd->path) != 0) {
@@ -276,15 +264,6 @@ void kt__build_run_one(kt__artifacts *arts, kt__build *bd) {
     }
 }
 
-static void *worker(void *arg) {
-    pool *p = arg;
-    for (;;) {
-        size_t i = atomic_fetch_add(&p->next, 1);
-        if (i >= p->nunique) return NULL;
-        kt__build_run_one(p->arts, &p->builds[p->unique[i]]);
-    }
-}
-
 kt_status kt__build_begin(kt__artifacts *arts, const kt_backend *b, void *bstate, size_t device, char *compiler, size_t len) {
     char err[1024] = "";
     compiler[0] = '\0';
@@ -303,55 +282,3 @@ void kt__build_keyed(const kt__artifacts *arts, const char *compiler, kt__build 
     bd->dup_of = -1;
 }
 
-kt_status kt__build_prepare(kt__artifacts *arts, kt__build *builds, size_t n) {
-    if (n == 0) return KT_OK;
-    char compiler[1024];
-    kt_status st = kt__build_begin(arts, builds[0].backend, builds[0].bstate, builds[0].device, compiler, sizeof compiler);
-    if (st != KT_OK) return st;
-    for (size_t i = 0; i < n; i++) {
-        kt__build *bd = &builds[i];
-        kt__build_keyed(arts, compiler, bd);
-        for (size_t j = 0; j < i && bd->dup_of < 0; j++) /* the same code twice: build it once */
-            if (builds[j].dup_of < 0 && strcmp(builds[j].key, bd->key) == 0) bd->dup_of = (long)j;
-    }
-    return KT_OK;
-}
-
-kt_status kt__build_run(kt__artifacts *arts, kt__build *builds, size_t n) {
-    if (n == 0) return KT_OK;
-    pool p = {.arts = arts, .builds = builds, .n = n, .dir = arts->dir};
-    p.unique = malloc(n * sizeof *p.unique);
-    if (p.unique == NULL)
-        return kt__err(KT_ERR_NO_MEMORY, "building variants: kt__build_run: out of memory allocating the pool's list of %zu builds", n);
-    for (size_t i = 0; i < n; i++) {
-        if (builds[i].dup_of >= 0) continue;
-        if (builds[i].module != NULL) { /* already loaded */
-            builds[i].status = KT_OK;
-            builds[i].cached = true;
-            continue;
-        }
-        p.unique[p.nunique++] = i;
-    }
-    size_t threads = arts->threads ? arts->threads : (size_t)sysconf(_SC_NPROCESSORS_ONLN);
-    if (threads < 1) threads = 1;
-    if (threads > p.nunique) threads = p.nunique;
-    if (threads > 64) threads = 64;
-    pthread_t th[64];
-    size_t started = 0;
-    for (; started + 1 < threads; started++)
-        if (pthread_create(&th[started], NULL, worker, &p) != 0) break;
-    worker(&p); /* this thread works too */
-    for (size_t i = 0; i < started; i++) pthread_join(th[i], NULL);
-    for (size_t i = 0; i < n; i++) {
-        kt__build *bd = &builds[i];
-        if (bd->dup_of < 0) continue;
-        const kt__build *orig = &builds[bd->dup_of];
-        bd->status = orig->status;
-        bd->module = orig->module; /* shared: only the original is owned */
-        bd->cached = orig->cached;
-        bd->build_ms = 0; /* built once, for the original */
-        memcpy(bd->log, orig->log, sizeof bd->log); /* another element of builds: never the same */
-    }
-    free(p.unique);
-    return KT_OK;
-}
