@@ -50,6 +50,12 @@ KT_API kt_cache *kt_context_cache(kt_context *ctx);
  */
 KT_API kt_status kt_context_set_remote(kt_context *ctx, const char *url);
 
+/** Parses a Redis URL, redis://HOST[:PORT][/DB], as the shared cache and the fleet read it: HOST
+ *  into host (hostlen bytes, at least 2), PORT from 1 to 65535 (default 6379) into *port, DB from
+ *  0 to 1000000 (default 0; "/" alone is 0) into *db. KT_ERR_INVALID_ARGUMENT with the reason
+ *  ("'URL': expected redis://HOST[:PORT][/DB]: ...") otherwise. */
+KT_API kt_status kt_redis_url_parse(const char *url, char *host, size_t hostlen, int *port, int *db);
+
 /** Sets how long one call to the shared cache may take, connecting included (default 0.2 s, or
  *  KERNTUNE_REMOTE_TIMEOUT in seconds): past it the call counts as failed and the op decides
  *  locally. Set it before the first tuning. KT_ERR_INVALID_ARGUMENT outside [0.001, 600] s. */

@@ -7,6 +7,7 @@
  * and takes no lock. After a tuning the caller's buffers are as they were, and the winner runs
  * once on them: the caller sees exactly one launch of the winner.
  */
+#include "op/launch.h"
 #include "op/op.h"
 #include "tune/tune.h"
 

@@ -136,7 +136,7 @@ kt_status kt_context_create(kt_context **out) {
 
 void kt_context_destroy(kt_context *ctx) {
     if (ctx == NULL) return;
-    kt__builders_drain(ctx, true); /* builds left running use the backends */
+    if (ctx->drain) ctx->drain(ctx, true); /* builds left running use the backends */
     while (ctx->ops != NULL) kt_op_destroy(ctx->ops);
     for (size_t i = 0; i < ctx->nforces; i++) {
         free(ctx->forces[i].op);

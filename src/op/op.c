@@ -74,11 +74,19 @@ kt_status kt_op_create(kt_context *ctx, const char *name, kt_op **out) {
     return KT_OK;
 }
 
+/* Frees the op's deferred keys (tune/deferred.c records them; the op owns them). */
+static void free_deferred(kt_op *op) {
+    for (size_t i = 0; i < op->ndeferred; i++) free(op->deferred[i].args);
+    free(op->deferred);
+    op->deferred = NULL;
+    op->ndeferred = op->deferred_cap = 0;
+}
+
 void kt_op_destroy(kt_op *op) {
     if (op == NULL) return;
     if (op->ctx) kt__context_unlink(op->ctx, op);
     kt__table_free(op);
-    kt__deferred_free(op);
+    free_deferred(op);
     free(op->done);
     if (op->nmodules > 0) {
         const kt_device *dev = &op->ctx->devices[op->device];

@@ -131,18 +131,20 @@ struct kt_context {
     _Atomic uint64_t table_hits;
     void *user;                 /* the caller's (kt_context_set_user); never read by kerntune */
     struct kt__builder *draining; /* builders whose abandoned builds still run (ctx->lock) */
+    void (*drain)(kt_context *ctx, bool all); /* frees them (kt__builders_drain), set with draining */
 };
 
 /* Emits one log line through ctx when level is at or below the context's level. */
 void kt__log(const kt_context *ctx, kt_log_level level, const char *fmt, ...) KT__PRINTF(3, 4);
 
 /* Reads KERNTUNE_REMOTE, KERNTUNE_REMOTE_KEY and KERNTUNE_REMOTE_KEY_FILE (kt_context_create);
- * frees what the shared cache holds (kt_context_destroy). tune/shared.c. */
+ * frees what the shared cache holds (kt_context_destroy). op/settings.c. */
 kt_status kt__shared_env(kt_context *ctx);
 void kt__shared_free(kt_context *ctx);
 
 /* Frees the builders a tuning under a budget left with builds running (tune/builder.c): those
- * whose builds have ended, or with all, every one, waiting for its builds. */
+ * whose builds have ended, or with all, every one, waiting for its builds. The context calls it
+ * through ctx->drain, which tune/builder.c sets when it leaves a builder there. */
 struct kt__builder;
 void kt__builders_drain(kt_context *ctx, bool all);
 
@@ -486,8 +488,6 @@ kt_status kt__op_building(const kt_op *op, const char *where);
  * mask bits. Idempotent and thread-safe. where: the call that froze it, for messages. */
 kt_status kt__op_freeze(kt_op *op, const char *where);
 
-/* Frees the op's deferred keys (kt_op_destroy). */
-void kt__deferred_free(kt_op *op);
 
 /* ---- key.c --------------------------------------------------------------------------------- */
 

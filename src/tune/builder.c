@@ -616,5 +616,6 @@ void kt__builder_stop(kt__builder *bl, bool abandon) {
     pthread_mutex_lock(&ctx->lock);
     bl->drain_next = ctx->draining;
     ctx->draining = bl;
+    ctx->drain = kt__builders_drain; /* the context waits for them when it is destroyed */
     pthread_mutex_unlock(&ctx->lock);
 }

@@ -132,13 +132,6 @@ static bool args_parse(const kt_op *op, const char *text, kt_arg *args) {
 
 /* ---- the list ------------------------------------------------------------------------------ */
 
-void kt__deferred_free(kt_op *op) {
-    for (size_t i = 0; i < op->ndeferred; i++) free(op->deferred[i].args);
-    free(op->deferred);
-    op->deferred = NULL;
-    op->ndeferred = op->deferred_cap = 0;
-}
-
 /* The index of key in the list (op->lock held), or -1. */
 static long find(const kt_op *op, const int64_t *key, size_t len) {
     for (size_t i = 0; i < op->ndeferred; i++)

@@ -7,6 +7,7 @@
 #ifndef KT_TUNE_STAGES_H
 #define KT_TUNE_STAGES_H
 
+#include "op/launch.h"
 #include "op/op.h"
 #include "space/space.h"
 
@@ -288,15 +289,6 @@ bool kt__unit_runnable(const kt__unit *u);
  * backend, with u->launch as its user data: *u must not move afterwards). */
 void kt__unit_native(const kt_op *op, size_t i, kt__unit *u);
 
-/* The backend's launch of device variant l on tuning's arguments args (so with the geometry
- * planned for them), waited for; timed by the device's events into *ns unless ns is NULL. A group's launch parameters (kt_op_add_launch_param) are computed
- * from args and passed after them. On a failure returns its status and describes it in err. */
-kt_status kt__launch_timed(const kt__launch *l, const kt_arg *args, size_t nargs, double *ns, char *err, size_t errlen);
-
-/* One timed run of native device candidate l on args: its work on the backend's own queue,
- * timed by that queue's events into *ns. Returns the native's own return value, or
- * KT__RC_REPORTED with the backend's failure described. */
-int kt__queued_timed(const kt__launch *l, const kt_arg *args, size_t nargs, double *ns);
 
 /* ---- measure.c ---------------------------------------------------------------------------- */
 

@@ -20,15 +20,6 @@ typedef enum kt__finish { KT__FINISH_LAUNCH, KT__FINISH_DECIDE, KT__FINISH_GENER
 kt_status kt__tune_miss(kt_op *op, const kt_arg *args, size_t nargs, const int64_t *key, size_t len, uint64_t hash,
                         kt__finish how, const char *where, kt__unit *fallback, const kt__unit **launch);
 
-/* kt__launch_fn's launch, or a native device candidate's work, enqueued on the caller's queue
- * (NULL: the device's default), returning before it runs (l->async must be set). On a failure
- * of the launch describes it and returns KT__RC_REPORTED; a native returns its own value. */
-int kt__launch_async(const kt__launch *l, const kt_arg *args, size_t nargs, void *queue);
-
-/* Waits for the work already on queue of the op's device, when its backend launches
- * asynchronously (otherwise there is nothing to wait for: every launch waited). */
-kt_status kt__queue_wait(const kt_op *op, void *queue, const char *where);
-
 /* A miss whose queue is being captured (kt__queue_wait returned KT_ERR_CAPTURING): never tunes.
  * By the op's capture-miss policy either refuses with KT_ERR_CAPTURING and a message saying how
  * to tune ahead, or writes the op's native fallback (or default) candidate into *fallback, points
