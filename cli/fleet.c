@@ -16,6 +16,7 @@
 #include "t4.h"
 #include "text.h"
 
+#include <kerntune/cache.h>
 #include <kerntune/decision.h>
 
 #include <jansson.h>
@@ -75,36 +76,11 @@ void fleet_close(fleet *f) { (void)f; }
 #else
 
 void *fleet_connect(const char *url, int timeout_ms, char **err) {
-    const char *rest = strncmp(url, "redis://", 8) == 0 ? url + 8 : NULL;
-    if (rest == NULL || *rest == '\0' || *rest == '/' || *rest == ':') {
-        *err = cli_format("'%s': expected redis://HOST[:PORT][/DB]", url);
-        return NULL;
-    }
-    size_t hl = strcspn(rest, ":/");
     char host[256];
-    if (hl >= sizeof host) {
-        *err = cli_format("'%s': the host name is too long", url);
+    int port, db;
+    if (kt_redis_url_parse(url, host, sizeof host, &port, &db) != KT_OK) {
+        *err = cli_format("%s", kt_last_error());
         return NULL;
-    }
-    memcpy(host, rest, hl);
-    host[hl] = '\0';
-    long port = 6379, db = 0;
-    const char *p = rest + hl;
-    char *end;
-    if (*p == ':') {
-        port = strtol(p + 1, &end, 10);
-        if (end == p + 1 || port < 1 || port > 65535 || (*end && *end != '/')) {
-            *err = cli_format("'%s': the port must be a number from 1 to 65535", url);
-            return NULL;
-        }
-        p = end;
-    }
-    if (*p == '/' && p[1]) {
-        db = strtol(p + 1, &end, 10);
-        if (end == p + 1 || *end || db < 0 || db > 1000000) {
-            *err = cli_format("'%s': the database must be a number", url);
-            return NULL;
-        }
     }
     struct timeval tv = {timeout_ms / 1000, (timeout_ms % 1000) * 1000};
     redisContext *c = redisConnectWithTimeout(host, (int)port, tv);
@@ -115,9 +91,9 @@ void *fleet_connect(const char *url, int timeout_ms, char **err) {
     }
     redisSetTimeout(c, tv);
     if (db != 0) {
-        redisReply *r = redisCommand(c, "SELECT %ld", db);
+        redisReply *r = redisCommand(c, "SELECT %d", db);
         bool ok = r && r->type != REDIS_REPLY_ERROR;
-        if (!ok) *err = cli_format("Redis at %s: SELECT %ld: %s", url, db, r ? r->str : c->errstr);
+        if (!ok) *err = cli_format("Redis at %s: SELECT %d: %s", url, db, r ? r->str : c->errstr);
         if (r) freeReplyObject(r);
         if (!ok) {
             redisFree(c);

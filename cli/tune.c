@@ -379,7 +379,9 @@ static int parse_options(int argc, char **argv, options *o) {
             if (*v == '\0') return usage("--cache: expected a path or off");
             o->cache = v;
         } else if (strcmp(name, "--workers") == 0) {
-            if (strncmp(v, "redis://", 8) != 0 || v[8] == '\0') return usage("--workers '%s': expected redis://HOST[:PORT][/DB]", v);
+            char host[256];
+            int port, db;
+            if (kt_redis_url_parse(v, host, sizeof host, &port, &db) != KT_OK) return usage("--workers %s", kt_last_error());
             o->workers = v;
         } else if (strcmp(name, "--peak") == 0) {
             char *end = NULL;

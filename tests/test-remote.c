@@ -376,6 +376,55 @@ static void test_settings(void **state) {
     unsetenv("KERNTUNE_REMOTE_TIMEOUT");
 }
 
+/* The one reader of redis:// URLs (the shared cache's and the fleet's): each part in its range,
+ * the defaults, and a located reason for each malformed one. */
+static void test_url_parse(void **state) {
+    (void)state;
+    char host[16];
+    int port = -1, db = -1;
+    ok(kt_redis_url_parse("redis://127.0.0.1", host, sizeof host, &port, &db));
+    assert_string_equal(host, "127.0.0.1");
+    assert_int_equal(port, 6379);
+    assert_int_equal(db, 0);
+    ok(kt_redis_url_parse("redis://h:65535/", host, sizeof host, &port, &db));
+    assert_string_equal(host, "h");
+    assert_int_equal(port, 65535);
+    assert_int_equal(db, 0);
+    ok(kt_redis_url_parse("redis://cache.local:7000/12", host, sizeof host, &port, &db));
+    assert_string_equal(host, "cache.local");
+    assert_int_equal(port, 7000);
+    assert_int_equal(db, 12);
+    static const char *const bad[][2] = {
+        {"http://h", "'http://h': expected redis://HOST[:PORT][/DB]"},
+        {"redis://", "'redis://': expected redis://HOST[:PORT][/DB]: no host"},
+        {"redis://:6379", "'redis://:6379': expected redis://HOST[:PORT][/DB]: no host"},
+        {"redis://h:0", "'redis://h:0': expected redis://HOST[:PORT][/DB]: the port must be a number from 1 to 65535"},
+        {"redis://h:65536", "'redis://h:65536': expected redis://HOST[:PORT][/DB]: the port must be a number from 1 to 65535"},
+        {"redis://h:", "'redis://h:': expected redis://HOST[:PORT][/DB]: the port must be a number from 1 to 65535"},
+        {"redis://h:-1", "'redis://h:-1': expected redis://HOST[:PORT][/DB]: the port must be a number from 1 to 65535"},
+        {"redis://h:12x", "'redis://h:12x': expected redis://HOST[:PORT][/DB]: the port must be a number from 1 to 65535"},
+        {"redis://h/x", "'redis://h/x': expected redis://HOST[:PORT][/DB]: the database must be a number from 0 to 1000000"},
+        {"redis://h/1000001", "'redis://h/1000001': expected redis://HOST[:PORT][/DB]: the database must be a number from 0 to 1000000"},
+        {"redis://h/3/4", "'redis://h/3/4': expected redis://HOST[:PORT][/DB]: the database must be a number from 0 to 1000000"},
+        {"redis://a b", "'redis://a b': expected redis://HOST[:PORT][/DB]: the host name holds '?'"},
+        {"redis://u@h", "'redis://u@h': expected redis://HOST[:PORT][/DB]: the host name holds '@'"},
+        {"redis://a-very-long-host-name", "'redis://a-very-long-host-name': expected redis://HOST[:PORT][/DB]: the host name is longer than 15 characters"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        port = db = -1;
+        assert_int_equal(kt_redis_url_parse(bad[i][0], host, sizeof host, &port, &db), KT_ERR_INVALID_ARGUMENT);
+        assert_string_equal(kt_last_error(), bad[i][1]);
+        assert_int_equal(port, -1); /* nothing written */
+    }
+    assert_int_equal(kt_redis_url_parse(NULL, host, sizeof host, &port, &db), KT_ERR_NULL);
+    /* the shared cache reads it through the same parser */
+    kt_context *ctx = test_context(3);
+    assert_int_equal(kt_context_set_remote(ctx, "redis://h:0"), KT_ERR_INVALID_ARGUMENT);
+    assert_string_equal(kt_last_error(), "kt_context_set_remote: 'redis://h:0': expected redis://HOST[:PORT][/DB]: the port must be a number "
+                                         "from 1 to 65535");
+    kt_context_destroy(ctx);
+}
+
 int main(int argc, char **argv) {
     signal(SIGPIPE, SIG_IGN);
     const struct CMUnitTest tests[] = {
@@ -386,6 +435,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test_setup_teardown(test_redis_hangs, setup, teardown),
         cmocka_unit_test_setup_teardown(test_one_tuning_per_key, setup, teardown),
         cmocka_unit_test_setup_teardown(test_settings, setup, teardown),
+        cmocka_unit_test(test_url_parse),
     };
     return kt_run_cases(argc, argv, tests, NULL, NULL);
 }

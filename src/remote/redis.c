@@ -6,6 +6,8 @@
 #include "remote/remote.h"
 #include "util/util.h"
 
+#include <kerntune/cache.h>
+
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdint.h>
@@ -42,32 +44,18 @@ static void hex(const unsigned char *b, size_t n, char *out) {
 
 kt_status kt__remote_create(const char *url, const void *secret, size_t secret_len, int timeout_ms, kt__remote **out) {
     *out = NULL;
-    if (url == NULL || strncmp(url, "redis://", 8) != 0)
-        return kt__err(KT_ERR_INVALID_ARGUMENT, "remote '%.200s': expected redis://HOST:PORT[/DB]", url ? url : "(null)");
+    if (url == NULL) return kt__err(KT_ERR_NULL, "remote: the url is NULL");
     if (secret == NULL || secret_len == 0)
         return kt__err(KT_ERR_INVALID_ARGUMENT, "remote '%.200s': no shared secret (KERNTUNE_REMOTE_KEY or kt_context_set_remote_key): "
                                                 "entries are signed with it", url);
     kt__remote *r = calloc(1, sizeof *r);
     if (r == NULL) return kt__err(KT_ERR_NO_MEMORY, "remote: out of memory");
-    const char *p = url + 8, *colon = strchr(p, ':'), *slash = strchr(p, '/');
-    size_t hlen = colon ? (size_t)(colon - p) : slash ? (size_t)(slash - p) : strlen(p);
-    char *end = NULL;
-    r->port = 6379;
-    if (colon) {
-        long port = strtol(colon + 1, &end, 10);
-        if (end == colon + 1 || port < 1 || port > 65535 || (*end != '\0' && *end != '/')) hlen = 0;
-        r->port = (int)port;
-    }
-    if (slash) {
-        long db = strtol(slash + 1, &end, 10);
-        if (slash[1] != '\0' && (end == slash + 1 || *end != '\0' || db < 0 || db > 1000000)) hlen = 0;
-        r->db = (int)db;
-    }
-    if (hlen == 0 || hlen >= sizeof r->host) {
+    if (kt_redis_url_parse(url, r->host, sizeof r->host, &r->port, &r->db) != KT_OK) {
+        char why[600];
+        snprintf(why, sizeof why, "%s", kt_last_error());
         free(r);
-        return kt__err(KT_ERR_INVALID_ARGUMENT, "remote '%.200s': expected redis://HOST:PORT[/DB]", url);
+        return kt__err(KT_ERR_INVALID_ARGUMENT, "remote %s", why);
     }
-    memcpy(r->host, p, hlen);
     r->secret = malloc(secret_len);
     if (r->secret == NULL) {
         free(r);
