@@ -1881,6 +1881,417 @@ static char *stopped(const t1 *p, const options *o, t4_live *live, const json_t 
     return err;
 }
 
+/* The strategy of the problem's Search (in kerntune's words or Kernel Tuner's) into *strategy,
+ * unless --strategy was given; NULL, or the error (allocated). */
+static char *problem_strategy(const t1 *p, const options *o, const char **strategy) {
+    if (p->search == NULL || o->strategy_given) return NULL;
+    static const char *const names[][2] = {{"brute_force", "exhaustive"}, {"random_sample", "random"},
+                                           {"greedy_ils", "local"},        {"greedy_mls", "local"},
+                                           {"simulated_annealing", "anneal"}, {"dual_annealing", "anneal"},
+                                           {"genetic_algorithm", "genetic"}, {"bayes_opt", "model"}};
+    *strategy = NULL;
+    for (size_t i = 0; i < kt_search_strategy_count() && *strategy == NULL; i++)
+        if (strcmp(p->search, kt_search_strategy_name(i)) == 0) *strategy = p->search;
+    for (size_t i = 0; i < sizeof names / sizeof names[0] && *strategy == NULL; i++)
+        if (strcmp(p->search, names[i][0]) == 0) *strategy = names[i][1];
+    if (*strategy == NULL)
+        return cli_format("%s: Search.Name: '%s' is not a strategy kerntune has (exhaustive, random, local, anneal, genetic, model, auto, or "
+                          "Kernel Tuner's brute_force, random_sample, greedy_ils, greedy_mls, simulated_annealing, dual_annealing, "
+                          "genetic_algorithm, bayes_opt); --strategy NAME overrides it", o->problem, p->search);
+    if (p->search_attributes)
+        return cli_format("%s: Search.Attributes: kerntune's strategies take none (pass --strategy %s to tune without them)", o->problem,
+                          *strategy);
+    return NULL;
+}
+
+/* Whether --t4 names a file the problem reads (its kernel, an argument's or a reference's
+ * data): the error (allocated), or NULL. */
+static char *t4_replaces_input(const t1 *p, const options *o) {
+    for (size_t i = 0; o->t4 && i < p->nargs + p->nrefs + 1; i++) {
+        const char *src = i == 0 ? p->kernel_file : i <= p->nargs ? p->args[i - 1].data_source : p->refs[i - 1 - p->nargs].data_source;
+        if (src == NULL || (i == 0 && o->simulate)) continue;
+        char *path = src[0] == '/' || i == 0 ? cli_format("%s", src) : cli_format("%s/%s", p->dir, src);
+        bool same = path && same_file(o->t4, path);
+        free(path);
+        if (!same) continue;
+        if (i == 0) return cli_format("--t4 %s is the problem's KernelSpecification.KernelFile: the results would replace it", o->t4);
+        if (i <= p->nargs)
+            return cli_format("--t4 %s is the problem's KernelSpecification.Arguments[%zu].DataSource: the results would replace it", o->t4,
+                              i - 1);
+        return cli_format("--t4 %s is the problem's KernelSpecification.ReferenceArguments[%zu].DataSource: the results would replace it",
+                          o->t4, i - 1 - p->nargs);
+    }
+    return NULL;
+}
+
+/* Opens the cache the options name (--cache, else KERNTUNE_CACHE, else the default) to see that
+ * it can be used, before any work: the error (allocated), or NULL; a warning of the cache's on
+ * stderr when talk. */
+static char *check_cache(const options *o, bool talk) {
+    kt_cache *c = NULL;
+    kt_status st = kt_cache_open(o->cache, &c);
+    const char *env = getenv("KERNTUNE_CACHE");
+    if (st == KT_ERR_NOT_FOUND && o->cache == NULL && o->resume)
+        return cli_format("--resume: there is no cache to resume from (KERNTUNE_CACHE=off, or no home directory); name one with --cache");
+    if (st == KT_ERR_NOT_FOUND && o->cache == NULL) return NULL; /* KERNTUNE_CACHE=off, or no home: decisions last as long as the process */
+    if (st != KT_OK) {
+        if (o->cache) return cli_format("--cache %s: %s", o->cache, kt_last_error());
+        if (env) return cli_format("KERNTUNE_CACHE=%s: %s", env, kt_last_error());
+        return cli_format("the default cache: %s (--cache off tunes without it)", kt_last_error());
+    }
+    char *err = NULL;
+    const char *w = kt_cache_warning(c);
+    char *asked = o->cache ? cli_format("--cache %s", o->cache) : env ? cli_format("KERNTUNE_CACHE=%s", env) : cli_format("the default cache");
+    const char *requested = o->cache ? o->cache : env;
+    bool memory = strcmp(kt_cache_path(c), ":memory:") == 0 && !(requested && strcmp(requested, ":memory:") == 0);
+    if (memory) { /* it could not be used: it would have been ignored */
+        char dflt[4096]; /* KT_ERR_LIMIT when it does not fit: then the library's words stand alone */
+        const char *path = o->cache ? o->cache : kt_cache_default_path(dflt, sizeof dflt) == KT_OK ? dflt : NULL;
+        if (path && access(path, R_OK | W_OK) != 0)
+            err = cli_format("%s: cannot be read and written: %s (--cache off tunes without a cache)", asked ? asked : "--cache", strerror(errno));
+        else
+            err = cli_format("%s: cannot be used: %s (--cache off tunes without a cache)", asked ? asked : "--cache", w);
+    } else if (w && *w && talk) {
+        fprintf(stderr, "kerntune tune: warning: %s: %s\n", asked ? asked : "--cache", w);
+    }
+    free(asked);
+    kt_cache_close(c);
+    return err;
+}
+
+/* What a finished tuning says, computed once for the outputs (summarize): the inputs the
+ * command set, then counts, the best, validation, the cache, the fleet, where the time went. */
+typedef struct summary {
+    const options *o;
+    const t1 *p;
+    const prepared *prep;
+    const replay_data *replay;
+    kt_op *op;
+    fleet *fl;
+    kt_context *ctx;
+    const kt_decision *d;
+    const char *const *names;
+    const char *dev_name;
+    kt_status st;
+    kt_policy policy;
+    size_t total;
+    double wall, peak_f, peak_b, startup_s, tuning_s;
+    const char *rejected; /* what the persistent cache said of its record */
+    bool low, reraced;
+    /* computed */
+    size_t measured, failed, not_run, best, recorded, ref_unit;
+    size_t fails[8], examples[8][EXAMPLES];
+    double best_ms;
+    bool cached, validated;
+    json_t *vinfo; /* validation_info's, owned by the command */
+    char vline[512];
+    fleet_stats fs;
+    const char *cache_path;
+    uint64_t runs;
+    double split_ms[3], run_ns, confidence, build_busy, build_end_s, build_busy_early;
+    size_t build_threads;
+    const t4_record *chosen, *truth;
+} summary;
+
+/* Fills the computed part of s from its inputs. */
+static void summarize(summary *s) {
+    /* the kernel's units: counts; the best is the library's winner, always a configuration of the
+     * kernel's space (the reference group only validates) */
+    s->best = s->ref_unit = (size_t)-1;
+    for (size_t u = 0; u < kt_decision_unit_count(s->d); u++) {
+        const char *cand = kt_op_candidate_name(s->op, kt_decision_unit_candidate(s->d, u));
+        if (strcmp(cand, "reference") == 0 && s->ref_unit == (size_t)-1) s->ref_unit = u;
+        if (strcmp(cand, "kernel") != 0) continue;
+        kt_outcome oc = unit_outcome(s->fl, s->d, u);
+        const char *why = kt_decision_unit_message(s->d, u);
+        /* taken from what the cache recorded (an earlier run, finished or not): not run now */
+        if (kt_decision_source_of(s->d) == KT_SOURCE_MEASURED &&
+            ((oc == KT_OUTCOME_MEASURED && kt_decision_unit_runs(s->d, u) == 0) || (why && strncmp(why, "recorded in the cache", 21) == 0)))
+            s->recorded++;
+        if (oc == KT_OUTCOME_MEASURED) s->measured++;
+        else if (oc == KT_OUTCOME_NOT_RUN) s->not_run++;
+        else if ((unsigned)oc < 8) {
+            if (s->fails[oc] < EXAMPLES) s->examples[oc][s->fails[oc]] = u;
+            s->failed++, s->fails[oc]++;
+        }
+    }
+    s->best_ms = -1;
+    if (s->st == KT_OK) {
+        s->best = kt_decision_winner_unit(s->d);
+        s->best_ms = kt_decision_unit_time_ns(s->d, s->best) / 1e6;
+    }
+    s->cached = kt_decision_source_of(s->d) == KT_SOURCE_CACHE;
+    /* with --workers, each worker validates what it measures against its own reference: a wrong
+     * answer comes back as a failure of that configuration */
+    s->validated = kt_decision_validated(s->d) != 0 || (s->o->workers && !s->o->simulate);
+    /* which reference validated, and why (validation_info) */
+    long cref = kt_decision_reference_unit(s->d);
+    const char *ref_cfg = s->ref_unit != (size_t)-1 ? kt_decision_unit_config(s->d, s->ref_unit) : cref >= 0 ? kt_decision_unit_config(s->d, (size_t)cref) : NULL;
+    size_t ref_among = 0, ref_agree = kt_decision_reference_consensus(s->d, &ref_among);
+    s->vinfo = validation_info(s->prep, s->o, s->names, ref_cfg, ref_agree, ref_among, s->validated, s->vline, sizeof s->vline);
+    if (s->cached) { /* a decision from the cache does not say how it was validated */
+        json_t *rj = json_object();
+        json_object_set_new(rj, "source", json_null());
+        json_object_set_new(rj, "why", json_string("a decision from the cache: nothing was run"));
+        json_object_set_new(s->vinfo, "reference", rj);
+        s->vline[0] = '\0';
+    }
+    if (s->fl) fleet_get_stats(s->fl, &s->fs);
+    kt_cache *cache = kt_context_cache(s->ctx);
+    s->cache_path = cache ? kt_cache_path(cache) : NULL;
+    s->runs = kt_decision_total_runs(s->d);
+    /* where the tuning's time went, summed over its units: building, validating, the framework
+     * around the runs (loading, preparing, flushing, restoring, a worker's round trips), the runs */
+    for (size_t u = 0; s->d && u < kt_decision_unit_count(s->d); u++) {
+        s->split_ms[0] += kt_decision_unit_build_ms(s->d, u);
+        s->split_ms[1] += kt_decision_unit_validation_ms(s->d, u);
+        s->split_ms[2] += kt_decision_unit_framework_ms(s->d, u);
+    }
+    s->run_ns = kt_decision_measure_ns(s->d);
+    s->confidence = kt_decision_confidence(s->d);
+    /* how busy the build threads were over the tuning: where they built beside the measuring,
+     * by the builds' spans (those a budget left running count until the tuning's end), over the
+     * whole and over its first five sixths (the first 50 s of 60: at the end a budget proposes
+     * nothing that could not be built in time); otherwise the units' build times over threads x
+     * wall */
+    s->build_threads = kt_decision_build_threads(s->d);
+    s->build_busy = s->wall > 0 && s->build_threads > 0 ? s->split_ms[0] / 1e3 / ((double)s->build_threads * s->wall) : 0;
+    s->build_end_s = kt_decision_build_end_s(s->d);
+    s->build_busy_early = -1;
+    if (s->build_end_s > 0) {
+        s->build_busy = kt_decision_build_busy(s->d, 0, s->build_end_s);
+        s->build_busy_early = kt_decision_build_busy(s->d, 0, s->build_end_s * 5 / 6);
+    }
+    /* replay: the chosen configuration's record, the recorded best */
+    if (s->o->simulate) {
+        if (s->best != (size_t)-1) s->chosen = replay_find(s->replay, kt_decision_unit_config(s->d, s->best));
+        for (size_t i = 0; i < s->replay->recs.n; i++) {
+            const t4_record *r = &s->replay->recs.recs[i];
+            if (strcmp(r->invalidity, "correct") == 0 && r->mean_ms >= 0 && (s->truth == NULL || r->mean_ms < s->truth->mean_ms)) s->truth = r;
+        }
+    }
+    if (s->replay->recorded && s->chosen) s->best_ms = s->chosen->mean_ms; /* the recorded objective itself */
+}
+
+/* The human summary of a finished tuning, into txt. */
+static void print_summary(FILE *txt, const summary *s) {
+    if (s->best != (size_t)-1) {
+        if (s->cached)
+            fprintf(txt, "best: %s  %.6g ms (recorded in the cache %s; confidence %.3f): nothing was compiled or measured\n",
+                    kt_decision_unit_config(s->d, s->best), s->best_ms, s->cache_path, s->confidence);
+        else
+            fprintf(txt, "best: %s  %.6g ms (mean of %u runs; confidence %.3f)\n", kt_decision_unit_config(s->d, s->best), s->best_ms,
+                    kt_decision_unit_runs(s->d, s->best), s->confidence);
+        double flops = kt_decision_unit_flops(s->d, s->best), by = kt_decision_unit_bytes(s->d, s->best), t_ns = kt_decision_unit_time_ns(s->d, s->best);
+        if (!s->cached && t_ns > 0 && (flops >= 0 || by >= 0)) {
+            fprintf(txt, "work of the best:");
+            if (flops >= 0) fprintf(txt, " %.4g GFLOP/s", flops / t_ns);
+            if (flops >= 0 && s->peak_f > 0) fprintf(txt, " (%.1f%% of %g)", 100 * flops / t_ns / s->peak_f, s->peak_f);
+            if (by >= 0) fprintf(txt, "%s %.4g GB/s", flops >= 0 ? "," : "", by / t_ns);
+            if (by >= 0 && s->peak_b > 0) fprintf(txt, " (%.1f%% of %g)", 100 * by / t_ns / s->peak_b, s->peak_b);
+            fprintf(txt, "\n");
+        }
+    } else {
+        fprintf(txt, "no configuration is valid\n");
+    }
+    if (!s->cached) {
+        fprintf(txt, "%zu configurations: %zu measured, %zu failed (", s->total, s->measured, s->failed);
+        for (size_t k = 0; k < NKINDS; k++) fprintf(txt, "%s%zu %s", k ? ", " : "", s->fails[kinds[k].outcome], kinds[k].name);
+        fprintf(txt, "), %zu not run\n", s->not_run);
+        for (size_t k = 0; k < NKINDS; k++) {
+            kt_outcome oc = kinds[k].outcome;
+            if (s->fails[oc] == 0) continue;
+            fprintf(txt, "  %s (%zu)%s:\n", kinds[k].name, s->fails[oc], s->fails[oc] > EXAMPLES ? ", the first ones" : "");
+            for (size_t e = 0; e < s->fails[oc] && e < EXAMPLES; e++) {
+                const char *msg = kt_decision_unit_message(s->d, s->examples[oc][e]);
+                fprintf(txt, "    %s\n", kt_decision_unit_config(s->d, s->examples[oc][e]));
+                print_message(txt, msg ? msg : "(no message)", 4);
+            }
+        }
+        if (s->vline[0]) fprintf(txt, "%s\n", s->vline);
+        fprintf(txt, "measurement (%s): %llu runs, %.6g s of kernel time%s; tuning took %.3g s\n", kt_policy_name(s->policy),
+                (unsigned long long)s->runs, s->run_ns / 1e9, s->o->simulate ? " (simulated)" : "", s->wall);
+        if (s->fl)
+            fprintf(txt, "fleet: %zu worker%s on %s: %llu jobs (%llu failed, %llu taken over from a worker that stopped, %llu "
+                         "duplicate results ignored); the coordinator used %.0f us of processor time per job\n",
+                    s->fs.workers, s->fs.workers == 1 ? "" : "s", fleet_device_name(s->fl), (unsigned long long)s->fs.jobs,
+                    (unsigned long long)s->fs.failed, (unsigned long long)s->fs.reclaimed, (unsigned long long)s->fs.duplicates,
+                    s->fs.jobs ? s->fs.cpu_s * 1e6 / (double)s->fs.jobs : 0.0);
+        if (s->recorded)
+            fprintf(txt, "%s %zu configurations as the cache %s recorded them (an earlier run's): not run again\n",
+                    s->o->resume ? "resumed: took" : "took", s->recorded, s->cache_path ? s->cache_path : "");
+        if (!s->o->simulate && s->fl)
+            fprintf(txt, "time spent: waiting for the workers' jobs %.3g s (summed over the jobs in flight), the runs %.3g s "
+                         "(measured by the workers)\n", s->split_ms[0] / 1e3, s->run_ns / 1e9);
+        else if (!s->o->simulate) {
+            char early[64] = "";
+            if (s->build_busy_early >= 0)
+                snprintf(early, sizeof early, ", %.0f%% over the first %.0f s", 100 * s->build_busy_early, s->build_end_s * 5 / 6);
+            fprintf(txt, "time spent: building %.3g s (summed over the %zu build threads: %.0f%% busy%s), validating %.3g s, "
+                         "around the runs %.3g s, the runs %.3g s\n", s->split_ms[0] / 1e3, s->build_threads, 100 * s->build_busy, early,
+                    s->split_ms[1] / 1e3, s->split_ms[2] / 1e3, s->run_ns / 1e9);
+        }
+    }
+    if (!s->validated && !s->o->simulate && !s->o->validate_off && !s->cached && (s->best != (size_t)-1 || s->ref_unit != (size_t)-1)) {
+        fprintf(txt, "warning: the configurations were not validated: ");
+        if (s->ref_unit != (size_t)-1) {
+            /* what the library recorded of the reference's run: "did not run" only when it did not */
+            const char *msg = kt_decision_unit_message(s->d, s->ref_unit);
+            kt_outcome ro = kt_decision_unit_outcome(s->d, s->ref_unit);
+            fprintf(txt, "the reference (the Default configuration %s) ", kt_decision_unit_config(s->d, s->ref_unit));
+            if (ro != KT_OUTCOME_MEASURED && ro != KT_OUTCOME_NOT_RUN) fprintf(txt, "failed (%s)%s\n", outcome_name(ro), msg ? ":" : "");
+            else if (msg) fprintf(txt, "could not be used:\n");
+            else if (ro == KT_OUTCOME_MEASURED) fprintf(txt, "ran, but could not be used\n");
+            else fprintf(txt, "did not run\n");
+            if (msg) print_message(txt, msg, 4);
+        } else {
+            fprintf(txt, "the reference did not run\n");
+        }
+    }
+    if (s->chosen && s->truth)
+        fprintf(txt, "recorded: the chosen configuration's mean is %.6g ms, the recorded best %.6g ms (%s): ratio %.4f\n",
+                s->chosen->mean_ms, s->truth->mean_ms, s->truth->key, s->chosen->mean_ms / s->truth->mean_ms);
+    /* the ten fastest */
+    size_t order[10], k = 0;
+    for (size_t u = 0; u < kt_decision_unit_count(s->d); u++) {
+        if (kt_decision_unit_outcome(s->d, u) != KT_OUTCOME_MEASURED) continue;
+        if (strcmp(kt_op_candidate_name(s->op, kt_decision_unit_candidate(s->d, u)), "kernel") != 0) continue;
+        size_t pos = k < 10 ? k++ : 10;
+        while (pos > 0 && kt_decision_unit_time_ns(s->d, order[pos - 1]) > kt_decision_unit_time_ns(s->d, u)) {
+            if (pos < 10) order[pos] = order[pos - 1];
+            pos--;
+        }
+        if (pos < 10) order[pos] = u;
+    }
+    if (k > 1) {
+        fprintf(txt, "%4s  %12s  %s\n", "rank", "time (ms)", "configuration");
+        for (size_t i = 0; i < k; i++)
+            fprintf(txt, "%4zu  %12.6g  %s\n", i + 1, kt_decision_unit_time_ns(s->d, order[i]) / 1e6, kt_decision_unit_config(s->d, order[i]));
+    }
+}
+
+/* The --json document of a finished tuning. */
+static json_t *summary_json(const summary *s) {
+    json_t *j = json_object();
+    json_object_set_new(j, "problem", json_string(s->p->name));
+    json_object_set_new(j, "ignored", t1_ignored_json(s->p)); /* JSON paths accepted without being read */
+    json_object_set_new(j, "device", json_string(s->dev_name));
+    json_object_set_new(j, "configurations", json_integer((json_int_t)s->total));
+    json_object_set_new(j, "measured", json_integer((json_int_t)s->measured));
+    json_object_set_new(j, "failed", json_integer((json_int_t)s->failed));
+    json_object_set_new(j, "not_run", json_integer((json_int_t)s->not_run));
+    json_t *kj = json_object(), *ej = json_object();
+    for (size_t k = 0; k < NKINDS; k++) {
+        kt_outcome oc = kinds[k].outcome;
+        json_object_set_new(kj, kinds[k].name, json_integer((json_int_t)s->fails[oc]));
+        if (s->fails[oc] == 0) continue;
+        json_t *list = json_array();
+        for (size_t e = 0; e < s->fails[oc] && e < EXAMPLES; e++) {
+            json_t *x = json_object();
+            const char *msg = kt_decision_unit_message(s->d, s->examples[oc][e]);
+            json_object_set_new(x, "configuration", t4_configuration(kt_decision_unit_config(s->d, s->examples[oc][e]), s->names, s->p->nparams));
+            json_object_set_new(x, "message", msg ? json_string(msg) : json_null());
+            json_array_append_new(list, x);
+        }
+        json_object_set_new(ej, kinds[k].name, list);
+    }
+    json_object_set_new(j, "failures", kj);
+    json_object_set_new(j, "failure_examples", ej);
+    /* a decision from the cache does not say whether it was validated */
+    json_object_set_new(j, "validated", s->cached ? json_null() : json_boolean(s->validated));
+    json_object_update(j, s->vinfo); /* "validation", "reference" */
+    if (s->ref_unit != (size_t)-1 && !s->validated) {
+        json_t *rj = json_object_get(j, "reference");
+        const char *msg = kt_decision_unit_message(s->d, s->ref_unit);
+        kt_outcome ro = kt_decision_unit_outcome(s->d, s->ref_unit);
+        const char *inv = ro == KT_OUTCOME_MEASURED ? NULL : invalidity(ro); /* T4's class of a failure */
+        json_object_set_new(rj, "configuration", t4_configuration(kt_decision_unit_config(s->d, s->ref_unit), s->names, s->p->nparams));
+        json_object_set_new(rj, "outcome", json_string(outcome_name(ro)));
+        json_object_set_new(rj, "invalidity", inv ? json_string(inv) : json_null());
+        json_object_set_new(rj, "message", msg ? json_string(msg) : json_null());
+    }
+    json_object_set_new(j, "policy", json_string(kt_policy_name(s->policy)));
+    json_object_set_new(j, "flush", json_string(s->o->flush));
+    if (s->startup_s >= 0) { /* a budget of seconds: the process's, start-up included */
+        json_object_set_new(j, "startup_s", json_real(s->startup_s));
+        json_object_set_new(j, "tuning_budget_s", json_real(s->tuning_s));
+    }
+    json_object_set_new(j, "source", json_string(s->cached ? "cache" : "measured"));
+    json_object_set_new(j, "cache", s->cache_path ? json_string(s->cache_path) : json_null());
+    json_object_set_new(j, "runs", json_integer((json_int_t)s->runs));
+    json_object_set_new(j, "recorded", json_integer((json_int_t)s->recorded)); /* taken as the cache recorded them */
+    json_object_set_new(j, "measurement_time_s", json_real(s->run_ns / 1e9));
+    json_object_set_new(j, "confidence", json_real(s->confidence));
+    json_object_set_new(j, "requested_confidence", s->d && kt_decision_requested_confidence(s->d) > 0 ? json_real(kt_decision_requested_confidence(s->d)) : json_null());
+    json_object_set_new(j, "below_confidence", json_boolean(s->low));
+    json_object_set_new(j, "reraced", json_boolean(s->reraced));
+    json_object_set_new(j, "cache_rejected", s->rejected ? json_string(s->rejected) : json_null());
+    if (s->fl) {
+        json_t *fj = json_object();
+        json_object_set_new(fj, "device", json_string(fleet_device_name(s->fl)));
+        json_object_set_new(fj, "workers", json_integer((json_int_t)s->fs.workers));
+        json_object_set_new(fj, "workers_left_out", json_integer((json_int_t)s->fs.ignored));
+        json_object_set_new(fj, "jobs", json_integer((json_int_t)s->fs.jobs));
+        json_object_set_new(fj, "failed", json_integer((json_int_t)s->fs.failed));
+        json_object_set_new(fj, "taken_over", json_integer((json_int_t)s->fs.reclaimed));
+        json_object_set_new(fj, "duplicate_results", json_integer((json_int_t)s->fs.duplicates));
+        json_object_set_new(fj, "coordinator_cpu_s", json_real(s->fs.cpu_s));
+        json_object_set_new(fj, "coordinator_us_per_job", s->fs.jobs ? json_real(s->fs.cpu_s * 1e6 / (double)s->fs.jobs) : json_null());
+        json_object_set_new(j, "fleet", fj);
+    }
+    if (s->o->simulate && !s->o->workers) { /* what the search would have cost on the recorded device: the runs, and building what it tried */
+        json_object_set_new(j, "simulated_time_s", json_real(replay_clock_s((void *)s->replay)));
+        json_object_set_new(j, "simulated_run_time_s", json_real((double)atomic_load(&s->replay->served_ns) / 1e9));
+    }
+    json_object_set_new(j, "tuning_time_s", json_real(s->wall));
+    json_object_set_new(j, "builds", json_integer((json_int_t)kt_context_compile_count(s->ctx))); /* variants compiled, */
+    json_object_set_new(j, "artifacts_found", json_integer((json_int_t)kt_context_artifact_hits(s->ctx))); /* and found compiled */
+    if (!s->o->simulate) {
+        json_t *split = json_object();
+        json_object_set_new(split, "build_s", json_real(s->split_ms[0] / 1e3));
+        json_object_set_new(split, "build_threads", json_integer((json_int_t)s->build_threads));
+        json_object_set_new(split, "build_busy", json_real(s->build_busy));
+        if (s->build_busy_early >= 0) { /* builds beside the measuring */
+            json_object_set_new(split, "build_busy_early", json_real(s->build_busy_early));
+            json_object_set_new(split, "build_busy_early_s", json_real(s->build_end_s * 5 / 6));
+        }
+        json_object_set_new(split, "validation_s", json_real(s->split_ms[1] / 1e3));
+        json_object_set_new(split, "framework_s", json_real(s->split_ms[2] / 1e3));
+        json_object_set_new(split, "runs_s", json_real(s->run_ns / 1e9));
+        json_object_set_new(j, "time_split", split);
+    }
+    if (s->best != (size_t)-1) {
+        json_t *b = json_object();
+        json_object_set_new(b, "configuration", t4_configuration(kt_decision_unit_config(s->d, s->best), s->names, s->p->nparams));
+        json_object_set_new(b, "time_ms", json_real(s->best_ms));
+        json_object_set_new(b, "runs", json_integer(kt_decision_unit_runs(s->d, s->best)));
+        double flops = kt_decision_unit_flops(s->d, s->best), by = kt_decision_unit_bytes(s->d, s->best), t_ns = kt_decision_unit_time_ns(s->d, s->best);
+        if (!s->cached && flops >= 0 && t_ns > 0) {
+            json_object_set_new(b, "flops", json_real(flops));
+            json_object_set_new(b, "gflops", json_real(flops / t_ns));
+            if (s->peak_f > 0) json_object_set_new(b, "gflops_fraction_of_peak", json_real(flops / t_ns / s->peak_f));
+        }
+        if (!s->cached && by >= 0 && t_ns > 0) {
+            json_object_set_new(b, "bytes", json_real(by));
+            json_object_set_new(b, "gbs", json_real(by / t_ns));
+            if (s->peak_b > 0) json_object_set_new(b, "gbs_fraction_of_peak", json_real(by / t_ns / s->peak_b));
+        }
+        if (s->chosen) json_object_set_new(b, "recorded_ms", json_real(s->chosen->mean_ms));
+        json_t *geo = geometry_json(s->p, s->d, s->best);
+        if (geo) json_object_set_new(b, "geometry", geo);
+        json_object_set_new(j, "best", b);
+    } else {
+        json_object_set_new(j, "best", json_null());
+    }
+    if (s->truth) {
+        json_t *b = json_object();
+        json_object_set_new(b, "configuration", t4_configuration(s->truth->key, s->names, s->p->nparams));
+        json_object_set_new(b, "time_ms", json_real(s->truth->mean_ms));
+        json_object_set_new(j, "recorded_best", b);
+    }
+    return j;
+}
+
 int run_tune(int argc, char **argv) {
     run_state run = {0};
     options *op_ = &run.o;
@@ -1923,35 +2334,10 @@ int run_tune(int argc, char **argv) {
     if (p.nargs > 64 || p.nparams > 64) FAIL("%s: at most 64 arguments and 64 parameters", o.problem);
     for (size_t i = 0; i < p.nparams; i++) names[i] = p.params[i].name;
     const char *strategy = o.strategy;
-    if (p.search && !o.strategy_given) { /* the problem's Search, in kerntune's words or Kernel Tuner's */
-        static const char *const names[][2] = {{"brute_force", "exhaustive"}, {"random_sample", "random"},
-                                               {"greedy_ils", "local"},        {"greedy_mls", "local"},
-                                               {"simulated_annealing", "anneal"}, {"dual_annealing", "anneal"},
-                                               {"genetic_algorithm", "genetic"}, {"bayes_opt", "model"}};
-        strategy = NULL;
-        for (size_t i = 0; i < kt_search_strategy_count() && strategy == NULL; i++)
-            if (strcmp(p.search, kt_search_strategy_name(i)) == 0) strategy = p.search;
-        for (size_t i = 0; i < sizeof names / sizeof names[0] && strategy == NULL; i++)
-            if (strcmp(p.search, names[i][0]) == 0) strategy = names[i][1];
-        if (strategy == NULL)
-            FAIL("%s: Search.Name: '%s' is not a strategy kerntune has (exhaustive, random, local, anneal, genetic, model, auto, or "
-                 "Kernel Tuner's brute_force, random_sample, greedy_ils, greedy_mls, simulated_annealing, dual_annealing, "
-                 "genetic_algorithm, bayes_opt); --strategy NAME overrides it", o.problem, p.search);
-        if (p.search_attributes)
-            FAIL("%s: Search.Attributes: kerntune's strategies take none (pass --strategy %s to tune without them)", o.problem, strategy);
-    }
-    for (size_t i = 0; o.t4 && i < p.nargs + p.nrefs + 1; i++) { /* what the problem names: --t4 would replace it too */
-        const char *src = i == 0 ? p.kernel_file : i <= p.nargs ? p.args[i - 1].data_source : p.refs[i - 1 - p.nargs].data_source;
-        if (src == NULL || (i == 0 && o.simulate)) continue;
-        char *path = src[0] == '/' || i == 0 ? cli_format("%s", src) : cli_format("%s/%s", p.dir, src);
-        bool same = path && same_file(o.t4, path);
-        free(path);
-        if (!same) continue;
+    if ((err = problem_strategy(&p, &o, &strategy)) != NULL) FAIL("%s", err);
+    if ((err = t4_replaces_input(&p, &o)) != NULL) {
         run.usage = true;
-        if (i == 0) FAIL("--t4 %s is the problem's KernelSpecification.KernelFile: the results would replace it", o.t4);
-        if (i <= p.nargs) FAIL("--t4 %s is the problem's KernelSpecification.Arguments[%zu].DataSource: the results would replace it", o.t4, i - 1);
-        FAIL("--t4 %s is the problem's KernelSpecification.ReferenceArguments[%zu].DataSource: the results would replace it", o.t4,
-             i - 1 - p.nargs);
+        FAIL("%s", err);
     }
     if (o.nproblem && p.nproblem && o.nproblem != p.nproblem) /* sizes and grids index ProblemSize's dimensions */
         FAIL("--problem-size %s: %zu dimension%s; the problem's KernelSpecification.ProblemSize has %zu", o.problem_size_text, o.nproblem,
@@ -1969,38 +2355,7 @@ int run_tune(int argc, char **argv) {
             goto done;
         }
     }
-    if (!o.simulate && !(o.cache && strcmp(o.cache, "off") == 0)) {
-        kt_cache *c = NULL;
-        kt_status st = kt_cache_open(o.cache, &c);
-        const char *env = getenv("KERNTUNE_CACHE");
-        if (st == KT_ERR_NOT_FOUND && o.cache == NULL && o.resume) {
-            FAIL("--resume: there is no cache to resume from (KERNTUNE_CACHE=off, or no home directory); name one with --cache");
-        } else if (st == KT_ERR_NOT_FOUND && o.cache == NULL) {
-            /* KERNTUNE_CACHE=off, or no home directory: decisions last as long as the process */
-        } else if (st != KT_OK) {
-            if (o.cache) FAIL("--cache %s: %s", o.cache, kt_last_error());
-            if (env) FAIL("KERNTUNE_CACHE=%s: %s", env, kt_last_error());
-            FAIL("the default cache: %s (--cache off tunes without it)", kt_last_error());
-        } else {
-            const char *w = kt_cache_warning(c);
-            char *asked = o.cache ? cli_format("--cache %s", o.cache) : env ? cli_format("KERNTUNE_CACHE=%s", env) : cli_format("the default cache");
-            const char *requested = o.cache ? o.cache : env;
-            bool memory = strcmp(kt_cache_path(c), ":memory:") == 0 && !(requested && strcmp(requested, ":memory:") == 0);
-            if (memory) { /* it could not be used: it would have been ignored */
-                char dflt[4096]; /* KT_ERR_LIMIT when it does not fit: then the library's words stand alone */
-                const char *path = o.cache ? o.cache : kt_cache_default_path(dflt, sizeof dflt) == KT_OK ? dflt : NULL;
-                if (path && access(path, R_OK | W_OK) != 0)
-                    set_error(&run, "%s: cannot be read and written: %s (--cache off tunes without a cache)", asked ? asked : "--cache", strerror(errno));
-                else
-                    set_error(&run, "%s: cannot be used: %s (--cache off tunes without a cache)", asked ? asked : "--cache", w);
-            } else if (w && *w && txt) {
-                fprintf(stderr, "kerntune tune: warning: %s: %s\n", asked ? asked : "--cache", w);
-            }
-            free(asked);
-            kt_cache_close(c);
-            if (run.error) goto done;
-        }
-    }
+    if (!o.simulate && !(o.cache && strcmp(o.cache, "off") == 0) && (err = check_cache(&o, txt != NULL)) != NULL) FAIL("%s", err);
 
     KT(kt_context_create(&ctx));
     kt_policy policy = KT_POLICY_RACE;
@@ -2169,179 +2524,12 @@ int run_tune(int argc, char **argv) {
     if (reraced && txt)
         fprintf(stderr, "kerntune tune: note: the cache's decision for this problem was below the confidence its race asked for: its finalists were raced again\n");
 
-    /* the kernel's units: counts; the best is the library's winner, always a configuration of the
-     * kernel's space (the reference group only validates) */
-    size_t measured = 0, failed = 0, not_run = 0, best = (size_t)-1, fails[8] = {0}, recorded = 0;
-    size_t examples[8][EXAMPLES], ref_unit = (size_t)-1;
-    for (size_t u = 0; u < kt_decision_unit_count(d); u++) {
-        const char *cand = kt_op_candidate_name(op, kt_decision_unit_candidate(d, u));
-        if (strcmp(cand, "reference") == 0 && ref_unit == (size_t)-1) ref_unit = u;
-        if (strcmp(cand, "kernel") != 0) continue;
-        kt_outcome oc = unit_outcome(fl, d, u);
-        const char *why = kt_decision_unit_message(d, u);
-        /* taken from what the cache recorded (an earlier run, finished or not): not run now */
-        if (kt_decision_source_of(d) == KT_SOURCE_MEASURED &&
-            ((oc == KT_OUTCOME_MEASURED && kt_decision_unit_runs(d, u) == 0) || (why && strncmp(why, "recorded in the cache", 21) == 0)))
-            recorded++;
-        if (oc == KT_OUTCOME_MEASURED) measured++;
-        else if (oc == KT_OUTCOME_NOT_RUN) not_run++;
-        else if ((unsigned)oc < 8) {
-            if (fails[oc] < EXAMPLES) examples[oc][fails[oc]] = u;
-            failed++, fails[oc]++;
-        }
-    }
-    double best_ms = -1;
-    if (st == KT_OK) {
-        best = kt_decision_winner_unit(d);
-        best_ms = kt_decision_unit_time_ns(d, best) / 1e6;
-    }
-    bool cached = kt_decision_source_of(d) == KT_SOURCE_CACHE;
-    /* with --workers, each worker validates what it measures against its own reference: a wrong
-     * answer comes back as a failure of that configuration */
-    bool validated = kt_decision_validated(d) != 0 || (o.workers && !o.simulate);
-    /* which reference validated, and why (validation_info) */
-    long cref = kt_decision_reference_unit(d);
-    const char *ref_cfg = ref_unit != (size_t)-1 ? kt_decision_unit_config(d, ref_unit) : cref >= 0 ? kt_decision_unit_config(d, (size_t)cref) : NULL;
-    size_t ref_among = 0, ref_agree = kt_decision_reference_consensus(d, &ref_among);
-    char vline[512];
-    vinfo = validation_info(&prep, &o, names, ref_cfg, ref_agree, ref_among, validated, vline, sizeof vline);
-    if (cached) { /* a decision from the cache does not say how it was validated */
-        json_t *rj = json_object();
-        json_object_set_new(rj, "source", json_null());
-        json_object_set_new(rj, "why", json_string("a decision from the cache: nothing was run"));
-        json_object_set_new(vinfo, "reference", rj);
-        vline[0] = '\0';
-    }
-    fleet_stats fs = {0};
-    if (fl) fleet_get_stats(fl, &fs);
-    kt_cache *cache = kt_context_cache(ctx);
-    const char *cache_path = cache ? kt_cache_path(cache) : NULL;
-    uint64_t runs = kt_decision_total_runs(d);
-    /* where the tuning's time went, summed over its units: building, validating, the framework
-     * around the runs (loading, preparing, flushing, restoring, a worker's round trips), the runs */
-    double split_ms[3] = {0, 0, 0};
-    for (size_t u = 0; d && u < kt_decision_unit_count(d); u++) {
-        split_ms[0] += kt_decision_unit_build_ms(d, u);
-        split_ms[1] += kt_decision_unit_validation_ms(d, u);
-        split_ms[2] += kt_decision_unit_framework_ms(d, u);
-    }
-    double run_ns = kt_decision_measure_ns(d), confidence = kt_decision_confidence(d);
-    /* how busy the build threads were over the tuning: where they built beside the measuring,
-     * by the builds' spans (those a budget left running count until the tuning's end), over the
-     * whole and over its first five sixths (the first 50 s of 60: at the end a budget proposes
-     * nothing that could not be built in time); otherwise the units' build times over threads x
-     * wall */
-    size_t build_threads = kt_decision_build_threads(d);
-    double build_busy = wall > 0 && build_threads > 0 ? split_ms[0] / 1e3 / ((double)build_threads * wall) : 0;
-    double build_end_s = kt_decision_build_end_s(d), build_busy_early = -1;
-    if (build_end_s > 0) {
-        build_busy = kt_decision_build_busy(d, 0, build_end_s);
-        build_busy_early = kt_decision_build_busy(d, 0, build_end_s * 5 / 6);
-    }
-    const t4_record *chosen = NULL, *truth = NULL; /* replay: the chosen configuration's record, the recorded best */
-    if (o.simulate) {
-        if (best != (size_t)-1) chosen = replay_find(&replay, kt_decision_unit_config(d, best));
-        for (size_t i = 0; i < replay.recs.n; i++) {
-            const t4_record *r = &replay.recs.recs[i];
-            if (strcmp(r->invalidity, "correct") == 0 && r->mean_ms >= 0 && (truth == NULL || r->mean_ms < truth->mean_ms)) truth = r;
-        }
-    }
-    if (replay.recorded && chosen) best_ms = chosen->mean_ms; /* the recorded objective itself */
-    if (txt) {
-        if (best != (size_t)-1) {
-            if (cached)
-                fprintf(txt, "best: %s  %.6g ms (recorded in the cache %s; confidence %.3f): nothing was compiled or measured\n",
-                        kt_decision_unit_config(d, best), best_ms, cache_path, confidence);
-            else
-                fprintf(txt, "best: %s  %.6g ms (mean of %u runs; confidence %.3f)\n", kt_decision_unit_config(d, best), best_ms,
-                        kt_decision_unit_runs(d, best), confidence);
-            double fl = kt_decision_unit_flops(d, best), by = kt_decision_unit_bytes(d, best), t_ns = kt_decision_unit_time_ns(d, best);
-            if (!cached && t_ns > 0 && (fl >= 0 || by >= 0)) {
-                fprintf(txt, "work of the best:");
-                if (fl >= 0) fprintf(txt, " %.4g GFLOP/s", fl / t_ns);
-                if (fl >= 0 && peak_f > 0) fprintf(txt, " (%.1f%% of %g)", 100 * fl / t_ns / peak_f, peak_f);
-                if (by >= 0) fprintf(txt, "%s %.4g GB/s", fl >= 0 ? "," : "", by / t_ns);
-                if (by >= 0 && peak_b > 0) fprintf(txt, " (%.1f%% of %g)", 100 * by / t_ns / peak_b, peak_b);
-                fprintf(txt, "\n");
-            }
-        } else {
-            fprintf(txt, "no configuration is valid\n");
-        }
-        if (!cached) {
-            fprintf(txt, "%zu configurations: %zu measured, %zu failed (", total, measured, failed);
-            for (size_t k = 0; k < NKINDS; k++) fprintf(txt, "%s%zu %s", k ? ", " : "", fails[kinds[k].outcome], kinds[k].name);
-            fprintf(txt, "), %zu not run\n", not_run);
-            for (size_t k = 0; k < NKINDS; k++) {
-                kt_outcome oc = kinds[k].outcome;
-                if (fails[oc] == 0) continue;
-                fprintf(txt, "  %s (%zu)%s:\n", kinds[k].name, fails[oc], fails[oc] > EXAMPLES ? ", the first ones" : "");
-                for (size_t e = 0; e < fails[oc] && e < EXAMPLES; e++) {
-                    const char *msg = kt_decision_unit_message(d, examples[oc][e]);
-                    fprintf(txt, "    %s\n", kt_decision_unit_config(d, examples[oc][e]));
-                    print_message(txt, msg ? msg : "(no message)", 4);
-                }
-            }
-            if (vline[0]) fprintf(txt, "%s\n", vline);
-            fprintf(txt, "measurement (%s): %llu runs, %.6g s of kernel time%s; tuning took %.3g s\n", kt_policy_name(policy),
-                    (unsigned long long)runs, run_ns / 1e9, o.simulate ? " (simulated)" : "", wall);
-            if (fl)
-                fprintf(txt, "fleet: %zu worker%s on %s: %llu jobs (%llu failed, %llu taken over from a worker that stopped, %llu "
-                             "duplicate results ignored); the coordinator used %.0f us of processor time per job\n",
-                        fs.workers, fs.workers == 1 ? "" : "s", fleet_device_name(fl), (unsigned long long)fs.jobs,
-                        (unsigned long long)fs.failed, (unsigned long long)fs.reclaimed, (unsigned long long)fs.duplicates,
-                        fs.jobs ? fs.cpu_s * 1e6 / (double)fs.jobs : 0.0);
-            if (recorded)
-                fprintf(txt, "%s %zu configurations as the cache %s recorded them (an earlier run's): not run again\n",
-                        o.resume ? "resumed: took" : "took", recorded, cache_path ? cache_path : "");
-            if (!o.simulate && fl)
-                fprintf(txt, "time spent: waiting for the workers' jobs %.3g s (summed over the jobs in flight), the runs %.3g s "
-                             "(measured by the workers)\n", split_ms[0] / 1e3, run_ns / 1e9);
-            else if (!o.simulate) {
-                char early[64] = "";
-                if (build_busy_early >= 0)
-                    snprintf(early, sizeof early, ", %.0f%% over the first %.0f s", 100 * build_busy_early, build_end_s * 5 / 6);
-                fprintf(txt, "time spent: building %.3g s (summed over the %zu build threads: %.0f%% busy%s), validating %.3g s, "
-                             "around the runs %.3g s, the runs %.3g s\n", split_ms[0] / 1e3, build_threads, 100 * build_busy, early,
-                        split_ms[1] / 1e3, split_ms[2] / 1e3, run_ns / 1e9);
-            }
-        }
-        if (!validated && !o.simulate && !o.validate_off && !cached && (best != (size_t)-1 || ref_unit != (size_t)-1)) {
-            fprintf(txt, "warning: the configurations were not validated: ");
-            if (ref_unit != (size_t)-1) {
-                /* what the library recorded of the reference's run: "did not run" only when it did not */
-                const char *msg = kt_decision_unit_message(d, ref_unit);
-                kt_outcome ro = kt_decision_unit_outcome(d, ref_unit);
-                fprintf(txt, "the reference (the Default configuration %s) ", kt_decision_unit_config(d, ref_unit));
-                if (ro != KT_OUTCOME_MEASURED && ro != KT_OUTCOME_NOT_RUN) fprintf(txt, "failed (%s)%s\n", outcome_name(ro), msg ? ":" : "");
-                else if (msg) fprintf(txt, "could not be used:\n");
-                else if (ro == KT_OUTCOME_MEASURED) fprintf(txt, "ran, but could not be used\n");
-                else fprintf(txt, "did not run\n");
-                if (msg) print_message(txt, msg, 4);
-            } else {
-                fprintf(txt, "the reference did not run\n");
-            }
-        }
-        if (chosen && truth)
-            fprintf(txt, "recorded: the chosen configuration's mean is %.6g ms, the recorded best %.6g ms (%s): ratio %.4f\n",
-                    chosen->mean_ms, truth->mean_ms, truth->key, chosen->mean_ms / truth->mean_ms);
-        /* the ten fastest */
-        size_t order[10], k = 0;
-        for (size_t u = 0; u < kt_decision_unit_count(d); u++) {
-            if (kt_decision_unit_outcome(d, u) != KT_OUTCOME_MEASURED) continue;
-            if (strcmp(kt_op_candidate_name(op, kt_decision_unit_candidate(d, u)), "kernel") != 0) continue;
-            size_t pos = k < 10 ? k++ : 10;
-            while (pos > 0 && kt_decision_unit_time_ns(d, order[pos - 1]) > kt_decision_unit_time_ns(d, u)) {
-                if (pos < 10) order[pos] = order[pos - 1];
-                pos--;
-            }
-            if (pos < 10) order[pos] = u;
-        }
-        if (k > 1) {
-            fprintf(txt, "%4s  %12s  %s\n", "rank", "time (ms)", "configuration");
-            for (size_t i = 0; i < k; i++)
-                fprintf(txt, "%4zu  %12.6g  %s\n", i + 1, kt_decision_unit_time_ns(d, order[i]) / 1e6, kt_decision_unit_config(d, order[i]));
-        }
-    }
+    summary sm = {.o = &o, .p = &p, .prep = &prep, .replay = &replay, .op = op, .fl = fl, .ctx = ctx, .d = d, .names = names,
+                  .dev_name = dev_name, .st = st, .policy = policy, .total = total, .wall = wall, .peak_f = peak_f, .peak_b = peak_b,
+                  .startup_s = startup_s, .tuning_s = tuning_s, .rejected = rejected, .low = low, .reraced = reraced};
+    summarize(&sm);
+    vinfo = sm.vinfo;
+    if (txt) print_summary(txt, &sm);
     if (o.t4 || o.report) {
         t4doc = t4_document(&p, op, fl, &told, d, dev_name, names, p.nparams, wall, peak_f, peak_b, vinfo);
         json_object_set_new(json_object_get(t4doc, "x-kerntune"), "flush", json_string(o.flush));
@@ -2363,129 +2551,13 @@ int run_tune(int argc, char **argv) {
         if (txt) fprintf(stderr, "kerntune tune: report written to %s\n", o.report);
     }
     if (o.json) {
-        json_t *j = json_object();
-        json_object_set_new(j, "problem", json_string(p.name));
-        json_object_set_new(j, "ignored", t1_ignored_json(&p)); /* JSON paths accepted without being read */
-        json_object_set_new(j, "device", json_string(dev_name));
-        json_object_set_new(j, "configurations", json_integer((json_int_t)total));
-        json_object_set_new(j, "measured", json_integer((json_int_t)measured));
-        json_object_set_new(j, "failed", json_integer((json_int_t)failed));
-        json_object_set_new(j, "not_run", json_integer((json_int_t)not_run));
-        json_t *fj = json_object(), *ej = json_object();
-        for (size_t k = 0; k < NKINDS; k++) {
-            kt_outcome oc = kinds[k].outcome;
-            json_object_set_new(fj, kinds[k].name, json_integer((json_int_t)fails[oc]));
-            if (fails[oc] == 0) continue;
-            json_t *list = json_array();
-            for (size_t e = 0; e < fails[oc] && e < EXAMPLES; e++) {
-                json_t *x = json_object();
-                const char *msg = kt_decision_unit_message(d, examples[oc][e]);
-                json_object_set_new(x, "configuration", t4_configuration(kt_decision_unit_config(d, examples[oc][e]), names, p.nparams));
-                json_object_set_new(x, "message", msg ? json_string(msg) : json_null());
-                json_array_append_new(list, x);
-            }
-            json_object_set_new(ej, kinds[k].name, list);
-        }
-        json_object_set_new(j, "failures", fj);
-        json_object_set_new(j, "failure_examples", ej);
-        /* a decision from the cache does not say whether it was validated */
-        json_object_set_new(j, "validated", cached ? json_null() : json_boolean(validated));
-        json_object_update(j, vinfo); /* "validation", "reference" */
-        if (ref_unit != (size_t)-1 && !validated) {
-            json_t *rj = json_object_get(j, "reference");
-            const char *msg = kt_decision_unit_message(d, ref_unit);
-            kt_outcome ro = kt_decision_unit_outcome(d, ref_unit);
-            const char *inv = ro == KT_OUTCOME_MEASURED ? NULL : invalidity(ro); /* T4's class of a failure */
-            json_object_set_new(rj, "configuration", t4_configuration(kt_decision_unit_config(d, ref_unit), names, p.nparams));
-            json_object_set_new(rj, "outcome", json_string(outcome_name(ro)));
-            json_object_set_new(rj, "invalidity", inv ? json_string(inv) : json_null());
-            json_object_set_new(rj, "message", msg ? json_string(msg) : json_null());
-        }
-        json_object_set_new(j, "policy", json_string(kt_policy_name(policy)));
-        json_object_set_new(j, "flush", json_string(o.flush));
-        if (startup_s >= 0) { /* a budget of seconds: the process's, start-up included */
-            json_object_set_new(j, "startup_s", json_real(startup_s));
-            json_object_set_new(j, "tuning_budget_s", json_real(tuning_s));
-        }
-        json_object_set_new(j, "source", json_string(cached ? "cache" : "measured"));
-        json_object_set_new(j, "cache", cache_path ? json_string(cache_path) : json_null());
-        json_object_set_new(j, "runs", json_integer((json_int_t)runs));
-        json_object_set_new(j, "recorded", json_integer((json_int_t)recorded)); /* taken as the cache recorded them */
-        json_object_set_new(j, "measurement_time_s", json_real(run_ns / 1e9));
-        json_object_set_new(j, "confidence", json_real(confidence));
-        json_object_set_new(j, "requested_confidence", d && kt_decision_requested_confidence(d) > 0 ? json_real(kt_decision_requested_confidence(d)) : json_null());
-        json_object_set_new(j, "below_confidence", json_boolean(low));
-        json_object_set_new(j, "reraced", json_boolean(reraced));
-        json_object_set_new(j, "cache_rejected", rejected ? json_string(rejected) : json_null());
-        if (fl) {
-            json_t *fj = json_object();
-            json_object_set_new(fj, "device", json_string(fleet_device_name(fl)));
-            json_object_set_new(fj, "workers", json_integer((json_int_t)fs.workers));
-            json_object_set_new(fj, "workers_left_out", json_integer((json_int_t)fs.ignored));
-            json_object_set_new(fj, "jobs", json_integer((json_int_t)fs.jobs));
-            json_object_set_new(fj, "failed", json_integer((json_int_t)fs.failed));
-            json_object_set_new(fj, "taken_over", json_integer((json_int_t)fs.reclaimed));
-            json_object_set_new(fj, "duplicate_results", json_integer((json_int_t)fs.duplicates));
-            json_object_set_new(fj, "coordinator_cpu_s", json_real(fs.cpu_s));
-            json_object_set_new(fj, "coordinator_us_per_job", fs.jobs ? json_real(fs.cpu_s * 1e6 / (double)fs.jobs) : json_null());
-            json_object_set_new(j, "fleet", fj);
-        }
-        if (o.simulate && !o.workers) { /* what the search would have cost on the recorded device: the runs, and building what it tried */
-            json_object_set_new(j, "simulated_time_s", json_real(replay_clock_s(&replay)));
-            json_object_set_new(j, "simulated_run_time_s", json_real((double)atomic_load(&replay.served_ns) / 1e9));
-        }
-        json_object_set_new(j, "tuning_time_s", json_real(wall));
-        json_object_set_new(j, "builds", json_integer((json_int_t)kt_context_compile_count(ctx))); /* variants compiled, */
-        json_object_set_new(j, "artifacts_found", json_integer((json_int_t)kt_context_artifact_hits(ctx))); /* and found compiled */
-        if (!o.simulate) {
-            json_t *sp = json_object();
-            json_object_set_new(sp, "build_s", json_real(split_ms[0] / 1e3));
-            json_object_set_new(sp, "build_threads", json_integer((json_int_t)build_threads));
-            json_object_set_new(sp, "build_busy", json_real(build_busy));
-            if (build_busy_early >= 0) { /* builds beside the measuring */
-                json_object_set_new(sp, "build_busy_early", json_real(build_busy_early));
-                json_object_set_new(sp, "build_busy_early_s", json_real(build_end_s * 5 / 6));
-            }
-            json_object_set_new(sp, "validation_s", json_real(split_ms[1] / 1e3));
-            json_object_set_new(sp, "framework_s", json_real(split_ms[2] / 1e3));
-            json_object_set_new(sp, "runs_s", json_real(run_ns / 1e9));
-            json_object_set_new(j, "time_split", sp);
-        }
-        if (best != (size_t)-1) {
-            json_t *b = json_object();
-            json_object_set_new(b, "configuration", t4_configuration(kt_decision_unit_config(d, best), names, p.nparams));
-            json_object_set_new(b, "time_ms", json_real(best_ms));
-            json_object_set_new(b, "runs", json_integer(kt_decision_unit_runs(d, best)));
-            double fl = kt_decision_unit_flops(d, best), by = kt_decision_unit_bytes(d, best), t_ns = kt_decision_unit_time_ns(d, best);
-            if (!cached && fl >= 0 && t_ns > 0) {
-                json_object_set_new(b, "flops", json_real(fl));
-                json_object_set_new(b, "gflops", json_real(fl / t_ns));
-                if (peak_f > 0) json_object_set_new(b, "gflops_fraction_of_peak", json_real(fl / t_ns / peak_f));
-            }
-            if (!cached && by >= 0 && t_ns > 0) {
-                json_object_set_new(b, "bytes", json_real(by));
-                json_object_set_new(b, "gbs", json_real(by / t_ns));
-                if (peak_b > 0) json_object_set_new(b, "gbs_fraction_of_peak", json_real(by / t_ns / peak_b));
-            }
-            if (chosen) json_object_set_new(b, "recorded_ms", json_real(chosen->mean_ms));
-            json_t *geo = geometry_json(&p, d, best);
-            if (geo) json_object_set_new(b, "geometry", geo);
-            json_object_set_new(j, "best", b);
-        } else {
-            json_object_set_new(j, "best", json_null());
-        }
-        if (truth) {
-            json_t *b = json_object();
-            json_object_set_new(b, "configuration", t4_configuration(truth->key, names, p.nparams));
-            json_object_set_new(b, "time_ms", json_real(truth->mean_ms));
-            json_object_set_new(j, "recorded_best", b);
-        }
+        json_t *j = summary_json(&sm);
         char *text = json_dumps(j, JSON_COMPACT | JSON_REAL_PRECISION(17));
         if (text) fprintf(doc_out, "%s\n", text);
         free(text);
         json_decref(j);
     }
-    rc = best != (size_t)-1 ? 0 : 1;
+    rc = sm.best != (size_t)-1 ? 0 : 1;
 done:
     if (run.error) {
         fprintf(stderr, "kerntune tune: %s\n", run.error);
