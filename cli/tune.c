@@ -87,16 +87,6 @@ static void set_error(run_state *r, const char *fmt, ...) {
     }
 }
 
-#define FAIL(...)                      \
-    do {                               \
-        set_error(&run, __VA_ARGS__);  \
-        goto done;                     \
-    } while (0)
-#define KT(call)                                                                   \
-    do {                                                                           \
-        kt_status st_ = (call);                                                    \
-        if (st_ != KT_OK) FAIL("%s: %s", kt_status_name(st_), kt_last_error());   \
-    } while (0)
 
 /* The strategy of the problem's Search (in kerntune's words or Kernel Tuner's) into *strategy,
  * unless --strategy was given; NULL, or the error (allocated). */
@@ -176,224 +166,266 @@ static char *check_cache(const options *o, bool talk) {
     return err;
 }
 
-int run_tune(int argc, char **argv) {
-    run_state run = {0};
-    options *op_ = &run.o;
-    int rc = parse_options(argc, argv, op_);
-    if (rc != 0) {
-        for (int i = 1; i < argc; i++)
-            if (strcmp(argv[i], "--json") == 0) {
-                json_error(stdout, usage_message ? usage_message : "usage error");
-                break;
-            }
-        free(usage_message);
-        usage_message = NULL;
-        return rc;
-    }
-    const options o = *op_;
-    rc = 1;
-    /* the kernel (in its worker processes, which inherit file descriptor 1) and the platforms'
-     * libraries may print: with --json, all of that goes to stderr and the document alone to
-     * the real stdout */
-    FILE *jout = o.json ? cli_json_begin() : NULL, *doc_out = jout ? jout : stdout;
+/* What run_tune works with, step by step: the options, the problem, the device, the op, and what
+ * the outputs need; freed by cmd_free. */
+typedef struct cmd {
+    run_state run;
+    options o;
+    FILE *jout, *doc_out, *txt; /* the --json stream, where the document goes, the human summary */
     t1 p;
-    char *err = NULL;
-    kt_context *ctx = NULL;
-    kt_space *sp = NULL, *full_sp = NULL;
-    prepared prep = {0};
-    char *source = NULL;
-    replay_data replay = {0};
-    told_log told = {0};
-    fleet *fl = NULL;
-    long dev = -1;
+    char *err;
+    kt_context *ctx;
+    kt_space *sp, *full_sp;
+    prepared prep;
+    char *source;
+    replay_data replay;
+    told_log told;
+    fleet *fl;
+    long dev;
     const char *names[64];
-    json_t *t4doc = NULL, *vinfo = NULL; /* what validation_info says */
-    double startup_s = -1, tuning_s = 0; /* with a budget of seconds: what start-up took, what the tuning got */
-    t4_live live = {0};
-    char replay_dir[PATH_MAX] = ""; /* a stand-in device's artifact directory (stand_in) */
-    bool replay_dir_made = false;
-    FILE *txt = o.quiet ? NULL : o.json ? stderr : stdout; /* the human summary */
-    if (!t1_load(o.problem, &p, &err)) FAIL("%s", err ? err : "out of memory");
-    if (txt) t1_print_ignored(&p, stderr, "kerntune tune"); /* what the problem gives that is not read: once */
-    if (p.nargs > 64 || p.nparams > 64) FAIL("%s: at most 64 arguments and 64 parameters", o.problem);
-    for (size_t i = 0; i < p.nparams; i++) names[i] = p.params[i].name;
-    const char *strategy = o.strategy;
-    if ((err = problem_strategy(&p, &o, &strategy)) != NULL) FAIL("%s", err);
-    if ((err = t4_replaces_input(&p, &o)) != NULL) {
-        run.usage = true;
-        FAIL("%s", err);
+    json_t *t4doc, *vinfo; /* what validation_info says */
+    double startup_s, tuning_s; /* with a budget of seconds: what start-up took, what the tuning got */
+    t4_live live;
+    char replay_dir[PATH_MAX]; /* a stand-in device's artifact directory (stand_in) */
+    bool replay_dir_made;
+    const char *strategy;
+    const int64_t *ps;
+    size_t nps;
+    kt_policy policy;
+    double peak_f, peak_b;
+    bool host_dev;
+    const char *dev_name;
+    size_t total;
+    kt_op *op;
+    progress prog;
+} cmd;
+
+/* A step's failure: the error kept for the end, the step returns false (SFAIL) or exit status 1
+ * (EFAIL). */
+#define SFAIL(...)                       \
+    do {                                 \
+        set_error(&c->run, __VA_ARGS__); \
+        return false;                    \
+    } while (0)
+#define SKT(call)                                                                \
+    do {                                                                         \
+        kt_status st_ = (call);                                                  \
+        if (st_ != KT_OK) SFAIL("%s: %s", kt_status_name(st_), kt_last_error()); \
+    } while (0)
+#define EFAIL(...)                       \
+    do {                                 \
+        set_error(&c->run, __VA_ARGS__); \
+        return 1;                        \
+    } while (0)
+#define EKT(call)                                                                \
+    do {                                                                         \
+        kt_status st_ = (call);                                                  \
+        if (st_ != KT_OK) EFAIL("%s: %s", kt_status_name(st_), kt_last_error()); \
+    } while (0)
+
+/* The problem read and checked with the options, and what the options name (--t4, the cache)
+ * checked, before any work. */
+static bool load_problem(cmd *c) {
+    if (!t1_load(c->o.problem, &c->p, &c->err)) SFAIL("%s", c->err ? c->err : "out of memory");
+    if (c->txt) t1_print_ignored(&c->p, stderr, "kerntune tune"); /* what the problem gives that is not read: once */
+    if (c->p.nargs > 64 || c->p.nparams > 64) SFAIL("%s: at most 64 arguments and 64 parameters", c->o.problem);
+    for (size_t i = 0; i < c->p.nparams; i++) c->names[i] = c->p.params[i].name;
+    c->strategy = c->o.strategy;
+    if ((c->err = problem_strategy(&c->p, &c->o, &c->strategy)) != NULL) SFAIL("%s", c->err);
+    if ((c->err = t4_replaces_input(&c->p, &c->o)) != NULL) {
+        c->run.usage = true;
+        SFAIL("%s", c->err);
     }
-    if (o.nproblem && p.nproblem && o.nproblem != p.nproblem) /* sizes and grids index ProblemSize's dimensions */
-        FAIL("--problem-size %s: %zu dimension%s; the problem's KernelSpecification.ProblemSize has %zu", o.problem_size_text, o.nproblem,
-             o.nproblem == 1 ? "" : "s", p.nproblem);
-    const int64_t *ps = o.nproblem ? o.problem_size : p.problem_size;
-    size_t nps = o.nproblem ? o.nproblem : p.nproblem;
-    if (!t1_grid(&p, nps, &err)) FAIL("%s", err);
+    if (c->o.nproblem && c->p.nproblem && c->o.nproblem != c->p.nproblem) /* sizes and grids index ProblemSize's dimensions */
+        SFAIL("--problem-size %s: %zu dimension%s; the problem's KernelSpecification.ProblemSize has %zu", c->o.problem_size_text, c->o.nproblem,
+             c->o.nproblem == 1 ? "" : "s", c->p.nproblem);
+    c->ps = c->o.nproblem ? c->o.problem_size : c->p.problem_size;
+    c->nps = c->o.nproblem ? c->o.nproblem : c->p.nproblem;
+    if (!t1_grid(&c->p, c->nps, &c->err)) SFAIL("%s", c->err);
 
     /* what the options name, checked before any work */
-    if (o.t4) {
-        char *why = check_writable(o.t4);
+    if (c->o.t4) {
+        char *why = check_writable(c->o.t4);
         if (why) {
-            set_error(&run, "--t4 %s: %s", o.t4, why);
+            set_error(&c->run, "--t4 %s: %s", c->o.t4, why);
             free(why);
-            goto done;
+            return false;
         }
     }
-    if (!o.simulate && !(o.cache && strcmp(o.cache, "off") == 0) && (err = check_cache(&o, txt != NULL)) != NULL) FAIL("%s", err);
+    if (!c->o.simulate && !(c->o.cache && strcmp(c->o.cache, "off") == 0) && (c->err = check_cache(&c->o, c->txt != NULL)) != NULL) SFAIL("%s", c->err);
+    return true;
+}
 
-    KT(kt_context_create(&ctx));
-    kt_policy policy = KT_POLICY_RACE;
-    if (strcmp(o.measure, "recorded") != 0) KT(kt_policy_parse(o.measure, &policy));
-    KT(kt_context_set_policy(ctx, policy));
+/* The context as the options set it, and the device: a replay's or a fleet's stand-in, or the
+ * one the problem's Language asks for; its peaks and name. */
+static bool open_device(cmd *c) {
+    SKT(kt_context_create(&c->ctx));
+    c->policy = KT_POLICY_RACE;
+    if (strcmp(c->o.measure, "recorded") != 0) SKT(kt_policy_parse(c->o.measure, &c->policy));
+    SKT(kt_context_set_policy(c->ctx, c->policy));
     kt_flush flush = KT_FLUSH_AUTO;
-    flush_parse(o.flush, &flush); /* checked with the options */
-    KT(kt_context_set_flush(ctx, flush));
-    KT(kt_context_set_cache(ctx, o.simulate ? "off" : o.cache)); /* replay's device is not a device */
-    if (o.jobs) KT(kt_context_set_compile_threads(ctx, o.jobs));
-    if (o.simulate) {
-        replay.source = o.simulate;
-        replay.recorded = strcmp(o.measure, "recorded") == 0;
-        replay.sampled = o.seed_given;
-        replay.seed = o.seed;
-        if (!t4_read(o.simulate, names, p.nparams, &replay.recs, &err)) FAIL("--simulate %s", err ? err : "out of memory");
-    } else if ((source = t1_read_file(p.kernel_file, "the kernel file", T1_FILE_LIMIT, 0, NULL, &err)) == NULL) {
-        FAIL("%s: KernelSpecification.KernelFile: %s", o.problem, err ? err : "out of memory");
+    flush_parse(c->o.flush, &flush); /* checked with the options */
+    SKT(kt_context_set_flush(c->ctx, flush));
+    SKT(kt_context_set_cache(c->ctx, c->o.simulate ? "off" : c->o.cache)); /* replay's device is not a device */
+    if (c->o.jobs) SKT(kt_context_set_compile_threads(c->ctx, c->o.jobs));
+    if (c->o.simulate) {
+        c->replay.source = c->o.simulate;
+        c->replay.recorded = strcmp(c->o.measure, "recorded") == 0;
+        c->replay.sampled = c->o.seed_given;
+        c->replay.seed = c->o.seed;
+        if (!t4_read(c->o.simulate, c->names, c->p.nparams, &c->replay.recs, &c->err)) SFAIL("--simulate %s", c->err ? c->err : "out of memory");
+    } else if ((c->source = t1_read_file(c->p.kernel_file, "the kernel file", T1_FILE_LIMIT, 0, NULL, &c->err)) == NULL) {
+        SFAIL("%s: KernelSpecification.KernelFile: %s", c->o.problem, c->err ? c->err : "out of memory");
     }
-    if (o.workers) { /* the device is the workers': configurations go to them as jobs (fleet.c) */
-        fleet_run fr = {.problem = o.problem, .p = &p, .simulate = o.simulate, .recorded = replay.recorded, .seed = o.seed,
-                        .seed_given = o.seed_given, .problem_size = o.problem_size_text, .defines = o.defines,
-                        .ndefines = o.ndefines, .timeout = o.timeout};
-        if (!fleet_open(o.workers, &fr, o.wait_workers, !o.quiet && isatty(2), &fl, &err)) FAIL("--workers %s: %s", o.workers, err);
-        if ((err = stand_in(ctx, fleet_backend(fl), replay_dir, sizeof replay_dir, &replay_dir_made, &dev)) != NULL) FAIL("%s", err);
+    if (c->o.workers) { /* the device is the workers': configurations go to them as jobs (fleet.c) */
+        fleet_run fr = {.problem = c->o.problem, .p = &c->p, .simulate = c->o.simulate, .recorded = c->replay.recorded, .seed = c->o.seed,
+                        .seed_given = c->o.seed_given, .problem_size = c->o.problem_size_text, .defines = c->o.defines,
+                        .ndefines = c->o.ndefines, .timeout = c->o.timeout};
+        if (!fleet_open(c->o.workers, &fr, c->o.wait_workers, !c->o.quiet && isatty(2), &c->fl, &c->err)) SFAIL("--workers %s: %s", c->o.workers, c->err);
+        if ((c->err = stand_in(c->ctx, fleet_backend(c->fl), c->replay_dir, sizeof c->replay_dir, &c->replay_dir_made, &c->dev)) != NULL) SFAIL("%s", c->err);
         fleet_stats fs;
-        fleet_get_stats(fl, &fs);
+        fleet_get_stats(c->fl, &fs);
         /* jobs on the stream at once: what the workers take at once (each builds its batch in
          * parallel), at least two per worker and at most 64; as many again wait to follow */
         size_t inflight = fs.batch > 2 * fs.workers ? fs.batch : 2 * fs.workers;
-        if (!o.jobs) KT(kt_context_set_compile_threads(ctx, inflight > 64 ? 64 : inflight));
-        if (txt)
-            fprintf(stderr, "kerntune tune: %zu worker%s on %s%s\n", fs.workers, fs.workers == 1 ? "" : "s", fleet_device_name(fl),
+        if (!c->o.jobs) SKT(kt_context_set_compile_threads(c->ctx, inflight > 64 ? 64 : inflight));
+        if (c->txt)
+            fprintf(stderr, "kerntune tune: %zu worker%s on %s%s\n", fs.workers, fs.workers == 1 ? "" : "s", fleet_device_name(c->fl),
                     fs.ignored ? " (others, on other devices, are left out)" : "");
-    } else if (o.simulate) {
-        if ((err = stand_in(ctx, replay_backend(&replay), replay_dir, sizeof replay_dir, &replay_dir_made, &dev)) != NULL) FAIL("%s", err);
+    } else if (c->o.simulate) {
+        if ((c->err = stand_in(c->ctx, replay_backend(&c->replay), c->replay_dir, sizeof c->replay_dir, &c->replay_dir_made, &c->dev)) != NULL) SFAIL("%s", c->err);
         /* a budget of seconds counts the time the search would have cost on the recorded device */
-        KT(kt_context_set_budget_clock(ctx, replay_clock_s, &replay));
-    } else if ((dev = pick_device(ctx, &p, &o, &err)) < 0) {
-        FAIL("%s", err ? err : "out of memory");
+        SKT(kt_context_set_budget_clock(c->ctx, replay_clock_s, &c->replay));
+    } else if ((c->dev = pick_device(c->ctx, &c->p, &c->o, &c->err)) < 0) {
+        SFAIL("%s", c->err ? c->err : "out of memory");
     }
     /* the device's peaks, for results with work formulas: given, else as its backend reads them */
-    double peak_f = o.peak_gflops, peak_b = o.peak_gbs;
-    if (peak_f == 0 && peak_b == 0 && !o.simulate && !o.workers) KT(kt_device_peaks(ctx, (size_t)dev, &peak_f, &peak_b));
-    bool host_dev = (kt_device_caps(kt_context_device(ctx, (size_t)dev)) & KT_BACKEND_CAP_HOST_MEMORY) != 0;
-    const char *dev_name = kt_device_name(kt_context_device(ctx, (size_t)dev));
+    c->peak_f = c->o.peak_gflops, c->peak_b = c->o.peak_gbs;
+    if (c->peak_f == 0 && c->peak_b == 0 && !c->o.simulate && !c->o.workers) SKT(kt_device_peaks(c->ctx, (size_t)c->dev, &c->peak_f, &c->peak_b));
+    c->host_dev = (kt_device_caps(kt_context_device(c->ctx, (size_t)c->dev)) & KT_BACKEND_CAP_HOST_MEMORY) != 0;
+    c->dev_name = kt_device_name(kt_context_device(c->ctx, (size_t)c->dev));
+    return true;
+}
 
-    if ((sp = make_space(&p, o.defines, o.ndefines, false, ps, nps, &err)) == NULL) FAIL("%s", err);
-    size_t total = 0;
-    if (!enumerate(&p, sp, o.defines, o.ndefines, false, ps, nps, &total, &err)) FAIL("%s", err);
-    if (total == 0) {
-        err = empty_space(&p, &o, ps, nps);
-        FAIL("%s", err ? err : "out of memory");
+/* The space (empty: an error that says why), the op over it on the device, its data and its
+ * reference. */
+static bool make_op(cmd *c) {
+    if ((c->sp = make_space(&c->p, c->o.defines, c->o.ndefines, false, c->ps, c->nps, &c->err)) == NULL) SFAIL("%s", c->err);
+    c->total = 0;
+    if (!enumerate(&c->p, c->sp, c->o.defines, c->o.ndefines, false, c->ps, c->nps, &c->total, &c->err)) SFAIL("%s", c->err);
+    if (c->total == 0) {
+        c->err = empty_space(&c->p, &c->o, c->ps, c->nps);
+        SFAIL("%s", c->err ? c->err : "out of memory");
     }
 
-    for (size_t d = 0; txt && d < o.ndefines; d++)
-        for (size_t i = 0; i < p.nparams; i++)
-            if (define_matches(o.defines[d], p.params[i].name) && !define_in_values(&p.params[i], o.defines[d]))
-                fprintf(stderr, "kerntune tune: note: --define %s: not among the values of %s in the problem (%s)\n", o.defines[d],
-                        p.params[i].name, p.params[i].values);
+    for (size_t d = 0; c->txt && d < c->o.ndefines; d++)
+        for (size_t i = 0; i < c->p.nparams; i++)
+            if (define_matches(c->o.defines[d], c->p.params[i].name) && !define_in_values(&c->p.params[i], c->o.defines[d]))
+                fprintf(stderr, "kerntune tune: note: --define %s: not among the values of %s in the problem (%s)\n", c->o.defines[d],
+                        c->p.params[i].name, c->p.params[i].values);
 
-    kt_op *op = NULL;
     /* a decision made with --validate off is recorded under a name of its own: a validated run
      * never takes it from the cache (a fleet's coordinator, which leaves validation to its
      * workers, keeps the problem's name) */
-    char *op_name = o.validate_off ? cli_format("%s (unvalidated)", p.name) : NULL;
-    kt_status cst = kt_op_create(ctx, op_name ? op_name : p.name, &op);
+    char *op_name = c->o.validate_off ? cli_format("%s (unvalidated)", c->p.name) : NULL;
+    kt_status cst = kt_op_create(c->ctx, op_name ? op_name : c->p.name, &c->op);
     free(op_name);
-    KT(cst);
-    KT(kt_op_set_device(op, (size_t)dev));
+    SKT(cst);
+    SKT(kt_op_set_device(c->op, (size_t)c->dev));
     /* a configuration that crashes or hangs must not take the command down */
-    KT(kt_op_set_isolation(op, o.simulate || o.workers ? KT_ISOLATE_OFF : KT_ISOLATE_ON));
-    KT(kt_op_set_timeout(op, o.timeout));
-    if (o.ndefines > 0 && (full_sp = make_space(&p, NULL, 0, false, ps, nps, &err)) == NULL) FAIL("%s", err);
-    prep = (prepared){.p = &p, .ctx = ctx, .dev = (size_t)dev, .host_dev = host_dev, .no_data = o.simulate || o.workers,
-                      .replay = o.simulate != NULL,
-                      .source = o.simulate ? "" : source};
-    if ((err = prepare(&prep, &o, ps, nps, sp, full_sp)) != NULL) FAIL("%s", err);
-    bool validating = !prep.no_data && !o.validate_off;
-    if ((err = declare(&prep, &sp, 1, validating, op)) != NULL) FAIL("%s", err);
-    if (validating && prep.ref.n == 0 && prep.ref_sp == NULL && txt)
-        fprintf(stderr, "kerntune tune: note: %s: the reference is the consensus of the first %d configurations\n", prep.no_reference,
+    SKT(kt_op_set_isolation(c->op, c->o.simulate || c->o.workers ? KT_ISOLATE_OFF : KT_ISOLATE_ON));
+    SKT(kt_op_set_timeout(c->op, c->o.timeout));
+    if (c->o.ndefines > 0 && (c->full_sp = make_space(&c->p, NULL, 0, false, c->ps, c->nps, &c->err)) == NULL) SFAIL("%s", c->err);
+    c->prep = (prepared){.p = &c->p, .ctx = c->ctx, .dev = (size_t)c->dev, .host_dev = c->host_dev, .no_data = c->o.simulate || c->o.workers,
+                      .replay = c->o.simulate != NULL,
+                      .source = c->o.simulate ? "" : c->source};
+    if ((c->err = prepare(&c->prep, &c->o, c->ps, c->nps, c->sp, c->full_sp)) != NULL) SFAIL("%s", c->err);
+    bool validating = !c->prep.no_data && !c->o.validate_off;
+    if ((c->err = declare(&c->prep, &c->sp, 1, validating, c->op)) != NULL) SFAIL("%s", c->err);
+    if (validating && c->prep.ref.n == 0 && c->prep.ref_sp == NULL && c->txt)
+        fprintf(stderr, "kerntune tune: note: %s: the reference is the consensus of the first %d configurations\n", c->prep.no_reference,
                 CONSENSUS_VOTERS);
     /* a tuning that finds most configurations wrong stops (disagree.h), and says why */
-    if (validating) KT(kt_op_set_disagreement_stop(op, DISAGREE_MIN));
+    if (validating) SKT(kt_op_set_disagreement_stop(c->op, DISAGREE_MIN));
+    return true;
+}
+
+/* The budget: --budget, else the problem's; a budget of seconds is the process's. */
+static bool set_budget(cmd *c) {
     /* --budget N or N% replaces the problem's ConfigurationCount and ConfigurationFraction;
      * given both, the problem's budget is the smaller of the two */
-    bool given = o.budget_count || o.budget_fraction > 0;
-    size_t budget = o.budget_count ? o.budget_count : given ? 0 : (size_t)p.budget_count;
-    double fraction = o.budget_fraction > 0 ? o.budget_fraction : given ? 0 : p.budget_fraction;
+    bool given = c->o.budget_count || c->o.budget_fraction > 0;
+    size_t budget = c->o.budget_count ? c->o.budget_count : given ? 0 : (size_t)c->p.budget_count;
+    double fraction = c->o.budget_fraction > 0 ? c->o.budget_fraction : given ? 0 : c->p.budget_fraction;
     if (fraction > 0) {
-        double want = ceil(fraction * (double)total); /* a fraction <= 1: at most total, */
-        size_t part = want >= (double)total ? total : (size_t)want; /* which a double may round up */
+        double want = ceil(fraction * (double)c->total); /* a fraction <= 1: at most total, */
+        size_t part = want >= (double)c->total ? c->total : (size_t)want; /* which a double may round up */
         if (budget == 0 || part < budget) budget = part;
     }
-    KT(kt_op_set_search(op, strategy, o.seed));
-    double seconds = o.budget_seconds > 0 ? o.budget_seconds : p.budget_seconds;
-    tuning_s = seconds;
-    if (seconds > 0 && !o.simulate) {
+    SKT(kt_op_set_search(c->op, c->strategy, c->o.seed));
+    double seconds = c->o.budget_seconds > 0 ? c->o.budget_seconds : c->p.budget_seconds;
+    c->tuning_s = seconds;
+    if (seconds > 0 && !c->o.simulate) {
         /* the process's seconds, not only the tuning's: start-up so far counts, and the tail is
          * kept for what follows the tuning (the unit in flight at the deadline, the outputs,
          * stopping the builds still running) */
-        startup_s = cli_process_age_s();
+        c->startup_s = cli_process_age_s();
         double tail = 0.25 + 0.02 * seconds;
-        tuning_s = seconds - startup_s - (tail < 3 ? tail : 3);
-        if (tuning_s < 0.001) tuning_s = 0.001; /* the first configuration is measured all the same */
+        c->tuning_s = seconds - c->startup_s - (tail < 3 ? tail : 3);
+        if (c->tuning_s < 0.001) c->tuning_s = 0.001; /* the first configuration is measured all the same */
     }
-    if (budget || seconds > 0) KT(kt_op_set_budget(op, budget, tuning_s));
-    progress prog = {.start = kt_now_s(), .budget_s = tuning_s, .hidden = prep.ref_sp ? 1 : 0, .to_fleet = fl != NULL, .best_ns = -1};
-    pthread_mutex_init(&prog.mu, NULL);
-    if (!o.quiet && isatty(2)) KT(kt_context_set_progress_fn(ctx, on_progress, &prog));
-    if (fl) fleet_set_status(fl, progress_text, &prog); /* its line shows the tuning's beside the jobs */
-    told.start = kt_now_s();
-    live = (t4_live){.p = &p, .op = op, .fl = fl, .tl = &told, .path = o.t4, .device = dev_name, .names = names, .nnames = p.nparams,
-                     .records = o.t4 || o.report ? json_array() : NULL, .judge = fl != NULL && !o.validate_off};
-    KT(kt_context_set_unit_fn(ctx, on_unit, &live)); /* the T4 as it comes; what validation sees */
-    if (txt)
-        fprintf(stderr, "kerntune tune: %s: %zu configurations on %s%s\n", p.name, total, dev_name,
-                o.simulate ? (replay.recorded ? " (recorded means)" : " (recorded runs)") : "");
+    if (budget || seconds > 0) SKT(kt_op_set_budget(c->op, budget, c->tuning_s));
+    return true;
+}
+
+/* Tunes the op, then writes what it decided: the text, the T4 file, the report, the --json
+ * document. Returns the exit status (with the error kept in c->run when there is one). */
+static int tune_and_report(cmd *c) {
+    c->prog = (progress){.start = kt_now_s(), .budget_s = c->tuning_s, .hidden = c->prep.ref_sp ? 1 : 0, .to_fleet = c->fl != NULL, .best_ns = -1};
+    pthread_mutex_init(&c->prog.mu, NULL);
+    if (!c->o.quiet && isatty(2)) EKT(kt_context_set_progress_fn(c->ctx, on_progress, &c->prog));
+    if (c->fl) fleet_set_status(c->fl, progress_text, &c->prog); /* its line shows the tuning's beside the jobs */
+    c->told.start = kt_now_s();
+    c->live = (t4_live){.p = &c->p, .op = c->op, .fl = c->fl, .tl = &c->told, .path = c->o.t4, .device = c->dev_name, .names = c->names, .nnames = c->p.nparams,
+                     .records = c->o.t4 || c->o.report ? json_array() : NULL, .judge = c->fl != NULL && !c->o.validate_off};
+    EKT(kt_context_set_unit_fn(c->ctx, on_unit, &c->live)); /* the T4 as it comes; what validation sees */
+    if (c->txt)
+        fprintf(stderr, "kerntune tune: %s: %zu configurations on %s%s\n", c->p.name, c->total, c->dev_name,
+                c->o.simulate ? (c->replay.recorded ? " (recorded means)" : " (recorded runs)") : "");
 
     double t0 = kt_now_s();
-    kt_status st = kt_op_tune(op, prep.args, p.nargs);
+    kt_status st = kt_op_tune(c->op, c->prep.args, c->p.nargs);
     double wall = kt_now_s() - t0;
-    kt_context_set_unit_fn(ctx, NULL, NULL);
-    if (live.f) fclose(live.f); /* the final document replaces it below */
-    if (prog.shown) fprintf(stderr, "\n");
-    if (fl) fleet_progress_done(fl); /* its last line, before the summary */
+    kt_context_set_unit_fn(c->ctx, NULL, NULL);
+    if (c->live.f) fclose(c->live.f); /* the final document replaces it below */
+    if (c->prog.shown) fprintf(stderr, "\n");
+    if (c->fl) fleet_progress_done(c->fl); /* its last line, before the summary */
     if (st == KT_ERR_DISAGREEMENT) { /* validation stopped it: nothing was decided */
         char *why = cli_format("%s", kt_last_error());
-        if (prep.ref_sp && live.ref_config == NULL) live.ref_config = format_config(prep.ref_sp, 0); /* the Default's */
+        if (c->prep.ref_sp && c->live.ref_config == NULL) c->live.ref_config = format_config(c->prep.ref_sp, 0); /* the Default's */
         char vline[512];
-        vinfo = validation_info(&prep, &o, names, live.ref_config, live.ref_agree, live.ref_among, true, vline, sizeof vline);
-        if (txt && vline[0]) fprintf(txt, "%s\n", vline);
-        if ((err = stopped(&p, &o, &live, vinfo, why, txt, doc_out, total, dev_name, wall, prep.ref_sp != NULL,
-                           kt_context_compile_count(ctx), kt_context_artifact_hits(ctx))) != NULL) {
+        c->vinfo = validation_info(&c->prep, &c->o, c->names, c->live.ref_config, c->live.ref_agree, c->live.ref_among, true, vline, sizeof vline);
+        if (c->txt && vline[0]) fprintf(c->txt, "%s\n", vline);
+        if ((c->err = stopped(&c->p, &c->o, &c->live, c->vinfo, why, c->txt, c->doc_out, c->total, c->dev_name, wall, c->prep.ref_sp != NULL,
+                           kt_context_compile_count(c->ctx), kt_context_artifact_hits(c->ctx))) != NULL) {
             free(why);
-            FAIL("%s", err);
+            EFAIL("%s", c->err);
         }
         free(why);
-        rc = DISAGREE_EXIT;
-        goto done;
+        return DISAGREE_EXIT;
     }
     const kt_decision *d = NULL;
-    if (st == KT_OK || st == KT_ERR_ALL_FAILED) st = kt_op_decision(op, prep.args, p.nargs, &d);
+    if (st == KT_OK || st == KT_ERR_ALL_FAILED) st = kt_op_decision(c->op, c->prep.args, c->p.nargs, &d);
     if (st != KT_OK && (st != KT_ERR_ALL_FAILED || d == NULL)) {
         /* a grid that cannot be computed for a configuration is the problem's error: named with
          * its JSON path and the configuration */
         char *msg = cli_format("%s", kt_last_error());
-        char *g = msg && strncmp(msg, "geometry: ", 10) == 0 ? geometry_failure(&p, &o, ps, nps, prep.ref_sp != NULL, msg) : NULL;
-        if (g) set_error(&run, "%s", g);
-        else set_error(&run, "%s: %s", kt_status_name(st), msg ? msg : "out of memory");
+        char *g = msg && strncmp(msg, "geometry: ", 10) == 0 ? geometry_failure(&c->p, &c->o, c->ps, c->nps, c->prep.ref_sp != NULL, msg) : NULL;
+        if (g) set_error(&c->run, "%s", g);
+        else set_error(&c->run, "%s: %s", kt_status_name(st), msg ? msg : "out of memory");
         free(g);
         free(msg);
-        goto done;
+        return 1;
     }
     /* what the persistent cache said: a rejected record, a decision below its requested confidence */
     const char *rejected = d ? kt_decision_cache_rejected(d) : NULL;
@@ -405,68 +437,108 @@ int run_tune(int argc, char **argv) {
         fprintf(stderr, "kerntune tune: warning: confidence %.3f is below the %.3f the race asked for%s\n", kt_decision_confidence(d),
                 kt_decision_requested_confidence(d),
                 kt_decision_source_of(d) == KT_SOURCE_CACHE ? " (served from the cache without measuring)" : ": the next tuning re-races the finalists");
-    if (reraced && txt)
+    if (reraced && c->txt)
         fprintf(stderr, "kerntune tune: note: the cache's decision for this problem was below the confidence its race asked for: its finalists were raced again\n");
 
-    summary sm = {.o = &o, .p = &p, .prep = &prep, .replay = &replay, .op = op, .fl = fl, .ctx = ctx, .d = d, .names = names,
-                  .dev_name = dev_name, .st = st, .policy = policy, .total = total, .wall = wall, .peak_f = peak_f, .peak_b = peak_b,
-                  .startup_s = startup_s, .tuning_s = tuning_s, .rejected = rejected, .low = low, .reraced = reraced};
+    summary sm = {.o = &c->o, .p = &c->p, .prep = &c->prep, .replay = &c->replay, .op = c->op, .fl = c->fl, .ctx = c->ctx, .d = d, .names = c->names,
+                  .dev_name = c->dev_name, .st = st, .policy = c->policy, .total = c->total, .wall = wall, .peak_f = c->peak_f, .peak_b = c->peak_b,
+                  .startup_s = c->startup_s, .tuning_s = c->tuning_s, .rejected = rejected, .low = low, .reraced = reraced};
     summarize(&sm);
-    vinfo = sm.vinfo;
-    if (txt) print_summary(txt, &sm);
-    if (o.t4 || o.report) {
-        t4doc = t4_document(&p, op, fl, &told, d, dev_name, names, p.nparams, wall, peak_f, peak_b, vinfo);
-        json_object_set_new(json_object_get(t4doc, "x-kerntune"), "flush", json_string(o.flush));
-        char *why = o.t4 ? write_json(o.t4, t4doc) : NULL;
+    c->vinfo = sm.vinfo;
+    if (c->txt) print_summary(c->txt, &sm);
+    if (c->o.t4 || c->o.report) {
+        c->t4doc = t4_document(&c->p, c->op, c->fl, &c->told, d, c->dev_name, c->names, c->p.nparams, wall, c->peak_f, c->peak_b, c->vinfo);
+        json_object_set_new(json_object_get(c->t4doc, "x-kerntune"), "flush", json_string(c->o.flush));
+        char *why = c->o.t4 ? write_json(c->o.t4, c->t4doc) : NULL;
         if (why) {
-            set_error(&run, "--t4 %s: cannot be written: %s", o.t4, why);
+            set_error(&c->run, "--t4 %s: cannot be written: %s", c->o.t4, why);
             free(why);
-            goto done;
+            return 1;
         }
     }
-    if (o.report) {
-        report_input in = {o.t4 ? o.t4 : "this run", t4doc};
-        char *why = report_write(o.report, &in, 1, NULL);
+    if (c->o.report) {
+        report_input in = {c->o.t4 ? c->o.t4 : "this run", c->t4doc};
+        char *why = report_write(c->o.report, &in, 1, NULL);
         if (why) {
-            set_error(&run, "--report %s: %s", o.report, why);
+            set_error(&c->run, "--report %s: %s", c->o.report, why);
             free(why);
-            goto done;
+            return 1;
         }
-        if (txt) fprintf(stderr, "kerntune tune: report written to %s\n", o.report);
+        if (c->txt) fprintf(stderr, "kerntune tune: report written to %s\n", c->o.report);
     }
-    if (o.json) {
+    if (c->o.json) {
         json_t *j = summary_json(&sm);
         char *text = json_dumps(j, JSON_COMPACT | JSON_REAL_PRECISION(17));
-        if (text) fprintf(doc_out, "%s\n", text);
+        if (text) fprintf(c->doc_out, "%s\n", text);
         free(text);
         json_decref(j);
     }
-    rc = sm.best != (size_t)-1 ? 0 : 1;
-done:
-    if (run.error) {
-        fprintf(stderr, "kerntune tune: %s\n", run.error);
-        if (o.json) json_error(doc_out, run.error); /* stdout stays one JSON document */
-        free(run.error);
-        rc = run.usage ? 2 : 1;
-    }
-    prepared_free(&prep);
-    json_decref(t4doc);
-    json_decref(vinfo);
-    live_free(&live);
-    kt_space_destroy(sp);
-    kt_space_destroy(full_sp);
-    fflush(NULL); /* the answer is out before the context waits for builds a budget left running */
-    kt_context_destroy(ctx);
-    /* after the context: builds a budget left running write their artifacts until it is gone */
-    if (replay_dir_made && cli_remove_tree(replay_dir) != 0)
-        fprintf(stderr, "kerntune tune: could not remove %s: %s\n", replay_dir, strerror(errno));
-    fleet_close(fl); /* after the context: its backend table lives in the fleet */
-    free(told.order), free(told.at_s);
-    t4_free(&replay.recs);
-    free(source);
-    free(err);
-    t1_free(&p);
-    cli_json_end(jout);
-    return rc;
+    return sm.best != (size_t)-1 ? 0 : 1;
 }
 
+/* Frees what the steps made: the context after what uses it, the stand-in's directory after the
+ * context (builds a budget left running write their artifacts until it is gone). */
+static void cmd_free(cmd *c) {
+    prepared_free(&c->prep);
+    json_decref(c->t4doc);
+    json_decref(c->vinfo);
+    live_free(&c->live);
+    kt_space_destroy(c->sp);
+    kt_space_destroy(c->full_sp);
+    fflush(NULL); /* the answer is out before the context waits for builds a budget left running */
+    kt_context_destroy(c->ctx);
+    /* after the context: builds a budget left running write their artifacts until it is gone */
+    if (c->replay_dir_made && cli_remove_tree(c->replay_dir) != 0)
+        fprintf(stderr, "kerntune tune: could not remove %s: %s\n", c->replay_dir, strerror(errno));
+    fleet_close(c->fl); /* after the context: its backend table lives in the fleet */
+    free(c->told.order), free(c->told.at_s);
+    t4_free(&c->replay.recs);
+    free(c->source);
+    free(c->err);
+    t1_free(&c->p);
+    cli_json_end(c->jout);
+}
+
+#undef SFAIL
+#undef SKT
+#undef EFAIL
+#undef EKT
+
+int run_tune(int argc, char **argv) {
+    cmd *c = calloc(1, sizeof *c);
+    if (c == NULL) {
+        fprintf(stderr, "kerntune tune: out of memory\n");
+        return 1;
+    }
+    int rc = parse_options(argc, argv, &c->o);
+    if (rc != 0) {
+        for (int i = 1; i < argc; i++)
+            if (strcmp(argv[i], "--json") == 0) {
+                json_error(stdout, usage_message ? usage_message : "usage error");
+                break;
+            }
+        free(usage_message);
+        usage_message = NULL;
+        free(c);
+        return rc;
+    }
+    c->run.o = c->o;
+    c->dev = -1, c->startup_s = -1;
+    /* the kernel (in its worker processes, which inherit file descriptor 1) and the platforms'
+     * libraries may print: with --json, all of that goes to stderr and the document alone to
+     * the real stdout */
+    c->jout = c->o.json ? cli_json_begin() : NULL;
+    c->doc_out = c->jout ? c->jout : stdout;
+    c->txt = c->o.quiet ? NULL : c->o.json ? stderr : stdout;
+    rc = 1;
+    if (load_problem(c) && open_device(c) && make_op(c) && set_budget(c)) rc = tune_and_report(c);
+    if (c->run.error) {
+        fprintf(stderr, "kerntune tune: %s\n", c->run.error);
+        if (c->o.json) json_error(c->doc_out, c->run.error); /* stdout stays one JSON document */
+        free(c->run.error);
+        rc = c->run.usage ? 2 : 1;
+    }
+    cmd_free(c);
+    free(c);
+    return rc;
+}
