@@ -200,48 +200,37 @@ typedef struct cmd {
     progress prog;
 } cmd;
 
-/* A step's failure: the error kept for the end, the step returns false (SFAIL) or exit status 1
- * (EFAIL). */
-#define SFAIL(...)                       \
+/* A step's failure: the error kept for the end, the step returns ret (false, or exit status 1). */
+#define CFAIL(ret, ...)                  \
     do {                                 \
         set_error(&c->run, __VA_ARGS__); \
-        return false;                    \
+        return ret;                      \
     } while (0)
-#define SKT(call)                                                                \
-    do {                                                                         \
-        kt_status st_ = (call);                                                  \
-        if (st_ != KT_OK) SFAIL("%s: %s", kt_status_name(st_), kt_last_error()); \
-    } while (0)
-#define EFAIL(...)                       \
-    do {                                 \
-        set_error(&c->run, __VA_ARGS__); \
-        return 1;                        \
-    } while (0)
-#define EKT(call)                                                                \
-    do {                                                                         \
-        kt_status st_ = (call);                                                  \
-        if (st_ != KT_OK) EFAIL("%s: %s", kt_status_name(st_), kt_last_error()); \
+#define CKT(ret, call)                                                                \
+    do {                                                                              \
+        kt_status st_ = (call);                                                       \
+        if (st_ != KT_OK) CFAIL(ret, "%s: %s", kt_status_name(st_), kt_last_error()); \
     } while (0)
 
 /* The problem read and checked with the options, and what the options name (--t4, the cache)
  * checked, before any work. */
 static bool load_problem(cmd *c) {
-    if (!t1_load(c->o.problem, &c->p, &c->err)) SFAIL("%s", c->err ? c->err : "out of memory");
+    if (!t1_load(c->o.problem, &c->p, &c->err)) CFAIL(false, "%s", c->err ? c->err : "out of memory");
     if (c->txt) t1_print_ignored(&c->p, stderr, "kerntune tune"); /* what the problem gives that is not read: once */
-    if (c->p.nargs > 64 || c->p.nparams > 64) SFAIL("%s: at most 64 arguments and 64 parameters", c->o.problem);
+    if (c->p.nargs > 64 || c->p.nparams > 64) CFAIL(false, "%s: at most 64 arguments and 64 parameters", c->o.problem);
     for (size_t i = 0; i < c->p.nparams; i++) c->names[i] = c->p.params[i].name;
     c->strategy = c->o.strategy;
-    if ((c->err = problem_strategy(&c->p, &c->o, &c->strategy)) != NULL) SFAIL("%s", c->err);
+    if ((c->err = problem_strategy(&c->p, &c->o, &c->strategy)) != NULL) CFAIL(false, "%s", c->err);
     if ((c->err = t4_replaces_input(&c->p, &c->o)) != NULL) {
         c->run.usage = true;
-        SFAIL("%s", c->err);
+        CFAIL(false, "%s", c->err);
     }
     if (c->o.nproblem && c->p.nproblem && c->o.nproblem != c->p.nproblem) /* sizes and grids index ProblemSize's dimensions */
-        SFAIL("--problem-size %s: %zu dimension%s; the problem's KernelSpecification.ProblemSize has %zu", c->o.problem_size_text, c->o.nproblem,
+        CFAIL(false, "--problem-size %s: %zu dimension%s; the problem's KernelSpecification.ProblemSize has %zu", c->o.problem_size_text, c->o.nproblem,
              c->o.nproblem == 1 ? "" : "s", c->p.nproblem);
     c->ps = c->o.nproblem ? c->o.problem_size : c->p.problem_size;
     c->nps = c->o.nproblem ? c->o.nproblem : c->p.nproblem;
-    if (!t1_grid(&c->p, c->nps, &c->err)) SFAIL("%s", c->err);
+    if (!t1_grid(&c->p, c->nps, &c->err)) CFAIL(false, "%s", c->err);
 
     /* what the options name, checked before any work */
     if (c->o.t4) {
@@ -252,56 +241,56 @@ static bool load_problem(cmd *c) {
             return false;
         }
     }
-    if (!c->o.simulate && !(c->o.cache && strcmp(c->o.cache, "off") == 0) && (c->err = check_cache(&c->o, c->txt != NULL)) != NULL) SFAIL("%s", c->err);
+    if (!c->o.simulate && !(c->o.cache && strcmp(c->o.cache, "off") == 0) && (c->err = check_cache(&c->o, c->txt != NULL)) != NULL) CFAIL(false, "%s", c->err);
     return true;
 }
 
 /* The context as the options set it, and the device: a replay's or a fleet's stand-in, or the
  * one the problem's Language asks for; its peaks and name. */
 static bool open_device(cmd *c) {
-    SKT(kt_context_create(&c->ctx));
+    CKT(false, kt_context_create(&c->ctx));
     c->policy = KT_POLICY_RACE;
-    if (strcmp(c->o.measure, "recorded") != 0) SKT(kt_policy_parse(c->o.measure, &c->policy));
-    SKT(kt_context_set_policy(c->ctx, c->policy));
+    if (strcmp(c->o.measure, "recorded") != 0) CKT(false, kt_policy_parse(c->o.measure, &c->policy));
+    CKT(false, kt_context_set_policy(c->ctx, c->policy));
     kt_flush flush = KT_FLUSH_AUTO;
     flush_parse(c->o.flush, &flush); /* checked with the options */
-    SKT(kt_context_set_flush(c->ctx, flush));
-    SKT(kt_context_set_cache(c->ctx, c->o.simulate ? "off" : c->o.cache)); /* replay's device is not a device */
-    if (c->o.jobs) SKT(kt_context_set_compile_threads(c->ctx, c->o.jobs));
+    CKT(false, kt_context_set_flush(c->ctx, flush));
+    CKT(false, kt_context_set_cache(c->ctx, c->o.simulate ? "off" : c->o.cache)); /* replay's device is not a device */
+    if (c->o.jobs) CKT(false, kt_context_set_compile_threads(c->ctx, c->o.jobs));
     if (c->o.simulate) {
         c->replay.source = c->o.simulate;
         c->replay.recorded = strcmp(c->o.measure, "recorded") == 0;
         c->replay.sampled = c->o.seed_given;
         c->replay.seed = c->o.seed;
-        if (!t4_read(c->o.simulate, c->names, c->p.nparams, &c->replay.recs, &c->err)) SFAIL("--simulate %s", c->err ? c->err : "out of memory");
+        if (!t4_read(c->o.simulate, c->names, c->p.nparams, &c->replay.recs, &c->err)) CFAIL(false, "--simulate %s", c->err ? c->err : "out of memory");
     } else if ((c->source = t1_read_file(c->p.kernel_file, "the kernel file", T1_FILE_LIMIT, 0, NULL, &c->err)) == NULL) {
-        SFAIL("%s: KernelSpecification.KernelFile: %s", c->o.problem, c->err ? c->err : "out of memory");
+        CFAIL(false, "%s: KernelSpecification.KernelFile: %s", c->o.problem, c->err ? c->err : "out of memory");
     }
     if (c->o.workers) { /* the device is the workers': configurations go to them as jobs (fleet.c) */
         fleet_run fr = {.problem = c->o.problem, .p = &c->p, .simulate = c->o.simulate, .recorded = c->replay.recorded, .seed = c->o.seed,
                         .seed_given = c->o.seed_given, .problem_size = c->o.problem_size_text, .defines = c->o.defines,
                         .ndefines = c->o.ndefines, .timeout = c->o.timeout};
-        if (!fleet_open(c->o.workers, &fr, c->o.wait_workers, !c->o.quiet && isatty(2), &c->fl, &c->err)) SFAIL("--workers %s: %s", c->o.workers, c->err);
-        if ((c->err = stand_in(c->ctx, fleet_backend(c->fl), c->replay_dir, sizeof c->replay_dir, &c->replay_dir_made, &c->dev)) != NULL) SFAIL("%s", c->err);
+        if (!fleet_open(c->o.workers, &fr, c->o.wait_workers, !c->o.quiet && isatty(2), &c->fl, &c->err)) CFAIL(false, "--workers %s: %s", c->o.workers, c->err);
+        if ((c->err = stand_in(c->ctx, fleet_backend(c->fl), c->replay_dir, sizeof c->replay_dir, &c->replay_dir_made, &c->dev)) != NULL) CFAIL(false, "%s", c->err);
         fleet_stats fs;
         fleet_get_stats(c->fl, &fs);
         /* jobs on the stream at once: what the workers take at once (each builds its batch in
          * parallel), at least two per worker and at most 64; as many again wait to follow */
         size_t inflight = fs.batch > 2 * fs.workers ? fs.batch : 2 * fs.workers;
-        if (!c->o.jobs) SKT(kt_context_set_compile_threads(c->ctx, inflight > 64 ? 64 : inflight));
+        if (!c->o.jobs) CKT(false, kt_context_set_compile_threads(c->ctx, inflight > 64 ? 64 : inflight));
         if (c->txt)
             fprintf(stderr, "kerntune tune: %zu worker%s on %s%s\n", fs.workers, fs.workers == 1 ? "" : "s", fleet_device_name(c->fl),
                     fs.ignored ? " (others, on other devices, are left out)" : "");
     } else if (c->o.simulate) {
-        if ((c->err = stand_in(c->ctx, replay_backend(&c->replay), c->replay_dir, sizeof c->replay_dir, &c->replay_dir_made, &c->dev)) != NULL) SFAIL("%s", c->err);
+        if ((c->err = stand_in(c->ctx, replay_backend(&c->replay), c->replay_dir, sizeof c->replay_dir, &c->replay_dir_made, &c->dev)) != NULL) CFAIL(false, "%s", c->err);
         /* a budget of seconds counts the time the search would have cost on the recorded device */
-        SKT(kt_context_set_budget_clock(c->ctx, replay_clock_s, &c->replay));
+        CKT(false, kt_context_set_budget_clock(c->ctx, replay_clock_s, &c->replay));
     } else if ((c->dev = pick_device(c->ctx, &c->p, &c->o, &c->err)) < 0) {
-        SFAIL("%s", c->err ? c->err : "out of memory");
+        CFAIL(false, "%s", c->err ? c->err : "out of memory");
     }
     /* the device's peaks, for results with work formulas: given, else as its backend reads them */
     c->peak_f = c->o.peak_gflops, c->peak_b = c->o.peak_gbs;
-    if (c->peak_f == 0 && c->peak_b == 0 && !c->o.simulate && !c->o.workers) SKT(kt_device_peaks(c->ctx, (size_t)c->dev, &c->peak_f, &c->peak_b));
+    if (c->peak_f == 0 && c->peak_b == 0 && !c->o.simulate && !c->o.workers) CKT(false, kt_device_peaks(c->ctx, (size_t)c->dev, &c->peak_f, &c->peak_b));
     c->host_dev = (kt_device_caps(kt_context_device(c->ctx, (size_t)c->dev)) & KT_BACKEND_CAP_HOST_MEMORY) != 0;
     c->dev_name = kt_device_name(kt_context_device(c->ctx, (size_t)c->dev));
     return true;
@@ -310,12 +299,12 @@ static bool open_device(cmd *c) {
 /* The space (empty: an error that says why), the op over it on the device, its data and its
  * reference. */
 static bool make_op(cmd *c) {
-    if ((c->sp = make_space(&c->p, c->o.defines, c->o.ndefines, false, c->ps, c->nps, &c->err)) == NULL) SFAIL("%s", c->err);
+    if ((c->sp = make_space(&c->p, c->o.defines, c->o.ndefines, false, c->ps, c->nps, &c->err)) == NULL) CFAIL(false, "%s", c->err);
     c->total = 0;
-    if (!enumerate(&c->p, c->sp, c->o.defines, c->o.ndefines, false, c->ps, c->nps, &c->total, &c->err)) SFAIL("%s", c->err);
+    if (!enumerate(&c->p, c->sp, c->o.defines, c->o.ndefines, false, c->ps, c->nps, &c->total, &c->err)) CFAIL(false, "%s", c->err);
     if (c->total == 0) {
         c->err = empty_space(&c->p, &c->o, c->ps, c->nps);
-        SFAIL("%s", c->err ? c->err : "out of memory");
+        CFAIL(false, "%s", c->err ? c->err : "out of memory");
     }
 
     for (size_t d = 0; c->txt && d < c->o.ndefines; d++)
@@ -330,23 +319,23 @@ static bool make_op(cmd *c) {
     char *op_name = c->o.validate_off ? cli_format("%s (unvalidated)", c->p.name) : NULL;
     kt_status cst = kt_op_create(c->ctx, op_name ? op_name : c->p.name, &c->op);
     free(op_name);
-    SKT(cst);
-    SKT(kt_op_set_device(c->op, (size_t)c->dev));
+    CKT(false, cst);
+    CKT(false, kt_op_set_device(c->op, (size_t)c->dev));
     /* a configuration that crashes or hangs must not take the command down */
-    SKT(kt_op_set_isolation(c->op, c->o.simulate || c->o.workers ? KT_ISOLATE_OFF : KT_ISOLATE_ON));
-    SKT(kt_op_set_timeout(c->op, c->o.timeout));
-    if (c->o.ndefines > 0 && (c->full_sp = make_space(&c->p, NULL, 0, false, c->ps, c->nps, &c->err)) == NULL) SFAIL("%s", c->err);
+    CKT(false, kt_op_set_isolation(c->op, c->o.simulate || c->o.workers ? KT_ISOLATE_OFF : KT_ISOLATE_ON));
+    CKT(false, kt_op_set_timeout(c->op, c->o.timeout));
+    if (c->o.ndefines > 0 && (c->full_sp = make_space(&c->p, NULL, 0, false, c->ps, c->nps, &c->err)) == NULL) CFAIL(false, "%s", c->err);
     c->prep = (prepared){.p = &c->p, .ctx = c->ctx, .dev = (size_t)c->dev, .host_dev = c->host_dev, .no_data = c->o.simulate || c->o.workers,
                       .replay = c->o.simulate != NULL,
                       .source = c->o.simulate ? "" : c->source};
-    if ((c->err = prepare(&c->prep, &c->o, c->ps, c->nps, c->sp, c->full_sp)) != NULL) SFAIL("%s", c->err);
+    if ((c->err = prepare(&c->prep, &c->o, c->ps, c->nps, c->sp, c->full_sp)) != NULL) CFAIL(false, "%s", c->err);
     bool validating = !c->prep.no_data && !c->o.validate_off;
-    if ((c->err = declare(&c->prep, &c->sp, 1, validating, c->op)) != NULL) SFAIL("%s", c->err);
+    if ((c->err = declare(&c->prep, &c->sp, 1, validating, c->op)) != NULL) CFAIL(false, "%s", c->err);
     if (validating && c->prep.ref.n == 0 && c->prep.ref_sp == NULL && c->txt)
         fprintf(stderr, "kerntune tune: note: %s: the reference is the consensus of the first %d configurations\n", c->prep.no_reference,
                 CONSENSUS_VOTERS);
     /* a tuning that finds most configurations wrong stops (disagree.h), and says why */
-    if (validating) SKT(kt_op_set_disagreement_stop(c->op, DISAGREE_MIN));
+    if (validating) CKT(false, kt_op_set_disagreement_stop(c->op, DISAGREE_MIN));
     return true;
 }
 
@@ -362,7 +351,7 @@ static bool set_budget(cmd *c) {
         size_t part = want >= (double)c->total ? c->total : (size_t)want; /* which a double may round up */
         if (budget == 0 || part < budget) budget = part;
     }
-    SKT(kt_op_set_search(c->op, c->strategy, c->o.seed));
+    CKT(false, kt_op_set_search(c->op, c->strategy, c->o.seed));
     double seconds = c->o.budget_seconds > 0 ? c->o.budget_seconds : c->p.budget_seconds;
     c->tuning_s = seconds;
     if (seconds > 0 && !c->o.simulate) {
@@ -374,7 +363,7 @@ static bool set_budget(cmd *c) {
         c->tuning_s = seconds - c->startup_s - (tail < 3 ? tail : 3);
         if (c->tuning_s < 0.001) c->tuning_s = 0.001; /* the first configuration is measured all the same */
     }
-    if (budget || seconds > 0) SKT(kt_op_set_budget(c->op, budget, c->tuning_s));
+    if (budget || seconds > 0) CKT(false, kt_op_set_budget(c->op, budget, c->tuning_s));
     return true;
 }
 
@@ -383,12 +372,12 @@ static bool set_budget(cmd *c) {
 static int tune_and_report(cmd *c) {
     c->prog = (progress){.start = kt_now_s(), .budget_s = c->tuning_s, .hidden = c->prep.ref_sp ? 1 : 0, .to_fleet = c->fl != NULL, .best_ns = -1};
     pthread_mutex_init(&c->prog.mu, NULL);
-    if (!c->o.quiet && isatty(2)) EKT(kt_context_set_progress_fn(c->ctx, on_progress, &c->prog));
+    if (!c->o.quiet && isatty(2)) CKT(1, kt_context_set_progress_fn(c->ctx, on_progress, &c->prog));
     if (c->fl) fleet_set_status(c->fl, progress_text, &c->prog); /* its line shows the tuning's beside the jobs */
     c->told.start = kt_now_s();
     c->live = (t4_live){.p = &c->p, .op = c->op, .fl = c->fl, .tl = &c->told, .path = c->o.t4, .device = c->dev_name, .names = c->names, .nnames = c->p.nparams,
                      .records = c->o.t4 || c->o.report ? json_array() : NULL, .judge = c->fl != NULL && !c->o.validate_off};
-    EKT(kt_context_set_unit_fn(c->ctx, on_unit, &c->live)); /* the T4 as it comes; what validation sees */
+    CKT(1, kt_context_set_unit_fn(c->ctx, on_unit, &c->live)); /* the T4 as it comes; what validation sees */
     if (c->txt)
         fprintf(stderr, "kerntune tune: %s: %zu configurations on %s%s\n", c->p.name, c->total, c->dev_name,
                 c->o.simulate ? (c->replay.recorded ? " (recorded means)" : " (recorded runs)") : "");
@@ -409,7 +398,7 @@ static int tune_and_report(cmd *c) {
         if ((c->err = stopped(&c->p, &c->o, &c->live, c->vinfo, why, c->txt, c->doc_out, c->total, c->dev_name, wall, c->prep.ref_sp != NULL,
                            kt_context_compile_count(c->ctx), kt_context_artifact_hits(c->ctx))) != NULL) {
             free(why);
-            EFAIL("%s", c->err);
+            CFAIL(1, "%s", c->err);
         }
         free(why);
         return DISAGREE_EXIT;
@@ -499,10 +488,8 @@ static void cmd_free(cmd *c) {
     cli_json_end(c->jout);
 }
 
-#undef SFAIL
-#undef SKT
-#undef EFAIL
-#undef EKT
+#undef CFAIL
+#undef CKT
 
 int run_tune(int argc, char **argv) {
     cmd *c = calloc(1, sizeof *c);
