@@ -112,6 +112,43 @@ static void test_race_stops_on_equal_candidates(void **state) {
     kt_context_destroy(ctx);
 }
 
+/* A native whose runs sleep in a repeating pattern of microseconds (any three runs in a row
+ * hold two alike and one apart), writing its id. */
+typedef struct patterned {
+    int32_t id;
+    long us[3];
+    atomic_int calls;
+} patterned;
+
+static int patterned_fn(const kt_arg *args, size_t nargs, void *user) {
+    patterned *p = user;
+    long us = p->us[atomic_fetch_add(&p->calls, 1) % 3];
+    struct timespec ts = {0, us * 1000};
+    while (nanosleep(&ts, &ts) != 0) {}
+    if (nargs > 0 && args[0].type == KT_TYPE_BUFFER) memcpy(args[0].ptr, &p->id, sizeof p->id);
+    return 0;
+}
+
+/* Three runs with two alike have no median deviation: a spread from it alone made runs of 1, 2
+ * and 1 ms look like a sure win over 1.35, 1.7 and 1.35 ms (confidence 1 at 0.999999 asked).
+ * Until seven runs the range counts too, and the race ends below the confidence it asked for. */
+static void test_few_runs_spread_by_their_range(void **state) {
+    (void)state;
+    kt_context *ctx = race_context();
+    ok(kt_context_set_race(ctx, 0.999999, 0, 3));
+    kt_op *op = test_op(ctx, "patterned");
+    patterned a = {.id = 1, .us = {1000, 2000, 1000}}, b = {.id = 2, .us = {1350, 1700, 1350}};
+    ok(kt_op_add_native(op, "a", patterned_fn, &a));
+    ok(kt_op_add_native(op, "b", patterned_fn, &b));
+    ok(kt_op_call(op, ARGS(1), 2));
+    const kt_decision *d = decision(op, 1);
+    for (size_t u = 0; u < 2; u++) assert_int_equal(kt_decision_unit_runs(d, u), 3);
+    double c = kt_decision_confidence(d);
+    if (!(c < 0.999999)) fail_msg("confidence %.9f from three runs each: the spread of two alike and one apart was taken as none", c);
+    assert_true(kt_decision_below_confidence(d));
+    kt_context_destroy(ctx);
+}
+
 /* A run budget caps every run of the tuning, and the key is still decided. */
 static void test_run_budget(void **state) {
     (void)state;
@@ -344,6 +381,7 @@ int main(int argc, char **argv) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_race_picks_fastest_and_drops_clear_losers_first),
         cmocka_unit_test(test_race_stops_on_equal_candidates),
+        cmocka_unit_test(test_few_runs_spread_by_their_range),
         cmocka_unit_test(test_run_budget),
         cmocka_unit_test(test_time_budget),
         cmocka_unit_test(test_budget_clock),

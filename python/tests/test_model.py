@@ -3,6 +3,8 @@ and validation written in Python, tuning without a call, the unit callback, DLPa
 cache's wisdom. Candidates differ by design (tens of times the work), never by luck."""
 
 import json
+import random
+import time
 
 import numpy as np
 import pytest
@@ -219,9 +221,16 @@ def test_wisdom_moves_decisions(tmp_path):
 def test_rerace_off_serves_an_unsettled_decision(tmp_path):
     # two candidates doing the same work, a race of 3 runs asked for confidence 0.999999: it
     # ends below it, and the decision is recorded as not settled. A later process re-races it,
-    # unless the op says its decisions are final (kerntune.triton's: Triton never measures twice)
+    # unless the op says its decisions are final (kerntune.triton's: Triton never measures twice).
+    # Each run also sleeps 1 to 3 ms (drawn from one seeded generator), so that runs spread by
+    # design and three of them cannot tell the two apart: doing the same work alone, beside two
+    # busy processes half the races told them apart at 0.999999 (one's runs a few percent
+    # slower than the other's, each tightly: load that changes over time, not noise per run)
+    draws = random.Random(1)
+
     def same(out, x, n):
         np.multiply(x[:n], 2, out=out[:n])
+        time.sleep(draws.uniform(0.001, 0.003))
 
     def unsettled(rerace):
         ctx = kerntune.Context(cache=str(tmp_path / "c.sqlite"), artifact_dir=str(tmp_path / "art"))

@@ -19,7 +19,8 @@
  * Statistics are taken on log run times, which makes a slowdown a difference and the noise of
  * a kernel proportional to its time. An arm's estimate is the median; its spread is the scaled
  * median absolute deviation of its log times once it has three runs (never below a floor of
- * 0.5%), and before that a conservative prior, because one run says nothing of the noise: 30%
+ * 0.5%, and until seven runs never below their log range over d_n, the expected range of n
+ * normal draws: two of three runs alike have no median deviation at all), and before that a conservative prior, because one run says nothing of the noise: 30%
  * (or three times the spread pooled over the arms with three runs, if more) until 8 arms have
  * three runs, then three times their pooled spread, at least 2%. After screening, the 8 leading
  * arms get three runs first (a pilot), so that the pooled spread is the leaders'. The standard error of
@@ -211,8 +212,18 @@ static void stats(engine *e, arm *a) {
         a->s = -1;
         return;
     }
-    for (size_t i = 0; i < n; i++) e->scratch[i] = fabs(log(r->times[i]) - a->m);
+    double lo = r->times[0], hi = r->times[0];
+    for (size_t i = 0; i < n; i++) {
+        e->scratch[i] = fabs(log(r->times[i]) - a->m);
+        lo = fmin(lo, r->times[i]), hi = fmax(hi, r->times[i]);
+    }
     a->s = fmax(1.4826 * sort_median(e->scratch, n), SPREAD_FLOOR);
+    /* a few runs' median deviation says little: two of three alike give none at all (runs of
+     * 1.14, 2.17 and 1.14 ms told apart from 1.52, 1.93, 1.53 at 0.999999); until seven runs the
+     * spread is at least what their range says (the range of n normal draws is d_n standard
+     * deviations), which a stall would inflate only while the runs are few */
+    static const double d_n[7] = {0, 0, 0, 1.693, 2.059, 2.326, 2.534};
+    if (n < 7) a->s = fmax(a->s, log(hi / lo) / d_n[n]);
 }
 
 /* Drops leading warm-up outliers once a second run shows them (race only). */
