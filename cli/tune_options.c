@@ -194,7 +194,160 @@ bool same_file(const char *a, const char *b) {
     return stat(a, &sa) == 0 && stat(b, &sb) == 0 && sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
 }
 
+/* --budget's value: a count of configurations (N), a percentage of them (N%) or seconds (Ns). */
+static int parse_budget(options *o, const char *v) {
+    size_t len = strlen(v);
+    int64_t n;
+    if (len > 1 && v[len - 1] == 's') {
+        char *end;
+        o->budget_seconds = strtod(v, &end);
+        if (end != v + len - 1 || !(o->budget_seconds > 0) || !isfinite(o->budget_seconds))
+            return usage("--budget '%s': expected a count of configurations (N), a percentage of them (N%%) or seconds (Ns)", v);
+    } else if (len > 1 && v[len - 1] == '%') {
+        char *end;
+        double pct = strtod(v, &end);
+        if (end != v + len - 1 || !(pct > 0 && pct <= 100))
+            return usage("--budget '%s': a percentage must be above 0 and at most 100", v);
+        o->budget_fraction = pct / 100;
+    } else if (parse_int(v, &n) && n > 0) {
+#if SIZE_MAX < INT64_MAX
+        if ((uint64_t)n > SIZE_MAX) return usage("--budget '%s': out of range: at most %zu configurations", v, (size_t)SIZE_MAX);
+#endif
+        o->budget_count = (size_t)n;
+    } else if (too_large(v, 0)) {
+        return usage("--budget '%s': out of range: at most " INT_MAX_TEXT " configurations", v);
+    } else {
+        return usage("--budget '%s': expected a count of configurations (N), a percentage of them (N%%) or seconds (Ns)", v);
+    }
+    return 0;
+}
+
+/* The option name (one that takes a value) with its value v, checked into o: 0, or usage's
+ * status. */
+static int option_value(options *o, const char *name, const char *v) {
+    if (strcmp(name, "--problem-size") == 0) {
+        const char *big;
+        int big_len = 0;
+        if (!parse_sizes(v, o, &big, &big_len)) {
+            if (big) return usage("--problem-size '%s': %.*s%s is out of range: a size is at most " INT_MAX_TEXT, v, big_len, big,
+                                  big_len == 64 ? "..." : "");
+            return usage("--problem-size '%s': expected up to 8 comma-separated sizes, each at least 1", v);
+        }
+        o->problem_size_text = v;
+    } else if (strcmp(name, "--define") == 0) {
+        const char *e = strchr(v, '=');
+        if (e == NULL || e == v || e[1] == '\0') return usage("--define '%s': expected NAME=VALUE", v);
+        if (o->ndefines == 64) return usage("at most 64 --define options");
+        for (size_t d = 0; d < o->ndefines; d++) /* the last would win silently */
+            if (strcspn(o->defines[d], "=") == (size_t)(e - v) && strncmp(o->defines[d], v, (size_t)(e - v)) == 0)
+                return usage("--define %s: %.*s is already given (--define %s); give each parameter once", v, (int)(e - v), v,
+                             o->defines[d]);
+        o->defines[o->ndefines++] = v;
+    } else if (strcmp(name, "--budget") == 0) {
+        return parse_budget(o, v);
+    } else if (strcmp(name, "--strategy") == 0) {
+        bool known = false;
+        for (size_t i = 0; i < kt_search_strategy_count(); i++) known = known || strcmp(v, kt_search_strategy_name(i)) == 0;
+        if (!known)
+            return usage("--strategy '%s': expected exhaustive, random, local, anneal, genetic, model or auto", v);
+        o->strategy = v;
+        o->strategy_given = true;
+    } else if (strcmp(name, "--measure") == 0) {
+        kt_policy pol;
+        if (strcmp(v, "recorded") != 0 && (kt_policy_parse(v, &pol) != KT_OK || pol == KT_POLICY_FIXED))
+            return usage("--measure '%s': expected race, triton, kerneltuner or recorded", v);
+        o->measure = v;
+    } else if (strcmp(name, "--flush") == 0) {
+        if (!flush_parse(v, NULL)) return usage("--flush '%s': expected auto, off or on", v);
+        o->flush = v;
+    } else if (strcmp(name, "--device") == 0) {
+        int64_t n;
+        if ((parse_int(v, &n) && n > 1000000) || too_large(v, 0))
+            return usage("--device '%s': out of range: expected a device number from 0 to 1000000", v);
+        if (!parse_int(v, &n)) return usage("--device '%s': expected a device number", v);
+        o->device = (long)n;
+    } else if (strcmp(name, "--seed") == 0) {
+        int64_t n;
+        if (too_large(v, 0)) return usage("--seed '%s': out of range: expected an integer from 0 to " INT_MAX_TEXT, v);
+        if (!parse_int(v, &n)) return usage("--seed '%s': expected a non-negative integer", v);
+        o->seed = (uint64_t)n;
+        o->seed_given = true;
+    } else if (strcmp(name, "--t4") == 0) {
+        if (*v == '\0') return usage("--t4: expected a file name");
+        o->t4 = v;
+    } else if (strcmp(name, "--simulate") == 0) o->simulate = v;
+    else if (strcmp(name, "--cache") == 0) {
+        if (*v == '\0') return usage("--cache: expected a path or off");
+        o->cache = v;
+    } else if (strcmp(name, "--workers") == 0) {
+        char host[256];
+        int port, db;
+        if (kt_redis_url_parse(v, host, sizeof host, &port, &db) != KT_OK) return usage("--workers %s", kt_last_error());
+        o->workers = v;
+    } else if (strcmp(name, "--peak") == 0) {
+        char *end = NULL;
+        o->peak_gflops = strtod(v, &end);
+        if (end != v && *end == ',') o->peak_gbs = strtod(end + 1, &end);
+        if (end == v || *end != '\0' || !(o->peak_gflops >= 0) || !(o->peak_gbs >= 0) || !isfinite(o->peak_gflops) ||
+            !isfinite(o->peak_gbs) || o->peak_gflops + o->peak_gbs <= 0)
+            return usage("--peak '%s': expected GFLOPS[,GB/S], the device's peak arithmetic and memory rates (0: not known)", v);
+    } else if (strcmp(name, "--validate") == 0) {
+        if (strcmp(v, "off") != 0 && strcmp(v, "reference") != 0) return usage("--validate '%s': expected reference or off", v);
+        o->validate_off = strcmp(v, "off") == 0;
+    } else if (strcmp(name, "--answer") == 0) {
+        if (*v == '\0') return usage("--answer: expected a file name");
+        o->answer = v;
+    } else if (strcmp(name, "--report") == 0) {
+        if (*v == '\0') return usage("--report: expected a file name");
+        o->report = v;
+    } else if (strcmp(name, "--jobs") == 0) {
+        int64_t n;
+        if (!parse_int(v, &n) || n < 1 || n > 64) return usage("--jobs '%s': expected a count from 1 to 64", v);
+        o->jobs = (size_t)n;
+    } else if (strcmp(name, "--wait-workers") == 0) {
+        char *end = NULL;
+        o->wait_workers = strtod(v, &end);
+        if (end == v || *end != '\0' || !(o->wait_workers >= 0 && o->wait_workers <= 86400))
+            return usage("--wait-workers '%s': expected seconds from 0 to 86400", v);
+    } else if (strcmp(name, "--timeout") == 0) {
+        char *end = NULL;
+        o->timeout = strtod(v, &end);
+        if (end == v || *end != '\0' || !(o->timeout > 0)) return usage("--timeout '%s': expected seconds, more than 0", v);
+        if (o->timeout > 1e6) return usage("--timeout '%s': out of range: expected seconds, more than 0 and at most 1000000", v);
+    }
+    return 0;
+}
+
+/* What the options say together: a problem file given, and no two that contradict each other;
+ * --t4 never names a file the command reads. 0, or usage's status. */
+static int check_combinations(const options *o) {
+    if (o->problem == NULL) return usage("no problem file given");
+    if (strcmp(o->measure, "recorded") == 0 && o->simulate == NULL) return usage("--measure recorded needs --simulate");
+    if (o->device >= 0 && o->simulate)
+        return usage("--device %ld with --simulate: a replay runs on no device (the recording is its device); leave --device out", o->device);
+    if (o->device >= 0 && o->workers)
+        return usage("--device %ld with --workers: the workers measure, each on the device it was started with "
+                     "('kerntune worker URL --device N'); leave --device out", o->device);
+    if (o->resume && o->simulate) return usage("--resume with --simulate: a replay records nothing to resume from");
+    if (o->answer && o->validate_off) return usage("--answer with --validate off: nothing would be compared with it");
+    if (o->answer && o->simulate) return usage("--answer with --simulate: a replay runs nothing to compare with it");
+    if (o->answer && o->workers) return usage("--answer with --workers: each worker validates against its own reference");
+    if (o->validate_off && o->workers) return usage("--validate off with --workers: each worker validates against its own reference");
+    if (o->resume && o->cache && strcmp(o->cache, "off") == 0)
+        return usage("--resume with --cache off: runs record what they measure in the cache only; name the cache the run used");
+    /* --t4 replaces its file: never one the command reads */
+    const char *inputs[4][2] = {{o->problem, "the problem file"}, {o->simulate, "the --simulate recording"},
+                                {o->cache && strcmp(o->cache, "off") != 0 ? o->cache : NULL, "the --cache file"},
+                                {o->answer, "the --answer file"}};
+    for (int k = 0; o->t4 && k < 4; k++)
+        if (inputs[k][0] && same_file(o->t4, inputs[k][0]))
+            return usage("--t4 %s is %s%s%s: the results would replace it", o->t4, inputs[k][1], strcmp(o->t4, inputs[k][0]) ? " " : "",
+                         strcmp(o->t4, inputs[k][0]) ? inputs[k][0] : "");
+    return 0;
+}
+
 int parse_options(int argc, char **argv, options *o) {
+    int rc;
     memset(o, 0, sizeof *o);
     o->strategy = "auto";
     o->measure = "race";
@@ -227,141 +380,8 @@ int parse_options(int argc, char **argv, options *o) {
         else if (name == NULL && a[0] == '-') return usage("unknown option '%s'", a);
         else if (name == NULL && o->problem == NULL) o->problem = a;
         else if (name == NULL) return usage("unexpected argument '%s' (one problem file at a time)", a);
-        else if (strcmp(name, "--problem-size") == 0) {
-            const char *big;
-            int big_len = 0;
-            if (!parse_sizes(v, o, &big, &big_len)) {
-                if (big) return usage("--problem-size '%s': %.*s%s is out of range: a size is at most " INT_MAX_TEXT, v, big_len, big,
-                                      big_len == 64 ? "..." : "");
-                return usage("--problem-size '%s': expected up to 8 comma-separated sizes, each at least 1", v);
-            }
-            o->problem_size_text = v;
-        } else if (strcmp(name, "--define") == 0) {
-            const char *e = strchr(v, '=');
-            if (e == NULL || e == v || e[1] == '\0') return usage("--define '%s': expected NAME=VALUE", v);
-            if (o->ndefines == 64) return usage("at most 64 --define options");
-            for (size_t d = 0; d < o->ndefines; d++) /* the last would win silently */
-                if (strcspn(o->defines[d], "=") == (size_t)(e - v) && strncmp(o->defines[d], v, (size_t)(e - v)) == 0)
-                    return usage("--define %s: %.*s is already given (--define %s); give each parameter once", v, (int)(e - v), v,
-                                 o->defines[d]);
-            o->defines[o->ndefines++] = v;
-        } else if (strcmp(name, "--budget") == 0) {
-            size_t len = strlen(v);
-            int64_t n;
-            if (len > 1 && v[len - 1] == 's') {
-                char *end;
-                o->budget_seconds = strtod(v, &end);
-                if (end != v + len - 1 || !(o->budget_seconds > 0) || !isfinite(o->budget_seconds))
-                    return usage("--budget '%s': expected a count of configurations (N), a percentage of them (N%%) or seconds (Ns)", v);
-            } else if (len > 1 && v[len - 1] == '%') {
-                char *end;
-                double pct = strtod(v, &end);
-                if (end != v + len - 1 || !(pct > 0 && pct <= 100))
-                    return usage("--budget '%s': a percentage must be above 0 and at most 100", v);
-                o->budget_fraction = pct / 100;
-            } else if (parse_int(v, &n) && n > 0) {
-#if SIZE_MAX < INT64_MAX
-                if ((uint64_t)n > SIZE_MAX) return usage("--budget '%s': out of range: at most %zu configurations", v, (size_t)SIZE_MAX);
-#endif
-                o->budget_count = (size_t)n;
-            } else if (too_large(v, 0)) {
-                return usage("--budget '%s': out of range: at most " INT_MAX_TEXT " configurations", v);
-            } else {
-                return usage("--budget '%s': expected a count of configurations (N), a percentage of them (N%%) or seconds (Ns)", v);
-            }
-        } else if (strcmp(name, "--strategy") == 0) {
-            bool known = false;
-            for (size_t i = 0; i < kt_search_strategy_count(); i++) known = known || strcmp(v, kt_search_strategy_name(i)) == 0;
-            if (!known)
-                return usage("--strategy '%s': expected exhaustive, random, local, anneal, genetic, model or auto", v);
-            o->strategy = v;
-            o->strategy_given = true;
-        } else if (strcmp(name, "--measure") == 0) {
-            kt_policy pol;
-            if (strcmp(v, "recorded") != 0 && (kt_policy_parse(v, &pol) != KT_OK || pol == KT_POLICY_FIXED))
-                return usage("--measure '%s': expected race, triton, kerneltuner or recorded", v);
-            o->measure = v;
-        } else if (strcmp(name, "--flush") == 0) {
-            if (!flush_parse(v, NULL)) return usage("--flush '%s': expected auto, off or on", v);
-            o->flush = v;
-        } else if (strcmp(name, "--device") == 0) {
-            int64_t n;
-            if ((parse_int(v, &n) && n > 1000000) || too_large(v, 0))
-                return usage("--device '%s': out of range: expected a device number from 0 to 1000000", v);
-            if (!parse_int(v, &n)) return usage("--device '%s': expected a device number", v);
-            o->device = (long)n;
-        } else if (strcmp(name, "--seed") == 0) {
-            int64_t n;
-            if (too_large(v, 0)) return usage("--seed '%s': out of range: expected an integer from 0 to " INT_MAX_TEXT, v);
-            if (!parse_int(v, &n)) return usage("--seed '%s': expected a non-negative integer", v);
-            o->seed = (uint64_t)n;
-            o->seed_given = true;
-        } else if (strcmp(name, "--t4") == 0) {
-            if (*v == '\0') return usage("--t4: expected a file name");
-            o->t4 = v;
-        } else if (strcmp(name, "--simulate") == 0) o->simulate = v;
-        else if (strcmp(name, "--cache") == 0) {
-            if (*v == '\0') return usage("--cache: expected a path or off");
-            o->cache = v;
-        } else if (strcmp(name, "--workers") == 0) {
-            char host[256];
-            int port, db;
-            if (kt_redis_url_parse(v, host, sizeof host, &port, &db) != KT_OK) return usage("--workers %s", kt_last_error());
-            o->workers = v;
-        } else if (strcmp(name, "--peak") == 0) {
-            char *end = NULL;
-            o->peak_gflops = strtod(v, &end);
-            if (end != v && *end == ',') o->peak_gbs = strtod(end + 1, &end);
-            if (end == v || *end != '\0' || !(o->peak_gflops >= 0) || !(o->peak_gbs >= 0) || !isfinite(o->peak_gflops) ||
-                !isfinite(o->peak_gbs) || o->peak_gflops + o->peak_gbs <= 0)
-                return usage("--peak '%s': expected GFLOPS[,GB/S], the device's peak arithmetic and memory rates (0: not known)", v);
-        } else if (strcmp(name, "--validate") == 0) {
-            if (strcmp(v, "off") != 0 && strcmp(v, "reference") != 0) return usage("--validate '%s': expected reference or off", v);
-            o->validate_off = strcmp(v, "off") == 0;
-        } else if (strcmp(name, "--answer") == 0) {
-            if (*v == '\0') return usage("--answer: expected a file name");
-            o->answer = v;
-        } else if (strcmp(name, "--report") == 0) {
-            if (*v == '\0') return usage("--report: expected a file name");
-            o->report = v;
-        } else if (strcmp(name, "--jobs") == 0) {
-            int64_t n;
-            if (!parse_int(v, &n) || n < 1 || n > 64) return usage("--jobs '%s': expected a count from 1 to 64", v);
-            o->jobs = (size_t)n;
-        } else if (strcmp(name, "--wait-workers") == 0) {
-            char *end = NULL;
-            o->wait_workers = strtod(v, &end);
-            if (end == v || *end != '\0' || !(o->wait_workers >= 0 && o->wait_workers <= 86400))
-                return usage("--wait-workers '%s': expected seconds from 0 to 86400", v);
-        } else if (strcmp(name, "--timeout") == 0) {
-            char *end = NULL;
-            o->timeout = strtod(v, &end);
-            if (end == v || *end != '\0' || !(o->timeout > 0)) return usage("--timeout '%s': expected seconds, more than 0", v);
-            if (o->timeout > 1e6) return usage("--timeout '%s': out of range: expected seconds, more than 0 and at most 1000000", v);
-        }
+        else if ((rc = option_value(o, name, v)) != 0) return rc;
     }
-    if (o->problem == NULL) return usage("no problem file given");
-    if (strcmp(o->measure, "recorded") == 0 && o->simulate == NULL) return usage("--measure recorded needs --simulate");
-    if (o->device >= 0 && o->simulate)
-        return usage("--device %ld with --simulate: a replay runs on no device (the recording is its device); leave --device out", o->device);
-    if (o->device >= 0 && o->workers)
-        return usage("--device %ld with --workers: the workers measure, each on the device it was started with "
-                     "('kerntune worker URL --device N'); leave --device out", o->device);
-    if (o->resume && o->simulate) return usage("--resume with --simulate: a replay records nothing to resume from");
-    if (o->answer && o->validate_off) return usage("--answer with --validate off: nothing would be compared with it");
-    if (o->answer && o->simulate) return usage("--answer with --simulate: a replay runs nothing to compare with it");
-    if (o->answer && o->workers) return usage("--answer with --workers: each worker validates against its own reference");
-    if (o->validate_off && o->workers) return usage("--validate off with --workers: each worker validates against its own reference");
-    if (o->resume && o->cache && strcmp(o->cache, "off") == 0)
-        return usage("--resume with --cache off: runs record what they measure in the cache only; name the cache the run used");
-    /* --t4 replaces its file: never one the command reads */
-    const char *inputs[4][2] = {{o->problem, "the problem file"}, {o->simulate, "the --simulate recording"},
-                                {o->cache && strcmp(o->cache, "off") != 0 ? o->cache : NULL, "the --cache file"},
-                                {o->answer, "the --answer file"}};
-    for (int k = 0; o->t4 && k < 4; k++)
-        if (inputs[k][0] && same_file(o->t4, inputs[k][0]))
-            return usage("--t4 %s is %s%s%s: the results would replace it", o->t4, inputs[k][1], strcmp(o->t4, inputs[k][0]) ? " " : "",
-                         strcmp(o->t4, inputs[k][0]) ? inputs[k][0] : "");
-    return 0;
+    return check_combinations(o);
 }
 
