@@ -238,6 +238,187 @@ static int by_order(const void *a, const void *b, void *u) {
     return (x > y) - (x < y);
 }
 
+/* Each parameter's effect: a candlestick of its values' times. Of set k, into h (plots under dir); false with *err on a failure. */
+static bool report_param_effects(FILE *h, set *s, size_t k, const char *dir, char **err) {
+    char name[64];
+    FILE *d;
+    char *sc;
+    bool ok;
+    /* each parameter's effect: the times of its values */
+    const json_t *cfg0 = json_object_get(s->rows[s->by_time[0]].res, "configuration");
+    const char *pname;
+    json_t *pv;
+    size_t pi = 0;
+    json_object_foreach((json_t *)cfg0, pname, pv) {
+        /* the distinct values, in order of first appearance among the measured */
+        char *vals[64];
+        size_t nv = 0;
+        for (size_t i = 0; i < s->nok && nv < 64; i++) {
+            char *v = t4_value_string(json_object_get(json_object_get(s->rows[s->by_time[i]].res, "configuration"), pname));
+            bool seen = false;
+            for (size_t q = 0; v && q < nv && !seen; q++) seen = strcmp(vals[q], v) == 0;
+            if (v && !seen) vals[nv++] = v;
+            else free(v);
+        }
+        if (nv > 1) {
+            /* sort the values numerically where they are numbers */
+            for (size_t a = 1; a < nv; a++)
+                for (size_t b = a; b > 0 && strtod(vals[b], NULL) < strtod(vals[b - 1], NULL); b--) {
+                    char *t = vals[b];
+                    vals[b] = vals[b - 1], vals[b - 1] = t;
+                }
+            snprintf(name, sizeof name, "param%zu_%zu", k, pi);
+            d = data_file(dir, name);
+            /* per value: its times' quartiles, extremes and median (a candlestick), and how many */
+            double *t = malloc(s->nok * sizeof *t);
+            for (size_t q = 0; d && t && q < nv; q++) {
+                size_t m = 0;
+                for (size_t i = 0; i < s->nok; i++) {
+                    char *v = t4_value_string(json_object_get(json_object_get(s->rows[s->by_time[i]].res, "configuration"), pname));
+                    if (v && strcmp(vals[q], v) == 0) t[m++] = s->rows[s->by_time[i]].ms; /* by_time: already sorted */
+                    free(v);
+                }
+                if (m == 0) continue;
+#define QT(f) t[(size_t)((f) * (double)(m - 1) + 0.5)]
+                fprintf(d, "%zu %.9g %.9g %.9g %.9g %.9g %zu\n", q, QT(0.0), QT(0.25), QT(0.5), QT(0.75), QT(1.0), m);
+#undef QT
+            }
+            free(t);
+            if (d) fclose(d);
+            char *tics = cli_format("%s", "");
+            for (size_t q = 0; tics && q < nv; q++) {
+                char *more = cli_format("%s%s'%s' %zu", tics, q ? ", " : "", vals[q], q);
+                free(tics);
+                tics = more;
+            }
+            char *title = cli_format("Effect of %s: the times of the measured configurations with each of its values", pname);
+            sc = tics ? cli_format("set logscale y\nset xtics (%s)\nset xrange [-0.6:%zu.6]\nset xlabel '%s'\nset ylabel 'time (ms)'\n"
+                                   "set boxwidth 0.4\n"
+                                   "plot '%s/%s.dat' using 1:3:2:6:5 with candlesticks whiskerbars lc rgb '#3060a0' "
+                                   "title 'quartiles and extremes', '' using 1:4:4:4:4 with candlesticks lw 2 lc rgb '#a03030' "
+                                   "title 'median'",
+                                   tics, nv - 1, pname, dir, name)
+                      : NULL;
+            ok = sc && title && plot(h, dir, name, sc, title, err);
+            free(sc), free(tics), free(title);
+            if (!ok) {
+                for (size_t q = 0; q < nv; q++) free(vals[q]);
+                return false;
+            }
+        }
+        for (size_t q = 0; q < nv; q++) free(vals[q]);
+        pi++;
+    }
+    return true;
+}
+
+/* The race's finalists (else the fastest 20) with their confidence intervals. Of set k, into h (plots under dir); false with *err on a failure. */
+static bool report_finalists(FILE *h, set *s, size_t k, const char *dir, char **err) {
+    char name[64];
+    FILE *d;
+    char *sc;
+    bool ok;
+    /* the race's finalists with their confidence intervals (kerntune's extension) */
+    snprintf(name, sizeof name, "ci%zu", k);
+    d = data_file(dir, name);
+    size_t nci = 0;
+    size_t nfinal = 0; /* the race's finalists where it names two or more; else the fastest 20 */
+    for (size_t i = 0; i < s->nok; i++)
+        nfinal += json_is_true(json_object_get(json_object_get(s->rows[s->by_time[i]].res, "x-kerntune"), "finalist"));
+    bool flagged = nfinal >= 2;
+    for (size_t i = 0; d && i < s->nok && nci < 20; i++) {
+        const json_t *x = json_object_get(s->rows[s->by_time[i]].res, "x-kerntune"), *ci = json_object_get(x, "ci_ms");
+        if (json_array_size(ci) != 2 || (flagged && !json_is_true(json_object_get(x, "finalist")))) continue;
+        fprintf(d, "%zu %.9g %.9g %.9g\n", ++nci, s->rows[s->by_time[i]].ms, json_number_value(json_array_get(ci, 0)),
+                json_number_value(json_array_get(ci, 1)));
+    }
+    if (d) fclose(d);
+    if (nci > 1) {
+        sc = cli_format("set xlabel 'finalists, fastest first'\nset ylabel 'time (ms)'\nset xrange [0:%zu]\n"
+                        "plot '%s/%s.dat' using 1:2:3:4 with yerrorbars pt 7 lc rgb '#307030' title 'mean and confidence interval'",
+                        nci + 1, dir, name);
+        ok = sc && plot(h, dir, name, sc, flagged ? "The race's finalists: their times with the confidence intervals it decided on"
+                                                  : "The fastest configurations (the race's finalists and those it dropped last): their "
+                                                    "times with their confidence intervals", err);
+        free(sc);
+        if (!ok) return false;
+    }
+    return true;
+}
+
+/* The roofline, where work formulas place the measured configurations. Of set k, into h (plots under dir); false with *err on a failure. */
+static bool report_roofline(FILE *h, set *s, size_t k, const char *dir, char **err) {
+    char name[64];
+    FILE *d;
+    char *sc;
+    bool ok;
+    /* the roofline: where the work formulas (kerntune's x-kerntune flops and bytes) place each
+     * measured configuration against the device's limits (given with --peak) */
+    snprintf(name, sizeof name, "roof%zu", k);
+    d = data_file(dir, name);
+    size_t nroof = 0;
+    double ai_lo = INFINITY, ai_hi = 0;
+    for (size_t i = 0; d && i < s->nok; i++) {
+        const json_t *x = json_object_get(s->rows[s->by_time[i]].res, "x-kerntune");
+        double fl = json_number_value(json_object_get(x, "flops")), by = json_number_value(json_object_get(x, "bytes"));
+        double gf = json_number_value(json_object_get(x, "gflops"));
+        if (!(fl > 0 && by > 0 && gf > 0)) continue;
+        double ai = fl / by;
+        fprintf(d, "%.9g %.9g %d\n", ai, gf, (long)s->by_time[i] == s->winner);
+        ai_lo = fmin(ai_lo, ai), ai_hi = fmax(ai_hi, ai);
+        nroof++;
+    }
+    if (d) fclose(d);
+    if (nroof > 0) {
+        double pf = json_number_value(json_object_get(s->ext, "peak_gflops")), pb = json_number_value(json_object_get(s->ext, "peak_gbs"));
+        char *roof = pf > 0 && pb > 0 ? cli_format(", (x < %.9g / %.9g ? %.9g * x : %.9g) with lines lw 2 lc rgb '#707070' title "
+                                                   "'peak: %g GFLOP/s, %g GB/s'", pf, pb, pb, pf, pf, pb)
+                                      : cli_format("%s", "");
+        sc = roof ? cli_format("set logscale xy\nset xrange [%.9g:%.9g]\nset xlabel 'arithmetic intensity (flop per byte)'\n"
+                               "set ylabel 'GFLOP/s'\nset samples 400\n"
+                               "plot '%s/%s.dat' using 1:($3 == 0 ? $2 : 1/0) with points pt 7 ps 0.5 lc rgb '#3060a0' title 'measured', "
+                               "'' using 1:($3 == 1 ? $2 : 1/0) with points pt 9 ps 2 lc rgb '#a03030' title 'winner'%s",
+                               ai_lo / 4, ai_hi * 4, dir, name, roof)
+                  : NULL;
+        ok = sc && plot(h, dir, name, sc, "Roofline: the measured configurations by their work formulas, against the device's peaks", err);
+        free(sc), free(roof);
+        if (!ok) return false;
+    }
+    return true;
+}
+
+/* The fastest ten configurations of set s: their launch and resources, a table into h. */
+static void report_fastest_table(FILE *h, const set *s) {
+    /* the top configurations' launch and resources, where recorded */
+    fputs("<h3>The fastest configurations</h3>\n<table class=\"top\"><tr><th>rank</th><th>time (ms)</th><th>configuration</th><th>grid</th>"
+          "<th>block</th><th>dynamic shared memory (bytes)</th><th>registers</th><th>static shared memory (bytes)</th>"
+          "<th>local memory, spills (bytes)</th></tr>\n", h);
+    for (size_t i = 0; i < s->nok && i < 10; i++) {
+        row *r = &s->rows[s->by_time[i]];
+        const json_t *g = json_object_get(r->res, "geometry");
+        char *grid = json_dumps(json_object_get(g, "grid"), JSON_COMPACT | JSON_ENCODE_ANY);
+        char *block = json_dumps(json_object_get(g, "block"), JSON_COMPACT | JSON_ENCODE_ANY);
+        fprintf(h, "<tr><td>%zu</td><td>%.6g</td><td>", i + 1, r->ms);
+        esc(h, r->config);
+        fputs("</td><td>", h);
+        esc(h, grid && g ? grid : "-");
+        fputs("</td><td>", h);
+        esc(h, block && g ? block : "-");
+        const json_t *sm = json_object_get(g, "shared_memory"), *x = json_object_get(r->res, "x-kerntune");
+        const char *const res[3] = {"registers", "static_shared_bytes", "local_bytes"};
+        if (json_is_integer(sm)) fprintf(h, "</td><td>%lld", (long long)json_integer_value(sm));
+        else fputs("</td><td>-", h);
+        for (int q = 0; q < 3; q++) { /* what the compiler says the kernel uses, where the backend tells */
+            const json_t *v = json_object_get(x, res[q]);
+            if (json_is_integer(v)) fprintf(h, "</td><td>%lld", (long long)json_integer_value(v));
+            else fputs("</td><td>-", h);
+        }
+        fputs("</td></tr>\n", h);
+        free(grid), free(block);
+    }
+    fputs("</table>\n", h);
+}
+
 /* The plots and tables of one set. */
 static bool write_set(FILE *h, set *s, size_t k, const char *dir, char **err) {
     char name[64];
@@ -354,156 +535,9 @@ static bool write_set(FILE *h, set *s, size_t k, const char *dir, char **err) {
                                                 : "The search's best so far over the time its evaluations cost", err);
         free(sc);
         if (!ok) return false;
-        /* each parameter's effect: the times of its values */
-        const json_t *cfg0 = json_object_get(s->rows[s->by_time[0]].res, "configuration");
-        const char *pname;
-        json_t *pv;
-        size_t pi = 0;
-        json_object_foreach((json_t *)cfg0, pname, pv) {
-            /* the distinct values, in order of first appearance among the measured */
-            char *vals[64];
-            size_t nv = 0;
-            for (size_t i = 0; i < s->nok && nv < 64; i++) {
-                char *v = t4_value_string(json_object_get(json_object_get(s->rows[s->by_time[i]].res, "configuration"), pname));
-                bool seen = false;
-                for (size_t q = 0; v && q < nv && !seen; q++) seen = strcmp(vals[q], v) == 0;
-                if (v && !seen) vals[nv++] = v;
-                else free(v);
-            }
-            if (nv > 1) {
-                /* sort the values numerically where they are numbers */
-                for (size_t a = 1; a < nv; a++)
-                    for (size_t b = a; b > 0 && strtod(vals[b], NULL) < strtod(vals[b - 1], NULL); b--) {
-                        char *t = vals[b];
-                        vals[b] = vals[b - 1], vals[b - 1] = t;
-                    }
-                snprintf(name, sizeof name, "param%zu_%zu", k, pi);
-                d = data_file(dir, name);
-                /* per value: its times' quartiles, extremes and median (a candlestick), and how many */
-                double *t = malloc(s->nok * sizeof *t);
-                for (size_t q = 0; d && t && q < nv; q++) {
-                    size_t m = 0;
-                    for (size_t i = 0; i < s->nok; i++) {
-                        char *v = t4_value_string(json_object_get(json_object_get(s->rows[s->by_time[i]].res, "configuration"), pname));
-                        if (v && strcmp(vals[q], v) == 0) t[m++] = s->rows[s->by_time[i]].ms; /* by_time: already sorted */
-                        free(v);
-                    }
-                    if (m == 0) continue;
-#define QT(f) t[(size_t)((f) * (double)(m - 1) + 0.5)]
-                    fprintf(d, "%zu %.9g %.9g %.9g %.9g %.9g %zu\n", q, QT(0.0), QT(0.25), QT(0.5), QT(0.75), QT(1.0), m);
-#undef QT
-                }
-                free(t);
-                if (d) fclose(d);
-                char *tics = cli_format("%s", "");
-                for (size_t q = 0; tics && q < nv; q++) {
-                    char *more = cli_format("%s%s'%s' %zu", tics, q ? ", " : "", vals[q], q);
-                    free(tics);
-                    tics = more;
-                }
-                char *title = cli_format("Effect of %s: the times of the measured configurations with each of its values", pname);
-                sc = tics ? cli_format("set logscale y\nset xtics (%s)\nset xrange [-0.6:%zu.6]\nset xlabel '%s'\nset ylabel 'time (ms)'\n"
-                                       "set boxwidth 0.4\n"
-                                       "plot '%s/%s.dat' using 1:3:2:6:5 with candlesticks whiskerbars lc rgb '#3060a0' "
-                                       "title 'quartiles and extremes', '' using 1:4:4:4:4 with candlesticks lw 2 lc rgb '#a03030' "
-                                       "title 'median'",
-                                       tics, nv - 1, pname, dir, name)
-                          : NULL;
-                ok = sc && title && plot(h, dir, name, sc, title, err);
-                free(sc), free(tics), free(title);
-                if (!ok) {
-                    for (size_t q = 0; q < nv; q++) free(vals[q]);
-                    return false;
-                }
-            }
-            for (size_t q = 0; q < nv; q++) free(vals[q]);
-            pi++;
-        }
-        /* the race's finalists with their confidence intervals (kerntune's extension) */
-        snprintf(name, sizeof name, "ci%zu", k);
-        d = data_file(dir, name);
-        size_t nci = 0;
-        size_t nfinal = 0; /* the race's finalists where it names two or more; else the fastest 20 */
-        for (size_t i = 0; i < s->nok; i++)
-            nfinal += json_is_true(json_object_get(json_object_get(s->rows[s->by_time[i]].res, "x-kerntune"), "finalist"));
-        bool flagged = nfinal >= 2;
-        for (size_t i = 0; d && i < s->nok && nci < 20; i++) {
-            const json_t *x = json_object_get(s->rows[s->by_time[i]].res, "x-kerntune"), *ci = json_object_get(x, "ci_ms");
-            if (json_array_size(ci) != 2 || (flagged && !json_is_true(json_object_get(x, "finalist")))) continue;
-            fprintf(d, "%zu %.9g %.9g %.9g\n", ++nci, s->rows[s->by_time[i]].ms, json_number_value(json_array_get(ci, 0)),
-                    json_number_value(json_array_get(ci, 1)));
-        }
-        if (d) fclose(d);
-        if (nci > 1) {
-            sc = cli_format("set xlabel 'finalists, fastest first'\nset ylabel 'time (ms)'\nset xrange [0:%zu]\n"
-                            "plot '%s/%s.dat' using 1:2:3:4 with yerrorbars pt 7 lc rgb '#307030' title 'mean and confidence interval'",
-                            nci + 1, dir, name);
-            ok = sc && plot(h, dir, name, sc, flagged ? "The race's finalists: their times with the confidence intervals it decided on"
-                                                      : "The fastest configurations (the race's finalists and those it dropped last): their "
-                                                        "times with their confidence intervals", err);
-            free(sc);
-            if (!ok) return false;
-        }
-        /* the roofline: where the work formulas (kerntune's x-kerntune flops and bytes) place each
-         * measured configuration against the device's limits (given with --peak) */
-        snprintf(name, sizeof name, "roof%zu", k);
-        d = data_file(dir, name);
-        size_t nroof = 0;
-        double ai_lo = INFINITY, ai_hi = 0;
-        for (size_t i = 0; d && i < s->nok; i++) {
-            const json_t *x = json_object_get(s->rows[s->by_time[i]].res, "x-kerntune");
-            double fl = json_number_value(json_object_get(x, "flops")), by = json_number_value(json_object_get(x, "bytes"));
-            double gf = json_number_value(json_object_get(x, "gflops"));
-            if (!(fl > 0 && by > 0 && gf > 0)) continue;
-            double ai = fl / by;
-            fprintf(d, "%.9g %.9g %d\n", ai, gf, (long)s->by_time[i] == s->winner);
-            ai_lo = fmin(ai_lo, ai), ai_hi = fmax(ai_hi, ai);
-            nroof++;
-        }
-        if (d) fclose(d);
-        if (nroof > 0) {
-            double pf = json_number_value(json_object_get(s->ext, "peak_gflops")), pb = json_number_value(json_object_get(s->ext, "peak_gbs"));
-            char *roof = pf > 0 && pb > 0 ? cli_format(", (x < %.9g / %.9g ? %.9g * x : %.9g) with lines lw 2 lc rgb '#707070' title "
-                                                       "'peak: %g GFLOP/s, %g GB/s'", pf, pb, pb, pf, pf, pb)
-                                          : cli_format("%s", "");
-            sc = roof ? cli_format("set logscale xy\nset xrange [%.9g:%.9g]\nset xlabel 'arithmetic intensity (flop per byte)'\n"
-                                   "set ylabel 'GFLOP/s'\nset samples 400\n"
-                                   "plot '%s/%s.dat' using 1:($3 == 0 ? $2 : 1/0) with points pt 7 ps 0.5 lc rgb '#3060a0' title 'measured', "
-                                   "'' using 1:($3 == 1 ? $2 : 1/0) with points pt 9 ps 2 lc rgb '#a03030' title 'winner'%s",
-                                   ai_lo / 4, ai_hi * 4, dir, name, roof)
-                      : NULL;
-            ok = sc && plot(h, dir, name, sc, "Roofline: the measured configurations by their work formulas, against the device's peaks", err);
-            free(sc), free(roof);
-            if (!ok) return false;
-        }
-        /* the top configurations' launch and resources, where recorded */
-        fputs("<h3>The fastest configurations</h3>\n<table class=\"top\"><tr><th>rank</th><th>time (ms)</th><th>configuration</th><th>grid</th>"
-              "<th>block</th><th>dynamic shared memory (bytes)</th><th>registers</th><th>static shared memory (bytes)</th>"
-              "<th>local memory, spills (bytes)</th></tr>\n", h);
-        for (size_t i = 0; i < s->nok && i < 10; i++) {
-            row *r = &s->rows[s->by_time[i]];
-            const json_t *g = json_object_get(r->res, "geometry");
-            char *grid = json_dumps(json_object_get(g, "grid"), JSON_COMPACT | JSON_ENCODE_ANY);
-            char *block = json_dumps(json_object_get(g, "block"), JSON_COMPACT | JSON_ENCODE_ANY);
-            fprintf(h, "<tr><td>%zu</td><td>%.6g</td><td>", i + 1, r->ms);
-            esc(h, r->config);
-            fputs("</td><td>", h);
-            esc(h, grid && g ? grid : "-");
-            fputs("</td><td>", h);
-            esc(h, block && g ? block : "-");
-            const json_t *sm = json_object_get(g, "shared_memory"), *x = json_object_get(r->res, "x-kerntune");
-            const char *const res[3] = {"registers", "static_shared_bytes", "local_bytes"};
-            if (json_is_integer(sm)) fprintf(h, "</td><td>%lld", (long long)json_integer_value(sm));
-            else fputs("</td><td>-", h);
-            for (int q = 0; q < 3; q++) { /* what the compiler says the kernel uses, where the backend tells */
-                const json_t *v = json_object_get(x, res[q]);
-                if (json_is_integer(v)) fprintf(h, "</td><td>%lld", (long long)json_integer_value(v));
-                else fputs("</td><td>-", h);
-            }
-            fputs("</td></tr>\n", h);
-            free(grid), free(block);
-        }
-        fputs("</table>\n", h);
+        if (!report_param_effects(h, s, k, dir, err) || !report_finalists(h, s, k, dir, err) || !report_roofline(h, s, k, dir, err))
+            return false;
+        report_fastest_table(h, s);
     }
     /* every failure, with its kind and message */
     size_t nfail = s->n - s->nok;
