@@ -194,6 +194,65 @@ static bool put_string(FILE *f, const char *s) {
     return true;
 }
 
+/* The header of the emitted tables (include guard guard, names prefixed N), into h. */
+static void write_header(FILE *h, const char *guard, const char *N) {
+    fprintf(h,
+            "/* Decisions made ahead of time, emitted by kerntune aot (kerntune %s). Do not edit: emit them again. */\n"
+            "#ifndef %s\n#define %s\n\n#include <kerntune/aot.h>\n\n#ifdef __cplusplus\nextern \"C\" {\n#endif\n\n"
+            "/* The tables, one per device fingerprint, and how many there are. */\n"
+            "extern const kt_aot_table *const %s_tables[];\nextern const size_t %s_table_count;\n\n"
+            "/* The entry of op and key (its words: components, then validity mask) in the table of device,\n"
+            " * or NULL. */\n"
+            "const kt_aot_entry *%s_find(const char *device, const char *op, const int64_t *key, size_t key_len);\n\n"
+            "/* Registers every table with ctx (kt_context_add_decisions); *used (may be NULL) receives how\n"
+            " * many were used: a table of a device the context does not have is ignored. */\n"
+            "kt_status %s_register(kt_context *ctx, size_t *used);\n\n"
+            "#ifdef __cplusplus\n}\n#endif\n\n#endif\n",
+            kt_version_string(), guard, guard, N, N, N, N);
+}
+
+/* The emitted lookup code, names prefixed N: N_find's binary search over a device's sorted
+ * table and N_register's loop over the tables, into c. */
+static void write_lookup(FILE *c, const char *N) {
+    fprintf(c,
+            "/* Orders an entry against op and key: by op, then key words, then length. */\n"
+            "static int %s_cmp(const kt_aot_entry *e, const char *op, const int64_t *key, size_t key_len) {\n"
+            "    int d = strcmp(e->op, op);\n"
+            "    size_t i;\n"
+            "    for (i = 0; d == 0 && i < e->key_len && i < key_len; i++) d = e->key[i] < key[i] ? -1 : e->key[i] > key[i];\n"
+            "    if (d == 0) d = e->key_len < key_len ? -1 : e->key_len > key_len;\n"
+            "    return d;\n"
+            "}\n\n"
+            "const kt_aot_entry *%s_find(const char *device, const char *op, const int64_t *key, size_t key_len) {\n"
+            "    size_t t;\n"
+            "    for (t = 0; t < %s_table_count; t++) {\n"
+            "        const kt_aot_table *tb = %s_tables[t];\n"
+            "        size_t lo = 0, hi;\n"
+            "        if (tb == NULL || strcmp(tb->device, device) != 0) continue;\n"
+            "        hi = tb->count;\n"
+            "        while (lo < hi) { /* the first entry not before (op, key) */\n"
+            "            size_t mid = lo + (hi - lo) / 2;\n"
+            "            if (%s_cmp(&tb->entries[mid], op, key, key_len) < 0) lo = mid + 1;\n"
+            "            else hi = mid;\n"
+            "        }\n"
+            "        if (lo < tb->count && %s_cmp(&tb->entries[lo], op, key, key_len) == 0) return &tb->entries[lo];\n"
+            "    }\n"
+            "    return NULL;\n"
+            "}\n\n"
+            "kt_status %s_register(kt_context *ctx, size_t *used) {\n"
+            "    size_t t;\n"
+            "    if (used) *used = 0;\n"
+            "    for (t = 0; t < %s_table_count; t++) {\n"
+            "        int one = 0;\n"
+            "        kt_status st = kt_context_add_decisions(ctx, %s_tables[t], &one);\n"
+            "        if (st != KT_OK) return st;\n"
+            "        if (used) *used += (size_t)one;\n"
+            "    }\n"
+            "    return KT_OK;\n"
+            "}\n",
+            N, N, N, N, N, N, N, N, N);
+}
+
 /* Writes the bytes of artifact dir/name as a C array named sym; false (said) when it cannot. */
 static bool put_artifact(FILE *c, const char *dir, const char *name, const char *sym, size_t *len) {
     char path[8300];
@@ -232,19 +291,7 @@ static int write_files(const aot_opts *o, const char *artdir, dec *d, size_t n, 
         return 1;
     }
     const char *N = o->name;
-    fprintf(h,
-            "/* Decisions made ahead of time, emitted by kerntune aot (kerntune %s). Do not edit: emit them again. */\n"
-            "#ifndef %s\n#define %s\n\n#include <kerntune/aot.h>\n\n#ifdef __cplusplus\nextern \"C\" {\n#endif\n\n"
-            "/* The tables, one per device fingerprint, and how many there are. */\n"
-            "extern const kt_aot_table *const %s_tables[];\nextern const size_t %s_table_count;\n\n"
-            "/* The entry of op and key (its words: components, then validity mask) in the table of device,\n"
-            " * or NULL. */\n"
-            "const kt_aot_entry *%s_find(const char *device, const char *op, const int64_t *key, size_t key_len);\n\n"
-            "/* Registers every table with ctx (kt_context_add_decisions); *used (may be NULL) receives how\n"
-            " * many were used: a table of a device the context does not have is ignored. */\n"
-            "kt_status %s_register(kt_context *ctx, size_t *used);\n\n"
-            "#ifdef __cplusplus\n}\n#endif\n\n#endif\n",
-            kt_version_string(), guard, guard, N, N, N, N);
+    write_header(h, guard, N);
     bool ok = fclose(h) == 0;
     FILE *c = ok ? fopen(cpath, "w") : NULL;
     if (c == NULL) {
@@ -327,43 +374,7 @@ static int write_files(const aot_opts *o, const char *artdir, dec *d, size_t n, 
     for (size_t i = 0; i < t; i++) fprintf(c, "%s&%s_t%zu", i ? ", " : "", N, i);
     if (t == 0) fprintf(c, "NULL"); /* (an empty initializer is not C) */
     fprintf(c, "};\nconst size_t %s_table_count = %zu;\n\n", N, t);
-    fprintf(c,
-            "/* Orders an entry against op and key: by op, then key words, then length. */\n"
-            "static int %s_cmp(const kt_aot_entry *e, const char *op, const int64_t *key, size_t key_len) {\n"
-            "    int d = strcmp(e->op, op);\n"
-            "    size_t i;\n"
-            "    for (i = 0; d == 0 && i < e->key_len && i < key_len; i++) d = e->key[i] < key[i] ? -1 : e->key[i] > key[i];\n"
-            "    if (d == 0) d = e->key_len < key_len ? -1 : e->key_len > key_len;\n"
-            "    return d;\n"
-            "}\n\n"
-            "const kt_aot_entry *%s_find(const char *device, const char *op, const int64_t *key, size_t key_len) {\n"
-            "    size_t t;\n"
-            "    for (t = 0; t < %s_table_count; t++) {\n"
-            "        const kt_aot_table *tb = %s_tables[t];\n"
-            "        size_t lo = 0, hi;\n"
-            "        if (tb == NULL || strcmp(tb->device, device) != 0) continue;\n"
-            "        hi = tb->count;\n"
-            "        while (lo < hi) { /* the first entry not before (op, key) */\n"
-            "            size_t mid = lo + (hi - lo) / 2;\n"
-            "            if (%s_cmp(&tb->entries[mid], op, key, key_len) < 0) lo = mid + 1;\n"
-            "            else hi = mid;\n"
-            "        }\n"
-            "        if (lo < tb->count && %s_cmp(&tb->entries[lo], op, key, key_len) == 0) return &tb->entries[lo];\n"
-            "    }\n"
-            "    return NULL;\n"
-            "}\n\n"
-            "kt_status %s_register(kt_context *ctx, size_t *used) {\n"
-            "    size_t t;\n"
-            "    if (used) *used = 0;\n"
-            "    for (t = 0; t < %s_table_count; t++) {\n"
-            "        int one = 0;\n"
-            "        kt_status st = kt_context_add_decisions(ctx, %s_tables[t], &one);\n"
-            "        if (st != KT_OK) return st;\n"
-            "        if (used) *used += (size_t)one;\n"
-            "    }\n"
-            "    return KT_OK;\n"
-            "}\n",
-            N, N, N, N, N, N, N, N, N);
+    write_lookup(c, N);
     ok = fclose(c) == 0 && alen != NULL;
     free(alen);
     if (!ok || !fits || !embedded) {
