@@ -238,6 +238,12 @@ static int by_order(const void *a, const void *b, void *u) {
     return (x > y) - (x < y);
 }
 
+/* The data file of set k's plot stem (name receives "<stem><k>", 64 bytes), or NULL. */
+static FILE *set_data_file(const char *dir, char name[64], const char *stem, size_t k) {
+    snprintf(name, 64, "%s%zu", stem, k);
+    return data_file(dir, name);
+}
+
 /* Each parameter's effect: a candlestick of its values' times. Of set k, into h (plots under dir); false with *err on a failure. */
 static bool report_param_effects(FILE *h, set *s, size_t k, const char *dir, char **err) {
     char name[64];
@@ -314,13 +320,9 @@ static bool report_param_effects(FILE *h, set *s, size_t k, const char *dir, cha
 
 /* The race's finalists (else the fastest 20) with their confidence intervals. Of set k, into h (plots under dir); false with *err on a failure. */
 static bool report_finalists(FILE *h, set *s, size_t k, const char *dir, char **err) {
-    char name[64];
-    FILE *d;
-    char *sc;
-    bool ok;
     /* the race's finalists with their confidence intervals (kerntune's extension) */
-    snprintf(name, sizeof name, "ci%zu", k);
-    d = data_file(dir, name);
+    char name[64];
+    FILE *d = set_data_file(dir, name, "ci", k);
     size_t nci = 0;
     size_t nfinal = 0; /* the race's finalists where it names two or more; else the fastest 20 */
     for (size_t i = 0; i < s->nok; i++)
@@ -334,10 +336,10 @@ static bool report_finalists(FILE *h, set *s, size_t k, const char *dir, char **
     }
     if (d) fclose(d);
     if (nci > 1) {
-        sc = cli_format("set xlabel 'finalists, fastest first'\nset ylabel 'time (ms)'\nset xrange [0:%zu]\n"
+        char *sc = cli_format("set xlabel 'finalists, fastest first'\nset ylabel 'time (ms)'\nset xrange [0:%zu]\n"
                         "plot '%s/%s.dat' using 1:2:3:4 with yerrorbars pt 7 lc rgb '#307030' title 'mean and confidence interval'",
                         nci + 1, dir, name);
-        ok = sc && plot(h, dir, name, sc, flagged ? "The race's finalists: their times with the confidence intervals it decided on"
+        bool ok = sc && plot(h, dir, name, sc, flagged ? "The race's finalists: their times with the confidence intervals it decided on"
                                                   : "The fastest configurations (the race's finalists and those it dropped last): their "
                                                     "times with their confidence intervals", err);
         free(sc);
@@ -348,14 +350,10 @@ static bool report_finalists(FILE *h, set *s, size_t k, const char *dir, char **
 
 /* The roofline, where work formulas place the measured configurations. Of set k, into h (plots under dir); false with *err on a failure. */
 static bool report_roofline(FILE *h, set *s, size_t k, const char *dir, char **err) {
-    char name[64];
-    FILE *d;
-    char *sc;
-    bool ok;
     /* the roofline: where the work formulas (kerntune's x-kerntune flops and bytes) place each
      * measured configuration against the device's limits (given with --peak) */
-    snprintf(name, sizeof name, "roof%zu", k);
-    d = data_file(dir, name);
+    char name[64];
+    FILE *d = set_data_file(dir, name, "roof", k);
     size_t nroof = 0;
     double ai_lo = INFINITY, ai_hi = 0;
     for (size_t i = 0; d && i < s->nok; i++) {
@@ -374,13 +372,13 @@ static bool report_roofline(FILE *h, set *s, size_t k, const char *dir, char **e
         char *roof = pf > 0 && pb > 0 ? cli_format(", (x < %.9g / %.9g ? %.9g * x : %.9g) with lines lw 2 lc rgb '#707070' title "
                                                    "'peak: %g GFLOP/s, %g GB/s'", pf, pb, pb, pf, pf, pb)
                                       : cli_format("%s", "");
-        sc = roof ? cli_format("set logscale xy\nset xrange [%.9g:%.9g]\nset xlabel 'arithmetic intensity (flop per byte)'\n"
+        char *sc = roof ? cli_format("set logscale xy\nset xrange [%.9g:%.9g]\nset xlabel 'arithmetic intensity (flop per byte)'\n"
                                "set ylabel 'GFLOP/s'\nset samples 400\n"
                                "plot '%s/%s.dat' using 1:($3 == 0 ? $2 : 1/0) with points pt 7 ps 0.5 lc rgb '#3060a0' title 'measured', "
                                "'' using 1:($3 == 1 ? $2 : 1/0) with points pt 9 ps 2 lc rgb '#a03030' title 'winner'%s",
                                ai_lo / 4, ai_hi * 4, dir, name, roof)
                   : NULL;
-        ok = sc && plot(h, dir, name, sc, "Roofline: the measured configurations by their work formulas, against the device's peaks", err);
+        bool ok = sc && plot(h, dir, name, sc, "Roofline: the measured configurations by their work formulas, against the device's peaks", err);
         free(sc), free(roof);
         if (!ok) return false;
     }
