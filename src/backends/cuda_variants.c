@@ -276,22 +276,18 @@ kt_status kt__cu_build(void *state, size_t device, const kt_build_request *req, 
 kt_status kt__cu_load(void *state, size_t device, const char *path, const char *kernel_name, void **module,
                          char *err, size_t errlen) {
     cu_state *s = state;
-    FILE *f = fopen(path, "rb");
-    if (f == NULL) {
+    size_t size;
+    bool opened;
+    char *data = (char *)kt__read_whole(path, &size, &opened);
+    if (!opened) {
         snprintf(err, errlen, "cannot open %s", path);
         return KT_ERR_SYSTEM;
     }
-    fseek(f, 0, SEEK_END);
-    long size = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *data = size > 0 ? malloc((size_t)size + 1) : NULL;
-    bool ok = data && fread(data, 1, (size_t)size, f) == (size_t)size;
-    if (ok) data[size] = '\0';
-    fclose(f);
+    bool ok = data != NULL && size > 0;
     size_t mlen = sizeof cubin_magic - 1;
-    bool v2 = ok && (size_t)size > mlen && memcmp(data, cubin_magic, mlen) == 0;
-    bool v1 = ok && !v2 && (size_t)size > mlen && memcmp(data, cubin_magic_v1, mlen) == 0;
-    char *end = data ? data + (size > 0 ? size : 0) : NULL;
+    bool v2 = ok && size > mlen && memcmp(data, cubin_magic, mlen) == 0;
+    bool v1 = ok && !v2 && size > mlen && memcmp(data, cubin_magic_v1, mlen) == 0;
+    char *end = data ? data + size : NULL;
     char *nl = (v1 || v2) ? memchr(data + mlen, '\n', (size_t)(end - data) - mlen) : NULL;
     /* the constant-memory arguments: a count, then "ARG NAME" lines */
     char *cubin = nl ? nl + 1 : NULL, *names = NULL;

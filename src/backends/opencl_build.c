@@ -168,23 +168,14 @@ kt_status kt__cl_load(void *state, size_t device, const char *path, const char *
                          char *err, size_t errlen) {
     cl_state *s = state;
     cl_dev *dv = &s->devs[device];
-    FILE *f = fopen(path, "rb");
-    if (f == NULL) {
-        snprintf(err, errlen, "cannot open %s", path);
-        return KT_ERR_SYSTEM;
-    }
-    fseek(f, 0, SEEK_END);
-    long size = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    unsigned char *bin = size > 0 ? malloc((size_t)size) : NULL;
-    bool read_ok = bin && fread(bin, 1, (size_t)size, f) == (size_t)size;
-    fclose(f);
-    if (!read_ok) {
+    size_t len;
+    bool opened;
+    unsigned char *bin = kt__read_whole(path, &len, &opened);
+    if (bin == NULL || len == 0) {
         free(bin);
-        snprintf(err, errlen, "cannot read %s", path);
+        snprintf(err, errlen, opened ? "cannot read %s" : "cannot open %s", path);
         return KT_ERR_SYSTEM;
     }
-    size_t len = (size_t)size;
     const unsigned char *cbin = bin;
     cl_int rc = CL_SUCCESS, brc = CL_SUCCESS;
     cl_program prog;

@@ -5,6 +5,7 @@
 
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -57,4 +58,22 @@ int kt__make_dirs(const char *path, bool whole, char *failed, size_t len) {
     if (e == 0 && whole) e = make_one(buf);
     if (e != 0) snprintf(failed, len, "%s", buf);
     return e;
+}
+
+unsigned char *kt__read_whole(const char *path, size_t *len, bool *opened) {
+    *len = 0;
+    FILE *f = fopen(path, "rb");
+    *opened = f != NULL;
+    if (f == NULL) return NULL;
+    long size = fseek(f, 0, SEEK_END) == 0 ? ftell(f) : -1;
+    unsigned char *data = size >= 0 && fseek(f, 0, SEEK_SET) == 0 ? malloc((size_t)size + 1) : NULL;
+    if (data && fread(data, 1, (size_t)size, f) != (size_t)size) {
+        free(data);
+        data = NULL;
+    }
+    fclose(f);
+    if (data == NULL) return NULL;
+    data[size] = '\0';
+    *len = (size_t)size;
+    return data;
 }

@@ -69,6 +69,11 @@ double kt__now_s(void);
  * (util.c). */
 int kt__make_dirs(const char *path, bool whole, char *failed, size_t len);
 
+/* The whole of file path, with a NUL after it, in a buffer it allocates; its length in *len.
+ * NULL when it cannot be opened (*opened false) or read (*opened true); an empty file is a buffer
+ * holding the NUL alone (util.c). */
+unsigned char *kt__read_whole(const char *path, size_t *len, bool *opened);
+
 /* ---- evict.c: taking host memory out of the CPU's caches ------------------------------------- */
 /* Whether kt__evict works on this processor (x86-64 and AArch64); elsewhere a caller that wants
  * a cold cache writes a buffer as large as the last-level cache instead. */
