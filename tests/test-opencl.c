@@ -52,6 +52,15 @@ static size_t opencl_device(kt_context *ctx) {
     return 0;
 }
 
+/* A test context (runs as test_context's) with the tests' artifact directory, and its OpenCL
+ * device in *dev. */
+static kt_context *cl_context(unsigned runs, size_t *dev) {
+    kt_context *ctx = test_context(runs);
+    ok(kt_context_set_artifact_dir(ctx, artifacts));
+    *dev = opencl_device(ctx);
+    return ctx;
+}
+
 static kt_space *mm_space(const char *tm, const char *lx, const char *bad, const char *wrong) {
     kt_space *sp = NULL;
     ok(kt_space_create(&sp));
@@ -101,9 +110,8 @@ static kt_op *mm_op(kt_context *ctx, size_t dev, const char *name, const float *
 
 static void test_tiled_matmul_on_pocl(void **state) {
     (void)state;
-    kt_context *ctx = test_context(3);
-    ok(kt_context_set_artifact_dir(ctx, artifacts));
-    size_t dev = opencl_device(ctx);
+    size_t dev;
+    kt_context *ctx = cl_context(3, &dev);
     float a[N * N], b[N * N], c[N * N], ref[N * N];
     mm_inputs(a, b, ref, 7, 5);
     void *da, *db, *dc;
@@ -189,9 +197,8 @@ static void test_cpu_artifacts_hold_source(void **state) {
 /* v *= s on the device: tuning restores the device buffer before every run. */
 static void test_inplace_on_device(void **state) {
     (void)state;
-    kt_context *ctx = test_context(3);
-    ok(kt_context_set_artifact_dir(ctx, artifacts));
-    size_t dev = opencl_device(ctx);
+    size_t dev;
+    kt_context *ctx = cl_context(3, &dev);
     enum { M = 256 };
     float v[M], expect[M];
     for (int i = 0; i < M; i++) v[i] = (float)i - 100.5f, expect[i] = v[i] * 1.5f;
@@ -471,9 +478,8 @@ static void stuck(int sig) {
  * miss) tunes with the queue's earlier work finished, then enqueues the winner. */
 static void test_call_async_on_a_held_queue(void **state) {
     (void)state;
-    kt_context *ctx = test_context(2);
-    ok(kt_context_set_artifact_dir(ctx, artifacts));
-    size_t dev = opencl_device(ctx);
+    size_t dev;
+    kt_context *ctx = cl_context(2, &dev);
     enum { M = 256 };
     float v[M], expect[M];
     for (int i = 0; i < M; i++) v[i] = (float)i - 100.5f;
@@ -557,9 +563,8 @@ static void *call_on_queue(void *p) {
  * thread A's sit on A; released, A's run, each in its order. */
 static void test_two_queues_two_threads(void **state) {
     (void)state;
-    kt_context *ctx = test_context(2);
-    ok(kt_context_set_artifact_dir(ctx, artifacts));
-    size_t dev = opencl_device(ctx);
+    size_t dev;
+    kt_context *ctx = cl_context(2, &dev);
     enum { MA = 256, MB = 512, CALLS = 20 };
     float va[MA], vb[MB], out[MB];
     for (int i = 0; i < MA; i++) va[i] = 1.0f;
@@ -721,9 +726,8 @@ static void run_adders(kt_context *ctx, size_t dev, kt_op *op, cl_fns *cl, int n
  * every buffer ends holding exactly its own launches. */
 static void test_many_threads_one_module(void **state) {
     (void)state;
-    kt_context *ctx = test_context(2);
-    ok(kt_context_set_artifact_dir(ctx, artifacts));
-    size_t dev = opencl_device(ctx);
+    size_t dev;
+    kt_context *ctx = cl_context(2, &dev);
     enum { THREADS = 5, CALLS = KT_TEST_LARGE ? 300 : 200 };
     void *bufs[THREADS];
     for (int t = 0; t < THREADS; t++) ok(kt_device_alloc(ctx, dev, POOL_M * sizeof(int32_t), &bufs[t]));
@@ -852,9 +856,8 @@ static int queued_copy(const kt_arg *args, size_t nargs, kt_queue queue, void *u
  * on the caller's queue and returns before the copy runs; kt_op_call waits for it. */
 static void test_native_queued(void **state) {
     (void)state;
-    kt_context *ctx = test_context(2);
-    ok(kt_context_set_artifact_dir(ctx, artifacts));
-    size_t dev = opencl_device(ctx);
+    size_t dev;
+    kt_context *ctx = cl_context(2, &dev);
     enum { M = 2048 };
     static float src[M], out[M], zeros[M];
     for (int i = 0; i < M; i++) src[i] = (float)(i % 97) * 0.5f - 7.0f;
@@ -1023,9 +1026,8 @@ static const char *kt_contract_cl =
 
 static void test_kernel_tuner_contract(void **state) {
     (void)state;
-    kt_context *ctx = test_context(3);
-    ok(kt_context_set_artifact_dir(ctx, artifacts));
-    size_t dev = opencl_device(ctx);
+    size_t dev;
+    kt_context *ctx = cl_context(3, &dev);
     int32_t out[8];
     void *dv;
     ok(kt_device_alloc(ctx, dev, sizeof out, &dv));
@@ -1071,9 +1073,8 @@ static const char *unroll_cl =
 
 static void test_kernel_tuner_contract_unroll_zero(void **state) {
     (void)state;
-    kt_context *ctx = test_context(3);
-    ok(kt_context_set_artifact_dir(ctx, artifacts));
-    size_t dev = opencl_device(ctx);
+    size_t dev;
+    kt_context *ctx = cl_context(3, &dev);
     float out[64];
     void *dv;
     ok(kt_device_alloc(ctx, dev, sizeof out, &dv));
