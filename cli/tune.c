@@ -65,7 +65,6 @@ static void on_progress(size_t done, size_t total, size_t valid, size_t failed, 
 /* ---- the command ------------------------------------------------------------------------- */
 
 typedef struct run_state {
-    options o;
     char *error; /* the failure, printed at the end (and as the --json document) */
     bool usage;  /* the failure is the options' (exit status 2) */
 } run_state;
@@ -509,7 +508,6 @@ int run_tune(int argc, char **argv) {
         free(c);
         return rc;
     }
-    c->run.o = c->o;
     c->dev = -1, c->startup_s = -1;
     /* the kernel (in its worker processes, which inherit file descriptor 1) and the platforms'
      * libraries may print: with --json, all of that goes to stderr and the document alone to

@@ -184,7 +184,7 @@ typedef struct failure_kind {
     const char *name;
 } failure_kind;
 extern const failure_kind kinds[];
-extern const size_t NKINDS;
+extern const size_t nkinds;
 
 extern char *usage_message; /* the last usage error, for --json (tune_options.c) */
 

@@ -91,11 +91,11 @@ const char *invalidity(kt_outcome o) {
 /* The failure kinds as the summary names them, in the order it lists them. */
 const failure_kind kinds[] = {{KT_OUTCOME_BUILD_FAILED, "compile"}, {KT_OUTCOME_FAILED, "runtime"},    {KT_OUTCOME_CRASHED, "crashed"},
              {KT_OUTCOME_TIMEOUT, "timeout"},      {KT_OUTCOME_INVALID, "correctness"}, {KT_OUTCOME_REJECTED, "rejected"}};
-const size_t NKINDS = sizeof kinds / sizeof kinds[0];
+const size_t nkinds = sizeof kinds / sizeof kinds[0];
 
 /* A unit's outcome as the summary names it: a failure kind, "measured" or "not run". */
 const char *outcome_name(kt_outcome o) {
-    for (size_t k = 0; k < NKINDS; k++)
+    for (size_t k = 0; k < nkinds; k++)
         if (kinds[k].outcome == o) return kinds[k].name;
     return o == KT_OUTCOME_MEASURED ? "measured" : "not run";
 }

@@ -110,9 +110,9 @@ void print_summary(FILE *txt, const summary *s) {
     }
     if (!s->cached) {
         fprintf(txt, "%zu configurations: %zu measured, %zu failed (", s->total, s->measured, s->failed);
-        for (size_t k = 0; k < NKINDS; k++) fprintf(txt, "%s%zu %s", k ? ", " : "", s->fails[kinds[k].outcome], kinds[k].name);
+        for (size_t k = 0; k < nkinds; k++) fprintf(txt, "%s%zu %s", k ? ", " : "", s->fails[kinds[k].outcome], kinds[k].name);
         fprintf(txt, "), %zu not run\n", s->not_run);
-        for (size_t k = 0; k < NKINDS; k++) {
+        for (size_t k = 0; k < nkinds; k++) {
             kt_outcome oc = kinds[k].outcome;
             if (s->fails[oc] == 0) continue;
             fprintf(txt, "  %s (%zu)%s:\n", kinds[k].name, s->fails[oc], s->fails[oc] > EXAMPLES ? ", the first ones" : "");
@@ -195,7 +195,7 @@ json_t *summary_json(const summary *s) {
     json_object_set_new(j, "failed", json_integer((json_int_t)s->failed));
     json_object_set_new(j, "not_run", json_integer((json_int_t)s->not_run));
     json_t *kj = json_object(), *ej = json_object();
-    for (size_t k = 0; k < NKINDS; k++) {
+    for (size_t k = 0; k < nkinds; k++) {
         kt_outcome oc = kinds[k].outcome;
         json_object_set_new(kj, kinds[k].name, json_integer((json_int_t)s->fails[oc]));
         if (s->fails[oc] == 0) continue;
