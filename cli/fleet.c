@@ -51,18 +51,19 @@ void fleet_jobs_key(const char *fingerprint, char out[64]) {
     else snprintf(out, 64, FLEET_PREFIX "jobs:%016llx", (unsigned long long)hash_text(fingerprint));
 }
 
-#ifdef KT_NO_REDIS
-
 void *fleet_connect(const char *url, int timeout_ms, char **err) {
-    (void)url, (void)timeout_ms;
-    *err = cli_format("this kerntune was built without Redis (no hiredis or libcrypto at build time, or KT_WITH_REDIS=OFF): it cannot reach a fleet");
-    return NULL;
+    void *c = NULL;
+    kt_status st = kt_redis_connect(url, timeout_ms, &c);
+    if (st != KT_OK) *err = cli_format("%s%s", st == KT_ERR_BACKEND ? "cannot reach Redis: " : "", kt_last_error());
+    return c;
 }
+
+#ifdef KT_NO_REDIS
 
 bool fleet_open(const char *url, const fleet_run *run, double wait_s, bool progress, fleet **out, char **err) {
     (void)run, (void)wait_s, (void)progress;
     *out = NULL;
-    return fleet_connect(url, 0, err) != NULL;
+    return fleet_connect(url, 1000, err) != NULL;
 }
 
 const kt_backend *fleet_backend(fleet *f) { (void)f; return NULL; }
@@ -74,34 +75,6 @@ void fleet_get_stats(fleet *f, fleet_stats *s) { (void)f, memset(s, 0, sizeof *s
 void fleet_close(fleet *f) { (void)f; }
 
 #else
-
-void *fleet_connect(const char *url, int timeout_ms, char **err) {
-    char host[256];
-    int port, db;
-    if (kt_redis_url_parse(url, host, sizeof host, &port, &db) != KT_OK) {
-        *err = cli_format("%s", kt_last_error());
-        return NULL;
-    }
-    struct timeval tv = {timeout_ms / 1000, (timeout_ms % 1000) * 1000};
-    redisContext *c = redisConnectWithTimeout(host, (int)port, tv);
-    if (c == NULL || c->err) {
-        *err = cli_format("cannot reach Redis at %s: %s", url, c ? c->errstr : "out of memory");
-        if (c) redisFree(c);
-        return NULL;
-    }
-    redisSetTimeout(c, tv);
-    if (db != 0) {
-        redisReply *r = redisCommand(c, "SELECT %d", db);
-        bool ok = r && r->type != REDIS_REPLY_ERROR;
-        if (!ok) *err = cli_format("Redis at %s: SELECT %d: %s", url, db, r ? r->str : c->errstr);
-        if (r) freeReplyObject(r);
-        if (!ok) {
-            redisFree(c);
-            return NULL;
-        }
-    }
-    return c;
-}
 
 /* One configuration's measurements, as workers sent them. */
 typedef struct record {

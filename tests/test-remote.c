@@ -425,6 +425,45 @@ static void test_url_parse(void **state) {
     kt_context_destroy(ctx);
 }
 
+/* The one connection routine, which the shared cache and the fleet both use: a bad url, a dead
+ * port, a database Redis refuses, and a database selected (a key set through it lands in that
+ * database only). */
+static void test_connect(void **state) {
+    (void)state;
+    void *c = (void *)1;
+    assert_int_equal(kt_redis_connect("redis://h:0", 200, &c), KT_ERR_INVALID_ARGUMENT);
+    assert_null(c);
+    assert_int_equal(kt_redis_connect(url, 0, &c), KT_ERR_INVALID_ARGUMENT);
+    assert_string_equal(kt_last_error(), "kt_redis_connect: timeout 0 ms: must be positive");
+    char dead[64], msg[128];
+    int dport = redis_free_port();
+    snprintf(dead, sizeof dead, "redis://127.0.0.1:%d", dport);
+    assert_int_equal(kt_redis_connect(dead, 500, &c), KT_ERR_BACKEND);
+    snprintf(msg, sizeof msg, "redis://127.0.0.1:%d: cannot connect: ", dport);
+    assert_memory_equal(kt_last_error(), msg, strlen(msg));
+    char u[96];
+    snprintf(u, sizeof u, "%s/99999", url); /* past redis-server's 16 databases */
+    assert_int_equal(kt_redis_connect(u, 500, &c), KT_ERR_BACKEND);
+    snprintf(msg, sizeof msg, "redis://127.0.0.1:%d: SELECT 99999: ERR ", port);
+    assert_memory_equal(kt_last_error(), msg, strlen(msg));
+    snprintf(u, sizeof u, "%s/3", url);
+    ok(kt_redis_connect(u, 500, &c));
+    redisReply *r = redisCommand(c, "SET kt-connect-probe yes");
+    assert_non_null(r);
+    freeReplyObject(r);
+    redisFree(c);
+    redisContext *plain = client(); /* database 0 */
+    r = redisCommand(plain, "EXISTS kt-connect-probe");
+    assert_int_equal(r->integer, 0);
+    freeReplyObject(r);
+    r = redisCommand(plain, "SELECT 3");
+    freeReplyObject(r);
+    r = redisCommand(plain, "EXISTS kt-connect-probe");
+    assert_int_equal(r->integer, 1);
+    freeReplyObject(r);
+    redisFree(plain);
+}
+
 int main(int argc, char **argv) {
     signal(SIGPIPE, SIG_IGN);
     const struct CMUnitTest tests[] = {
@@ -436,6 +475,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test_setup_teardown(test_one_tuning_per_key, setup, teardown),
         cmocka_unit_test_setup_teardown(test_settings, setup, teardown),
         cmocka_unit_test(test_url_parse),
+        cmocka_unit_test_setup_teardown(test_connect, setup, teardown),
     };
     return kt_run_cases(argc, argv, tests, NULL, NULL);
 }

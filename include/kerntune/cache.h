@@ -56,6 +56,15 @@ KT_API kt_status kt_context_set_remote(kt_context *ctx, const char *url);
  *  ("'URL': expected redis://HOST[:PORT][/DB]: ...") otherwise. */
 KT_API kt_status kt_redis_url_parse(const char *url, char *host, size_t hostlen, int *port, int *db);
 
+/** Opens a connection to the Redis that url names (kt_redis_url_parse), within timeout_ms
+ *  milliseconds, which is also each later command's timeout, and selects its database: *out
+ *  is then a hiredis redisContext (free it with redisFree). The one way kerntune connects to
+ *  Redis: the shared cache and the CLI's fleet both use it. KT_ERR_INVALID_ARGUMENT for a bad
+ *  url or timeout, KT_ERR_BACKEND ("redis://HOST:PORT: cannot connect: ...", or "SELECT DB: ...")
+ *  when Redis cannot be reached or refuses the database, KT_ERR_STATE when the library was built
+ *  without hiredis. */
+KT_API kt_status kt_redis_connect(const char *url, int timeout_ms, void **out);
+
 /** Sets how long one call to the shared cache may take, connecting included (default 0.2 s, or
  *  KERNTUNE_REMOTE_TIMEOUT in seconds): past it the call counts as failed and the op decides
  *  locally. Set it before the first tuning. KT_ERR_INVALID_ARGUMENT outside [0.001, 600] s. */

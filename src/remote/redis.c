@@ -26,6 +26,7 @@
 #define BACKOFF_S 5.0 /* how long a remote that failed stays down */
 
 struct kt__remote {
+    char url[320];
     char host[256];
     int port, db, timeout_ms;
     unsigned char *secret;
@@ -56,6 +57,7 @@ kt_status kt__remote_create(const char *url, const void *secret, size_t secret_l
         free(r);
         return kt__err(KT_ERR_INVALID_ARGUMENT, "remote %s", why);
     }
+    snprintf(r->url, sizeof r->url, "%s", url);
     r->secret = malloc(secret_len);
     if (r->secret == NULL) {
         free(r);
@@ -88,25 +90,13 @@ static redisContext *conn(kt__remote *r, const char *what) {
         kt__err(KT_ERR_BACKEND, "remote redis://%s:%d: %s: unreachable a moment ago; not retried yet", r->host, r->port, what);
         return NULL;
     }
-    struct timeval tv = {r->timeout_ms / 1000, (r->timeout_ms % 1000) * 1000};
-    redisContext *c = redisConnectWithTimeout(r->host, r->port, tv);
-    if (c == NULL || c->err) {
-        kt__err(KT_ERR_BACKEND, "remote redis://%s:%d: %s: cannot connect: %s", r->host, r->port, what, c ? c->errstr : "out of memory");
-        if (c) redisFree(c);
+    void *c = NULL;
+    if (kt_redis_connect(r->url, r->timeout_ms, &c) != KT_OK) {
+        char why[600];
+        snprintf(why, sizeof why, "%s", kt_last_error());
+        kt__err(KT_ERR_BACKEND, "remote %s: %s", what, why);
         r->down_until = kt__now_s() + BACKOFF_S;
         return NULL;
-    }
-    redisSetTimeout(c, tv);
-    if (r->db) {
-        redisReply *rep = redisCommand(c, "SELECT %d", r->db);
-        bool ok = rep && rep->type == REDIS_REPLY_STATUS;
-        if (rep) freeReplyObject(rep);
-        if (!ok) {
-            kt__err(KT_ERR_BACKEND, "remote redis://%s:%d: %s: SELECT %d failed", r->host, r->port, what, r->db);
-            redisFree(c);
-            r->down_until = kt__now_s() + BACKOFF_S;
-            return NULL;
-        }
     }
     r->c = c;
     return c;

@@ -1,12 +1,15 @@
 /*
- * url.c - the one reader of redis:// URLs (kt_redis_url_parse): the shared cache (redis.c,
- * kt_context_set_remote) and the CLI's fleet read them through it.
+ * client.c - the one way into Redis: reading redis:// URLs (kt_redis_url_parse) and opening a
+ * connection from one (kt_redis_connect: connect within a timeout, SELECT the database). The
+ * shared cache (redis.c, kt_context_set_remote) and the CLI's fleet (tune --workers, worker)
+ * both connect through it.
  */
 #include <kerntune/cache.h>
 
 #include "util/util.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -47,3 +50,47 @@ kt_status kt_redis_url_parse(const char *url, char *host, size_t hostlen, int *p
     *port = (int)pv, *db = (int)dv;
     return KT_OK;
 }
+
+#ifndef KT_NO_REDIS
+#include <hiredis/hiredis.h>
+
+kt_status kt_redis_connect(const char *url, int timeout_ms, void **out) {
+    if (out == NULL) return kt__err(KT_ERR_NULL, "kt_redis_connect: out is NULL");
+    *out = NULL;
+    char host[256];
+    int port, db;
+    kt_status st = kt_redis_url_parse(url, host, sizeof host, &port, &db);
+    if (st != KT_OK) return st;
+    if (timeout_ms <= 0) return kt__err(KT_ERR_INVALID_ARGUMENT, "kt_redis_connect: timeout %d ms: must be positive", timeout_ms);
+    struct timeval tv = {timeout_ms / 1000, (timeout_ms % 1000) * 1000};
+    redisContext *c = redisConnectWithTimeout(host, port, tv);
+    if (c == NULL || c->err) {
+        st = kt__err(KT_ERR_BACKEND, "redis://%s:%d: cannot connect: %s", host, port, c ? c->errstr : "out of memory");
+        if (c) redisFree(c);
+        return st;
+    }
+    redisSetTimeout(c, tv);
+    if (db != 0) {
+        redisReply *r = redisCommand(c, "SELECT %d", db);
+        if (r == NULL || r->type != REDIS_REPLY_STATUS) {
+            st = kt__err(KT_ERR_BACKEND, "redis://%s:%d: SELECT %d: %.200s", host, port, db,
+                         r && r->type == REDIS_REPLY_ERROR ? r->str : c->errstr[0] ? c->errstr : "no answer");
+            if (r) freeReplyObject(r);
+            redisFree(c);
+            return st;
+        }
+        freeReplyObject(r);
+    }
+    *out = c;
+    return KT_OK;
+}
+
+#else
+
+kt_status kt_redis_connect(const char *url, int timeout_ms, void **out) {
+    (void)url, (void)timeout_ms;
+    if (out) *out = NULL;
+    return kt__err(KT_ERR_STATE, "this kerntune was built without Redis (no hiredis or libcrypto at build time, or KT_WITH_REDIS=OFF)");
+}
+
+#endif
