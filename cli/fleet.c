@@ -8,9 +8,11 @@
  * the configuration's key; "launching" it serves the runs the worker measured, in order, and
  * asks for more (a job for runs FROM..FROM+N) when the engine's race wants more than it has.
  * So the search, the race, the T4 file and the cache are the local run's, fed by the workers.
+ *
+ * This file runs the jobs and reads their results; fleet_open.c opens and closes the run.
  */
 #define _DEFAULT_SOURCE
-#include "fleet.h"
+#include "fleet_int.h"
 
 #include "replay.h"
 #include "t4.h"
@@ -76,60 +78,6 @@ void fleet_close(fleet *f) { (void)f; }
 
 #else
 
-/* One configuration's measurements, as workers sent them. */
-typedef struct record {
-    char *config;
-    bool known;          /* a first result came */
-    kt_outcome outcome;
-    char *message;
-    double *runs;
-    size_t nruns, cap;
-} record;
-
-typedef struct job {
-    char *config;
-    size_t from, runs;
-    char entry[48];      /* its stream entry, withdrawn at the end */
-    bool done;
-    unsigned starts;     /* "start" events: more than one means it was taken over */
-    json_t *result;
-} job;
-
-/* A loaded configuration: where the engine is in its runs. */
-typedef struct module {
-    record *rec;
-    size_t next;
-} module;
-
-struct fleet {
-    kt_backend backend; /* first: the backend's state is the fleet itself */
-    char *url;
-    redisContext *c;    /* submitting, under mu */
-    redisContext *rc;   /* the reader's */
-    pthread_mutex_t mu;
-    pthread_cond_t cv;
-    pthread_t reader;
-    bool reader_started;
-    atomic_bool stop;
-    char run[40], run_key[96], results_key[96], jobs_key[64];
-    char device[256], fingerprint[1024];
-    char compiler[1024], arch[128], vendor[128]; /* the workers' device, as they describe it */
-    /* the run's hash, kept to publish it again should Redis lose it */
-    size_t nfields;
-    const char *fields[24];
-    size_t lens[24];
-    char *owned[24];
-    job *jobs;
-    size_t njobs, jcap;
-    record **recs;       /* open addressing on the configuration text */
-    size_t rmask, nrecs;
-    fleet_stats st;
-    bool progress, shown;
-    void (*status_fn)(char *buf, size_t len, void *user);
-    void *status_user;
-    struct timespec cpu0;
-};
-
 enum { FIRST_RUNS = 8, MORE_RUNS = 32, DOWN_LIMIT_S = 30 };
 
 /* The record of config (under mu): made when absent and make, else NULL when absent. */
@@ -173,7 +121,7 @@ static kt_outcome outcome_named(const char *s) {
 /* Runs a command on *c, reconnecting while Redis does not answer (*reconnected, when not NULL,
  * says whether it had to); after DOWN_LIMIT_S seconds without an answer the tuning cannot go
  * on: it stops as an interrupted run does. NULL only once the fleet is closing. */
-static redisReply *command(fleet *f, redisContext **c, int argc, const char **argv, const size_t *lens, bool *reconnected) {
+redisReply *fleet_command(fleet *f, redisContext **c, int argc, const char **argv, const size_t *lens, bool *reconnected) {
     double down_since = 0;
     if (reconnected) *reconnected = false;
     while (!atomic_load(&f->stop)) {
@@ -209,7 +157,7 @@ static bool enqueue(fleet *f, size_t seq, char **err) {
     snprintf(s_from, sizeof s_from, "%zu", j->from);
     snprintf(s_runs, sizeof s_runs, "%zu", j->runs);
     const char *argv[] = {"XADD", f->jobs_key, "*", "run", f->run, "seq", s_seq, "config", j->config, "from", s_from, "runs", s_runs};
-    redisReply *r = command(f, &f->c, 13, argv, NULL, NULL);
+    redisReply *r = fleet_command(f, &f->c, 13, argv, NULL, NULL);
     bool ok = r && r->type == REDIS_REPLY_STRING;
     if (ok) snprintf(j->entry, sizeof j->entry, "%s", r->str);
     else *err = cli_format("putting a job on %s: %s", f->jobs_key, r && r->str ? r->str : "refused");
@@ -247,28 +195,28 @@ static long submit(fleet *f, const char *config, size_t from, size_t runs, char 
 }
 
 /* Publishes the run's hash (again). */
-static bool publish(fleet *f, redisContext **c, char **err) {
+bool fleet_publish(fleet *f, redisContext **c, char **err) {
     const char *argv[2 + 24];
     size_t lens[2 + 24];
     argv[0] = "HSET", lens[0] = 4;
     argv[1] = f->run_key, lens[1] = strlen(f->run_key);
     for (size_t i = 0; i < f->nfields; i++) argv[2 + i] = f->fields[i], lens[2 + i] = f->lens[i];
-    redisReply *r = command(f, c, (int)(2 + f->nfields), argv, lens, NULL);
+    redisReply *r = fleet_command(f, c, (int)(2 + f->nfields), argv, lens, NULL);
     bool ok = r && r->type != REDIS_REPLY_ERROR;
     if (!ok) *err = cli_format("publishing the run on %s: %s", f->url, r ? r->str : "the fleet is closing");
     if (r) freeReplyObject(r);
     if (ok) {
         const char *ex[] = {"EXPIRE", f->run_key, "86400"}; /* a coordinator that died leaves nothing for long */
-        if ((r = command(f, c, 3, ex, NULL, NULL)) != NULL) freeReplyObject(r);
+        if ((r = fleet_command(f, c, 3, ex, NULL, NULL)) != NULL) freeReplyObject(r);
     }
     return ok;
 }
 
 /* Makes the stream of jobs and its consumer group where they are absent: when the run begins,
  * and when a Redis that lost them (restarted without saving) answers again. */
-static bool make_group(fleet *f, redisContext **c, char **err) {
+bool fleet_make_group(fleet *f, redisContext **c, char **err) {
     const char *grp[] = {"XGROUP", "CREATE", f->jobs_key, FLEET_GROUP, "0", "MKSTREAM"};
-    redisReply *r = command(f, c, 6, grp, NULL, NULL);
+    redisReply *r = fleet_command(f, c, 6, grp, NULL, NULL);
     bool ok = r && (r->type != REDIS_REPLY_ERROR || strncmp(r->str, "BUSYGROUP", 9) == 0);
     if (!ok) *err = cli_format("creating the consumer group of %s: %s", f->jobs_key, r ? r->str : "the fleet is closing");
     if (r) freeReplyObject(r);
@@ -429,7 +377,7 @@ static kt_status b_launch(void *state, size_t device, void *mod, const kt_launch
     return KT_OK;
 }
 
-static const kt_backend fleet_table = {
+const kt_backend fleet_backend_table = {
     .abi_version = KT_BACKEND_ABI_VERSION,
     .name = "fleet",
     .init = b_init,
@@ -455,8 +403,6 @@ const kt_backend *fleet_backend(fleet *f) { return &f->backend; }
 
 const char *fleet_device_name(const fleet *f) { return f->device; }
 
-static void show_progress(fleet *f, bool final);
-
 void fleet_set_status(fleet *f, void (*fn)(char *buf, size_t len, void *user), void *user) {
     pthread_mutex_lock(&f->mu);
     f->status_fn = fn, f->status_user = user;
@@ -465,7 +411,7 @@ void fleet_set_status(fleet *f, void (*fn)(char *buf, size_t len, void *user), v
 
 void fleet_progress_done(fleet *f) {
     pthread_mutex_lock(&f->mu);
-    if (f->shown) show_progress(f, true);
+    if (f->shown) fleet_show_progress(f, true);
     f->progress = false;
     f->status_fn = NULL;
     pthread_mutex_unlock(&f->mu);
@@ -483,7 +429,7 @@ bool fleet_failure(fleet *f, const char *config, int *outcome) {
 
 /* ---- the reader: results, heartbeat, progress ----------------------------------------------- */
 
-static void show_progress(fleet *f, bool final) {
+void fleet_show_progress(fleet *f, bool final) {
     if (!f->progress) return;
     size_t running = 0, done = 0;
     for (size_t i = 0; i < f->njobs; i++) {
@@ -544,7 +490,7 @@ static void take_events(fleet *f, redisReply *r, char *last, size_t lastlen) {
     }
 }
 
-static void *reader_main(void *p) {
+void *fleet_reader_main(void *p) {
     fleet *f = p;
     char last[64] = "0-0", now_ms[24];
     double last_beat = 0, last_show = 0;
@@ -554,19 +500,19 @@ static void *reader_main(void *p) {
         if (now - last_beat >= 1) { /* the workers drop a run whose coordinator stopped beating */
             snprintf(now_ms, sizeof now_ms, "%lld", (long long)fleet_now_ms());
             const char *beat[] = {"HSET", f->run_key, "seen", now_ms};
-            redisReply *r = command(f, &f->rc, 4, beat, NULL, &again);
+            redisReply *r = fleet_command(f, &f->rc, 4, beat, NULL, &again);
             if (r == NULL) break;
             freeReplyObject(r);
             back = back || again;
             last_beat = now;
         }
         const char *read[] = {"XREAD", "COUNT", "512", "BLOCK", "200", "STREAMS", f->results_key, last};
-        redisReply *r = command(f, &f->rc, 8, read, NULL, &again);
+        redisReply *r = fleet_command(f, &f->rc, 8, read, NULL, &again);
         if (r == NULL) break;
         if (back || again) { /* Redis came back, perhaps without the run: publish it and the open jobs again */
             char *e2 = NULL;
-            if (!publish(f, &f->rc, &e2)) free(e2), e2 = NULL;
-            if (!make_group(f, &f->rc, &e2)) free(e2), e2 = NULL;
+            if (!fleet_publish(f, &f->rc, &e2)) free(e2), e2 = NULL;
+            if (!fleet_make_group(f, &f->rc, &e2)) free(e2), e2 = NULL;
             pthread_mutex_lock(&f->mu);
             for (size_t i = 0; i < f->njobs; i++)
                 if (!f->jobs[i].done && !enqueue(f, i, &e2)) free(e2), e2 = NULL;
@@ -575,7 +521,7 @@ static void *reader_main(void *p) {
         pthread_mutex_lock(&f->mu);
         take_events(f, r, last, sizeof last);
         if (now - last_show >= 0.25) {
-            show_progress(f, false);
+            fleet_show_progress(f, false);
             last_show = now;
         }
         pthread_mutex_unlock(&f->mu);
@@ -585,275 +531,5 @@ static void *reader_main(void *p) {
 }
 
 /* ---- opening and closing a run --------------------------------------------------------------- */
-
-/* Adds a field of the run's hash; value is owned by the fleet from now on. */
-static bool add_field(fleet *f, const char *name, char *value, size_t len) {
-    if (value == NULL || f->nfields + 2 > sizeof f->fields / sizeof f->fields[0]) {
-        free(value);
-        return false;
-    }
-    f->fields[f->nfields] = name, f->lens[f->nfields] = strlen(name), f->owned[f->nfields] = NULL;
-    f->nfields++;
-    f->fields[f->nfields] = value, f->lens[f->nfields] = len, f->owned[f->nfields] = value;
-    f->nfields++;
-    return true;
-}
-
-/* Adds the problem (its file names made local to the run's directory on the worker) and the
- * files it names. */
-static bool add_problem(fleet *f, const fleet_run *run, char **err) {
-    json_error_t je;
-    json_t *doc = json_load_file(run->problem, 0, &je);
-    json_t *spec = doc ? json_object_get(doc, "KernelSpecification") : NULL;
-    if (spec == NULL) {
-        json_decref(doc);
-        *err = cli_format("%s: cannot be read again to send it to the workers", run->problem);
-        return false;
-    }
-    const t1 *p = run->p;
-    bool ok = true;
-    /* the kernel file (not needed to replay, but sent when it is there) */
-    if (p->kernel_file && (run->simulate == NULL || access(p->kernel_file, R_OK) == 0)) {
-        const char *dot = strrchr(p->kernel_file, '.'), *slash = strrchr(p->kernel_file, '/');
-        char *name = cli_format("kernel%s", dot && (slash == NULL || dot > slash) && strlen(dot) < 16 ? dot : "");
-        size_t len = 0;
-        char *text = name ? t1_read_file(p->kernel_file, "the kernel file", T1_FILE_LIMIT, 0, &len, err) : NULL;
-        ok = name && text && json_object_set_new(spec, "KernelFile", json_string(name)) == 0;
-        char *field = ok ? cli_format("file:%s", name) : NULL;
-        ok = ok && field && add_field(f, field, text, len);
-        if (ok) f->owned[f->nfields - 2] = field; /* the field's name is the fleet's too */
-        else free(field), free(text);
-        free(name);
-    }
-    const char *lists[2] = {"Arguments", "ReferenceArguments"};
-    for (int l = 0; ok && l < 2; l++) {
-        json_t *arr = json_object_get(spec, lists[l]);
-        for (size_t i = 0; ok && i < json_array_size(arr); i++) {
-            json_t *a = json_array_get(arr, i);
-            const char *src = json_string_value(json_object_get(a, "DataSource"));
-            if (src == NULL) continue;
-            char *path = src[0] == '/' ? cli_format("%s", src) : cli_format("%s/%s", p->dir, src);
-            char *name = cli_format("data-%s-%zu", l ? "ref" : "arg", i);
-            size_t len = 0;
-            char *data = path && name ? t1_read_file(path, "the data file", T1_FILE_LIMIT, 0, &len, err) : NULL;
-            ok = data && json_object_set_new(a, "DataSource", json_string(name)) == 0;
-            char *field = ok ? cli_format("file:%s", name) : NULL;
-            ok = ok && field && add_field(f, field, data, len);
-            if (ok) f->owned[f->nfields - 2] = field;
-            else free(field), free(data);
-            free(path), free(name);
-        }
-    }
-    char *text = ok ? json_dumps(doc, JSON_COMPACT) : NULL;
-    ok = ok && text && add_field(f, "problem", text, strlen(text));
-    json_decref(doc);
-    if (!ok && *err == NULL) *err = cli_format("out of memory");
-    return ok;
-}
-
-/* The live workers able to take the run: their stream, device and fingerprint (jansson objects
- * in an array); waits up to wait_s for one. */
-static json_t *live_workers(fleet *f, const fleet_run *run, double wait_s, size_t *others, char **err) {
-    double until = kt_now_s() + wait_s;
-    bool said = false;
-    for (;;) {
-        const char *argv[] = {"HGETALL", FLEET_PREFIX "workers"};
-        redisReply *r = command(f, &f->c, 2, argv, NULL, NULL);
-        json_t *list = json_array();
-        *others = 0;
-        int64_t now = fleet_now_ms();
-        for (size_t i = 0; r->type == REDIS_REPLY_ARRAY && i + 1 < r->elements; i += 2) {
-            json_t *w = json_loads(r->element[i + 1]->str, 0, NULL);
-            int64_t seen = json_integer_value(json_object_get(w, "seen"));
-            const char *lang = json_string_value(json_object_get(w, "language"));
-            if (w == NULL || now - seen > 5000) { /* gone: it stopped beating */
-                json_decref(w);
-                continue;
-            }
-            if (run->simulate || (lang && strcmp(lang, run->p->language) == 0)) {
-                json_object_set_new(w, "name", json_string(r->element[i]->str));
-                json_array_append_new(list, w);
-            } else {
-                (*others)++;
-                json_decref(w);
-            }
-        }
-        freeReplyObject(r);
-        if (json_array_size(list) > 0 || kt_now_s() >= until) {
-            if (json_array_size(list) == 0) {
-                *err = run->simulate ? cli_format("no live worker on %s (start 'kerntune worker %s' on each machine)", f->url, f->url)
-                                     : cli_format("no live worker on %s has a %s device%s (start 'kerntune worker %s --device N' "
-                                                  "on each machine with one)", f->url, run->p->language,
-                                                  *others ? "; the live ones have other devices" : "", f->url);
-                json_decref(list);
-                return NULL;
-            }
-            return list;
-        }
-        json_decref(list);
-        if (!said && f->progress) fprintf(stderr, "kerntune tune: waiting up to %g s for a worker on %s\n", wait_s, f->url);
-        said = true;
-        usleep(200000);
-    }
-}
-
-bool fleet_open(const char *url, const fleet_run *run, double wait_s, bool progress, fleet **out, char **err) {
-    *out = NULL;
-    *err = NULL;
-    fleet *f = calloc(1, sizeof *f);
-    if (f == NULL || (f->url = cli_format("%s", url)) == NULL) {
-        free(f);
-        *err = cli_format("out of memory");
-        return false;
-    }
-    f->backend = fleet_table;
-    pthread_mutex_init(&f->mu, NULL);
-    pthread_cond_init(&f->cv, NULL);
-    f->progress = progress;
-    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &f->cpu0);
-    if ((f->c = fleet_connect(url, 2000, err)) == NULL) goto fail;
-    size_t others = 0;
-    json_t *workers = live_workers(f, run, wait_s, &others, err);
-    if (workers == NULL) goto fail;
-    /* the device model most of them have (replay: every worker replays) */
-    const char *pick = NULL;
-    size_t nw = json_array_size(workers);
-    f->st.workers = run->simulate ? nw : 0;
-    for (size_t i = 0; run->simulate && i < nw; i++) {
-        json_int_t b = json_integer_value(json_object_get(json_array_get(workers, i), "batch"));
-        f->st.batch += b > 0 ? (size_t)b : 1;
-    }
-    for (size_t i = 0; i < nw && !run->simulate; i++) {
-        json_t *w = json_array_get(workers, i);
-        const char *fp = json_string_value(json_object_get(w, "fingerprint"));
-        size_t same = 0;
-        for (size_t k = 0; fp && k < nw; k++) {
-            const char *other = json_string_value(json_object_get(json_array_get(workers, k), "fingerprint"));
-            same += other && strcmp(fp, other) == 0;
-        }
-        if (same > f->st.workers) {
-            f->st.workers = same, pick = fp;
-            f->st.batch = 0;
-            for (size_t k = 0; k < nw; k++) {
-                json_t *o = json_array_get(workers, k);
-                const char *other = json_string_value(json_object_get(o, "fingerprint"));
-                json_int_t b = json_integer_value(json_object_get(o, "batch"));
-                if (other && strcmp(fp, other) == 0) f->st.batch += b > 0 ? (size_t)b : 1;
-            }
-            const char *dev = json_string_value(json_object_get(w, "device")), *cc = json_string_value(json_object_get(w, "compiler"));
-            const char *arch = json_string_value(json_object_get(w, "architecture")), *vendor = json_string_value(json_object_get(w, "vendor"));
-            snprintf(f->device, sizeof f->device, "%s", dev ? dev : "?");
-            snprintf(f->compiler, sizeof f->compiler, "%s", cc ? cc : "");
-            snprintf(f->arch, sizeof f->arch, "%s", arch ? arch : "");
-            snprintf(f->vendor, sizeof f->vendor, "%s", vendor ? vendor : "");
-        }
-    }
-    f->st.ignored = others + nw - f->st.workers;
-    if (run->simulate) {
-        snprintf(f->device, sizeof f->device, "replay of %.200s", run->simulate); /* as replay.c names it */
-        snprintf(f->fingerprint, sizeof f->fingerprint, "replay:%.900s", run->simulate);
-        snprintf(f->compiler, sizeof f->compiler, "replay %.900s recorded=%d", run->simulate, run->recorded); /* as replay.c says */
-        fleet_jobs_key(NULL, f->jobs_key);
-    } else {
-        snprintf(f->fingerprint, sizeof f->fingerprint, "%s", pick ? pick : "");
-        fleet_jobs_key(f->fingerprint, f->jobs_key);
-    }
-    json_decref(workers);
-    /* the run: a random name, its problem and files, the recording, the options */
-    uint64_t id = 0;
-    FILE *rnd = fopen("/dev/urandom", "rb");
-    if (rnd == NULL || fread(&id, sizeof id, 1, rnd) != 1) id = (uint64_t)fleet_now_ms() ^ ((uint64_t)getpid() << 32);
-    if (rnd) fclose(rnd);
-    snprintf(f->run, sizeof f->run, "%016llx", (unsigned long long)id);
-    snprintf(f->run_key, sizeof f->run_key, FLEET_PREFIX "run:%s", f->run);
-    snprintf(f->results_key, sizeof f->results_key, FLEET_PREFIX "results:%s", f->run);
-    if (!add_problem(f, run, err)) goto fail;
-    if (run->simulate) {
-        size_t len = 0;
-        char *rec = t1_read_file(run->simulate, "the recording", T4_READ_LIMIT, 0, &len, err);
-        if (rec == NULL || !add_field(f, "recording", rec, len)) goto fail;
-    }
-    json_t *opts = json_pack("{s:I,s:b,s:f,s:b,s:s?,s:s?,s:s}", "seed", (json_int_t)run->seed, "seed_given", run->seed_given, "timeout",
-                             run->timeout, "recorded", run->recorded, "problem_size", run->problem_size, "simulate_name", run->simulate,
-                             "language", run->p->language ? run->p->language : "");
-    json_t *defs = json_array();
-    for (size_t i = 0; i < run->ndefines; i++) json_array_append_new(defs, json_string(run->defines[i]));
-    if (opts) json_object_set_new(opts, "defines", defs);
-    else json_decref(defs);
-    char *text = opts ? json_dumps(opts, JSON_COMPACT) : NULL;
-    json_decref(opts);
-    if (text == NULL || !add_field(f, "options", text, strlen(text))) {
-        *err = cli_format("out of memory");
-        goto fail;
-    }
-    char now[24];
-    snprintf(now, sizeof now, "%lld", (long long)fleet_now_ms());
-    if (!add_field(f, "seen", cli_format("%s", now), strlen(now)) || !publish(f, &f->c, err)) goto fail;
-    if (!make_group(f, &f->c, err)) goto fail;
-    if (pthread_create(&f->reader, NULL, reader_main, f) != 0) {
-        *err = cli_format("cannot start the fleet's reader thread");
-        goto fail;
-    }
-    f->reader_started = true;
-    *out = f;
-    return true;
-fail:
-    if (*err == NULL) *err = cli_format("out of memory");
-    fleet_close(f);
-    return false;
-}
-
-void fleet_get_stats(fleet *f, fleet_stats *s) {
-    pthread_mutex_lock(&f->mu);
-    *s = f->st;
-    pthread_mutex_unlock(&f->mu);
-    struct timespec now;
-    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &now);
-    s->cpu_s = (double)(now.tv_sec - f->cpu0.tv_sec) + (double)(now.tv_nsec - f->cpu0.tv_nsec) / 1e9;
-}
-
-void fleet_close(fleet *f) {
-    if (f == NULL) return;
-    atomic_store(&f->stop, true);
-    pthread_mutex_lock(&f->mu);
-    pthread_cond_broadcast(&f->cv);
-    pthread_mutex_unlock(&f->mu);
-    if (f->reader_started) pthread_join(f->reader, NULL);
-    if (f->shown) show_progress(f, true);
-    /* withdraw what is left of the run: its jobs (done or not), its hash and its results */
-    if (f->c) {
-        for (size_t i = 0; i < f->njobs;) {
-            const char *argv[2 + 256];
-            int n = 0;
-            argv[n++] = "XDEL", argv[n++] = f->jobs_key;
-            for (; i < f->njobs && n < 2 + 256; i++)
-                if (f->jobs[i].entry[0]) argv[n++] = f->jobs[i].entry;
-            redisReply *r = n > 2 ? redisCommandArgv(f->c, n, argv, NULL) : NULL;
-            if (r) freeReplyObject(r);
-        }
-        if (f->run_key[0]) {
-            redisReply *r = redisCommand(f->c, "DEL %s %s", f->run_key, f->results_key);
-            if (r) freeReplyObject(r);
-        }
-        redisFree(f->c);
-    }
-    if (f->rc) redisFree(f->rc);
-    for (size_t i = 0; i < f->njobs; i++) {
-        free(f->jobs[i].config);
-        json_decref(f->jobs[i].result);
-    }
-    free(f->jobs);
-    for (size_t i = 0; f->recs && i <= f->rmask; i++) {
-        record *r = f->recs[i];
-        if (r == NULL) continue;
-        free(r->config), free(r->message), free(r->runs), free(r);
-    }
-    free(f->recs);
-    for (size_t i = 0; i < f->nfields; i++) free(f->owned[i]);
-    pthread_mutex_destroy(&f->mu);
-    pthread_cond_destroy(&f->cv);
-    free(f->url);
-    free(f);
-}
 
 #endif /* KT_NO_REDIS */
