@@ -28,7 +28,7 @@
  * It assumes one thing it cannot check: that headers it cannot read (system headers, reached
  * through <...> and absent from the -I directories) do not read the tuning parameters' names.
  */
-#include "build/pp.h"
+#include "build/pp_int.h"
 
 #include "build/hash.h"
 
@@ -37,62 +37,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum { MAX_INCLUDE_DEPTH = 32, MAX_COND_DEPTH = 256, MAX_EXPAND_DEPTH = 64, MAX_FILE = 16 << 20, BUCKETS = 512 };
-
-typedef enum { TK_ID, TK_NUM, TK_STR, TK_PUNCT, TK_UNKNOWN } tkind;
-
-typedef struct tok {
-    tkind k;
-    uint32_t n;
-    const char *p;
-} tok;
-
-typedef struct toks {
-    tok *v;
-    size_t n, cap;
-} toks;
-
-typedef struct macro {
-    struct macro *next;
-    char *name;
-    char *text; /* "(params)" for a function-like one, 0x1f, the body's tokens; NULL: #undef'd */
-    tok *body;  /* into text */
-    size_t nbody;
-    char **params;
-    size_t nparams;
-    bool func, variadic, paste, active;
-    bool external;    /* an alternative: whatever the name was before the source touched it */
-    bool ambiguous;   /* defined or #undef'd in a branch nobody can decide: alt holds what it may still be */
-    struct macro *alt;
-    unsigned seen;
-} macro;
-
-typedef struct pp {
-    macro *tab[BUCKETS];
-    kt__hasher h;
-    unsigned gen;
-    const char **dirs;
-    size_t ndirs;
-    const char **optdefs; /* names the options -D: defined, with values the same for everyone */
-    size_t noptdefs;
-    int depth;
-    bool fail;
-    bool opaque; /* a header nobody could read was included: any name may be defined now */
-    long line;
-} pp;
-
-typedef enum { DEAD, LIVE, MAYBE } region;
-
-typedef struct level {
-    region state;
-    bool done;  /* a branch so far is taken whatever the unknowns are */
-    bool maybe; /* a branch so far may be taken */
-    bool emit;  /* the level reads unknowns: its structure is hashed */
-} level;
-
 /* ---- small things ---------------------------------------------------------------------------- */
 
-static bool push(pp *p, toks *t, tok x) {
+bool kt__pp_push(pp *p, toks *t, tok x) {
     if (t->n == t->cap) {
         size_t cap = t->cap ? t->cap * 2 : 32;
         tok *v = realloc(t->v, cap * sizeof *v);
@@ -102,16 +49,6 @@ static bool push(pp *p, toks *t, tok x) {
     t->v[t->n++] = x;
     return true;
 }
-
-static bool is(const tok *t, const char *s) { return t->n == strlen(s) && memcmp(t->p, s, t->n) == 0; }
-
-static bool isdig(unsigned char c) { return c >= '0' && c <= '9'; }
-static bool idstart(unsigned char c) { return c == '_' || c == '$' || ((c | 32) >= 'a' && (c | 32) <= 'z') || c >= 0x80; }
-static bool idchar(unsigned char c) { return idstart(c) || isdig(c); }
-
-static void emit(pp *p, const void *data, size_t n) { kt__hash_bytes(&p->h, data, n); }
-
-static void emit_str(pp *p, const char *s) { emit(p, s, strlen(s)); }
 
 /* ---- text: splices joined, comments gone, then tokens ------------------------------------------ */
 
@@ -203,7 +140,7 @@ static bool lex(pp *p, const char *s, const char *end, toks *out) {
                 if (end - s >= 2 && memcmp(s, *pp2, 2) == 0) q = s + 2;
         }
         t.n = (uint32_t)(q - s);
-        if (!push(p, out, t)) return false;
+        if (!kt__pp_push(p, out, t)) return false;
         s = q;
     }
     return true;
@@ -213,7 +150,7 @@ static bool lex(pp *p, const char *s, const char *end, toks *out) {
 
 static size_t bucket(const char *s, size_t n) { return (size_t)(kt__fnv1a(s, n, 0x811c9dc5u) % BUCKETS); }
 
-static macro *find(pp *p, const char *s, size_t n) {
+macro *kt__pp_find(pp *p, const char *s, size_t n) {
     for (macro *m = p->tab[bucket(s, n)]; m; m = m->next)
         if (strncmp(m->name, s, n) == 0 && m->name[n] == '\0') return m;
     return NULL;
@@ -238,8 +175,8 @@ static bool could_be_predefined(const tok *t) {
 
 /* Whether the name is defined here: 1, 0, or -1 when nobody can tell (a header that could not be
  * read, the compiler or an option may define it). */
-static int defined_state(pp *p, const tok *t) {
-    macro *m = find(p, t->p, t->n);
+int kt__pp_defined_state(pp *p, const tok *t) {
+    macro *m = kt__pp_find(p, t->p, t->n);
     if (m) return m->ambiguous ? -1 : m->text != NULL;
     if (p->opaque || could_be_predefined(t)) return -1;
     for (size_t i = 0; i < p->noptdefs; i++)
@@ -278,7 +215,7 @@ static bool keep_alternative(pp *p, macro *m, bool known) {
 }
 
 static macro *entry(pp *p, const char *s, size_t n) {
-    macro *m = find(p, s, n);
+    macro *m = kt__pp_find(p, s, n);
     if (m) return m;
     m = calloc(1, sizeof *m);
     if (m == NULL || (m->name = malloc(n + 1)) == NULL) {
@@ -297,7 +234,7 @@ static macro *entry(pp *p, const char *s, size_t n) {
 /* Defines name as the tokens body[0..nbody) with the given parameters (func: function-like). */
 static void define(pp *p, const tok *name, bool func, const tok *params, size_t nparams, bool variadic, const tok *body,
                    size_t nbody, bool maybe) {
-    int before = maybe ? defined_state(p, name) : 0;
+    int before = maybe ? kt__pp_defined_state(p, name) : 0;
     macro *m = entry(p, name->p, name->n);
     if (m == NULL) return;
     macro *alt = NULL;
@@ -381,7 +318,7 @@ static void visit(pp *p, const tok *t, int depth) {
         emit(p, &p->line, sizeof p->line);
         return;
     }
-    macro *m = find(p, t->p, t->n);
+    macro *m = kt__pp_find(p, t->p, t->n);
     if (m == NULL) { /* nobody here defined it: the same for every configuration */
         emit(p, "?", 1);
         return;
@@ -409,242 +346,6 @@ static void keep_line(pp *p, const char *what, const tok *t, size_t n) {
         emit(p, t[i].p, t[i].n);
         if (t[i].k == TK_ID) visit(p, &t[i], 0);
     }
-}
-
-/* ---- #if ------------------------------------------------------------------------------------- */
-
-typedef struct val {
-    uint64_t v;
-    bool uns, unk;
-} val;
-
-static const val UNK = {0, false, true};
-
-/* Expands in[0..n) into out; false when the expansion goes beyond this model (the condition is
- * then unknown). A macro is not expanded inside its own expansion. */
-static bool expand(pp *p, const tok *in, size_t n, toks *out, int depth) {
-    if (depth > MAX_EXPAND_DEPTH) return false;
-    for (size_t i = 0; i < n; i++) {
-        macro *m = in[i].k == TK_ID ? find(p, in[i].p, in[i].n) : NULL;
-        if (m == NULL || m->text == NULL || m->active || (m->func && (i + 1 == n || !is(&in[i + 1], "(")))) {
-            if (!push(p, out, in[i])) return false;
-            continue;
-        }
-        if (m->paste || m->ambiguous) return false;
-        if (!m->func) {
-            m->active = true;
-            bool ok = expand(p, m->body, m->nbody, out, depth + 1);
-            m->active = false;
-            if (!ok) return false;
-            continue;
-        }
-        size_t start[65], len[65], na = 0, j = i + 2, nest = 0, from = j;
-        for (; j < n; j++) {
-            if (is(&in[j], "(")) nest++;
-            else if (is(&in[j], ")") && nest-- == 0) break;
-            else if (is(&in[j], ",") && nest == 0 && !(m->variadic && na == m->nparams)) {
-                if (na == 64) return false;
-                start[na] = from, len[na++] = j - from, from = j + 1;
-            }
-        }
-        if (j == n) return false;
-        start[na] = from, len[na++] = j - from;
-        if (na == 1 && len[0] == 0 && m->nparams == 0) na = 0;
-        if (!(na == m->nparams || (m->variadic && na == m->nparams + 1))) return false; /* the compiler's error */
-        toks sub = {0};
-        bool ok = true;
-        for (size_t b = 0; ok && b < m->nbody; b++) {
-            const tok *bt = &m->body[b];
-            size_t k = SIZE_MAX;
-            for (size_t q = 0; bt->k == TK_ID && q < m->nparams; q++)
-                if (strlen(m->params[q]) == bt->n && memcmp(m->params[q], bt->p, bt->n) == 0) k = q;
-            if (k == SIZE_MAX && m->variadic && is(bt, "__VA_ARGS__")) k = m->nparams;
-            if (is(bt, "#")) ok = false; /* stringizing: not an integer anyway */
-            else if (k == SIZE_MAX) ok = push(p, &sub, *bt);
-            else if (k < na) ok = expand(p, in + start[k], len[k], &sub, depth + 1);
-        }
-        if (ok) {
-            m->active = true;
-            ok = expand(p, sub.v, sub.n, out, depth + 1);
-            m->active = false;
-        }
-        free(sub.v);
-        if (!ok) return false;
-        i = j;
-    }
-    return true;
-}
-
-typedef struct ev {
-    pp *p;
-    const tok *t;
-    size_t n, i;
-    bool bad;
-} ev;
-
-static bool peek(ev *e, const char *s) { return e->i < e->n && is(&e->t[e->i], s); }
-static bool take(ev *e, const char *s) { return peek(e, s) ? (e->i++, true) : false; }
-
-static val number(ev *e, const tok *t) {
-    char buf[80];
-    if (t->n >= sizeof buf) return e->bad = true, UNK;
-    memcpy(buf, t->p, t->n);
-    buf[t->n] = '\0';
-    size_t n = t->n;
-    bool uns = false;
-    while (n > 0 && strchr("uUlL", buf[n - 1])) uns = uns || (buf[--n] | 32) == 'u';
-    buf[n] = '\0';
-    uint64_t v = 0;
-    const char *s = buf;
-    int base = 10;
-    if (s[0] == '0' && (s[1] | 32) == 'x') base = 16, s += 2;
-    else if (s[0] == '0' && (s[1] | 32) == 'b') base = 2, s += 2;
-    else if (s[0] == '0') base = 8;
-    if (*s == '\0' && base != 8) return e->bad = true, UNK;
-    for (; *s; s++) {
-        int d = isdig((unsigned char)*s) ? *s - '0' : (*s | 32) >= 'a' && (*s | 32) <= 'f' ? (*s | 32) - 'a' + 10 : 99;
-        if (d >= base || v > (UINT64_MAX - (uint64_t)d) / (uint64_t)base) return e->bad = true, UNK;
-        v = v * (uint64_t)base + (uint64_t)d;
-    }
-    return (val){v, uns || v > (uint64_t)INT64_MAX, false};
-}
-
-static val cond(ev *e);
-
-static val primary(ev *e) {
-    if (e->i >= e->n) return e->bad = true, UNK;
-    const tok *t = &e->t[e->i++];
-    if (t->k == TK_NUM) return number(e, t);
-    if (t->k == TK_UNKNOWN) return UNK;
-    if (t->k == TK_ID) /* what expansion left: 0 if surely not a macro, else unknown */
-        return defined_state(e->p, t) == 0 ? (val){0, false, false} : UNK;
-    if (is(t, "(")) {
-        val v = cond(e);
-        if (!take(e, ")")) e->bad = true;
-        return v;
-    }
-    e->bad = true; /* strings, character constants, stray punctuation */
-    return UNK;
-}
-
-static val unary(ev *e) {
-    if (take(e, "+")) return unary(e);
-    if (take(e, "-")) {
-        val v = unary(e);
-        if (!v.unk && !v.uns && v.v == (uint64_t)INT64_MIN) return UNK;
-        return v.unk ? v : (val){0 - v.v, v.uns, false};
-    }
-    if (take(e, "!")) {
-        val v = unary(e);
-        return v.unk ? v : (val){v.v == 0, false, false};
-    }
-    if (take(e, "~")) {
-        val v = unary(e);
-        return v.unk ? v : (val){~v.v, v.uns, false};
-    }
-    return primary(e);
-}
-
-static val binary(const char *op, val a, val b) {
-    if (a.unk || b.unk) return UNK;
-    bool u = a.uns || b.uns;
-    int64_t x = (int64_t)a.v, y = (int64_t)b.v;
-    switch (op[0]) {
-    case '*': return (val){a.v * b.v, u, false};
-    case '/':
-    case '%':
-        if (b.v == 0 || (!u && x == INT64_MIN && y == -1)) return UNK;
-        if (u) return (val){op[0] == '/' ? a.v / b.v : a.v % b.v, true, false};
-        return (val){(uint64_t)(op[0] == '/' ? x / y : x % y), false, false};
-    case '+': return (val){a.v + b.v, u, false};
-    case '-': return (val){a.v - b.v, u, false};
-    case '<':
-    case '>':
-        if (op[1] == op[0]) { /* shifts: the left operand's type */
-            if ((!b.uns && y < 0) || b.v >= 64 || (!a.uns && x < 0)) return UNK;
-            return (val){op[0] == '<' ? a.v << b.v : a.v >> b.v, a.uns, false};
-        }
-        {
-            bool lt = u ? a.v < b.v : x < y, gt = u ? a.v > b.v : x > y, eq = a.v == b.v;
-            bool r = op[0] == '<' ? (op[1] == '=' ? lt || eq : lt) : (op[1] == '=' ? gt || eq : gt);
-            return (val){r, false, false};
-        }
-    case '=': return (val){a.v == b.v, false, false};
-    case '!': return (val){a.v != b.v, false, false};
-    case '&': return (val){a.v & b.v, u, false};
-    case '^': return (val){a.v ^ b.v, u, false};
-    case '|': return (val){a.v | b.v, u, false};
-    }
-    return UNK;
-}
-
-/* Binary operators by precedence, loosest first (after && and ||). */
-static const char *const levels[][5] = {{"|"}, {"^"}, {"&"}, {"==", "!="}, {"<", ">", "<=", ">="}, {"<<", ">>"}, {"+", "-"},
-                                        {"*", "/", "%"}};
-
-static val prec(ev *e, size_t lv) {
-    if (lv == sizeof levels / sizeof levels[0]) return unary(e);
-    val a = prec(e, lv + 1);
-    for (;;) {
-        const char *op = NULL;
-        for (size_t k = 0; k < 5 && levels[lv][k] && !op; k++)
-            if (peek(e, levels[lv][k]) && !(lv == 2 && peek(e, "&&"))) op = levels[lv][k];
-        if (op == NULL) return a;
-        e->i++;
-        a = binary(op, a, prec(e, lv + 1));
-    }
-}
-
-static val logic(ev *e, bool is_or) {
-    val a = is_or ? logic(e, false) : prec(e, 0);
-    while (take(e, is_or ? "||" : "&&")) {
-        val b = is_or ? logic(e, false) : prec(e, 0);
-        /* 1 || anything, 0 && anything: decided whatever the other side is */
-        bool decided = (!a.unk && (a.v != 0) == is_or) || (!b.unk && (b.v != 0) == is_or);
-        if (decided) a = (val){is_or, false, false};
-        else if (a.unk || b.unk) a = UNK;
-        else a = (val){!is_or, false, false};
-    }
-    return a;
-}
-
-static val cond(ev *e) {
-    val c = logic(e, true);
-    if (!take(e, "?")) return c;
-    val x = cond(e);
-    if (!take(e, ":")) e->bad = true;
-    val y = cond(e);
-    if (c.unk) return !x.unk && !y.unk && x.v == y.v ? x : UNK;
-    return c.v ? x : y;
-}
-
-/* A #if's condition: 1, 0, or -1 (unknown). */
-static int evaluate(pp *p, const tok *t, size_t n) {
-    toks pre = {0}, out = {0};
-    int r = -1;
-    for (size_t i = 0; i < n && !p->fail; i++) {
-        if (!is(&t[i], "defined")) {
-            push(p, &pre, t[i]);
-            continue;
-        }
-        bool paren = i + 1 < n && is(&t[i + 1], "(");
-        size_t at = i + 1 + paren;
-        if (at >= n || t[at].k != TK_ID || (paren && (at + 1 >= n || !is(&t[at + 1], ")")))) goto done;
-        int state = defined_state(p, &t[at]);
-        tok v = {state < 0 ? TK_UNKNOWN : TK_NUM, 1, state > 0 ? "1" : "0"};
-        push(p, &pre, v);
-        i = at + paren;
-    }
-    if (p->fail || !expand(p, pre.v, pre.n, &out, 0)) goto done;
-    for (size_t i = 0; i < out.n; i++)
-        if (is(&out.v[i], "defined")) goto done; /* "defined" made by expansion: undefined behaviour */
-    ev e = {p, out.v, out.n, 0, false};
-    val v = cond(&e);
-    if (!e.bad && e.i == e.n && !v.unk) r = v.v != 0;
-done:
-    free(pre.v);
-    free(out.v);
-    return r;
 }
 
 /* ---- files ----------------------------------------------------------------------------------- */
@@ -752,10 +453,10 @@ static void conditional(pp *p, level *st, size_t *depth, const tok *d, const tok
     }
     int r = 1; /* #else */
     if (is(d, "if") || is(d, "elif")) {
-        r = evaluate(p, t, n);
+        r = kt__pp_evaluate(p, t, n);
     } else if (!is(d, "else")) { /* the #ifdef family */
         if (n < 1 || t[0].k != TK_ID) return (void)(p->fail = true);
-        r = defined_state(p, &t[0]);
+        r = kt__pp_defined_state(p, &t[0]);
         if (r >= 0 && (is(d, "ifndef") || is(d, "elifndef"))) r = !r;
     }
     if (l->maybe) { /* an earlier branch may have been taken: this one is at most maybe */
@@ -805,7 +506,7 @@ static void run(pp *p, const char *text, size_t len, region base) {
         if (is(d, "define")) {
             directive_define(p, ops, nops, r == MAYBE);
         } else if (is(d, "undef")) {
-            int before = nops == 1 && ops[0].k == TK_ID ? defined_state(p, &ops[0]) : 0;
+            int before = nops == 1 && ops[0].k == TK_ID ? kt__pp_defined_state(p, &ops[0]) : 0;
             macro *m = nops == 1 && ops[0].k == TK_ID ? entry(p, ops[0].p, ops[0].n) : NULL;
             if (m == NULL) {
                 p->fail = true;
