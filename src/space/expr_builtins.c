@@ -61,73 +61,74 @@ kt_status kt__expr_reduced(const evalctx *x, int b, const kt__value *acc, bool h
     return KT_OK;
 }
 
-kt_status kt__expr_call_builtin(const evalctx *x, int b, const kt__value *args, int n, int col, kt__value *out) {
+/* min, max or sum over args (one list, or min's and max's several arguments). */
+static kt_status fold(const evalctx *x, int b, const kt__value *args, int n, int col, kt__value *out) {
+    const kt__value *items = args;
+    size_t count = (size_t)n;
+    if (b == B_SUM && (n != 1 || args[0].t != KT_V_LIST)) return EERR(x, col, "sum() takes one list");
+    if (n == 1) {
+        if (args[0].t != KT_V_LIST) return EERR(x, col, "'%s' object is not iterable", kt__value_type_name(&args[0]));
+        items = args[0].list.items;
+        count = args[0].list.n;
+    }
+    kt__value acc = kt__vint(0);
+    bool have = false;
+    kt_status st;
+    for (size_t i = 0; i < count; i++)
+        if ((st = kt__expr_reduce(x, b, &acc, &have, &items[i], col)) != KT_OK) return st;
+    return kt__expr_reduced(x, b, &acc, have, col, out);
+}
+
+/* range(): its list, charged against the evaluation's bound. */
+static kt_status range_list(const evalctx *x, const kt__value *args, int n, int col, kt__value *out) {
+    int64_t v[3], count;
+    kt_status st = kt__expr_range(x, args, n, col, v, &count);
+    if (st == KT_OK) st = kt__expr_charge(x, (size_t)count, col, "range()");
+    if (st != KT_OK) return st;
+    kt__value *items = kt__arena_alloc(x->arena, (size_t)(count ? count : 1) * sizeof *items);
+    if (items == NULL) return EOOM(x, col, "the list of range()");
+    for (int64_t i = 0; i < count; i++) items[i] = kt__vint(kt__range_item(v, i));
+    *out = (kt__value){.t = KT_V_LIST, .list = {items, (size_t)count}};
+    return KT_OK;
+}
+
+/* round(number, digits), as Python rounds: an integer to a multiple of 10**-digits, ties to even;
+ * a float to the nearest double of its decimal rounding. */
+static kt_status round_digits(const evalctx *x, const kt__value *args, int col, kt__value *out) {
+    double f;
+    int64_t digits;
+    if (!kt__num_double(&args[0], &f) || !kt__num_int(&args[1], &digits) || args[1].t == KT_V_FLOAT)
+        return EERR(x, col, "round() takes a number and an integer");
+    if (args[0].t != KT_V_FLOAT) {
+        int64_t i = 0, p = 1;
+        kt__num_int(&args[0], &i);
+        for (int64_t d = digits; d < 0 && p <= INT64_MAX / 10; d++) p *= 10;
+        if (digits >= 0 || p == 1) {
+            *out = kt__vint(i);
+        } else { /* to a multiple of p, ties to even */
+            int64_t q = i / p, r = i % p;
+            if (r < 0) r += p, q--;
+            if (2 * r > p || (2 * r == p && (q & 1))) q++;
+            *out = kt__vint(q * p);
+        }
+        return KT_OK;
+    }
+    if (!isfinite(f) || digits > 300) {
+        *out = args[0];
+    } else if (digits >= 0) { /* printf rounds the exact binary value correctly, as Python does */
+        char buf[720]; /* 309 digits of the largest double, a point, 300 decimals, a sign */
+        snprintf(buf, sizeof buf, "%.*f", (int)digits, f);
+        *out = kt__vfloat(strtod(buf, NULL));
+    } else {
+        double scale = pow(10.0, (double)-digits);
+        *out = kt__vfloat(round_even(f / scale) * scale);
+    }
+    return KT_OK;
+}
+
+/* The built-ins of one argument, a: abs, len, bool, list, int, round, float. */
+static kt_status one_argument(const evalctx *x, int b, const kt__value *a, int col, kt__value *out) {
     const char *name = kt__expr_builtin_names[b];
-    switch (b) {
-    case B_MIN:
-    case B_MAX:
-    case B_SUM: {
-        const kt__value *items = args;
-        size_t count = (size_t)n;
-        if (b == B_SUM && (n != 1 || args[0].t != KT_V_LIST)) return EERR(x, col, "sum() takes one list");
-        if (n == 1) {
-            if (args[0].t != KT_V_LIST) return EERR(x, col, "'%s' object is not iterable", kt__value_type_name(&args[0]));
-            items = args[0].list.items;
-            count = args[0].list.n;
-        }
-        kt__value acc = kt__vint(0);
-        bool have = false;
-        kt_status st;
-        for (size_t i = 0; i < count; i++)
-            if ((st = kt__expr_reduce(x, b, &acc, &have, &items[i], col)) != KT_OK) return st;
-        return kt__expr_reduced(x, b, &acc, have, col, out);
-    }
-    case B_RANGE: {
-        int64_t v[3], count;
-        kt_status st = kt__expr_range(x, args, n, col, v, &count);
-        if (st == KT_OK) st = kt__expr_charge(x, (size_t)count, col, "range()");
-        if (st != KT_OK) return st;
-        kt__value *items = kt__arena_alloc(x->arena, (size_t)(count ? count : 1) * sizeof *items);
-        if (items == NULL) return EOOM(x, col, "the list of range()");
-        for (int64_t i = 0; i < count; i++) items[i] = kt__vint(kt__range_item(v, i));
-        *out = (kt__value){.t = KT_V_LIST, .list = {items, (size_t)count}};
-        return KT_OK;
-    }
-    default: break;
-    }
-    if (b == B_ROUND && n == 2) {
-        double f;
-        int64_t digits;
-        if (!kt__num_double(&args[0], &f) || !kt__num_int(&args[1], &digits) || args[1].t == KT_V_FLOAT)
-            return EERR(x, col, "round() takes a number and an integer");
-        if (args[0].t != KT_V_FLOAT) {
-            int64_t i = 0, p = 1;
-            kt__num_int(&args[0], &i);
-            for (int64_t d = digits; d < 0 && p <= INT64_MAX / 10; d++) p *= 10;
-            if (digits >= 0 || p == 1) {
-                *out = kt__vint(i);
-            } else { /* to a multiple of p, ties to even */
-                int64_t q = i / p, r = i % p;
-                if (r < 0) r += p, q--;
-                if (2 * r > p || (2 * r == p && (q & 1))) q++;
-                *out = kt__vint(q * p);
-            }
-            return KT_OK;
-        }
-        if (!isfinite(f) || digits > 300) {
-            *out = args[0];
-        } else if (digits >= 0) { /* printf rounds the exact binary value correctly, as Python does */
-            char buf[720]; /* 309 digits of the largest double, a point, 300 decimals, a sign */
-            snprintf(buf, sizeof buf, "%.*f", (int)digits, f);
-            *out = kt__vfloat(strtod(buf, NULL));
-        } else {
-            double scale = pow(10.0, (double)-digits);
-            *out = kt__vfloat(round_even(f / scale) * scale);
-        }
-        return KT_OK;
-    }
-    if (n != 1) return EERR(x, col, "%s() takes exactly one argument (%d given)", name, n);
-    const kt__value *a = &args[0];
     switch (b) {
     case B_ABS:
         if (a->t == KT_V_FLOAT) *out = kt__vfloat(fabs(a->f));
@@ -195,4 +196,12 @@ kt_status kt__expr_call_builtin(const evalctx *x, int b, const kt__value *args, 
     default: break;
     }
     return EERR(x, col, "unknown function");
+}
+
+kt_status kt__expr_call_builtin(const evalctx *x, int b, const kt__value *args, int n, int col, kt__value *out) {
+    if (b == B_MIN || b == B_MAX || b == B_SUM) return fold(x, b, args, n, col, out);
+    if (b == B_RANGE) return range_list(x, args, n, col, out);
+    if (b == B_ROUND && n == 2) return round_digits(x, args, col, out);
+    if (n != 1) return EERR(x, col, "%s() takes exactly one argument (%d given)", kt__expr_builtin_names[b], n);
+    return one_argument(x, b, &args[0], col, out);
 }
