@@ -355,6 +355,11 @@ static void test_settings(void **state) {
     kt_context_destroy(ctx);
     setenv("KERNTUNE_REMOTE", "tcp://nope", 1);
     assert_int_equal(kt_context_create(&ctx), KT_ERR_ENV);
+    assert_string_equal(kt_last_error(), "kt_context_create: KERNTUNE_REMOTE: 'tcp://nope': expected redis://HOST:PORT[/DB] or off");
+    setenv("KERNTUNE_REMOTE", "redis://h:99999", 1); /* read by the one parser, as the setter reads it */
+    assert_int_equal(kt_context_create(&ctx), KT_ERR_ENV);
+    assert_string_equal(kt_last_error(), "kt_context_create: KERNTUNE_REMOTE: 'redis://h:99999': expected redis://HOST[:PORT][/DB]: the port must be "
+                                         "a number from 1 to 65535");
     unsetenv("KERNTUNE_REMOTE");
     static const char *const bad_timeouts[] = {"0", "2s", "", "700", "-1", "nan"};
     for (size_t i = 0; i < sizeof bad_timeouts / sizeof bad_timeouts[0]; i++) {

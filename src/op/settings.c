@@ -67,8 +67,6 @@ uint64_t kt_context_remote_errors(const kt_context *ctx) { return ctx ? atomic_l
 kt_status kt__shared_env(kt_context *ctx) {
     const char *url = getenv("KERNTUNE_REMOTE"), *key = getenv("KERNTUNE_REMOTE_KEY"), *file = getenv("KERNTUNE_REMOTE_KEY_FILE");
     const char *timeout = getenv("KERNTUNE_REMOTE_TIMEOUT");
-    if (url && *url && strcmp(url, "off") != 0 && strncmp(url, "redis://", 8) != 0)
-        return kt__err(KT_ERR_ENV, "kt_context_create: KERNTUNE_REMOTE='%.200s': expected redis://HOST:PORT[/DB] or off", url);
     kt_status st = KT_OK;
     if (timeout && *timeout) {
         char *end = NULL;
@@ -78,7 +76,12 @@ kt_status kt__shared_env(kt_context *ctx) {
             return kt__err(KT_ERR_ENV, "kt_context_create: KERNTUNE_REMOTE_TIMEOUT='%.200s': expected seconds in " TIMEOUT_RANGE, timeout);
         st = kt_context_set_remote_timeout(ctx, s);
     }
-    if (st == KT_OK && url && *url) st = kt_context_set_remote(ctx, url);
+    if (st == KT_OK && url && *url && kt_context_set_remote(ctx, url) != KT_OK) {
+        char why[700]; /* the setter's reason, without its own name */
+        const char *m = kt_last_error(), *own = "kt_context_set_remote: ";
+        snprintf(why, sizeof why, "%s", strncmp(m, own, strlen(own)) == 0 ? m + strlen(own) : m);
+        return kt__err(KT_ERR_ENV, "kt_context_create: KERNTUNE_REMOTE: %s", why);
+    }
     if (st == KT_OK && key && *key) st = kt_context_set_remote_key(ctx, key, strlen(key));
     else if (st == KT_OK && file && *file) {
         FILE *f = fopen(file, "rb");
