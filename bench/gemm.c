@@ -273,7 +273,7 @@ static void usage(FILE *f) {
                "Tunes kerntune's GEMM (ops/gemm.c) on each shape and times it beside cuBLAS's default and Triton's\n"
                "autotuned matmul. Default shapes: the 13 of issue [11]; --quick: the first 3 and 2 skinny ones.\n"
                "--isolation: where the NVRTC kernels run while tuning (kt_op_set_isolation; default the op's own,\n"
-               "off: in this process; auto: in a worker process, as kerntune runs any CUDA variant by default).\n"
+               "off: in this process; auto: in a runner process, as kerntune runs any CUDA variant by default).\n"
                "--warm: time bursts of calls back to back and tune without flushing the L2 cache (by default each\n"
                "timed call follows a flush, as kerntune tunes and Triton's do_bench times).\n"
                "--skinny: add the skinny kernel (ops/gemm_skinny.cu, M <= 128), which the op leaves out by default.\n");

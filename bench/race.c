@@ -7,7 +7,7 @@
  * once per policy (race, triton, kerneltuner), each in a fresh context, and records its wall
  * time and its pick. The true best comes from a long exhaustive measurement (the fixed policy,
  * at least --long-s seconds per configuration). Then the race once more per round with every
- * variant in a worker process (isolation) against in the process. Prints a table, then RESULT
+ * variant in a runner process (isolation) against in the process. Prints a table, then RESULT
  * lines: tune time of triton and kerneltuner over race (medians over rounds), chosen/best of
  * each policy, and what isolation costs. Measured policies run in the process (isolation off)
  * so that they compare measurement alone.
@@ -245,7 +245,7 @@ int main(int argc, char **argv) {
             printf("%-6d %-12s %10.4f %12.4f %8llu %10.4f %10.3f  %s\n", r + 1, kt_policy_name(policies[p]), t.wall_s, t.measure_s,
                    t.runs, ratio[p][r], t.confidence, t.config);
         }
-    /* isolation: the race in a worker process against in the process, side by side */
+    /* isolation: the race in a runner process against in the process, side by side */
     double iso[2][99];
     unsigned long long iso_runs = 0;
     for (int r = 0; r < rounds; r++)
@@ -253,7 +253,7 @@ int main(int argc, char **argv) {
             tuned t = tune(KT_POLICY_RACE, 0, NULL, NULL, NULL, i ? KT_ISOLATE_ON : KT_ISOLATE_OFF);
             iso[i][r] = t.wall_s;
             if (i) iso_runs = t.runs;
-            printf("%-6d %-12s %10.4f %12.4f %8llu %10s %10.3f  %s\n", r + 1, i ? "race+worker" : "race", t.wall_s, t.measure_s,
+            printf("%-6d %-12s %10.4f %12.4f %8llu %10s %10.3f  %s\n", r + 1, i ? "race+runner" : "race", t.wall_s, t.measure_s,
                    t.runs, "", t.confidence, t.config);
         }
     double iso_in = median(iso[0], rounds), iso_out = median(iso[1], rounds);

@@ -22,7 +22,7 @@
  * candidate a decision chose. The rest of the API is in headers under kerntune/; each one
  * includes this header and whatever else it needs, and this header includes none of them:
  *   kerntune/measure.h     how candidates are measured: policies, the race, cache flushing,
- *                          budgets, isolation in worker processes, timeouts, progress
+ *                          budgets, isolation in runner processes, timeouts, progress
  *   kerntune/inputs.h      what tuning runs compute on: the caller's buffers protected, clones or
  *                          generated inputs; accumulators, generators, benchmark hooks
  *   kerntune/validation.h  checking each candidate's outputs against a reference: tolerances
@@ -127,7 +127,7 @@ KT_API const char *kt_status_name(kt_status status);
  *  calling thread's detail message and returns KT_CANDIDATE_FAILED_SAID for the candidate to
  *  return (`return kt_candidate_failed("cublasLtMatmul: status %d", rc);`). A tuning records the
  *  reason as the unit's diagnostic instead of "returned N". For candidates that run in the tuning's
- *  process: a worker's message does not come back (kerntune/measure.h, kt_op_set_isolation). */
+ *  process: a runner's message does not come back (kerntune/measure.h, kt_op_set_isolation). */
 KT_API int kt_candidate_failed(const char *fmt, ...)
 #if defined(__GNUC__)
     __attribute__((format(printf, 1, 2)))

@@ -97,11 +97,11 @@ typedef struct ktops_gemm_options {
      *  cuBLAS streams B faster once K reaches a few thousand, and compiling its configurations
      *  at the first such shape costs more than it saves) or _ALL. */
     int kernels;
-    /** Nonzero: tuning runs the NVRTC kernels in a worker process (KT_ISOLATE_AUTO, kerntune's
+    /** Nonzero: tuning runs the NVRTC kernels in a runner process (KT_ISOLATE_AUTO, kerntune's
      *  default for CUDA variants), where a kernel that faults cannot break the caller's CUDA
      *  context. By default they run in the caller's process (KT_ISOLATE_OFF), as cuBLAS's own
      *  kernels do: they are this op's own, each configuration validated on the GPU by
-     *  tests/cuda-gemm-check.c, and a worker costs every validation run a copy of A, B and C
+     *  tests/cuda-gemm-check.c, and a runner costs every validation run a copy of A, B and C
      *  through host memory (on the H200, 2.7 s instead of 0.74 s to tune 128 x 8192 x 8192). */
     int isolate;
 } ktops_gemm_options;

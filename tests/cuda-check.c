@@ -320,8 +320,8 @@ static const char *poison_cu =
     "        if (i < n) out[i] = 2.0f * in[i] + 0.0f * r;\n"
     "}\n";
 
-/* A CUDA candidate that hits an illegal address and one that traps run in a worker process
- * (the default for CUDA): both are disqualified, the worker is replaced, the other candidates
+/* A CUDA candidate that hits an illegal address and one that traps run in a runner process
+ * (the default for CUDA): both are disqualified, the runner is replaced, the other candidates
  * are measured and the right one chosen; this process's context still works. */
 static void check_isolation(void) {
     kt_context *ctx = context();
@@ -365,7 +365,7 @@ static void check_isolation(void) {
                msg ? msg : "");
         const char *cfg = kt_decision_unit_config(d, u);
         if (strcmp(cfg, "MODE=1") == 0 || strcmp(cfg, "MODE=2") == 0)
-            CHECK(o == KT_OUTCOME_FAILED && msg && strstr(msg, "worker was replaced"), "%s: outcome %d: %s", cfg, (int)o, msg ? msg : "");
+            CHECK(o == KT_OUTCOME_FAILED && msg && strstr(msg, "runner was replaced"), "%s: outcome %d: %s", cfg, (int)o, msg ? msg : "");
         else
             CHECK(o == KT_OUTCOME_MEASURED, "%s: outcome %d", cfg, (int)o);
     }
@@ -1304,7 +1304,7 @@ static void check_device_checks(void) {
     free(h), free(a), free(e);
 
     /* end to end: a variant that writes into its read-only input is caught through the digest
-     * (its run in a worker process, whose copy of the input comes back) */
+     * (its run in a runner process, whose copy of the input comes back) */
     kt_context *ctx = context();
     size_t dev = cuda_device(ctx);
     if (dev == (size_t)-1) return;

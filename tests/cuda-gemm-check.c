@@ -200,7 +200,7 @@ static void check_mma_kernels(ktops_cuda *cu, kt_context *ctx, size_t dev) {
     check_shape(cu, ctx, dev, g, 2048, 4096, 64, 9 + DP_CONFIGS + 2, " mma-splitk mma-streamk ");
     ktops_gemm_destroy(g);
 
-    /* tuned in a worker process (options.isolate): every unit validated the same way */
+    /* tuned in a runner process (options.isolate): every unit validated the same way */
     ktops_gemm_options iso = {.kernels = KTOPS_GEMM_KERNELS_MMA, .isolate = 1};
     OK(ktops_gemm_create(cu, ctx, dev, "gemm-mma-isolated", &iso, &g));
     check_shape(cu, ctx, dev, g, 300, 136, 1032, 9 + KERNEL_CONFIGS, "");
@@ -223,7 +223,7 @@ static void check_wgmma_kernels(ktops_cuda *cu, kt_context *ctx, size_t dev) {
     check_shape(cu, ctx, dev, g, 2048, 4096, 64, 9 + WG_KERNEL_CONFIGS, "");
     check_shape(cu, ctx, dev, g, 1000, 2056, 200, 9 + WG_KERNEL_CONFIGS, "");
     check_shape(cu, ctx, dev, g, 2056, 1000, 520, 9 + WG_KERNEL_CONFIGS, "");
-    /* options.isolate asks for worker processes: the wgmma groups still run here (their tensor
+    /* options.isolate asks for runner processes: the wgmma groups still run here (their tensor
      * maps are made in this process) and validate the same way */
     ktops_gemm_destroy(g);
     ktops_gemm_options iso = {.isolate = 1};

@@ -295,19 +295,19 @@ static kt_status plug_flush_refused(void *state, size_t device, const kt_arg *ar
      .language = "plug"
 
 /* The plug-in's backend, as a user exports one. */
-const kt_backend kt_test_plug = {.name = "plug", PLUG_TABLE(KT_BACKEND_CAP_WORKER)};
-/* The same backend, saying nothing of workers. */
+const kt_backend kt_test_plug = {.name = "plug", PLUG_TABLE(KT_BACKEND_CAP_RUNNER)};
+/* The same backend, saying nothing of runners. */
 const kt_backend kt_test_plug_nocap = {.name = "plugnocap", PLUG_TABLE(0)};
 /* The same backend, its kernels on a processor of their own: a tuning builds while it measures. */
-const kt_backend kt_test_plug_pipe = {.name = "plugpipe", PLUG_TABLE(KT_BACKEND_CAP_WORKER | KT_BACKEND_CAP_OWN_PROCESSOR)};
+const kt_backend kt_test_plug_pipe = {.name = "plugpipe", PLUG_TABLE(KT_BACKEND_CAP_RUNNER | KT_BACKEND_CAP_OWN_PROCESSOR)};
 /* The same backend, checking on its device. */
-const kt_backend kt_test_plug_checks = {.name = "plugchecks", PLUG_TABLE(KT_BACKEND_CAP_WORKER), .digest = plug_digest,
+const kt_backend kt_test_plug_checks = {.name = "plugchecks", PLUG_TABLE(KT_BACKEND_CAP_RUNNER), .digest = plug_digest,
                                         .all_close = plug_all_close};
 
 /* The same backend, flushing its cache by the run's buffers (ABI 16), or unable to. */
-const kt_backend kt_test_plug_flush = {.name = "plugflush", PLUG_TABLE(KT_BACKEND_CAP_WORKER), .flush = plug_flush,
+const kt_backend kt_test_plug_flush = {.name = "plugflush", PLUG_TABLE(KT_BACKEND_CAP_RUNNER), .flush = plug_flush,
                                        .flush_buffers = plug_flush_buffers};
-const kt_backend kt_test_plug_flush_whole = {.name = "plugflushwhole", PLUG_TABLE(KT_BACKEND_CAP_WORKER), .flush = plug_flush,
+const kt_backend kt_test_plug_flush_whole = {.name = "plugflushwhole", PLUG_TABLE(KT_BACKEND_CAP_RUNNER), .flush = plug_flush,
                                              .flush_buffers = plug_flush_refused};
 
 /* Native candidates: twice, user times over (user is a number), and one that fails with 42. */
@@ -324,6 +324,6 @@ int kt_test_plug_native_fails(const kt_arg *args, size_t nargs, void *user) {
     return 42;
 }
 
-/* native_twice is static: no symbol names it, so the worker finds it by its offset in this
+/* native_twice is static: no symbol names it, so the runner finds it by its offset in this
  * file (checked by the build-id); built without a build-id, it cannot be found at all. */
 kt_native_fn kt_test_plug_native_twice(void) { return native_twice; }

@@ -1,8 +1,8 @@
 /*
  * isolate-shared.c - isolation in a program linked with the shared library (libkerntune.so),
  * where kerntune's code is not in the program: a native of the program runs in a new start of
- * the program with libkerntune.so preloaded; a C variant runs in kerntune-worker, which finds
- * the C backend's table in libkerntune.so. A crash in either is the worker's, with its kind and
+ * the program with libkerntune.so preloaded; a C variant runs in kerntune-runner, which finds
+ * the C backend's table in libkerntune.so. A crash in either is the runner's, with its kind and
  * signal; the correct candidate wins. Exits 0 when all holds, 1 saying what did not.
  * usage: isolate-shared CRASHY_C (tests/data/t1/crashy.c)
  */
@@ -116,7 +116,7 @@ int main(int argc, char **argv) {
         else there++;
     }
     if (f) fclose(f);
-    CHECK(here == 1 && there >= 2, "twice ran %ld times here, %ld in a worker", here, there);
+    CHECK(here == 1 && there >= 2, "twice ran %ld times here, %ld in a runner", here, there);
 
     /* a C variant: the C backend's table is in libkerntune.so */
     const char *src = slurp(argv[1]);

@@ -1,9 +1,9 @@
 /*
  * test-isolate-plugin.c - a user's plug-in (tests/iso-plugin.c, a shared object loaded at run
- * time): a backend of its own and natives run in a worker process (kerntune-worker loads the
+ * time): a backend of its own and natives run in a runner process (kerntune-runner loads the
  * object and finds them there), crash there, are checked on the "device" there, have their
  * ReadWrite buffers restored there, build beside measuring at a lower priority and under a
- * budget of wall seconds; what cannot be found or run in a worker runs here, saying why.
+ * budget of wall seconds; what cannot be found or run in a runner runs here, saying why.
  * (test-isolate.c: the candidates of this program; isolate-test.h: what both share.)
  */
 #define _DEFAULT_SOURCE /* mkdtemp */
@@ -40,7 +40,7 @@ static int add_twice_ref_host(const kt_arg *args, size_t nargs, void *user, kt_r
 /* A context with the plug-in's backend of table sym (info lines into got when not NULL; builds on
  * threads threads, 0: the default) and op name on its device: out = 2 in over N floats (with
  * out_access KT_READ_WRITE, out += 2 in, out starting at 100 + i % 7), the host's reference,
- * every variant in a worker process (in holds N + 64 floats). args receives the arguments (the
+ * every variant in a runner process (in holds N + 64 floats). args receives the arguments (the
  * caller frees the two buffers with kt_device_free), *dev the device, *ctxp the context. */
 static kt_op *plug_op(void *h, const char *sym, const char *name, size_t threads, kt_arg *args, size_t *dev, lines *got,
                       kt_context **ctxp, kt_access out_access) {
@@ -106,8 +106,8 @@ static kt_context *plug_tune(void *h, const char *sym, const char *name, const k
     return ctx;
 }
 
-/* A backend a user registers from a shared object runs its variants in a worker process
- * (kerntune-worker loads the object and finds the table there): every tuning launch is
+/* A backend a user registers from a shared object runs its variants in a runner process
+ * (kerntune-runner loads the object and finds the table there): every tuning launch is
  * another process's, the crash is that process's, and the fastest correct variant wins; the
  * final launch is this process's. */
 static void test_plugin_backend(void **state) {
@@ -135,12 +135,12 @@ static void test_plugin_backend(void **state) {
     dlclose(h);
 }
 
-/* A backend that checks on its device (ABI 9) checks validation runs in the worker: a variant
+/* A backend that checks on its device (ABI 9) checks validation runs in the runner: a variant
  * that passes sends nothing back; one with a wrong element sends its outputs back, to be named
- * here as without checks; one that wrote into its input is named by the worker, and sends
+ * here as without checks; one that wrote into its input is named by the runner, and sends
  * nothing (the caller's input is never overwritten with what it wrote). Without checks, every
  * validation run reads its two buffers back. */
-static void test_plugin_backend_checks_in_worker(void **state) {
+static void test_plugin_backend_checks_in_runner(void **state) {
     (void)state;
     void *h = plugin_open(KT_PLUGIN);
     for (int checks = 0; checks < 2; checks++) {
@@ -175,12 +175,12 @@ static int hook_nothing(kt_arg *args, size_t nargs, void *user) {
     return 0;
 }
 
-/* A ReadWrite buffer, restored before every run with the same bytes, crosses to the worker once:
- * the worker keeps a copy on its device and restores it from there (device to device) before each
+/* A ReadWrite buffer, restored before every run with the same bytes, crosses to the runner once:
+ * the runner keeps a copy on its device and restores it from there (device to device) before each
  * later run, checked or not. Every run still starts from the caller's bytes: each configuration's
  * validation run (out += 2 in) matches the reference, and the caller sees one launch's sum. A
  * pre-hook may rewrite the buffer, so with one it is copied in before every run, as before. A
- * configuration that crashes its worker takes the kept copy with it: the replacement is sent
+ * configuration that crashes its runner takes the kept copy with it: the replacement is sent
  * the buffer again, and the configurations after the crash still start from the caller's bytes. */
 static void test_plugin_restores_on_device(void **state) {
     (void)state;
@@ -212,11 +212,11 @@ static void test_plugin_restores_on_device(void **state) {
         int mine = 0, launches = log_count("launch", &mine, NULL), uploads = log_count(upload, &mine, NULL),
             copies = log_count(d2d, &mine, NULL);
         assert_true(launches >= 4); /* two validation runs and at least one measured run of each */
-        if (c == 3) { /* both MODE 1 configurations crashed their workers; the replacements were sent out again */
+        if (c == 3) { /* both MODE 1 configurations crashed their runners; the replacements were sent out again */
             expect_unit(d, "REPS=40,MODE=1", KT_OUTCOME_CRASHED, "signal 11");
             expect_unit(d, "REPS=1,MODE=1", KT_OUTCOME_CRASHED, "signal 11");
             expect_unit(d, "REPS=1,MODE=5", KT_OUTCOME_MEASURED, NULL);
-            assert_true(uploads >= 4); /* out and the reference's out, once per worker that ran MODE 5 */
+            assert_true(uploads >= 4); /* out and the reference's out, once per runner that ran MODE 5 */
         } else if (c == 2) {
             assert_int_equal(copies, 0);
             assert_int_equal(uploads, launches); /* in, every run: the pre-hook may have changed it */
@@ -235,7 +235,7 @@ static void test_plugin_restores_on_device(void **state) {
 /* Before every validation and measured run the device's cache is flushed: a backend of ABI 16
  * that can evict the run's buffers is asked to (out and in, each time), and its whole-cache
  * flush is not; one whose flush_buffers cannot for its device (KT_ERR_NOT_FOUND) gets its whole
- * cache flushed instead. Both in the tuning process and in a worker. */
+ * cache flushed instead. Both in the tuning process and in a runner. */
 static void test_plugin_flushes_run_buffers(void **state) {
     (void)state;
     void *h = plugin_open(KT_PLUGIN);
@@ -472,9 +472,9 @@ static void test_plugin_rejects_what_does_not_fit(void **state) {
     dlclose(h);
 }
 
-/* A backend that does not say it can run in a worker runs its variants here under
+/* A backend that does not say it can run in a runner runs its variants here under
  * KT_ISOLATE_ON, and an info line says so. */
-static void test_plugin_backend_without_worker(void **state) {
+static void test_plugin_backend_without_runner(void **state) {
     (void)state;
     log_reset();
     void *h = plugin_open(KT_PLUGIN);
@@ -483,8 +483,8 @@ static void test_plugin_backend_without_worker(void **state) {
     size_t dev;
     lines got = {""};
     kt_context *ctx = plug_tune(h, "kt_test_plug_nocap", "unplugged", &d, args, &dev, &got);
-    assert_non_null(strstr(got.text, "op 'unplugged': variants run in this process, not in a worker: backend 'plugnocap' does not say it "
-                                     "can run in a worker process (KT_BACKEND_CAP_WORKER)"));
+    assert_non_null(strstr(got.text, "op 'unplugged': variants run in this process, not in a runner: backend 'plugnocap' does not say it "
+                                     "can run in a runner process (KT_BACKEND_CAP_RUNNER)"));
     assert_string_equal(kt_decision_unit_config(d, kt_decision_winner_unit(d)), "REPS=1,MODE=0");
     expect_unit(d, "REPS=1,MODE=2", KT_OUTCOME_INVALID, NULL);
     int mine = 0;
@@ -496,7 +496,7 @@ static void test_plugin_backend_without_worker(void **state) {
     dlclose(h);
 }
 
-/* Natives of a shared object run in kerntune-worker, which loads the object: a static one
+/* Natives of a shared object run in kerntune-runner, which loads the object: a static one
  * (found by its offset, the build-id checked) and an exported one that fails with 42. Built
  * without a build-id, the static one cannot be found there: it runs here, and says why. */
 static void test_plugin_natives(void **state) {
@@ -530,7 +530,7 @@ static void test_plugin_natives(void **state) {
     assert_string_equal(kt_op_candidate_name(op, kt_decision_winner(d)), "fast");
     expect_fail(d, 1, KT_OUTCOME_FAILED, KT_FAIL_RETURNED, "returned", 42);
     assert_int_equal(kt_decision_outcome(d, 3), KT_OUTCOME_MEASURED);
-    assert_non_null(strstr(got.text, "native 'noid' runs in this process, not in a worker: "));
+    assert_non_null(strstr(got.text, "native 'noid' runs in this process, not in a runner: "));
     assert_non_null(strstr(got.text, "has no build-id and the code no exported symbol"));
     assert_null(strstr(got.text, "native 'slow' runs in this process"));
     int mine = 0;
@@ -544,8 +544,8 @@ static void test_plugin_natives(void **state) {
 int main(int argc, char **argv) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_plugin_backend),
-        cmocka_unit_test(test_plugin_backend_without_worker),
-        cmocka_unit_test(test_plugin_backend_checks_in_worker),
+        cmocka_unit_test(test_plugin_backend_without_runner),
+        cmocka_unit_test(test_plugin_backend_checks_in_runner),
         cmocka_unit_test(test_plugin_restores_on_device),
         cmocka_unit_test(test_plugin_flushes_run_buffers),
         cmocka_unit_test(test_plugin_builds_while_measuring),

@@ -1,9 +1,9 @@
 /*
  * test-isolate.c - candidates that crash, abort, hang, write far out of bounds or exhaust
- * memory run in a worker process: each is disqualified with its class, the op still returns the
+ * memory run in a runner process: each is disqualified with its class, the op still returns the
  * right answer, and this process survives. OpenCL on PoCL: a kernel that fails to build and one
- * that asks for too large a work-group are disqualified, the good one wins, in a worker too.
- * The worker is a new process image (posix_spawn), never a fork of this one; failures report
+ * that asks for too large a work-group are disqualified, the good one wins, in a runner too.
+ * The runner is a new process image (posix_spawn), never a fork of this one; failures report
  * their kind and real code. A user's plug-in (a backend and natives in a shared object) is
  * test-isolate-plugin.c's; isolate-test.h holds what both share.
  */
@@ -173,7 +173,7 @@ static void test_isolated_natives(void **state) {
 }
 
 
-/* ---- the worker is a new program image, failures say their kind ------------------------------ */
+/* ---- the runner is a new program image, failures say their kind ------------------------------ */
 
 static int changed_at_run_time; /* 0 in the program's file; this process sets it */
 
@@ -200,7 +200,7 @@ static int native_exits(const kt_arg *args, size_t nargs, void *user) {
 
 /* A native of this program runs in a new image of the program (posix_spawn), not in a fork:
  * it sees this process's run-time changes to its data nowhere, and runs in another process. */
-static void test_worker_is_a_new_image(void **state) {
+static void test_runner_is_a_new_image(void **state) {
     (void)state;
     log_reset();
     changed_at_run_time = 1;
@@ -217,7 +217,7 @@ static void test_worker_is_a_new_image(void **state) {
     int mine = 0;
     assert_int_equal(log_count("forked", &mine, NULL), 0); /* no run in a fork */
     int fresh = log_count("fresh", &mine, NULL);
-    assert_true(fresh >= 2); /* its validation run and at least one measured run, in a worker */
+    assert_true(fresh >= 2); /* its validation run and at least one measured run, in a runner */
     assert_int_equal(mine, 0);
     int forked_here = 0;
     log_count("forked", &forked_here, NULL);
@@ -227,7 +227,7 @@ static void test_worker_is_a_new_image(void **state) {
 }
 
 /* Each failure says its kind and its real code: a signal's number, an exit status, the value a
- * native returned (in a worker and in this process alike); a timeout has no code. */
+ * native returned (in a runner and in this process alike); a timeout has no code. */
 static void test_fail_kinds(void **state) {
     (void)state;
     kt_context *ctx = NULL;
@@ -270,7 +270,7 @@ static void test_fail_kinds(void **state) {
     kt_context_destroy(ctx);
 }
 
-/* A native whose user pointer is an address of this process's memory cannot run in a worker:
+/* A native whose user pointer is an address of this process's memory cannot run in a runner:
  * it runs here, and an info line says why. */
 static void test_user_pointer_stays(void **state) {
     (void)state;
@@ -292,7 +292,7 @@ static void test_user_pointer_stays(void **state) {
     int mine = 0;
     assert_int_equal(log_count("fresh", &mine, NULL), 0);
     assert_true(mine >= 3); /* validation, measured runs and the final launch: all here */
-    assert_non_null(strstr(got.text, "op 'pointer': native 'here' runs in this process, not in a worker: its user pointer"));
+    assert_non_null(strstr(got.text, "op 'pointer': native 'here' runs in this process, not in a runner: its user pointer"));
     assert_non_null(strstr(got.text, "is an address in this process, which means nothing in another"));
     kt_context_destroy(ctx);
 }
@@ -308,7 +308,7 @@ static const char *cl_src =
     "}\n";
 
 /* On PoCL, isolated: a configuration that fails to build, and one asking for a work-group far
- * beyond the device's, are disqualified; the good one runs in the worker and wins. */
+ * beyond the device's, are disqualified; the good one runs in the runner and wins. */
 static void test_opencl_isolated(void **state) {
     (void)state;
     kt_context *ctx = NULL;
@@ -376,7 +376,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_c_candidates_that_fail_badly),
         cmocka_unit_test(test_crash_remembered),
         cmocka_unit_test(test_isolated_natives),
-        cmocka_unit_test(test_worker_is_a_new_image),
+        cmocka_unit_test(test_runner_is_a_new_image),
         cmocka_unit_test(test_fail_kinds),
         cmocka_unit_test(test_user_pointer_stays),
         cmocka_unit_test(test_opencl_isolated),

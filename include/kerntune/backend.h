@@ -134,14 +134,14 @@ typedef enum kt_backend_cap {
     /** Its buffers are host memory: the core reads and writes them directly and flushes the
      *  host's caches itself. */
     KT_BACKEND_CAP_HOST_MEMORY = 1u << 0,
-    /** A worker process can run its variants (KT_ISOLATE_ON, and AUTO with FAULT_POISONS): the
-     *  worker loads the shared object (or starts the program) that defines the table, finds the
+    /** A runner process can run its variants (KT_ISOLATE_ON, and AUTO with FAULT_POISONS): the
+     *  runner loads the shared object (or starts the program) that defines the table, finds the
      *  table there (at its offset, the object's build-id checked, or by its exported symbol) and
      *  calls init there, so init must need nothing from the caller's process. Without it, the
      *  backend's variants run in the caller's process. */
-    KT_BACKEND_CAP_WORKER = 1u << 1,
+    KT_BACKEND_CAP_RUNNER = 1u << 1,
     /** A faulting variant leaves the process's device context unusable, so KT_ISOLATE_AUTO runs
-     *  its variants in a worker process. */
+     *  its variants in a runner process. */
     KT_BACKEND_CAP_FAULT_POISONS = 1u << 2,
     /** launch_async enqueues a launch on a caller's queue and returns before the kernel runs,
      *  and queue_wait waits for a queue's work (ABI 7; kt_op_call_async). */

@@ -22,12 +22,12 @@ extern "C" {
  *  - KT_OUTCOME_NOT_RUN: not run (the decision was not measured, or a budget left it out);
  *  - KT_OUTCOME_MEASURED: measured; time and runs are set;
  *  - KT_OUTCOME_REJECTED: its requirements rejected the arguments: never launched;
- *  - KT_OUTCOME_FAILED: returned a failure while being validated or measured (or, in a worker
+ *  - KT_OUTCOME_FAILED: returned a failure while being validated or measured (or, in a runner
  *    process, left its device context unusable);
  *  - KT_OUTCOME_INVALID: produced a wrong answer in its validation run;
  *  - KT_OUTCOME_BUILD_FAILED: a variant that failed to compile or load;
- *  - KT_OUTCOME_TIMEOUT: ran past the op's timeout in its worker process (killed);
- *  - KT_OUTCOME_CRASHED: took its worker process down (a signal: SIGSEGV, SIGBUS, abort...). */
+ *  - KT_OUTCOME_TIMEOUT: ran past the op's timeout in its runner process (killed);
+ *  - KT_OUTCOME_CRASHED: took its runner process down (a signal: SIGSEGV, SIGBUS, abort...). */
 #define KT_OUTCOME_LIST(X)                         \
     X(KT_OUTCOME_NOT_RUN, 0, "not_run")            \
     X(KT_OUTCOME_MEASURED, 1, "measured")          \
@@ -115,8 +115,8 @@ KT_API double kt_decision_unit_bytes(const kt_decision *d, size_t u);
 KT_API double kt_decision_unit_validation_ms(const kt_decision *d, size_t u);
 
 /** Returns the wall time in ms that measuring unit u cost beyond its runs' own times: loading it
- *  (into a worker process), and around each run preparing arguments, flushing caches,
- *  restoring inputs and a worker's round trip. With build, validation and the runs it makes the
+ *  (into a runner process), and around each run preparing arguments, flushing caches,
+ *  restoring inputs and a runner's round trip. With build, validation and the runs it makes the
  *  unit's whole cost (T4's compilation, validation, framework and runtimes). */
 KT_API double kt_decision_unit_framework_ms(const kt_decision *d, size_t u);
 
@@ -226,10 +226,10 @@ KT_API const char *kt_decision_cache_rejected(const kt_decision *d);
     X(RETURNED, 1, "returned", "it returned nonzero (a native candidate, a C variant); the code is that value") \
     X(LAUNCH, 2, "launch",                                                                         \
       "its backend failed to load, launch or copy for it; the code is the backend's kt_status")    \
-    X(CRASH, 3, "crash", "a signal killed its worker process; the code is the signal number")      \
-    X(EXIT, 4, "exit", "its worker process exited while running it; the code is the exit status")  \
+    X(CRASH, 3, "crash", "a signal killed its runner process; the code is the signal number")      \
+    X(EXIT, 4, "exit", "its runner process exited while running it; the code is the exit status")  \
     X(TIMEOUT, 5, "timeout",                                                                       \
-      "it ran past the op's timeout and its worker process was killed; the code is 0")             \
+      "it ran past the op's timeout and its runner process was killed; the code is 0")             \
     X(RECORDED, 6, "recorded",                                                                     \
       "it failed in an earlier tuning, recorded in the persistent cache, which keeps the outcome " \
       "and message but not the kind or code (0)")

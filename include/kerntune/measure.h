@@ -3,7 +3,7 @@
  *
  * The measurement policy and its settings (the race by default), flushing caches between runs,
  * progress reports, budgets (units, time, runs), where candidates run while tuning (isolation in
- * worker processes) and their timeout. Every setting has a default; a program that keeps them
+ * runner processes) and their timeout. Every setting has a default; a program that keeps them
  * needs only kerntune.h.
  */
 #ifndef KERNTUNE_MEASURE_H
@@ -117,7 +117,7 @@ KT_API kt_status kt_context_set_unit_fn(kt_context *ctx, kt_unit_fn fn, void *us
 typedef double (*kt_clock_fn)(void *user);
 
 /** Returns the wall clock kerntune times with (a budget of seconds without a budget clock, a
- *  build's time, the isolation worker's runs): seconds from a fixed origin (CLOCK_MONOTONIC), never
+ *  build's time, the isolation runner's runs): seconds from a fixed origin (CLOCK_MONOTONIC), never
  *  decreasing, safe to call from any thread. */
 KT_API double kt_now_s(void);
 
@@ -140,24 +140,24 @@ KT_API kt_status kt_op_set_budget_fraction(kt_op *op, double fraction);
 
 /** Where candidates run while tuning:
  *  - KT_ISOLATE_AUTO (default): variants of a backend whose faults poison its device context
- *    (CUDA: an illegal address would leave the caller's context unusable) in a worker process,
+ *    (CUDA: an illegal address would leave the caller's context unusable) in a runner process,
  *    everything else in the caller's process;
- *  - KT_ISOLATE_ON: every variant, and every native candidate that can be, in a worker process:
+ *  - KT_ISOLATE_ON: every variant, and every native candidate that can be, in a runner process:
  *    one that crashes, hangs past the timeout or poisons its device context is disqualified
  *    (KT_OUTCOME_CRASHED, KT_OUTCOME_TIMEOUT, KT_OUTCOME_FAILED, with its kind and code:
- *    kt_decision_unit_fail_kind) and the worker replaced;
+ *    kt_decision_unit_fail_kind) and the runner replaced;
  *  - KT_ISOLATE_OFF: everything in the caller's process.
- *  A worker is a new process (posix_spawn), never a fork: it finds the code it runs by the
- *  object file that holds it. Code in a shared object runs in kerntune-worker (found through
- *  KERNTUNE_WORKER, its install path or the build tree), which loads that object; code in the
+ *  A runner is a new process (posix_spawn), never a fork: it finds the code it runs by the
+ *  object file that holds it. Code in a shared object runs in kerntune-runner (found through
+ *  KERNTUNE_RUNNER, its install path or the build tree), which loads that object; code in the
  *  program itself (a native of the program, kerntune linked statically) runs in a new start of
- *  the program, which kerntune stops before its main to serve as the worker. So a worker sees
+ *  the program, which kerntune stops before its main to serve as the runner. So a runner sees
  *  the objects' static data as initialised, never as the caller's process changed it.
- *  What cannot run in a worker runs in the caller's process, and an info line in the log says
- *  why: a backend without KT_BACKEND_CAP_WORKER; a native that returns its output
+ *  What cannot run in a runner runs in the caller's process, and an info line in the log says
+ *  why: a backend without KT_BACKEND_CAP_RUNNER; a native that returns its output
  *  (kt_op_add_native_result), of an op on device memory, whose user pointer is an address of the
  *  caller's memory (NULL, or a number that is no address, passes as it is), or whose code a
- *  worker cannot find: not in an object file (generated at run time), or in a shared object
+ *  runner cannot find: not in an object file (generated at run time), or in a shared object
  *  that has no build-id (link with --build-id, the default of most toolchains) when the function
  *  has no exported symbol. The final launch of the winner is always the caller's, on the
  *  caller's data. */
@@ -174,7 +174,7 @@ KT_API kt_status kt_op_set_isolation(kt_op *op, kt_isolation isolation);
 /** Returns an isolation mode's name ("auto", "off", "on"), or NULL for an unknown value. */
 KT_API const char *kt_isolation_name(kt_isolation isolation);
 
-/** Sets how long one isolated run may take before its worker is killed (seconds > 0;
+/** Sets how long one isolated run may take before its runner is killed (seconds > 0;
  *  default 10). */
 KT_API kt_status kt_op_set_timeout(kt_op *op, double seconds);
 

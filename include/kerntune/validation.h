@@ -56,7 +56,7 @@ typedef int (*kt_verify_fn)(const kt_arg *expected, const kt_arg *actual, size_t
 /** Sets a verify function (NULL: kerntune's rules, the default). It decides every validation
  *  and the consensus's votes (kt_op_set_reference_consensus) in place of the element rules,
  *  tolerances and kt_op_set_compare; a ReadOnly buffer written into, and a returned output,
- *  are still checked by kerntune. A worker process's device then checks nothing itself: every
+ *  are still checked by kerntune. A runner process's device then checks nothing itself: every
  *  validation run's outputs come back. Before the op's first call. */
 KT_API kt_status kt_op_set_verify_fn(kt_op *op, kt_verify_fn fn, void *user);
 

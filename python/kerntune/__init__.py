@@ -28,13 +28,13 @@ import hashlib
 import os
 from typing import List, NamedTuple, Optional
 
-# Installed by pip, the package holds kerntune's worker process (isolated candidates run there):
+# Installed by pip, the package holds kerntune's runner process (isolated candidates run there):
 # the library is pointed at it unless the caller chose another.
-_worker = os.path.join(os.path.dirname(os.path.abspath(__file__)), "kerntune-worker")
-if os.path.exists(_worker):
-    os.environ.setdefault("KERNTUNE_WORKER", _worker)
+_runner = os.path.join(os.path.dirname(os.path.abspath(__file__)), "kerntune-runner")
+if os.path.exists(_runner):
+    os.environ.setdefault("KERNTUNE_RUNNER", _runner)
 
-from . import _kerntune  # noqa: E402 (after the worker's path is set)
+from . import _kerntune  # noqa: E402 (after the runner's path is set)
 from ._kerntune import Context, Error  # noqa: E402
 
 __all__ = ["Context", "Decision", "Device", "Error", "Op", "Unit", "run_kernel", "tune_kernel", "version"]
@@ -109,7 +109,7 @@ class Op(_kerntune.Op):
 
     arguments: one declaration per argument, in order: (name, dtype) for a scalar, (name, dtype,
     access) for a buffer, access 'r', 'w' or 'rw'. isolation: where candidates run while tuning:
-    'on', a worker process (a crash disqualifies the candidate and nothing else); 'auto', a worker
+    'on', a runner process (a crash disqualifies the candidate and nothing else); 'auto', a runner
     for backends whose faults poison the device (CUDA); 'off', this process. Calling the op with its
     arguments tunes on a new key, then runs the winner."""
 

@@ -11,7 +11,7 @@ for one that failed), and a dict describing the run.
 Under it is kerntune's engine, not Kernel Tuner's loop: variants compiled in parallel under
 Kernel Tuner's compile contract, a race that stops measuring a configuration once it is out of
 it (each configuration gets at most `iterations` measured runs), outputs compared with `answer`
-(or `verify`) before a configuration is measured, every configuration run in a worker process
+(or `verify`) before a configuration is measured, every configuration run in a runner process
 (one that crashes or poisons the device context is disqualified, RuntimeFailedConfig, and the
 tuning goes on: on a CPU device an out-of-bounds kernel would take the script down), and decisions kept in
 kerntune's persistent cache, so that a second run of the script measures nothing. The arguments
@@ -538,7 +538,7 @@ def tune_kernel(
         tag = "answer " + h.hexdigest()[:12]
     else:
         tag = "unvalidated"
-    # every configuration in a worker process: one that crashes (an out-of-bounds kernel on a CPU
+    # every configuration in a runner process: one that crashes (an out-of-bounds kernel on a CPU
     # device takes the process down) is disqualified, and the script goes on
     op = Op(ctx, "%s [%s]" % (kernel_name[:90], tag), decls, device=dev.index, isolation="on")
     for k, i in enumerate(i for i in range(len(decls)) if len(decls[i]) == 3):

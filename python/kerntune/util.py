@@ -37,7 +37,7 @@ class CompilationFailedConfig(ErrorConfig):
 
 
 class RuntimeFailedConfig(ErrorConfig):
-    """Its launch failed, or it crashed its worker process."""
+    """Its launch failed, or it crashed its runner process."""
 
 
 class IncorrectConfig(ErrorConfig):
@@ -46,7 +46,7 @@ class IncorrectConfig(ErrorConfig):
 
 
 class TimeoutConfig(ErrorConfig):
-    """It ran past kerntune's timeout and its worker process was stopped."""
+    """It ran past kerntune's timeout and its runner process was stopped."""
 
 
 def _compact(v):

@@ -420,8 +420,8 @@ static PyType_Slot Op_slots[] = {
     {Py_tp_doc, "Op(context, name, arguments, device=0, isolation='auto'): a tunable operation (kt_op).\n"
                 "arguments: one declaration per argument, in order: (name, dtype) for a scalar,\n"
                 "(name, dtype, access) for a buffer, access 'r', 'w' or 'rw'. isolation: where candidates\n"
-                "run while tuning: 'on', a worker process (a crash disqualifies the candidate and nothing\n"
-                "else); 'auto', a worker for backends whose faults poison the device (CUDA); 'off', this\n"
+                "run while tuning: 'on', a runner process (a crash disqualifies the candidate and nothing\n"
+                "else); 'auto', a runner for backends whose faults poison the device (CUDA); 'off', this\n"
                 "process. Calling the op with its arguments tunes on a new key, then runs the winner."},
     {Py_tp_init, Op_init},
     {Py_tp_dealloc, Op_dealloc},

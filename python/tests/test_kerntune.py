@@ -81,8 +81,8 @@ def test_in_place_buffer_sees_one_launch(ctx):
     assert np.array_equal(acc, np.full(N, 3.0, dtype=np.float32))
 
 
-def test_a_crashing_candidate_is_disqualified_in_its_worker(ctx):
-    # the interpreter lives on: the candidate ran in kerntune's worker process
+def test_a_crashing_candidate_is_disqualified_in_its_runner(ctx):
+    # the interpreter lives on: the candidate ran in kerntune's runner process
     op = kerntune.Op(ctx, "crashy", [("out", "float32", "w"), ("x", "float32", "r"), ("n", "int32")], isolation="on")
     op.add_variants("crashy", {"CRASH": "[1, 0]"}, CRASHY, "crashy")
     x = np.arange(256, dtype=np.float32)

@@ -278,7 +278,7 @@ def test_in_place_output_is_restored_for_each_run():
 
 def test_a_configuration_that_crashes_is_disqualified():
     # CRASH = 1 writes through a null pointer: on a CPU device that takes its process down, which
-    # is kerntune's worker, not this interpreter
+    # is kerntune's runner, not this interpreter
     crashy = r"""__kernel void crashy(__global float *out, __global const float *x, int n) {
         int i = get_global_id(0);
         if (CRASH && i == 0) *(__global volatile int *)(out - (size_t)out / sizeof(float)) = 1;

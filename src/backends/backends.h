@@ -28,9 +28,9 @@ typedef enum kt__backend_feature {
     KT__BACKEND_FLUSH,       /* flush: the whole of a device's caches (ABI 4) */
     KT__BACKEND_CONSTANTS,   /* arguments placed in constant memory (ABI 5) */
     KT__BACKEND_LANGUAGE,    /* language and caps (ABI 6) */
-    KT__BACKEND_WORKER,      /* it runs in an isolation worker: KT_BACKEND_CAP_WORKER, its buffers, load,
+    KT__BACKEND_RUNNER,      /* it runs in an isolation runner: KT_BACKEND_CAP_RUNNER, its buffers, load,
                                 unload and an entry point or a launch, and no newer than this core */
-    KT__BACKEND_FILL_CHECKS, /* digest, all_close and buffer_fill: a worker checks runs on the device (ABI 9) */
+    KT__BACKEND_FILL_CHECKS, /* digest, all_close and buffer_fill: a runner checks runs on the device (ABI 9) */
     KT__BACKEND_FITS,        /* fits (ABI 11) */
     KT__BACKEND_CLASSIFY,    /* classify (ABI 12) */
     KT__BACKEND_PEAKS,       /* peaks (ABI 13) */

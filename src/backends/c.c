@@ -486,7 +486,7 @@ static const kt_backend kt__backend_c = {
     .entry = c_entry,
     .launch = NULL,
     .limits = NULL,
-    .caps = KT_BACKEND_CAP_HOST_MEMORY | KT_BACKEND_CAP_WORKER |
+    .caps = KT_BACKEND_CAP_HOST_MEMORY | KT_BACKEND_CAP_RUNNER |
             KT_BACKEND_CAP_PREPROCESSED,
     .language = "C",
 };

@@ -423,7 +423,7 @@ static const kt_backend kt__backend_cuda = {
     .peaks = cu_peaks,
     .resources = kt__cu_resources,
     .flush = cu_flush,
-    .caps = KT_BACKEND_CAP_WORKER | KT_BACKEND_CAP_FAULT_POISONS | KT_BACKEND_CAP_ASYNC_LAUNCH | KT_BACKEND_CAP_LAUNCH_PARAMS |
+    .caps = KT_BACKEND_CAP_RUNNER | KT_BACKEND_CAP_FAULT_POISONS | KT_BACKEND_CAP_ASYNC_LAUNCH | KT_BACKEND_CAP_LAUNCH_PARAMS |
             KT_BACKEND_CAP_PREPROCESSED | KT_BACKEND_CAP_OWN_PROCESSOR,
     .language = "CUDA",
     .launch_async = kt__cu_launch_async,

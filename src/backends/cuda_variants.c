@@ -224,7 +224,7 @@ kt_status kt__cu_build(void *state, size_t device, const kt_build_request *req, 
     pid_t pid = -1;
     if (pipe(fds) == 0 && (pid = fork()) < 0) close(fds[0]), close(fds[1]);
     if (pid < 0) { /* compiling here instead would break "the parent never compiles" */
-        snprintf(log, loglen, "cannot start an NVRTC worker process: %s", strerror(errno));
+        snprintf(log, loglen, "cannot start an NVRTC process: %s", strerror(errno));
         return KT_ERR_SYSTEM;
     }
     if (pid == 0) { /* the child: compile, report, exit without running the parent's atexit handlers */
@@ -256,7 +256,7 @@ kt_status kt__cu_build(void *state, size_t device, const kt_build_request *req, 
         }
     }
     /* A status and a length, then exactly that much log: never waiting for end of file, which
-     * sibling workers holding a copy of this pipe could delay. */
+     * sibling NVRTC processes holding a copy of this pipe could delay. */
     int32_t head[2] = {-1, 0};
     bool have = read_full(fds[0], head, sizeof head) && head[1] >= 0;
     size_t len = have ? (size_t)head[1] : 0, keep = len < loglen ? len : (loglen ? loglen - 1 : 0);
@@ -266,7 +266,7 @@ kt_status kt__cu_build(void *state, size_t device, const kt_build_request *req, 
     int status = 0;
     while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {}
     if (!have) {
-        snprintf(log, loglen, "the NVRTC worker process died (%s %d)", WIFSIGNALED(status) ? "signal" : "exit",
+        snprintf(log, loglen, "the NVRTC process died (%s %d)", WIFSIGNALED(status) ? "signal" : "exit",
                  WIFSIGNALED(status) ? WTERMSIG(status) : WEXITSTATUS(status));
         return KT_ERR_SYSTEM; /* not the code's failure: tried again next time */
     }
@@ -329,7 +329,7 @@ kt_status kt__cu_load(void *state, size_t device, const char *path, const char *
     /* Under lazy loading (CUDA_MODULE_LOADING=LAZY, the default since CUDA 12.2) the function may
      * be only partially loaded, and the driver finishes loading it at its first launch, which
      * may synchronise the whole context. That first launch is often a hit (kt_op_tune measures
-     * in a worker process and launches nothing here), and a hit must never wait for another
+     * in a runner process and launches nothing here), and a hit must never wait for another
      * stream's work: the function is loaded now, while tuning. */
     if (st == KT_OK && s->api.FuncLoad != NULL && (rc = s->api.FuncLoad(m->fn)) != 0) {
         st = kt__cu_fail(s, rc, "cuFuncLoad", err, errlen);

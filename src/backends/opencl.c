@@ -508,7 +508,7 @@ static const kt_backend kt__backend_opencl = {
     .launch = cl_launch,
     .limits = cl_limits,
     .flush = cl_flush,
-    .caps = KT_BACKEND_CAP_WORKER | KT_BACKEND_CAP_ASYNC_LAUNCH | KT_BACKEND_CAP_LAUNCH_PARAMS |
+    .caps = KT_BACKEND_CAP_RUNNER | KT_BACKEND_CAP_ASYNC_LAUNCH | KT_BACKEND_CAP_LAUNCH_PARAMS |
             KT_BACKEND_CAP_PREPROCESSED,
     .language = "OpenCL",
     .launch_async = cl_launch_async,

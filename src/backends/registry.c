@@ -22,8 +22,8 @@ bool kt__backend_has(const kt_backend *b, kt__backend_feature f) {
     case KT__BACKEND_FLUSH: return v >= 4 && b->flush;
     case KT__BACKEND_CONSTANTS: return v >= 5;
     case KT__BACKEND_LANGUAGE: return v >= 6;
-    case KT__BACKEND_WORKER:
-        return v >= 6 && v <= KT_BACKEND_ABI_VERSION && (b->caps & KT_BACKEND_CAP_WORKER) && b->device_count && b->device_describe &&
+    case KT__BACKEND_RUNNER:
+        return v >= 6 && v <= KT_BACKEND_ABI_VERSION && (b->caps & KT_BACKEND_CAP_RUNNER) && b->device_count && b->device_describe &&
                b->load && b->unload && b->buffer_alloc && b->buffer_free && b->buffer_copy && (b->entry || b->launch);
     case KT__BACKEND_FILL_CHECKS: return v >= 9 && b->digest && b->all_close && b->buffer_fill;
     case KT__BACKEND_FITS: return v >= 11 && b->fits;

@@ -1,16 +1,16 @@
 /*
- * isolate.c - the tuning side of worker processes (see isolate.h).
+ * isolate.c - the tuning side of runner processes (see isolate.h).
  *
- * A tuning uses the worker of its device for variants (its context keeps one per device, started
+ * A tuning uses the runner of its device for variants (its context keeps one per device, started
  * at the first isolated tuning and warm for later ones) and one of its own for natives. Buffer
  * arguments go through one shared-memory region: before each run the
  * work arguments are copied in, after a successful run they are copied back, so restoring,
  * poisoning and validation stay the tuning's, unchanged. A run that does not answer within the
- * timeout gets the worker killed (SIGKILL); a worker that died is reaped and its signal or exit
- * status reported; a failed launch that left the device unusable gets the worker replaced.
+ * timeout gets the runner killed (SIGKILL); a runner that died is reaped and its signal or exit
+ * status reported; a failed launch that left the device unusable gets the runner replaced.
  * Modules are loaded again into a replacement as needed.
  *
- * Workers are started with posix_spawn, which is safe in a multithreaded process: nothing runs
+ * Runners are started with posix_spawn, which is safe in a multithreaded process: nothing runs
  * in the child between its creation and the exec but the file actions and attributes below.
  */
 #define _GNU_SOURCE /* posix_spawn_file_actions_addclosefrom_np, mincore */
@@ -38,28 +38,28 @@
 
 extern char **environ;
 
-#ifndef KT_WORKER_BUILD_PATH
-#define KT_WORKER_BUILD_PATH ""
+#ifndef KT_RUNNER_BUILD_PATH
+#define KT_RUNNER_BUILD_PATH ""
 #endif
-#ifndef KT_WORKER_INSTALL_PATH
-#define KT_WORKER_INSTALL_PATH ""
+#ifndef KT_RUNNER_INSTALL_PATH
+#define KT_RUNNER_INSTALL_PATH ""
 #endif
 
-/* Where the worker finds its two descriptors. */
+/* Where the runner finds its two descriptors. */
 enum { SOCK_FD = 3, REGION_FD = 4 };
 
-typedef struct worker_mod {
+typedef struct runner_mod {
     kt__msg_load *load;   /* how to load it */
-    uint64_t incarnation; /* the worker process it was loaded into */
-    uint32_t worker_id;   /* its id there */
-} worker_mod;
+    uint64_t incarnation; /* the runner process it was loaded into */
+    uint32_t runner_id;   /* its id there */
+} runner_mod;
 
-/* A worker process and what it was asked to hold. */
-struct kt__worker {
+/* A runner process and what it was asked to hold. */
+struct kt__runner {
     pid_t pid;                 /* -1: not running */
     int sock;                  /* the socket to it, both directions */
     uint64_t incarnation;      /* counts replacements */
-    bool program;              /* some code is in the program: start it again, not kerntune-worker */
+    bool program;              /* some code is in the program: start it again, not kerntune-runner */
     bool running_program;      /* what the running process is */
     int region_fd;
     unsigned char *region;
@@ -70,24 +70,24 @@ struct kt__worker {
     bool primed;               /* the inputs that do not change are in its buffers */
     uint64_t kept;             /* the buffers it restores on its device (its last reply's kept) */
     kt__iso_args io;
-    worker_mod *mods;
+    runner_mod *mods;
     size_t nmods;
     kt__msg_check *check;      /* the CHECK request of this tuning (NULL: none), */
     size_t check_len;
     kt__iso_check_arg *check_args; /* and where its data comes from */
-    uint64_t check_incarnation; /* the worker process that holds it */
+    uint64_t check_incarnation; /* the runner process that holds it */
 };
 
-/* kerntune-worker: KERNTUNE_WORKER, else the installed one, else the build tree's. */
-static const char *worker_path(void) {
-    const char *env = getenv("KERNTUNE_WORKER");
+/* kerntune-runner: KERNTUNE_RUNNER, else the installed one, else the build tree's. */
+static const char *runner_path(void) {
+    const char *env = getenv("KERNTUNE_RUNNER");
     if (env && env[0]) return env;
-    if (KT_WORKER_INSTALL_PATH[0] && access(KT_WORKER_INSTALL_PATH, X_OK) == 0) return KT_WORKER_INSTALL_PATH;
-    if (KT_WORKER_BUILD_PATH[0] && access(KT_WORKER_BUILD_PATH, X_OK) == 0) return KT_WORKER_BUILD_PATH;
+    if (KT_RUNNER_INSTALL_PATH[0] && access(KT_RUNNER_INSTALL_PATH, X_OK) == 0) return KT_RUNNER_INSTALL_PATH;
+    if (KT_RUNNER_BUILD_PATH[0] && access(KT_RUNNER_BUILD_PATH, X_OK) == 0) return KT_RUNNER_BUILD_PATH;
     return NULL;
 }
 
-static void stop(kt__worker *w) {
+static void stop(kt__runner *w) {
     if (w->pid > 0) {
         kill(w->pid, SIGKILL);
         while (waitpid(w->pid, NULL, 0) < 0 && errno == EINTR) {
@@ -102,12 +102,12 @@ static void stop(kt__worker *w) {
     w->kept = 0;
 }
 
-static void drop_mods(kt__worker *w) {
+static void drop_mods(kt__runner *w) {
     for (size_t i = 0; i < w->nmods; i++) free(w->mods[i].load);
     w->nmods = 0;
 }
 
-static void drop_check(kt__worker *w) {
+static void drop_check(kt__runner *w) {
     free(w->check);
     free(w->check_args);
     w->check = NULL;
@@ -115,7 +115,7 @@ static void drop_check(kt__worker *w) {
     w->check_len = 0;
 }
 
-void kt__worker_free(kt__worker *w) {
+void kt__runner_free(kt__runner *w) {
     if (w == NULL) return;
     stop(w);
     if (w->region) munmap(w->region, w->region_bytes);
@@ -127,13 +127,13 @@ void kt__worker_free(kt__worker *w) {
     free(w);
 }
 
-/* The worker's environment: the caller's; for a fresh start of the program, where its
+/* The runner's environment: the caller's; for a fresh start of the program, where its
  * descriptors are (serve) and kerntune's object preloaded when it is a shared object; and in a
  * sanitizer build options that let a crashing candidate die of its signal as in a normal build
- * (the worker is instrumented too), after the caller's own options, which it keeps. The strings
+ * (the runner is instrumented too), after the caller's own options, which it keeps. The strings
  * it makes go to own[0..2] (NULL where none), for the caller to free, also when it returns NULL
  * (out of memory). */
-static char **worker_env(const kt__worker *w, const char *preload, char *serve, size_t serve_len, char *own[3]) {
+static char **runner_env(const kt__runner *w, const char *preload, char *serve, size_t serve_len, char *own[3]) {
     own[0] = own[1] = own[2] = NULL;
     size_t nenv = 0;
     while (environ[nenv]) nenv++;
@@ -165,7 +165,7 @@ static char **worker_env(const kt__worker *w, const char *preload, char *serve, 
     const char *old_preload = NULL;
     for (size_t i = 0; i < nenv; i++) {
         if (sanitized && (strncmp(environ[i], "ASAN_OPTIONS=", 13) == 0 || strncmp(environ[i], "TSAN_OPTIONS=", 13) == 0)) continue;
-        if (strncmp(environ[i], "KERNTUNE_WORKER_SERVE=", 22) == 0) continue;
+        if (strncmp(environ[i], "KERNTUNE_RUNNER_SERVE=", 22) == 0) continue;
         if (w->program && preload && strncmp(environ[i], "LD_PRELOAD=", 11) == 0) {
             old_preload = environ[i] + 11;
             continue;
@@ -173,7 +173,7 @@ static char **worker_env(const kt__worker *w, const char *preload, char *serve, 
         envp[k++] = environ[i];
     }
     if (w->program) {
-        snprintf(serve, serve_len, "KERNTUNE_WORKER_SERVE=%d,%d,%ld", SOCK_FD, REGION_FD, (long)getpid());
+        snprintf(serve, serve_len, "KERNTUNE_RUNNER_SERVE=%d,%d,%ld", SOCK_FD, REGION_FD, (long)getpid());
         envp[k++] = serve;
     }
     if (w->program && preload) { /* ours first: the constructor there takes it off again */
@@ -188,24 +188,24 @@ static char **worker_env(const kt__worker *w, const char *preload, char *serve, 
     return envp;
 }
 
-/* Starts the worker process, connected by one socket pair (the tuning side sends with
- * MSG_NOSIGNAL: a dead worker must not raise SIGPIPE in the caller's process). */
-static kt_status start(kt__worker *w) {
+/* Starts the runner process, connected by one socket pair (the tuning side sends with
+ * MSG_NOSIGNAL: a dead runner must not raise SIGPIPE in the caller's process). */
+static kt_status start(kt__runner *w) {
     char why[512] = "", preload[KT__CODE_PATH_MAX] = "";
     const char *path;
     if (w->program) {
         int k = kt__code_serve_object(preload, sizeof preload, why, sizeof why);
-        if (k < 0) return kt__err(KT_ERR_STATE, "isolation: this program cannot be started as a worker: %s", why);
+        if (k < 0) return kt__err(KT_ERR_STATE, "isolation: this program cannot be started as a runner: %s", why);
         if (k == 0) preload[0] = '\0';
         path = "/proc/self/exe"; /* the very file this process runs, even if replaced on disk since */
-    } else if ((path = worker_path()) == NULL) {
-        return kt__err(KT_ERR_STATE, "isolation: the kerntune-worker program was not found (set KERNTUNE_WORKER to its path)");
+    } else if ((path = runner_path()) == NULL) {
+        return kt__err(KT_ERR_STATE, "isolation: the kerntune-runner program was not found (set KERNTUNE_RUNNER to its path)");
     }
     int sv[2];
     if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0)
         return kt__err(KT_ERR_SYSTEM, "isolation: socketpair: %s", strerror(errno));
     char serve[64], *own[3];
-    char **envp = worker_env(w, preload[0] ? preload : NULL, serve, sizeof serve, own);
+    char **envp = runner_env(w, preload[0] ? preload : NULL, serve, sizeof serve, own);
     posix_spawn_file_actions_t fa;
     posix_spawnattr_t attr;
     bool fa_ok = false, attr_ok = false;
@@ -242,8 +242,8 @@ static kt_status start(kt__worker *w) {
     snprintf(a1, sizeof a1, "%d", SOCK_FD);
     snprintf(a2, sizeof a2, "%d", REGION_FD);
     snprintf(a3, sizeof a3, "%ld", (long)getpid());
-    char *argv_tool[] = {(char *)"kerntune-worker", a1, a2, a3, NULL};
-    char *argv_program[] = {(char *)"kerntune-worker", NULL}; /* the descriptors are in its environment */
+    char *argv_tool[] = {(char *)"kerntune-runner", a1, a2, a3, NULL};
+    char *argv_program[] = {(char *)"kerntune-runner", NULL}; /* the descriptors are in its environment */
     pid_t pid = -1;
     if (e == 0) e = posix_spawn(&pid, path, &fa, &attr, w->program ? argv_program : argv_tool, envp);
     if (fa_ok) posix_spawn_file_actions_destroy(&fa);
@@ -254,7 +254,7 @@ static kt_status start(kt__worker *w) {
     if (e != 0) {
         close(sv[0]);
         return kt__err(e == ENOMEM ? KT_ERR_NO_MEMORY : KT_ERR_SYSTEM, "isolation: starting %s: %s",
-                       w->program ? "this program again as a worker" : path, strerror(e));
+                       w->program ? "this program again as a runner" : path, strerror(e));
     }
     w->pid = pid;
     w->sock = sv[0];
@@ -272,11 +272,11 @@ static void fail(kt__iso_run *out, kt_fail_kind kind, int code, const char *fmt,
     va_end(ap);
 }
 
-/* Why the worker is gone, after its socket closed: reaps it. */
-static void reap(kt__worker *w, kt__iso_run *out) {
+/* Why the runner is gone, after its socket closed: reaps it. */
+static void reap(kt__runner *w, kt__iso_run *out) {
     int status = 0;
     pid_t r = 0;
-    /* a dying worker is reaped with its signal; one still alive after 200 ms (it closed its
+    /* a dying runner is reaped with its signal; one still alive after 200 ms (it closed its
      * socket and went on) is killed */
     for (int i = 0; i < 200 && (r = waitpid(w->pid, &status, WNOHANG)) == 0; i++) {
         struct timespec ms = {0, 1000000};
@@ -290,17 +290,17 @@ static void reap(kt__worker *w, kt__iso_run *out) {
     if (r == w->pid && WIFSIGNALED(status))
         fail(out, KT_FAIL_CRASH, WTERMSIG(status), "crashed: killed by signal %d (%s)", WTERMSIG(status), strsignal(WTERMSIG(status)));
     else if (r == w->pid && WIFEXITED(status))
-        fail(out, KT_FAIL_EXIT, WEXITSTATUS(status), "crashed: the worker process exited with status %d", WEXITSTATUS(status));
+        fail(out, KT_FAIL_EXIT, WEXITSTATUS(status), "crashed: the runner process exited with status %d", WEXITSTATUS(status));
     else
-        fail(out, KT_FAIL_CRASH, 0, "crashed: the worker process is gone (its status could not be read: %s)",
+        fail(out, KT_FAIL_CRASH, 0, "crashed: the runner process is gone (its status could not be read: %s)",
              r < 0 ? strerror(errno) : "not reaped");
     w->pid = -1;
     stop(w);
 }
 
 /* Sends a request and waits for its reply, at most timeout_s (0: no limit). Returns true, or
- * false with out saying how the worker was lost (it is then gone). */
-static bool call(kt__worker *w, uint32_t type, const void *payload, uint32_t len, double timeout_s, kt__reply *r, kt__iso_run *out) {
+ * false with out saying how the runner was lost (it is then gone). */
+static bool call(kt__runner *w, uint32_t type, const void *payload, uint32_t len, double timeout_s, kt__reply *r, kt__iso_run *out) {
     kt__msg h = {type, len};
     const struct {
         const void *p;
@@ -322,7 +322,7 @@ static bool call(kt__worker *w, uint32_t type, const void *payload, uint32_t len
         if (deadline > 0) {
             double left = deadline - kt__now_s();
             if (left <= 0) {
-                fail(out, KT_FAIL_TIMEOUT, 0, "timeout: no answer within %.3g s; the worker was killed", timeout_s);
+                fail(out, KT_FAIL_TIMEOUT, 0, "timeout: no answer within %.3g s; the runner was killed", timeout_s);
                 stop(w);
                 return false;
             }
@@ -343,8 +343,8 @@ static bool call(kt__worker *w, uint32_t type, const void *payload, uint32_t len
     return true;
 }
 
-static kt__worker *worker_new(void) {
-    kt__worker *w = calloc(1, sizeof *w);
+static kt__runner *runner_new(void) {
+    kt__runner *w = calloc(1, sizeof *w);
     if (w == NULL) return NULL;
     w->pid = -1;
     w->sock = w->region_fd = -1;
@@ -352,9 +352,9 @@ static kt__worker *worker_new(void) {
 }
 
 /* Lays out the shared region and the setup request for arguments a in mode. */
-static kt_status setup(kt__worker **wp, uint32_t mode, const kt__iso_args *a, kt__msg_setup **out) {
-    kt__worker *w = *wp;
-    if (w == NULL && (w = *wp = worker_new()) == NULL) return kt__err(KT_ERR_NO_MEMORY, "isolation: out of memory");
+static kt_status setup(kt__runner **wp, uint32_t mode, const kt__iso_args *a, kt__msg_setup **out) {
+    kt__runner *w = *wp;
+    if (w == NULL && (w = *wp = runner_new()) == NULL) return kt__err(KT_ERR_NO_MEMORY, "isolation: out of memory");
     /* the shared region: every buffer argument, 64-byte aligned */
     size_t bytes = 0;
     for (size_t i = 0; i < a->nargs; i++)
@@ -411,13 +411,13 @@ static kt_status setup(kt__worker **wp, uint32_t mode, const kt__iso_args *a, kt
     return KT_OK;
 }
 
-kt_status kt__worker_setup_backend(kt__worker **wp, const kt_backend *b, const char *device_fp, const kt__iso_args *a) {
-    if (!(kt__backend_caps(b) & KT_BACKEND_CAP_WORKER))
-        return kt__err(KT_ERR_NOT_FOUND, "backend '%s' does not say it can run in a worker process (KT_BACKEND_CAP_WORKER)", b->name);
+kt_status kt__runner_setup_backend(kt__runner **wp, const kt_backend *b, const char *device_fp, const kt__iso_args *a) {
+    if (!(kt__backend_caps(b) & KT_BACKEND_CAP_RUNNER))
+        return kt__err(KT_ERR_NOT_FOUND, "backend '%s' does not say it can run in a runner process (KT_BACKEND_CAP_RUNNER)", b->name);
     kt__code_ref ref;
     char why[512];
     if (!kt__code_locate(b, &ref, why, sizeof why))
-        return kt__err(KT_ERR_NOT_FOUND, "backend '%s' cannot be found by a worker process: its table: %s", b->name, why);
+        return kt__err(KT_ERR_NOT_FOUND, "backend '%s' cannot be found by a runner process: its table: %s", b->name, why);
     kt__msg_setup *m;
     kt_status st = setup(wp, KT__MODE_BACKEND, a, &m);
     if (st != KT_OK) return st;
@@ -427,7 +427,7 @@ kt_status kt__worker_setup_backend(kt__worker **wp, const kt_backend *b, const c
     return KT_OK;
 }
 
-kt_status kt__worker_setup_natives(kt__worker **wp, const kt__iso_args *a) {
+kt_status kt__runner_setup_natives(kt__runner **wp, const kt__iso_args *a) {
     kt__msg_setup *m;
     kt_status st = setup(wp, KT__MODE_NATIVES, a, &m);
     if (st == KT_OK) (*wp)->program = false; /* until a native of the program's is added */
@@ -442,16 +442,16 @@ static bool is_address(const void *p) {
     return mincore((void *)a, 1, &vec) == 0 || errno != ENOMEM;
 }
 
-static bool add_mod(kt__worker *w, kt__msg_load *m, size_t *id) {
-    worker_mod *mods = realloc(w->mods, (w->nmods + 1) * sizeof *mods);
+static bool add_mod(kt__runner *w, kt__msg_load *m, size_t *id) {
+    runner_mod *mods = realloc(w->mods, (w->nmods + 1) * sizeof *mods);
     if (mods == NULL) return false;
     w->mods = mods;
-    w->mods[w->nmods] = (worker_mod){.load = m, .incarnation = (uint64_t)-1};
+    w->mods[w->nmods] = (runner_mod){.load = m, .incarnation = (uint64_t)-1};
     *id = w->nmods++;
     return true;
 }
 
-bool kt__worker_add_native(kt__worker *w, kt_native_fn fn, void *user, size_t *id, char *why, size_t len) {
+bool kt__runner_add_native(kt__runner *w, kt_native_fn fn, void *user, size_t *id, char *why, size_t len) {
     void *addr;
     KT__FN_ADDR(fn, addr);
     kt__code_ref ref;
@@ -472,7 +472,7 @@ bool kt__worker_add_native(kt__worker *w, kt_native_fn fn, void *user, size_t *i
     return true;
 }
 
-kt_status kt__worker_add(kt__worker *w, const char *path, const char *kernel, const kt_launch_geometry *g, size_t *id) {
+kt_status kt__runner_add(kt__runner *w, const char *path, const char *kernel, const kt_launch_geometry *g, size_t *id) {
     kt__msg_load *m = calloc(1, sizeof *m);
     if (m == NULL || !add_mod(w, m, id)) {
         free(m);
@@ -484,8 +484,8 @@ kt_status kt__worker_add(kt__worker *w, const char *path, const char *kernel, co
     return KT_OK;
 }
 
-/* Makes sure the worker runs, is the right program, and is set up for the current tuning. */
-static kt_status ready(kt__worker *w) {
+/* Makes sure the runner runs, is the right program, and is set up for the current tuning. */
+static kt_status ready(kt__runner *w) {
     if (w->pid > 0 && waitpid(w->pid, NULL, WNOHANG) != 0) { /* it died while idle: not a candidate's doing */
         w->pid = -1;
         stop(w);
@@ -499,25 +499,25 @@ static kt_status ready(kt__worker *w) {
     kt__reply r;
     kt__iso_run lost;
     if (!call(w, KT__MSG_SETUP, w->setup, (uint32_t)w->setup_len, 60, &r, &lost))
-        return kt__err(KT_ERR_BACKEND, "isolation: the worker failed while starting: %s", lost.msg);
+        return kt__err(KT_ERR_BACKEND, "isolation: the runner failed while starting: %s", lost.msg);
     if (r.status != KT_OK) {
-        stop(w); /* a worker whose setup failed holds nothing worth keeping */
-        return kt__err((kt_status)r.status, "isolation: the worker could not set up: %s", r.msg);
+        stop(w); /* a runner whose setup failed holds nothing worth keeping */
+        return kt__err((kt_status)r.status, "isolation: the runner could not set up: %s", r.msg);
     }
     w->set_up = true;
     return KT_OK;
 }
 
-kt_status kt__worker_ready(kt__worker *w) { return ready(w); }
+kt_status kt__runner_ready(kt__runner *w) { return ready(w); }
 
-/* Whether buffer argument i goes to the worker before a run: always in a full run (validation:
+/* Whether buffer argument i goes to the runner before a run: always in a full run (validation:
  * poisoned outputs, and every output comes back); otherwise buffers the tuning rewrites before
- * every run, and the rest only once per worker and tuning (primed). */
-static bool copy_in(const kt__worker *w, size_t i, bool full) {
+ * every run, and the rest only once per runner and tuning (primed). */
+static bool copy_in(const kt__runner *w, size_t i, bool full) {
     return full || !w->primed || i >= 64 || (w->io.refreshed && w->io.refreshed[i]);
 }
 
-/* Back from the worker: everything after a full run (inputs too, so that a candidate that
+/* Back from the runner: everything after a full run (inputs too, so that a candidate that
  * wrote into a ReadOnly buffer is caught as in-process), nothing after a measured one. */
 static bool copy_out(size_t i, bool full) { return i >= 64 || full; }
 
@@ -531,9 +531,9 @@ static bool infra(kt__iso_run *out, const char *fmt, ...) {
     return false;
 }
 
-/* Sends this tuning's CHECK to the running worker: the reference's outputs and the pristine
+/* Sends this tuning's CHECK to the running runner: the reference's outputs and the pristine
  * inputs into the region first. */
-static kt_status send_check(kt__worker *w) {
+static kt_status send_check(kt__runner *w) {
     const kt__msg_arg *a = (const kt__msg_arg *)(w->setup + 1);
     for (size_t i = 0; i < w->io.nargs; i++) {
         const kt__iso_check_arg *c = &w->check_args[i];
@@ -545,13 +545,13 @@ static kt_status send_check(kt__worker *w) {
     kt__reply r;
     kt__iso_run lost;
     if (!call(w, KT__MSG_CHECK, w->check, (uint32_t)w->check_len, 60, &r, &lost))
-        return kt__err(KT_ERR_BACKEND, "isolation: the worker failed while taking the reference: %s", lost.msg);
-    if (r.status != KT_OK) return kt__err((kt_status)r.status, "isolation: the worker cannot check runs: %s", r.msg);
+        return kt__err(KT_ERR_BACKEND, "isolation: the runner failed while taking the reference: %s", lost.msg);
+    if (r.status != KT_OK) return kt__err((kt_status)r.status, "isolation: the runner cannot check runs: %s", r.msg);
     w->check_incarnation = w->incarnation;
     return KT_OK;
 }
 
-kt_status kt__worker_check(kt__worker *w, const kt__iso_check_arg *args, size_t nargs) {
+kt_status kt__runner_check(kt__runner *w, const kt__iso_check_arg *args, size_t nargs) {
     if (nargs != w->io.nargs) return kt__err(KT_ERR_INVALID_ARGUMENT, "isolation: %zu checked arguments, %zu set up", nargs, w->io.nargs);
     drop_check(w);
     size_t len = sizeof(kt__msg_check) + nargs * sizeof(kt__msg_check_arg);
@@ -579,38 +579,38 @@ kt_status kt__worker_check(kt__worker *w, const kt__iso_check_arg *args, size_t 
     return st;
 }
 
-bool kt__worker_run(kt__worker *w, size_t id, const kt_arg *run_args, unsigned flush, bool full, bool check, double timeout_s,
+bool kt__runner_run(kt__runner *w, size_t id, const kt_arg *run_args, unsigned flush, bool full, bool check, double timeout_s,
                     kt__iso_run *out) {
     *out = (kt__iso_run){.ns = -1, .wrote_input = -1};
     if (ready(w) != KT_OK) return infra(out, "%s", kt_last_error());
     check = check && w->check != NULL && w->io.nargs <= 64;
-    if (check && w->check_incarnation != w->incarnation && send_check(w) != KT_OK) /* a replacement worker */
+    if (check && w->check_incarnation != w->incarnation && send_check(w) != KT_OK) /* a replacement runner */
         return infra(out, "%s", kt_last_error());
     if (check) full = false; /* in: what a measured run takes; back: everything, but only if the check fails */
     if (id >= w->nmods) return infra(out, "isolation: no module %zu", id);
-    worker_mod *mod = &w->mods[id];
+    runner_mod *mod = &w->mods[id];
     kt__reply r;
-    if (mod->incarnation != w->incarnation) { /* load it into this worker */
+    if (mod->incarnation != w->incarnation) { /* load it into this runner */
         if (!call(w, KT__MSG_LOAD, mod->load, sizeof *mod->load, 60, &r, out)) {
             snprintf(out->msg + strlen(out->msg), sizeof out->msg - strlen(out->msg), " (while loading)");
             return false;
         }
         if (r.status != KT_OK) { /* a variant loaded in the tuning process, so this is about it (or a lost
                                   * device); a native's object may have changed on disk */
-            fail(out, KT_FAIL_LAUNCH, r.status, "the worker could not load it: %s", r.msg);
+            fail(out, KT_FAIL_LAUNCH, r.status, "the runner could not load it: %s", r.msg);
             return false;
         }
-        mod->worker_id = r.module;
+        mod->runner_id = r.module;
         mod->incarnation = w->incarnation;
     }
     /* the work arguments into the region */
     const kt__msg_arg *a = (const kt__msg_arg *)(w->setup + 1);
-    kt__msg_run m = {.module = mod->worker_id,
+    kt__msg_run m = {.module = mod->runner_id,
                      .flags = ((flush & KT__WORKER_FLUSH_DEVICE) ? KT__RUN_FLUSH : 0) | (check ? KT__RUN_CHECK : 0)};
     for (size_t i = 0; i < w->io.nargs; i++) {
         if (run_args[i].type != KT_TYPE_BUFFER) { /* scalars went at setup: a hook may not change them */
             if (memcmp(&run_args[i].u, &a[i].value, sizeof a[i].value) != 0)
-                return infra(out, "isolation: a pre-hook changed scalar argument %zu, which a worker cannot follow", i);
+                return infra(out, "isolation: a pre-hook changed scalar argument %zu, which a runner cannot follow", i);
             continue;
         }
         if (run_args[i].bytes > a[i].bytes)
@@ -628,7 +628,7 @@ bool kt__worker_run(kt__worker *w, size_t id, const kt_arg *run_args, unsigned f
         if (in && w->io.to_host(w->io.user, w->region + a[i].offset, run_args[i].ptr, run_args[i].bytes) != KT_OK)
             return infra(out, "%s", kt_last_error());
     }
-    /* a cold start for a host worker's run: the region is the memory it runs on, and copying into
+    /* a cold start for a host runner's run: the region is the memory it runs on, and copying into
      * it just brought those lines into the cache (mapped here too, the same pages are evicted) */
     for (size_t i = 0; (flush & KT__WORKER_EVICT) && i < w->io.nargs; i++)
         if (run_args[i].type == KT_TYPE_BUFFER && run_args[i].bytes > 0) kt__evict(w->region + a[i].offset, run_args[i].bytes);
@@ -636,7 +636,7 @@ bool kt__worker_run(kt__worker *w, size_t id, const kt_arg *run_args, unsigned f
     w->kept = r.kept;
     if (r.status != KT_OK) {
         fail(out, r.kind == KT_FAIL_RETURNED ? KT_FAIL_RETURNED : KT_FAIL_LAUNCH, r.kind ? r.code : r.status, "%s%s", r.msg,
-             r.sticky ? " (the device context was left unusable; the worker was replaced)" : "");
+             r.sticky ? " (the device context was left unusable; the runner was replaced)" : "");
         if (r.sticky) stop(w);
         return false;
     }
@@ -647,7 +647,7 @@ bool kt__worker_run(kt__worker *w, size_t id, const kt_arg *run_args, unsigned f
         for (size_t i = 0; i < w->io.nargs && out->wrote_input < 0; i++)
             if (r.changed >> i & 1) out->wrote_input = (long)i;
     }
-    for (size_t i = 0; i < w->io.nargs; i++) { /* and back: after a check, only a mismatch's outputs (the worker
+    for (size_t i = 0; i < w->io.nargs; i++) { /* and back: after a check, only a mismatch's outputs (the runner
                                                  * sent them: m.out above), for the comparison here to name the element */
         if (run_args[i].type != KT_TYPE_BUFFER || run_args[i].bytes == 0 || !copy_out(i, full || check)) continue;
         if (check && (r.changed != 0 || !(r.mismatched != 0 && w->check_args[i].role == KT__ISO_OUTPUT))) continue;

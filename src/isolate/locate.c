@@ -1,5 +1,5 @@
 /*
- * locate.c - naming code of this process for a worker process, and finding it there (see
+ * locate.c - naming code of this process for a runner process, and finding it there (see
  * locate.h). Uses dladdr1 and dlinfo for the object and its load bias, and util/buildid.c for
  * its build-id note.
  */
@@ -44,7 +44,7 @@ bool kt__code_locate(const void *addr, kt__code_ref *out, char *why, size_t len)
             snprintf(why, len, "it is in the program, which runs with raised privileges (set-user-ID), so kerntune does not start it again");
             return false;
         }
-        return true; /* the worker is a fresh start of the same file (/proc/self/exe) */
+        return true; /* the runner is a fresh start of the same file (/proc/self/exe) */
     }
     char real[PATH_MAX];
     const char *file = info.dli_fname && info.dli_fname[0] ? info.dli_fname : lm->l_name;
@@ -58,7 +58,7 @@ bool kt__code_locate(const void *addr, kt__code_ref *out, char *why, size_t len)
     }
     snprintf(out->path, sizeof out->path, "%s", real);
     if (out->build_id_len == 0 && out->symbol[0] == '\0') {
-        snprintf(why, len, "%s has no build-id and the code no exported symbol, so a worker could not be sure to find the same code",
+        snprintf(why, len, "%s has no build-id and the code no exported symbol, so a runner could not be sure to find the same code",
                  out->path);
         return false;
     }
@@ -72,7 +72,7 @@ bool kt__code_resolve(const kt__code_ref *r, void **addr, char *err, size_t len)
     if (r->in_program) {
         lmv = program_map();
     } else {
-        h = dlopen(r->path, RTLD_NOW | RTLD_LOCAL); /* kept loaded for the worker's life */
+        h = dlopen(r->path, RTLD_NOW | RTLD_LOCAL); /* kept loaded for the runner's life */
         if (h == NULL) {
             snprintf(err, len, "cannot load %s: %s", r->path, dlerror());
             return false;
@@ -115,7 +115,7 @@ bool kt__code_resolve(const kt__code_ref *r, void **addr, char *err, size_t len)
 int kt__code_serve_object(char *path, size_t len, char *why, size_t wlen) {
     kt__code_ref r;
     void *addr;
-    int (*serve)(int, int, long, bool) = kt__worker_serve;
+    int (*serve)(int, int, long, bool) = kt__runner_serve;
     KT__FN_ADDR(serve, addr);
     if (!kt__code_locate(addr, &r, why, wlen)) return -1;
     if (r.in_program) return 0;

@@ -1,11 +1,11 @@
 /*
- * locate.h - naming code of this process so that a worker process can find the same code
- * (locate.c). Internal to src/isolate/ and the worker.
+ * locate.h - naming code of this process so that a runner process can find the same code
+ * (locate.c). Internal to src/isolate/ and the runner.
  *
  * A function or a backend table is named by the object file that holds it (a shared object, or
  * the program itself), its address relative to that object's load bias, the object's ELF build-id
  * (NT_GNU_BUILD_ID) when it has one, and its dynamic symbol when one starts exactly there. A
- * worker loads the object (dlopen; the program is the worker itself, a fresh start of the same
+ * runner loads the object (dlopen; the program is the runner itself, a fresh start of the same
  * file) and finds the code at the same offset, after checking that the build-id is the same;
  * an object without a build-id is found through its symbol instead.
  */
@@ -35,12 +35,12 @@ typedef struct kt__code_ref {
  * in a shared object that has no build-id. */
 bool kt__code_locate(const void *addr, kt__code_ref *out, char *why, size_t len);
 
-/* In the worker: loads r's object when needed and returns the address of its code in *addr.
+/* In the runner: loads r's object when needed and returns the address of its code in *addr.
  * Fails with err set when the object cannot be loaded, it is not the file the tuning process
  * loaded (another build-id), or the symbol is missing. */
 bool kt__code_resolve(const kt__code_ref *r, void **addr, char *err, size_t len);
 
-/* The object that holds the worker's request loop (kt__worker_serve), for a worker that is a
+/* The object that holds the runner's request loop (kt__runner_serve), for a runner that is a
  * fresh start of this program: 0 when it is the program itself (nothing to preload), 1 with its
  * path in path when it is a shared object the program must preload, -1 with why when it cannot
  * be named or preloaded. */

@@ -1,23 +1,23 @@
 /*
- * protocol.h - the requests between a tuning process (isolate.c) and its worker (serve.c).
+ * protocol.h - the requests between a tuning process (isolate.c) and its runner (serve.c).
  * Internal to src/isolate/.
  *
  * One socket pair carries both directions; buffer arguments travel through one shared-memory
  * region. Requests (a kt__msg header, then the payload):
- *   SETUP  the protocol version, the worker's mode, the shared region's size, and per argument
+ *   SETUP  the protocol version, the runner's mode, the shared region's size, and per argument
  *          its type, bytes, offset in the region and scalar value; in BACKEND mode also the
- *          backend's table (a kt__code_ref: the worker loads it and calls its init) and the
- *          device's fingerprint: the worker finds the device and allocates its buffers (device
+ *          backend's table (a kt__code_ref: the runner loads it and calls its init) and the
+ *          device's fingerprint: the runner finds the device and allocates its buffers (device
  *          backends) or points into the region (host backends, NATIVES mode);
  *   LOAD   BACKEND: an artifact's path, kernel name and launch geometry; NATIVES: the
  *          candidate's function (a kt__code_ref) and its user value. Replies with a module id;
- *   RUN    a module id, flags and which buffers to copy: the worker copies those from the region
+ *   RUN    a module id, flags and which buffers to copy: the runner copies those from the region
  *          into its buffers, flushes the device's cache when asked, runs the candidate once
  *          timing it (device events, or the CPU clock around a host entry point or a native),
  *          and copies those asked for back into the region. Its buffers persist between runs,
- *          so an input that does not change is copied once per worker and tuning. A buffer the
+ *          so an input that does not change is copied once per runner and tuning. A buffer the
  *          tuning rewrites with the same bytes before every run (a ReadWrite buffer restored)
- *          comes once with its `keep` bit: the worker copies it to a second buffer on its
+ *          comes once with its `keep` bit: the runner copies it to a second buffer on its
  *          device, and later runs name it in `restore`, which copies it back there, device to
  *          device, instead of through the region (the reply's `kept` says which it holds). With
  *          KT__RUN_CHECK (after a CHECK) it also poisons the outputs to poison before the run
@@ -113,7 +113,7 @@ typedef struct kt__reply {
     uint64_t mismatched; /* RUN with KT__RUN_CHECK: the outputs (bit per argument) that did not match:
                             then every output, and only outputs, came back */
     uint64_t changed;    /* RUN with KT__RUN_CHECK: the inputs that changed (nothing came back) */
-    uint64_t kept;       /* RUN: the buffers the worker holds a copy of to restore from */
+    uint64_t kept;       /* RUN: the buffers the runner holds a copy of to restore from */
     double ns;       /* RUN: the candidate's time */
     char msg[512];
 } kt__reply;

@@ -1,7 +1,7 @@
 /*
- * serve.c - the worker's side of isolation (see isolate.h, protocol.h): the request loop that
- * kerntune-worker runs (tools/worker.c), and the constructor that turns a fresh start of the
- * tuning process's own program into a worker before the program's main runs.
+ * serve.c - the runner's side of isolation (see isolate.h, protocol.h): the request loop that
+ * kerntune-runner runs (tools/runner.c), and the constructor that turns a fresh start of the
+ * tuning process's own program into a runner before the program's main runs.
  *
  * It prints nothing: what goes wrong is in its replies, or in how the process died.
  */
@@ -33,7 +33,7 @@ typedef struct module {
     kt_launch_geometry geometry;
 } module;
 
-/* The worker's state: one process serves one tuning process, so this is the process's. */
+/* The runner's state: one process serves one tuning process, so this is the process's. */
 static struct {
     bool program;          /* a fresh start of the tuning process's program */
     uint32_t mode;         /* KT__MODE_* of the last setup */
@@ -120,7 +120,7 @@ static void open_backend(const kt__code_ref *ref, kt__reply *r) {
     void *addr = NULL;
     if (ref->in_program && !S.program) {
         r->status = KT_ERR_STATE;
-        snprintf(r->msg, sizeof r->msg, "the backend's table is in the tuning process's program, which kerntune-worker cannot load");
+        snprintf(r->msg, sizeof r->msg, "the backend's table is in the tuning process's program, which kerntune-runner cannot load");
         return;
     }
     if (!kt__code_resolve(ref, &addr, r->msg, sizeof r->msg)) {
@@ -132,9 +132,9 @@ static void open_backend(const kt__code_ref *ref, kt__reply *r) {
     free_buffers();
     unload_all();
     drop_backend();
-    if (!kt__backend_has(b, KT__BACKEND_WORKER)) {
+    if (!kt__backend_has(b, KT__BACKEND_RUNNER)) {
         r->status = KT_ERR_BACKEND;
-        snprintf(r->msg, sizeof r->msg, "the table found is not a backend that can run in a worker (ABI %d, caps %#x)", b->abi_version,
+        snprintf(r->msg, sizeof r->msg, "the table found is not a backend that can run in a runner (ABI %d, caps %#x)", b->abi_version,
                  kt__backend_caps(b));
         return;
     }
@@ -232,7 +232,7 @@ static void load(const kt__msg_load *m, kt__reply *r) {
         void *addr = NULL;
         if (m->native.in_program && !S.program) {
             r->status = KT_ERR_STATE;
-            snprintf(r->msg, sizeof r->msg, "the native is in the tuning process's program, which kerntune-worker cannot load");
+            snprintf(r->msg, sizeof r->msg, "the native is in the tuning process's program, which kerntune-runner cannot load");
             return;
         }
         if (!kt__code_resolve(&m->native, &addr, r->msg, sizeof r->msg)) {
@@ -271,7 +271,7 @@ static void check(const kt__msg_check *m, const kt__msg_check_arg *a, kt__reply 
     const kt_backend *b = S.backend;
     if (!S.ready || host() || m->nargs != S.nargs || !kt__backend_has(b, KT__BACKEND_FILL_CHECKS)) {
         r->status = KT_ERR_NOT_FOUND;
-        snprintf(r->msg, sizeof r->msg, "this worker cannot check runs on its device");
+        snprintf(r->msg, sizeof r->msg, "this runner cannot check runs on its device");
         return;
     }
     S.check = calloc(S.nargs ? S.nargs : 1, sizeof *S.check);
@@ -412,7 +412,7 @@ failed:
     r->sticky = !usable();
 }
 
-/* The address-space cap for host code (KERNTUNE_WORKER_MEMORY_MB, default half of the physical
+/* The address-space cap for host code (KERNTUNE_RUNNER_MEMORY_MB, default half of the physical
  * memory), so that a candidate that allocates without end fails soon instead of pushing the
  * machine into swap. Not for device backends (a CUDA context reserves a vast address space) nor
  * under sanitizers (their shadow memory does). */
@@ -420,12 +420,12 @@ static long long memory_cap_mb(void) {
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
     return 0;
 #else
-    const char *limit = getenv("KERNTUNE_WORKER_MEMORY_MB");
+    const char *limit = getenv("KERNTUNE_RUNNER_MEMORY_MB");
     return limit ? atoll(limit) : (long long)(sysconf(_SC_PHYS_PAGES) / 2 * (sysconf(_SC_PAGESIZE) / 1024) / 1024);
 #endif
 }
 
-int kt__worker_serve(int sock, int region_fd, long parent, bool program) {
+int kt__runner_serve(int sock, int region_fd, long parent, bool program) {
     S.program = program;
     S.region_fd = region_fd;
     /* a candidate that starts programs of its own must not hand them these */
@@ -445,7 +445,7 @@ int kt__worker_serve(int sock, int region_fd, long parent, bool program) {
             const kt__msg_setup *m = payload;
             if (m->version != KT__PROTOCOL_VERSION) {
                 r.status = KT_ERR_STATE;
-                snprintf(r.msg, sizeof r.msg, "this worker speaks protocol %d, the library %u: they are from different builds",
+                snprintf(r.msg, sizeof r.msg, "this runner speaks protocol %d, the library %u: they are from different builds",
                          KT__PROTOCOL_VERSION, m->version);
             } else if ((m->mode == KT__MODE_BACKEND || m->mode == KT__MODE_NATIVES) &&
                        h.len == sizeof *m + (size_t)m->nargs * sizeof(kt__msg_arg)) {
@@ -476,9 +476,9 @@ int kt__worker_serve(int sock, int region_fd, long parent, bool program) {
     return 0;
 }
 
-/* ---- a fresh start of the tuning process's program, as a worker ------------------------------ */
+/* ---- a fresh start of the tuning process's program, as a runner ------------------------------ */
 
-/* The tuning process starts its own program again (isolate.c) with KERNTUNE_WORKER_SERVE set to
+/* The tuning process starts its own program again (isolate.c) with KERNTUNE_RUNNER_SERVE set to
  * "SOCKET,REGION,PARENT" and, when kerntune is a shared object, that object preloaded. This
  * constructor, run before the program's main (and, linked into the program, before its
  * constructors of default priority), serves the requests and ends the process: the program's
@@ -487,18 +487,18 @@ int kt__worker_serve(int sock, int region_fd, long parent, bool program) {
  * variable (kerntune sets it for neither); it is removed from the environment either way, and so
  * is kerntune's object from LD_PRELOAD, so that programs a candidate starts see the caller's
  * environment. */
-__attribute__((constructor(101))) static void program_worker(void) {
-    const char *v = getenv("KERNTUNE_WORKER_SERVE");
+__attribute__((constructor(101))) static void program_runner(void) {
+    const char *v = getenv("KERNTUNE_RUNNER_SERVE");
     if (v == NULL) return;
     int sock = -1, region = -1;
     long parent = -1;
     char tail = 0;
     bool parsed = sscanf(v, "%d,%d,%ld%c", &sock, &region, &parent, &tail) == 3;
-    unsetenv("KERNTUNE_WORKER_SERVE");
+    unsetenv("KERNTUNE_RUNNER_SERVE");
     const char *pre = getenv("LD_PRELOAD");
     Dl_info self;
     void *addr;
-    void (*fn)(void) = program_worker;
+    void (*fn)(void) = program_runner;
     _Static_assert(sizeof fn == sizeof addr, "function pointers are addresses");
     memcpy(&addr, &fn, sizeof addr);
     if (pre && dladdr(addr, &self) && self.dli_fname) { /* the preload was ours: put the caller's back */
@@ -508,5 +508,5 @@ __attribute__((constructor(101))) static void program_worker(void) {
     }
     struct stat st;
     if (!parsed || getauxval(AT_SECURE) || fstat(sock, &st) != 0 || !S_ISSOCK(st.st_mode)) return; /* not kerntune's doing */
-    _exit(kt__worker_serve(sock, region, parent, true)); /* also when the parent is gone: main never runs in a worker */
+    _exit(kt__runner_serve(sock, region, parent, true)); /* also when the parent is gone: main never runs in a runner */
 }

@@ -153,7 +153,7 @@ void kt_context_destroy(kt_context *ctx) {
         free(ctx->devices[i].vendor);
     }
     for (size_t i = 0; i < ctx->nunavailable; i++) free(ctx->unavailable[i]);
-    for (size_t i = 0; i < KT__MAX_DEVICES; i++) kt__worker_free(ctx->workers[i]);
+    for (size_t i = 0; i < KT__MAX_DEVICES; i++) kt__runner_free(ctx->runners[i]);
     pthread_mutex_destroy(&ctx->iso_lock);
     kt_cache_close(ctx->cache);
     kt__shared_free(ctx);
@@ -318,7 +318,7 @@ static kt_status add_backend(kt_context *ctx, const kt_backend *b) {
     for (size_t i = 0; plain && i < nlen; i++)
         plain = (b->name[i] >= 'a' && b->name[i] <= 'z') || (b->name[i] >= '0' && b->name[i] <= '9') || b->name[i] == '_' ||
                 b->name[i] == '-';
-    if (!plain) /* it names the backend in fingerprints, the cache and the worker protocol */
+    if (!plain) /* it names the backend in fingerprints, the cache and the runner protocol */
         return kt__err(KT_ERR_INVALID_ARGUMENT,
                        "kt_context_add_backend: backend name '%.64s%s' must be 1 to 31 lower-case letters, digits, '_' or '-'",
                        b->name, nlen > 64 ? "..." : "");

@@ -58,7 +58,7 @@ typedef struct kt__force {
     char *candidate;
 } kt__force;
 
-typedef struct kt__worker kt__worker;
+typedef struct kt__runner kt__runner;
 
 typedef struct kt__measure_cfg {
     kt_policy policy;
@@ -112,7 +112,7 @@ struct kt_context {
     kt_clock_fn budget_clock;   /* what a budget of seconds counts on (NULL: the wall clock) */
     void *budget_clock_user;
     pthread_mutex_t iso_lock;   /* held by an isolated tuning: one at a time per context */
-    kt__worker *workers[KT__MAX_DEVICES]; /* warm worker processes, per device */
+    kt__runner *runners[KT__MAX_DEVICES]; /* warm runner processes, per device */
     pthread_mutex_t cache_lock; /* guards opening the cache */
     char *cache_path;           /* as set; NULL: the default */
     bool cache_off;
@@ -263,7 +263,7 @@ typedef struct kt__cand_result {
     double spent_ns;          /* time of its warm-ups and measured runs */
     double validate_ns;       /* wall time of its validation (the run, the comparison, the restores) */
     double framework_ns;      /* wall time around its runs that is not the run itself (preparing,
-                                 flushing, restoring, a worker's round trip), and loading it */
+                                 flushing, restoring, a runner's round trip), and loading it */
     bool finalist;            /* measured and not dropped when the race stopped (set by the engine) */
 } kt__cand_result;
 
@@ -342,7 +342,7 @@ typedef struct kt__unit {
     size_t cand;
     char *text;            /* the configuration, "NAME=value,..."; NULL for natives */
     kt__cand_result r;
-    char *artifact;        /* variants: the artifact file (a worker process loads it from there) */
+    char *artifact;        /* variants: the artifact file (a runner process loads it from there) */
     bool recalled;         /* measured by an earlier tuning: its time comes from the cache */
     bool held;             /* recalled as a non-finalist of a decision being re-raced: keeps its
                               recorded result and never competes (tune/recall.c) */

@@ -106,7 +106,7 @@ static void lower_priority(void) {
 #endif
 }
 
-static void *worker(void *arg) {
+static void *build_thread(void *arg) {
     kt__builder *bl = arg;
     if (bl->background) lower_priority();
     pthread_mutex_lock(&bl->mu);
@@ -180,7 +180,7 @@ kt_status kt__builder_start(kt_op *op, kt_decision *d, kt__plans *plans, size_t 
     if (threads < 1) threads = 1;
     if (threads > 64) threads = 64;
     for (; bl->nthreads < threads; bl->nthreads++)
-        if (pthread_create(&bl->th[bl->nthreads], NULL, worker, bl) != 0) break;
+        if (pthread_create(&bl->th[bl->nthreads], NULL, build_thread, bl) != 0) break;
     if (bl->nthreads == 0) {
         kt__builder_stop(bl, false);
         return kt__err(KT_ERR_SYSTEM, "%s(op '%s'): cannot start a build thread", d->where, op->name);
@@ -401,7 +401,7 @@ static kt_status finish(kt__builder *bl, job *j, size_t i) {
         j->adopted = true;
     }
     u->r.build_ms = first ? bd->build_ms : 0; /* built once, for the first */
-    if ((u->artifact = strdup(bd->path)) == NULL) /* a worker process loads it from there */
+    if ((u->artifact = strdup(bd->path)) == NULL) /* a runner process loads it from there */
         return kt__err(KT_ERR_NO_MEMORY, "%s(op '%s'): out of memory for an artifact's path", d->where, op->name);
     u->launch.backend = bl->b;
     u->launch.async = kt__backend_async(bl->b);

@@ -3,7 +3,7 @@
  * every tuning run uses, with the caller's ReadWrite buffers restored before each run (or
  * clones, or generated inputs). The reference runs first; each other candidate's first run is
  * its validation run; then the engine (engine.c) measures it. Units run in the caller's
- * process, or in a worker process (src/isolate/) when the op or their backend asks.
+ * process, or in a runner process (src/isolate/) when the op or their backend asks.
  */
 #include "tune/tuning.h"
 
@@ -132,9 +132,9 @@ static void tuning_progress(void *p, size_t done, size_t total, size_t valid, si
     ctx->progress_fn(done, total, valid, failed, best_ns, ctx->progress_user);
 }
 
-/* Whether a unit runs in a worker process while tuning: compiled variants when the op says
+/* Whether a unit runs in a runner process while tuning: compiled variants when the op says
  * so, and by default those of a backend whose faults poison its device context (CUDA's). The
- * worker setup may still refuse (a backend without KT_BACKEND_CAP_WORKER): they then run here. */
+ * runner setup may still refuse (a backend without KT_BACKEND_CAP_RUNNER): they then run here. */
 static bool isolate(const kt_op *op, const kt__unit *u) {
     if (u->text == NULL || op->isolation == KT_ISOLATE_OFF) return false;
     if (op->cands[u->cand].nlparams > 0) return false; /* its launch parameters are computed in this process */
@@ -146,20 +146,20 @@ static bool isolate(const kt_op *op, const kt__unit *u) {
     return (kt__backend_caps(b) & KT_BACKEND_CAP_FAULT_POISONS) != 0;
 }
 
-/* Why a native of an op that asks for isolation (KT_ISOLATE_ON) cannot run in a worker
+/* Why a native of an op that asks for isolation (KT_ISOLATE_ON) cannot run in a runner
  * process for this tuning, or NULL when it may (its code may still not be found there:
- * kt__worker_add_native says). */
+ * kt__runner_add_native says). */
 static const char *native_stays(const kt__workset *ws, const kt__unit *u) {
     if (u->rfn != NULL) return "it returns its output (kt_op_add_native_result), which cannot cross processes";
     if (u->fn == kt__queued_fn) return "it enqueues on this process's device queue (kt_op_add_native_queued)";
-    if (!ws->host) return "its arguments are in device memory, which a worker process cannot reach";
+    if (!ws->host) return "its arguments are in device memory, which a runner process cannot reach";
     return NULL;
 }
 
 static kt_status iso_to_host(void *ws, void *dst, const void *buf, size_t n) { return kt__workset_to_host(ws, dst, buf, n); }
 static kt_status iso_from_host(void *ws, void *buf, const void *src, size_t n) { return kt__workset_from_host(ws, buf, src, n); }
 
-/* What a worker needs of the workset: the work arguments, which of them the tuning rewrites
+/* What a runner needs of the workset: the work arguments, which of them the tuning rewrites
  * before every run (ReadWrite restored, accumulating outputs refilled), and copies. */
 static kt__iso_args iso_args(const kt_op *op, kt__workset *ws, bool *refreshed) {
     for (size_t i = 0; i < op->nargs; i++)
@@ -170,11 +170,11 @@ static kt__iso_args iso_args(const kt_op *op, kt__workset *ws, bool *refreshed) 
                           .to_host = iso_to_host, .from_host = iso_from_host, .user = ws};
 }
 
-/* The reference's run, through its trial (so in its worker when isolated). */
+/* The reference's run, through its trial (so in its runner when isolated). */
 static int tuning_run_unit(void *p, size_t i, const kt_arg *args, kt_result *res) {
     tuning *tu = p;
     const kt__unit *u = &tu->d->units[i];
-    if (tu->trials[i].worker) {
+    if (tu->trials[i].runner) {
         tu->trials[i].full = true;
         int rc = kt__trial_run(&tu->trials[i], args);
         tu->trials[i].full = false;
@@ -197,7 +197,7 @@ static bool lazy_building(const kt_op *op) {
 }
 
 /* Makes the units, the workset and one trial per unit; says which units may run and whether
- * some run in workers. */
+ * some run in runners. */
 static kt_status set_up(tuning *tu, const kt_arg *caller, kt_inputs inputs, bool launching) {
     kt_op *op = tu->op;
     kt_decision *d = tu->d;
@@ -219,9 +219,9 @@ static kt_status set_up(tuning *tu, const kt_arg *caller, kt_inputs inputs, bool
     return st;
 }
 
-/* Starts the worker of this tuning's natives with those that can run there; the others run
+/* Starts the runner of this tuning's natives with those that can run there; the others run
  * here, with an info line saying why. */
-static kt_status start_natives_worker(tuning *tu) {
+static kt_status start_natives_runner(tuning *tu) {
     kt_op *op = tu->op;
     kt_decision *d = tu->d;
     kt_status st = KT_OK;
@@ -231,35 +231,35 @@ static kt_status start_natives_worker(tuning *tu) {
         if (!tu->acc[i] || u->text != NULL) continue;
         char why[512];
         const char *stays = native_stays(tu->ws, u);
-        if (stays == NULL && tu->native_worker == NULL) { /* the first that may: the worker's setup */
+        if (stays == NULL && tu->native_runner == NULL) { /* the first that may: the runner's setup */
             kt__iso_args io = iso_args(op, tu->ws, tu->refreshed);
-            if ((st = kt__worker_setup_natives(&tu->native_worker, &io)) != KT_OK) break;
+            if ((st = kt__runner_setup_natives(&tu->native_runner, &io)) != KT_OK) break;
         }
-        if (stays == NULL && kt__worker_add_native(tu->native_worker, u->fn, u->user, &tu->trials[i].worker_id, why, sizeof why)) {
-            tu->trials[i].worker = tu->native_worker;
+        if (stays == NULL && kt__runner_add_native(tu->native_runner, u->fn, u->user, &tu->trials[i].runner_id, why, sizeof why)) {
+            tu->trials[i].runner = tu->native_runner;
             added = true;
         } else {
-            kt__log(op->ctx, KT_LOG_INFO, "op '%s': native '%s' runs in this process, not in a worker: %s", op->name,
+            kt__log(op->ctx, KT_LOG_INFO, "op '%s': native '%s' runs in this process, not in a runner: %s", op->name,
                     op->cands[u->cand].name, stays ? stays : why);
         }
     }
-    if (st == KT_OK && added) st = kt__worker_ready(tu->native_worker);
+    if (st == KT_OK && added) st = kt__runner_ready(tu->native_runner);
     return st == KT_OK ? KT_OK : kt__err(st, "%s(op '%s'): %s", d->where, op->name, kt_last_error());
 }
 
-/* Loads unit i into the worker, its wall time counted as the unit's framework time. */
-static kt_status load_in_worker(tuning *tu, kt__worker *worker, size_t i) {
+/* Loads unit i into the runner, its wall time counted as the unit's framework time. */
+static kt_status load_in_runner(tuning *tu, kt__runner *runner, size_t i) {
     kt__unit *u = &tu->d->units[i];
     double t0 = kt__now_s();
-    tu->trials[i].worker = worker;
-    kt_status st = kt__worker_add(worker, u->artifact, tu->op->cands[u->cand].kernel, &u->launch.geometry, &tu->trials[i].worker_id);
+    tu->trials[i].runner = runner;
+    kt_status st = kt__runner_add(runner, u->artifact, tu->op->cands[u->cand].kernel, &u->launch.geometry, &tu->trials[i].runner_id);
     u->r.framework_ns += (kt__now_s() - t0) * 1e9;
     return st;
 }
 
-/* Readies the device's worker (kept by the context, held for the whole tuning) and loads the
- * isolated variants into it; a backend that cannot run in a worker keeps them here. */
-static kt_status start_device_worker(tuning *tu) {
+/* Readies the device's runner (kept by the context, held for the whole tuning) and loads the
+ * isolated variants into it; a backend that cannot run in a runner keeps them here. */
+static kt_status start_device_runner(tuning *tu) {
     kt_op *op = tu->op;
     kt_decision *d = tu->d;
     pthread_mutex_lock(&op->ctx->iso_lock); /* held to the end of the tuning */
@@ -270,23 +270,23 @@ static kt_status start_device_worker(tuning *tu) {
     const char *fp;
     kt__op_backend(op, &b, &bstate, &local, &fp);
     kt__iso_args io = iso_args(op, tu->ws, tu->refreshed);
-    kt_status st = kt__worker_setup_backend(&op->ctx->workers[op->device], b, fp, &io);
-    if (st == KT_ERR_NOT_FOUND) { /* this backend's variants cannot run in a worker: here, then */
-        kt__log(op->ctx, KT_LOG_INFO, "op '%s': variants run in this process, not in a worker: %s", op->name, kt_last_error());
+    kt_status st = kt__runner_setup_backend(&op->ctx->runners[op->device], b, fp, &io);
+    if (st == KT_ERR_NOT_FOUND) { /* this backend's variants cannot run in a runner: here, then */
+        kt__log(op->ctx, KT_LOG_INFO, "op '%s': variants run in this process, not in a runner: %s", op->name, kt_last_error());
         tu->isolated = false;
         return KT_OK;
     }
-    kt__worker *worker = op->ctx->workers[op->device];
-    if (st == KT_OK) st = kt__worker_ready(worker);
+    kt__runner *runner = op->ctx->runners[op->device];
+    if (st == KT_OK) st = kt__runner_ready(runner);
     if (st != KT_OK) return kt__err(st, "%s(op '%s'): %s", d->where, op->name, kt_last_error());
     for (size_t i = 0; st == KT_OK && i < d->nunits; i++) {
         if (!tu->acc[i] || !isolate(op, &d->units[i]) || d->units[i].artifact == NULL) continue; /* or when built */
-        st = load_in_worker(tu, worker, i);
+        st = load_in_runner(tu, runner, i);
     }
     return st;
 }
 
-/* After units (n) were built: those that failed are out, those that run in the device's worker
+/* After units (n) were built: those that failed are out, those that run in the device's runner
  * are loaded there. */
 kt_status kt__prepare_built(tuning *tu, const size_t *units, size_t n) {
     kt_op *op = tu->op;
@@ -295,14 +295,14 @@ kt_status kt__prepare_built(tuning *tu, const size_t *units, size_t n) {
     for (size_t j = 0; st == KT_OK && j < n; j++) {
         size_t i = units[j];
         kt__unit *u = &d->units[i];
-        if (!tu->acc[i] || tu->trials[i].worker != NULL) continue;
+        if (!tu->acc[i] || tu->trials[i].runner != NULL) continue;
         if (!kt__unit_runnable(u)) {
             tu->acc[i] = false; /* BUILD_FAILED */
             continue;
         }
         tu->trials[i].flush = kt__flush_kind(op, u); /* its backend is known once built */
         if (!tu->isolated || !isolate(op, u)) continue;
-        st = load_in_worker(tu, op->ctx->workers[op->device], i);
+        st = load_in_runner(tu, op->ctx->runners[op->device], i);
         if (st != KT_OK) st = kt__err(st, "%s(op '%s'): %s", d->where, op->name, kt_last_error());
     }
     return st;
@@ -361,16 +361,16 @@ static kt_status run_reference(tuning *tu) {
     return st;
 }
 
-/* Lets the device's worker check validation runs on its device (isolate.h: kt__worker_check),
+/* Lets the device's runner check validation runs on its device (isolate.h: kt__runner_check),
  * so that a validation run that passes sends nothing back: every output compared there with the
  * reference's, every ReadOnly input's digest with its pristine one, WriteOnly outputs poisoned
- * there first. Not with a pre-hook (it may substitute buffers the worker does not have) or a
+ * there first. Not with a pre-hook (it may substitute buffers the runner does not have) or a
  * verify function (it runs here, on the outputs themselves); a
- * worker that cannot (a host backend, no device checks) leaves validation runs in full. */
-static void worker_checks(tuning *tu) {
+ * runner that cannot (a host backend, no device checks) leaves validation runs in full. */
+static void runner_checks(tuning *tu) {
     kt_op *op = tu->op;
     const kt__reference *ref = tu->ref;
-    kt__worker *w = tu->isolated ? op->ctx->workers[op->device] : NULL;
+    kt__runner *w = tu->isolated ? op->ctx->runners[op->device] : NULL;
     if (w == NULL || !op->validate || !ref->active || op->pre_hook != NULL || op->has_result || op->verify_fn != NULL) return;
     kt__iso_check_arg *c = calloc(op->nargs ? op->nargs : 1, sizeof *c);
     if (c == NULL) return;
@@ -392,8 +392,8 @@ static void worker_checks(tuning *tu) {
             c[i].poison_size = d->esize;
         }
     }
-    if (usable && kt__worker_check(w, c, op->nargs) == KT_OK) {
-        tu->worker_checks = true;
+    if (usable && kt__runner_check(w, c, op->nargs) == KT_OK) {
+        tu->runner_checks = true;
         for (size_t i = 0; i < tu->d->nunits; i++) tu->trials[i].check = true;
     } else if (usable) {
         kt__log(op->ctx, KT_LOG_INFO, "op '%s': validation runs come back to be compared: %s", op->name, kt_last_error());
@@ -416,8 +416,8 @@ static void hold_recalled(tuning *tu) {
     }
 }
 
-/* What the workers saw: a unit that failed in one gets its kind, code and message from there. */
-static void worker_verdicts(tuning *tu) {
+/* What the runners saw: a unit that failed in one gets its kind, code and message from there. */
+static void runner_verdicts(tuning *tu) {
     kt_op *op = tu->op;
     kt_decision *d = tu->d;
     for (size_t i = 0; tu->trials && i < d->nunits; i++) {
@@ -431,7 +431,7 @@ static void worker_verdicts(tuning *tu) {
         free(r->message);
         r->message = strdup(t->iso.msg); /* NULL when out of memory: settle_units says what it can */
         if (!said)
-            kt__log(op->ctx, KT_LOG_WARN, "op '%s': candidate '%s'%s%s disqualified in its worker process: %s", op->name,
+            kt__log(op->ctx, KT_LOG_WARN, "op '%s': candidate '%s'%s%s disqualified in its runner process: %s", op->name,
                     op->cands[d->units[i].cand].name, d->units[i].text ? " " : "", d->units[i].text ? d->units[i].text : "",
                     t->iso.msg);
     }
@@ -516,13 +516,13 @@ kt_status kt__measure_all(kt_op *op, kt_decision *d, const kt_arg *caller, bool 
                         op->ctx->budget_clock, op->ctx->budget_clock_user, kt__clock_s(op->ctx->budget_clock, op->ctx->budget_clock_user), NULL};
     tu.start_s = io.start_s;
     kt__engine_out out = {.best = -1};
-    /* set up -> workers -> reference -> measure -> verdicts -> restore the caller's buffers */
+    /* set up -> runners -> reference -> measure -> verdicts -> restore the caller's buffers */
     kt_status st = set_up(&tu, caller, inputs, launching);
-    if (st == KT_OK && tu.natives) st = start_natives_worker(&tu);
-    if (st == KT_OK && tu.isolated) st = start_device_worker(&tu);
+    if (st == KT_OK && tu.natives) st = start_natives_runner(&tu);
+    if (st == KT_OK && tu.isolated) st = start_device_runner(&tu);
     if (st == KT_OK && tu.plans) st = build_reference(&tu);
     if (st == KT_OK) st = run_reference(&tu);
-    if (st == KT_OK) worker_checks(&tu);
+    if (st == KT_OK) runner_checks(&tu);
     if (st == KT_OK) hold_recalled(&tu);
     d->validated = ref.active;
     d->ref_unit1 = ref.active && ref.unit >= 0 ? (size_t)ref.unit + 1 : 0;
@@ -542,7 +542,7 @@ kt_status kt__measure_all(kt_op *op, kt_decision *d, const kt_arg *caller, bool 
     kt__op_backend(op, &ob, &ostate, &olocal, NULL);
     bool beside = tu.plans && (kt__backend_caps(ob) & KT_BACKEND_CAP_OWN_PROCESSOR);
     /* building beside measuring, with the number of threads left to kerntune: a quarter of the
-     * processors stay with the measuring thread and its worker process */
+     * processors stay with the measuring thread and its runner process */
     if (beside && op->ctx->artifacts.threads == 0) tu.threads -= tu.threads / 4;
     if (st == KT_OK && beside) st = kt__builder_start(op, d, tu.plans, tu.threads, kt__wall_budget(op), true, &tu.builder);
     /* under a budget of wall seconds the build threads are the tuning's pace: while one walk of a
@@ -564,9 +564,9 @@ kt_status kt__measure_all(kt_op *op, kt_decision *d, const kt_arg *caller, bool 
     else if (st == KT_OK && atomic_load(&op->stop_asked))
         st = kt__err(KT_ERR_DISAGREEMENT, "%s(op '%s'): its caller found most units disagreeing with the reference: tuning stopped, "
                      "nothing decided (kt_op_stop_disagreement)", d->where, op->name);
-    worker_verdicts(&tu);
+    runner_verdicts(&tu);
     if (tu.iso_locked) pthread_mutex_unlock(&op->ctx->iso_lock);
-    kt__worker_free(tu.native_worker);
+    kt__runner_free(tu.native_runner);
     uint64_t runs = settle_units(&tu);
     kt__work_eval(op, d, caller); /* before the caller's buffers are restored: their sizes are the call's */
     if (launching && ws.op != NULL) st = kt__workset_finish(&ws, caller, st);

@@ -250,7 +250,7 @@ typedef struct kt__builder kt__builder;
  * requests say whether they are still wanted (kt_build_request.cancelled): a backend that can
  * stop its compiler then does, and a C compiler runs in a process group of its own for that.
  * background: the tuning measures while these build, so the build threads (and the compilers
- * they start) run at a lower priority (nice + 10 on Linux): the measuring thread and its worker
+ * they start) run at a lower priority (nice + 10 on Linux): the measuring thread and its runner
  * process get a processor when they need one, even with every core compiling. */
 kt_status kt__builder_start(kt_op *op, kt_decision *d, kt__plans *plans, size_t threads, bool cancellable, bool background,
                             kt__builder **out);

@@ -2,7 +2,7 @@
  * trial.c - one run of a unit in a tuning: its arguments made ready (restored, generated,
  * poisoned), the cache flushed as the unit's backend or the host can (evicting the run's
  * buffers, else writing a buffer as large as the last-level cache), the run timed by the
- * device's events or the host's clock, in this process or its worker; and a unit's validation
+ * device's events or the host's clock, in this process or its runner; and a unit's validation
  * run against the reference.
  */
 #include "tune/tuning.h"
@@ -94,9 +94,9 @@ static kt_status trial_flush(trial_ctx *t, const kt_arg *args) {
 kt_status kt__trial_before(void *p, const kt_arg **args) {
     trial_ctx *t = p;
     kt_status st = kt__workset_before(t->ws, false, args);
-    /* an isolated device variant is flushed by its worker, on the worker's context; an isolated
-     * host run's buffers are evicted once they are copied into the worker's region */
-    if (st == KT_OK && t->flush != FLUSH_NONE && !(t->worker && (t->flush == FLUSH_DEVICE || t->evict))) st = trial_flush(t, *args);
+    /* an isolated device variant is flushed by its runner, on the runner's context; an isolated
+     * host run's buffers are evicted once they are copied into the runner's region */
+    if (st == KT_OK && t->flush != FLUSH_NONE && !(t->runner && (t->flush == FLUSH_DEVICE || t->evict))) st = trial_flush(t, *args);
     return st;
 }
 
@@ -104,10 +104,10 @@ int kt__trial_run(void *p, const kt_arg *args) {
     trial_ctx *t = p;
     const kt__unit *u = t->unit;
     t->device_ns = -1;
-    if (t->worker) { /* in the worker process */
+    if (t->runner) { /* in the runner process */
         kt__iso_run run;
         unsigned flush = (t->flush == FLUSH_DEVICE ? KT__WORKER_FLUSH_DEVICE : 0) | (t->evict ? KT__WORKER_EVICT : 0);
-        if (kt__worker_run(t->worker, t->worker_id, args, flush, t->full, t->full && t->check, t->op->timeout_s, &run)) {
+        if (kt__runner_run(t->runner, t->runner_id, args, flush, t->full, t->full && t->check, t->op->timeout_s, &run)) {
             t->device_ns = run.ns;
             t->checked = run.checked;
             t->wrote_input = run.wrote_input;
@@ -151,7 +151,7 @@ kt_status kt__validation_run(trial_ctx *t, const kt__reference *ref, kt__cand_re
     char msg[KT__ERRBUF] = ""; /* a comparison's diagnostic: an element and two values */
     bool reported = kt__rc_reported(t->unit->fn, rc);
     char *why = reported ? kt__error_save() : NULL;
-    /* a run its worker checked and vouched for sent nothing back: there is nothing to compare here */
+    /* a run its runner checked and vouched for sent nothing back: there is nothing to compare here */
     if (rc == 0 && t->wrote_input >= 0)
         snprintf(msg, sizeof msg, "wrote into read-only argument '%s'", t->op->args[t->wrote_input].name);
     bool valid = rc != 0 || t->checked || (t->wrote_input < 0 && kt__validate(ref, t->ws, args, &t->result, msg, sizeof msg));
@@ -163,7 +163,7 @@ kt_status kt__validation_run(trial_ctx *t, const kt__reference *ref, kt__cand_re
     } else if (rc != 0) {
         r->outcome = KT_OUTCOME_FAILED;
         r->fail_code = rc;
-        if (t->iso.kind != KT_FAIL_NONE) kt__unit_message(r, "%s", t->iso.msg, 0); /* in its worker: how it failed there */
+        if (t->iso.kind != KT_FAIL_NONE) kt__unit_message(r, "%s", t->iso.msg, 0); /* in its runner: how it failed there */
         else if (t->launch_msg[0]) kt__unit_message(r, "%s", t->launch_msg, 0); /* its launch, here */
         else kt__unit_message(r, "%sreturned %d in its validation run", NULL, rc);
     } else if (!valid) {

@@ -1,6 +1,6 @@
 /*
  * tuning.h - what the files of one tuning by measurement share (measure.c: setting up, the
- * reference, the workers, the engine's hooks and the outcome; trial.c: one run of a unit, its
+ * reference, the runners, the engine's hooks and the outcome; trial.c: one run of a unit, its
  * flush and validation; propose.c: the search over the variant groups and what is built next).
  * Not included outside them.
  */
@@ -28,12 +28,12 @@ typedef struct trial_ctx {
     unsigned char *host_flush; /* the tuning's host flush buffer (when not evict) */
     size_t host_flush_len;
     bool evict;                /* FLUSH_HOST by evicting the run's buffers (host memory) from the caches */
-    kt__worker *worker;        /* isolated: the worker process that runs it, and its id there */
-    size_t worker_id;
+    kt__runner *runner;        /* isolated: the runner process that runs it, and its id there */
+    size_t runner_id;
     kt__iso_run iso;           /* how its isolated run failed (iso.kind), or the isolation did (iso.infra) */
     char launch_msg[256];      /* how its backend's launch failed in this process (KT_FAIL_LAUNCH) */
     bool full;                 /* this run's outputs are looked at (validation, the reference) */
-    bool check;                /* isolated: the worker checks this validation run itself */
+    bool check;                /* isolated: the runner checks this validation run itself */
     bool checked;              /* and vouched for it: outputs match, inputs unchanged; */
     long wrote_input;          /* or saw it write into this input (-1: none) */
 } trial_ctx;
@@ -56,10 +56,10 @@ typedef struct tuning {
     unsigned char *host_flush; /* allocated when a unit first needs it */
     size_t host_flush_len;
     bool *acc;                 /* per unit: it may run in this tuning (accepting) */
-    bool isolated, natives;    /* some accepted variant runs in a worker; some native may */
-    bool *refreshed;           /* per argument, for the workers (iso_args) */
-    kt__worker *native_worker; /* started for this tuning: it holds this tuning's natives */
-    bool iso_locked;           /* holds the context's iso_lock (the device's worker) */
+    bool isolated, natives;    /* some accepted variant runs in a runner; some native may */
+    bool *refreshed;           /* per argument, for the runners (iso_args) */
+    kt__runner *native_runner; /* started for this tuning: it holds this tuning's natives */
+    bool iso_locked;           /* holds the context's iso_lock (the device's runner) */
     bool recalled;             /* some unit's time comes from the persistent cache */
     kt__configs *cfgs;         /* per candidate: its variant group's enumeration (make_units) */
     kt__plans *plans;          /* the variant units not built yet (lazy: built when admitted) */
@@ -70,7 +70,7 @@ typedef struct tuning {
     size_t evaluations, budget; /* units proposed or admitted so far, and at most (0: no limit) */
     kt_status next_error;      /* what stopped kt__tuning_next (building), for after the engine */
     bool ref_taken;            /* a searched group's reference unit went first */
-    bool worker_checks;        /* the device's worker checks validation runs itself */
+    bool runner_checks;        /* the device's runner checks validation runs itself */
     /* Times under a budget of seconds are on the context's budget clock (kt__budget_now): the wall
      * clock, or a replay's simulated time. */
     double start_s;            /* when the tuning started (a budget of seconds counts from there) */

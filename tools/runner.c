@@ -1,8 +1,8 @@
 /*
- * worker.c - kerntune-worker: runs candidates for a tuning process (see src/isolate/isolate.h).
+ * runner.c - kerntune-runner: runs candidates for a tuning process (see src/isolate/isolate.h).
  *
- * usage: kerntune-worker SOCKET_FD REGION_FD PARENT_PID
- * Started by the library (posix_spawn), never by hand, when every piece of code the worker
+ * usage: kerntune-runner SOCKET_FD REGION_FD PARENT_PID
+ * Started by the library (posix_spawn), never by hand, when every piece of code the runner
  * needs is in a shared object: it loads the backend's table, or the native candidates, from
  * those objects. It serves requests on the socket until the socket closes, and ends with the
  * tuning process. It prints nothing: what goes wrong is in its replies, or in how it died.
@@ -28,8 +28,8 @@ int main(int argc, char **argv) {
     long sock, region, parent;
     if (argc != 4 || number(argv[1], INT_MAX, &sock) != 0 || number(argv[2], INT_MAX, &region) != 0 ||
         number(argv[3], LONG_MAX, &parent) != 0) {
-        fprintf(stderr, "kerntune-worker: started by the kerntune library, not by hand\n");
+        fprintf(stderr, "kerntune-runner: started by the kerntune library, not by hand\n");
         return 2;
     }
-    return kt__worker_serve((int)sock, (int)region, parent, false);
+    return kt__runner_serve((int)sock, (int)region, parent, false);
 }
