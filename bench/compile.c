@@ -8,7 +8,7 @@
  *   --no-load   build the artifacts only (to see which phase limits parallelism)
  */
 #define _GNU_SOURCE /* mkdtemp */
-#include "build/compile.h"
+#include "compile/compile.h"
 #include "op/op.h"
 
 #include <kerntune/device.h>

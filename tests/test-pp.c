@@ -1,5 +1,5 @@
 /*
- * test-pp.c - the preprocessor fingerprint that keys a variant's build (src/build/pp.c), and
+ * test-pp.c - the preprocessor fingerprint that keys a variant's build (src/compile/pp.c), and
  * what it buys: configurations whose preprocessed code is the same are built once, and a
  * configuration the compiler refused is not compiled again.
  *
@@ -13,7 +13,7 @@
 #include <kerntune/decision.h>
 #include <kerntune/variants.h>
 
-#include "build/pp.h"
+#include "compile/pp.h"
 
 #include <jansson.h>
 #include <sys/stat.h>

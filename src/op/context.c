@@ -6,7 +6,7 @@
  * rather than being ignored.
  */
 #include "backends/backends.h"
-#include "build/compile.h"
+#include "compile/compile.h"
 #include "isolate/isolate.h"
 #include "op/op.h"
 

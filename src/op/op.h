@@ -17,7 +17,7 @@
 #include <kerntune/validation.h>
 #include <kerntune/variants.h>
 
-#include "build/compile.h"
+#include "compile/compile.h"
 #include "space/expr.h"
 #include "util/buildid.h"
 #include "util/util.h"

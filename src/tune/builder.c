@@ -13,7 +13,7 @@
  */
 #define _GNU_SOURCE /* syscall (the build thread's id, for its priority) */
 #include "backends/backends.h"
-#include "build/compile.h"
+#include "compile/compile.h"
 #include "tune/stages.h"
 #include "tune/tune.h"
 

@@ -4,7 +4,7 @@
  * built in parallel into artifacts and loaded. How a unit launches is op/launch.c's.
  */
 #include "backends/backends.h"
-#include "build/compile.h"
+#include "compile/compile.h"
 #include "op/launch.h"
 #include "space/space.h"
 #include "tune/stages.h"

@@ -1,6 +1,6 @@
 /*
  * hash.h - the 128-bit hash of build keys and preprocessor fingerprints (compile.c, pp.c).
- * Internal to src/build/.
+ * Internal to src/compile/.
  */
 #ifndef KT_BUILD_HASH_H
 #define KT_BUILD_HASH_H

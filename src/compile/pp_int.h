@@ -1,12 +1,12 @@
 /*
  * pp_int.h - what the preprocessor's fingerprint (pp.c) shares with its #if evaluator (pp_if.c):
- * tokens, macros, the state of one analysis. Internal to src/build/.
+ * tokens, macros, the state of one analysis. Internal to src/compile/.
  */
 #ifndef KT_PP_INT_H
 #define KT_PP_INT_H
 
-#include "build/pp.h"
-#include "build/hash.h"
+#include "compile/pp.h"
+#include "compile/hash.h"
 
 #include <stdbool.h>
 #include <stddef.h>

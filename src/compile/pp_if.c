@@ -4,7 +4,7 @@
  * and uintmax_t, C's promotions), unknown wherever it reads a name nobody can know here or an
  * expansion this model does not follow (a token paste, stringizing, an ambiguous macro).
  */
-#include "build/pp_int.h"
+#include "compile/pp_int.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -16,9 +16,9 @@
  * Builds run on a pool of threads (the C backend's threads each drive a compiler process);
  * variants with the same key are built once; the loaded module of a key is shared.
  */
-#include "build/compile.h"
-#include "build/hash.h"
-#include "build/pp.h"
+#include "compile/compile.h"
+#include "compile/hash.h"
+#include "compile/pp.h"
 #include "backends/backends.h"
 
 #include <pthread.h>

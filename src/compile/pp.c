@@ -28,9 +28,9 @@
  * It assumes one thing it cannot check: that headers it cannot read (system headers, reached
  * through <...> and absent from the -I directories) do not read the tuning parameters' names.
  */
-#include "build/pp_int.h"
+#include "compile/pp_int.h"
 
-#include "build/hash.h"
+#include "compile/hash.h"
 
 #include <limits.h>
 #include <stdio.h>

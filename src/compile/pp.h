@@ -1,6 +1,6 @@
 /*
  * pp.h - what the C preprocessor makes of a variant's source, as a fingerprint (pp.c). Internal
- * to src/build/.
+ * to src/compile/.
  */
 #ifndef KT_PP_H
 #define KT_PP_H
