@@ -26,7 +26,7 @@
  *               best of parents and children surviving
  *   model       Bayesian optimisation: a Gaussian process over the parameters' value positions
  *               (LAPACK's Cholesky), proposing by expected improvement of log time
- *   auto        picks one of these for the space's size and the budget (see docs/ARCHITECTURE.md)
+ *   auto        picks one of these for the space's size and the budget (see src/search/README.md)
  *
  * With a budget of N evaluations a caller proposes and tells until N results were told; a
  * search can run past its budget (it goes on proposing until the space is spent), but the

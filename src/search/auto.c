@@ -5,7 +5,7 @@
  * recorded spaces of benchmark_hub and the H200's (within 3% at 5% of every space, median over
  * seeds), and real tunings on the H200 (a minute: within 3% of the best with two seeds of four
  * before the far moves, eight of eight with them, measuring units as they are built:
- * docs/ARCHITECTURE.md and bench/RESULTS.md give the figures).
+ * src/search/README.md and bench/RESULTS.md give the figures).
  * The model scores higher on some recorded spaces when evaluations come one at a time, lower
  * when they come in parallel batches as a tuning's builds do.
  */
