@@ -556,29 +556,18 @@ static bool pick(worker *w, char **err) {
     return true;
 }
 
-int run_worker(int argc, char **argv) {
-    for (int i = 1; i < argc; i++) json_wanted = json_wanted || strcmp(argv[i], "--json") == 0;
-    worker *w = calloc(1, sizeof *w);
-    if (w == NULL) return 1;
-    int rc = parse(argc, argv, &w->o);
-    if (rc != 0) {
-        free(w);
-        return rc < 0 ? 0 : rc;
-    }
-    /* kernels (in worker processes that inherit descriptor 1) may print: the document alone on stdout */
-    FILE *jout = w->o.json ? cli_json_begin() : NULL;
-    doc_out = jout;
-    char *err = NULL;
+/* Sets the worker up: its context and device, its name and streams, its connections, its entry in
+ * the fleet's table and its heartbeat; false with *err (allocated) on a failure. */
+static bool worker_start(worker *w, char **err) {
     pthread_mutex_init(&w->mu, NULL);
-    rc = 1;
     if (kt_context_create(&w->ctx) != KT_OK || kt_context_set_cache(w->ctx, "off") != KT_OK) {
-        say_error(kt_last_error());
-        goto out;
+        *err = cli_format("%s", kt_last_error());
+        return false;
     }
-    if (!pick(w, &err)) goto fail;
+    if (!pick(w, err)) return false;
     if (kt_device_compiler(w->ctx, w->devi, w->compiler, sizeof w->compiler) != KT_OK) {
-        err = cli_format("device %zu: its compiler: %s", w->devi, kt_last_error());
-        goto fail;
+        *err = cli_format("device %zu: its compiler: %s", w->devi, kt_last_error());
+        return false;
     }
     char host[128] = "host";
     gethostname(host, sizeof host - 1);
@@ -587,12 +576,12 @@ int run_worker(int argc, char **argv) {
     fleet_jobs_key(kt_device_fingerprint(w->dev), w->streams[0]);
     fleet_jobs_key(NULL, w->streams[1]);
     /* replies may wait a second (XREADGROUP BLOCK 1000): the timeout leaves room */
-    if ((w->c = fleet_connect(w->o.url, 5000, &err)) == NULL || (w->hc = fleet_connect(w->o.url, 2000, &err)) == NULL) goto fail;
-    if ((err = make_groups(w)) != NULL) goto fail;
+    if ((w->c = fleet_connect(w->o.url, 5000, err)) == NULL || (w->hc = fleet_connect(w->o.url, 2000, err)) == NULL) return false;
+    if ((*err = make_groups(w)) != NULL) return false;
     announce(w);
     if (pthread_create(&w->beat, NULL, beat_main, w) != 0) {
-        err = cli_format("cannot start the heartbeat thread");
-        goto fail;
+        *err = cli_format("cannot start the heartbeat thread");
+        return false;
     }
     w->beat_started = true;
     struct sigaction sa = {0};
@@ -601,52 +590,61 @@ int run_worker(int argc, char **argv) {
     sigaction(SIGTERM, &sa, NULL);
     if (!w->o.quiet)
         fprintf(stderr, "kerntune worker %s: measuring on device %zu, %s, for %s\n", w->name, w->devi, kt_device_name(w->dev), w->o.url);
-    rc = 0;
+    return true;
+}
+
+/* One batch: the jobs taken, shown running to their coordinators, and measured, those of one run
+ * that ask for the same runs together. */
+static void serve_batch(worker *w) {
+    job js[64], grp[64];
+    size_t n = next_jobs(w, js, (size_t)w->o.batch);
+    if (n == 0) return;
+    pthread_mutex_lock(&w->mu);
+    w->held = js, w->nheld = n;
+    pthread_mutex_unlock(&w->mu);
+    for (size_t i = 0; i < n; i++) {
+        char results[96];
+        snprintf(results, sizeof results, FLEET_PREFIX "results:%s", js[i].run);
+        redisReply *r = redisCommand(w->c, "XADD %s * type start seq %s worker %s", results, js[i].seq, w->name);
+        if (r) freeReplyObject(r);
+    }
+    bool done[64] = {false};
+    for (size_t i = 0; i < n; i++) {
+        if (done[i]) continue;
+        size_t k = 0;
+        for (size_t j = i; j < n; j++)
+            if (!done[j] && strcmp(js[j].run, js[i].run) == 0 && js[j].from == js[i].from && js[j].runs == js[i].runs) {
+                grp[k++] = js[j];
+                done[j] = true;
+            }
+        run_group(w, grp, k);
+    }
+    pthread_mutex_lock(&w->mu);
+    w->nheld = 0;
+    pthread_mutex_unlock(&w->mu);
+}
+
+/* Takes and measures jobs until a signal or --max-jobs, waiting for Redis while it is away. */
+static void serve(worker *w) {
     while (!interrupted && (w->o.max_jobs < 0 || atomic_load(&w->jobs) < w->o.max_jobs)) {
-        if (w->c == NULL || w->c->err) { /* Redis went away: wait for it */
+        if (w->c == NULL || w->c->err) {
             if (w->c) redisFree(w->c);
-            free(err), err = NULL;
+            char *err = NULL;
             if ((w->c = fleet_connect(w->o.url, 5000, &err)) == NULL) {
+                free(err);
                 sleep(1);
                 continue;
             }
         }
-        job js[64], grp[64];
-        size_t n = next_jobs(w, js, (size_t)w->o.batch);
-        if (n == 0) continue;
-        pthread_mutex_lock(&w->mu);
-        w->held = js, w->nheld = n;
-        pthread_mutex_unlock(&w->mu);
-        for (size_t i = 0; i < n; i++) { /* the coordinator shows them running */
-            char results[96];
-            snprintf(results, sizeof results, FLEET_PREFIX "results:%s", js[i].run);
-            redisReply *r = redisCommand(w->c, "XADD %s * type start seq %s worker %s", results, js[i].seq, w->name);
-            if (r) freeReplyObject(r);
-        }
-        /* jobs of one run that ask for the same runs are measured together */
-        bool done[64] = {false};
-        for (size_t i = 0; i < n; i++) {
-            if (done[i]) continue;
-            size_t k = 0;
-            for (size_t j = i; j < n; j++)
-                if (!done[j] && strcmp(js[j].run, js[i].run) == 0 && js[j].from == js[i].from && js[j].runs == js[i].runs) {
-                    grp[k++] = js[j];
-                    done[j] = true;
-                }
-            run_group(w, grp, k);
-        }
-        pthread_mutex_lock(&w->mu);
-        w->nheld = 0;
-        pthread_mutex_unlock(&w->mu);
+        serve_batch(w);
     }
-    goto out;
-fail:
-    say_error(err ? err : "out of memory");
-    rc = 1;
-out:
+}
+
+/* Leaves the fleet (its entry removed), says what it did (--json: one document), frees w. */
+static void worker_stop(worker *w, int rc) {
     atomic_store(&w->stop, true);
     if (w->beat_started) pthread_join(w->beat, NULL);
-    if (w->hc) { /* it leaves the fleet */
+    if (w->hc) {
         redisReply *r = redisCommand(w->hc, "HDEL %s %s", FLEET_PREFIX "workers", w->name);
         if (r) freeReplyObject(r);
         redisFree(w->hc);
@@ -663,10 +661,28 @@ out:
     }
     kt_context_destroy(w->ctx);
     pthread_mutex_destroy(&w->mu);
-    free(err);
     if (!w->o.quiet && rc == 0) fprintf(stderr, "kerntune worker %s: stopped after %ld jobs\n", w->name, (long)atomic_load(&w->jobs));
-
     free(w);
+}
+
+int run_worker(int argc, char **argv) {
+    for (int i = 1; i < argc; i++) json_wanted = json_wanted || strcmp(argv[i], "--json") == 0;
+    worker *w = calloc(1, sizeof *w);
+    if (w == NULL) return 1;
+    int rc = parse(argc, argv, &w->o);
+    if (rc != 0) {
+        free(w);
+        return rc < 0 ? 0 : rc;
+    }
+    /* kernels (in runner processes that inherit descriptor 1) may print: the document alone on stdout */
+    FILE *jout = w->o.json ? cli_json_begin() : NULL;
+    doc_out = jout;
+    char *err = NULL;
+    rc = worker_start(w, &err) ? 0 : 1;
+    if (rc == 0) serve(w);
+    else say_error(err ? err : "out of memory");
+    free(err);
+    worker_stop(w, rc);
     cli_json_end(jout);
     doc_out = NULL;
     return rc;
