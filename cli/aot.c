@@ -401,53 +401,40 @@ static bool read_doc(const char *text, const char *what, json_t *all) {
     return true;
 }
 
-int run_aot(int argc, char **argv) {
-    aot_opts o;
-    int status = parse(argc, argv, &o);
-    if (status != 0) return status;
-    json_t *all = json_array();
-    if (all == NULL) return 1;
-    if (o.nwisdom) {
-        for (size_t i = 0; i < o.nwisdom; i++) {
-            char name[1100], *why = NULL;
-            snprintf(name, sizeof name, "--wisdom %.1000s", o.wisdom[i]);
-            char *text = cli_read_wisdom(o.wisdom[i], name, &why);
-            if (text == NULL) {
-                fprintf(stderr, "kerntune aot: %s\n", why ? why : "out of memory");
-                free(why);
-                json_decref(all);
-                return 1;
-            }
-            bool ok = read_doc(text, o.wisdom[i], all);
-            free(text);
-            if (!ok) {
-                json_decref(all);
-                return 1;
-            }
+/* Every decision the options name the source of (--wisdom files, else the cache's export), into
+ * all: false once a message is printed. */
+static bool gather(const aot_opts *o, json_t *all) {
+    for (size_t i = 0; i < o->nwisdom; i++) {
+        char name[1100], *why = NULL;
+        snprintf(name, sizeof name, "--wisdom %.1000s", o->wisdom[i]);
+        char *text = cli_read_wisdom(o->wisdom[i], name, &why);
+        if (text == NULL) {
+            fprintf(stderr, "kerntune aot: %s\n", why ? why : "out of memory");
+            free(why);
+            return false;
         }
-    } else {
-        kt_cache *c = NULL;
-        char *text = NULL;
-        if (kt_cache_open(o.cache, &c) != KT_OK || kt_cache_export(c, NULL, NULL, &text) != KT_OK) {
-            fprintf(stderr, "kerntune aot: %s\n", kt_last_error());
-            kt_cache_close(c);
-            json_decref(all);
-            return 1;
-        }
+        bool ok = read_doc(text, o->wisdom[i], all);
+        free(text);
+        if (!ok) return false;
+    }
+    if (o->nwisdom) return true;
+    kt_cache *c = NULL;
+    char *text = NULL;
+    if (kt_cache_open(o->cache, &c) != KT_OK || kt_cache_export(c, NULL, NULL, &text) != KT_OK) {
+        fprintf(stderr, "kerntune aot: %s\n", kt_last_error());
         kt_cache_close(c);
-        bool ok = read_doc(text, "the cache's export", all);
-        kt_free(text);
-        if (!ok) {
-            json_decref(all);
-            return 1;
-        }
+        return false;
     }
+    kt_cache_close(c);
+    bool ok = read_doc(text, "the cache's export", all);
+    kt_free(text);
+    return ok;
+}
+
+/* The decisions of all that the options select and this library's major version serves, sorted,
+ * into d (n slots); their count. */
+static size_t select_decisions(const aot_opts *o, json_t *all, dec *d) {
     size_t n = json_array_size(all), k = 0, other = 0;
-    dec *d = calloc(n ? n : 1, sizeof *d);
-    if (d == NULL) {
-        json_decref(all);
-        return 1;
-    }
     char major[16];
     snprintf(major, sizeof major, "%d.", KT_VERSION_MAJOR);
     for (size_t i = 0; i < n; i++) {
@@ -459,11 +446,38 @@ int run_aot(int argc, char **argv) {
             other++;
             continue;
         }
-        if (listed(o.ops, o.nops, x.op) && listed(o.devices, o.ndevices, x.device) && key_listed(&o, &x)) d[k++] = x;
+        if (listed(o->ops, o->nops, x.op) && listed(o->devices, o->ndevices, x.device) && key_listed(o, &x)) d[k++] = x;
     }
     if (other) fprintf(stderr, "kerntune aot: %zu decision(s) of another library major version left out\n", other);
     qsort(d, k, sizeof *d, cmp_dec);
-    size_t ntables = 0;
+    return k;
+}
+
+/* What was written: one JSON line with --json, else a sentence. */
+static void say_written(const aot_opts *o, size_t k, size_t ntables) {
+    if (!o->json) {
+        printf("%zu decision(s) of %zu device(s) written to %s.h and %s.c\n", k, ntables, o->out, o->out);
+        return;
+    }
+    json_t *j = json_pack("{s:s+, s:s+, s:I, s:I}", "header", o->out, ".h", "source", o->out, ".c", "tables", (json_int_t)ntables,
+                          "decisions", (json_int_t)k);
+    char *text = j ? json_dumps(j, JSON_COMPACT) : NULL;
+    if (text) printf("%s\n", text);
+    free(text);
+    json_decref(j);
+}
+
+int run_aot(int argc, char **argv) {
+    aot_opts o;
+    int status = parse(argc, argv, &o);
+    if (status != 0) return status;
+    json_t *all = json_array();
+    dec *d = all && gather(&o, all) ? calloc(json_array_size(all) + 1, sizeof *d) : NULL;
+    if (d == NULL) {
+        json_decref(all);
+        return 1;
+    }
+    size_t k = select_decisions(&o, all, d), ntables = 0;
     char artdir[4096] = "";
     if (o.embed) { /* where tuning put the artifacts: the library's own default, unless told */
         kt_context *ctx = NULL;
@@ -472,18 +486,7 @@ int run_aot(int argc, char **argv) {
         kt_context_destroy(ctx);
     }
     status = write_files(&o, artdir, d, k, kt_version_string(), &ntables);
-    if (status == 0) {
-        if (o.json) {
-            json_t *j = json_pack("{s:s+, s:s+, s:I, s:I}", "header", o.out, ".h", "source", o.out, ".c", "tables", (json_int_t)ntables,
-                                  "decisions", (json_int_t)k);
-            char *text = j ? json_dumps(j, JSON_COMPACT) : NULL;
-            if (text) printf("%s\n", text);
-            free(text);
-            json_decref(j);
-        } else {
-            printf("%zu decision(s) of %zu device(s) written to %s.h and %s.c\n", k, ntables, o.out, o.out);
-        }
-    }
+    if (status == 0) say_written(&o, k, ntables);
     free(d);
     json_decref(all);
     return status;
