@@ -326,73 +326,92 @@ void help_report(FILE *out) {
             "  -h, --help          print this help\n");
 }
 
-int run_report(int argc, char **argv) {
-    const char *output = NULL, *title = NULL, *cache = NULL, *op = NULL;
+/* kerntune report's arguments. */
+typedef struct report_args {
+    const char *output, *title, *cache, *op;
     const char *files[64];
-    size_t nfiles = 0;
+    size_t nfiles;
+} report_args;
+
+/* Reads the arguments into r: 0 to go on, -1 after --help, 2 on a usage error (said). */
+static int report_parse(int argc, char **argv, report_args *r) {
+    memset(r, 0, sizeof *r);
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
             help_report(stdout);
-            return 0;
+            return -1;
         } else if (strcmp(a, "-o") == 0 || strcmp(a, "--output") == 0 || strcmp(a, "--title") == 0 || strcmp(a, "--cache") == 0 ||
                    strcmp(a, "--op") == 0) {
             if (i + 1 >= argc) {
                 fprintf(stderr, "kerntune report: %s needs a value\n", a);
                 return 2;
             }
-            if (strcmp(a, "--title") == 0) title = argv[++i];
-            else if (strcmp(a, "--cache") == 0) cache = argv[++i];
-            else if (strcmp(a, "--op") == 0) op = argv[++i];
-            else output = argv[++i];
+            if (strcmp(a, "--title") == 0) r->title = argv[++i];
+            else if (strcmp(a, "--cache") == 0) r->cache = argv[++i];
+            else if (strcmp(a, "--op") == 0) r->op = argv[++i];
+            else r->output = argv[++i];
         } else if (a[0] == '-' && a[1]) {
             fprintf(stderr, "kerntune report: unknown option '%s' (see 'kerntune report --help')\n", a);
             return 2;
-        } else if (nfiles == 64) {
+        } else if (r->nfiles == 64) {
             fprintf(stderr, "kerntune report: at most 64 result files\n");
             return 2;
         } else {
-            files[nfiles++] = a;
+            r->files[r->nfiles++] = a;
         }
     }
-    if ((nfiles == 0 && cache == NULL) || output == NULL) {
+    if ((r->nfiles == 0 && r->cache == NULL) || r->output == NULL) {
         fprintf(stderr, "kerntune report: %s (see 'kerntune report --help')\n",
-                nfiles == 0 && cache == NULL ? "no results file given (or --cache PATH)" : "no -o REPORT.html given");
+                r->nfiles == 0 && r->cache == NULL ? "no results file given (or --cache PATH)" : "no -o REPORT.html given");
         return 2;
     }
-    if (op && cache == NULL) {
+    if (r->op && r->cache == NULL) {
         fprintf(stderr, "kerntune report: --op names decisions of the cache: give --cache PATH too\n");
         return 2;
     }
+    return 0;
+}
+
+/* The cache's decisions (of --op, when given), each a set of results, appended to in (*n of 64);
+ * NULL or the error (allocated). */
+static char *cache_inputs(const report_args *r, report_input *in, size_t *n) {
+    kt_cache *c = NULL;
+    char *text = NULL, *err = NULL;
+    json_t *doc = NULL;
+    size_t before = *n;
+    if (kt_cache_open(r->cache, &c) != KT_OK || kt_cache_export(c, r->op, NULL, &text) != KT_OK)
+        err = cli_format("--cache %s: %s", r->cache, kt_last_error());
+    else if ((doc = json_loads(text, 0, NULL)) == NULL)
+        err = cli_format("--cache %s: its export cannot be read", r->cache);
+    size_t i;
+    json_t *e;
+    json_array_foreach(json_object_get(doc, "entries"), i, e) {
+        if (*n == 64) break;
+        in[*n].name = r->cache;
+        in[(*n)++].doc = entry_document(e);
+    }
+    if (err == NULL && *n == before)
+        err = cli_format("--cache %s: no decision%s%s in it", r->cache, r->op ? " of op " : "", r->op ? r->op : "");
+    json_decref(doc);
+    kt_free(text);
+    kt_cache_close(c);
+    return err;
+}
+
+int run_report(int argc, char **argv) {
+    report_args r;
+    int st = report_parse(argc, argv, &r);
+    if (st != 0) return st < 0 ? 0 : st;
     report_input in[64] = {{0}};
     char *err = NULL;
-    size_t loaded = 0;
-    for (; loaded < nfiles && err == NULL; loaded++) {
-        in[loaded].name = files[loaded];
-        if ((in[loaded].doc = t4_load(files[loaded], &err)) == NULL) break;
+    for (size_t i = 0; i < r.nfiles && err == NULL; i++) {
+        in[i].name = r.files[i];
+        in[i].doc = t4_load(r.files[i], &err);
     }
-    size_t n = nfiles;
-    if (err == NULL && cache) { /* the cache's decisions, each a set of results */
-        kt_cache *c = NULL;
-        char *text = NULL;
-        json_t *doc = NULL;
-        if (kt_cache_open(cache, &c) != KT_OK || kt_cache_export(c, op, NULL, &text) != KT_OK)
-            err = cli_format("--cache %s: %s", cache, kt_last_error());
-        else if ((doc = json_loads(text, 0, NULL)) == NULL)
-            err = cli_format("--cache %s: its export cannot be read", cache);
-        size_t i;
-        json_t *e;
-        json_array_foreach(json_object_get(doc, "entries"), i, e) {
-            if (n == 64) break;
-            in[n].name = cache;
-            in[n++].doc = entry_document(e);
-        }
-        if (err == NULL && n == nfiles) err = cli_format("--cache %s: no decision%s%s in it", cache, op ? " of op " : "", op ? op : "");
-        json_decref(doc);
-        kt_free(text);
-        kt_cache_close(c);
-    }
-    if (err == NULL) err = report_write(output, in, n, title);
+    size_t n = r.nfiles;
+    if (err == NULL && r.cache) err = cache_inputs(&r, in, &n);
+    if (err == NULL) err = report_write(r.output, in, n, r.title);
     for (size_t i = 0; i < 64; i++) json_decref(in[i].doc); /* NULL for those not loaded */
     if (err) {
         fprintf(stderr, "kerntune report: %s\n", err);
