@@ -61,6 +61,53 @@ static void print_member(FILE *out, const char *name, const char *value) {
     json_decref(j);
 }
 
+/* The devices as one JSON document on doc: each with its index, backend, name, fingerprint,
+ * architecture, vendor and peaks; and the backends that could not start. */
+static void devices_json(kt_context *ctx, FILE *doc) {
+    size_t n = kt_context_device_count(ctx);
+    json_t *j = json_object(), *devs = json_array(), *un = json_array();
+    for (size_t i = 0; i < n; i++) {
+        const kt_device *d = kt_context_device(ctx, i);
+        json_t *x = json_object();
+        json_object_set_new(x, "index", json_integer((json_int_t)i));
+        json_object_set_new(x, "backend", json_string(kt_device_backend(d)));
+        json_object_set_new(x, "name", json_string(kt_device_name(d)));
+        json_object_set_new(x, "fingerprint", json_string(kt_device_fingerprint(d)));
+        json_object_set_new(x, "arch", json_string(kt_device_architecture(d)));
+        json_object_set_new(x, "vendor", json_string(kt_device_vendor(d)));
+        double pf = 0, pb = 0;
+        kt_device_peaks(ctx, i, &pf, &pb);
+        json_object_set_new(x, "peak_gflops", pf > 0 ? json_real(pf) : json_null());
+        json_object_set_new(x, "peak_gbs", pb > 0 ? json_real(pb) : json_null());
+        json_array_append_new(devs, x);
+    }
+    for (size_t i = 0; i < kt_context_unavailable_count(ctx); i++) json_array_append_new(un, json_string(kt_context_unavailable(ctx, i)));
+    json_object_set_new(j, "devices", devs);
+    json_object_set_new(j, "unavailable", un);
+    char *text = json_dumps(j, JSON_COMPACT);
+    if (text) fprintf(doc, "%s\n", text);
+    free(text);
+    json_decref(j);
+}
+
+/* The devices as a table (verbose: with fingerprints, architectures and peaks), then the
+ * backends that could not start. */
+static void devices_text(kt_context *ctx, int verbose) {
+    size_t n = kt_context_device_count(ctx);
+    printf("%-8s %-6s %s\n", "BACKEND", "DEVICE", "NAME");
+    for (size_t i = 0; i < n; i++) {
+        const kt_device *d = kt_context_device(ctx, i);
+        printf("%-8s %-6zu %s\n", kt_device_backend(d), i, kt_device_name(d));
+        if (verbose) printf("%-8s %-6s fingerprint: %s\n", "", "", kt_device_fingerprint(d));
+        if (verbose) printf("%-8s %-6s architecture: %s; vendor: %s\n", "", "", *kt_device_architecture(d) ? kt_device_architecture(d) : "unknown",
+                            *kt_device_vendor(d) ? kt_device_vendor(d) : "unknown");
+        double pf = 0, pb = 0;
+        if (verbose && kt_device_peaks(ctx, i, &pf, &pb) == KT_OK && (pf > 0 || pb > 0))
+            printf("%-8s %-6s peaks: %.6g GFLOP/s (single precision), %.6g GB/s\n", "", "", pf, pb);
+    }
+    for (size_t i = 0; i < kt_context_unavailable_count(ctx); i++) printf("unavailable: %s\n", kt_context_unavailable(ctx, i));
+}
+
 static int run_devices(int argc, char **argv) {
     int verbose = 0, json = 0;
     for (int i = 1; i < argc; i++)
@@ -94,48 +141,10 @@ static int run_devices(int argc, char **argv) {
         cli_json_end(jout);
         return 1;
     }
-    size_t n = kt_context_device_count(ctx);
-    if (json) {
-        json_t *j = json_object(), *devs = json_array(), *un = json_array();
-        for (size_t i = 0; i < n; i++) {
-            const kt_device *d = kt_context_device(ctx, i);
-            json_t *x = json_object();
-            json_object_set_new(x, "index", json_integer((json_int_t)i));
-            json_object_set_new(x, "backend", json_string(kt_device_backend(d)));
-            json_object_set_new(x, "name", json_string(kt_device_name(d)));
-            json_object_set_new(x, "fingerprint", json_string(kt_device_fingerprint(d)));
-            json_object_set_new(x, "arch", json_string(kt_device_architecture(d)));
-            json_object_set_new(x, "vendor", json_string(kt_device_vendor(d)));
-            double pf = 0, pb = 0;
-            kt_device_peaks(ctx, i, &pf, &pb);
-            json_object_set_new(x, "peak_gflops", pf > 0 ? json_real(pf) : json_null());
-            json_object_set_new(x, "peak_gbs", pb > 0 ? json_real(pb) : json_null());
-            json_array_append_new(devs, x);
-        }
-        for (size_t i = 0; i < kt_context_unavailable_count(ctx); i++) json_array_append_new(un, json_string(kt_context_unavailable(ctx, i)));
-        json_object_set_new(j, "devices", devs);
-        json_object_set_new(j, "unavailable", un);
-        char *text = json_dumps(j, JSON_COMPACT);
-        if (text) fprintf(doc, "%s\n", text);
-        free(text);
-        json_decref(j);
-        kt_context_destroy(ctx);
-        cli_json_end(jout);
-        return 0;
-    }
-    printf("%-8s %-6s %s\n", "BACKEND", "DEVICE", "NAME");
-    for (size_t i = 0; i < n; i++) {
-        const kt_device *d = kt_context_device(ctx, i);
-        printf("%-8s %-6zu %s\n", kt_device_backend(d), i, kt_device_name(d));
-        if (verbose) printf("%-8s %-6s fingerprint: %s\n", "", "", kt_device_fingerprint(d));
-        if (verbose) printf("%-8s %-6s architecture: %s; vendor: %s\n", "", "", *kt_device_architecture(d) ? kt_device_architecture(d) : "unknown",
-                            *kt_device_vendor(d) ? kt_device_vendor(d) : "unknown");
-        double pf = 0, pb = 0;
-        if (verbose && kt_device_peaks(ctx, i, &pf, &pb) == KT_OK && (pf > 0 || pb > 0))
-            printf("%-8s %-6s peaks: %.6g GFLOP/s (single precision), %.6g GB/s\n", "", "", pf, pb);
-    }
-    for (size_t i = 0; i < kt_context_unavailable_count(ctx); i++) printf("unavailable: %s\n", kt_context_unavailable(ctx, i));
+    if (json) devices_json(ctx, doc);
+    else devices_text(ctx, verbose);
     kt_context_destroy(ctx);
+    cli_json_end(jout);
     return 0;
 }
 
