@@ -128,6 +128,15 @@ def test_strategies_and_budgets():
         results, env = kerntune.tune_kernel("scale", SCALE_CL, N, [out, x, n], params, strategy="genetic_algorithm",
                                             strategy_options={"max_fevals": 3, "popsize": 10}, quiet=True)
     assert len(results) == 3 and env["kerntune"]["notes"] == ["ignored strategy_options: popsize"]
+    # every heuristic of Kernel Tuner's is served by kerntune's auto search, unless one of
+    # kerntune's own is named
+    assert env["kerntune"]["strategy"] == "auto for Kernel Tuner's genetic_algorithm"
+    results, env = kerntune.tune_kernel("scale", SCALE_CL, N, [out, x, n], params, strategy="simulated_annealing",
+                                        strategy_options={"max_fevals": 2, "kerntune_strategy": "genetic"}, quiet=True)
+    assert len(results) == 2 and env["kerntune"]["strategy"] == "genetic for Kernel Tuner's simulated_annealing"
+    with pytest.raises(ValueError, match="kerntune_strategy 'ga': not one of kerntune's strategies"):
+        kerntune.tune_kernel("scale", SCALE_CL, N, [out, x, n], params, strategy="genetic_algorithm",
+                             strategy_options={"kerntune_strategy": "ga"})
     with pytest.raises(ValueError, match="unknown strategy 'sideways'"):
         kerntune.tune_kernel("scale", SCALE_CL, N, [out, x, n], params, strategy="sideways")
 
