@@ -149,8 +149,8 @@ def kernel_tuner_run(t1, problem, settings, lang, budget, strategy, rng, only=No
 
     kernel_tuner = importlib.import_module(tool)
     params, restrictions, ps, kw = kt_setup(t1, settings)
-    if only is not None:  # a list of configurations: the space of their values, restricted to them
-        params = {k: sorted({c[k] for c in only}) for k in params}
+    if only is not None:  # a list of configurations: the space of their values, restricted to them, in their order
+        params = {k: list(dict.fromkeys(c[k] for c in only)) for k in params}
         restrictions = [" or ".join("(" + " and ".join("%s == %r" % (k, c[k]) for k in params) + ")" for c in only)]
     ks = t1["KernelSpecification"]
     source = str((problem.parent / ks["KernelFile"]).resolve())
@@ -210,7 +210,8 @@ def kerntune_time(cli, problem, settings, picks):
     """The picks timed by kerntune's own timer in one process (on this VM a process's speed
     differs from the next one's by up to 40%, for every configuration alike): `kerntune tune` on
     a copy of the problem restricted to them, with the kerneltuner policy (a warm-up and 7 runs,
-    the mean), its cache flushed before each run. Their times in the order given."""
+    the mean), its cache flushed before each run, in the order given (every parameter's values
+    listed in the picks' order, so the first pick runs first). Their times in that order."""
     t1 = json.load(open(problem))
     names = list(picks[0])
     cond = " or ".join("(" + " and ".join("%s == %s" % (k, c[k]) for k in names) + ")" for c in picks)
@@ -221,8 +222,8 @@ def kerntune_time(cli, problem, settings, picks):
            "--t4", str(copy) + ".t4"]
     if settings.get("ps"):
         cmd += ["--problem-size", ",".join(str(x) for x in settings["ps"])]
-    for k, v in settings.get("defines", {}).items():
-        vals = sorted({c[k] for c in picks})
+    for k in names:
+        vals = dict.fromkeys(c[k] for c in picks)
         cmd += ["--define", "%s=%s" % (k, ",".join(str(x) for x in vals))]
     try:
         p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -310,8 +311,10 @@ def main():
         # timer): the ratio of each round, then their median
         same = k_pick == kt_pick
         ratios = []
-        for _ in range(a.rounds if not same else 0):
-            v, _, _ = kernel_tuner_run(t1, problem, settings, a.lang, 0, "brute_force", rng, only=[k_pick, kt_pick])
+        # the two in turn first (a round's first configuration runs on a colder process): ABAB...
+        for r in range(a.rounds if not same else 0):
+            pair = [k_pick, kt_pick] if r % 2 == 0 else [kt_pick, k_pick]
+            v, _, _ = kernel_tuner_run(t1, problem, settings, a.lang, 0, "brute_force", rng, only=pair)
             by = {tuple(r[k] for k in k_pick): r["time"] for r in v}
             ratios.append(by[tuple(k_pick.values())] / by[tuple(kt_pick[k] for k in k_pick)])
         ratio = statistics.median(ratios) if ratios else 1.0
@@ -320,8 +323,11 @@ def main():
         print("RESULT %s pick_ratio %.3f" % (name, ratio))
         if a.kerntune_timer:
             kratios = []
-            for _ in range(a.rounds if not same else 0):
-                tk, tt = kerntune_time(cli, problem, settings, [k_pick, kt_pick])
+            for r in range(a.rounds if not same else 0):
+                if r % 2 == 0:
+                    tk, tt = kerntune_time(cli, problem, settings, [k_pick, kt_pick])
+                else:
+                    tt, tk = kerntune_time(cli, problem, settings, [kt_pick, k_pick])
                 kratios.append(tk / tt)
             log("re-timed (kerntune's timer, cache flushed before each run, both picks in one process): ratios %s"
                 % " ".join("%.3f" % r for r in kratios))
