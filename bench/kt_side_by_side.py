@@ -177,10 +177,11 @@ def tune_in_child(tool, lang, name, budget, strategy, seed, build):
     """tune_kernel of tool (kernel_tuner or kerntune) in a process of its own, with caches of its
     own, empty: PoCL's kernels (it compiles one for each work-group size at its first launch and
     caches it: in one process the tool that ran second found the first's compiled), pyopencl's
-    binaries and kerntune's artifacts (both in XDG_CACHE_HOME). The configurations it measured
+    binaries and kerntune's artifacts (both in XDG_CACHE_HOME), CuPy's compiled kernels. The configurations it measured
     as (params, time), how many it evaluated, and its wall time."""
     cold = tempfile.mkdtemp(prefix="sbs-cold-")  # pyopencl's binary cache and kerntune's artifacts are under it too
-    env = dict(os.environ, POCL_CACHE_DIR=os.path.join(cold, "pocl"), XDG_CACHE_HOME=cold, KERNTUNE_CACHE="off")
+    env = dict(os.environ, POCL_CACHE_DIR=os.path.join(cold, "pocl"), XDG_CACHE_HOME=cold, KERNTUNE_CACHE="off",
+               CUPY_CACHE_DIR=os.path.join(cold, "cupy"))  # CuPy's compiled kernels (Kernel Tuner's on the GPU)
     env.pop("KERNTUNE_ARTIFACTS", None)
     cmd = [sys.executable, os.path.abspath(__file__), "--child", tool, "--lang", lang, "--problems", name, "--budget", str(budget),
            "--kt-strategy", strategy, "--seed", str(seed), "--build", str(build)]
@@ -197,8 +198,12 @@ def kerntune_run(cli, problem, settings, budget, t4, flush="auto"):
         cmd += ["--problem-size", ",".join(str(x) for x in settings["ps"])]
     for k, v in settings.get("defines", {}).items():
         cmd += ["--define", "%s=%s" % (k, ",".join(str(x) for x in v) if isinstance(v, list) else v)]
+    # its artifacts in a directory of their own, empty, as the drop-in's child gets: a run after
+    # another must not find configurations built
+    cold = tempfile.mkdtemp(prefix="sbs-cold-")
+    env = dict(os.environ, KERNTUNE_ARTIFACTS=os.path.join(cold, "artifacts"), POCL_CACHE_DIR=os.path.join(cold, "pocl"))
     t0 = time.time()
-    p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
     elapsed = time.time() - t0
     if p.returncode != 0:
         raise RuntimeError("kerntune tune %s exited %d:\n%s" % (problem, p.returncode, p.stderr[-3000:]))
