@@ -1,6 +1,7 @@
 /*
- * tune_results.c - what `kerntune tune` writes: T4 results (as they come, and whole), a stopped
- * validation's report, the text summary and the --json document of a finished tuning.
+ * tune_results.c - what `kerntune tune` writes as it goes and at the end: T4 results (as they
+ * come, and whole) and a stopped validation's report (the text summary and the --json document
+ * are tune_summary.c's).
  */
 #define _XOPEN_SOURCE 700 /* mkdtemp */
 #define _DEFAULT_SOURCE

@@ -31,7 +31,9 @@
  *   kerntune/variants.h    runtime-compiled variants: spaces, variant groups, constant memory,
  *                          the artifact directory, build threads
  *   kerntune/device.h      devices, device memory, running an op's variants on a device
- *   kerntune/cache.h       the persistent cache of decisions, and wisdom (its JSON export)
+ *   kerntune/search.h      search strategies over a space, driven by kerntune or by hand
+ *   kerntune/cache.h       the persistent cache of decisions, wisdom (its JSON export), Redis
+ *   kerntune/aot.h         tables of decisions made ahead of time (`kerntune aot`)
  *   kerntune/backend.h     the backend plug-in interface
  *
  * Enums with names are generated from one list each, KT_<NAME>_LIST(X), which calls

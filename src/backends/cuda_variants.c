@@ -518,12 +518,9 @@ typedef struct timing {
 
 static void gate_wait(void *p) {
     timing *t = p;
-    struct timespec t0, now;
-    clock_gettime(CLOCK_MONOTONIC, &t0);
-    while (!atomic_load_explicit(&t->open, memory_order_acquire)) {
-        clock_gettime(CLOCK_MONOTONIC, &now);
-        if ((now.tv_sec - t0.tv_sec) * 1000000000L + (now.tv_nsec - t0.tv_nsec) > GATE_MAX_NS) break;
-    }
+    double t0 = kt__now_s();
+    while (!atomic_load_explicit(&t->open, memory_order_acquire))
+        if (kt__now_s() - t0 > GATE_MAX_NS * 1e-9) break;
 }
 
 static kt_status timing_start(cu_state *s, timing *t, CUstream own, bool timed, char *err, size_t errlen) {

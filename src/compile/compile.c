@@ -1,5 +1,5 @@
 /*
- * compile.c - building variants: the on-disk artifact cache and the parallel build pool.
+ * compile.c - building variants: the on-disk artifact cache, one build at a time on any thread.
  *
  * Every variant to build is keyed by a 128-bit hash of everything that can change its artifact:
  * the library version and artifact format, the backend, the compiler's identity and default
@@ -13,8 +13,9 @@
  * without compiling (a failure of the environment, such as a compiler killed, leaves nothing).
  * Defines enter the key through what the preprocessor makes of the source with them (pp.c), so
  * that configurations differing only in a parameter the code never reads share one artifact.
- * Builds run on a pool of threads (the C backend's threads each drive a compiler process);
- * variants with the same key are built once; the loaded module of a key is shared.
+ * Builds run on the callers' threads (tune/builder.c's, bench/compile.c's; the C backend's each
+ * drive a compiler process); variants with the same key are built once; the loaded module of a
+ * key is shared.
  */
 #include "compile/compile.h"
 #include "compile/hash.h"

@@ -4,7 +4,7 @@
  * Units are submitted (planned, not built yet) and taken back once built: the caller may
  * measure units taken earlier meanwhile, so that on a backend whose kernels run apart from the
  * host's processors the next configurations compile while the current ones run. Units whose
- * builds share a key (the same code, see build/pp.c) share one build, also across submissions;
+ * builds share a key (the same code, see compile/pp.c) share one build, also across submissions;
  * a key another tuning of the op loaded already is not built again. Building and loading happen
  * on the builder's threads (as the build pool's threads did); a taken unit is finished on the
  * caller's thread: its module adopted into the op's table, its launch made runnable, or
