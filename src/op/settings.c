@@ -16,14 +16,21 @@
 static bool timeout_ok(double s) { return s >= 0.001 && s <= 600; }
 #define TIMEOUT_RANGE "[0.001, 600]"
 
+/* KT_OK when url (not "off") is a redis:// URL the shared cache can use, else
+ * KT_ERR_INVALID_ARGUMENT with the reason, which its callers prefix with their own names. */
+static kt_status url_check(const char *url) {
+    if (strncmp(url, "redis://", 8) != 0)
+        return kt__err(KT_ERR_INVALID_ARGUMENT, "'%.200s': expected redis://HOST:PORT[/DB] or off", url);
+    char host[256];
+    int port, db;
+    return kt_redis_url_parse(url, host, sizeof host, &port, &db);
+}
+
 kt_status kt_context_set_remote(kt_context *ctx, const char *url) {
     if (ctx == NULL) return kt__err(KT_ERR_NULL, "kt_context_set_remote: ctx is NULL");
     bool off = url == NULL || strcmp(url, "off") == 0;
-    if (!off && strncmp(url, "redis://", 8) != 0)
-        return kt__err(KT_ERR_INVALID_ARGUMENT, "kt_context_set_remote: '%.200s': expected redis://HOST:PORT[/DB] or off", url);
-    char host[256], why[600];
-    int port, db;
-    if (!off && kt_redis_url_parse(url, host, sizeof host, &port, &db) != KT_OK) {
+    if (!off && url_check(url) != KT_OK) {
+        char why[600];
         snprintf(why, sizeof why, "%s", kt_last_error());
         return kt__err(KT_ERR_INVALID_ARGUMENT, "kt_context_set_remote: %s", why);
     }
@@ -67,6 +74,11 @@ uint64_t kt_context_remote_errors(const kt_context *ctx) { return ctx ? atomic_l
 kt_status kt__shared_env(kt_context *ctx) {
     const char *url = getenv("KERNTUNE_REMOTE"), *key = getenv("KERNTUNE_REMOTE_KEY"), *file = getenv("KERNTUNE_REMOTE_KEY_FILE");
     const char *timeout = getenv("KERNTUNE_REMOTE_TIMEOUT");
+    if (url && *url && strcmp(url, "off") != 0 && url_check(url) != KT_OK) {
+        char why[600];
+        snprintf(why, sizeof why, "%s", kt_last_error());
+        return kt__err(KT_ERR_ENV, "kt_context_create: KERNTUNE_REMOTE: %s", why);
+    }
     kt_status st = KT_OK;
     if (timeout && *timeout) {
         char *end = NULL;
@@ -76,12 +88,7 @@ kt_status kt__shared_env(kt_context *ctx) {
             return kt__err(KT_ERR_ENV, "kt_context_create: KERNTUNE_REMOTE_TIMEOUT='%.200s': expected seconds in " TIMEOUT_RANGE, timeout);
         st = kt_context_set_remote_timeout(ctx, s);
     }
-    if (st == KT_OK && url && *url && kt_context_set_remote(ctx, url) != KT_OK) {
-        char why[700]; /* the setter's reason, without its own name */
-        const char *m = kt_last_error(), *own = "kt_context_set_remote: ";
-        snprintf(why, sizeof why, "%s", strncmp(m, own, strlen(own)) == 0 ? m + strlen(own) : m);
-        return kt__err(KT_ERR_ENV, "kt_context_create: KERNTUNE_REMOTE: %s", why);
-    }
+    if (st == KT_OK && url && *url) st = kt_context_set_remote(ctx, url);
     if (st == KT_OK && key && *key) st = kt_context_set_remote_key(ctx, key, strlen(key));
     else if (st == KT_OK && file && *file) {
         FILE *f = fopen(file, "rb");

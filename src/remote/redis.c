@@ -26,9 +26,9 @@
 #define BACKOFF_S 5.0 /* how long a remote that failed stays down */
 
 struct kt__remote {
-    char url[320];
-    char host[256];
-    int port, db, timeout_ms;
+    char url[320];         /* as given: kt_redis_connect reads it */
+    char host[256];        /* host and port: for messages */
+    int port, timeout_ms;
     unsigned char *secret;
     size_t secret_len;
     char owner[64];        /* this remote's lease token */
@@ -51,7 +51,8 @@ kt_status kt__remote_create(const char *url, const void *secret, size_t secret_l
                                                 "entries are signed with it", url);
     kt__remote *r = calloc(1, sizeof *r);
     if (r == NULL) return kt__err(KT_ERR_NO_MEMORY, "remote: out of memory");
-    if (kt_redis_url_parse(url, r->host, sizeof r->host, &r->port, &r->db) != KT_OK) {
+    int db;
+    if (kt_redis_url_parse(url, r->host, sizeof r->host, &r->port, &db) != KT_OK) {
         char why[600];
         snprintf(why, sizeof why, "%s", kt_last_error());
         free(r);
