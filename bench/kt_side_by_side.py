@@ -200,11 +200,11 @@ def kerntune_run(cli, problem, settings, budget, t4, flush="auto"):
         cmd += ["--define", "%s=%s" % (k, ",".join(str(x) for x in v) if isinstance(v, list) else v)]
     # its artifacts in a directory of their own, empty, as the drop-in's child gets: a run after
     # another must not find configurations built
-    cold = tempfile.mkdtemp(prefix="sbs-cold-")
-    env = dict(os.environ, KERNTUNE_ARTIFACTS=os.path.join(cold, "artifacts"), POCL_CACHE_DIR=os.path.join(cold, "pocl"))
-    t0 = time.time()
-    p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
-    elapsed = time.time() - t0
+    with tempfile.TemporaryDirectory(prefix="sbs-cold-") as cold:
+        env = dict(os.environ, KERNTUNE_ARTIFACTS=os.path.join(cold, "artifacts"), POCL_CACHE_DIR=os.path.join(cold, "pocl"))
+        t0 = time.time()
+        p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+        elapsed = time.time() - t0
     if p.returncode != 0:
         raise RuntimeError("kerntune tune %s exited %d:\n%s" % (problem, p.returncode, p.stderr[-3000:]))
     j = json.loads(p.stdout)
