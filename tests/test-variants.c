@@ -279,6 +279,53 @@ static void test_identical_code_compiled_once(void **state) {
     kt_context_destroy(ctx);
 }
 
+/* kt_op_build: the variants built into the artifact directory and nothing else (no decision,
+ * no run, the buffers untouched); built again, every one is found; a tuning in another context
+ * on the same directory compiles nothing; a variant that fails to build is counted. */
+static void test_build_ahead(void **state) {
+    (void)state;
+    fill();
+    static char src[4096], bad[4096];
+    snprintf(src, sizeof src, "/* ahead %d */\n%s", (int)getpid(), matmul_src); /* new to the cache */
+    snprintf(bad, sizeof bad, "/* ahead bad %d */\n#if TI == 32\nthis is not C;\n#endif\n%s", (int)getpid(), matmul_src);
+    kt_context *ctx = variant_context();
+    kt_space *sp = matmul_space();
+    kt_op *op = matmul_op(ctx, sp, src, "matmul");
+    memset(C, 0x5a, sizeof C);
+    kt_build_counts c = {99, 99, 99};
+    ok(kt_op_build(op, mm_args(N), 4, &c));
+    assert_int_equal(c.built, 8);
+    assert_int_equal(c.found, 0);
+    assert_int_equal(c.failed, 0);
+    assert_int_equal(kt_context_compile_count(ctx), 8);
+    for (size_t i = 0; i < sizeof C; i++) assert_int_equal(((unsigned char *)C)[i], 0x5a);
+    assert_int_equal(kt_op_decision_count(op), 0);
+    assert_int_equal(kt_op_tune_count(op), 0);
+    assert_int_equal(kt_op_measured_runs(op), 0);
+    ok(kt_op_build(op, mm_args(N), 4, &c));
+    assert_int_equal(c.built, 0);
+    assert_int_equal(c.found, 8);
+    assert_int_equal(kt_context_compile_count(ctx), 8);
+    kt_context *ctx2 = variant_context();
+    kt_op *op2 = matmul_op(ctx2, sp, src, "matmul");
+    ok(kt_op_call(op2, mm_args(N), 4));
+    assert_memory_equal(C, R, sizeof C);
+    assert_int_equal(kt_context_compile_count(ctx2), 0);
+    assert_int_equal(kt_context_artifact_hits(ctx2), 8);
+    kt_context *ctx3 = variant_context();
+    kt_op *op3 = matmul_op(ctx3, sp, bad, "matmul");
+    ok(kt_op_build(op3, mm_args(N), 4, &c));
+    assert_int_equal(c.built, 4);
+    assert_int_equal(c.failed, 4);
+    expect_status(KT_ERR_NULL, kt_op_build(NULL, mm_args(N), 4, NULL));
+    assert_int_not_equal(kt_op_build(op3, mm_args(N), 3, NULL), KT_OK); /* the wrong number of arguments */
+    assert_non_null(strstr(kt_last_error(), "kt_op_build"));
+    kt_space_destroy(sp);
+    kt_context_destroy(ctx3);
+    kt_context_destroy(ctx2);
+    kt_context_destroy(ctx);
+}
+
 /* ---- regressions from review ---------------------------------------------------------------- */
 
 /* Exported by this program (linked -rdynamic): a variant whose kernel has the same name must
@@ -847,6 +894,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_missing_entry_point),
         cmocka_unit_test(test_identical_code_compiled_once),
         cmocka_unit_test(test_second_process_compiles_nothing),
+        cmocka_unit_test(test_build_ahead),
         cmocka_unit_test(test_names_cannot_collide),
         cmocka_unit_test(test_missing_compiler),
         cmocka_unit_test(test_corrupt_artifact_rebuilt),

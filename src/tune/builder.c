@@ -80,6 +80,7 @@ struct kt__builder {
     bool inited; /* mu, work and done exist */
     bool cancellable; /* jobs' requests carry cancelled (kt__builder_start) */
     bool background;  /* its threads run at a lower priority (kt__builder_start) */
+    bool no_load;     /* artifacts only (kt__builder_no_load) */
     size_t exited; /* threads that left their loop */
     double t0;     /* when its threads began (kt__now_s): the origin of the decision's build spans */
     struct kt__builder *drain_next; /* in the context's list of builders left to finish */
@@ -284,9 +285,10 @@ kt_status kt__builder_submit(kt__builder *bl, const size_t *units, size_t n) {
         if (fresh && (j = calloc(1, sizeof *j)) != NULL) {
             j->bd = probe;
             if (bl->cancellable) j->bd.req.cancelled = job_cancelled, j->bd.req.cancel_user = j;
+            j->bd.no_load = bl->no_load;
             if (!own_request(j)) free(j), j = NULL;
         }
-        if (fresh && j != NULL) {
+        if (fresh && j != NULL && !bl->no_load) {
             pthread_mutex_lock(&op->lock); /* a module another tuning loaded already */
             for (size_t m = 0; m < op->nmodules; m++)
                 if (strcmp(op->modules[m].key, probe.key) == 0) j->bd.module = op->modules[m].module;
@@ -382,6 +384,12 @@ static kt_status finish(kt__builder *bl, job *j, size_t i) {
                 head);
         return KT_OK;
     }
+    if (bl->no_load) { /* the artifact is the result */
+        u->r.build_ms = first ? bd->build_ms : 0;
+        if ((u->artifact = strdup(bd->path)) == NULL)
+            return kt__err(KT_ERR_NO_MEMORY, "%s(op '%s'): out of memory for an artifact's path", d->where, op->name);
+        return KT_OK;
+    }
     if (!j->adopted) {
         pthread_mutex_lock(&op->lock);
         size_t m = 0;
@@ -427,6 +435,21 @@ static kt_status finish(kt__builder *bl, job *j, size_t i) {
         u->user = &u->launch;
     }
     return KT_OK;
+}
+
+void kt__builder_no_load(kt__builder *bl) { bl->no_load = true; }
+
+void kt__builder_counts(kt__builder *bl, size_t *built, size_t *found, size_t *failed) {
+    *built = *found = *failed = 0;
+    pthread_mutex_lock(&bl->mu);
+    for (size_t q = 0; q < bl->njobs; q++) {
+        const job *j = bl->jobs[q];
+        if (j->state != DONE) continue;
+        if (j->bd.status != KT_OK) ++*failed;
+        else if (j->bd.cached) ++*found;
+        else ++*built;
+    }
+    pthread_mutex_unlock(&bl->mu);
 }
 
 /* Removes unit i from the list of those not taken (the caller holds mu). */

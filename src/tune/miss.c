@@ -71,7 +71,7 @@ static kt_status decide(kt_op *op, kt_decision *d, const kt_arg *args, kt__finis
 
 /* ---- the miss path ------------------------------------------------------------------------- */
 
-static kt_decision *new_entry(const kt_op *op, const int64_t *key, size_t len, uint64_t hash) {
+kt_decision *kt__decision_new(const kt_op *op, const int64_t *key, size_t len, uint64_t hash) {
     kt_decision *d = calloc(1, sizeof *d);
     if (d == NULL) return NULL;
     d->ncand = op->ncands;
@@ -164,7 +164,7 @@ kt_status kt__tune_miss(kt_op *op, const kt_arg *args, size_t nargs, const int64
         }
         return d->fail_msg ? kt__err(d->fail_status, "%s", d->fail_msg) : kt__err(d->fail_status, "%s(op '%s'): tuning failed", where, op->name);
     }
-    d = new_entry(op, key, len, hash);
+    d = kt__decision_new(op, key, len, hash);
     kt_status st = d ? reserve_done(op, where) : kt__err(KT_ERR_NO_MEMORY, "%s(op '%s'): out of memory", where, op->name);
     if (st == KT_OK) st = kt__table_insert(op, d);
     pthread_mutex_unlock(&op->lock);

@@ -255,6 +255,16 @@ typedef struct kt__builder kt__builder;
 kt_status kt__builder_start(kt_op *op, kt_decision *d, kt__plans *plans, size_t threads, bool cancellable, bool background,
                             kt__builder **out);
 
+/* Makes the builder's builds artifacts only (before any submit): nothing is loaded, and a taken
+ * unit gets its artifact's path and build time, no launch (kt_op_build). */
+void kt__builder_no_load(kt__builder *bl);
+
+/* The builds done so far: compiled now, found on disk, failed (now, or recorded as failing). */
+void kt__builder_counts(kt__builder *bl, size_t *built, size_t *found, size_t *failed);
+
+/* A decision for key (len words, hash) of op, empty and tuning, in no table (miss.c). */
+kt_decision *kt__decision_new(const kt_op *op, const int64_t *key, size_t len, uint64_t hash);
+
 /* Queues the planned, not yet decided ones of units for building (those sharing a build's key
  * share the build). A unit that cannot be built here at all (no compiler, launch parameters
  * the backend cannot pass) ends BUILD_FAILED at once, not queued. An error is not the units'. */
