@@ -36,6 +36,8 @@ typedef struct tune_bench_args {
     const char *simulate;       /* a recording file to replay instead, or NULL */
     const char *simulate_name;  /* the name the recording goes by (the coordinator's path) */
     bool recorded;              /* replay recorded means */
+    bool build_only;            /* for tune_bench_build alone: no data made, nothing on the device,
+                                 * one compile thread (a fleet worker's build-ahead threads) */
 } tune_bench_args;
 
 /* Returns NULL and the bench, or the error (allocated). */
@@ -58,5 +60,11 @@ typedef struct tune_bench_result {
  * (allocated). */
 char *tune_bench_measure(tune_bench *b, const char *const *configs, size_t n, unsigned from, unsigned nruns, tune_bench_result *r);
 void tune_bench_result_free(tune_bench_result *r);
+
+/* Builds configurations configs[0..n) into the artifact directory as tune_bench_measure would
+ * build them, and nothing more (kt_op_build): the next tune_bench_measure of them, in this
+ * process or another, finds them built. Counts into *counts; a replay builds nothing. NULL, or
+ * the error (allocated). */
+char *tune_bench_build(tune_bench *b, const char *const *configs, size_t n, kt_build_counts *counts);
 
 #endif

@@ -82,6 +82,7 @@ char *tune_bench_open(const tune_bench_args *a, tune_bench **out) {
     if (!t1_grid(p, b->nps, &err)) goto fail;
     BKT(kt_context_create(&b->ctx));
     BKT(kt_context_set_cache(b->ctx, "off")); /* the coordinator keeps the decision */
+    if (a->build_only) BKT(kt_context_set_compile_threads(b->ctx, 1)); /* one build at a time: the caller runs several */
     /* every run of a job is reported: no warm-up of its own (the coordinator's engine decides
      * which runs are warm-ups, as it would of runs measured where it is) */
     BKT(kt_context_set_policy(b->ctx, KT_POLICY_FIXED));
@@ -107,7 +108,8 @@ char *tune_bench_open(const tune_bench_args *a, tune_bench **out) {
     if (!enumerate(p, b->sp, o->defines, o->ndefines, false, b->ps, b->nps, &total, &err)) goto fail;
     const kt_device *dv = kt_context_device(b->ctx, (size_t)b->dev);
     b->prep = (prepared){.p = p, .ctx = b->ctx, .dev = (size_t)b->dev, .host_dev = (kt_device_caps(dv) & KT_BACKEND_CAP_HOST_MEMORY) != 0,
-                         .no_data = a->simulate != NULL, .replay = a->simulate != NULL, .source = a->simulate ? "" : b->source};
+                         .no_data = a->simulate != NULL || a->build_only, .build_only = a->build_only, .replay = a->simulate != NULL,
+                         .source = a->simulate ? "" : b->source};
     if ((err = prepare(&b->prep, o, b->ps, b->nps, b->sp, b->full_sp)) != NULL) goto fail;
     *out = b;
     return NULL;
@@ -155,9 +157,61 @@ static kt_space *config_space(tune_bench *b, const char *config, char **err, cha
     return sp;
 }
 
+/* The op of configurations configs[0..n) (their one-configuration spaces into sps, *nsp of
+ * them; group[i]: the space of configs[i], or -1 with r[i] REJECTED when it is not one here),
+ * with nruns runs each; NULL with *err (allocated) on a failure. */
+static kt_op *configs_op(tune_bench *b, const char *const *configs, size_t n, unsigned nruns, kt_space **sps, size_t *nsp,
+                         size_t *group, tune_bench_result *r, char **err) {
+    const options *o = &b->o;
+    kt_op *op = NULL;
+    kt_status st;
+    *nsp = 0;
+    for (size_t i = 0; i < n && *err == NULL; i++) {
+        char *why = NULL;
+        kt_space *sp = config_space(b, configs[i], err, &why);
+        group[i] = sp ? *nsp : (size_t)-1;
+        if (sp) sps[(*nsp)++] = sp;
+        if (why) r[i].outcome = KT_OUTCOME_REJECTED, r[i].message = why;
+    }
+    if (*err || *nsp == 0) return NULL;
+    if ((st = kt_context_set_measure(b->ctx, 0, nruns ? nruns : 1, nruns ? nruns : 1, 0)) != KT_OK ||
+        (st = kt_op_create(b->ctx, b->p.name, &op)) != KT_OK || (st = kt_op_set_device(op, (size_t)b->dev)) != KT_OK ||
+        (st = kt_op_set_isolation(op, o->simulate ? KT_ISOLATE_OFF : KT_ISOLATE_ON)) != KT_OK ||
+        (st = kt_op_set_timeout(op, o->timeout)) != KT_OK) {
+        *err = cli_format("%s: %s", kt_status_name(st), kt_last_error());
+        kt_op_destroy(op);
+        return NULL;
+    }
+    if ((*err = declare(&b->prep, sps, *nsp, !o->simulate, op)) != NULL) {
+        kt_op_destroy(op);
+        return NULL;
+    }
+    return op;
+}
+
+char *tune_bench_build(tune_bench *b, const char *const *configs, size_t n, kt_build_counts *counts) {
+    /* the next tune_bench_measure in another context finds what this builds */
+    *counts = (kt_build_counts){0};
+    if (b->o.simulate) return NULL; /* a replay has nothing to build */
+    char *err = NULL;
+    kt_space **sps = calloc(n ? n : 1, sizeof *sps);
+    size_t *group = calloc(n ? n : 1, sizeof *group), nsp = 0;
+    tune_bench_result *r = calloc(n ? n : 1, sizeof *r);
+    kt_op *op = NULL;
+    if (sps == NULL || group == NULL || r == NULL) err = cli_format("out of memory");
+    else if ((op = configs_op(b, configs, n, 1, sps, &nsp, group, r, &err)) != NULL) {
+        kt_status st = kt_op_build(op, b->prep.args, b->p.nargs, counts);
+        if (st != KT_OK) err = cli_format("%s: %s", kt_status_name(st), kt_last_error());
+    }
+    kt_op_destroy(op);
+    for (size_t i = 0; i < nsp; i++) kt_space_destroy(sps[i]);
+    for (size_t i = 0; r && i < n; i++) tune_bench_result_free(&r[i]);
+    free(sps), free(group), free(r);
+    return err;
+}
+
 char *tune_bench_measure(tune_bench *b, const char *const *configs, size_t n, unsigned from, unsigned nruns, tune_bench_result *r) {
     const t1 *p = &b->p;
-    const options *o = &b->o;
     memset(r, 0, n * sizeof *r);
     char *err = NULL;
     kt_space **sps = calloc(n ? n : 1, sizeof *sps);
@@ -168,22 +222,7 @@ char *tune_bench_measure(tune_bench *b, const char *const *configs, size_t n, un
         err = cli_format("out of memory");
         goto out;
     }
-    for (size_t i = 0; i < n && err == NULL; i++) {
-        char *why = NULL;
-        kt_space *sp = config_space(b, configs[i], &err, &why);
-        group[i] = sp ? nsp : (size_t)-1;
-        if (sp) sps[nsp++] = sp;
-        if (why) r[i].outcome = KT_OUTCOME_REJECTED, r[i].message = why;
-    }
-    if (err || nsp == 0) goto out;
-    if ((st = kt_context_set_measure(b->ctx, 0, nruns ? nruns : 1, nruns ? nruns : 1, 0)) != KT_OK ||
-        (st = kt_op_create(b->ctx, p->name, &op)) != KT_OK || (st = kt_op_set_device(op, (size_t)b->dev)) != KT_OK ||
-        (st = kt_op_set_isolation(op, o->simulate ? KT_ISOLATE_OFF : KT_ISOLATE_ON)) != KT_OK ||
-        (st = kt_op_set_timeout(op, o->timeout)) != KT_OK) {
-        err = cli_format("%s: %s", kt_status_name(st), kt_last_error());
-        goto out;
-    }
-    if ((err = declare(&b->prep, sps, nsp, !o->simulate, op)) != NULL) goto out;
+    if ((op = configs_op(b, configs, n, nruns, sps, &nsp, group, r, &err)) == NULL) goto out;
     b->replay.skip = from;
     uint64_t built0 = atomic_load(&b->replay.built_ns);
     uint64_t served0 = atomic_load(&b->replay.served_ns);

@@ -95,6 +95,7 @@ typedef struct prepared {
     kt_context *ctx;
     size_t dev;
     bool host_dev;
+    bool build_only;      /* buffers on the host whatever the device: only built for, never run */
     bool no_data;         /* replay, or the coordinator of a fleet: buffers are never read */
     bool replay;          /* a replay: buffers of one element stand in for the arguments */
     const char *source;   /* the kernel source ("" when nothing is built here) */

@@ -222,7 +222,7 @@ char *prepare(prepared *pr, const options *o, const int64_t *ps, size_t nps, kt_
             free(err);
             return msg;
         }
-        if (pr->host_dev) {
+        if (pr->host_dev || pr->build_only) {
             pr->args[i] = kt_arg_buf(pr->host[i], bytes);
         } else {
             PKT(kt_device_alloc(pr->ctx, pr->dev, bytes, &pr->dev_buf[i]));

@@ -11,7 +11,7 @@
  * worker lives.
  */
 #define _DEFAULT_SOURCE /* mkdtemp, usleep */
-#include "fleet.h"
+#include "worker_int.h"
 
 #include "text.h"
 #include "tune.h"
@@ -60,12 +60,22 @@ void help_worker(FILE *out) {
             "                       measured on one machine\n"
             "  --batch K            take up to K jobs at once and build them in parallel (they are\n"
             "                       measured one after the other; default: twice the processors,\n"
-            "                       at most 64)\n"
+            "                       at most 64); streaming: at most K jobs in hand (default: twice\n"
+            "                       the build threads)\n"
+            "  --build-threads N    streaming: how many jobs build at once, each on a thread of its\n"
+            "                       own (default: one per processor, at most 64)\n"
+            "  --stream auto|on|off build the next jobs while the device measures the current ones\n"
+            "                       (on), or take a batch, build it, measure it, take the next (off);\n"
+            "                       auto (the default): on for a device with a processor of its own\n"
+            "                       (a GPU), off for the host's (building beside a kernel on the same\n"
+            "                       processors would slow it, and its measurement with it)\n"
             "  --max-jobs N         stop after N jobs (a batch is finished first)\n"
             "  --name NAME          this worker's name in the fleet (default: host:pid)\n"
             "  --quiet              print nothing but errors\n"
-            "  --json               when it stops, print {\"worker\", \"device\", \"jobs\"} on stdout (an\n"
-            "                       {\"error\": ...} document when it fails), and nothing else there\n"
+            "  --json               when it stops, print {\"worker\", \"device\", \"jobs\", \"streaming\",\n"
+            "                       \"built_ahead\", \"found_ahead\"} on stdout (builds compiled, and found\n"
+            "                       built, by the build-ahead threads; an {\"error\": ...} document when\n"
+            "                       it fails), and nothing else there\n"
             "  -h, --help           print this help\n");
 }
 
@@ -99,61 +109,11 @@ int run_worker(int argc, char **argv) {
 
 #else
 
-typedef struct worker_opts {
-    const char *url, *name;
-    long device;
-    double claim_s;
-    double pace; /* 0: replayed jobs take no time */
-    bool quiet, json;
-    long max_jobs;
-    long batch;
-} worker_opts;
-
-/* A job as taken from its stream. */
-typedef struct job {
-    char stream[64], id[64];
-    char run[40], seq[24], config[4096];
-    unsigned long from, runs;
-    long long deliveries;
-} job;
-
-/* One run this worker has set up. */
-typedef struct session {
-    char run[40];
-    char dir[64];
-    tune_bench *bench;
-    char *error;      /* why it could not be set up (every job of the run then fails with it) */
-    uint64_t used;
-} session;
-
-enum { SESSIONS = 4, POISON = 8 };
-
-typedef struct worker {
-    worker_opts o;
-    char name[256];
-    char compiler[1024];
-    redisContext *c;       /* jobs and results */
-    redisContext *hc;      /* the heartbeat's */
-    kt_context *ctx;
-    const kt_device *dev;
-    size_t devi;
-    char streams[2][64];
-    pthread_mutex_t mu;    /* the job in hand, for the heartbeat */
-    const job *held; /* the jobs in hand (renewed by the heartbeat) */
-    size_t nheld;
-    pthread_t beat;
-    bool beat_started;
-    atomic_bool stop;
-    atomic_long jobs;
-    session sessions[SESSIONS];
-    uint64_t tick;
-} worker;
-
-static volatile sig_atomic_t interrupted;
+volatile sig_atomic_t worker_interrupted;
 
 static void on_signal(int sig) {
     (void)sig;
-    interrupted = 1;
+    worker_interrupted = 1;
 }
 
 static int usage(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -174,7 +134,8 @@ static int parse(int argc, char **argv, worker_opts *o) {
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         bool has_value = strcmp(a, "--device") == 0 || strcmp(a, "--claim-timeout") == 0 || strcmp(a, "--max-jobs") == 0 ||
-                         strcmp(a, "--name") == 0 || strcmp(a, "--pace") == 0 || strcmp(a, "--batch") == 0;
+                         strcmp(a, "--name") == 0 || strcmp(a, "--pace") == 0 || strcmp(a, "--batch") == 0 ||
+                         strcmp(a, "--stream") == 0 || strcmp(a, "--build-threads") == 0;
         const char *v = has_value && i + 1 < argc ? argv[i + 1] : NULL;
         if (has_value && v == NULL) return usage("%s needs a value", a);
         char *end = NULL;
@@ -201,6 +162,16 @@ static int parse(int argc, char **argv, worker_opts *o) {
         } else if (strcmp(a, "--batch") == 0) {
             o->batch = strtol(v, &end, 10);
             if (end == v || *end || o->batch < 1 || o->batch > 64) return usage("--batch '%s': expected a count from 1 to 64", v);
+            o->batch_given = true;
+        } else if (strcmp(a, "--build-threads") == 0) {
+            o->build_threads = strtol(v, &end, 10);
+            if (end == v || *end || o->build_threads < 1 || o->build_threads > AHEAD)
+                return usage("--build-threads '%s': expected a count from 1 to %d", v, AHEAD);
+        } else if (strcmp(a, "--stream") == 0) {
+            if (strcmp(v, "auto") == 0) o->stream = STREAM_AUTO;
+            else if (strcmp(v, "on") == 0) o->stream = STREAM_ON;
+            else if (strcmp(v, "off") == 0) o->stream = STREAM_OFF;
+            else return usage("--stream '%s': expected auto, on or off", v);
         } else if (strcmp(a, "--name") == 0) {
             if (*v == '\0' || strlen(v) > 200) return usage("--name: expected a name of 1 to 200 characters");
             o->name = v;
@@ -224,7 +195,7 @@ static void announce(worker *w) {
                           kt_device_fingerprint(w->dev), "language", kt_device_language(w->dev) ? kt_device_language(w->dev) : "",
                           "compiler", w->compiler, "architecture", kt_device_architecture(w->dev), "vendor", kt_device_vendor(w->dev),
                           "stream", w->streams[0], "seen", (json_int_t)fleet_now_ms(), "jobs", (json_int_t)atomic_load(&w->jobs),
-                          "pid", (int)getpid(), "batch", (json_int_t)w->o.batch);
+                          "pid", (int)getpid(), "batch", (json_int_t)worker_in_flight(w));
     char *text = e ? json_dumps(e, JSON_COMPACT) : NULL;
     json_decref(e);
     if (text == NULL) return;
@@ -253,8 +224,9 @@ static void *beat_main(void *p) {
         }
         if (now - last_renew >= renew) { /* the job in hand stays this worker's while it lives */
             pthread_mutex_lock(&w->mu);
-            for (size_t i = 0; i < w->nheld; i++) {
-                redisReply *r = redisCommand(w->hc, "XCLAIM %s %s %s 0 %s JUSTID", w->held[i].stream, FLEET_GROUP, w->name, w->held[i].id);
+            for (size_t i = 0; i < HAND; i++) {
+                if (w->state[i] == FREE) continue;
+                redisReply *r = redisCommand(w->hc, "XCLAIM %s %s %s 0 %s JUSTID", w->hand[i].stream, FLEET_GROUP, w->name, w->hand[i].id);
                 if (r) freeReplyObject(r);
             }
             pthread_mutex_unlock(&w->mu);
@@ -289,11 +261,11 @@ static bool write_file(const char *dir, const char *name, const char *data, size
 }
 
 /* Sets run up in s: NULL, or why not (allocated); *gone when the run's coordinator is gone. */
-static char *session_open(worker *w, session *s, const char *run, bool *gone) {
+static char *session_open(worker *w, lane *l, session *s, const char *run, bool *gone) {
     *gone = false;
     snprintf(s->run, sizeof s->run, "%s", run);
-    redisReply *r = redisCommand(w->c, "HGETALL " FLEET_PREFIX "run:%s", run);
-    if (r == NULL) return cli_format("Redis: %s", w->c->errstr);
+    redisReply *r = redisCommand(l->c, "HGETALL " FLEET_PREFIX "run:%s", run);
+    if (r == NULL) return cli_format("Redis: %s", l->c->errstr);
     char *err = NULL;
     const redisReply *problem = NULL, *options = NULL, *recording = NULL;
     int64_t seen = 0;
@@ -340,7 +312,8 @@ static char *session_open(worker *w, session *s, const char *run, bool *gone) {
                              .device = recording ? -1 : (long)w->devi,
                              .simulate = recording ? rec_path : NULL,
                              .simulate_name = json_string_value(json_object_get(opts, "simulate_name")),
-                             .recorded = json_is_true(json_object_get(opts, "recorded"))};
+                             .recorded = json_is_true(json_object_get(opts, "recorded")),
+                             .build_only = l->build_only};
         err = problem_path && rec_path ? tune_bench_open(&a, &s->bench) : cli_format("out of memory");
         free(problem_path), free(rec_path);
     }
@@ -349,21 +322,22 @@ static char *session_open(worker *w, session *s, const char *run, bool *gone) {
     return err;
 }
 
-/* The session of run: set up now when none is (the least recently used one makes room). */
-static session *session_for(worker *w, const char *run, bool *gone) {
+/* The session of run in lane l: set up now when none is (the least recently used one makes
+ * room). */
+session *worker_session(worker *w, lane *l, const char *run, bool *gone) {
     *gone = false;
-    session *s = NULL, *oldest = &w->sessions[0];
+    session *s = NULL, *oldest = &l->sessions[0];
     for (int i = 0; i < SESSIONS && s == NULL; i++)
-        if (strcmp(w->sessions[i].run, run) == 0) s = &w->sessions[i];
-        else if (w->sessions[i].used < oldest->used) oldest = &w->sessions[i];
+        if (strcmp(l->sessions[i].run, run) == 0) s = &l->sessions[i];
+        else if (l->sessions[i].used < oldest->used) oldest = &l->sessions[i];
     if (s == NULL) {
         s = oldest;
         session_free(s);
-        s->error = session_open(w, s, run, gone);
+        s->error = session_open(w, l, s, run, gone);
         if (s->error && !w->o.quiet && !*gone) fprintf(stderr, "kerntune worker: run %s: %s\n", run, s->error);
         if (*gone) session_free(s);
     }
-    if (s->run[0]) s->used = ++w->tick;
+    if (s->run[0]) s->used = ++l->tick;
     return *gone ? NULL : s;
 }
 
@@ -390,11 +364,11 @@ static bool read_entry(const redisReply *ent, const char *stream, job *j) {
 
 /* Makes the two streams and their consumer group where they are absent: at the start, and when
  * a Redis that lost them (restarted without saving) answers again. NULL, or the error. */
-static char *make_groups(worker *w) {
+static char *make_groups(worker *w, lane *l) {
     for (int s = 0; s < 2; s++) {
-        redisReply *r = redisCommand(w->c, "XGROUP CREATE %s %s 0 MKSTREAM", w->streams[s], FLEET_GROUP);
+        redisReply *r = redisCommand(l->c, "XGROUP CREATE %s %s 0 MKSTREAM", w->streams[s], FLEET_GROUP);
         bool ok = r && (r->type != REDIS_REPLY_ERROR || strncmp(r->str, "BUSYGROUP", 9) == 0);
-        char *err = ok ? NULL : cli_format("creating the consumer group of %s: %s", w->streams[s], r ? r->str : w->c->errstr);
+        char *err = ok ? NULL : cli_format("creating the consumer group of %s: %s", w->streams[s], r ? r->str : l->c->errstr);
         if (r) freeReplyObject(r);
         if (err) return err;
     }
@@ -404,48 +378,49 @@ static char *make_groups(worker *w) {
 /* Up to max jobs into js: those abandoned by workers that stopped renewing their claims first,
  * else new ones (waiting up to a second); how many. An entry that is not a job is acknowledged
  * and dropped. */
-static void ack(worker *w, const char *stream, const char *id) {
-    redisReply *r = redisCommand(w->c, "XACK %s %s %s", stream, FLEET_GROUP, id);
+void worker_ack(worker *w, lane *l, const char *stream, const char *id) {
+    (void)w;
+    redisReply *r = redisCommand(l->c, "XACK %s %s %s", stream, FLEET_GROUP, id);
     if (r) freeReplyObject(r);
 }
 
 /* The jobs among entries (a reply's list of [id, [k, v...]]) of stream into js[*n..max); an entry
  * that is not a job is acknowledged and dropped. */
-static void take_entries(worker *w, const redisReply *entries, const char *stream, job *js, size_t *n, size_t max) {
+static void take_entries(worker *w, lane *l, const redisReply *entries, const char *stream, job *js, size_t *n, size_t max) {
     for (size_t e = 0; entries && entries->type == REDIS_REPLY_ARRAY && e < entries->elements && *n < max; e++) {
         const redisReply *ent = entries->element[e];
         if (read_entry(ent, stream, &js[*n])) (*n)++;
-        else if (ent->type == REDIS_REPLY_ARRAY && ent->elements > 0) ack(w, stream, ent->element[0]->str);
+        else if (ent->type == REDIS_REPLY_ARRAY && ent->elements > 0) worker_ack(w, l, stream, ent->element[0]->str);
     }
 }
 
-static size_t next_jobs(worker *w, job *js, size_t max) {
+size_t worker_next_jobs(worker *w, lane *l, job *js, size_t max) {
     char min_idle[32], count[16];
     snprintf(min_idle, sizeof min_idle, "%lld", (long long)(w->o.claim_s * 1000));
     snprintf(count, sizeof count, "%zu", max);
     size_t n = 0;
     for (int s = 0; s < 2 && n == 0; s++) {
         const char *argv[] = {"XAUTOCLAIM", w->streams[s], FLEET_GROUP, w->name, min_idle, "0-0", "COUNT", count};
-        redisReply *r = redisCommandArgv(w->c, 8, argv, NULL);
-        if (r && r->type == REDIS_REPLY_ARRAY && r->elements >= 2) take_entries(w, r->element[1], w->streams[s], js, &n, max);
+        redisReply *r = redisCommandArgv(l->c, 8, argv, NULL);
+        if (r && r->type == REDIS_REPLY_ARRAY && r->elements >= 2) take_entries(w, l, r->element[1], w->streams[s], js, &n, max);
         if (r) freeReplyObject(r);
     }
     for (size_t i = 0; i < n; i++) {
         /* how often it was handed out: a job that takes every worker down is failed, not retried forever */
-        redisReply *r = redisCommand(w->c, "XPENDING %s %s %s %s 1", js[i].stream, FLEET_GROUP, js[i].id, js[i].id);
+        redisReply *r = redisCommand(l->c, "XPENDING %s %s %s %s 1", js[i].stream, FLEET_GROUP, js[i].id, js[i].id);
         if (r && r->type == REDIS_REPLY_ARRAY && r->elements == 1 && r->element[0]->elements >= 4)
             js[i].deliveries = r->element[0]->element[3]->integer;
         if (r) freeReplyObject(r);
     }
     if (n > 0) return n;
     const char *argv[] = {"XREADGROUP", "GROUP", FLEET_GROUP, w->name, "COUNT", count, "BLOCK", "1000", "STREAMS", w->streams[0], w->streams[1], ">", ">"};
-    redisReply *r = redisCommandArgv(w->c, 13, argv, NULL);
-    if (r && r->type == REDIS_REPLY_ERROR && strncmp(r->str, "NOGROUP", 7) == 0) free(make_groups(w)); /* Redis lost them */
+    redisReply *r = redisCommandArgv(l->c, 13, argv, NULL);
+    if (r && r->type == REDIS_REPLY_ERROR && strncmp(r->str, "NOGROUP", 7) == 0) free(make_groups(w, l)); /* Redis lost them */
     for (size_t s = 0; r && r->type == REDIS_REPLY_ARRAY && s < r->elements; s++) {
         const redisReply *st = r->element[s];
         if (st->type != REDIS_REPLY_ARRAY || st->elements < 2) continue;
         size_t first = n;
-        take_entries(w, st->element[1], st->element[0]->str, js, &n, max);
+        take_entries(w, l, st->element[1], st->element[0]->str, js, &n, max);
         for (size_t i = first; i < n; i++) js[i].deliveries = 1; /* read new: handed out once */
     }
     if (r) freeReplyObject(r);
@@ -453,86 +428,23 @@ static size_t next_jobs(worker *w, job *js, size_t max) {
 }
 
 /* Writes job j's result and acknowledges it, in one transaction. */
-static bool finish(worker *w, const job *j, const char *result) {
+bool worker_finish(worker *w, lane *l, const job *j, const char *result) {
     char results[96];
     snprintf(results, sizeof results, FLEET_PREFIX "results:%s", j->run);
-    redisReply *r = redisCommand(w->c, "MULTI");
+    redisReply *r = redisCommand(l->c, "MULTI");
     bool ok = r && r->type != REDIS_REPLY_ERROR;
     if (r) freeReplyObject(r);
     const char *add[] = {"XADD", results, "*", "type", "done", "seq", j->seq, "worker", w->name, "result", result};
     if (ok) {
-        r = redisCommandArgv(w->c, 11, add, NULL);
+        r = redisCommandArgv(l->c, 11, add, NULL);
         if (r) freeReplyObject(r);
-        r = redisCommand(w->c, "XACK %s %s %s", j->stream, FLEET_GROUP, j->id);
+        r = redisCommand(l->c, "XACK %s %s %s", j->stream, FLEET_GROUP, j->id);
         if (r) freeReplyObject(r);
-        r = redisCommand(w->c, "EXEC");
+        r = redisCommand(l->c, "EXEC");
         ok = r && r->type == REDIS_REPLY_ARRAY;
         if (r) freeReplyObject(r);
     }
     return ok;
-}
-
-static void sleep_ns(double ns) {
-    if (!(ns > 0)) return;
-    struct timespec ts = {(time_t)(ns / 1e9), (long)fmod(ns, 1e9)};
-    while (nanosleep(&ts, &ts) != 0 && errno == EINTR && !interrupted) {
-    }
-}
-
-/* A result document (allocated): the measurement, or a failure with message. */
-static char *result_text(const worker *w, const job *j, const tune_bench_result *r, kt_outcome failed, const char *message) {
-    json_t *res = json_object();
-    json_object_set_new(res, "worker", json_string(w->name));
-    json_object_set_new(res, "config", json_string(j->config));
-    json_object_set_new(res, "outcome", json_string(kt_outcome_name(r ? r->outcome : failed)));
-    if (r ? r->message != NULL : message != NULL) json_object_set_new(res, "message", json_string(r ? r->message : message));
-    if (r) {
-        json_t *runs = json_array();
-        for (size_t i = 0; i < r->nruns; i++) json_array_append_new(runs, json_real(r->runs[i]));
-        json_object_set_new(res, "runs", runs);
-    }
-    char *text = json_dumps(res, JSON_COMPACT | JSON_REAL_PRECISION(17));
-    json_decref(res);
-    return text;
-}
-
-/* Measures jobs js[0..n) of one run, which ask for the same runs (built together, measured one
- * after the other), and sends each result. */
-static void run_group(worker *w, job *js, size_t n) {
-    bool gone = false;
-    session *s = session_for(w, js[0].run, &gone);
-    const char *configs[64];
-    job *batch[64];
-    size_t k = 0;
-    for (size_t i = 0; i < n; i++) {
-        char *text = NULL;
-        if (gone || s == NULL) { /* its run is gone: nobody waits for it */
-            ack(w, js[i].stream, js[i].id);
-            continue;
-        }
-        if (js[i].deliveries > POISON) /* it took every worker that tried it down */
-            text = result_text(w, &js[i], NULL, KT_OUTCOME_CRASHED, "handed out more than 8 times: every worker that took it stopped");
-        else if (s->error)
-            text = result_text(w, &js[i], NULL, KT_OUTCOME_FAILED, s->error);
-        if (text == NULL && !s->error && js[i].deliveries <= POISON) {
-            batch[k] = &js[i];
-            configs[k++] = js[i].config;
-            continue;
-        }
-        if (text && finish(w, &js[i], text)) atomic_fetch_add(&w->jobs, 1);
-        free(text);
-    }
-    if (k == 0) return;
-    tune_bench_result r[64];
-    char *err = tune_bench_measure(s->bench, configs, k, (unsigned)batch[0]->from, (unsigned)(batch[0]->runs ? batch[0]->runs : 1), r);
-    if (err == NULL && w->o.pace > 0) sleep_ns(r[0].recorded_ns * w->o.pace); /* as long as the recording says (scaled) */
-    for (size_t i = 0; i < k; i++) {
-        char *text = err ? result_text(w, batch[i], NULL, KT_OUTCOME_FAILED, err) : result_text(w, batch[i], &r[i], KT_OUTCOME_FAILED, NULL);
-        if (text && finish(w, batch[i], text)) atomic_fetch_add(&w->jobs, 1);
-        free(text);
-        if (err == NULL) tune_bench_result_free(&r[i]);
-    }
-    free(err);
 }
 
 /* The device this worker measures on. */
@@ -560,6 +472,7 @@ static bool pick(worker *w, char **err) {
  * the fleet's table and its heartbeat; false with *err (allocated) on a failure. */
 static bool worker_start(worker *w, char **err) {
     pthread_mutex_init(&w->mu, NULL);
+    pthread_cond_init(&w->cv, NULL);
     if (kt_context_create(&w->ctx) != KT_OK || kt_context_set_cache(w->ctx, "off") != KT_OK) {
         *err = cli_format("%s", kt_last_error());
         return false;
@@ -576,8 +489,16 @@ static bool worker_start(worker *w, char **err) {
     fleet_jobs_key(kt_device_fingerprint(w->dev), w->streams[0]);
     fleet_jobs_key(NULL, w->streams[1]);
     /* replies may wait a second (XREADGROUP BLOCK 1000): the timeout leaves room */
-    if ((w->c = fleet_connect(w->o.url, 5000, err)) == NULL || (w->hc = fleet_connect(w->o.url, 2000, err)) == NULL) return false;
-    if ((*err = make_groups(w)) != NULL) return false;
+    if ((w->main.c = fleet_connect(w->o.url, 5000, err)) == NULL || (w->hc = fleet_connect(w->o.url, 2000, err)) == NULL) return false;
+    if ((*err = make_groups(w, &w->main)) != NULL) return false;
+    w->streaming = w->o.stream == STREAM_ON || (w->o.stream == STREAM_AUTO && (kt_device_caps(w->dev) & KT_BACKEND_CAP_OWN_PROCESSOR));
+    if (w->streaming) { /* a build-ahead thread per compile thread, each with its connection */
+        w->build_threads = w->o.build_threads > 0 ? (size_t)w->o.build_threads : kt_context_compile_threads(w->ctx);
+        w->nahead = w->build_threads < 1 ? 1 : w->build_threads > AHEAD ? AHEAD : w->build_threads;
+        for (size_t i = 0; i < w->nahead; i++)
+            if ((w->ahead[i].c = fleet_connect(w->o.url, 5000, err)) == NULL) return false;
+            else w->ahead[i].build_only = true;
+    }
     announce(w);
     if (pthread_create(&w->beat, NULL, beat_main, w) != 0) {
         *err = cli_format("cannot start the heartbeat thread");
@@ -589,55 +510,15 @@ static bool worker_start(worker *w, char **err) {
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGTERM, &sa, NULL);
     if (!w->o.quiet)
-        fprintf(stderr, "kerntune worker %s: measuring on device %zu, %s, for %s\n", w->name, w->devi, kt_device_name(w->dev), w->o.url);
+        fprintf(stderr, "kerntune worker %s: measuring on device %zu, %s, for %s (%s)\n", w->name, w->devi, kt_device_name(w->dev),
+                w->o.url, w->streaming ? "streaming: building ahead while measuring" : "in batches");
     return true;
 }
 
-/* One batch: the jobs taken, shown running to their coordinators, and measured, those of one run
- * that ask for the same runs together. */
-static void serve_batch(worker *w) {
-    job js[64], grp[64];
-    size_t n = next_jobs(w, js, (size_t)w->o.batch);
-    if (n == 0) return;
-    pthread_mutex_lock(&w->mu);
-    w->held = js, w->nheld = n;
-    pthread_mutex_unlock(&w->mu);
-    for (size_t i = 0; i < n; i++) {
-        char results[96];
-        snprintf(results, sizeof results, FLEET_PREFIX "results:%s", js[i].run);
-        redisReply *r = redisCommand(w->c, "XADD %s * type start seq %s worker %s", results, js[i].seq, w->name);
-        if (r) freeReplyObject(r);
-    }
-    bool done[64] = {false};
-    for (size_t i = 0; i < n; i++) {
-        if (done[i]) continue;
-        size_t k = 0;
-        for (size_t j = i; j < n; j++)
-            if (!done[j] && strcmp(js[j].run, js[i].run) == 0 && js[j].from == js[i].from && js[j].runs == js[i].runs) {
-                grp[k++] = js[j];
-                done[j] = true;
-            }
-        run_group(w, grp, k);
-    }
-    pthread_mutex_lock(&w->mu);
-    w->nheld = 0;
-    pthread_mutex_unlock(&w->mu);
-}
-
-/* Takes and measures jobs until a signal or --max-jobs, waiting for Redis while it is away. */
-static void serve(worker *w) {
-    while (!interrupted && (w->o.max_jobs < 0 || atomic_load(&w->jobs) < w->o.max_jobs)) {
-        if (w->c == NULL || w->c->err) {
-            if (w->c) redisFree(w->c);
-            char *err = NULL;
-            if ((w->c = fleet_connect(w->o.url, 5000, &err)) == NULL) {
-                free(err);
-                sleep(1);
-                continue;
-            }
-        }
-        serve_batch(w);
-    }
+void worker_lane_free(lane *l) {
+    if (l->c) redisFree(l->c);
+    l->c = NULL;
+    for (int i = 0; i < SESSIONS; i++) session_free(&l->sessions[i]);
 }
 
 /* Leaves the fleet (its entry removed), says what it did (--json: one document), frees w. */
@@ -649,11 +530,12 @@ static void worker_stop(worker *w, int rc) {
         if (r) freeReplyObject(r);
         redisFree(w->hc);
     }
-    if (w->c) redisFree(w->c);
-    for (int i = 0; i < SESSIONS; i++) session_free(&w->sessions[i]);
+    worker_lane_free(&w->main);
+    for (size_t i = 0; i < w->nahead; i++) worker_lane_free(&w->ahead[i]);
     if (w->o.json && rc == 0) {
-        json_t *j = json_pack("{s:s,s:s,s:I}", "worker", w->name, "device", w->dev ? kt_device_name(w->dev) : "", "jobs",
-                              (json_int_t)atomic_load(&w->jobs));
+        json_t *j = json_pack("{s:s,s:s,s:I,s:b,s:I,s:I}", "worker", w->name, "device", w->dev ? kt_device_name(w->dev) : "", "jobs",
+                              (json_int_t)atomic_load(&w->jobs), "streaming", w->streaming, "built_ahead",
+                              (json_int_t)atomic_load(&w->built_ahead), "found_ahead", (json_int_t)atomic_load(&w->found_ahead));
         char *text = j ? json_dumps(j, JSON_COMPACT) : NULL;
         if (text) fprintf(doc_out ? doc_out : stdout, "%s\n", text);
         free(text);
@@ -661,6 +543,7 @@ static void worker_stop(worker *w, int rc) {
     }
     kt_context_destroy(w->ctx);
     pthread_mutex_destroy(&w->mu);
+    pthread_cond_destroy(&w->cv);
     if (!w->o.quiet && rc == 0) fprintf(stderr, "kerntune worker %s: stopped after %ld jobs\n", w->name, (long)atomic_load(&w->jobs));
     free(w);
 }
@@ -679,7 +562,7 @@ int run_worker(int argc, char **argv) {
     doc_out = jout;
     char *err = NULL;
     rc = worker_start(w, &err) ? 0 : 1;
-    if (rc == 0) serve(w);
+    if (rc == 0) worker_serve(w);
     else say_error(err ? err : "out of memory");
     free(err);
     worker_stop(w, rc);

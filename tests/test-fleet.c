@@ -9,6 +9,7 @@
  *    workers measure it (the OpenCL one takes no job), crashes and a hang come back classified,
  *    the winner is right, and the cache holds a decision that a local run is served from;
  *  - validation's disagreement stop, the workers validating: stopped as a local run is;
+ *  - a streaming worker measures other jobs while one job's build hangs, and builds every one;
  *  - a dead Redis, no live worker, and bad options: clear errors, nothing hangs.
  */
 #define _GNU_SOURCE /* popen */
@@ -369,6 +370,65 @@ static void real_problem(void **state) {
     json_decref(out);
 }
 
+/* A streaming worker measures while it builds: the build of V=0 waits (a compiler wrapper's
+ * gate) until V=7 has been compiled, which only a worker that goes on taking, building and
+ * measuring other jobs while one build hangs ever gets to (the coordinator keeps as many jobs on
+ * the stream as the worker holds: the worker would wait for V=0's build with every job it was
+ * given, and the gate would time out, as it does in batches). Every configuration comes back
+ * measured and correct, built by the build-ahead threads. */
+static void streaming(void **state) {
+    (void)state;
+    char cc[256], gate[256], timed_out[256], problem[512], cmd[2048];
+    snprintf(cc, sizeof cc, "%s/cc-gate", dir);
+    snprintf(gate, sizeof gate, "%s/gate", dir);
+    snprintf(timed_out, sizeof timed_out, "%s/gate-timed-out", dir);
+    FILE *f = fopen(cc, "w");
+    assert_non_null(f);
+    fprintf(f,
+            "#!/bin/sh\n"
+            "for a in \"$@\"; do case \"$a\" in *.c)\n"
+            "  if grep -q '^#define V 7$' \"$a\"; then touch '%s'; fi\n"
+            "  if grep -q '^#define V 0$' \"$a\"; then\n"
+            "    i=0; while [ ! -e '%s' ]; do i=$((i+1)); if [ $i -gt 600 ]; then touch '%s'; break; fi; sleep 0.1; done\n"
+            "  fi;;\n"
+            "esac; done\n"
+            "exec cc \"$@\"\n",
+            gate, gate, timed_out);
+    assert_int_equal(fclose(f), 0);
+    assert_int_equal(chmod(cc, 0755), 0);
+    snprintf(problem, sizeof problem, "%s/t1/stream_c.json", KT_DATA);
+    pid_t pid = fork();
+    if (pid == 0) {
+        char log[256];
+        snprintf(log, sizeof log, "%s/stream-w.json", dir);
+        int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        if (fd >= 0) dup2(fd, 1);
+        snprintf(cmd, sizeof cmd, "KERNTUNE_CC='%s' exec '%s' worker %s --name sw --device 0 --stream on --build-threads 3 --json --quiet",
+                 cc, KT_CLI, url);
+        execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
+        _exit(127);
+    }
+    assert_true(pid > 0);
+    await_worker("sw");
+    assert_int_equal(sh("'%s' tune '%s' --cache off --t4 %s/stream.json --workers %s --json > %s/stream.out", KT_CLI, problem, dir, url, dir), 0);
+    stop_worker(pid);
+    struct stat st;
+    assert_int_equal(stat(gate, &st), 0);
+    assert_int_not_equal(stat(timed_out, &st), 0);
+    char path[256];
+    snprintf(path, sizeof path, "%s/stream.json", dir);
+    json_t *t4 = load_json(path), *res = json_object_get(t4, "results");
+    assert_int_equal(json_array_size(res), 8);
+    for (size_t i = 0; i < 8; i++) assert_string_equal(json_string_value(json_object_get(json_array_get(res, i), "invalidity")), "correct");
+    json_decref(t4);
+    snprintf(path, sizeof path, "%s/stream-w.json", dir);
+    json_t *w = load_json(path);
+    assert_true(json_is_true(json_object_get(w, "streaming")));
+    assert_true(json_integer_value(json_object_get(w, "built_ahead")) >= 8);
+    assert_true(json_integer_value(json_object_get(w, "jobs")) >= 8);
+    json_decref(w);
+}
+
 /* Validation's disagreement stop with the workers validating: the coordinator hears their
  * verdicts through its units and stops the tuning as a local run does (exit 3), naming the
  * parameter that changes the output (tests/data/t1/steps_c.json: STEPS). */
@@ -441,6 +501,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test(redis_restarted),
         cmocka_unit_test(real_problem),
         cmocka_unit_test(disagreement_stops),
+        cmocka_unit_test(streaming),
     };
     return kt_run_cases(argc, argv, tests, setup, teardown);
 }
