@@ -612,6 +612,15 @@ typedef struct kt_build_counts {
  *  bad arguments, no compiler, no artifact directory, memory. */
 KT_API kt_status kt_op_build(kt_op *op, const kt_arg *args, size_t nargs, kt_build_counts *counts);
 
+/** Told of each configuration kt_op_build built or found (artifact: the file it is in, in the
+ *  artifact directory) or could not build (artifact NULL); config is the configuration's text
+ *  ("NAME=VALUE,..."). */
+typedef void (*kt_built_fn)(void *user, const char *config, const char *artifact);
+
+/** kt_op_build, telling on_built of each configuration (on the calling thread, after the builds
+ *  ended): a fleet's compile worker hands the artifacts on. */
+KT_API kt_status kt_op_build_each(kt_op *op, const kt_arg *args, size_t nargs, kt_build_counts *counts, kt_built_fn on_built, void *user);
+
 /** Returns how many times the op has tuned a key (measured its candidates). */
 KT_API uint64_t kt_op_tune_count(const kt_op *op);
 

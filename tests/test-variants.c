@@ -279,6 +279,22 @@ static void test_identical_code_compiled_once(void **state) {
     kt_context_destroy(ctx);
 }
 
+typedef struct built_seen {
+    int with_artifact, without;
+    bool files_there;
+} built_seen;
+
+static void on_built(void *user, const char *config, const char *artifact) {
+    built_seen *b = user;
+    assert_non_null(strstr(config, "TI="));
+    if (artifact == NULL) {
+        b->without++;
+        return;
+    }
+    b->with_artifact++;
+    b->files_there = b->files_there && access(artifact, R_OK) == 0 && strncmp(artifact, artifacts, strlen(artifacts)) == 0;
+}
+
 /* kt_op_build: the variants built into the artifact directory and nothing else (no decision,
  * no run, the buffers untouched); built again, every one is found; a tuning in another context
  * on the same directory compiles nothing; a variant that fails to build is counted. */
@@ -312,11 +328,19 @@ static void test_build_ahead(void **state) {
     assert_memory_equal(C, R, sizeof C);
     assert_int_equal(kt_context_compile_count(ctx2), 0);
     assert_int_equal(kt_context_artifact_hits(ctx2), 8);
+    built_seen seen = {0, 0, true};
+    ok(kt_op_build_each(op, mm_args(N), 4, &c, on_built, &seen)); /* each configuration told, with its file */
+    assert_int_equal(seen.with_artifact, 8);
+    assert_int_equal(seen.without, 0);
+    assert_true(seen.files_there);
     kt_context *ctx3 = variant_context();
     kt_op *op3 = matmul_op(ctx3, sp, bad, "matmul");
-    ok(kt_op_build(op3, mm_args(N), 4, &c));
+    seen = (built_seen){0, 0, true};
+    ok(kt_op_build_each(op3, mm_args(N), 4, &c, on_built, &seen));
     assert_int_equal(c.built, 4);
     assert_int_equal(c.failed, 4);
+    assert_int_equal(seen.with_artifact, 4);
+    assert_int_equal(seen.without, 4);
     expect_status(KT_ERR_NULL, kt_op_build(NULL, mm_args(N), 4, NULL));
     assert_int_not_equal(kt_op_build(op3, mm_args(N), 3, NULL), KT_OK); /* the wrong number of arguments */
     assert_non_null(strstr(kt_last_error(), "kt_op_build"));

@@ -10,7 +10,7 @@
 
 #include <stdlib.h>
 
-kt_status kt_op_build(kt_op *op, const kt_arg *args, size_t nargs, kt_build_counts *counts) {
+kt_status kt_op_build_each(kt_op *op, const kt_arg *args, size_t nargs, kt_build_counts *counts, kt_built_fn on_built, void *user) {
     if (counts) *counts = (kt_build_counts){0};
     if (op == NULL) return kt__err(KT_ERR_NULL, "kt_op_build: op is NULL");
     kt_status st = atomic_load_explicit(&op->frozen, memory_order_acquire) ? KT_OK : kt__op_freeze(op, "kt_op_build");
@@ -33,7 +33,12 @@ kt_status kt_op_build(kt_op *op, const kt_arg *args, size_t nargs, kt_build_coun
     if (bl != NULL) {
         kt__builder_no_load(bl);
         st = kt__builder_submit(bl, units, n);
-        while (st == KT_OK && kt__builder_take(bl, units, n, true, false, 0, &st) > 0) {}
+        size_t k;
+        while (st == KT_OK && (k = kt__builder_take(bl, units, n, true, false, 0, &st)) > 0)
+            for (size_t i = 0; on_built && i < k; i++) {
+                const kt__unit *u = &d->units[units[i]];
+                on_built(user, u->text ? u->text : "", u->r.outcome == KT_OUTCOME_BUILD_FAILED ? NULL : u->artifact);
+            }
         kt_build_counts c;
         kt__builder_counts(bl, &c.built, &c.found, &c.failed);
         if (counts) *counts = c;
@@ -43,4 +48,8 @@ kt_status kt_op_build(kt_op *op, const kt_arg *args, size_t nargs, kt_build_coun
     kt__plans_free(plans);
     kt__decision_free(d);
     return st;
+}
+
+kt_status kt_op_build(kt_op *op, const kt_arg *args, size_t nargs, kt_build_counts *counts) {
+    return kt_op_build_each(op, args, nargs, counts, NULL, NULL);
 }
