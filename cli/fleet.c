@@ -53,6 +53,10 @@ void fleet_jobs_key(const char *fingerprint, char out[64]) {
     else snprintf(out, 64, FLEET_PREFIX "jobs:%016llx", (unsigned long long)hash_text(fingerprint));
 }
 
+void fleet_build_key(const char *fingerprint, char out[64]) {
+    snprintf(out, 64, FLEET_PREFIX "build:%016llx", (unsigned long long)hash_text(fingerprint ? fingerprint : ""));
+}
+
 void *fleet_connect(const char *url, int timeout_ms, char **err) {
     void *c = NULL;
     kt_status st = kt_redis_connect(url, timeout_ms, &c);
@@ -156,11 +160,14 @@ static bool enqueue(fleet *f, size_t seq, char **err) {
     snprintf(s_seq, sizeof s_seq, "%zu", seq);
     snprintf(s_from, sizeof s_from, "%zu", j->from);
     snprintf(s_runs, sizeof s_runs, "%zu", j->runs);
-    const char *argv[] = {"XADD", f->jobs_key, "*", "run", f->run, "seq", s_seq, "config", j->config, "from", s_from, "runs", s_runs};
+    /* more runs of a configuration measured already: built, so straight to the measuring workers */
+    j->direct = j->from > 0 && strcmp(f->measure_key, f->jobs_key) != 0;
+    const char *key = j->direct ? f->measure_key : f->jobs_key;
+    const char *argv[] = {"XADD", key, "*", "run", f->run, "seq", s_seq, "config", j->config, "from", s_from, "runs", s_runs};
     redisReply *r = fleet_command(f, &f->c, 13, argv, NULL, NULL);
     bool ok = r && r->type == REDIS_REPLY_STRING;
     if (ok) snprintf(j->entry, sizeof j->entry, "%s", r->str);
-    else *err = cli_format("putting a job on %s: %s", f->jobs_key, r && r->str ? r->str : "refused");
+    else *err = cli_format("putting a job on %s: %s", key, r && r->str ? r->str : "refused");
     if (r) freeReplyObject(r);
     return ok;
 }
@@ -215,11 +222,16 @@ bool fleet_publish(fleet *f, redisContext **c, char **err) {
 /* Makes the stream of jobs and its consumer group where they are absent: when the run begins,
  * and when a Redis that lost them (restarted without saving) answers again. */
 bool fleet_make_group(fleet *f, redisContext **c, char **err) {
-    const char *grp[] = {"XGROUP", "CREATE", f->jobs_key, FLEET_GROUP, "0", "MKSTREAM"};
-    redisReply *r = fleet_command(f, c, 6, grp, NULL, NULL);
-    bool ok = r && (r->type != REDIS_REPLY_ERROR || strncmp(r->str, "BUSYGROUP", 9) == 0);
-    if (!ok) *err = cli_format("creating the consumer group of %s: %s", f->jobs_key, r ? r->str : "the fleet is closing");
-    if (r) freeReplyObject(r);
+    bool ok = true;
+    for (int k = 0; k < 2 && ok; k++) {
+        const char *key = k ? f->measure_key : f->jobs_key;
+        if (k == 1 && strcmp(key, f->jobs_key) == 0) break;
+        const char *grp[] = {"XGROUP", "CREATE", key, FLEET_GROUP, "0", "MKSTREAM"};
+        redisReply *r = fleet_command(f, c, 6, grp, NULL, NULL);
+        ok = r && (r->type != REDIS_REPLY_ERROR || strncmp(r->str, "BUSYGROUP", 9) == 0);
+        if (!ok) *err = cli_format("creating the consumer group of %s: %s", key, r ? r->str : "the fleet is closing");
+        if (r) freeReplyObject(r);
+    }
     return ok;
 }
 

@@ -18,6 +18,9 @@
  *                      problem, its files, a recording, options); "seen" is the coordinator's
  *                      heartbeat: a worker drops the jobs of a run whose coordinator is gone
  *   results:<id>       stream of "start" and "done" events of the run's jobs
+ *   build:<device>     stream of jobs to build first, while compile workers serve the device
+ *                      model (fleet_build_key), consumed by the group "workers"
+ *   blob:<sha256>      an artifact a compile worker built, by its digest (expires in a day)
  *
  * A worker writes a job's result and acknowledges the job in one transaction (MULTI/EXEC): a job
  * is either done, with one result, or still pending. While it works on a job it re-claims it
@@ -55,7 +58,8 @@ typedef struct fleet_run {
 typedef struct fleet fleet;
 
 typedef struct fleet_stats {
-    size_t workers;       /* live workers serving the run's device when it began */
+    size_t workers;       /* live workers measuring on the run's device when it began */
+    size_t compilers;     /* live compile workers building for it then (their jobs go to build:) */
     size_t ignored;       /* live workers on other devices */
     size_t batch;         /* jobs those workers take at once, summed over them */
     uint64_t jobs, done, failed, duplicates;
@@ -104,6 +108,14 @@ void help_worker(FILE *out);
 /* The stream of jobs for a device of this fingerprint ("kerntune:fleet:jobs:<16 hex digits>"),
  * or of replayed problems (fingerprint NULL). */
 void fleet_jobs_key(const char *fingerprint, char out[64]);
+
+/* The stream of jobs to build first for that device model ("kerntune:fleet:build:<16 hex>"):
+ * where the coordinator puts its jobs while compile workers (kerntune worker --build-only)
+ * serve the model. A compile worker builds a job, hands its artifact on (blob:<sha256>, or a
+ * shared directory) and moves the job to the jobs stream with the artifact's name and digest;
+ * a measuring worker takes jobs there first, and from here when it has nothing to do (it builds
+ * those itself), also those a compile worker took and stopped answering for. */
+void fleet_build_key(const char *fingerprint, char out[64]);
 
 /* Connects to url ("redis://host:port/db"; port 6379 and db 0 when left out) with a timeout in
  * ms for connecting and for each reply; NULL with *err on failure. The result is a

@@ -35,6 +35,7 @@ typedef struct job {
     char *config;
     size_t from, runs;
     char entry[48];      /* its stream entry, withdrawn at the end */
+    bool direct;         /* on measure_key, not jobs_key: more runs of what was built already */
     bool done;
     unsigned starts;     /* "start" events: more than one means it was taken over */
     json_t *result;
@@ -57,6 +58,7 @@ struct fleet {
     bool reader_started;
     atomic_bool stop;
     char run[40], run_key[96], results_key[96], jobs_key[64];
+    char measure_key[64]; /* the device model's jobs stream: jobs_key too, unless compile workers build first */
     char device[256], fingerprint[1024];
     char compiler[1024], arch[128], vendor[128]; /* the workers' device, as they describe it */
     /* the run's hash, kept to publish it again should Redis lose it */

@@ -84,6 +84,9 @@ static bool add_problem(fleet *f, const fleet_run *run, char **err) {
     return ok;
 }
 
+/* Whether a worker's entry is a compile worker's (kerntune worker --build-only). */
+static bool is_compiler(json_t *w) { return json_is_true(json_object_get(w, "build_only")); }
+
 /* The live workers able to take the run: their stream, device and fingerprint (jansson objects
  * in an array); waits up to wait_s for one. */
 static json_t *live_workers(fleet *f, const fleet_run *run, double wait_s, size_t *others, char **err) {
@@ -159,19 +162,20 @@ bool fleet_open(const char *url, const fleet_run *run, double wait_s, bool progr
     for (size_t i = 0; i < nw && !run->simulate; i++) {
         json_t *w = json_array_get(workers, i);
         const char *fp = json_string_value(json_object_get(w, "fingerprint"));
+        if (is_compiler(w)) continue; /* the device model is the measuring workers' */
         size_t same = 0;
         for (size_t k = 0; fp && k < nw; k++) {
             const char *other = json_string_value(json_object_get(json_array_get(workers, k), "fingerprint"));
-            same += other && strcmp(fp, other) == 0;
+            same += other && strcmp(fp, other) == 0 && !is_compiler(json_array_get(workers, k));
         }
         if (same > f->st.workers) {
             f->st.workers = same, pick = fp;
-            f->st.batch = 0;
-            for (size_t k = 0; k < nw; k++) {
+            f->st.batch = 0, f->st.compilers = 0;
+            for (size_t k = 0; k < nw; k++) { /* jobs in flight: what those workers and their compile workers hold */
                 json_t *o = json_array_get(workers, k);
                 const char *other = json_string_value(json_object_get(o, "fingerprint"));
                 json_int_t b = json_integer_value(json_object_get(o, "batch"));
-                if (other && strcmp(fp, other) == 0) f->st.batch += b > 0 ? (size_t)b : 1;
+                if (other && strcmp(fp, other) == 0) f->st.batch += b > 0 ? (size_t)b : 1, f->st.compilers += is_compiler(o);
             }
             const char *dev = json_string_value(json_object_get(w, "device")), *cc = json_string_value(json_object_get(w, "compiler"));
             const char *arch = json_string_value(json_object_get(w, "architecture")), *vendor = json_string_value(json_object_get(w, "vendor"));
@@ -181,15 +185,24 @@ bool fleet_open(const char *url, const fleet_run *run, double wait_s, bool progr
             snprintf(f->vendor, sizeof f->vendor, "%s", vendor ? vendor : "");
         }
     }
-    f->st.ignored = others + nw - f->st.workers;
+    if (!run->simulate && f->st.workers == 0) {
+        *err = cli_format("no live worker on %s measures on a %s device: the %zu there only build (kerntune worker --build-only); "
+                          "start 'kerntune worker %s --device N' on a machine with one", f->url, run->p->language, nw, f->url);
+        json_decref(workers);
+        goto fail;
+    }
+    f->st.ignored = others + nw - f->st.workers - f->st.compilers;
     if (run->simulate) {
         snprintf(f->device, sizeof f->device, "replay of %.200s", run->simulate); /* as replay.c names it */
         snprintf(f->fingerprint, sizeof f->fingerprint, "replay:%.900s", run->simulate);
         snprintf(f->compiler, sizeof f->compiler, "replay %.900s recorded=%d", run->simulate, run->recorded); /* as replay.c says */
         fleet_jobs_key(NULL, f->jobs_key);
+        fleet_jobs_key(NULL, f->measure_key);
     } else {
         snprintf(f->fingerprint, sizeof f->fingerprint, "%s", pick ? pick : "");
-        fleet_jobs_key(f->fingerprint, f->jobs_key);
+        fleet_jobs_key(f->fingerprint, f->measure_key);
+        if (f->st.compilers > 0) fleet_build_key(f->fingerprint, f->jobs_key); /* built first, then measured */
+        else fleet_jobs_key(f->fingerprint, f->jobs_key);
     }
     json_decref(workers);
     /* the run: a random name, its problem and files, the recording, the options */
@@ -255,15 +268,16 @@ void fleet_close(fleet *f) {
     if (f->shown) fleet_show_progress(f, true);
     /* withdraw what is left of the run: its jobs (done or not), its hash and its results */
     if (f->c) {
-        for (size_t i = 0; i < f->njobs;) {
-            const char *argv[2 + 256];
-            int n = 0;
-            argv[n++] = "XDEL", argv[n++] = f->jobs_key;
-            for (; i < f->njobs && n < 2 + 256; i++)
-                if (f->jobs[i].entry[0]) argv[n++] = f->jobs[i].entry;
-            redisReply *r = n > 2 ? redisCommandArgv(f->c, n, argv, NULL) : NULL;
-            if (r) freeReplyObject(r);
-        }
+        for (int direct = 0; direct < 2; direct++)
+            for (size_t i = 0; i < f->njobs;) {
+                const char *argv[2 + 256];
+                int n = 0;
+                argv[n++] = "XDEL", argv[n++] = direct ? f->measure_key : f->jobs_key;
+                for (; i < f->njobs && n < 2 + 256; i++)
+                    if (f->jobs[i].entry[0] && f->jobs[i].direct == (direct == 1)) argv[n++] = f->jobs[i].entry;
+                redisReply *r = n > 2 ? redisCommandArgv(f->c, n, argv, NULL) : NULL;
+                if (r) freeReplyObject(r);
+            }
         if (f->run_key[0]) {
             redisReply *r = redisCommand(f->c, "DEL %s %s", f->run_key, f->results_key);
             if (r) freeReplyObject(r);

@@ -63,8 +63,9 @@ void tune_bench_result_free(tune_bench_result *r);
 
 /* Builds configurations configs[0..n) into the artifact directory as tune_bench_measure would
  * build them, and nothing more (kt_op_build): the next tune_bench_measure of them, in this
- * process or another, finds them built. Counts into *counts; a replay builds nothing. NULL, or
+ * process or another, finds them built. Counts into *counts, and tells on_built (when not
+ * NULL) of each configuration's artifact (kt_op_build_each); a replay builds nothing. NULL, or
  * the error (allocated). */
-char *tune_bench_build(tune_bench *b, const char *const *configs, size_t n, kt_build_counts *counts);
+char *tune_bench_build(tune_bench *b, const char *const *configs, size_t n, kt_build_counts *counts, kt_built_fn on_built, void *user);
 
 #endif

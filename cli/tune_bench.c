@@ -189,7 +189,7 @@ static kt_op *configs_op(tune_bench *b, const char *const *configs, size_t n, un
     return op;
 }
 
-char *tune_bench_build(tune_bench *b, const char *const *configs, size_t n, kt_build_counts *counts) {
+char *tune_bench_build(tune_bench *b, const char *const *configs, size_t n, kt_build_counts *counts, kt_built_fn on_built, void *user) {
     /* the next tune_bench_measure in another context finds what this builds */
     *counts = (kt_build_counts){0};
     if (b->o.simulate) return NULL; /* a replay has nothing to build */
@@ -200,7 +200,7 @@ char *tune_bench_build(tune_bench *b, const char *const *configs, size_t n, kt_b
     kt_op *op = NULL;
     if (sps == NULL || group == NULL || r == NULL) err = cli_format("out of memory");
     else if ((op = configs_op(b, configs, n, 1, sps, &nsp, group, r, &err)) != NULL) {
-        kt_status st = kt_op_build(op, b->prep.args, b->p.nargs, counts);
+        kt_status st = kt_op_build_each(op, b->prep.args, b->p.nargs, counts, on_built, user);
         if (st != KT_OK) err = cli_format("%s: %s", kt_status_name(st), kt_last_error());
     }
     kt_op_destroy(op);

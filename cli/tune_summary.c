@@ -244,6 +244,7 @@ json_t *summary_json(const summary *s) {
         json_t *fj = json_object();
         json_object_set_new(fj, "device", json_string(fleet_device_name(s->fl)));
         json_object_set_new(fj, "workers", json_integer((json_int_t)s->fs.workers));
+        json_object_set_new(fj, "compile_workers", json_integer((json_int_t)s->fs.compilers));
         json_object_set_new(fj, "workers_left_out", json_integer((json_int_t)s->fs.ignored));
         json_object_set_new(fj, "jobs", json_integer((json_int_t)s->fs.jobs));
         json_object_set_new(fj, "failed", json_integer((json_int_t)s->fs.failed));

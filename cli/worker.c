@@ -64,6 +64,15 @@ void help_worker(FILE *out) {
             "                       the build threads)\n"
             "  --build-threads N    streaming: how many jobs build at once, each on a thread of its\n"
             "                       own (default: one per processor, at most 64)\n"
+            "  --build-only         a compile worker: build the jobs for the device (it needs no\n"
+            "                       device of its own beyond what its compiler targets: the host for\n"
+            "                       C), hand each artifact on (through Redis, or --share) with its\n"
+            "                       SHA-256, and leave the measuring to the device workers, which\n"
+            "                       check the digest before they load it; --build-threads builds at\n"
+            "                       once (a tuning's jobs go to its compile workers first while any\n"
+            "                       serve its device model)\n"
+            "  --share DIR          hand artifacts on through DIR (a directory every worker of the\n"
+            "                       fleet reads and writes) instead of through Redis\n"
             "  --stream auto|on|off build the next jobs while the device measures the current ones\n"
             "                       (on), or take a batch, build it, measure it, take the next (off);\n"
             "                       auto (the default): on for a device with a processor of its own\n"
@@ -73,9 +82,11 @@ void help_worker(FILE *out) {
             "  --name NAME          this worker's name in the fleet (default: host:pid)\n"
             "  --quiet              print nothing but errors\n"
             "  --json               when it stops, print {\"worker\", \"device\", \"jobs\", \"streaming\",\n"
-            "                       \"built_ahead\", \"found_ahead\"} on stdout (builds compiled, and found\n"
-            "                       built, by the build-ahead threads; an {\"error\": ...} document when\n"
-            "                       it fails), and nothing else there\n"
+            "                       \"built_ahead\", \"found_ahead\" (builds compiled, and found built, by\n"
+            "                       the build-ahead threads), \"build_only\", \"artifacts_handed_on\",\n"
+            "                       \"artifacts_received\", \"artifacts_rejected\" (failing their digest)}\n"
+            "                       on stdout (an {\"error\": ...} document when it fails), and nothing\n"
+            "                       else there\n"
             "  -h, --help           print this help\n");
 }
 
@@ -135,7 +146,7 @@ static int parse(int argc, char **argv, worker_opts *o) {
         const char *a = argv[i];
         bool has_value = strcmp(a, "--device") == 0 || strcmp(a, "--claim-timeout") == 0 || strcmp(a, "--max-jobs") == 0 ||
                          strcmp(a, "--name") == 0 || strcmp(a, "--pace") == 0 || strcmp(a, "--batch") == 0 ||
-                         strcmp(a, "--stream") == 0 || strcmp(a, "--build-threads") == 0;
+                         strcmp(a, "--stream") == 0 || strcmp(a, "--build-threads") == 0 || strcmp(a, "--share") == 0;
         const char *v = has_value && i + 1 < argc ? argv[i + 1] : NULL;
         if (has_value && v == NULL) return usage("%s needs a value", a);
         char *end = NULL;
@@ -145,6 +156,12 @@ static int parse(int argc, char **argv, worker_opts *o) {
         } else if (strcmp(a, "--pace") == 0) {
             o->pace = strtod(v, &end);
             if (end == v || *end || !(o->pace > 0 && o->pace <= 1000)) return usage("--pace '%s': expected a factor above 0, at most 1000", v);
+        } else if (strcmp(a, "--build-only") == 0) {
+            o->build_only = true;
+        } else if (strcmp(a, "--share") == 0) {
+            struct stat st;
+            if (*v == '\0' || stat(v, &st) != 0 || !S_ISDIR(st.st_mode)) return usage("--share '%s': not a directory", v);
+            o->share = v;
         } else if (strcmp(a, "--quiet") == 0) {
             o->quiet = true;
         } else if (strcmp(a, "--json") == 0) {
@@ -191,11 +208,11 @@ static int parse(int argc, char **argv, worker_opts *o) {
 /* ---- the heartbeat ---------------------------------------------------------------------------- */
 
 static void announce(worker *w) {
-    json_t *e = json_pack("{s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:I,s:I,s:i,s:I}", "device", kt_device_name(w->dev), "fingerprint",
+    json_t *e = json_pack("{s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:I,s:I,s:i,s:I,s:b}", "device", kt_device_name(w->dev), "fingerprint",
                           kt_device_fingerprint(w->dev), "language", kt_device_language(w->dev) ? kt_device_language(w->dev) : "",
                           "compiler", w->compiler, "architecture", kt_device_architecture(w->dev), "vendor", kt_device_vendor(w->dev),
                           "stream", w->streams[0], "seen", (json_int_t)fleet_now_ms(), "jobs", (json_int_t)atomic_load(&w->jobs),
-                          "pid", (int)getpid(), "batch", (json_int_t)worker_in_flight(w));
+                          "pid", (int)getpid(), "batch", (json_int_t)worker_in_flight(w), "build_only", w->o.build_only);
     char *text = e ? json_dumps(e, JSON_COMPACT) : NULL;
     json_decref(e);
     if (text == NULL) return;
@@ -358,6 +375,9 @@ static bool read_entry(const redisReply *ent, const char *stream, job *j) {
         else if (strcmp(n, "config") == 0) have[2] = (size_t)snprintf(j->config, sizeof j->config, "%s", v) < sizeof j->config;
         else if (strcmp(n, "from") == 0) j->from = strtoul(v, NULL, 10), have[3] = true;
         else if (strcmp(n, "runs") == 0) j->runs = strtoul(v, NULL, 10), have[4] = true;
+        else if (strcmp(n, "artifact") == 0) snprintf(j->artifact, sizeof j->artifact, "%s", v);
+        else if (strcmp(n, "sha256") == 0) snprintf(j->sha256, sizeof j->sha256, "%s", v);
+        else if (strcmp(n, "forwarded") == 0) j->forwarded = true;
     }
     return have[0] && have[1] && have[2] && have[3] && have[4];
 }
@@ -365,7 +385,7 @@ static bool read_entry(const redisReply *ent, const char *stream, job *j) {
 /* Makes the two streams and their consumer group where they are absent: at the start, and when
  * a Redis that lost them (restarted without saving) answers again. NULL, or the error. */
 static char *make_groups(worker *w, lane *l) {
-    for (int s = 0; s < 2; s++) {
+    for (int s = 0; s < 3; s++) {
         redisReply *r = redisCommand(l->c, "XGROUP CREATE %s %s 0 MKSTREAM", w->streams[s], FLEET_GROUP);
         bool ok = r && (r->type != REDIS_REPLY_ERROR || strncmp(r->str, "BUSYGROUP", 9) == 0);
         char *err = ok ? NULL : cli_format("creating the consumer group of %s: %s", w->streams[s], r ? r->str : l->c->errstr);
@@ -394,12 +414,15 @@ static void take_entries(worker *w, lane *l, const redisReply *entries, const ch
     }
 }
 
-size_t worker_next_jobs(worker *w, lane *l, job *js, size_t max) {
+size_t worker_next_jobs(worker *w, lane *l, job *js, size_t max, jobs_from from) {
     char min_idle[32], count[16];
     snprintf(min_idle, sizeof min_idle, "%lld", (long long)(w->o.claim_s * 1000));
     snprintf(count, sizeof count, "%zu", max);
+    /* abandoned jobs first: a measuring worker takes over builds too (nothing may wait on a
+     * compile worker that died) */
+    int first = from == JOBS_BUILD ? 2 : 0;
     size_t n = 0;
-    for (int s = 0; s < 2 && n == 0; s++) {
+    for (int s = first; s < 3 && n == 0; s++) {
         const char *argv[] = {"XAUTOCLAIM", w->streams[s], FLEET_GROUP, w->name, min_idle, "0-0", "COUNT", count};
         redisReply *r = redisCommandArgv(l->c, 8, argv, NULL);
         if (r && r->type == REDIS_REPLY_ARRAY && r->elements >= 2) take_entries(w, l, r->element[1], w->streams[s], js, &n, max);
@@ -413,17 +436,36 @@ size_t worker_next_jobs(worker *w, lane *l, job *js, size_t max) {
         if (r) freeReplyObject(r);
     }
     if (n > 0) return n;
-    const char *argv[] = {"XREADGROUP", "GROUP", FLEET_GROUP, w->name, "COUNT", count, "BLOCK", "1000", "STREAMS", w->streams[0], w->streams[1], ">", ">"};
-    redisReply *r = redisCommandArgv(l->c, 13, argv, NULL);
-    if (r && r->type == REDIS_REPLY_ERROR && strncmp(r->str, "NOGROUP", 7) == 0) free(make_groups(w, l)); /* Redis lost them */
-    for (size_t s = 0; r && r->type == REDIS_REPLY_ARRAY && s < r->elements; s++) {
-        const redisReply *st = r->element[s];
-        if (st->type != REDIS_REPLY_ARRAY || st->elements < 2) continue;
-        size_t first = n;
-        take_entries(w, l, st->element[1], st->element[0]->str, js, &n, max);
-        for (size_t i = first; i < n; i++) js[i].deliveries = 1; /* read new: handed out once */
+    /* then new ones: a measuring worker's own streams (waiting up to a second), then, with
+     * nothing there, the jobs still to build (it builds them itself: an idle device beats one
+     * waiting for a compile worker) */
+    /* then new ones: a measuring worker's own streams first (what compile workers built, and
+     * replays), without waiting; then, waiting up to a second, those and the jobs still to build
+     * too (it builds those itself: an idle device beats one waiting for a compile worker). A
+     * compile worker reads the jobs to build alone. */
+    for (int pass = from == JOBS_BUILD ? 1 : 0; pass < 2 && n == 0; pass++) {
+        const char *argv[15];
+        int argc = 0;
+        argv[argc++] = "XREADGROUP", argv[argc++] = "GROUP", argv[argc++] = FLEET_GROUP, argv[argc++] = w->name;
+        argv[argc++] = "COUNT", argv[argc++] = count;
+        if (pass == 1) argv[argc++] = "BLOCK", argv[argc++] = "1000";
+        argv[argc++] = "STREAMS";
+        if (from == JOBS_BUILD) argv[argc++] = w->streams[2], argv[argc++] = ">";
+        else if (pass == 0) argv[argc++] = w->streams[0], argv[argc++] = w->streams[1], argv[argc++] = ">", argv[argc++] = ">";
+        else
+            argv[argc++] = w->streams[0], argv[argc++] = w->streams[1], argv[argc++] = w->streams[2], argv[argc++] = ">",
+            argv[argc++] = ">", argv[argc++] = ">";
+        redisReply *r = redisCommandArgv(l->c, argc, argv, NULL);
+        if (r && r->type == REDIS_REPLY_ERROR && strncmp(r->str, "NOGROUP", 7) == 0) free(make_groups(w, l)); /* Redis lost them */
+        for (size_t s = 0; r && r->type == REDIS_REPLY_ARRAY && s < r->elements; s++) {
+            const redisReply *st = r->element[s];
+            if (st->type != REDIS_REPLY_ARRAY || st->elements < 2) continue;
+            size_t first_new = n;
+            take_entries(w, l, st->element[1], st->element[0]->str, js, &n, max);
+            for (size_t i = first_new; i < n; i++) js[i].deliveries = 1; /* read new: handed out once */
+        }
+        if (r) freeReplyObject(r);
     }
-    if (r) freeReplyObject(r);
     return n;
 }
 
@@ -440,6 +482,10 @@ bool worker_finish(worker *w, lane *l, const job *j, const char *result) {
         if (r) freeReplyObject(r);
         r = redisCommand(l->c, "XACK %s %s %s", j->stream, FLEET_GROUP, j->id);
         if (r) freeReplyObject(r);
+        if (j->forwarded) { /* a compile worker's copy: no coordinator withdraws it */
+            r = redisCommand(l->c, "XDEL %s %s", j->stream, j->id);
+            if (r) freeReplyObject(r);
+        }
         r = redisCommand(l->c, "EXEC");
         ok = r && r->type == REDIS_REPLY_ARRAY;
         if (r) freeReplyObject(r);
@@ -488,11 +534,13 @@ static bool worker_start(worker *w, char **err) {
     if (!w->o.name) snprintf(w->name, sizeof w->name, "%.120s:%ld", host, (long)getpid());
     fleet_jobs_key(kt_device_fingerprint(w->dev), w->streams[0]);
     fleet_jobs_key(NULL, w->streams[1]);
+    fleet_build_key(kt_device_fingerprint(w->dev), w->streams[2]);
     /* replies may wait a second (XREADGROUP BLOCK 1000): the timeout leaves room */
     if ((w->main.c = fleet_connect(w->o.url, 5000, err)) == NULL || (w->hc = fleet_connect(w->o.url, 2000, err)) == NULL) return false;
     if ((*err = make_groups(w, &w->main)) != NULL) return false;
     w->streaming = w->o.stream == STREAM_ON || (w->o.stream == STREAM_AUTO && (kt_device_caps(w->dev) & KT_BACKEND_CAP_OWN_PROCESSOR));
-    if (w->streaming) { /* a build-ahead thread per compile thread, each with its connection */
+    if (w->o.build_only) w->streaming = false; /* it builds on the threads below and measures nothing */
+    if (w->streaming || w->o.build_only) { /* a build-ahead thread per compile thread, each with its connection */
         w->build_threads = w->o.build_threads > 0 ? (size_t)w->o.build_threads : kt_context_compile_threads(w->ctx);
         w->nahead = w->build_threads < 1 ? 1 : w->build_threads > AHEAD ? AHEAD : w->build_threads;
         for (size_t i = 0; i < w->nahead; i++)
@@ -511,7 +559,7 @@ static bool worker_start(worker *w, char **err) {
     sigaction(SIGTERM, &sa, NULL);
     if (!w->o.quiet)
         fprintf(stderr, "kerntune worker %s: measuring on device %zu, %s, for %s (%s)\n", w->name, w->devi, kt_device_name(w->dev),
-                w->o.url, w->streaming ? "streaming: building ahead while measuring" : "in batches");
+                w->o.url, w->o.build_only ? "building only" : w->streaming ? "streaming: building ahead while measuring" : "in batches");
     return true;
 }
 
@@ -533,9 +581,11 @@ static void worker_stop(worker *w, int rc) {
     worker_lane_free(&w->main);
     for (size_t i = 0; i < w->nahead; i++) worker_lane_free(&w->ahead[i]);
     if (w->o.json && rc == 0) {
-        json_t *j = json_pack("{s:s,s:s,s:I,s:b,s:I,s:I}", "worker", w->name, "device", w->dev ? kt_device_name(w->dev) : "", "jobs",
-                              (json_int_t)atomic_load(&w->jobs), "streaming", w->streaming, "built_ahead",
-                              (json_int_t)atomic_load(&w->built_ahead), "found_ahead", (json_int_t)atomic_load(&w->found_ahead));
+        json_t *j = json_pack("{s:s,s:s,s:I,s:b,s:I,s:I,s:b,s:I,s:I,s:I}", "worker", w->name, "device", w->dev ? kt_device_name(w->dev) : "",
+                              "jobs", (json_int_t)atomic_load(&w->jobs), "streaming", w->streaming, "built_ahead",
+                              (json_int_t)atomic_load(&w->built_ahead), "found_ahead", (json_int_t)atomic_load(&w->found_ahead), "build_only",
+                              w->o.build_only, "artifacts_handed_on", (json_int_t)atomic_load(&w->handed_on), "artifacts_received",
+                              (json_int_t)atomic_load(&w->received), "artifacts_rejected", (json_int_t)atomic_load(&w->rejected));
         char *text = j ? json_dumps(j, JSON_COMPACT) : NULL;
         if (text) fprintf(doc_out ? doc_out : stdout, "%s\n", text);
         free(text);

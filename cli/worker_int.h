@@ -33,6 +33,8 @@ typedef struct worker_opts {
     bool batch_given;
     long build_threads;  /* streaming: jobs built at once (0: one per processor) */
     worker_stream stream;
+    bool build_only;     /* a compile worker: builds jobs for the device, never measures */
+    const char *share;   /* a directory that hands artifacts on instead of Redis, or NULL */
 } worker_opts;
 
 /* A job as taken from its stream. */
@@ -41,6 +43,8 @@ typedef struct job {
     char run[40], seq[24], config[4096];
     unsigned long from, runs;
     long long deliveries;
+    char artifact[128], sha256[65]; /* built by a compile worker: the artifact's file name and digest */
+    bool forwarded;      /* moved here by a compile worker: removed from its stream once done */
 } job;
 
 /* One run this worker has set up. */
@@ -78,7 +82,7 @@ typedef struct worker {
     kt_context *ctx;
     const kt_device *dev;
     size_t devi;
-    char streams[2][64];
+    char streams[3][64];   /* this device model's jobs, replayed jobs, jobs to build first */
     pthread_mutex_t mu;    /* the jobs in hand */
     pthread_cond_t cv;     /* a job became ready, or room was made */
     job hand[HAND];        /* the jobs in hand (renewed by the heartbeat) */
@@ -96,20 +100,34 @@ typedef struct worker {
     atomic_bool ahead_stop; /* the build-ahead thread takes no more jobs */
     atomic_long jobs;
     atomic_long built_ahead, found_ahead;
+    atomic_long handed_on, received, rejected; /* artifacts: sent on (compile worker), placed, failing their digest */
 } worker;
 
 extern volatile sig_atomic_t worker_interrupted;
 
+/* Which streams worker_next_jobs reads: a measuring worker's (its model's jobs and replays first,
+ * then jobs still to build), or a compile worker's (jobs to build). */
+typedef enum jobs_from { JOBS_MEASURE, JOBS_BUILD } jobs_from;
+
 /* worker.c */
 session *worker_session(worker *w, lane *l, const char *run, bool *gone);
-size_t worker_next_jobs(worker *w, lane *l, job *js, size_t max);
+size_t worker_next_jobs(worker *w, lane *l, job *js, size_t max, jobs_from from);
 void worker_ack(worker *w, lane *l, const char *stream, const char *id);
 bool worker_finish(worker *w, lane *l, const job *j, const char *result);
 void worker_lane_free(lane *l);
 
+/* worker_build.c: a compile worker's serving (worker_serve calls it), and a measuring worker's
+ * use of what one built: the artifact of job j put into this worker's artifact directory
+ * once its digest is checked (a failing one is counted and left: the job is built here). */
+void worker_serve_builds(worker *w);
+void worker_receive(worker *w, lane *l, const job *j);
+
 /* worker_serve.c: takes and measures jobs until a signal or --max-jobs; the jobs in flight the
  * worker announces (the coordinator keeps that many on the stream). */
 void worker_serve(worker *w);
+/* Moves job j in hand from state from to state to (from FREE: takes it in hand; to FREE:
+ * lets it go), under the worker's lock. */
+void worker_hand(worker *w, const job *j, int from, int to);
 long worker_in_flight(const worker *w);
 
 #endif /* KT_NO_REDIS */

@@ -160,6 +160,14 @@ static void hand_move(worker *w, const job *js, size_t n, int from, int to) {
     }
 }
 
+void worker_hand(worker *w, const job *j, int from, int to) {
+    pthread_mutex_lock(&w->mu);
+    if (from == FREE) hand_put(w, j, 1, to);
+    else hand_move(w, j, 1, from, to);
+    pthread_cond_broadcast(&w->cv);
+    pthread_mutex_unlock(&w->mu);
+}
+
 /* Tells the jobs' coordinators that this worker has them. */
 static void say_started(worker *w, lane *l, const job *js, size_t n) {
     for (size_t i = 0; i < n; i++) {
@@ -198,12 +206,13 @@ long worker_in_flight(const worker *w) {
 
 static void serve_batch(worker *w) {
     static job js[64]; /* the serving thread's alone */
-    size_t n = worker_next_jobs(w, &w->main, js, (size_t)w->o.batch);
+    size_t n = worker_next_jobs(w, &w->main, js, (size_t)w->o.batch, JOBS_MEASURE);
     if (n == 0) return;
     pthread_mutex_lock(&w->mu);
     hand_put(w, js, n, MEASURING);
     pthread_mutex_unlock(&w->mu);
     say_started(w, &w->main, js, n);
+    for (size_t i = 0; i < n; i++) worker_receive(w, &w->main, &js[i]);
     run_all(w, js, n);
     pthread_mutex_lock(&w->mu);
     hand_move(w, js, n, MEASURING, FREE);
@@ -232,7 +241,8 @@ static void build_one(worker *w, lane *l, job *j) {
     session *s = NULL;
     double t0 = kt_now_s();
     kt_build_counts c = {0};
-    char *err = select_jobs(w, l, j, 1, false, &s, &config, &sel) == 1 ? tune_bench_build(s->bench, &config, 1, &c) : NULL;
+    worker_receive(w, l, j); /* built by a compile worker: then found here */
+    char *err = select_jobs(w, l, j, 1, false, &s, &config, &sel) == 1 ? tune_bench_build(s->bench, &config, 1, &c, NULL, NULL) : NULL;
     if (err && !w->o.quiet) fprintf(stderr, "kerntune worker %s: building ahead: %s\n", w->name, err); /* measuring says it again */
     free(err);
     atomic_fetch_add(&w->built_ahead, (long)c.built);
@@ -267,7 +277,7 @@ static void *ahead_main(void *p) {
         }
         w->taking++;
         pthread_mutex_unlock(&w->mu);
-        size_t n = connected(w, l) ? worker_next_jobs(w, l, j, 1) : 0;
+        size_t n = connected(w, l) ? worker_next_jobs(w, l, j, 1, JOBS_MEASURE) : 0;
         pthread_mutex_lock(&w->mu);
         w->taking--;
         if (n == 1) hand_put(w, j, 1, BUILDING);
@@ -346,6 +356,10 @@ static void serve_streaming(worker *w) {
 }
 
 void worker_serve(worker *w) {
+    if (w->o.build_only) {
+        worker_serve_builds(w);
+        return;
+    }
     if (w->streaming) serve_streaming(w);
     while (!w->streaming && serving(w)) {
         if (!connected(w, &w->main)) continue;
