@@ -184,6 +184,22 @@ void print_summary(FILE *txt, const summary *s) {
     }
 }
 
+/* The fleet's part of the --json summary. */
+static json_t *fleet_json(const summary *s) {
+    json_t *fj = json_object();
+    json_object_set_new(fj, "device", json_string(fleet_device_name(s->fl)));
+    json_object_set_new(fj, "workers", json_integer((json_int_t)s->fs.workers));
+    json_object_set_new(fj, "compile_workers", json_integer((json_int_t)s->fs.compilers));
+    json_object_set_new(fj, "workers_left_out", json_integer((json_int_t)s->fs.ignored));
+    json_object_set_new(fj, "jobs", json_integer((json_int_t)s->fs.jobs));
+    json_object_set_new(fj, "failed", json_integer((json_int_t)s->fs.failed));
+    json_object_set_new(fj, "taken_over", json_integer((json_int_t)s->fs.reclaimed));
+    json_object_set_new(fj, "duplicate_results", json_integer((json_int_t)s->fs.duplicates));
+    json_object_set_new(fj, "coordinator_cpu_s", json_real(s->fs.cpu_s));
+    json_object_set_new(fj, "coordinator_us_per_job", s->fs.jobs ? json_real(s->fs.cpu_s * 1e6 / (double)s->fs.jobs) : json_null());
+    return fj;
+}
+
 /* The --json document of a finished tuning. */
 json_t *summary_json(const summary *s) {
     json_t *j = json_object();
@@ -240,20 +256,7 @@ json_t *summary_json(const summary *s) {
     json_object_set_new(j, "below_confidence", json_boolean(s->low));
     json_object_set_new(j, "reraced", json_boolean(s->reraced));
     json_object_set_new(j, "cache_rejected", s->rejected ? json_string(s->rejected) : json_null());
-    if (s->fl) {
-        json_t *fj = json_object();
-        json_object_set_new(fj, "device", json_string(fleet_device_name(s->fl)));
-        json_object_set_new(fj, "workers", json_integer((json_int_t)s->fs.workers));
-        json_object_set_new(fj, "compile_workers", json_integer((json_int_t)s->fs.compilers));
-        json_object_set_new(fj, "workers_left_out", json_integer((json_int_t)s->fs.ignored));
-        json_object_set_new(fj, "jobs", json_integer((json_int_t)s->fs.jobs));
-        json_object_set_new(fj, "failed", json_integer((json_int_t)s->fs.failed));
-        json_object_set_new(fj, "taken_over", json_integer((json_int_t)s->fs.reclaimed));
-        json_object_set_new(fj, "duplicate_results", json_integer((json_int_t)s->fs.duplicates));
-        json_object_set_new(fj, "coordinator_cpu_s", json_real(s->fs.cpu_s));
-        json_object_set_new(fj, "coordinator_us_per_job", s->fs.jobs ? json_real(s->fs.cpu_s * 1e6 / (double)s->fs.jobs) : json_null());
-        json_object_set_new(j, "fleet", fj);
-    }
+    if (s->fl) json_object_set_new(j, "fleet", fleet_json(s));
     if (s->o->simulate && !s->o->workers) { /* what the search would have cost on the recorded device: the runs, and building what it tried */
         json_object_set_new(j, "simulated_time_s", json_real(replay_clock_s((void *)s->replay)));
         json_object_set_new(j, "simulated_run_time_s", json_real((double)atomic_load(&s->replay->served_ns) / 1e9));

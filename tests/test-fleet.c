@@ -589,12 +589,15 @@ static void compile_worker_killed(void **state) {
     pid_t m = start_json_worker("km", env_m, "--device 0 --claim-timeout 2");
     pid_t c = start_json_worker("kc", env, "--device 0 --build-only --build-threads 2 --claim-timeout 2");
     await_worker("km"), await_worker("kc");
+    kill(m, SIGSTOP); /* until the compile worker hangs: so it, not the measuring worker, takes V=0 */
+    usleep(1500000);  /* (a read the measuring worker had waiting when stopped ends first) */
     char args[512];
     snprintf(args, sizeof args, "--cache off --quiet --t4 '%s/killed-cw.json'", dir);
     pid_t t = start_tune(problem, args);
     await_file(hung);
     kill(c, SIGKILL);
     waitpid(c, NULL, 0);
+    kill(m, SIGCONT);
     assert_int_equal(wait_exit(t), 0);
     stop_worker(m);
     assert_stream_t4("killed-cw.json");
