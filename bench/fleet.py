@@ -10,10 +10,15 @@ count, the wall time, jobs per second, the speedup over one worker against the i
 coordinator's processor time per job, then RESULT lines.
 
 On a machine with GPUs, --real runs the problem for real instead: one worker per GPU
-(`kerntune worker --device N`), no pacing, and the wall time with 1 and 2 workers.
+(`kerntune worker --device N`), no pacing, and the wall time with 1 and 2 workers; --local adds
+the same tuning with no fleet on the first GPU, --compile-workers M a row with the largest worker
+count and M compile workers (`kerntune worker --build-only`) beside them, and --cpus-per-worker K
+pins each process to K processors of its own with taskset (the local run and the first device
+worker get the same K), so that compile workers stand in honestly for machines of their own.
 
 usage: bench/fleet.py [--kerntune build/kerntune] [--workers 1,2,4] [--pace 0.1] [--strategy random]
-                      [--budget 5%] [--jobs 16] [--problem P --recording R] [--real --devices 1,2]
+                      [--budget 5%] [--jobs 16] [--problem P --recording R]
+                      [--real --devices 1,2 [--local] [--compile-workers M] [--cpus-per-worker K]]
 
 The default search is random sampling, which proposes whenever a job slot is free: the fleet's
 own throughput. A strategy that waits for a generation's results before the next (--strategy
@@ -59,18 +64,26 @@ def start_redis(tmp):
     sys.exit("redis-server did not start (scripts/install-deps.sh installs it)")
 
 
-def run(args, n, url, tmp, devices=None):
+def pinned(args, slot, cmd):
+    """cmd on processors slot*K .. slot*K+K-1 (--cpus-per-worker K), or as it is."""
+    k = args.cpus_per_worker
+    return ["taskset", "-c", f"{slot * k}-{slot * k + k - 1}"] + cmd if k else cmd
+
+
+def run(args, n, url, tmp, devices=None, compilers=0):
     workers = []
-    for i in range(n):
-        cmd = [args.kerntune, "worker", url, "--name", f"bench{n}-{i}", "--quiet"]
+    for i in range(n + compilers):
+        build_only = i >= n
+        cmd = [args.kerntune, "worker", url, "--name", f"bench{n}-{compilers}-{i}", "--quiet"]
         if args.real:
-            cmd += ["--device", str(devices[i])]
+            cmd += ["--device", str(devices[0 if build_only else i])]
+            cmd += ["--build-only"] if build_only else []
         else:
             cmd += ["--pace", str(args.pace), "--batch", "1"]  # one job at a time: the recorded time of each
         env = dict(os.environ)
-        if args.real:  # every run compiles afresh: no run finds another's artifacts
-            env["KERNTUNE_ARTIFACTS"] = os.path.join(tmp, f"artifacts-{n}")
-        workers.append(subprocess.Popen(cmd, stdout=subprocess.DEVNULL, env=env))
+        if args.real:  # every run compiles afresh: no run finds another's artifacts, and no worker another's
+            env["KERNTUNE_ARTIFACTS"] = os.path.join(tmp, f"artifacts-{n}-{compilers}-{i}")
+        workers.append(subprocess.Popen(pinned(args, i, cmd), stdout=subprocess.DEVNULL, env=env))
     cmd = [args.kerntune, "tune", args.problem, "--workers", url, "--json", "--quiet", "--seed", "1", "--budget", args.budget,
            "--jobs", str(args.jobs), "--wait-workers", "30", "--strategy", args.strategy, "--t4", os.path.join(tmp, f"t4-{n}.json")]
     cmd += ["--cache", "off"]
@@ -88,6 +101,17 @@ def run(args, n, url, tmp, devices=None):
         sys.exit(f"kerntune tune --workers failed with {n} workers: {out.stdout.decode()[:400]}")
     doc = json.loads(out.stdout)
     return wall, doc, cpu
+
+
+def local_real(args, tmp, device):
+    """The same tuning on one GPU with no fleet: its wall time and document."""
+    cmd = [args.kerntune, "tune", args.problem, "--device", str(device), "--json", "--quiet", "--seed", "1", "--budget", args.budget,
+           "--jobs", str(args.jobs), "--strategy", args.strategy, "--cache", "off", "--t4", os.path.join(tmp, "t4-local.json")]
+    env = dict(os.environ)
+    env["KERNTUNE_ARTIFACTS"] = os.path.join(tmp, "artifacts-local")
+    t0 = time.monotonic()
+    out = subprocess.run(pinned(args, 0, cmd), stdout=subprocess.PIPE, check=True, env=env)
+    return time.monotonic() - t0, json.loads(out.stdout)
 
 
 def local_cpu(args, tmp):
@@ -114,6 +138,9 @@ def main():
     ap.add_argument("--recording", default=os.path.join(HUB, "results", "convolution_milo", "A4000_T4.json.gz"))
     ap.add_argument("--real", action="store_true", help="measure for real, one worker per device (see --devices)")
     ap.add_argument("--devices", default="1,2", help="with --real: the kerntune device of each worker")
+    ap.add_argument("--local", action="store_true", help="with --real: also the same tuning with no fleet on the first device")
+    ap.add_argument("--compile-workers", type=int, default=0, help="with --real: a row with this many compile workers too")
+    ap.add_argument("--cpus-per-worker", type=int, default=0, help="pin each process to this many processors (taskset)")
     args = ap.parse_args()
     counts = [int(x) for x in args.workers.split(",")]
     devices = [int(x) for x in args.devices.split(",")]
@@ -126,27 +153,43 @@ def main():
     url = f"redis://127.0.0.1:{port}"
     rows = []
     base_cpu, base_doc = (None, None) if args.real else local_cpu(args, tmp)
+    local = None
     try:
-        for n in counts:
-            wall, doc, cpu = run(args, n, url, tmp, devices)
+        if args.real and args.local:
+            wall, doc = local_real(args, tmp, devices[0])
+            local = (wall, doc["measured"] + doc["failed"], doc["best"]["configuration"] if doc.get("best") else None)
+        plan = [(n, 0) for n in counts] + ([(max(counts), args.compile_workers)] if args.real and args.compile_workers else [])
+        for n, compilers in plan:
+            wall, doc, cpu = run(args, n, url, tmp, devices, compilers)
             fl = doc["fleet"]
             rows.append((n, wall, fl["jobs"], fl["coordinator_us_per_job"], doc["best"]["configuration"] if doc.get("best") else None,
-                         cpu))
+                         cpu, compilers, doc["measured"] + doc["failed"]))
     finally:
         redis.kill()
         redis.wait()
         shutil.rmtree(tmp, ignore_errors=True)
     mode = "real (no pacing)" if args.real else f"replay of {os.path.basename(args.recording)}, jobs paced at {args.pace}x recorded"
     print(f"# {os.path.basename(args.problem)}: {mode}; strategy {args.strategy}, budget {args.budget}, {args.jobs} jobs in flight")
-    print(f"{'workers':>7}  {'wall s':>8}  {'jobs':>5}  {'jobs/s':>7}  {'speedup':>7}  {'ideal':>5}  {'efficiency':>10}  {'coord us/job':>12}")
+    print(f"{'workers':>7}  {'compile':>7}  {'wall s':>8}  {'configs':>7}  {'configs/s':>9}  {'jobs':>5}  {'jobs/s':>7}  {'speedup':>7}  "
+          f"{'ideal':>5}  {'efficiency':>10}  {'x local':>7}  {'coord us/job':>12}")
+    if local:
+        print(f"{'local':>7}  {0:>7}  {local[0]:8.2f}  {local[1]:7d}  {local[1] / local[0]:9.2f}  {'':>5}  {'':>7}  {'':>7}  {'':>5}  {'':>10}  "
+              f"{1.0:7.3f}  {'':>12}")
     base = rows[0][1] * rows[0][0]
     worst = None
-    for n, wall, jobs, us, _, _ in rows:
+    for n, wall, jobs, us, _, _, compilers, configs in rows:
         speed = base / wall
         eff = speed / n
-        worst = eff if worst is None or eff < worst else worst
-        print(f"{n:>7}  {wall:8.2f}  {jobs:5d}  {jobs / wall:7.2f}  {speed:7.2f}  {n:5d}  {eff:10.3f}  {us:12.0f}")
-    same = all(r[4] == rows[0][4] for r in rows)
+        if compilers == 0:
+            worst = eff if worst is None or eff < worst else worst
+        xl = f"{(configs / wall) / (local[1] / local[0]):7.3f}" if local else f"{'':>7}"
+        print(f"{n:>7}  {compilers:>7}  {wall:8.2f}  {configs:7d}  {configs / wall:9.2f}  {jobs:5d}  {jobs / wall:7.2f}  {speed:7.2f}  {n:5d}  "
+              f"{eff:10.3f}  {xl}  {us:12.0f}")
+    if local:
+        for n, wall, _, _, _, _, compilers, configs in rows:
+            name = f"fleet_{n}_workers" + (f"_{compilers}_compile" if compilers else "")
+            print(f"RESULT {name}_over_local {(configs / wall) / (local[1] / local[0]):.3f} x (configurations per second over the local run's)")
+    same = all(r[4] == rows[0][4] for r in rows) and (local is None or local[2] == rows[0][4])
     print(f"RESULT fleet_efficiency_min {worst:.3f} (target >= 0.9 with N workers: speedup >= 0.9 N)")
     print(f"RESULT coordinator_us_per_job {max(r[3] for r in rows):.0f} (its whole processor time per job: search, race, T4)")
     if base_cpu is not None:

@@ -10,7 +10,7 @@
  * second and re-claims the job in hand, so that a long job is never taken over while this
  * worker lives.
  */
-#define _DEFAULT_SOURCE /* mkdtemp, usleep */
+#define _GNU_SOURCE /* mkdtemp, usleep, sched_getaffinity */
 #include "worker_int.h"
 
 #include "text.h"
@@ -25,6 +25,7 @@
 #include <errno.h>
 #include <math.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdatomic.h>
@@ -141,6 +142,10 @@ static int usage(const char *fmt, ...) {
 
 static int parse(int argc, char **argv, worker_opts *o) {
     long procs = sysconf(_SC_NPROCESSORS_ONLN);
+#ifdef __linux__
+    cpu_set_t set; /* the processors it may run on (taskset) */
+    if (sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) > 0) procs = CPU_COUNT(&set);
+#endif
     *o = (worker_opts){.device = -1, .claim_s = 30, .max_jobs = -1, .batch = procs < 1 ? 2 : 2 * procs > 64 ? 64 : 2 * procs};
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];

@@ -471,8 +471,7 @@ kt_status kt_context_set_compile_threads(kt_context *ctx, size_t threads) {
 
 size_t kt_context_compile_threads(const kt_context *ctx) {
     if (ctx == NULL) return 0;
-    long cores = sysconf(_SC_NPROCESSORS_ONLN);
-    size_t n = ctx->artifacts.threads ? ctx->artifacts.threads : cores > 0 ? (size_t)cores : 1;
+    size_t n = ctx->artifacts.threads ? ctx->artifacts.threads : kt__processors();
     return n > 64 ? 64 : n; /* the builders start at most 64 */
 }
 

@@ -177,7 +177,7 @@ kt_status kt__builder_start(kt_op *op, kt_decision *d, kt__plans *plans, size_t 
     pthread_condattr_destroy(&monotonic);
     bl->inited = true;
     bl->t0 = kt__now_s();
-    if (threads == 0) threads = (size_t)sysconf(_SC_NPROCESSORS_ONLN);
+    if (threads == 0) threads = kt__processors();
     if (threads < 1) threads = 1;
     if (threads > 64) threads = 64;
     for (; bl->nthreads < threads; bl->nthreads++)

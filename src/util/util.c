@@ -1,7 +1,11 @@
 /*
  * util.c - hashing and the clock, for every stage.
  */
+#define _GNU_SOURCE /* sched_getaffinity */
 #include "util/util.h"
+
+#include <sched.h>
+#include <unistd.h>
 
 #include <errno.h>
 #include <stdio.h>
@@ -76,4 +80,13 @@ unsigned char *kt__read_whole(const char *path, size_t *len, bool *opened) {
     data[size] = '\0';
     *len = (size_t)size;
     return data;
+}
+
+size_t kt__processors(void) {
+#ifdef __linux__
+    cpu_set_t set;
+    if (sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) > 0) return (size_t)CPU_COUNT(&set);
+#endif
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    return n > 0 ? (size_t)n : 1;
 }

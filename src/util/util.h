@@ -62,6 +62,9 @@ void kt__hex128(uint64_t a, uint64_t b, char out[33]);
 /* Seconds on the monotonic clock (hash.c). */
 double kt__now_s(void);
 
+/* The processors this process may run on (its affinity: taskset, a container's cpuset), at least 1. */
+size_t kt__processors(void);
+
 /* Creates the directories of path, mode 0700 (as XDG asks of cache directories): each one above
  * it, and path itself when whole (a directory's path, not a file's). One that exists already
  * (also where mkdir says otherwise, as a read-only parent does) is fine. Returns 0, or an errno
