@@ -70,20 +70,39 @@ def pinned(args, slot, cmd):
     return ["taskset", "-c", f"{slot * k}-{slot * k + k - 1}"] + cmd if k else cmd
 
 
+def gpu_less(args, device):
+    """The environment and device of a compile worker that sees no GPU: the CUDA backend builds for
+    the fingerprint of device `device` (KERNTUNE_CUDA_TARGET) with every GPU hidden."""
+    out = subprocess.run([args.kerntune, "devices", "--json"], stdout=subprocess.PIPE, check=True)
+    d = json.loads(out.stdout)
+    devs = d["devices"] if isinstance(d, dict) else d
+    fp = next(x["fingerprint"] for x in devs if x["index"] == device)
+    env = dict(os.environ, CUDA_VISIBLE_DEVICES="", KERNTUNE_CUDA_TARGET=fp)
+    out = subprocess.run([args.kerntune, "devices", "--json"], stdout=subprocess.PIPE, check=True, env=env)
+    d = json.loads(out.stdout)
+    devs = d["devices"] if isinstance(d, dict) else d
+    target = next((x["index"] for x in devs if x["fingerprint"] == fp), None)
+    if target is None:
+        sys.exit(f"no compile target for {fp} with the GPUs hidden: {d}")
+    return env, target
+
+
 def run(args, n, url, tmp, devices=None, compilers=0):
-    workers = []
+    workers, docs = [], []
+    target = gpu_less(args, devices[0]) if args.real and compilers and args.compile_without_gpu else None
     for i in range(n + compilers):
         build_only = i >= n
-        cmd = [args.kerntune, "worker", url, "--name", f"bench{n}-{compilers}-{i}", "--quiet"]
+        cmd = [args.kerntune, "worker", url, "--name", f"bench{n}-{compilers}-{i}", "--quiet", "--json"]
+        env = dict(target[0]) if build_only and target else dict(os.environ)
         if args.real:
-            cmd += ["--device", str(devices[0 if build_only else i])]
+            cmd += ["--device", str(target[1] if build_only and target else devices[0 if build_only else i])]
             cmd += ["--build-only"] if build_only else []
         else:
             cmd += ["--pace", str(args.pace), "--batch", "1"]  # one job at a time: the recorded time of each
-        env = dict(os.environ)
         if args.real:  # every run compiles afresh: no run finds another's artifacts, and no worker another's
             env["KERNTUNE_ARTIFACTS"] = os.path.join(tmp, f"artifacts-{n}-{compilers}-{i}")
-        workers.append(subprocess.Popen(pinned(args, i, cmd), stdout=subprocess.DEVNULL, env=env))
+        docs.append(open(os.path.join(tmp, f"worker-{n}-{compilers}-{i}.json"), "w+"))
+        workers.append(subprocess.Popen(pinned(args, i, cmd), stdout=docs[-1], env=env))
     cmd = [args.kerntune, "tune", args.problem, "--workers", url, "--json", "--quiet", "--seed", "1", "--budget", args.budget,
            "--jobs", str(args.jobs), "--wait-workers", "30", "--strategy", args.strategy, "--t4", os.path.join(tmp, f"t4-{n}.json")]
     cmd += ["--cache", "off"]
@@ -100,6 +119,17 @@ def run(args, n, url, tmp, devices=None, compilers=0):
     if out.returncode != 0:
         sys.exit(f"kerntune tune --workers failed with {n} workers: {out.stdout.decode()[:400]}")
     doc = json.loads(out.stdout)
+    arts = {"artifacts_handed_on": 0, "artifacts_received": 0, "artifacts_rejected": 0}
+    for f in docs:  # what the workers said when they stopped
+        f.seek(0)
+        try:
+            w = json.loads(f.read())
+            for k in arts:
+                arts[k] += w.get(k, 0)
+        except ValueError:
+            pass
+        f.close()
+    doc["artifacts"] = arts
     return wall, doc, cpu
 
 
@@ -141,6 +171,8 @@ def main():
     ap.add_argument("--local", action="store_true", help="with --real: also the same tuning with no fleet on the first device")
     ap.add_argument("--compile-workers", type=int, default=0, help="with --real: a row with this many compile workers too")
     ap.add_argument("--cpus-per-worker", type=int, default=0, help="pin each process to this many processors (taskset)")
+    ap.add_argument("--compile-without-gpu", action="store_true",
+                    help="compile workers see no GPU (CUDA_VISIBLE_DEVICES empty) and build for the first device's fingerprint")
     args = ap.parse_args()
     counts = [int(x) for x in args.workers.split(",")]
     devices = [int(x) for x in args.devices.split(",")]
@@ -164,6 +196,11 @@ def main():
             fl = doc["fleet"]
             rows.append((n, wall, fl["jobs"], fl["coordinator_us_per_job"], doc["best"]["configuration"] if doc.get("best") else None,
                          cpu, compilers, doc["measured"] + doc["failed"]))
+            if compilers:
+                a = doc["artifacts"]
+                print(f"# {n} workers with {compilers} compile workers{' (no GPU)' if args.compile_without_gpu else ''}: artifacts handed on "
+                      f"{a['artifacts_handed_on']}, received {a['artifacts_received']}, rejected {a['artifacts_rejected']}")
+                print(f"RESULT fleet_artifacts_received {a['artifacts_received']} (rejected {a['artifacts_rejected']})")
     finally:
         redis.kill()
         redis.wait()

@@ -22,7 +22,7 @@
 
 static void cu_fini(void *state);
 
-static bool load_symbols(cu_state *s, char *err, size_t errlen) {
+static bool load_driver_symbols(cu_state *s, char *err, size_t errlen) {
 #define KT__SYM(lib, field, name)                                           \
     do {                                                                    \
         void *p_ = dlsym(lib, name);                                        \
@@ -72,6 +72,10 @@ static bool load_symbols(cu_state *s, char *err, size_t errlen) {
         void *p_ = dlsym(s->cuda, "cuFuncLoad");
         memcpy(&s->api.FuncLoad, &p_, sizeof p_);
     }
+    return true;
+}
+
+static bool load_nvrtc_symbols(cu_state *s, char *err, size_t errlen) {
     if (s->nvrtc == NULL) return true; /* no compiler: artifacts a program carries still load */
     KT__SYM(s->nvrtc, rtcVersion, "nvrtcVersion");
     KT__SYM(s->nvrtc, rtcCreateProgram, "nvrtcCreateProgram");
@@ -104,39 +108,89 @@ static void *open_nvrtc(void) {
 
 static int attr(cu_state *s, CUdevice d, int which) {
     int v = 0;
-    if (s->api.DeviceGetAttribute(&v, which, d) != 0) v = 0;
+    if (s->api.DeviceGetAttribute == NULL || s->api.DeviceGetAttribute(&v, which, d) != 0) v = 0;
     return v;
+}
+
+/* The compile targets KERNTUNE_CUDA_TARGET names (one device fingerprint, as `kerntune devices
+ * --json` or a fleet worker's entry gives it, or several separated by ';'), as devices that
+ * build and run nothing: a fleet's compile worker on a machine without that GPU (or without any)
+ * builds for it, with the artifacts' keys of the GPU's own (the fingerprint and the compiler
+ * identity, which takes the driver's version from the fingerprint). False with err on a
+ * fingerprint it cannot read. */
+static bool add_targets(cu_state *s, const char *list, char *err, size_t errlen) {
+    char *copy = strdup(list), *save = NULL;
+    if (copy == NULL) {
+        snprintf(err, errlen, "out of memory");
+        return false;
+    }
+    bool ok = true;
+    for (char *fp = strtok_r(copy, ";", &save); ok && fp; fp = strtok_r(NULL, ";", &save)) {
+        const char *bar = strchr(fp, '|'), *cc = strstr(fp, "|cc="), *drv = strstr(fp, "|driver=");
+        int major = 0, minor = 0, driver = 0;
+        ok = strncmp(fp, "cuda:", 5) == 0 && bar && cc && drv && sscanf(cc, "|cc=%d.%d", &major, &minor) == 2 &&
+             sscanf(drv, "|driver=%d", &driver) == 1 && major > 0 && strlen(fp) < KT_DEVICE_FINGERPRINT_MAX;
+        if (!ok) {
+            snprintf(err, errlen, "KERNTUNE_CUDA_TARGET: '%.200s' is not a CUDA device's fingerprint "
+                     "(cuda:NAME|cc=M.N|...|driver=V, as 'kerntune devices --json' gives it)", fp);
+            break;
+        }
+        cu_dev *devs = realloc(s->devs, (s->ndevs + 1) * sizeof *devs);
+        if (devs == NULL) {
+            snprintf(err, errlen, "out of memory");
+            ok = false;
+            break;
+        }
+        s->devs = devs;
+        cu_dev *d = &s->devs[s->ndevs++];
+        *d = (cu_dev){.cc_major = major, .cc_minor = minor, .driver = driver, .target_only = true};
+        snprintf(d->name, sizeof d->name, "%.*s (sm_%d%d, a compile target)", (int)(bar - fp - 5), fp + 5, major, minor);
+        snprintf(d->fingerprint, sizeof d->fingerprint, "%s", fp);
+        pthread_mutex_init(&d->flush_lock, NULL);
+        pthread_mutex_init(&d->check_lock, NULL);
+    }
+    free(copy);
+    return ok;
 }
 
 static kt_status cu_init(const kt_backend *self, void **state, char *err, size_t errlen) {
     (void)self;
+    const char *targets = getenv("KERNTUNE_CUDA_TARGET");
+    if (targets && !*targets) targets = NULL;
     void *cuda = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
-    if (cuda == NULL) {
+    if (cuda == NULL && targets == NULL) {
         snprintf(err, errlen, "libcuda.so.1 (the NVIDIA driver) is not installed");
         return KT_ERR_BACKEND;
     }
     void *nvrtc = open_nvrtc(); /* NULL: nothing can be compiled, carried cubins still load */
+    if (nvrtc == NULL && cuda == NULL) {
+        snprintf(err, errlen, "KERNTUNE_CUDA_TARGET: building for a CUDA device needs NVRTC, which is not installed");
+        return KT_ERR_BACKEND;
+    }
     cu_state *s = calloc(1, sizeof *s);
     if (s == NULL) {
-        dlclose(cuda);
+        if (cuda) dlclose(cuda);
         if (nvrtc) dlclose(nvrtc);
         snprintf(err, errlen, "out of memory");
         return KT_ERR_NO_MEMORY;
     }
     s->cuda = cuda;
     s->nvrtc = nvrtc;
-    if (!load_symbols(s, err, errlen)) {
+    if ((cuda && !load_driver_symbols(s, err, errlen)) || !load_nvrtc_symbols(s, err, errlen)) {
         cu_fini(s);
         return KT_ERR_BACKEND;
     }
-    CUresult rc = s->api.Init(0);
     int count = 0;
-    if (rc != 0 || (rc = s->api.DeviceGetCount(&count)) != 0) {
-        kt__cu_fail(s, rc, "cuInit", err, errlen);
-        cu_fini(s);
-        return KT_ERR_BACKEND;
+    CUresult rc = cuda ? s->api.Init(0) : 0;
+    if (cuda && (rc != 0 || (rc = s->api.DeviceGetCount(&count)) != 0)) {
+        if (targets == NULL) { /* no GPU here, and none to build for */
+            kt__cu_fail(s, rc, "cuInit", err, errlen);
+            cu_fini(s);
+            return KT_ERR_BACKEND;
+        }
+        count = 0; /* the targets alone */
     }
-    s->api.DriverGetVersion(&s->driver);
+    if (cuda && count > 0) s->api.DriverGetVersion(&s->driver);
     if (s->nvrtc) s->api.rtcVersion(&s->rtc_major, &s->rtc_minor);
     s->devs = calloc(count > 0 ? (size_t)count : 1, sizeof *s->devs);
     if (s->devs == NULL) {
@@ -153,6 +207,7 @@ static kt_status cu_init(const kt_backend *self, void **state, char *err, size_t
         s->api.DeviceTotalMem(&mem, d->dev);
         d->cc_major = attr(s, d->dev, ATTR_CC_MAJOR);
         d->cc_minor = attr(s, d->dev, ATTR_CC_MINOR);
+        d->driver = s->driver;
         snprintf(d->name, sizeof d->name, "%s (sm_%d%d)", name, d->cc_major, d->cc_minor);
         /* (NVRTC's version is the compiler's identity, in a variant group's candidate set and its
          * artifacts' keys, not the device's: a program without NVRTC runs on the same device) */
@@ -163,6 +218,10 @@ static kt_status cu_init(const kt_backend *self, void **state, char *err, size_t
         pthread_mutex_init(&d->check_lock, NULL);
         s->ndevs++;
     }
+    if (targets && !add_targets(s, targets, err, errlen)) {
+        cu_fini(s);
+        return KT_ERR_INVALID_ARGUMENT;
+    }
     *state = s;
     return KT_OK;
 }
@@ -172,6 +231,11 @@ static void cu_fini(void *state) {
     if (s == NULL) return;
     for (size_t i = 0; i < s->ndevs; i++) {
         cu_dev *d = &s->devs[i];
+        if (d->target_only) { /* nothing of the driver's */
+            pthread_mutex_destroy(&d->flush_lock);
+            pthread_mutex_destroy(&d->check_lock);
+            continue;
+        }
         if ((d->flush || d->own || d->timed || d->check_mod) && s->api.CtxSetCurrent(d->ctx) == 0) {
             if (d->flush) s->api.MemFree(d->flush);
             kt__cu_check_free(s, i);
@@ -223,6 +287,7 @@ static kt_status cu_peaks(void *state, size_t index, double *gflops, double *gbs
         return KT_ERR_INVALID_ARGUMENT;
     }
     const cu_dev *d = &s->devs[index];
+    if (d->target_only) return kt__cu_use(s, index, err, errlen);
     int major = d->cc_major, minor = d->cc_minor;
     int lanes = (major == 6 && minor == 0) || major == 7 || (major == 8 && minor == 0) ? 64 : major >= 5 ? 128 : 0;
     double sms = attr(s, d->dev, ATTR_MULTIPROCESSOR_COUNT), khz = attr(s, d->dev, ATTR_CLOCK_RATE);
@@ -245,7 +310,17 @@ kt_status kt__cu_fail(cu_state *s, CUresult rc, const char *what, char *err, siz
     return rc == 2 /* CUDA_ERROR_OUT_OF_MEMORY */ ? KT_ERR_NO_MEMORY : KT_ERR_BACKEND;
 }
 
+/* Says why a compile target cannot do what was asked (a caller's buffer may be short: cut). */
+static __attribute__((noinline)) kt_status target_only(const cu_dev *d, char *err, size_t errlen) {
+    char msg[320];
+    snprintf(msg, sizeof msg, "%.200s is a compile target (KERNTUNE_CUDA_TARGET): it builds variants and runs nothing", d->name);
+    size_t n = strlen(msg) < errlen ? strlen(msg) : errlen - 1;
+    if (errlen > 0) memcpy(err, msg, n), err[n] = '\0';
+    return KT_ERR_BACKEND;
+}
+
 kt_status kt__cu_use(cu_state *s, size_t device, char *err, size_t errlen) {
+    if (s->devs[device].target_only) return target_only(&s->devs[device], err, errlen);
     CUresult rc = s->api.CtxSetCurrent(s->devs[device].ctx);
     return rc == 0 ? KT_OK : kt__cu_fail(s, rc, "cuCtxSetCurrent", err, errlen);
 }
@@ -345,8 +420,8 @@ static kt_status cu_buffer_fill(void *state, size_t device, void *buffer, size_t
 
 
 static kt_status cu_limits(void *state, size_t device, kt_device_limits *out, char *err, size_t errlen) {
-    (void)err, (void)errlen;
     cu_state *s = state;
+    if (s->devs[device].target_only) return kt__cu_use(s, device, err, errlen); /* none known: nothing is rejected by them */
     CUdevice d = s->devs[device].dev;
     out->max_threads_per_block = attr(s, d, ATTR_MAX_THREADS_PER_BLOCK);
     for (int i = 0; i < 3; i++) out->max_block[i] = attr(s, d, ATTR_MAX_BLOCK_DIM_X + i);

@@ -98,6 +98,8 @@ typedef struct cu_dev {
     CUdevice dev;
     CUcontext ctx;
     int cc_major, cc_minor;
+    int driver;                 /* the driver's version (a compile target's: its fingerprint's) */
+    bool target_only;           /* a compile target (KERNTUNE_CUDA_TARGET): builds, runs nothing */
     char name[KT_DEVICE_NAME_MAX];
     char fingerprint[KT_DEVICE_FINGERPRINT_MAX];
     pthread_mutex_t flush_lock; /* guards creating flush and own */

@@ -36,7 +36,7 @@ kt_status kt__cu_compiler_id(void *state, size_t device, char *out, size_t len, 
         out[0] = '\0';
         return no_nvrtc(err, errlen);
     }
-    snprintf(out, len, "nvrtc %d.%d | driver %d | sm_%d%d", s->rtc_major, s->rtc_minor, s->driver,
+    snprintf(out, len, "nvrtc %d.%d | driver %d | sm_%d%d", s->rtc_major, s->rtc_minor, s->devs[device].driver,
              s->devs[device].cc_major, s->devs[device].cc_minor);
     return KT_OK;
 }
