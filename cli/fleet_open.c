@@ -115,7 +115,9 @@ static json_t *live_workers(fleet *f, const fleet_run *run, double wait_s, size_
             }
         }
         freeReplyObject(r);
-        if (json_array_size(list) > 0 || kt_now_s() >= until) {
+        bool measures = false; /* compile workers alone cannot measure: wait on for one that does */
+        for (size_t i = 0; i < json_array_size(list) && !measures; i++) measures = run->simulate || !is_compiler(json_array_get(list, i));
+        if (measures || kt_now_s() >= until) {
             if (json_array_size(list) == 0) {
                 *err = run->simulate ? cli_format("no live worker on %s (start 'kerntune worker %s' on each machine)", f->url, f->url)
                                      : cli_format("no live worker on %s has a %s device%s (start 'kerntune worker %s --device N' "
