@@ -132,7 +132,8 @@ static void run_all(worker *w, job *js, size_t n) {
 /* Puts jobs js[0..n) in hand in state st (the caller holds mu; there is room: see room). */
 static void hand_put(worker *w, const job *js, size_t n, int st) {
     for (size_t i = 0, slot = 0; i < n; i++) {
-        while (w->state[slot] != FREE) slot++;
+        while (slot < HAND && w->state[slot] != FREE) slot++;
+        if (slot == HAND) return; /* cannot happen (at most 64 in hand); its claim is then not renewed */
         w->hand[slot] = js[i];
         w->state[slot] = st;
         if (st == READY) w->ready_at[slot] = ++w->readies;
