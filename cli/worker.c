@@ -474,20 +474,17 @@ size_t worker_next_jobs(worker *w, lane *l, job *js, size_t max, jobs_from from)
     return n;
 }
 
-/* Writes job j's result and acknowledges it, in one transaction. */
-bool worker_finish(worker *w, lane *l, const job *j, const char *result) {
-    char results[96];
-    snprintf(results, sizeof results, FLEET_PREFIX "results:%s", j->run);
+bool worker_answer(worker *w, lane *l, const char *const *add, int nadd, const job *j, bool remove) {
+    (void)w;
     redisReply *r = redisCommand(l->c, "MULTI");
     bool ok = r && r->type != REDIS_REPLY_ERROR;
     if (r) freeReplyObject(r);
-    const char *add[] = {"XADD", results, "*", "type", "done", "seq", j->seq, "worker", w->name, "result", result};
     if (ok) {
-        r = redisCommandArgv(l->c, 11, add, NULL);
+        r = redisCommandArgv(l->c, nadd, (const char **)add, NULL);
         if (r) freeReplyObject(r);
         r = redisCommand(l->c, "XACK %s %s %s", j->stream, FLEET_GROUP, j->id);
         if (r) freeReplyObject(r);
-        if (j->forwarded) { /* a compile worker's copy: no coordinator withdraws it */
+        if (remove) {
             r = redisCommand(l->c, "XDEL %s %s", j->stream, j->id);
             if (r) freeReplyObject(r);
         }
@@ -496,6 +493,15 @@ bool worker_finish(worker *w, lane *l, const job *j, const char *result) {
         if (r) freeReplyObject(r);
     }
     return ok;
+}
+
+/* Writes job j's result and acknowledges it, in one transaction (a compile worker's copy is
+ * removed too: no coordinator withdraws it). */
+bool worker_finish(worker *w, lane *l, const job *j, const char *result) {
+    char results[96];
+    snprintf(results, sizeof results, FLEET_PREFIX "results:%s", j->run);
+    const char *add[] = {"XADD", results, "*", "type", "done", "seq", j->seq, "worker", w->name, "result", result};
+    return worker_answer(w, l, add, 11, j, j->forwarded);
 }
 
 /* The device this worker measures on. */

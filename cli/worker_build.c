@@ -153,23 +153,9 @@ static bool forward(worker *w, lane *l, const job *j, const char *name, const ch
     char from[24], runs[24];
     snprintf(from, sizeof from, "%lu", j->from);
     snprintf(runs, sizeof runs, "%lu", j->runs);
-    redisReply *r = redisCommand(l->c, "MULTI");
-    bool ok = r && r->type != REDIS_REPLY_ERROR;
-    if (r) freeReplyObject(r);
     const char *add[] = {"XADD", w->streams[0], "*", "run", j->run, "seq", j->seq, "config", j->config, "from", from, "runs", runs,
                          "forwarded", "1", "artifact", name, "sha256", sha};
-    if (ok) {
-        r = redisCommandArgv(l->c, sha ? 19 : 15, add, NULL);
-        if (r) freeReplyObject(r);
-        r = redisCommand(l->c, "XACK %s %s %s", j->stream, FLEET_GROUP, j->id);
-        if (r) freeReplyObject(r);
-        r = redisCommand(l->c, "XDEL %s %s", j->stream, j->id);
-        if (r) freeReplyObject(r);
-        r = redisCommand(l->c, "EXEC");
-        ok = r && r->type == REDIS_REPLY_ARRAY;
-        if (r) freeReplyObject(r);
-    }
-    return ok;
+    return worker_answer(w, l, add, sha ? 19 : 15, j, true);
 }
 
 /* Puts an artifact where the measuring workers read it: blob:<sha> in Redis (kept a day), or

@@ -114,6 +114,9 @@ session *worker_session(worker *w, lane *l, const char *run, bool *gone);
 size_t worker_next_jobs(worker *w, lane *l, job *js, size_t max, jobs_from from);
 void worker_ack(worker *w, lane *l, const char *stream, const char *id);
 bool worker_finish(worker *w, lane *l, const job *j, const char *result);
+/* Adds the entry add[0..nadd) (an XADD) and acknowledges job j (removing it from its stream too
+ * when remove), in one transaction. */
+bool worker_answer(worker *w, lane *l, const char *const *add, int nadd, const job *j, bool remove);
 void worker_lane_free(lane *l);
 
 /* worker_build.c: a compile worker's serving (worker_serve calls it), and a measuring worker's

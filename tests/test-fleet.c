@@ -372,65 +372,6 @@ static void real_problem(void **state) {
     json_decref(out);
 }
 
-/* A streaming worker measures while it builds: the build of V=0 waits (a compiler wrapper's
- * gate) until V=7 has been compiled, which only a worker that goes on taking, building and
- * measuring other jobs while one build hangs ever gets to (the coordinator keeps as many jobs on
- * the stream as the worker holds: the worker would wait for V=0's build with every job it was
- * given, and the gate would time out, as it does in batches). Every configuration comes back
- * measured and correct, built by the build-ahead threads. */
-static void streaming(void **state) {
-    (void)state;
-    char cc[256], gate[256], timed_out[256], problem[512], cmd[2048];
-    snprintf(cc, sizeof cc, "%s/cc-gate", dir);
-    snprintf(gate, sizeof gate, "%s/gate", dir);
-    snprintf(timed_out, sizeof timed_out, "%s/gate-timed-out", dir);
-    FILE *f = fopen(cc, "w");
-    assert_non_null(f);
-    fprintf(f,
-            "#!/bin/sh\n"
-            "for a in \"$@\"; do case \"$a\" in *.c)\n"
-            "  if grep -q '^#define V 7$' \"$a\"; then touch '%s'; fi\n"
-            "  if grep -q '^#define V 0$' \"$a\"; then\n"
-            "    i=0; while [ ! -e '%s' ]; do i=$((i+1)); if [ $i -gt 600 ]; then touch '%s'; break; fi; sleep 0.1; done\n"
-            "  fi;;\n"
-            "esac; done\n"
-            "exec cc \"$@\"\n",
-            gate, gate, timed_out);
-    assert_int_equal(fclose(f), 0);
-    assert_int_equal(chmod(cc, 0755), 0);
-    snprintf(problem, sizeof problem, "%s/t1/stream_c.json", KT_DATA);
-    pid_t pid = fork();
-    if (pid == 0) {
-        char log[256];
-        snprintf(log, sizeof log, "%s/stream-w.json", dir);
-        int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-        if (fd >= 0) dup2(fd, 1);
-        snprintf(cmd, sizeof cmd, "KERNTUNE_CC='%s' exec '%s' worker %s --name sw --device 0 --stream on --build-threads 3 --json --quiet",
-                 cc, KT_CLI, url);
-        execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
-        _exit(127);
-    }
-    assert_true(pid > 0);
-    await_worker("sw");
-    assert_int_equal(sh("'%s' tune '%s' --cache off --t4 %s/stream.json --workers %s --json > %s/stream.out", KT_CLI, problem, dir, url, dir), 0);
-    stop_worker(pid);
-    struct stat st;
-    assert_int_equal(stat(gate, &st), 0);
-    assert_int_not_equal(stat(timed_out, &st), 0);
-    char path[256];
-    snprintf(path, sizeof path, "%s/stream.json", dir);
-    json_t *t4 = load_json(path), *res = json_object_get(t4, "results");
-    assert_int_equal(json_array_size(res), 8);
-    for (size_t i = 0; i < 8; i++) assert_string_equal(json_string_value(json_object_get(json_array_get(res, i), "invalidity")), "correct");
-    json_decref(t4);
-    snprintf(path, sizeof path, "%s/stream-w.json", dir);
-    json_t *w = load_json(path);
-    assert_true(json_is_true(json_object_get(w, "streaming")));
-    assert_true(json_integer_value(json_object_get(w, "built_ahead")) >= 8);
-    assert_true(json_integer_value(json_object_get(w, "jobs")) >= 8);
-    json_decref(w);
-}
-
 /* Writes an executable shell script. */
 static void write_script(const char *path, const char *text) {
     FILE *f = fopen(path, "w");
@@ -507,6 +448,49 @@ static void assert_stream_t4(const char *name) {
         assert_string_equal(json_string_value(json_object_get(r, "invalidity")), "correct");
     }
     json_decref(t4);
+}
+
+/* A streaming worker measures while it builds: the build of V=0 waits (a compiler wrapper's
+ * gate) until V=7 has been compiled, which only a worker that goes on taking, building and
+ * measuring other jobs while one build hangs ever gets to (the coordinator keeps as many jobs on
+ * the stream as the worker holds: the worker would wait for V=0's build with every job it was
+ * given, and the gate would time out, as it does in batches). Every configuration comes back
+ * measured and correct, built by the build-ahead threads. */
+static void streaming(void **state) {
+    (void)state;
+    char cc[256], gate[256], timed_out[256], problem[512], text[2048], env[512], args[512];
+    snprintf(cc, sizeof cc, "%s/cc-gate", dir);
+    snprintf(gate, sizeof gate, "%s/gate", dir);
+    snprintf(timed_out, sizeof timed_out, "%s/gate-timed-out", dir);
+    snprintf(text, sizeof text,
+             "#!/bin/sh\n"
+             "for a in \"$@\"; do case \"$a\" in *.c)\n"
+             "  if grep -q '^#define V 7$' \"$a\"; then touch '%s'; fi\n"
+             "  if grep -q '^#define V 0$' \"$a\"; then\n"
+             "    i=0; while [ ! -e '%s' ]; do i=$((i+1)); if [ $i -gt 600 ]; then touch '%s'; break; fi; sleep 0.1; done\n"
+             "  fi;;\n"
+             "esac; done\n"
+             "exec cc \"$@\"\n",
+             gate, gate, timed_out);
+    write_script(cc, text);
+    snprintf(problem, sizeof problem, "%s/t1/stream_c.json", KT_DATA);
+    snprintf(env, sizeof env, "KERNTUNE_CC='%s'", cc);
+    pid_t pid = start_json_worker("sw", env, "--device 0 --stream on --build-threads 3 --quiet");
+    await_worker("sw");
+    snprintf(args, sizeof args, "--cache off --quiet --t4 '%s/stream.json'", dir);
+    assert_int_equal(wait_exit(start_tune(problem, args)), 0);
+    stop_worker(pid);
+    struct stat st;
+    assert_int_equal(stat(gate, &st), 0);
+    assert_int_not_equal(stat(timed_out, &st), 0);
+    assert_stream_t4("stream.json");
+    char path[256];
+    snprintf(path, sizeof path, "%s/sw.json", dir);
+    json_t *w = load_json(path);
+    assert_true(json_is_true(json_object_get(w, "streaming")));
+    assert_true(json_integer_value(json_object_get(w, "built_ahead")) >= 8);
+    assert_true(json_integer_value(json_object_get(w, "jobs")) >= 8);
+    json_decref(w);
 }
 
 /* A compile worker builds every job and hands the artifacts on; their bytes are then damaged in
