@@ -38,6 +38,7 @@ typedef struct tune_bench_args {
     bool recorded;              /* replay recorded means */
     bool build_only;            /* for tune_bench_build alone: no data made, nothing on the device,
                                  * one compile thread (a fleet worker's build-ahead threads) */
+    double build_timeout;       /* tune_bench_build gives up on a build after this many seconds (0: never) */
 } tune_bench_args;
 
 /* Returns NULL and the bench, or the error (allocated). */

@@ -23,6 +23,7 @@ struct tune_bench {
     char *replay_name;
     char replay_dir[PATH_MAX];
     bool replay_dir_made;
+    double build_timeout;
 };
 
 void tune_bench_close(tune_bench *b) {
@@ -83,6 +84,7 @@ char *tune_bench_open(const tune_bench_args *a, tune_bench **out) {
     BKT(kt_context_create(&b->ctx));
     BKT(kt_context_set_cache(b->ctx, "off")); /* the coordinator keeps the decision */
     if (a->build_only) BKT(kt_context_set_compile_threads(b->ctx, 1)); /* one build at a time: the caller runs several */
+    b->build_timeout = a->build_timeout;
     /* every run of a job is reported: no warm-up of its own (the coordinator's engine decides
      * which runs are warm-ups, as it would of runs measured where it is) */
     BKT(kt_context_set_policy(b->ctx, KT_POLICY_FIXED));
@@ -200,7 +202,8 @@ char *tune_bench_build(tune_bench *b, const char *const *configs, size_t n, kt_b
     kt_op *op = NULL;
     if (sps == NULL || group == NULL || r == NULL) err = cli_format("out of memory");
     else if ((op = configs_op(b, configs, n, 1, sps, &nsp, group, r, &err)) != NULL) {
-        kt_status st = kt_op_build_each(op, b->prep.args, b->p.nargs, counts, on_built, user);
+        kt_status st = b->build_timeout > 0 ? kt_op_set_budget(op, 0, b->build_timeout) : KT_OK; /* a build that never ends is given up */
+        if (st == KT_OK) st = kt_op_build_each(op, b->prep.args, b->p.nargs, counts, on_built, user);
         if (st != KT_OK) err = cli_format("%s: %s", kt_status_name(st), kt_last_error());
     }
     kt_op_destroy(op);

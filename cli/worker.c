@@ -72,6 +72,10 @@ void help_worker(FILE *out) {
             "                       check the digest before they load it; --build-threads builds at\n"
             "                       once (a tuning's jobs go to its compile workers first while any\n"
             "                       serve its device model)\n"
+            "  --build-timeout S    building ahead (streaming) or for others (--build-only), give up a\n"
+            "                       build after S seconds (default 600): the job goes on unbuilt, to\n"
+            "                       be built where it is measured, and a compiler that never ends\n"
+            "                       holds nothing\n"
             "  --share DIR          hand artifacts on through DIR (a directory every worker of the\n"
             "                       fleet reads and writes) instead of through Redis\n"
             "  --stream auto|on|off build the next jobs while the device measures the current ones\n"
@@ -146,12 +150,13 @@ static int parse(int argc, char **argv, worker_opts *o) {
     cpu_set_t set; /* the processors it may run on (taskset) */
     if (sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) > 0) procs = CPU_COUNT(&set);
 #endif
-    *o = (worker_opts){.device = -1, .claim_s = 30, .max_jobs = -1, .batch = procs < 1 ? 2 : 2 * procs > 64 ? 64 : 2 * procs};
+    *o = (worker_opts){.device = -1, .claim_s = 30, .max_jobs = -1, .build_timeout = 600, .batch = procs < 1 ? 2 : 2 * procs > 64 ? 64 : 2 * procs};
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         bool has_value = strcmp(a, "--device") == 0 || strcmp(a, "--claim-timeout") == 0 || strcmp(a, "--max-jobs") == 0 ||
                          strcmp(a, "--name") == 0 || strcmp(a, "--pace") == 0 || strcmp(a, "--batch") == 0 ||
-                         strcmp(a, "--stream") == 0 || strcmp(a, "--build-threads") == 0 || strcmp(a, "--share") == 0;
+                         strcmp(a, "--stream") == 0 || strcmp(a, "--build-threads") == 0 || strcmp(a, "--share") == 0 ||
+                         strcmp(a, "--build-timeout") == 0;
         const char *v = has_value && i + 1 < argc ? argv[i + 1] : NULL;
         if (has_value && v == NULL) return usage("%s needs a value", a);
         char *end = NULL;
@@ -185,6 +190,10 @@ static int parse(int argc, char **argv, worker_opts *o) {
             o->batch = strtol(v, &end, 10);
             if (end == v || *end || o->batch < 1 || o->batch > 64) return usage("--batch '%s': expected a count from 1 to 64", v);
             o->batch_given = true;
+        } else if (strcmp(a, "--build-timeout") == 0) {
+            o->build_timeout = strtod(v, &end);
+            if (end == v || *end || !(o->build_timeout >= 0.1 && o->build_timeout <= 86400))
+                return usage("--build-timeout '%s': expected seconds from 0.1 to 86400", v);
         } else if (strcmp(a, "--build-threads") == 0) {
             o->build_threads = strtol(v, &end, 10);
             if (end == v || *end || o->build_threads < 1 || o->build_threads > AHEAD)
@@ -335,7 +344,8 @@ static char *session_open(worker *w, lane *l, session *s, const char *run, bool 
                              .simulate = recording ? rec_path : NULL,
                              .simulate_name = json_string_value(json_object_get(opts, "simulate_name")),
                              .recorded = json_is_true(json_object_get(opts, "recorded")),
-                             .build_only = l->build_only};
+                             .build_only = l->build_only,
+                             .build_timeout = l->build_only ? w->o.build_timeout : 0};
         err = problem_path && rec_path ? tune_bench_open(&a, &s->bench) : cli_format("out of memory");
         free(problem_path), free(rec_path);
     }

@@ -32,6 +32,7 @@ typedef struct worker_opts {
     long batch;          /* jobs taken at once (streaming: the most in hand) */
     bool batch_given;
     long build_threads;  /* streaming: jobs built at once (0: one per processor) */
+    double build_timeout; /* building ahead or for others: seconds before a build is given up */
     worker_stream stream;
     bool build_only;     /* a compile worker: builds jobs for the device, never measures */
     const char *share;   /* a directory that hands artifacts on instead of Redis, or NULL */

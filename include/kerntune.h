@@ -607,7 +607,9 @@ typedef struct kt_build_counts {
  *  buffers are not read (they may be NULL). A later tuning of the key, in this process or in
  *  another with the same artifact directory, finds them built. A fleet worker builds the
  *  next configurations so while its device measures the current ones (kerntune worker).
- *  Builds on the context's compile threads. counts may be NULL. A variant that fails to build
+ *  Builds on the context's compile threads. Under a budget of wall seconds (kt_op_set_budget)
+ *  the builds still running then are abandoned, stopped where the backend can stop its
+ *  compiler (CUDA, C), and counted as failed. counts may be NULL. A variant that fails to build
  *  is counted, not an error (a tuning reports it); an error is a failure to build anything:
  *  bad arguments, no compiler, no artifact directory, memory. */
 KT_API kt_status kt_op_build(kt_op *op, const kt_arg *args, size_t nargs, kt_build_counts *counts);

@@ -11,7 +11,8 @@
  *  - validation's disagreement stop, the workers validating: stopped as a local run is;
  *  - a streaming worker measures other jobs while one job's build hangs, and builds every one;
  *  - compile workers: an artifact damaged on its way fails its digest and is built again by the
- *    measuring worker; a compile worker killed mid-build has its job taken over; nothing lost;
+ *    measuring worker; a compile worker killed mid-build has its job taken over, one whose
+ *    compiler hangs gives the build up after --build-timeout; nothing lost;
  *  - a dead Redis, no live worker, and bad options: clear errors, nothing hangs.
  */
 #define _GNU_SOURCE /* popen */
@@ -587,6 +588,49 @@ static void compile_worker_killed(void **state) {
     assert_stream_t4("killed-cw.json");
 }
 
+/* A compile worker gives a build up after --build-timeout: its compiler hangs on V=0 (for 600 s,
+ * longer than ctest lets this test take, while the compile worker renews its claim on the job),
+ * the compile worker stops it after 2 s and moves the job on unbuilt, and the measuring worker
+ * builds it itself; every configuration comes back correct, and the compile worker lives on. */
+static void compile_worker_gives_up(void **state) {
+    (void)state;
+    char problem[512], cc[256], hung[256], env[512], env_m[300], text[1024], args[512];
+    snprintf(problem, sizeof problem, "%s/t1/stream_c.json", KT_DATA);
+    snprintf(cc, sizeof cc, "%s/cc-hang-long", dir);
+    snprintf(hung, sizeof hung, "%s/hung-long", dir);
+    snprintf(text, sizeof text,
+             "#!/bin/sh\n"
+             "for a in \"$@\"; do case \"$a\" in *.c)\n"
+             "  if grep -q '^#define V 0$' \"$a\"; then touch '%s'; i=0; while [ $i -lt 6000 ] && kill -0 $PPID 2>/dev/null; do i=$((i+1)); sleep 0.1; done; exit 1; fi;;\n"
+             "esac; done\n"
+             "exec cc \"$@\"\n",
+             hung);
+    write_script(cc, text);
+    snprintf(env, sizeof env, "KERNTUNE_CC='%s' KERNTUNE_ARTIFACTS='%s/artifacts-gc'", cc, dir);
+    snprintf(env_m, sizeof env_m, "KERNTUNE_ARTIFACTS='%s/artifacts-gm'", dir);
+    pid_t m = start_json_worker("gm", env_m, "--device 0 --claim-timeout 5");
+    pid_t c = start_json_worker("gc", env, "--device 0 --build-only --build-threads 2 --build-timeout 2 --claim-timeout 5");
+    await_worker("gm"), await_worker("gc");
+    kill(m, SIGSTOP); /* until the compile worker hangs: so it, not the measuring worker, takes V=0 */
+    usleep(1500000);
+    snprintf(args, sizeof args, "--cache off --quiet --t4 '%s/gave-up.json'", dir);
+    pid_t t = start_tune(problem, args);
+    await_file(hung);
+    kill(m, SIGCONT);
+    assert_int_equal(wait_exit(t), 0);
+    assert_int_equal(kill(c, 0), 0); /* the compile worker lives on */
+    stop_worker(m), stop_worker(c);
+    assert_stream_t4("gave-up.json");
+    char path[256];
+    snprintf(path, sizeof path, "%s/gc.json", dir);
+    json_t *w = load_json(path);
+    assert_true(json_is_true(json_object_get(w, "build_only")));
+    /* V=0 among them, moved on unbuilt: the compile worker held it, renewing its claim, until it gave
+     * the build up (nothing else could have let the tuning end within ctest's limit) */
+    assert_true(json_integer_value(json_object_get(w, "jobs")) >= 1);
+    json_decref(w);
+}
+
 /* Validation's disagreement stop with the workers validating: the coordinator hears their
  * verdicts through its units and stops the tuning as a local run does (exit 3), naming the
  * parameter that changes the output (tests/data/t1/steps_c.json: STEPS). */
@@ -662,6 +706,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test(streaming),
         cmocka_unit_test(artifact_corrupted),
         cmocka_unit_test(compile_worker_killed),
+        cmocka_unit_test(compile_worker_gives_up),
     };
     return kt_run_cases(argc, argv, tests, setup, teardown);
 }

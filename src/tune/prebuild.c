@@ -7,6 +7,7 @@
 #include "op/op.h"
 #include "tune/stages.h"
 #include "tune/tune.h"
+#include "util/util.h"
 
 #include <stdlib.h>
 
@@ -28,21 +29,29 @@ kt_status kt_op_build_each(kt_op *op, const kt_arg *args, size_t nargs, kt_build
     for (size_t i = 0; units && i < d->nunits; i++)
         if (kt__unit_planned(plans, i)) units[n++] = i;
     size_t threads = kt_context_compile_threads(op->ctx);
+    /* a budget of wall seconds bounds the builds: those still running then are abandoned, and
+     * stopped where the backend can stop its compiler (a compile that never ends holds nothing) */
+    double deadline = op->budget.seconds > 0 && !op->ctx->budget_clock ? kt__now_s() + op->budget.seconds : 0;
     kt__builder *bl = NULL;
-    if (st == KT_OK && n > 0) st = kt__builder_start(op, d, plans, threads < n ? threads : n, false, false, &bl);
+    if (st == KT_OK && n > 0) st = kt__builder_start(op, d, plans, threads < n ? threads : n, deadline > 0, false, &bl);
     if (bl != NULL) {
         kt__builder_no_load(bl);
         st = kt__builder_submit(bl, units, n);
         size_t k;
-        while (st == KT_OK && (k = kt__builder_take(bl, units, n, true, false, 0, &st)) > 0)
+        while (st == KT_OK && (k = kt__builder_take(bl, units, n, true, false, deadline, &st)) > 0)
             for (size_t i = 0; on_built && i < k; i++) {
                 const kt__unit *u = &d->units[units[i]];
                 on_built(user, u->text ? u->text : "", u->r.outcome == KT_OUTCOME_BUILD_FAILED ? NULL : u->artifact);
             }
         kt_build_counts c;
         kt__builder_counts(bl, &c.built, &c.found, &c.failed);
+        size_t left = kt__builder_pending(bl); /* still building at the deadline: not built */
+        c.failed += left;
+        if (on_built)
+            for (size_t i = 0; left > 0 && i < d->nunits; i++)
+                if (kt__unit_planned(plans, i) && d->units[i].r.outcome == KT_OUTCOME_NOT_RUN) on_built(user, d->units[i].text ? d->units[i].text : "", NULL);
         if (counts) *counts = c;
-        kt__builder_stop(bl, false);
+        kt__builder_stop(bl, deadline > 0);
     }
     free(units);
     kt__plans_free(plans);
