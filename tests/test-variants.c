@@ -902,6 +902,41 @@ static void test_budget_stops_hung_compiler(void **state) {
     kt_space_destroy(sp);
 }
 
+/* kt_op_build under a budget of wall seconds: the compiler hung on its FIFO is stopped at the
+ * deadline, the hung build counts as failed and is told with no file, the others are built. */
+static void test_build_ahead_gives_up(void **state) {
+    (void)state;
+    fill();
+    static fifo_hang hang;
+    assert_true(fifo_hang_start(&hang, true));
+    static char src[4096];
+    snprintf(src, sizeof src, "/* ahead deadline %d */\n%s", (int)getpid(), matmul_src); /* new to the cache */
+    kt_context *ctx = variant_context();
+    kt_space *sp = matmul_space();
+    kt_op *op = matmul_op(ctx, sp, src, "matmul");
+    kt_space *hs = NULL;
+    ok(kt_space_create(&hs));
+    ok(kt_space_add_param(hs, "TI", "[8]"));
+    ok(kt_space_add_param(hs, "TK", "[16]"));
+    ok(kt_space_add_param(hs, "UNROLL", "[1]"));
+    ok(kt_space_add_param(hs, "WRONG", "[0]"));
+    ok(kt_op_add_variants(op, "hung", hs, src, "matmul", (const char *const[]){"-include", hang.path}, 2));
+    ok(kt_op_set_budget(op, 0, 3.0));
+    built_seen seen = {0, 0, true};
+    kt_build_counts c = {0};
+    double t0 = fifo_now_s();
+    ok(kt_op_build_each(op, mm_args(N), 4, &c, on_built, &seen));
+    assert_true(fifo_now_s() - t0 < 50); /* the deadline is 3 s; a build waited for lasts 60 s */
+    assert_int_equal(c.built, 8);
+    assert_int_equal(c.failed, 1);
+    assert_int_equal(seen.with_artifact, 8);
+    assert_int_equal(seen.without, 1);
+    kt_context_destroy(ctx); /* waits for the stopped compiler */
+    assert_true(atomic_load(&hang.reader_seen)); /* the compiler reached the FIFO */
+    assert_false(fifo_hang_end(&hang));          /* the watcher never had to let it finish */
+    kt_space_destroy(hs);
+    kt_space_destroy(sp);
+}
 
 int main(int argc, char **argv) {
     self_path = argv[0];
@@ -927,6 +962,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_derived_list),
         cmocka_unit_test(test_call_sizes_compiled_or_interpreted),
         cmocka_unit_test(test_budget_stops_hung_compiler),
+        cmocka_unit_test(test_build_ahead_gives_up),
     };
     int rc = kt_run_cases(argc, argv, tests, NULL, NULL);
     char rm[300];
