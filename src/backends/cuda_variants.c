@@ -220,6 +220,11 @@ kt_status kt__cu_build(void *state, size_t device, const kt_build_request *req, 
     if (s->nvrtc == NULL) return no_nvrtc(log, loglen);
     const char *env = getenv("KERNTUNE_NVRTC_PROCESSES");
     if (env && strcmp(env, "0") == 0) return build_here(s, device, req, log, loglen); /* never forks then */
+    /* A compile target (KERNTUNE_CUDA_TARGET) compiles in this process: its process exists to
+     * compile (a fleet's compile worker, whose jobs the fleet takes over if it dies), and a child
+     * forked without exec that loads NVRTC's builtins can wait for ever on the dynamic loader's
+     * lock when another thread held it at the fork (seen once, under ASan, in test-cuda-target). */
+    if (s->devs[device].target_only) return build_here(s, device, req, log, loglen);
     int fds[2];
     pid_t pid = -1;
     if (pipe(fds) == 0 && (pid = fork()) < 0) close(fds[0]), close(fds[1]);
