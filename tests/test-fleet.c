@@ -509,7 +509,7 @@ static void artifact_corrupted(void **state) {
     await_worker("dm"), await_worker("cw");
     announced_stream("dm", stream, sizeof stream);
     kill(m, SIGSTOP); /* announced and live for the coordinator's start, but measuring nothing */
-    usleep(1500000);  /* a read it had waiting when stopped ends (BLOCK 1000): it takes no job of the run */
+    usleep(1200000);  /* a read it had waiting when stopped ends (BLOCK 1000): it takes no job of the run */
     char args[512];
     snprintf(args, sizeof args, "--cache off --quiet --t4 '%s/corrupt.json'", dir);
     pid_t t = start_tune(problem, args);
@@ -575,7 +575,7 @@ static void compile_worker_killed(void **state) {
     pid_t c = start_json_worker("kc", env, "--device 0 --build-only --build-threads 2 --claim-timeout 2");
     await_worker("km"), await_worker("kc");
     kill(m, SIGSTOP); /* until the compile worker hangs: so it, not the measuring worker, takes V=0 */
-    usleep(1500000);  /* (a read the measuring worker had waiting when stopped ends first) */
+    usleep(1200000);  /* (a read the measuring worker had waiting when stopped ends first) */
     char args[512];
     snprintf(args, sizeof args, "--cache off --quiet --t4 '%s/killed-cw.json'", dir);
     pid_t t = start_tune(problem, args);
@@ -590,7 +590,7 @@ static void compile_worker_killed(void **state) {
 
 /* A compile worker gives a build up after --build-timeout: its compiler hangs on V=0 (for 600 s,
  * longer than ctest lets this test take, while the compile worker renews its claim on the job),
- * the compile worker stops it after 2 s and moves the job on unbuilt, and the measuring worker
+ * the compile worker stops it after 1 s and moves the job on unbuilt, and the measuring worker
  * builds it itself; every configuration comes back correct, and the compile worker lives on. */
 static void compile_worker_gives_up(void **state) {
     (void)state;
@@ -609,10 +609,10 @@ static void compile_worker_gives_up(void **state) {
     snprintf(env, sizeof env, "KERNTUNE_CC='%s' KERNTUNE_ARTIFACTS='%s/artifacts-gc'", cc, dir);
     snprintf(env_m, sizeof env_m, "KERNTUNE_ARTIFACTS='%s/artifacts-gm'", dir);
     pid_t m = start_json_worker("gm", env_m, "--device 0 --claim-timeout 5");
-    pid_t c = start_json_worker("gc", env, "--device 0 --build-only --build-threads 2 --build-timeout 2 --claim-timeout 5");
+    pid_t c = start_json_worker("gc", env, "--device 0 --build-only --build-threads 2 --build-timeout 1 --claim-timeout 5");
     await_worker("gm"), await_worker("gc");
     kill(m, SIGSTOP); /* until the compile worker hangs: so it, not the measuring worker, takes V=0 */
-    usleep(1500000);
+    usleep(1200000);
     snprintf(args, sizeof args, "--cache off --quiet --t4 '%s/gave-up.json'", dir);
     pid_t t = start_tune(problem, args);
     await_file(hung);
