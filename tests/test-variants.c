@@ -858,6 +858,19 @@ static void test_call_sizes_compiled_or_interpreted(void **state) {
  * without it (its unit NOT_RUN, the result right), having stopped the compiler, its children
  * included: soon nobody reads the FIFO (opening it to write fails with ENXIO). Destroying the
  * context then waits for nothing, and no failure is recorded for the group's code. */
+/* A variant group "hung" of one configuration whose compiler includes the FIFO at fifo: it
+ * waits for ever until stopped (fifo-hang.h). */
+static void add_hung_group(kt_op *op, const char *src, const char *fifo) {
+    kt_space *hs = NULL;
+    ok(kt_space_create(&hs));
+    ok(kt_space_add_param(hs, "TI", "[8]"));
+    ok(kt_space_add_param(hs, "TK", "[16]"));
+    ok(kt_space_add_param(hs, "UNROLL", "[1]"));
+    ok(kt_space_add_param(hs, "WRONG", "[0]"));
+    ok(kt_op_add_variants(op, "hung", hs, src, "matmul", (const char *const[]){"-include", fifo}, 2));
+    kt_space_destroy(hs);
+}
+
 static void test_budget_stops_hung_compiler(void **state) {
     (void)state;
     fill();
@@ -867,13 +880,7 @@ static void test_budget_stops_hung_compiler(void **state) {
     kt_context *ctx = variant_context();
     kt_space *sp = matmul_space();
     kt_op *op = matmul_op(ctx, sp, matmul_src, "matmul");
-    kt_space *hs = NULL;
-    ok(kt_space_create(&hs));
-    ok(kt_space_add_param(hs, "TI", "[8]"));
-    ok(kt_space_add_param(hs, "TK", "[16]"));
-    ok(kt_space_add_param(hs, "UNROLL", "[1]"));
-    ok(kt_space_add_param(hs, "WRONG", "[0]"));
-    ok(kt_op_add_variants(op, "hung", hs, matmul_src, "matmul", (const char *const[]){"-include", hang.path}, 2));
+    add_hung_group(op, matmul_src, hang.path);
     ok(kt_op_set_budget(op, 0, 5.0));
     /* one build at a time: the tiled group's first unit is measured before "hung" is built, so
      * that the tuning can decide by the deadline (without an answer it waits for a build) */
@@ -898,7 +905,6 @@ static void test_budget_stops_hung_compiler(void **state) {
     assert_false(fifo_hang_end(&hang));          /* the watcher never had to let it finish */
     assert_true(unread);
     assert_int_equal(count_files(artifacts, ".failed"), failed_before);
-    kt_space_destroy(hs);
     kt_space_destroy(sp);
 }
 
@@ -914,13 +920,7 @@ static void test_build_ahead_gives_up(void **state) {
     kt_context *ctx = variant_context();
     kt_space *sp = matmul_space();
     kt_op *op = matmul_op(ctx, sp, src, "matmul");
-    kt_space *hs = NULL;
-    ok(kt_space_create(&hs));
-    ok(kt_space_add_param(hs, "TI", "[8]"));
-    ok(kt_space_add_param(hs, "TK", "[16]"));
-    ok(kt_space_add_param(hs, "UNROLL", "[1]"));
-    ok(kt_space_add_param(hs, "WRONG", "[0]"));
-    ok(kt_op_add_variants(op, "hung", hs, src, "matmul", (const char *const[]){"-include", hang.path}, 2));
+    add_hung_group(op, src, hang.path);
     ok(kt_op_set_budget(op, 0, 1.5));
     built_seen seen = {0, 0, true};
     kt_build_counts c = {0};
@@ -934,7 +934,6 @@ static void test_build_ahead_gives_up(void **state) {
     kt_context_destroy(ctx); /* waits for the stopped compiler */
     assert_true(atomic_load(&hang.reader_seen)); /* the compiler reached the FIFO */
     assert_false(fifo_hang_end(&hang));          /* the watcher never had to let it finish */
-    kt_space_destroy(hs);
     kt_space_destroy(sp);
 }
 
