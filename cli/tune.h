@@ -7,6 +7,7 @@
 
 #include <kerntune.h>
 #include <kerntune/decision.h>
+#include <kerntune/variants.h>
 
 #include <stdbool.h>
 #include <stddef.h>

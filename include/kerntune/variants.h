@@ -235,6 +235,36 @@ KT_API size_t kt_context_compile_threads(const kt_context *ctx);
 KT_API uint64_t kt_context_compile_count(const kt_context *ctx);
 KT_API uint64_t kt_context_artifact_hits(const kt_context *ctx);
 
+/* ---- building without measuring ---------------------------------------------------------- */
+
+/** What kt_op_build did, in builds (configurations with the same code share one): compiled
+ *  now, found in the artifact directory, failed (now, or recorded there as failing: such a
+ *  build is not tried again). */
+typedef struct kt_build_counts {
+    size_t built, found, failed;
+} kt_build_counts;
+
+/** Builds the variants of the key of these arguments into the context's artifact directory,
+ *  and nothing more: no module is loaded, nothing runs, nothing is decided, the caller's
+ *  buffers are not read (they may be NULL). A later tuning of the key, in this process or in
+ *  another with the same artifact directory, finds them built. A fleet worker builds the
+ *  next configurations so while its device measures the current ones (kerntune worker).
+ *  Builds on the context's compile threads. Under a budget of wall seconds (kt_op_set_budget)
+ *  the builds still running then are abandoned, stopped where the backend can stop its
+ *  compiler (CUDA, C), and counted as failed. counts may be NULL. A variant that fails to build
+ *  is counted, not an error (a tuning reports it); an error is a failure to build anything:
+ *  bad arguments, no compiler, no artifact directory, memory. */
+KT_API kt_status kt_op_build(kt_op *op, const kt_arg *args, size_t nargs, kt_build_counts *counts);
+
+/** Told of each configuration kt_op_build built or found (artifact: the file it is in, in the
+ *  artifact directory) or could not build (artifact NULL); config is the configuration's text
+ *  ("NAME=VALUE,..."). */
+typedef void (*kt_built_fn)(void *user, const char *config, const char *artifact);
+
+/** kt_op_build, telling on_built of each configuration (on the calling thread, after the builds
+ *  ended): a fleet's compile worker hands the artifacts on. */
+KT_API kt_status kt_op_build_each(kt_op *op, const kt_arg *args, size_t nargs, kt_build_counts *counts, kt_built_fn on_built, void *user);
+
 #ifdef __cplusplus
 }
 #endif
