@@ -26,7 +26,8 @@ Triton's autotuner.
 
 import hashlib
 import os
-from typing import List, NamedTuple, Optional
+from collections.abc import Sequence
+from typing import NamedTuple, Optional
 
 # Installed by pip, the package holds kerntune's runner process (isolated candidates run there):
 # the library is pointed at it unless the caller chose another.
@@ -79,7 +80,7 @@ class Decision(NamedTuple):
     ("measured", "cache", "nearest key", ...)."""
 
     winner: Optional[Unit]
-    units: List[Unit]
+    units: "Units"  # every unit, in the space's order (a sequence of Unit)
     source: str = "measured"
     confidence: float = 1.0  # that the winner is the fastest, by the race (kt_decision_confidence)
     requested_confidence: float = -1.0  # what the race asked for (negative: nothing)
@@ -88,8 +89,43 @@ class Decision(NamedTuple):
 
 
 def _unit(t):
+    if len(t) == 2:  # not run: (candidate, config)
+        return Unit(t[1] or t[0], "not_run", -1.0, 0, "", t[0])
     cand, config, outcome, time_ns, runs, message, runtimes, build, validation, framework = t
     return Unit(config or cand, outcome, time_ns, runs, message, cand, tuple(runtimes), build, validation, framework)
+
+
+class Units(Sequence):
+    """A decision's units, in the order of its space: a sequence of Unit. A space of millions
+    leaves most of them not run; their Units are made when they are looked at, so that a
+    decision costs what was run, not the size of its space (ran() lists the others' indices)."""
+
+    __slots__ = ("_raw",)
+
+    def __init__(self, raw):
+        self._raw = raw
+
+    def __len__(self):
+        return len(self._raw)
+
+    def __getitem__(self, i):
+        if isinstance(i, slice):
+            return [self[j] for j in range(*i.indices(len(self._raw)))]
+        t = self._raw[i]
+        if not isinstance(t, Unit):
+            t = _unit(t)
+            self._raw[i] = t
+        return t
+
+    def ran(self):
+        """The indices of the units that were run (any outcome but not_run), in order."""
+        return [i for i, t in enumerate(self._raw) if (t.outcome != "not_run" if isinstance(t, Unit) else len(t) != 2)]
+
+    def __eq__(self, other):
+        return isinstance(other, (list, tuple, Units)) and len(self) == len(other) and all(a == b for a, b in zip(self, other))
+
+    def __repr__(self):
+        return "Units(%d, %d run)" % (len(self), len(self.ran()))
 
 
 def _code_version(fn):
@@ -123,7 +159,7 @@ class Op(_kerntune.Op):
     def decision(self, *args):
         """decision(*args) -> Decision: the decision for the key of these arguments (without calling)."""
         index, units, source, confidence, requested, below, reraced = self._decision(*args)
-        units = [_unit(u) for u in units]
+        units = Units(units)
         return Decision(units[index] if index is not None else None, units, source, confidence, requested, below, reraced)
 
     def add_candidate(self, name, fn, queued=False, version=None):

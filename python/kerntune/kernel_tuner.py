@@ -624,7 +624,8 @@ def tune_kernel(
         seen = set(order)
         # units a tuning reported as it went, in that order; then those it knew from the persistent
         # cache (never reported: nothing ran), in the space's order
-        rest = [i for i, u in enumerate(units) if i not in seen and u.outcome != "not_run"]
+        ran = units.ran() if hasattr(units, "ran") else [i for i, u in enumerate(units) if u.outcome != "not_run"]
+        rest = [i for i in ran if i not in seen]
         for i in order + rest:
             u = units[i]
             r = _result(u, _parse_config(u.config, params, lookup), stamps.get(i, str(datetime.now(timezone.utc))), metrics)

@@ -194,7 +194,9 @@ static PyObject *Op_call_async(PyObject *self, PyObject *args) {
 }
 
 /* decision(*args) -> (winner index or None, [(candidate, config, outcome, time_ns, runs, message,
- * runtimes_ns, build_ms, validation_ms, framework_ms), ...]) */
+ * runtimes_ns, build_ms, validation_ms, framework_ms), ...]); a unit that was not run is a pair
+ * (candidate, config): a space of millions leaves most of its units not run, and the package
+ * makes their Units only when they are looked at (kerntune.Decision.units). */
 static PyObject *Op_decision(PyObject *self, PyObject *args) {
     SELF;
     ktpy_args a = {0};
@@ -207,9 +209,26 @@ static PyObject *Op_decision(PyObject *self, PyObject *args) {
     ktpy_args_free(&a);
     if (st != KT_OK && !(st == KT_ERR_ALL_FAILED && d != NULL)) return ktpy_raise(st);
     size_t n = kt_decision_unit_count(d), w = kt_decision_winner_unit(d);
-    PyObject *units = PyList_New((Py_ssize_t)n);
+    PyObject *units = PyList_New((Py_ssize_t)n), *cand_obj = NULL;
+    const char *cand_of_obj = NULL; /* the candidate name cand_obj holds: not-run units share it */
     for (size_t u = 0; units && u < n; u++) {
         const char *config = kt_decision_unit_config(d, u), *msg = kt_decision_unit_message(d, u);
+        if (kt_decision_unit_outcome(d, u) == KT_OUTCOME_NOT_RUN) {
+            const char *cand = kt_op_candidate_name(o->op, kt_decision_unit_candidate(d, u));
+            if (cand_obj == NULL || cand != cand_of_obj) {
+                Py_XDECREF(cand_obj);
+                cand_obj = PyUnicode_FromString(cand ? cand : "");
+                cand_of_obj = cand;
+            }
+            PyObject *t = cand_obj ? Py_BuildValue("(Os)", cand_obj, config ? config : "") : NULL;
+            if (t == NULL) {
+                Py_XDECREF(cand_obj);
+                Py_DECREF(units);
+                return NULL;
+            }
+            PyList_SetItem(units, (Py_ssize_t)u, t);
+            continue;
+        }
         const double *times = NULL;
         size_t nt = 0;
         if (kt_decision_unit_runtimes(d, u, &times, &nt) != KT_OK) nt = 0;
@@ -222,11 +241,13 @@ static PyObject *Op_decision(PyObject *self, PyObject *args) {
                                          kt_decision_unit_validation_ms(d, u), kt_decision_unit_framework_ms(d, u))
                          : NULL;
         if (t == NULL) {
+            Py_XDECREF(cand_obj);
             Py_DECREF(units);
             return NULL;
         }
         PyList_SetItem(units, (Py_ssize_t)u, t);
     }
+    Py_XDECREF(cand_obj);
     if (units == NULL) return NULL;
     PyObject *winner = st == KT_OK && w < n ? PyLong_FromSize_t(w) : (Py_INCREF(Py_None), Py_None); /* none: all failed */
     const char *source = kt_decision_source_name(kt_decision_source_of(d));

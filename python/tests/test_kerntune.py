@@ -108,6 +108,13 @@ def test_budget_and_search(ctx):
     op(np.zeros(64, dtype=np.float32), x, 64)
     d = op.decision(np.zeros(64, dtype=np.float32), x, 64)
     assert sorted(u.outcome for u in d.units) == ["measured"] * 2 + ["not_run"] * 4
+    # the units in the space's order, the ones not run made on demand: ran() names the others
+    assert len(d.units) == 6 and [u.config for u in d.units] == ["REPS=%d" % r for r in range(1, 7)]
+    ran = d.units.ran()
+    assert len(ran) == 2 and all(d.units[i].outcome == "measured" and d.units[i].runs > 0 for i in ran)
+    idle = [i for i in range(6) if i not in ran][0]
+    assert d.units[idle] == kerntune.Unit("REPS=%d" % (idle + 1), "not_run", -1.0, 0, "", "scale")
+    assert d.units[-1] == d.units[5] and d.units[1:3] == [d.units[1], d.units[2]] and d.units == list(d.units)
     with pytest.raises(kerntune.Error, match="the op was already called"):
         op.set_budget(units=3)
 

@@ -131,8 +131,11 @@ const char *kt__space_value_text(const kt__value *v, char num[64], char **heap, 
         *vlen = (int)v->str.len;
         return v->str.s;
     }
-    if (v->t == KT_V_BOOL) snprintf(num, 64, "%d", v->b ? 1 : 0);
-    else if (v->t == KT_V_LIST) { /* a derived list */
+    if (v->t == KT_V_BOOL || v->t == KT_V_INT) { /* the commonest values, without snprintf */
+        *vlen = kt__int_text(v->t == KT_V_BOOL ? (int64_t)v->b : v->i, num);
+        return num;
+    }
+    if (v->t == KT_V_LIST) { /* a derived list */
         size_t n = kt__value_format_len(v);
         if ((*heap = malloc(n)) == NULL) return NULL;
         kt__value_format(v, *heap, n);

@@ -43,9 +43,19 @@ size_t kt__space_param_count_all(const kt_space *sp) { return sp->nparams + sp->
 /* Formats the parameters and derived values of slots as name=value pairs joined by sep. A
  * value is never cut: text that does not fit in len fails with KT_ERR_LIMIT (see
  * kt__space_format_len for the length needed). */
+/* Appends n bytes of s at *k in buf (len bytes, always NUL-terminated); false when they do not fit. */
+static bool append(char *buf, size_t len, size_t *k, const char *s, size_t n) {
+    if (*k + n >= len) return false;
+    memcpy(buf + *k, s, n);
+    *k += n;
+    buf[*k] = '\0';
+    return true;
+}
+
 kt_status kt__space_format_slots(const kt_space *sp, const kt__value *slots, const char *prefix, const char *sep,
                                  char *buf, size_t len) {
-    size_t k = 0;
+    /* memcpy, not snprintf: every unit of a space of millions is formatted when it is planned */
+    size_t k = 0, nsep = strlen(sep), nprefix = strlen(prefix);
     if (len) buf[0] = '\0';
     for (size_t i = 0; i < sp->nslots; i++) {
         if (sp->slots[i].kind == SLOT_INPUT) continue;
@@ -54,10 +64,12 @@ kt_status kt__space_format_slots(const kt_space *sp, const kt__value *slots, con
         const char *value = kt__space_value_text(&slots[i], num, &heap, &vlen);
         if (value == NULL)
             return kt__err(KT_ERR_NO_MEMORY, "configuration text: out of memory formatting the value of '%s'", sp->slots[i].name);
-        int n = snprintf(buf + k, len > k ? len - k : 0, "%s%s%s=%.*s", k ? sep : "", prefix, sp->slots[i].name, vlen, value);
+        const char *name = sp->slots[i].name;
+        bool fit = (k == 0 || append(buf, len, &k, sep, nsep)) && append(buf, len, &k, prefix, nprefix) &&
+                   append(buf, len, &k, name, strlen(name)) && append(buf, len, &k, "=", 1) &&
+                   append(buf, len, &k, value, (size_t)vlen);
         free(heap);
-        if (n < 0 || k + (size_t)n >= len) return kt__err(KT_ERR_LIMIT, "configuration text needs more than %zu bytes", len);
-        k += (size_t)n;
+        if (!fit) return kt__err(KT_ERR_LIMIT, "configuration text needs more than %zu bytes", len);
     }
     return KT_OK;
 }

@@ -124,22 +124,30 @@ static kt_status contract_defines(const char *where, const kt_op *op, const kt__
     names[6] = "kernel_tuner";
     values[6] = 1;
     size_t n = plan->ndefines, total = 7 + n, len = 0;
-    const char **defs = calloc(total, sizeof *defs);
-    char *buf = malloc(7 * (KT__NAME_MAX + 24));
-    if (defs == NULL || buf == NULL) {
-        free(defs), free(buf);
-        return kt__err(KT_ERR_NO_MEMORY, "%s(op '%s'): out of memory", where, op->name);
-    }
     const char *fixed[7];
+    size_t at[7];                          /* where each made define starts in text */
+    char text[7 * (KT__NAME_MAX + 24)];    /* NAME=VALUE\0 of those the space does not give */
     for (int k = 0; k < 7; k++) {
         fixed[k] = NULL;
         for (size_t i = 0; i < n && fixed[k] == NULL; i++)
             if (define_named(plan->defines[i], names[k])) fixed[k] = plan->defines[i];
-        if (fixed[k] == NULL) {
-            fixed[k] = buf + len;
-            len += (size_t)snprintf(buf + len, KT__NAME_MAX + 24, "%s=%lld", names[k], (long long)values[k]) + 1;
+        if (fixed[k] == NULL) { /* without snprintf: this runs once per unit of the space */
+            size_t nl = strnlen(names[k], KT__NAME_MAX);
+            at[k] = len;
+            memcpy(text + len, names[k], nl);
+            text[len + nl] = '=';
+            len += nl + 1 + (size_t)kt__int_text(values[k], text + len + nl + 1) + 1;
         }
     }
+    const char **defs = calloc(total, sizeof *defs);
+    char *buf = malloc(len ? len : 1); /* as long as it needs: a space of millions keeps one per unit */
+    if (defs == NULL || buf == NULL) {
+        free(defs), free(buf);
+        return kt__err(KT_ERR_NO_MEMORY, "%s(op '%s'): out of memory", where, op->name);
+    }
+    memcpy(buf, text, len);
+    for (int k = 0; k < 7; k++)
+        if (fixed[k] == NULL) fixed[k] = buf + at[k];
     size_t m = 0;
     for (int k = 0; k < 6; k++) defs[m++] = fixed[k];
     for (size_t i = 0; i < n; i++) {

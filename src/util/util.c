@@ -90,3 +90,15 @@ size_t kt__processors(void) {
     long n = sysconf(_SC_NPROCESSORS_ONLN);
     return n > 0 ? (size_t)n : 1;
 }
+
+int kt__int_text(int64_t v, char out[24]) {
+    uint64_t u = v < 0 ? 0 - (uint64_t)v : (uint64_t)v;
+    char digits[20];
+    int n = 0, k = 0;
+    do digits[n++] = (char)('0' + u % 10);
+    while ((u /= 10) != 0);
+    if (v < 0) out[k++] = '-';
+    while (n > 0) out[k++] = digits[--n];
+    out[k] = '\0';
+    return k;
+}

@@ -56,6 +56,10 @@ uint64_t kt__fnv1a(const void *data, size_t len, uint64_t seed);
 /* Hashes a string with its terminator (NULL as ""), continuing from h (util.c). */
 uint64_t kt__hash_str(const char *s, uint64_t h);
 
+/* Writes v in decimal into out (NUL-terminated) and returns its length: snprintf's "%lld"
+ * without its cost, for texts made once per configuration of a space of millions. */
+int kt__int_text(int64_t v, char out[24]);
+
 /* Writes two 64-bit words as 32 hex digits and a NUL (util.c). */
 void kt__hex128(uint64_t a, uint64_t b, char out[33]);
 
