@@ -77,15 +77,16 @@ def test_stencil(tmp_path):
     assert len(measured_lines(p.stdout)) == 4
 
 
+# the convolutions' first configurations run 0.6-1.5 s each on PoCL's one thread: two of them
 def test_convolution(tmp_path):
-    p = run_example("opencl", "convolution.py", tmp_path, 3)
-    assert len(measured_lines(p.stdout)) == 3
+    p = run_example("opencl", "convolution.py", tmp_path, 2)
+    assert len(measured_lines(p.stdout)) == 2
 
 
 def test_convolution_correct(tmp_path):
     # the answer comes from run_kernel of the naive kernel; every configuration tuned agrees with it
-    p = run_example("opencl", "convolution_correct.py", tmp_path, 3)
-    assert len(measured_lines(p.stdout)) == 3 and "IncorrectConfig" not in p.stdout
+    p = run_example("opencl", "convolution_correct.py", tmp_path, 2)
+    assert len(measured_lines(p.stdout)) == 2 and "IncorrectConfig" not in p.stdout
 
 
 def test_sepconv(tmp_path):
