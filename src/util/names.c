@@ -91,8 +91,8 @@ kt_status kt_policy_parse(const char *name, kt_policy *out) {
     }
     KT_POLICY_LIST(KT__PARSE)
 #undef KT__PARSE
-    return kt__err(KT_ERR_INVALID_ARGUMENT, "kt_policy_parse: '%s' is not a policy (%s)", name,
-                   KT_POLICY_LIST(KT__LISTED) + 2);
+    static const char listed[] = KT_POLICY_LIST(KT__LISTED);
+    return kt__err(KT_ERR_INVALID_ARGUMENT, "kt_policy_parse: '%s' is not a policy (%s)", name, &listed[2]);
 }
 
 #undef KT__LISTED
