@@ -32,6 +32,7 @@
 
 #include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
 
 #define KT__DECISIONS_TABLE                                                                        \
     "CREATE TABLE decisions ("                                                                     \
@@ -135,6 +136,9 @@ static kt_status read_version(kt_cache *c, int64_t *version, const char *where) 
                                   " (SELECT count(*) FROM sqlite_master WHERE type = 'table')",
                                   &s, where);
     bool row = false;
+    if (st == KT_ERR_SYSTEM && (c->rc & 0xff) == SQLITE_ERROR) /* e.g. "unsupported file format": a schema format newer than this SQLite's */
+        return kt__err(KT_ERR_STATE, "%s: this SQLite (%s) cannot read the file's schema: %s; it was left untouched", where, sqlite3_libversion(),
+                       sqlite3_errmsg(c->db));
     if (st == KT_OK) st = kt__db_step(c, s, &row, where);
     *version = st == KT_OK && row ? sqlite3_column_int64(s, 0) : 0;
     int64_t tables = st == KT_OK && row ? sqlite3_column_int64(s, 1) : 0;
@@ -145,33 +149,6 @@ static kt_status read_version(kt_cache *c, int64_t *version, const char *where) 
                        where, *version, kt_version_string(), KT__STORE_SCHEMA);
     if (*version == 0 && tables > 0)
         return kt__err(KT_ERR_STATE, "%s: not a kerntune cache: the file has %" PRId64 " tables but no schema version; it was left untouched", where, tables);
-    return KT_OK;
-}
-
-/* Brings the schema to version 6 inside the caller's write transaction (the version is read
- * again: another process may have done it meanwhile): creates it in an empty file, migrates
- * versions 1 to 5. */
-static kt_status schema_tx(kt_cache *c, void *arg, const char *where) {
-    (void)arg;
-    int64_t version;
-    kt_status st = read_version(c, &version, where);
-    if (st != KT_OK) return st;
-    if (version == 0) return kt__db_exec(c, kt__schema, where);
-    if (version == 5) return kt__db_exec(c, kt__migrate_v5, where);
-    if (version == 4) return kt__db_exec(c, kt__migrate_v4, where);
-    if (version == 3) return kt__db_exec(c, kt__migrate_v3, where);
-    if (version == 2) return kt__db_exec(c, kt__migrate_v2, where);
-    if (version == 1) {
-        int64_t before, after;
-        st = read_int(c, "SELECT count(*) FROM decisions", &before, where);
-        if (st == KT_OK) st = kt__db_exec(c, kt__migrate_v1, where);
-        if (st == KT_OK) st = read_int(c, "SELECT count(*) FROM decisions", &after, where);
-        if (st != KT_OK) return st;
-        if (after < before)
-            kt__db_warn(c, "migrating '%s' from schema version 1 dropped %" PRId64 " of %" PRId64 " decisions that had NULL fields",
-                        c->path, before - after, before);
-        return KT_OK;
-    }
     return KT_OK;
 }
 
@@ -196,11 +173,57 @@ static kt_status probe_tables(kt_cache *c, const char *where) {
     return KT_OK;
 }
 
-/* Sets the file up on an open connection: the version check before anything is written, WAL,
- * schema creation or migration in a write transaction (only when needed), then the probe. */
+/* Brings the schema to version 6 inside the caller's write transaction (the version is read
+ * again: another process may have done it meanwhile): creates it in an empty file, migrates
+ * versions 1 to 5. */
+static kt_status migrate(kt_cache *c, const char *where) {
+    int64_t version;
+    kt_status st = read_version(c, &version, where);
+    if (st != KT_OK) return st;
+    if (version == 0) return kt__db_exec(c, kt__schema, where);
+    if (version == 5) return kt__db_exec(c, kt__migrate_v5, where);
+    if (version == 4) return kt__db_exec(c, kt__migrate_v4, where);
+    if (version == 3) return kt__db_exec(c, kt__migrate_v3, where);
+    if (version == 2) return kt__db_exec(c, kt__migrate_v2, where);
+    if (version == 1) {
+        int64_t before, after;
+        st = read_int(c, "SELECT count(*) FROM decisions", &before, where);
+        if (st == KT_OK) st = kt__db_exec(c, kt__migrate_v1, where);
+        if (st == KT_OK) st = read_int(c, "SELECT count(*) FROM decisions", &after, where);
+        if (st != KT_OK) return st;
+        if (after < before)
+            kt__db_warn(c, "migrating '%s' from schema version 1 dropped %" PRId64 " of %" PRId64 " decisions that had NULL fields",
+                        c->path, before - after, before);
+        return KT_OK;
+    }
+    return KT_OK;
+}
+
+/* The migration, then the probe, in the caller's write transaction: a file whose tables are not
+ * what its version says is refused with the migration rolled back (left as it was). */
+static kt_status schema_tx(kt_cache *c, void *arg, const char *where) {
+    (void)arg;
+    c->rc = SQLITE_OK;
+    kt_status st = migrate(c, where);
+    if (st == KT_ERR_SYSTEM && (c->rc & 0xff) == SQLITE_ERROR) { /* its SQL does not fit the file's tables */
+        char *why = kt__error_save();
+        st = kt__err(KT_ERR_STATE, "%s: not a kerntune cache of the schema version it says: migrating it failed (%s); it was left untouched",
+                     where, why ? why : "?");
+        free(why);
+        return st;
+    }
+    return st == KT_OK ? probe_tables(c, where) : st;
+}
+
+/* Sets the file up on an open connection: the version check before anything is written, then
+ * the schema's creation or migration and the probe in one write transaction (only the probe,
+ * reading, for a file of this version), then WAL: a file refused is left as it was, its journal
+ * mode included. */
 kt_status kt__schema_setup(kt_cache *c, const char *where) {
     int64_t version;
     kt_status st = read_version(c, &version, where);
+    if (st != KT_OK) return st;
+    st = version != KT__STORE_SCHEMA ? kt__db_tx(c, true, schema_tx, NULL, where) : probe_tables(c, where);
     if (st != KT_OK) return st;
     sqlite3_stmt *s;
     st = kt__db_prepare(c, "PRAGMA journal_mode = WAL", &s, where);
@@ -214,12 +237,7 @@ kt_status kt__schema_setup(kt_cache *c, const char *where) {
     if (st == KT_OK) snprintf(c->journal, sizeof c->journal, "%s", mode ? mode : "?");
     sqlite3_finalize(s);
     if (st == KT_OK) st = kt__db_exec(c, "PRAGMA synchronous = NORMAL", where);
-    if (st != KT_OK) return st;
-    if (version != KT__STORE_SCHEMA) {
-        st = kt__db_tx(c, true, schema_tx, NULL, where);
-        if (st != KT_OK) return st;
-    }
-    return probe_tables(c, where);
+    return st;
 }
 
 #endif /* KT_NO_CACHE */
