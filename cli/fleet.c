@@ -13,6 +13,7 @@
  */
 #define _DEFAULT_SOURCE
 #include "fleet_int.h"
+#include "fleet_wire.h"
 
 #include "replay.h"
 #include "t4.h"
@@ -463,21 +464,14 @@ static void take_events(fleet *f, redisReply *r, char *last, size_t lastlen) {
         redisReply *stream = r->element[s];
         if (stream->type != REDIS_REPLY_ARRAY || stream->elements < 2) continue;
         redisReply *entries = stream->element[1];
-        for (size_t e = 0; e < entries->elements; e++) {
+        for (size_t e = 0; entries->type == REDIS_REPLY_ARRAY && e < entries->elements; e++) {
             redisReply *ent = entries->element[e];
-            if (ent->type != REDIS_REPLY_ARRAY || ent->elements < 2) continue;
-            snprintf(last, lastlen, "%s", ent->element[0]->str);
-            redisReply *kv = ent->element[1];
-            const char *type = NULL, *seqs = NULL, *result = NULL;
-            for (size_t k = 0; k + 1 < kv->elements; k += 2) {
-                const char *name = kv->element[k]->str, *value = kv->element[k + 1]->str;
-                if (strcmp(name, "type") == 0) type = value;
-                else if (strcmp(name, "seq") == 0) seqs = value;
-                else if (strcmp(name, "result") == 0) result = value;
-            }
-            char *end;
-            unsigned long long seq = seqs ? strtoull(seqs, &end, 10) : 0;
-            if (type == NULL || seqs == NULL || *end || seq >= f->njobs) continue;
+            fleet_event ev;
+            if (!fleet_wire_event(ent, &ev)) continue;
+            snprintf(last, lastlen, "%s", fleet_wire_id(ent));
+            const char *type = ev.type, *result = ev.result;
+            unsigned long long seq = ev.seq;
+            if (type == NULL || !ev.has_seq || seq >= f->njobs) continue;
             job *j = &f->jobs[seq];
             if (strcmp(type, "start") == 0) {
                 if (j->starts++ > 0 && !j->done) f->st.reclaimed++;
@@ -488,11 +482,7 @@ static void take_events(fleet *f, redisReply *r, char *last, size_t lastlen) {
                 f->st.duplicates++;
                 continue;
             }
-            json_t *doc = json_loads(result, 0, NULL);
-            if (doc == NULL || !json_is_object(doc)) {
-                json_decref(doc);
-                doc = json_pack("{s:s,s:s}", "outcome", "failed", "message", "a worker's result could not be read");
-            }
+            json_t *doc = fleet_wire_result(result); /* NULL (out of memory) reads as a failure */
             j->result = doc;
             j->done = true;
             f->st.done++;

@@ -375,28 +375,6 @@ session *worker_session(worker *w, lane *l, const char *run, bool *gone) {
 
 /* ---- jobs ----------------------------------------------------------------------------------- */
 
-/* Reads one stream entry [id, [k, v, ...]] into j; false when it is not a job. */
-static bool read_entry(const redisReply *ent, const char *stream, job *j) {
-    if (ent == NULL || ent->type != REDIS_REPLY_ARRAY || ent->elements < 2 || ent->element[1]->type != REDIS_REPLY_ARRAY) return false;
-    memset(j, 0, sizeof *j);
-    snprintf(j->stream, sizeof j->stream, "%s", stream);
-    snprintf(j->id, sizeof j->id, "%s", ent->element[0]->str);
-    const redisReply *kv = ent->element[1];
-    bool have[5] = {false};
-    for (size_t k = 0; k + 1 < kv->elements; k += 2) {
-        const char *n = kv->element[k]->str, *v = kv->element[k + 1]->str;
-        if (strcmp(n, "run") == 0) have[0] = (size_t)snprintf(j->run, sizeof j->run, "%s", v) < sizeof j->run;
-        else if (strcmp(n, "seq") == 0) have[1] = (size_t)snprintf(j->seq, sizeof j->seq, "%s", v) < sizeof j->seq;
-        else if (strcmp(n, "config") == 0) have[2] = (size_t)snprintf(j->config, sizeof j->config, "%s", v) < sizeof j->config;
-        else if (strcmp(n, "from") == 0) j->from = strtoul(v, NULL, 10), have[3] = true;
-        else if (strcmp(n, "runs") == 0) j->runs = strtoul(v, NULL, 10), have[4] = true;
-        else if (strcmp(n, "artifact") == 0) snprintf(j->artifact, sizeof j->artifact, "%s", v);
-        else if (strcmp(n, "sha256") == 0) snprintf(j->sha256, sizeof j->sha256, "%s", v);
-        else if (strcmp(n, "forwarded") == 0) j->forwarded = true;
-    }
-    return have[0] && have[1] && have[2] && have[3] && have[4];
-}
-
 /* Makes the two streams and their consumer group where they are absent: at the start, and when
  * a Redis that lost them (restarted without saving) answers again. NULL, or the error. */
 static char *make_groups(worker *w, lane *l) {
@@ -424,8 +402,8 @@ void worker_ack(worker *w, lane *l, const char *stream, const char *id) {
 static void take_entries(worker *w, lane *l, const redisReply *entries, const char *stream, job *js, size_t *n, size_t max) {
     for (size_t e = 0; entries && entries->type == REDIS_REPLY_ARRAY && e < entries->elements && *n < max; e++) {
         const redisReply *ent = entries->element[e];
-        if (read_entry(ent, stream, &js[*n])) (*n)++;
-        else if (ent->type == REDIS_REPLY_ARRAY && ent->elements > 0) worker_ack(w, l, stream, ent->element[0]->str);
+        if (fleet_wire_job(ent, stream, &js[*n])) (*n)++;
+        else if (fleet_wire_id(ent) != NULL) worker_ack(w, l, stream, fleet_wire_id(ent));
     }
 }
 

@@ -7,6 +7,7 @@
 #define KT_CLI_WORKER_INT_H
 
 #include "fleet.h"
+#include "fleet_wire.h"
 #include "tune.h"
 
 #ifndef KT_NO_REDIS
@@ -19,6 +20,8 @@
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdbool.h>
+
+typedef fleet_job job; /* a job as taken from its stream (fleet_wire.h) */
 
 typedef enum worker_stream { STREAM_AUTO, STREAM_ON, STREAM_OFF } worker_stream;
 
@@ -38,15 +41,6 @@ typedef struct worker_opts {
     const char *share;   /* a directory that hands artifacts on instead of Redis, or NULL */
 } worker_opts;
 
-/* A job as taken from its stream. */
-typedef struct job {
-    char stream[64], id[64];
-    char run[40], seq[24], config[4096];
-    unsigned long from, runs;
-    long long deliveries;
-    char artifact[128], sha256[65]; /* built by a compile worker: the artifact's file name and digest */
-    bool forwarded;      /* moved here by a compile worker: removed from its stream once done */
-} job;
 
 /* One run this worker has set up. */
 typedef struct session {
