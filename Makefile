@@ -2,14 +2,14 @@
 #   make demo    installs missing packages, builds, tunes the example ops (native candidates, then
 #                compiled variants on every device present) and prints their decisions
 #   make check   installs missing packages, builds and runs every test: a normal build, an
-#                ASan+UBSan build and a TSan build
+#                ASan+UBSan build, a TSan build and the fuzz harnesses' build (clang)
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 # Tests at once under ctest: one more than the cores, since many tests spend much of their time
 # waiting (on worker processes, Redis, Chromium, a deadline) rather than computing.
 TEST_JOBS ?= $(shell echo $$(( $(JOBS) + 1 )))
 CMAKE_FLAGS ?=
 
-.PHONY: all deps build test check check-normal check-asan check-tsan check-examples demo bench install clean
+.PHONY: all deps build test check check-normal check-asan check-tsan check-fuzz check-examples fuzz demo bench install clean
 
 all: build
 
@@ -39,9 +39,23 @@ check-asan: deps
 check-tsan: deps
 	@scripts/check-stage tsan build-tsan $(JOBS) $(TEST_JOBS) $(KT_SANITIZER_FLAGS) -DKT_SANITIZE=thread $(CMAKE_FLAGS)
 
+# The parsers' libFuzzer harnesses (tests/fuzz/), built by clang with ASan and UBSan: make check
+# runs each on its regressions and seeds and fuzzes it 3 s; `make fuzz` fuzzes each for
+# FUZZ_SECONDS (default 600) and fails on any finding (scripts/fuzz).
+KT_FUZZ_FLAGS = $(KT_SANITIZER_FLAGS) -DKT_BUILD_BENCH=OFF -DKT_BUILD_PYTHON=OFF -DKT_SANITIZE=fuzz
+FUZZ_SECONDS ?= 600
+
+check-fuzz: deps
+	@CC=clang scripts/check-stage fuzz build-fuzz $(JOBS) $(TEST_JOBS) $(KT_FUZZ_FLAGS) $(CMAKE_FLAGS)
+
+fuzz: deps
+	@CC=clang cmake -S . -B build-fuzz $(KT_FUZZ_FLAGS) $(CMAKE_FLAGS) >/dev/null
+	@cmake --build build-fuzz -j$(JOBS)
+	@scripts/fuzz -s $(FUZZ_SECONDS) build-fuzz
+
 # The sanitizer builds come first so that the closing summary is the normal build's.
-check: check-asan check-tsan check-normal
-	@scripts/check-summary build-asan build-tsan build
+check: check-asan check-tsan check-fuzz check-normal
+	@scripts/check-summary build-asan build-tsan build-fuzz build
 
 # Kernel Tuner's OpenCL example scripts through kerntune.tune_kernel on PoCL, all of them: make
 # check runs five; this adds matmul.py (a 4096^3 numpy.dot for its answer, 13 s a run on PoCL) and
@@ -64,4 +78,4 @@ install: build
 	cmake --install build
 
 clean:
-	rm -rf build build-asan build-tsan
+	rm -rf build build-asan build-tsan build-fuzz

@@ -7,7 +7,7 @@
 #   --list   print the package list and exit
 set -eu
 
-PACKAGES="gcc make cmake pkg-config libc6-dev libcmocka-dev libjansson-dev libsqlite3-dev liblapacke-dev zlib1g-dev libhiredis-dev libssl-dev redis-server gnuplot-nox chromium opencl-headers ocl-icd-opencl-dev pocl-opencl-icd python3-dev python3-numpy python3-pytest python3-pandas"
+PACKAGES="gcc clang make cmake pkg-config libc6-dev libcmocka-dev libjansson-dev libsqlite3-dev liblapacke-dev zlib1g-dev libhiredis-dev libssl-dev redis-server gnuplot-nox chromium opencl-headers ocl-icd-opencl-dev pocl-opencl-icd python3-dev python3-numpy python3-pytest python3-pandas"
 
 if [ "${1:-}" = "--list" ]; then
     echo $PACKAGES
