@@ -130,6 +130,7 @@ static kt_status read_int(kt_cache *c, const char *sql, int64_t *out, const char
  * tables come from one snapshot even outside a transaction (another process may be creating
  * the schema right now). */
 static kt_status read_version(kt_cache *c, int64_t *version, const char *where) {
+    *version = 0;
     sqlite3_stmt *s;
     kt_status st = kt__db_prepare(c,
                                   "SELECT (SELECT user_version FROM pragma_user_version),"
