@@ -353,6 +353,45 @@ static void test_newer_version_refused(void **state) {
     expect_refused_untouched(other, expect);
 }
 
+/* A file whose tables are not what its schema version says (damaged, or written by something
+ * else): the migration fails, or the probe after it, and the file is refused with its bytes as
+ * they were, its journal mode included (found by fuzz-store: the migration used to be committed,
+ * and WAL switched on, before the probe refused the file). */
+static void expect_refused_as_it_was(const char *path, const char *says) {
+    size_t len, len2;
+    char *before = read_file(path, &len);
+    kt_cache *c = (kt_cache *)1;
+    expect_status(KT_ERR_STATE, kt_cache_open(path, &c));
+    assert_null(c);
+    if (strstr(kt_last_error(), says) == NULL || strstr(kt_last_error(), "; it was left untouched") == NULL)
+        fail_msg("the refusal says: %s", kt_last_error());
+    char *after = read_file(path, &len2);
+    assert_int_equal(len, len2);
+    assert_memory_equal(before, after, len); /* the journal mode (header bytes 18, 19) included */
+    free(before);
+    free(after);
+    char side[600];
+    snprintf(side, sizeof side, "%s-wal", path);
+    assert_false(exists(side));
+}
+
+static void test_wrong_tables_refused_untouched(void **state) {
+    (void)state;
+    /* version 5's migration adds its columns, then the probe finds the rest missing: rolled back */
+    const char *path = in_dir("v5-decisions-only.db");
+    sql(path, "CREATE TABLE decisions (id INTEGER PRIMARY KEY, what TEXT); PRAGMA user_version = 5;");
+    expect_refused_as_it_was(path, "not a kerntune cache of schema version 6: no such column: op");
+    /* version 5's migration itself fails: the table it alters is not there */
+    const char *none = in_dir("v5-no-tables.db");
+    sql(none, "CREATE TABLE notes (x); PRAGMA user_version = 5;");
+    expect_refused_as_it_was(none, "not a kerntune cache of the schema version it says: migrating it failed (");
+    /* version 6 with a column missing: the probe alone, reading */
+    const char *other = in_dir("v6-column-missing.db");
+    sql(other, "CREATE TABLE decisions (id INTEGER PRIMARY KEY); CREATE TABLE units (x); CREATE TABLE deferred (x);"
+               "CREATE TABLE progress (x); PRAGMA user_version = 6;");
+    expect_refused_as_it_was(other, "not a kerntune cache of schema version 6: no such column");
+}
+
 int main(int argc, char **argv) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_migrate_v1, setup, teardown),
@@ -361,6 +400,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test_setup_teardown(test_migrate_v4, setup, teardown),
         cmocka_unit_test_setup_teardown(test_migrate_v5, setup, teardown),
         cmocka_unit_test_setup_teardown(test_newer_version_refused, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_wrong_tables_refused_untouched, setup, teardown),
     };
     return kt_run_cases(argc, argv, tests, NULL, NULL);
 }

@@ -164,7 +164,7 @@ static kt_status probe_tables(kt_cache *c, const char *where) {
         sqlite3_stmt *s;
         int rc = sqlite3_prepare_v2(c->db, probes[i], -1, &s, NULL);
         if ((rc & 0xff) == SQLITE_ERROR)
-            return kt__err(KT_ERR_STATE, "%s: not a kerntune cache of schema version %d: %s", where, KT__STORE_SCHEMA,
+            return kt__err(KT_ERR_STATE, "%s: not a kerntune cache of schema version %d: %s; it was left untouched", where, KT__STORE_SCHEMA,
                            sqlite3_errmsg(c->db));
         if (rc != SQLITE_OK) return kt__db_fail(c, rc, where, "reading the schema");
         kt_status st = kt__db_step(c, s, NULL, where);
