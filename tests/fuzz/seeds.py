@@ -62,6 +62,16 @@ def main():
     for e in exprs:
         put(out, "expr", ab + e.encode())
         put(out, "space", "\n".join([e, "[1, 2]", "", "", "", ""]))
+    # kernel sources for the preprocessor's analysis: the tests', the examples', the hub's, with
+    # their parameters' first values as defines
+    sources = glob.glob(os.path.join(DATA, "t1", "*.c")) + glob.glob(os.path.join(DATA, "t1", "*.cl"))
+    if hub:
+        sources += glob.glob(os.path.join(hub, "kernels", "*.cu"))
+    ktex = os.path.join(ROOT, "..", "shared", "kernel_tuner_examples")
+    sources += glob.glob(os.path.join(ktex, "*", "*.cl")) + glob.glob(os.path.join(ktex, "*", "*.cu"))
+    for path in sorted(sources):
+        put(out, "pp", b"block_size_x=32,block_size_y=4,tile_size_x=2,kernel_tuner=1\n" + open(path, "rb").read())
+        put(out, "pp", b"\n" + open(path, "rb").read())
     # recorded measurements: the names line, then the file (small ones whole, plain and gzip)
     kt_cache = os.path.join(DATA, "t1", "matmul_c.ktcache.json")
     if os.path.exists(kt_cache):
