@@ -547,6 +547,29 @@ static void test_allocation_failures(void **state) {
 #endif
 }
 
+/* A float that stands for an integer becomes one only when it is whole and within 64 bits:
+ * converting -1.7e24 to int64 is undefined in C (fuzz-space found kt_space_eval_int doing it;
+ * tests/data/fuzz/space/float-beyond-int64). */
+static void test_floats_beyond_int64(void **state) {
+    (void)state;
+    kt_space *sp = NULL;
+    assert_int_equal(kt_space_create(&sp), KT_OK);
+    assert_int_equal(kt_space_add_param(sp, "x", "[1, 2]"), KT_OK);
+    int64_t v = 0;
+    assert_int_equal(kt_space_eval_int(sp, "3.0 * 2", &v), KT_OK);
+    assert_int_equal(v, 6);
+    static const char *const beyond[] = {"-3333333333333333333333337.5 // 2", "2.0 ** 63", "1e300", "float('inf')", "float('nan')"};
+    for (size_t i = 0; i < sizeof beyond / sizeof beyond[0]; i++) {
+        v = 42;
+        assert_int_equal(kt_space_eval_int(sp, beyond[i], &v), KT_ERR_INVALID_ARGUMENT);
+        assert_non_null(strstr(kt_last_error(), "does not give an integer"));
+        assert_int_equal(v, 42);
+    }
+    assert_int_equal(kt_space_eval_int(sp, "-(2.0 ** 63)", &v), KT_OK); /* the one float at the edge that fits */
+    assert_true(v == INT64_MIN);
+    kt_space_destroy(sp);
+}
+
 int main(int argc, char **argv) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_against_python),
@@ -556,6 +579,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_comprehensions),
         cmocka_unit_test(test_comprehension_errors),
         cmocka_unit_test(test_allocation_failures),
+        cmocka_unit_test(test_floats_beyond_int64),
     };
     return kt_run_cases(argc, argv, tests, NULL, NULL);
 }

@@ -103,6 +103,9 @@ size_t kt__value_format_len(const kt__value *v);
 
 /* Numeric conversions; false when the value is not a number (bools count as 0 and 1). */
 bool kt__value_to_int(const kt__value *v, int64_t *out);
+/* A float that is a whole number within int64's range, as that integer; false for any other
+ * (a fraction, inf, NaN, or beyond 2^63, whose conversion C leaves undefined). */
+bool kt__float_whole(double f, int64_t *out);
 bool kt__value_to_double(const kt__value *v, double *out);
 
 /* ---- integer programs: an expression specialised for values that change per call ----------- */

@@ -78,6 +78,12 @@ void kt__arena_free(kt__arena *a) {
 bool kt__value_to_int(const kt__value *v, int64_t *out) { return kt__num_int(v, out); }
 bool kt__value_to_double(const kt__value *v, double *out) { return kt__num_double(v, out); }
 
+bool kt__float_whole(double f, int64_t *out) {
+    if (!(f >= -0x1p63 && f < 0x1p63) || f != trunc(f)) return false; /* NaN fails the first test */
+    *out = (int64_t)f;
+    return true;
+}
+
 bool kt__value_truthy(const kt__value *v) { return kt__truthy(v); }
 
 const char *kt__value_type_name(const kt__value *v) {

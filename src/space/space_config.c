@@ -142,9 +142,10 @@ static kt_status dim(const kt__expr *e, const kt__value *slots, kt__arena *arena
     kt_status st = kt__expr_eval(e, slots, arena, what, &v);
     if (st != KT_OK) return st;
     if (v.t == KT_V_FLOAT) {
-        if (v.f != (double)(int64_t)v.f)
-            return kt__err(KT_ERR_INVALID_ARGUMENT, "%s: expression '%s' gave %g, not a whole number", what, kt__expr_text(e), v.f);
-        v = (kt__value){.t = KT_V_INT, .i = (int64_t)v.f};
+        int64_t whole;
+        if (!kt__float_whole(v.f, &whole))
+            return kt__err(KT_ERR_INVALID_ARGUMENT, "%s: expression '%s' gave %g, not a whole number within 64 bits", what, kt__expr_text(e), v.f);
+        v = (kt__value){.t = KT_V_INT, .i = whole};
     }
     if (!kt__value_to_int(&v, out) || *out < 0)
         return kt__err(KT_ERR_INVALID_ARGUMENT, "%s: expression '%s' does not give a size >= 0", what, kt__expr_text(e));
@@ -191,7 +192,8 @@ kt_status kt_space_eval_int(const kt_space *sp, const char *expression, int64_t 
     kt__arena arena = {0};
     kt__value v;
     kt_status st = kt__space_eval_whole(sp, expression, "kt_space_eval_int", &arena, &v);
-    if (st == KT_OK && v.t == KT_V_FLOAT && v.f == (double)(int64_t)v.f) v = (kt__value){.t = KT_V_INT, .i = (int64_t)v.f};
+    int64_t whole;
+    if (st == KT_OK && v.t == KT_V_FLOAT && kt__float_whole(v.f, &whole)) v = (kt__value){.t = KT_V_INT, .i = whole};
     if (st == KT_OK && !kt__value_to_int(&v, out))
         st = kt__err(KT_ERR_INVALID_ARGUMENT, "kt_space_eval_int: expression '%s' does not give an integer", expression);
     kt__arena_free(&arena);
