@@ -567,7 +567,15 @@ json_t *t1_ignored_json(const t1 *p) {
     return a;
 }
 
+static bool load(const char *path, t1 *p, char **err);
+
 bool t1_load(const char *path, t1 *p, char **err) {
+    bool ok = load(path, p, err);
+    cli_one_line(*err); /* a field name or value of the file may hold a newline: the message stays one line */
+    return ok;
+}
+
+static bool load(const char *path, t1 *p, char **err) {
     memset(p, 0, sizeof *p);
     p->device_id = -1;
     p->atol = p->rtol = -1;

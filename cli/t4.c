@@ -209,7 +209,16 @@ int t4_compare(const void *a, const void *b) {
     return strcmp(((const t4_record *)a)->key, ((const t4_record *)b)->key);
 }
 
+static bool read_records(const char *path, const char *const *names, size_t n, t4_records *out, char **err);
+
 bool t4_read(const char *path, const char *const *names, size_t n, t4_records *out, char **err) {
+    *err = NULL;
+    bool ok = read_records(path, names, n, out, err);
+    cli_one_line(*err); /* a recorded name or value may hold a newline: the message stays one line */
+    return ok;
+}
+
+static bool read_records(const char *path, const char *const *names, size_t n, t4_records *out, char **err) {
     memset(out, 0, sizeof *out);
     json_t *root = t4_load(path, err);
     if (root == NULL) return false;

@@ -111,3 +111,8 @@ double cli_process_age_s(void) {
     if (f) fclose(f);
     return age;
 }
+
+void cli_one_line(char *s) {
+    for (unsigned char *p = (unsigned char *)s; p && *p; p++)
+        if (*p < 0x20 || *p == 0x7f) *p = '?';
+}

@@ -16,6 +16,10 @@
 char *cli_format(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 char *cli_vformat(const char *fmt, va_list ap) __attribute__((format(printf, 1, 0)));
 
+/* Makes s (NULL is harmless) one printable line in place: each control character (a newline, a
+ * tab, an escape a file's field name or value brought into a message) becomes '?'. */
+void cli_one_line(char *s);
+
 /* What a file of mode m is, for a message refusing what is not a regular file ("a FIFO", "a
  * directory", "a character device", ...). */
 const char *cli_file_kind(mode_t m);
