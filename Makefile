@@ -40,7 +40,7 @@ check-tsan: deps
 	@scripts/check-stage tsan build-tsan $(JOBS) $(TEST_JOBS) $(KT_SANITIZER_FLAGS) -DKT_SANITIZE=thread $(CMAKE_FLAGS)
 
 # The parsers' libFuzzer harnesses (tests/fuzz/), built by clang with ASan and UBSan: make check
-# runs each on its regressions and seeds and fuzzes it 3 s; `make fuzz` fuzzes each for
+# runs each on its regressions and seeds and fuzzes it 2 s; `make fuzz` fuzzes each for
 # FUZZ_SECONDS (default 600) and fails on any finding (scripts/fuzz).
 KT_FUZZ_FLAGS = $(KT_SANITIZER_FLAGS) -DKT_BUILD_BENCH=OFF -DKT_BUILD_PYTHON=OFF -DKT_SANITIZE=fuzz
 FUZZ_SECONDS ?= 600
