@@ -9,32 +9,14 @@
 
 #include "aot.h"
 
-#include <dirent.h>
 #include <fcntl.h>
 
-static char dir[256];
-
-/* The harness's folder and what the command wrote there, at exit. */
-static void remove_dir(void) {
-    DIR *d = opendir(dir);
-    struct dirent *e;
-    char p[600];
-    while (d && (e = readdir(d)) != NULL) {
-        if (e->d_name[0] == '.') continue;
-        snprintf(p, sizeof p, "%s/%s", dir, e->d_name);
-        unlink(p);
-    }
-    if (d) closedir(d);
-    rmdir(dir);
-}
+static const char *dir;
 
 int LLVMFuzzerInitialize(int *argc, char ***argv);
 int LLVMFuzzerInitialize(int *argc, char ***argv) {
     (void)argc, (void)argv;
-    const char *base = getenv("TMPDIR");
-    snprintf(dir, sizeof dir, "%s/kt-fuzz-aot-XXXXXX", base && *base ? base : "/tmp");
-    if (mkdtemp(dir) == NULL) dir[0] = '\0';
-    else atexit(remove_dir);
+    dir = fuzz_make_dir("aot");
     return 0;
 }
 
@@ -64,7 +46,7 @@ static bool check_c(const char *path) {
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-    if (!dir[0]) return 0;
+    if (dir == NULL) return 0;
     char wisdom[300], out[300], h[310], c[310];
     snprintf(wisdom, sizeof wisdom, "%s/wisdom.json", dir);
     snprintf(out, sizeof out, "%s/decisions", dir);

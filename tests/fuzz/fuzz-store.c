@@ -10,42 +10,16 @@
 
 #include <kerntune/cache.h>
 
-#include <dirent.h>
 #include <fcntl.h>
 
-static char dir[256], file[300];
-static void remove_dir(void);
+static const char *dir;
+static char file[300];
 
 int LLVMFuzzerInitialize(int *argc, char ***argv);
 int LLVMFuzzerInitialize(int *argc, char ***argv) {
     (void)argc, (void)argv;
-    const char *base = getenv("TMPDIR");
-    snprintf(dir, sizeof dir, "%s/kt-fuzz-store-XXXXXX", base && *base ? base : "/tmp");
-    if (mkdtemp(dir) == NULL) {
-        dir[0] = '\0';
-        return 0;
-    }
-    snprintf(file, sizeof file, "%s/cache.db", dir);
-    atexit(remove_dir);
+    if ((dir = fuzz_make_dir("store")) != NULL) snprintf(file, sizeof file, "%s/cache.db", dir);
     return 0;
-}
-
-/* Empties the directory (the file, its -wal and -shm, what was moved aside). */
-static void clean(void) {
-    DIR *d = opendir(dir);
-    struct dirent *e;
-    char p[600];
-    while (d && (e = readdir(d)) != NULL) {
-        if (e->d_name[0] == '.') continue;
-        snprintf(p, sizeof p, "%s/%s", dir, e->d_name);
-        unlink(p);
-    }
-    if (d) closedir(d);
-}
-
-static void remove_dir(void) {
-    clean();
-    rmdir(dir);
 }
 
 static void said(kt_status st, const char *what) {
@@ -53,8 +27,8 @@ static void said(kt_status st, const char *what) {
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-    if (!dir[0]) return 0;
-    clean();
+    if (dir == NULL) return 0;
+    fuzz_empty_dir(dir); /* the file, its -wal and -shm, what was moved aside */
     int fd = open(file, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
     if (fd < 0) return 0;
     size_t done = 0;

@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dirent.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -66,6 +67,39 @@ static inline void fuzz_lines(char *text, const char **parts, int n) {
         if (nl && i < n - 1) *nl = '\0', text = nl + 1;
         else text = NULL;
     }
+}
+
+/* Removes the files of folder dir (not the folder): a harness's files of one input. */
+static inline void fuzz_empty_dir(const char *dir) {
+    DIR *d = opendir(dir);
+    struct dirent *e;
+    char p[600];
+    while (d && (e = readdir(d)) != NULL) {
+        if (e->d_name[0] == '.') continue;
+        snprintf(p, sizeof p, "%s/%s", dir, e->d_name);
+        unlink(p);
+    }
+    if (d) closedir(d);
+}
+
+static char fuzz_dir[256]; /* the harness's folder (fuzz_make_dir), removed at exit */
+
+static inline void fuzz_remove_dir(void) {
+    fuzz_empty_dir(fuzz_dir);
+    rmdir(fuzz_dir);
+}
+
+/* Makes the harness's folder under TMPDIR (else /tmp), fuzz_dir, removed with what it holds
+ * when the process exits; NULL (fuzz_dir empty) when it cannot. */
+static inline const char *fuzz_make_dir(const char *name) {
+    const char *base = getenv("TMPDIR");
+    snprintf(fuzz_dir, sizeof fuzz_dir, "%s/kt-fuzz-%s-XXXXXX", base && *base ? base : "/tmp", name);
+    if (mkdtemp(fuzz_dir) == NULL) {
+        fuzz_dir[0] = '\0';
+        return NULL;
+    }
+    atexit(fuzz_remove_dir);
+    return fuzz_dir;
 }
 
 #endif
