@@ -62,8 +62,31 @@ static kt_status fall_back(kt_cache *c, const char *path, const char *why, const
     return st;
 }
 
+/* Whether path is an SQLite file that ends inside a page (cut short: SQLite writes whole
+ * pages), by its header's page size. SQLite reads the missing bytes as zeros, and a write
+ * transaction rolled back would round the file up: such a file is damaged, not refused as it
+ * is (found by fuzz-store). */
+static bool cut_inside_a_page(const char *path, long long *size, unsigned *page) {
+    FILE *f = fopen(path, "rb");
+    unsigned char h[100];
+    bool cut = false;
+    if (f != NULL && fread(h, 1, sizeof h, f) == sizeof h && memcmp(h, "SQLite format 3", 16) == 0 && fseek(f, 0, SEEK_END) == 0) {
+        *page = h[16] == 0 && h[17] == 1 ? 65536u : (unsigned)h[16] << 8 | h[17];
+        *size = ftell(f);
+        cut = *page >= 512 && (*page & (*page - 1)) == 0 && *size > 0 && *size % *page != 0;
+    }
+    if (f) fclose(f);
+    return cut;
+}
+
 /* Opens path and sets it up, retrying while other processes hold locks. */
 kt_status kt__open_file_once(kt_cache *c, const char *path, const char *where) {
+    long long size = 0;
+    unsigned page = 0;
+    if (cut_inside_a_page(path, &size, &page)) {
+        c->rc = SQLITE_CORRUPT;
+        return kt__err(KT_ERR_SYSTEM, "%s: the file ends inside a page (%lld bytes, pages of %u): it was cut short", where, size, page);
+    }
     kt_status st = open_connection(c, path, where);
     if (st != KT_OK) return st;
     int64_t deadline = kt__db_now_ms() + KT__STORE_BUSY_MS;
