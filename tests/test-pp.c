@@ -62,6 +62,25 @@ static void test_unread_and_read(void **state) {
     assert_true(same(unused, "A=1,B=1", "A=1,B=2"));
 }
 
+/* Integer suffixes in #if, in either order ("lu" as well as "ul"): "1lu" used to loop forever
+ * (fuzz-pp found it; tests/data/fuzz/pp/). A macro that doubles at every level gives up rather
+ * than expand 2^60 tokens. */
+static void test_if_numbers(void **state) {
+    (void)state;
+    static const char *const conds[] = {"2lu > 1", "2ul > 1", "2LLU > 1", "2uLL > 1", "0x2lU > 1", "2Lu > 1"};
+    for (size_t i = 0; i < sizeof conds / sizeof conds[0]; i++) {
+        char src[256];
+        snprintf(src, sizeof src, "#if %s\nint a = A;\n#else\nint b = B;\n#endif\n", conds[i]);
+        assert_true(same(src, "A=1,B=1", "A=1,B=2"));  /* the #else is dead: B is not read */
+        assert_false(same(src, "A=1,B=1", "A=2,B=1"));
+    }
+    char big[4096];
+    size_t at = (size_t)snprintf(big, sizeof big, "#define M0 1\n");
+    for (int k = 1; k <= 60; k++) at += (size_t)snprintf(big + at, sizeof big - at, "#define M%d (M%d + M%d)\n", k, k - 1, k - 1);
+    snprintf(big + at, sizeof big - at, "#if M60 > 0\nint a = A;\n#endif\n");
+    assert_false(print_of(big, "A=1", NULL, 0).ok); /* beyond what it proves: the defines tell configurations apart */
+}
+
 /* A parameter read only in a branch another parameter turns off, as in the convolution. */
 static void test_branches(void **state) {
     (void)state;
@@ -270,6 +289,7 @@ static void test_tuning_builds_distinct_codes(void **state) {
 int main(int argc, char **argv) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_unread_and_read),    cmocka_unit_test(test_branches),
+        cmocka_unit_test(test_if_numbers),
         cmocka_unit_test(test_unknowns),           cmocka_unit_test(test_includes),
         cmocka_unit_test(test_hub_convolution),    cmocka_unit_test(test_tuning_builds_distinct_codes),
     };

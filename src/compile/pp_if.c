@@ -21,6 +21,7 @@ static const val UNK = {0, false, true};
 static bool expand(pp *p, const tok *in, size_t n, toks *out, int depth) {
     if (depth > MAX_EXPAND_DEPTH) return false;
     for (size_t i = 0; i < n; i++) {
+        if (++p->if_work > MAX_IF_WORK) return p->fail = true, false;
         macro *m = in[i].k == TK_ID ? kt__pp_find(p, in[i].p, in[i].n) : NULL;
         if (m == NULL || m->text == NULL || m->active || (m->func && (i + 1 == n || !is(&in[i + 1], "(")))) {
             if (!kt__pp_push(p, out, in[i])) return false;
@@ -88,7 +89,10 @@ static val number(ev *e, const tok *t) {
     buf[t->n] = '\0';
     size_t n = t->n;
     bool uns = false;
-    while (n > 0 && strchr("uUlL", buf[n - 1])) uns = uns || (buf[--n] | 32) == 'u';
+    while (n > 0 && buf[n - 1] != '\0' && strchr("uUlL", buf[n - 1])) { /* the suffix: "lu" as well as "ul" */
+        n--;
+        if ((buf[n] | 32) == 'u') uns = true;
+    }
     buf[n] = '\0';
     uint64_t v = 0;
     const char *s = buf;

@@ -14,6 +14,10 @@
 #include <string.h>
 
 enum { MAX_INCLUDE_DEPTH = 32, MAX_COND_DEPTH = 256, MAX_EXPAND_DEPTH = 64, MAX_FILE = 16 << 20, BUCKETS = 512 };
+/* Tokens the expansions of all #if conditions of one analysis may produce: macros that name
+ * others twice grow 2^depth tokens (fuzz-pp found one that ran for minutes); past this the
+ * analysis gives up, as for anything it cannot prove (a real kernel needs thousands). */
+#define MAX_IF_WORK ((size_t)1 << 22)
 
 typedef enum { TK_ID, TK_NUM, TK_STR, TK_PUNCT, TK_UNKNOWN } tkind;
 
@@ -52,6 +56,7 @@ typedef struct pp {
     const char **optdefs; /* names the options -D: defined, with values the same for everyone */
     size_t noptdefs;
     int depth;
+    size_t if_work; /* tokens the #if expansions produced so far (MAX_IF_WORK) */
     bool fail;
     bool opaque; /* a header nobody could read was included: any name may be defined now */
     long line;
