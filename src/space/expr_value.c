@@ -12,7 +12,7 @@
 
 struct kt__arena_block {
     struct kt__arena_block *next;
-    size_t cap;
+    size_t cap, used;
     _Alignas(16) char data[];
 };
 
@@ -30,13 +30,24 @@ void *kt__arena_alloc(kt__arena *a, size_t n) {
         a->used = n;
         return a->mem;
     }
-    size_t cap = n > 4096 ? n : 4096;
+    /* overflow blocks, each twice the last (16 KiB to 8 MiB), allocations packed into them: a
+     * block per allocation cost 4 KiB and a malloc for every small list a comprehension made
+     * (fuzz-expr found an evaluation within its bound of items that used 3 GB that way) */
+    struct kt__arena_block *h = a->blocks;
+    if (h != NULL && h->used + n <= h->cap) {
+        void *p = h->data + h->used;
+        h->used += n;
+        return p;
+    }
+    size_t grow = h == NULL ? (size_t)16 << 10 : h->cap < ((size_t)8 << 20) ? 2 * h->cap : h->cap;
+    size_t cap = n > grow ? n : grow;
     struct kt__arena_block *b = malloc(sizeof *b + cap);
     if (b == NULL) return NULL;
     b->next = a->blocks;
     b->cap = cap;
+    b->used = n;
     a->blocks = b;
-    return b->data; /* a block serves one allocation: simple, and lists are rare */
+    return b->data;
 }
 
 bool kt__value_copy(const kt__value *src, kt__arena *arena, kt__value *out) {
