@@ -467,8 +467,9 @@ static void take_events(fleet *f, redisReply *r, char *last, size_t lastlen) {
         for (size_t e = 0; entries->type == REDIS_REPLY_ARRAY && e < entries->elements; e++) {
             redisReply *ent = entries->element[e];
             fleet_event ev;
+            const char *id = fleet_wire_id(ent);
+            if (id != NULL) snprintf(last, lastlen, "%s", id); /* read past it, whatever it holds */
             if (!fleet_wire_event(ent, &ev)) continue;
-            snprintf(last, lastlen, "%s", fleet_wire_id(ent));
             const char *type = ev.type, *result = ev.result;
             unsigned long long seq = ev.seq;
             if (type == NULL || !ev.has_seq || seq >= f->njobs) continue;
