@@ -65,6 +65,9 @@ HAND = [
     ("[x for x in range(3) if x // (x - 1)]", {}), ("min(x for x in [])", {}),
     # ranges whose steps from the start pass INT64_MAX on the way to items within the range
     ("range(-2**62*2, 2**62-1+2**62, 2**62)", {}), ("range(2**62-1+2**62, -2**62*2, -2**62*2)", {}),
+    # repeating an empty sequence any number of times is empty at once (fuzz-space found it ran
+    # for ever), and a non-empty one past the bound of one evaluation is refused
+    ("[] * 10 ** 16", {}), ("'' * 10 ** 16", {}), ("10 ** 16 * []", {}), ("[[]] * 3", {}), ("[1, 2] * 0", {}), ("'ab' * -2", {}),
 ]
 
 def lit(v):

@@ -153,6 +153,7 @@ static const char *op_token(int op) {
 /* seq * n: a string or list repeated n times (n <= 0 gives an empty one). */
 static kt_status repeat(const evalctx *x, const kt__value *seq, int64_t n, int col, kt__value *out) {
     size_t len = seq->t == KT_V_STR ? seq->str.len : seq->list.n, times = n > 0 ? (size_t)n : 0;
+    if (len == 0) times = 0; /* [] * 10**16 is [] at once: copying nothing 10^16 times never ended (fuzz-space) */
     if (times != 0 && len > (size_t)KT__EXPR_MAX_ITEMS / times)
         return EERR(x, col, "repeated sequence is too long: more than %d items", KT__EXPR_MAX_ITEMS);
     size_t total = len * times, each = len; /* each: the weight of one copy */
