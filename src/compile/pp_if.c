@@ -76,6 +76,7 @@ typedef struct ev {
     pp *p;
     const tok *t;
     size_t n, i;
+    int depth; /* unary operators and parentheses open now: at most 200 (else deeper than the stack) */
     bool bad;
 } ev;
 
@@ -127,7 +128,19 @@ static val primary(ev *e) {
     return UNK;
 }
 
+static val unary_op(ev *e);
+
+/* Every recursion of a condition ("!!!!x", "((((x))))") passes here: bounded, so that a
+ * hostile #if cannot overflow the stack (fuzz-pp found one that did). */
 static val unary(ev *e) {
+    if (e->depth >= 200) return e->bad = true, UNK;
+    e->depth++;
+    val v = unary_op(e);
+    e->depth--;
+    return v;
+}
+
+static val unary_op(ev *e) {
     if (take(e, "+")) return unary(e);
     if (take(e, "-")) {
         val v = unary(e);
@@ -238,7 +251,7 @@ int kt__pp_evaluate(pp *p, const tok *t, size_t n) {
     if (p->fail || !expand(p, pre.v, pre.n, &out, 0)) goto done;
     for (size_t i = 0; i < out.n; i++)
         if (is(&out.v[i], "defined")) goto done; /* "defined" made by expansion: undefined behaviour */
-    ev e = {p, out.v, out.n, 0, false};
+    ev e = {.p = p, .t = out.v, .n = out.n};
     val v = cond(&e);
     if (!e.bad && e.i == e.n && !v.unk) r = v.v != 0;
 done:
