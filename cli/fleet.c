@@ -470,20 +470,18 @@ static void take_events(fleet *f, redisReply *r, char *last, size_t lastlen) {
             const char *id = fleet_wire_id(ent);
             if (id != NULL) snprintf(last, lastlen, "%s", id); /* read past it, whatever it holds */
             if (!fleet_wire_event(ent, &ev)) continue;
-            const char *type = ev.type, *result = ev.result;
-            unsigned long long seq = ev.seq;
-            if (type == NULL || !ev.has_seq || seq >= f->njobs) continue;
-            job *j = &f->jobs[seq];
-            if (strcmp(type, "start") == 0) {
+            if (ev.type == NULL || !ev.has_seq || ev.seq >= f->njobs) continue;
+            job *j = &f->jobs[ev.seq];
+            if (strcmp(ev.type, "start") == 0) {
                 if (j->starts++ > 0 && !j->done) f->st.reclaimed++;
                 continue;
             }
-            if (strcmp(type, "done") != 0 || result == NULL) continue;
+            if (strcmp(ev.type, "done") != 0 || ev.result == NULL) continue;
             if (j->done) { /* a second result: kept out of the run, counted */
                 f->st.duplicates++;
                 continue;
             }
-            json_t *doc = fleet_wire_result(result); /* NULL (out of memory) reads as a failure */
+            json_t *doc = fleet_wire_result(ev.result); /* NULL (out of memory) reads as a failure */
             j->result = doc;
             j->done = true;
             f->st.done++;

@@ -29,9 +29,9 @@ const char *fleet_wire_id(const redisReply *ent) {
     if (ent == NULL || ent->type != REDIS_REPLY_ARRAY || ent->elements < 1) return NULL;
     const char *id = str_of(ent->element[0]);
     /* a stream entry's id, as Redis makes them: MILLISECONDS-SEQUENCE */
-    size_t ms = id ? strspn(id, "0123456789") : 0;
-    bool ok = ms > 0 && id[ms] == '-' && strspn(id + ms + 1, "0123456789") > 0 && id[ms + 1 + strspn(id + ms + 1, "0123456789")] == '\0';
-    return ok && strlen(id) < sizeof ((fleet_job *)0)->id ? id : NULL;
+    size_t ms = id ? strspn(id, "0123456789") : 0, seq = ms > 0 && id[ms] == '-' ? strspn(id + ms + 1, "0123456789") : 0;
+    bool ok = seq > 0 && id[ms + 1 + seq] == '\0';
+    return ok && ms + 1 + seq < sizeof ((fleet_job *)0)->id ? id : NULL;
 }
 
 /* v as a decimal number of unsigned long (no sign, no space, nothing after). */
@@ -64,8 +64,11 @@ bool fleet_wire_job(const redisReply *ent, const char *stream, fleet_job *j) {
         else if (strcmp(n, "config") == 0) have[2] = copy(j->config, sizeof j->config, v);
         else if (strcmp(n, "from") == 0) have[3] = decimal(v, &j->from);
         else if (strcmp(n, "runs") == 0) have[4] = decimal(v, &j->runs);
-        else if (strcmp(n, "artifact") == 0 && !copy(j->artifact, sizeof j->artifact, v)) j->artifact[0] = '\0';
-        else if (strcmp(n, "sha256") == 0 && !copy(j->sha256, sizeof j->sha256, v)) j->sha256[0] = '\0';
+        else if (strcmp(n, "artifact") == 0) {
+            if (!copy(j->artifact, sizeof j->artifact, v)) j->artifact[0] = '\0';
+        } else if (strcmp(n, "sha256") == 0) {
+            if (!copy(j->sha256, sizeof j->sha256, v)) j->sha256[0] = '\0';
+        }
         else if (strcmp(n, "forwarded") == 0) j->forwarded = true;
     }
     return have[0] && have[1] && have[2] && have[3] && have[4];

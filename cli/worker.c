@@ -402,8 +402,9 @@ void worker_ack(worker *w, lane *l, const char *stream, const char *id) {
 static void take_entries(worker *w, lane *l, const redisReply *entries, const char *stream, job *js, size_t *n, size_t max) {
     for (size_t e = 0; entries && entries->type == REDIS_REPLY_ARRAY && e < entries->elements && *n < max; e++) {
         const redisReply *ent = entries->element[e];
+        const char *id = fleet_wire_id(ent);
         if (fleet_wire_job(ent, stream, &js[*n])) (*n)++;
-        else if (fleet_wire_id(ent) != NULL) worker_ack(w, l, stream, fleet_wire_id(ent));
+        else if (id != NULL) worker_ack(w, l, stream, id);
     }
 }
 

@@ -40,9 +40,6 @@ kt_status kt__space_config_slots(const kt_space *sp, size_t index, kt__value *sl
 size_t kt__space_slot_count(const kt_space *sp) { return sp->nslots; }
 size_t kt__space_param_count_all(const kt_space *sp) { return sp->nparams + sp->nderived; }
 
-/* Formats the parameters and derived values of slots as name=value pairs joined by sep. A
- * value is never cut: text that does not fit in len fails with KT_ERR_LIMIT (see
- * kt__space_format_len for the length needed). */
 /* Appends n bytes of s at *k in buf (len bytes, always NUL-terminated); false when they do not fit. */
 static bool append(char *buf, size_t len, size_t *k, const char *s, size_t n) {
     if (*k + n >= len) return false;
@@ -52,6 +49,9 @@ static bool append(char *buf, size_t len, size_t *k, const char *s, size_t n) {
     return true;
 }
 
+/* Formats the parameters and derived values of slots as name=value pairs joined by sep. A
+ * value is never cut: text that does not fit in len fails with KT_ERR_LIMIT (see
+ * kt__space_format_len for the length needed). */
 kt_status kt__space_format_slots(const kt_space *sp, const kt__value *slots, const char *prefix, const char *sep,
                                  char *buf, size_t len) {
     /* memcpy, not snprintf: every unit of a space of millions is formatted when it is planned */
