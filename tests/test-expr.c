@@ -83,8 +83,12 @@ static void test_against_python(void **state) {
             st = kt__expr_eval(x, e.values, &arena, "test", &v);
         }
         char got[1024];
-        if (st == KT_OK) kt__value_format(&v, got, sizeof got);
-        else snprintf(got, sizeof got, "!error");
+        if (st == KT_OK) {
+            kt__value_format(&v, got, sizeof got);
+            size_t need = kt__value_format_len(&v); /* exact: what buffers for the value text are sized by */
+            if (need <= sizeof got && need != strlen(got) + 1)
+                fail_msg("%s: kt__value_format_len %zu for '%s' (%zu bytes)", expr, need, got, strlen(got) + 1);
+        } else snprintf(got, sizeof got, "!error");
         if (strcmp(got, expected) != 0) {
             fprintf(stderr, "MISMATCH: %s  [%s]  python %s, kerntune %s%s%s\n", expr, bindings, expected, got,
                     st != KT_OK ? ": " : "", st != KT_OK ? kt_last_error() : "");
@@ -570,6 +574,44 @@ static void test_floats_beyond_int64(void **state) {
     kt_space_destroy(sp);
 }
 
+/* The text length of a value, exactly, at the extremes of each type and nested (Python's repr
+ * in the comments); a derived list at the evaluation's bound formats without an allocation of
+ * 64 bytes an item (fuzz-space: 660 MB for 30 MB of text). */
+static void test_format_len_exact(void **state) {
+    (void)state;
+    const char *cases[][2] = {
+        {"-9223372036854775807 - 1", "-9223372036854775808"},
+        {"0", "0"},
+        {"-1", "-1"},
+        {"10**18", "1000000000000000000"},
+        {"-1.7976931348623157e308", "-1.7976931348623157e+308"},
+        {"5e-324", "5e-324"},
+        {"-0.0001234", "-0.0001234"},
+        {"1e16", "1e+16"},
+        {"[[], [1, 'ab'], None, True, False, -2.5]", "[[], [1, 'ab'], None, True, False, -2.5]"},
+        {"''", "''"},
+    };
+    kt__arena arena = {0};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        kt__expr *x = NULL;
+        kt__value v;
+        ok(kt__expr_parse(cases[i][0], NULL, NULL, "where", &x));
+        ok(kt__expr_eval(x, NULL, &arena, "where", &v));
+        char got[256];
+        kt__value_format(&v, got, sizeof got);
+        assert_string_equal(got, cases[i][1]);
+        assert_int_equal(kt__value_format_len(&v), strlen(cases[i][1]) + 1);
+        kt__expr_free(x);
+    }
+    kt__expr *x = NULL;
+    kt__value v;
+    ok(kt__expr_parse("9999999 * [0]", NULL, NULL, "where", &x));
+    ok(kt__expr_eval(x, NULL, &arena, "where", &v));
+    assert_int_equal(kt__value_format_len(&v), 3 * (size_t)9999999 + 1); /* "[0", ", 0" 9999998 times, "]", the NUL */
+    kt__expr_free(x);
+    kt__arena_free(&arena);
+}
+
 int main(int argc, char **argv) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_against_python),
@@ -580,6 +622,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_comprehension_errors),
         cmocka_unit_test(test_allocation_failures),
         cmocka_unit_test(test_floats_beyond_int64),
+        cmocka_unit_test(test_format_len_exact),
     };
     return kt_run_cases(argc, argv, tests, NULL, NULL);
 }

@@ -98,7 +98,7 @@ bool kt__value_truthy(const kt__value *v);
 /* Formats a value as Python's repr would (lists as [a, b], strings quoted with '). */
 void kt__value_format(const kt__value *v, char *buf, size_t len);
 
-/* Bytes that are always enough for kt__value_format of v, the NUL included. */
+/* The bytes kt__value_format of v needs, exactly, the NUL included. */
 size_t kt__value_format_len(const kt__value *v);
 
 /* Numeric conversions; false when the value is not a number (bools count as 0 and 1). */

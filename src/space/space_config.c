@@ -59,6 +59,8 @@ kt_status kt__space_format_slots(const kt_space *sp, const kt__value *slots, con
     if (len) buf[0] = '\0';
     for (size_t i = 0; i < sp->nslots; i++) {
         if (sp->slots[i].kind == SLOT_INPUT) continue;
+        if (slots[i].t == KT_V_LIST && kt__value_format_len(&slots[i]) > len - k) /* never formatted to be cut */
+            return kt__err(KT_ERR_LIMIT, "configuration text needs more than %zu bytes", len);
         char num[64], *heap;
         int vlen;
         const char *value = kt__space_value_text(&slots[i], num, &heap, &vlen);
