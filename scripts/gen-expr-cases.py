@@ -68,6 +68,8 @@ HAND = [
     # repeating an empty sequence any number of times is empty at once (fuzz-space found it ran
     # for ever), and a non-empty one past the bound of one evaluation is refused
     ("[] * 10 ** 16", {}), ("'' * 10 ** 16", {}), ("10 ** 16 * []", {}), ("[[]] * 3", {}), ("[1, 2] * 0", {}), ("'ab' * -2", {}),
+    # leading zeros: an error in an integer (fuzz-space met range(05821946)), none in a float
+    ("05", {}), ("range(0_1)", {}), ("00", {}), ("0_0 + 1", {}), ("007.5", {}), ("00e1", {}), ("-01", {}),
 ]
 
 def lit(v):

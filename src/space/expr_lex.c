@@ -72,6 +72,10 @@ void kt__lex_next(lexer *lx) {
             errno = 0;
             if (is_float) {
                 lx->fval = strtod(digits, &end);
+            } else if (k > 1 && digits[0] == '0' && strspn(digits, "0") != k) { /* Python refuses 05 (not octal) */
+                lx->err = kt__expr_err(lx->where, lx->text, lx->col, "leading zeros in a decimal integer literal are not permitted");
+                lx->t = T_END;
+                return;
             } else {
                 unsigned long long v = strtoull(digits, &end, 10);
                 if (errno || v > INT64_MAX) {
