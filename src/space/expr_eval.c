@@ -384,6 +384,8 @@ static kt_status eval(const evalctx *x, int32_t idx, kt__value *out) {
     const node *n = &x->e->nodes[idx];
     kt__value a, b;
     kt_status st;
+    if (x->run->steps_left == 0) return EERR(x, n->col, "more than %d operations in one evaluation", KT__EXPR_MAX_STEPS);
+    x->run->steps_left--;
     switch (n->kind) {
     case N_CONST: *out = x->e->consts[n->a]; return KT_OK;
     case N_SLOT:
@@ -504,6 +506,7 @@ kt_status kt__expr_eval_node(const kt__expr *e, int32_t idx, const kt__value *sl
                              kt__value *out) {
     evalrun run;
     run.items_left = run.iters_left = KT__EXPR_MAX_ITEMS;
+    run.steps_left = KT__EXPR_MAX_STEPS;
     if (e->nlocals > 0) memset(run.bound, 0, sizeof run.bound);
     evalctx x = {e, slots, arena, where, &run};
     return eval(&x, idx, out);

@@ -145,6 +145,7 @@ bool kt__lex_is_kw(const lexer *lx, const char *kw);
 typedef struct evalrun {
     size_t items_left; /* list items and string characters it may still make */
     size_t iters_left; /* comprehension iterations it may still run */
+    size_t steps_left; /* nodes it may still evaluate (KT__EXPR_MAX_STEPS) */
     kt__value locals[KT__EXPR_MAX_LOCALS];
     bool bound[KT__EXPR_MAX_LOCALS]; /* whether a local has a value yet */
 } evalrun;
