@@ -45,14 +45,25 @@ void kt__lex_next(lexer *lx) {
         bool is_float = false;
         if (c == '0' && (p[1] == 'x' || p[1] == 'X' || p[1] == 'o' || p[1] == 'O' || p[1] == 'b' || p[1] == 'B')) {
             int base = (p[1] == 'x' || p[1] == 'X') ? 16 : (p[1] == 'o' || p[1] == 'O') ? 8 : 2;
+            /* the digits without their underscores: as in Python, one before each digit at most */
+            char digits[72];
+            size_t k = 0, i = 2;
+            for (; k + 1 < sizeof digits; i++) {
+                if (p[i] == '_' && isxdigit((unsigned char)p[i + 1])) i++;
+                if (!isxdigit((unsigned char)p[i])) break;
+                if (k == 1 && digits[0] == '0') k = 0; /* leading zeros, however many, are one */
+                digits[k++] = p[i];
+            }
+            digits[k] = '\0';
             errno = 0;
-            unsigned long long v = strtoull(p + 2, &end, base);
-            if (end == p + 2 || errno || v > INT64_MAX) {
+            unsigned long long v = strtoull(digits, &end, base);
+            if (k == 0 || *end != '\0' || isxdigit((unsigned char)p[i]) || errno || v > INT64_MAX) {
                 lx->err = kt__expr_err(lx->where, lx->text, lx->col, "invalid number");
                 lx->t = T_END;
                 return;
             }
             lx->ival = (int64_t)v;
+            end = (char *)p + i;
         } else {
             size_t n = strspn(p, "0123456789_");
             is_float = p[n] == '.' || p[n] == 'e' || p[n] == 'E';
@@ -61,7 +72,12 @@ void kt__lex_next(lexer *lx) {
             /* copy without underscores */
             for (; p[i] && k + 1 < sizeof digits; i++) {
                 char d = p[i];
-                if (d == '_') continue;
+                if (d == '_' && i > 0 && isdigit((unsigned char)p[i - 1]) && isdigit((unsigned char)p[i + 1])) continue;
+                if (d == '_') { /* as in Python: one underscore, between digits (not 1__0, 1_, 1_.5) */
+                    lx->err = kt__expr_err(lx->where, lx->text, lx->col, "invalid number");
+                    lx->t = T_END;
+                    return;
+                }
                 if (isdigit((unsigned char)d) || (is_float && (d == '.' || d == 'e' || d == 'E' ||
                                                                ((d == '+' || d == '-') && i > 0 && (p[i - 1] == 'e' || p[i - 1] == 'E')))))
                     digits[k++] = d;
