@@ -380,12 +380,18 @@ static kt_status comp_clauses(const evalctx *x, const node *c, int k, compout *o
     return KT_OK;
 }
 
+/* Counts one node evaluated against the evaluation's bound (KT__EXPR_MAX_STEPS). */
+static kt_status take_step(const evalctx *x, int col) {
+    if (x->run->steps_left == 0) return EERR(x, col, "more than %d operations in one evaluation", KT__EXPR_MAX_STEPS);
+    x->run->steps_left--;
+    return KT_OK;
+}
+
 static kt_status eval(const evalctx *x, int32_t idx, kt__value *out) {
     const node *n = &x->e->nodes[idx];
     kt__value a, b;
     kt_status st;
-    if (x->run->steps_left == 0) return EERR(x, n->col, "more than %d operations in one evaluation", KT__EXPR_MAX_STEPS);
-    x->run->steps_left--;
+    if ((st = take_step(x, n->col)) != KT_OK) return st;
     switch (n->kind) {
     case N_CONST: *out = x->e->consts[n->a]; return KT_OK;
     case N_SLOT:

@@ -28,6 +28,33 @@ kt_status kt__expr_oom(const char *where, const char *text, int col, const char 
 
 static const char *const two_char_ops[] = {"**", "//", "<=", ">=", "==", "!=", "<<", ">>"};
 
+/* A literal with a base prefix at p (0x, 0o, 0b): its value into lx->ival and its end into *end;
+ * false with lx->err set when it is not a number Python reads. */
+static bool lex_based(lexer *lx, const char *p, char **end) {
+    int base = (p[1] == 'x' || p[1] == 'X') ? 16 : (p[1] == 'o' || p[1] == 'O') ? 8 : 2;
+    /* the digits without their underscores: as in Python, one before each digit at most */
+    char digits[72];
+    size_t k = 0, i = 2;
+    for (; k + 1 < sizeof digits; i++) {
+        if (p[i] == '_' && isxdigit((unsigned char)p[i + 1])) i++;
+        if (!isxdigit((unsigned char)p[i])) break;
+        if (k == 1 && digits[0] == '0') k = 0; /* leading zeros, however many, are one */
+        digits[k++] = p[i];
+    }
+    digits[k] = '\0';
+    errno = 0;
+    char *stop;
+    unsigned long long v = strtoull(digits, &stop, base);
+    if (k == 0 || *stop != '\0' || isxdigit((unsigned char)p[i]) || errno || v > INT64_MAX) {
+        lx->err = kt__expr_err(lx->where, lx->text, lx->col, "invalid number");
+        lx->t = T_END;
+        return false;
+    }
+    lx->ival = (int64_t)v;
+    *end = (char *)p + i;
+    return true;
+}
+
 void kt__lex_next(lexer *lx) {
     const char *s = lx->text;
     while (s[lx->pos] == ' ' || s[lx->pos] == '\t' || s[lx->pos] == '\n' || s[lx->pos] == '\r') lx->pos++;
@@ -44,26 +71,7 @@ void kt__lex_next(lexer *lx) {
         char *end;
         bool is_float = false;
         if (c == '0' && (p[1] == 'x' || p[1] == 'X' || p[1] == 'o' || p[1] == 'O' || p[1] == 'b' || p[1] == 'B')) {
-            int base = (p[1] == 'x' || p[1] == 'X') ? 16 : (p[1] == 'o' || p[1] == 'O') ? 8 : 2;
-            /* the digits without their underscores: as in Python, one before each digit at most */
-            char digits[72];
-            size_t k = 0, i = 2;
-            for (; k + 1 < sizeof digits; i++) {
-                if (p[i] == '_' && isxdigit((unsigned char)p[i + 1])) i++;
-                if (!isxdigit((unsigned char)p[i])) break;
-                if (k == 1 && digits[0] == '0') k = 0; /* leading zeros, however many, are one */
-                digits[k++] = p[i];
-            }
-            digits[k] = '\0';
-            errno = 0;
-            unsigned long long v = strtoull(digits, &end, base);
-            if (k == 0 || *end != '\0' || isxdigit((unsigned char)p[i]) || errno || v > INT64_MAX) {
-                lx->err = kt__expr_err(lx->where, lx->text, lx->col, "invalid number");
-                lx->t = T_END;
-                return;
-            }
-            lx->ival = (int64_t)v;
-            end = (char *)p + i;
+            if (!lex_based(lx, p, &end)) return;
         } else {
             size_t n = strspn(p, "0123456789_");
             is_float = p[n] == '.' || p[n] == 'e' || p[n] == 'E';
