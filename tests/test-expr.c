@@ -625,18 +625,13 @@ static void test_operations_bounded(void **state) {
     assert_non_null(fgets(line, sizeof line, f));
     fclose(f);
     line[strcspn(line, "\n")] = '\0';
-    const char *texts[] = {line, "sum(1 for x in range(10**7) if x + x + x + x + x + x + x + x + x + x >= 0)"};
     kt__arena arena = {0};
-    for (int i = 0; i < 2; i++) {
-        kt__expr *x = NULL;
-        kt__value v;
-        ok(kt__expr_parse(texts[i], NULL, NULL, "where", &x));
-        expect_status(KT_ERR_INVALID_ARGUMENT, kt__expr_eval(x, NULL, &arena, "where", &v));
-        assert_non_null(strstr(kt_last_error(), "operations in one evaluation"));
-        assert_non_null(strstr(kt_last_error(), "more than 50000000"));
-        kt__expr_free(x);
-        kt__arena_reset(&arena);
-    }
+    kt__expr *x = NULL;
+    kt__value v;
+    ok(kt__expr_parse(line, NULL, NULL, "where", &x));
+    expect_status(KT_ERR_INVALID_ARGUMENT, kt__expr_eval(x, NULL, &arena, "where", &v));
+    assert_non_null(strstr(kt_last_error(), "more than 50000000 operations in one evaluation"));
+    kt__expr_free(x);
     kt__arena_free(&arena);
 }
 
