@@ -187,11 +187,8 @@ size_t kt__value_format_len(const kt__value *v) {
     case KT_V_NONE: return 5;
     case KT_V_BOOL: return v->b ? 5 : 6;
     case KT_V_INT: {
-        uint64_t u = v->i < 0 ? (uint64_t)0 - (uint64_t)v->i : (uint64_t)v->i;
-        size_t n = v->i < 0 ? 2 : 1;
-        do n++, u /= 10;
-        while (u != 0);
-        return n;
+        char tmp[24];
+        return (size_t)kt__int_text(v->i, tmp) + 1;
     }
     case KT_V_FLOAT: {
         char tmp[64];
