@@ -180,7 +180,6 @@ static void test_build_ahead_gives_up(void **state) {
 }
 
 int main(int argc, char **argv) {
-    (void)argc;
     snprintf(artifacts, sizeof artifacts, "/tmp/kt-variants-build-XXXXXX");
     if (mkdtemp(artifacts) == NULL) return 1;
     const struct CMUnitTest tests[] = {
