@@ -23,6 +23,10 @@ Where kerntune does otherwise than Kernel Tuner (each also said in env["kerntune
   - with an answer, the arguments it gives as None are inputs to kerntune: a configuration that
     writes into one is disqualified, saying so;
   - without an answer or verify function nothing is validated, as in Kernel Tuner;
+  - one run of a configuration may take up to RUN_TIMEOUT_S (10 minutes), where Kernel Tuner
+    sets no limit: a run past it is taken to hang, its runner is killed and the configuration
+    disqualified (TimeoutConfig). (Not kerntune's default of 10 s: a kernel written for a GPU
+    runs for seconds on a CPU device, and for several times longer on a busy machine.)
   - "time" is kerntune's estimate of the configuration's time (the race's, from its measured
     runs, which "times" lists); runs are timed back to back on a warm cache, as Kernel Tuner
     times them;
@@ -55,6 +59,9 @@ import numpy
 from . import Context, Op, util
 
 __all__ = ["tune_kernel", "run_kernel"]
+
+# the longest one run of a configuration may take (the docstring says why it is not kerntune's 10 s)
+RUN_TIMEOUT_S = 600.0
 
 # Kernel Tuner's strategies, by the kerntune strategy that serves them. brute_force and
 # random_sample say what they try (all, a sample) and get exactly that; the others are heuristic
@@ -551,6 +558,7 @@ def tune_kernel(
     # every configuration in a runner process: one that crashes (an out-of-bounds kernel on a CPU
     # device takes the process down) is disqualified, and the script goes on
     op = Op(ctx, "%s [%s]" % (kernel_name[:90], tag), decls, device=dev.index, isolation="on")
+    op.set_timeout(RUN_TIMEOUT_S)
     for k, i in enumerate(i for i in range(len(decls)) if len(decls[i]) == 3):
         if k < 8:
             op.key_arg(i)  # each buffer's size: another size is another key

@@ -299,3 +299,23 @@ def test_a_configuration_that_crashes_is_disqualified():
     by = {r["CRASH"]: r for r in results}
     assert isinstance(by[1]["__error__"], util.RuntimeFailedConfig) and "signal" in by[1]["__error__"].message
     assert "__error__" not in by[0] and env["best_config"]["CRASH"] == 0
+
+
+def test_a_configuration_that_hangs_is_disqualified(monkeypatch):
+    # Kernel Tuner sets no limit on a run; tune_kernel allows RUN_TIMEOUT_S (10 minutes, not
+    # kerntune's 10 s: kernels written for GPUs run for seconds on PoCL). Lowered here to 3 s, a
+    # configuration that never ends is killed with its runner, and the other one wins.
+    from kerntune import kernel_tuner as kt_mod
+    assert kt_mod.RUN_TIMEOUT_S == 600.0
+    monkeypatch.setattr(kt_mod, "RUN_TIMEOUT_S", 3.0)
+    hangs = r"""__kernel void hangs(__global float *out, __global const float *x, int n) {
+        int i = get_global_id(0);
+        if (HANG && i == 0) { volatile int k = 0; for (;;) k++; }
+        if (i < n) out[i] = 2.0f * x[i];
+    }"""
+    out, x, n = inputs()
+    results, env = kerntune.tune_kernel("hangs", hangs, N, [out, x, n], {"HANG": [1, 0], "block_size_x": [64]},
+                                        answer=[2 * x, None, None], quiet=True)
+    by = {r["HANG"]: r for r in results}
+    assert isinstance(by[1]["__error__"], util.TimeoutConfig) and "3 s" in by[1]["__error__"].message
+    assert "__error__" not in by[0] and env["best_config"]["HANG"] == 0
