@@ -60,14 +60,16 @@ check: check-asan check-tsan check-fuzz check-normal
 	@scripts/check-summary build-asan build-tsan build-fuzz build
 
 # Kernel Tuner's OpenCL example scripts through kerntune.tune_kernel on PoCL, all of them: make
-# check runs five; this adds matmul.py (a 4096^3 numpy.dot for its answer, 13 s a run on PoCL) and
-# reduction.py (a 3.2 GB input, 13 GB of memory at its peak), a few minutes in all.
+# check runs four; this adds convolution.py (convolution_correct.py's kernel and tuning without
+# its answer, 20-50 s on PoCL), matmul.py (a 4096^3 numpy.dot for its answer, 13 s a run on PoCL)
+# and reduction.py (a 3.2 GB input, 13 GB of memory at its peak), a few minutes in all.
 check-examples: build
 	KT_EXAMPLES_ALL=1 ctest --test-dir build -R '^python-kt-example' --output-on-failure
 	KT_EXAMPLES_ALL=1 PYTHONPATH=build/python KERNTUNE_CACHE=off POCL_CACHE_DIR=build/test-env/pocl \
 	  KERNTUNE_ARTIFACTS=build/test-env/artifacts \
 	  $$(sed -n 's/^Python3_EXECUTABLE:[A-Z]*=//p' build/CMakeCache.txt) -m pytest -q -p no:cacheprovider \
-	  python/tests/test_kt_examples.py::test_matmul python/tests/test_kt_examples.py::test_reduction
+	  python/tests/test_kt_examples.py::test_convolution python/tests/test_kt_examples.py::test_matmul \
+	  python/tests/test_kt_examples.py::test_reduction
 
 demo: build
 	./build/examples/matmul_demo
