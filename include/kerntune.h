@@ -291,7 +291,8 @@ typedef void (*kt_log_fn)(kt_log_level level, const char *message, void *user);
  * Creates a context and stores it in *out (NULL on failure). Reads the environment once, here:
  *  - KERNTUNE_MODE = tune | cache-only | off   overrides every op's effort level;
  *  - KERNTUNE_FORCE = op=candidate[,op=candidate...]   forces candidates by op name;
- *  - KERNTUNE_LOG = error | warn | info | debug (none or off: no logging)   logs to stderr.
+ *  - KERNTUNE_LOG = error | warn | info | debug (none or off: no logging)   logs to stderr;
+ *  - KERNTUNE_BACKENDS = name[,name...]   starts only those backends (kt_context_set_backends).
  * An unrecognised value fails with KT_ERR_ENV and a message naming the variable. (A
  * KERNTUNE_FORCE entry naming a candidate that its op lacks is found at that op's first call,
  * which fails with KT_ERR_UNKNOWN_CANDIDATE.) The built-in backends are registered. Release with

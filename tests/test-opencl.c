@@ -393,6 +393,51 @@ static void test_cpu_fingerprint_has_no_free_memory(void **state) {
     kt_context_destroy(ctx);
 }
 
+/* How many of the context's devices backend name found. */
+static size_t devices_of(kt_context *ctx, const char *name) {
+    size_t n = 0;
+    for (size_t i = 0; i < kt_context_device_count(ctx); i++) n += strcmp(kt_device_backend(kt_context_device(ctx, i)), name) == 0;
+    return n;
+}
+
+/* kt_context_set_backends: a context told to start only CUDA has no OpenCL device (PoCL is
+ * installed here) and lists no failure of OpenCL's; one told "c,opencl" has PoCL's devices and
+ * no CUDA failure; a name that is no backend is refused naming the ones there are, as is a
+ * change once the devices were asked for; KERNTUNE_BACKENDS does the same at creation. */
+static void test_backends_chosen(void **state) {
+    (void)state;
+    kt_context *all = test_context(1), *ctx = test_context(1);
+    size_t opencl_all = devices_of(all, "opencl");
+    assert_true(opencl_all > 0);
+    ok(kt_context_set_backends(ctx, "cuda"));
+    assert_int_equal(devices_of(ctx, "opencl"), 0);
+    assert_int_equal(devices_of(ctx, "c"), 1);
+    for (size_t i = 0; i < kt_context_unavailable_count(ctx); i++) assert_null(strstr(kt_context_unavailable(ctx, i), "opencl"));
+    expect_status(KT_ERR_INVALID_ARGUMENT, kt_context_set_backends(ctx, "opencl"));
+    assert_non_null(strstr(kt_last_error(), "first asked for"));
+    kt_context_destroy(ctx);
+
+    ctx = test_context(1);
+    ok(kt_context_set_backends(ctx, "c,opencl"));
+    assert_int_equal(devices_of(ctx, "opencl"), opencl_all);
+    for (size_t i = 0; i < kt_context_unavailable_count(ctx); i++) assert_null(strstr(kt_context_unavailable(ctx, i), "cuda"));
+    expect_status(KT_ERR_INVALID_ARGUMENT, kt_context_set_backends(ctx, "cuda,vulkan"));
+    assert_non_null(strstr(kt_last_error(), "'vulkan' is not a backend (there are: c, opencl, cuda)"));
+    kt_context_destroy(ctx);
+
+    setenv("KERNTUNE_BACKENDS", "cuda", 1);
+    ctx = test_context(1);
+    assert_int_equal(devices_of(ctx, "opencl"), 0);
+    kt_context_destroy(ctx);
+    setenv("KERNTUNE_BACKENDS", "opencl,metal", 1);
+    ctx = NULL;
+    expect_status(KT_ERR_ENV, kt_context_create(&ctx));
+    assert_null(ctx);
+    assert_non_null(strstr(kt_last_error(), "KERNTUNE_BACKENDS: 'metal' is not a backend"));
+    unsetenv("KERNTUNE_BACKENDS");
+    kt_context_destroy(all);
+}
+
 /* kt_device_launch_limits: the OpenCL device's, as its platform reports them; none are known of
  * the host's; a device that does not exist is refused. */
 static void test_device_launch_limits(void **state) {
@@ -533,6 +578,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_tiled_matmul_on_pocl),
         cmocka_unit_test(test_inplace_on_device),
         cmocka_unit_test(test_cpu_fingerprint_has_no_free_memory),
+        cmocka_unit_test(test_backends_chosen),
         cmocka_unit_test(test_launch_size_per_call),
         cmocka_unit_test(test_code_argument_keyed_exactly),
         cmocka_unit_test(test_work_items_with_local_size_keyed),

@@ -23,6 +23,16 @@ typedef struct kt_device kt_device;
  *  backends (OpenCL, CUDA), whose devices follow. Safe to call while ops run. */
 KT_API size_t kt_context_device_count(kt_context *ctx);
 
+/** Limits the optional backends the context starts to those names lists, separated by commas
+ *  ("cuda", "opencl"; "c", the host's, is always started and may be named too); NULL or ""
+ *  starts every one (the default). KERNTUNE_BACKENDS, read by kt_context_create, sets the same.
+ *  Starting a backend costs time at the first question about devices (OpenCL's loader opens
+ *  every platform installed: 0.15-0.75 s on the H200 machine), so a program that runs on one
+ *  backend can skip the others. Fails with KT_ERR_INVALID_ARGUMENT, naming the backends there
+ *  are, on a name that is none of them, and once the devices were asked for (the backends
+ *  started then). A backend left out is not listed by kt_context_unavailable. */
+KT_API kt_status kt_context_set_backends(kt_context *ctx, const char *names);
+
 /** Returns device number index, or NULL when index is out of range. */
 KT_API const kt_device *kt_context_device(kt_context *ctx, size_t index);
 

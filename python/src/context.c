@@ -17,9 +17,9 @@
 
 static int Context_init(PyObject *self, PyObject *args, PyObject *kwds) {
     SELF;
-    static char *kwlist[] = {"cache", "artifact_dir", NULL};
-    const char *cache = NULL, *artifacts = NULL;
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "|zz:Context", kwlist, &cache, &artifacts)) return -1;
+    static char *kwlist[] = {"cache", "artifact_dir", "backends", NULL};
+    const char *cache = NULL, *artifacts = NULL, *backends = NULL;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "|zzz:Context", kwlist, &cache, &artifacts, &backends)) return -1;
     if (c->ctx != NULL) {
         PyErr_SetString(PyExc_RuntimeError, "Context.__init__: already initialised");
         return -1;
@@ -27,6 +27,7 @@ static int Context_init(PyObject *self, PyObject *args, PyObject *kwds) {
     kt_status st = kt_context_create(&c->ctx);
     if (st == KT_OK) st = kt_context_set_cache(c->ctx, cache);
     if (st == KT_OK && artifacts) st = kt_context_set_artifact_dir(c->ctx, artifacts);
+    if (st == KT_OK && backends) st = kt_context_set_backends(c->ctx, backends);
     if (st != KT_OK) {
         ktpy_raise(st);
         kt_context_destroy(c->ctx);
@@ -268,9 +269,11 @@ static PyMethodDef Context_methods[] = {
 };
 
 static PyType_Slot Context_slots[] = {
-    {Py_tp_doc, "Context(cache=None, artifact_dir=None): kerntune's state (kt_context).\n"
+    {Py_tp_doc, "Context(cache=None, artifact_dir=None, backends=None): kerntune's state (kt_context).\n"
                 "cache: the persistent cache's path, 'off', or None for the default (KERNTUNE_CACHE,\n"
-                "else the user's cache directory); artifact_dir: where compiled variants go."},
+                "else the user's cache directory); artifact_dir: where compiled variants go;\n"
+                "backends: the backends to start, e.g. 'cuda' (kt_context_set_backends; None: all, or\n"
+                "KERNTUNE_BACKENDS's)."},
     {Py_tp_init, Context_init},
     {Py_tp_dealloc, Context_dealloc},
     {Py_tp_methods, Context_methods},

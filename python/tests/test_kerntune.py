@@ -129,6 +129,15 @@ def test_devices_are_the_commands():
     assert devices[0].index == 0 and devices[0].backend == "c"
 
 
+def test_context_starts_the_backends_named():
+    # PoCL's devices are there by default and not with backends="c"; a name that is no backend is
+    # refused with kerntune's message
+    assert any(d.backend == "opencl" for d in kerntune.Context(cache="off").devices())
+    assert [d.backend for d in kerntune.Context(cache="off", backends="c").devices()] == ["c"]
+    with pytest.raises(kerntune.Error, match="'vulkan' is not a backend"):
+        kerntune.Context(cache="off", backends="vulkan")
+
+
 # out = 2 * x, by work-items of a block of BS, REPS times over
 SCALE_CL = r"""
 __kernel void scale(__global float *out, __global const float *x, int n) {

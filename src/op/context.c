@@ -82,6 +82,11 @@ static kt_status read_env(kt_context *ctx) {
     }
     v = getenv("KERNTUNE_FORCE");
     if (v && *v && (st = parse_force(ctx, v)) != KT_OK) return st;
+    v = getenv("KERNTUNE_BACKENDS");
+    if (v && *v && kt_context_set_backends(ctx, v) != KT_OK) {
+        const char *why = strstr(kt_last_error(), ": ");
+        return kt__err(KT_ERR_ENV, "kt_context_create: KERNTUNE_BACKENDS: %s", why ? why + 2 : kt_last_error());
+    }
     return KT_OK;
 }
 
@@ -402,6 +407,7 @@ void kt__context_discover(kt_context *ctx) {
         size_t n = kt__backends_builtin(optional);
         char *saved = kt__error_save();
         for (size_t i = 1; i < n; i++) {
+            if (ctx->backends_left_out & (1u << i)) continue; /* kt_context_set_backends */
             if (add_backend(ctx, optional[i]) == KT_OK || ctx->nunavailable == KT__MAX_BACKENDS) continue;
             const char *why = strstr(kt_last_error(), "): ");
             kt__err(KT_OK, "%s: %s", optional[i]->name, why ? why + 3 : kt_last_error());
@@ -412,6 +418,37 @@ void kt__context_discover(kt_context *ctx) {
         kt__error_restore(KT_OK, saved); /* a missing optional backend is not an error of the caller */
     }
     pthread_mutex_unlock(&ctx->lock);
+}
+
+kt_status kt_context_set_backends(kt_context *ctx, const char *names) {
+    if (ctx == NULL) return kt__err(KT_ERR_NULL, "kt_context_set_backends: ctx is NULL");
+    const kt_backend *builtin[KT__BUILTIN_BACKENDS];
+    size_t n = kt__backends_builtin(builtin);
+    char known[128] = "";
+    for (size_t i = 0; i < n; i++)
+        snprintf(known + strlen(known), sizeof known - strlen(known), "%s%s", i ? ", " : "", builtin[i]->name);
+    unsigned left_out = 0;
+    if (names != NULL && *names != '\0') {
+        left_out = ~0u & ~1u; /* the host's is always started */
+        for (const char *p = names; *p;) {
+            size_t len = strcspn(p, ",");
+            size_t i = 0;
+            while (i < n && !(strlen(builtin[i]->name) == len && strncmp(builtin[i]->name, p, len) == 0)) i++;
+            if (i == n)
+                return kt__err(KT_ERR_INVALID_ARGUMENT, "kt_context_set_backends: '%.*s' is not a backend (there are: %s)",
+                               (int)(len > 64 ? 64 : len), p, known);
+            left_out &= ~(1u << i);
+            p += len + (p[len] == ',');
+        }
+    }
+    pthread_mutex_lock(&ctx->lock);
+    bool started = ctx->discovered;
+    if (!started) ctx->backends_left_out = left_out;
+    pthread_mutex_unlock(&ctx->lock);
+    if (started)
+        return kt__err(KT_ERR_INVALID_ARGUMENT, "kt_context_set_backends: the backends started when the devices were "
+                                                "first asked for; choose them before that");
+    return KT_OK;
 }
 
 size_t kt_context_unavailable_count(kt_context *ctx) {

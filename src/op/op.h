@@ -100,6 +100,7 @@ struct kt_context {
     kt_device devices[KT__MAX_DEVICES];          /* a count that covers them */
     _Atomic size_t ndevices;
     bool discovered;                             /* the optional backends were tried */
+    unsigned backends_left_out;                  /* built-in backends not to start, by index */
     char *unavailable[KT__MAX_BACKENDS];         /* "name: why", for each that is not there */
     size_t nunavailable;
     pthread_mutex_t lock; /* guards the op list */
