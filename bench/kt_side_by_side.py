@@ -166,6 +166,10 @@ def kernel_tuner_run(t1, problem, settings, lang, budget, strategy, rng, only=No
     valid = [r for r in results if isinstance(r.get("time"), (int, float)) and "__error__" not in r]
     if tool == "kerntune":  # evaluated: built and run, or failed trying (not refused unbuilt by a limit)
         evaluated = sum(1 for r in results if type(r.get("__error__")).__name__ != "InvalidConfig")
+        split = {k: sum(float(r.get(k) or 0) for r in results) for k in ("compile_time", "verification_time", "framework_time",
+                                                                           "benchmark_time")}
+        log("kerntune's time, summed over its %d configurations (ms; builds run in parallel): %s" % (
+            len(results), ", ".join("%s %.0f" % kv for kv in split.items())))
         return valid, evaluated, elapsed
     # Kernel Tuner's strategies list a configuration each time they visit it (a genetic algorithm's
     # population revisits; served from its own cache, at no cost): distinct ones were evaluated
@@ -188,6 +192,9 @@ def tune_in_child(tool, lang, name, budget, strategy, seed, build):
     p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
     if p.returncode != 0:
         raise RuntimeError("%s on %s exited %d:\n%s" % (tool, name, p.returncode, p.stderr[-3000:]))
+    for line in p.stderr.splitlines():  # the child's account of where its time went
+        if line.startswith("kerntune's time"):
+            log(line)
     j = json.loads(p.stdout.strip().splitlines()[-1])
     return j["valid"], j["evaluated"], j["elapsed"]
 

@@ -90,6 +90,7 @@ def child(tuner, kernel, quick, mode):
     if tuner == "kerntune":  # where kerntune's time went
         d = ks[kernel].decision
         out["compile_s"] = ks[kernel].compile_time
+        out["process_compile_s"] = ks[kernel].process_compile_time
         out["runs"] = sum(u.runs for u in d.units)
         out["kernel_ms"] = sum(u.runs * u.time_ns for u in d.units if u.time_ns > 0) / 1e6
         out["validation_ms"] = sum(u.validation_ms for u in d.units)

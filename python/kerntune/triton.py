@@ -24,9 +24,15 @@ behaves as Triton's autotuner does, with these differences:
     `validate=False` turns it off), then the race measures by the device's events, dropping a
     config once it is out of the race; a config that fails to compile or launch is disqualified
     with its error as the reason;
-  - the configs are compiled before the race on compile_threads threads (default: one per
-    config, up to the processors) through Triton's AsyncCompileMode, where Triton's autotuner
-    compiles each at its first benchmark run, one after another;
+  - the configs are compiled before the race, where Triton's autotuner compiles each at its
+    first benchmark run, one after another: first in forked processes (compile_processes=False
+    or KERNTUNE_TRITON_PROCESSES=0 turns this off), which leave the kernels and their launchers
+    in Triton's on-disk cache (Triton's compiler holds the GIL for most of its work, so threads
+    of one process compile little faster than one); then, on compile_threads threads (default:
+    one per config, up to the processors) through Triton's AsyncCompileMode, each kernel is
+    compiled (now found in that cache) and loaded in this process. A child touches no CUDA: the
+    parent's device, stream and target answer its Triton driver's questions. Children still
+    running after COMPILE_PROCESS_TIMEOUT_S are killed and their configs compiled here;
   - decisions go to kerntune's persistent cache (a second process measures nothing: a decision
     is final, never re-raced, as Triton's are), and from
     there to its wisdom and its fleet cache; the first call of a key waits for the work already on
@@ -51,6 +57,11 @@ from . import Context, Op
 __all__ = ["autotune", "Autotuner", "context"]
 
 _context = None
+_ops = {}  # op name -> (context, Op, holder): one op per kernel source, signature and configs in a context
+
+# how long the compiling children may take, all together, before they are killed and the configs
+# are compiled in this process (Triton itself sets no limit on a compile)
+COMPILE_PROCESS_TIMEOUT_S = 600.0
 
 
 def context():
@@ -58,7 +69,9 @@ def context():
     user's cache directory, or KERNTUNE_CACHE)."""
     global _context
     if _context is None:
-        _context = Context()
+        # CUDA's backend alone: starting OpenCL's (every platform installed) cost 0.15-0.75 s of
+        # the first call on the H200 machine
+        _context = Context(backends="cuda")
     return _context
 
 
@@ -122,12 +135,28 @@ def _dtype(t):
     return ("uint8" if name == "bool" else name), _TYPESTR[name]
 
 
+def _prepare_compiler():
+    """Triton's per-process compiler set-up, done once before forking: the hash of its own
+    installation that keys its cache (0.4 s on the H200 machine) and the modules its compiler
+    imports at its first compile."""
+    for mod, name in (("triton.runtime.cache", "triton_key"), ("triton.compiler.compiler", "triton_key")):
+        try:
+            getattr(__import__(mod, fromlist=[name]), name)()
+            break
+        except Exception:  # noqa: BLE001 - another Triton: its children compute it themselves
+            continue
+    try:
+        import triton.experimental.gluon  # noqa: F401
+    except Exception:  # noqa: BLE001
+        pass
+
+
 class Autotuner(KernelInterface):
     """triton.autotune's Autotuner, deciding with kerntune (see the module's docstring)."""
 
     def __init__(self, fn, arg_names, configs, key, reset_to_zero=None, restore_value=None, pre_hook=None, post_hook=None,
                  prune_configs_by=None, warmup=None, rep=None, use_cuda_graph=False, do_bench=None, cache_results=False,
-                 read_only=None, validate=True, compile_threads=None):
+                 read_only=None, validate=True, compile_threads=None, compile_processes=None):
         if do_bench is not None:
             raise NotImplementedError("kerntune.triton.autotune: do_bench: kerntune measures every config with its race on the "
                                       "device's events; a timer of one's own cannot replace it")
@@ -151,12 +180,12 @@ class Autotuner(KernelInterface):
         self.read_only = set(read_only or [])
         self.validate = validate
         self.cache = {}  # the Triton key -> the Config chosen (the hit path)
-        self._ops = {}  # (signature, configs) -> (Op, configs)
         self.best_config = None
         self.configs_timings = {}
         self.bench_time = 0.0
         self.nargs = None
         self._call = None  # the call being tuned: (args, kwargs, grid, caller's stream)
+        self._tuned_configs = None  # its configs, as its op's candidates number them
         src = getattr(fn, "cache_key", None) or getattr(fn, "src", None) or repr(fn)
         self._source = hashlib.sha256(str(src).encode()).hexdigest()[:16]
         # the hit path: the key's positions among the arguments, and each key's config with its
@@ -164,7 +193,11 @@ class Autotuner(KernelInterface):
         self._kpos = [self.arg_names.index(k) for k in self.keys if k in self.arg_names]
         self._hits = {}
         self.compile_threads = compile_threads
+        if compile_processes is None:
+            compile_processes = os.environ.get("KERNTUNE_TRITON_PROCESSES", "1") != "0"
+        self.compile_processes = bool(compile_processes) and hasattr(os, "fork")
         self.compile_time = 0.0
+        self.process_compile_time = 0.0
 
     # ---- Triton's key and pruning, as its autotuner computes them ----
 
@@ -256,14 +289,17 @@ class Autotuner(KernelInterface):
         constants = repr(sorted((k, v) for k, v in kwargs.items() if not hasattr(v, "data_ptr")))
         sig = hashlib.sha256(repr((decls, constants, [str(c) for c in configs])).encode()).hexdigest()[:12]
         name = "triton %s %s" % (getattr(self.base_fn, "__name__", "kernel")[:80], sig)
-        entry = self._ops.get(name)
+        entry = _ops.get(name)
+        if entry is not None and entry[0] is not ctx:  # made in a context no longer in use
+            entry = None
         if entry is None:
+            holder = [self]
             op = Op(ctx, name, decls, device=_cuda_device(ctx, device))
             for k in range(len(keyvals)):
                 if k < 8:
                     op.key_arg(len(tensors) + k)
             for c_index, config in enumerate(configs):
-                op.add_candidate("config%d" % c_index, self._candidate(config, tensors), queued=True,
+                op.add_candidate("config%d" % c_index, _candidate(holder, c_index, [i for i, _ in tensors]), queued=True,
                                  version="%s|%s" % (self._source, config))
             names = [d[0] for d in decls]
             for n in self.reset_to_zero:  # zeroed before every benchmark run and the final launch, as Triton does
@@ -273,8 +309,10 @@ class Autotuner(KernelInterface):
             if not self.validate:
                 op.set_validation(False)
             op.set_rerace(False)  # a decision is final, as Triton's: a later process measures nothing
-            entry = self._ops[name] = (op, configs)
-        op, configs = entry
+            entry = _ops[name] = (ctx, op, holder)
+        _, op, holder = entry
+        holder[0] = self  # its candidates launch this autotuner's call, with its configs
+        self._tuned_configs = configs
         stream = torch.cuda.current_stream(device).cuda_stream
         self._call = (args, kwargs, grid, stream)
         started = time.perf_counter()
@@ -309,6 +347,10 @@ class Autotuner(KernelInterface):
         import torch
 
         started = time.perf_counter()
+        self.process_compile_time = 0.0
+        if self.compile_processes:
+            self._compile_in_processes(configs, args, kwargs, grid, threads)
+            self.process_compile_time = time.perf_counter() - started
         futures = []
         try:
             with ThreadPoolExecutor(threads) as pool, AsyncCompileMode(pool, ignore_errors=True):
@@ -342,46 +384,113 @@ class Autotuner(KernelInterface):
             list(pool.map(load, kernels))
         self.compile_time = time.perf_counter() - started
 
-    def _candidate(self, config, tensors):
-        """A config as a queued candidate: launches the kernel with it on the stream kerntune gives,
-        on the tensors at the addresses kerntune gives (its copies while tuning)."""
-        import torch
-
-        def launch(queue, *ptrs):
-            args, kwargs, grid, caller = self._call
-            args = list(args)
-            for (i, t), p in zip(tensors, ptrs):
-                if p != t.data_ptr():
-                    args[i] = _at(p, t)
-            benchmarking = queue != caller
-            full = {**dict(zip(self.arg_names, args)), **kwargs, **config.all_kwargs()}
-            stream = torch.cuda.ExternalStream(queue) if queue else torch.cuda.default_stream()
-            with torch.cuda.stream(stream):
-                if benchmarking and self.user_pre_hook:
-                    self.user_pre_hook(full)
-                if config.pre_hook is not None:
-                    config.pre_hook(full)
+    def _compile_in_processes(self, configs, args, kwargs, grid, processes):
+        """Compiles the configs in forked processes, which leave the compiled kernels in Triton's
+        on-disk cache: Triton's compiler holds the GIL for most of its work, so threads of one
+        process compile little faster than one. A child touches no CUDA (the parent's device,
+        stream and target answer its driver's questions); the parent then loads each kernel from
+        the cache. A child that fails leaves its configs to be compiled again here."""
+        if not hasattr(os, "fork"):
+            return
+        drv = triton.runtime.driver.active
+        try:
+            device = drv.get_current_device()
+            target = drv.get_current_target()
+        except Exception:  # noqa: BLE001 - compiled here, as without processes
+            return
+        _prepare_compiler()  # inherited by every child, so none computes it again
+        groups = [configs[i::processes] for i in range(min(processes, len(configs)))]
+        pids = []
+        for group in groups:
+            try:
+                with warnings.catch_warnings():  # a child that only compiles takes none of the other threads' locks
+                    warnings.simplefilter("ignore", DeprecationWarning)
+                    pid = os.fork()
+            except OSError:
+                break
+            if pid == 0:  # the child: compile its configs into the cache, launch nothing, touch no CUDA
+                code = 0
                 try:
-                    self.fn.run(*args, grid=grid, warmup=False, **kwargs, **config.all_kwargs())
-                except Exception as e:
-                    if benchmarking and self.user_post_hook:
-                        self.user_post_hook(full, exception=e)
-                    raise
-                if benchmarking and self.user_post_hook:
-                    self.user_post_hook(full, exception=None)
-
-        return launch
+                    drv.get_current_device = lambda: device
+                    drv.get_current_stream = lambda *a: 0
+                    drv.get_current_target = lambda: target
+                    for config in group:
+                        try:
+                            kernel = self.fn.run(*args, grid=grid, warmup=True, **kwargs, **config.all_kwargs())
+                            # its launcher too (a C module Triton builds with the system's compiler
+                            # and caches on disk), which the parent would otherwise build at its
+                            # first load
+                            drv.launcher_cls(kernel.src, kernel.metadata)
+                        except Exception:  # noqa: BLE001 - compiled again in the parent, which reports it
+                            code = 1
+                finally:
+                    os._exit(code)
+            pids.append(pid)
+        deadline = time.monotonic() + COMPILE_PROCESS_TIMEOUT_S
+        while pids:
+            for pid in list(pids):
+                try:
+                    done, _ = os.waitpid(pid, os.WNOHANG)
+                except ChildProcessError:
+                    done = pid
+                if done:
+                    pids.remove(pid)
+            if pids and time.monotonic() > deadline:  # stuck (a lock another thread held at the fork): compiled here instead
+                for pid in pids:
+                    try:
+                        os.kill(pid, 9)
+                        os.waitpid(pid, 0)
+                    except (ProcessLookupError, ChildProcessError):
+                        pass
+                break
+            time.sleep(0.005)
 
 
 def autotune(configs, key, prune_configs_by=None, reset_to_zero=None, restore_value=None, pre_hook=None, post_hook=None,
              warmup=None, rep=None, use_cuda_graph=False, do_bench=None, cache_results=False, read_only=None, validate=True,
-             compile_threads=None):
+             compile_threads=None, compile_processes=None):
     """triton.autotune's decorator, deciding with kerntune (see the module's docstring)."""
 
     def decorator(fn):
         return Autotuner(fn, fn.arg_names, configs, key, reset_to_zero, restore_value, pre_hook=pre_hook, post_hook=post_hook,
                          prune_configs_by=prune_configs_by, warmup=warmup, rep=rep, use_cuda_graph=use_cuda_graph,
                          do_bench=do_bench, cache_results=cache_results, read_only=read_only, validate=validate,
-                         compile_threads=compile_threads)
+                         compile_threads=compile_threads, compile_processes=compile_processes)
 
     return decorator
+
+
+def _candidate(holder, c_index, positions):
+    """A config as a queued candidate of an op: launches the kernel with config number c_index of
+    the autotuner tuning the op now (holder[0]: autotuners of the same kernel source, signature
+    and configs share one op, which a context holds once by name) on the stream kerntune gives,
+    with the tensor arguments at positions moved to the addresses kerntune gives (its copies
+    while tuning)."""
+    import torch
+
+    def launch(queue, *ptrs):
+        at = holder[0]
+        config = at._tuned_configs[c_index]
+        args, kwargs, grid, caller = at._call
+        args = list(args)
+        for i, p in zip(positions, ptrs):
+            if p != args[i].data_ptr():
+                args[i] = _at(p, args[i])
+        benchmarking = queue != caller
+        full = {**dict(zip(at.arg_names, args)), **kwargs, **config.all_kwargs()}
+        stream = torch.cuda.ExternalStream(queue) if queue else torch.cuda.default_stream()
+        with torch.cuda.stream(stream):
+            if benchmarking and at.user_pre_hook:
+                at.user_pre_hook(full)
+            if config.pre_hook is not None:
+                config.pre_hook(full)
+            try:
+                at.fn.run(*args, grid=grid, warmup=False, **kwargs, **config.all_kwargs())
+            except Exception as e:
+                if benchmarking and at.user_post_hook:
+                    at.user_post_hook(full, exception=e)
+                raise
+            if benchmarking and at.user_post_hook:
+                at.user_post_hook(full, exception=None)
+
+    return launch

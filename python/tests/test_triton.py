@@ -92,6 +92,40 @@ def test_a_config_that_cannot_compile_is_disqualified():
     assert [u.outcome for u in d.units if u.candidate == "config0"] != ["measured"]
 
 
+@pytest.mark.parametrize("processes", [True, False])
+def test_configs_compiled_in_processes_or_threads(monkeypatch, processes):
+    # by default each config is compiled in a forked child first (one per config up to the
+    # processors), and the answer is the same either way; the second autotuner of the same kernel
+    # and configs shares the first's op (one op per name in a context) and tunes its own key
+    import triton.language as tl
+
+    forks = []
+    real_fork = os.fork
+
+    def counting_fork():
+        pid = real_fork()
+        if pid:
+            forks.append(pid)
+        return pid
+
+    monkeypatch.setattr(os, "fork", counting_fork)
+
+    @ktt.autotune(configs=[triton.Config({"BLOCK": b}) for b in (128, 256, 512)], key=["n"], compile_processes=processes)
+    @triton.jit
+    def fill5(x_ptr, n, BLOCK: tl.constexpr):
+        offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+        tl.store(x_ptr + offs, tl.full([BLOCK], 5.0, tl.float32), mask=offs < n)
+
+    n = 3000 if processes else 3001
+    x = torch.zeros(n, device="cuda")
+    fill5[lambda m: (triton.cdiv(n, m["BLOCK"]),)](x, n)
+    torch.cuda.synchronize()
+    assert torch.all(x == 5.0)
+    assert len(forks) == (min(3, os.cpu_count()) if processes else 0)
+    assert (fill5.process_compile_time > 0) == processes
+    assert sum(u.outcome == "measured" for u in fill5.decision.units) == 3
+
+
 def test_a_second_process_measures_nothing(kernels, tmp_path):
     x = torch.zeros(1 << 16, device="cuda")
     K.add_one(kernels["add_one"], x)  # decided here (or already)
