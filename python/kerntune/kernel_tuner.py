@@ -533,7 +533,7 @@ def tune_kernel(
     decls, values, constants, validated = _arguments(arguments, answer, verify, cmem_args)
     kt_strategy, budget, env_budget, notes, ks_name = _search(strategy, strategy_options, seed)
 
-    ctx = Context()
+    ctx = Context(backends=backend)  # its language's backend alone: starting the others costs time, not devices it uses
     if log:
         ctx.set_log_level("debug" if log <= logging.DEBUG else "info")
     dev = _device(ctx, backend, device, platform)
@@ -751,7 +751,7 @@ def run_kernel(
     names = list(block_size_names or []) + ["block_size_x", "block_size_y", "block_size_z"][len(block_size_names or []) :]
     decls, values, constants, _ = _arguments(arguments, None, None, cmem_args)
     decls = [(d[0], d[1], "rw") if len(d) == 3 else d for d in decls]  # every array comes back
-    ctx = Context(cache="off")
+    ctx = Context(cache="off", backends=backend)
     if log:
         ctx.set_log_level("debug" if log <= logging.DEBUG else "info")
     dev = _device(ctx, backend, device, platform)
