@@ -45,6 +45,7 @@ behaves as Triton's autotuner does, with these differences:
 
 import hashlib
 import os
+import signal
 import time
 import warnings
 from concurrent.futures import ThreadPoolExecutor
@@ -438,7 +439,7 @@ class Autotuner(KernelInterface):
             if pids and time.monotonic() > deadline:  # stuck (a lock another thread held at the fork): compiled here instead
                 for pid in pids:
                     try:
-                        os.kill(pid, 9)
+                        os.kill(pid, signal.SIGKILL)
                         os.waitpid(pid, 0)
                     except (ProcessLookupError, ChildProcessError):
                         pass
