@@ -11,7 +11,8 @@ picks are then timed here by one timer, triton.testing.do_bench, alternately; an
 per call of a tuned key is measured on a small in-place kernel (add_one, 4096 elements:
 launch-bound), both autotuners in one process, timed alternately. Every process runs with
 KERNTUNE_CACHE=off, so kerntune measures each time. Each child's line (printed as it ends) says
-where kerntune's time went: compile_s (its threads' compile), runs, kernel_ms (runs x times),
+where kerntune's time went: compile_s (the compile before the race: forked processes, then the
+threads that load each kernel), process_compile_s (the processes' part), runs, kernel_ms (runs x times),
 validation_ms, framework_ms.
 
 Prints a table, then RESULT lines:
