@@ -36,10 +36,10 @@ check-normal: deps
 	@scripts/check-stage normal build $(JOBS) $(TEST_JOBS) -DCMAKE_BUILD_TYPE=Release $(CMAKE_FLAGS)
 
 check-asan: deps
-	@scripts/check-stage asan build-asan $(JOBS) $(TEST_JOBS) $(KT_SANITIZER_FLAGS) -DKT_SANITIZE=address $(CMAKE_FLAGS)
+	@KT_CHECK_PREBUILD='$(PREBUILD_AFTER_ASAN)' scripts/check-stage asan build-asan $(JOBS) $(TEST_JOBS) $(KT_SANITIZER_FLAGS) -DKT_SANITIZE=address $(CMAKE_FLAGS)
 
 check-tsan: deps
-	@scripts/check-stage tsan build-tsan $(JOBS) $(TEST_JOBS) $(KT_SANITIZER_FLAGS) -DKT_SANITIZE=thread $(CMAKE_FLAGS)
+	@KT_CHECK_PREBUILD='$(PREBUILD_AFTER_TSAN)' scripts/check-stage tsan build-tsan $(JOBS) $(TEST_JOBS) $(KT_SANITIZER_FLAGS) -DKT_SANITIZE=thread $(CMAKE_FLAGS)
 
 # The parsers' libFuzzer harnesses (tests/fuzz/), built by clang with ASan and UBSan: make check
 # runs each on its regressions and seeds and fuzzes it 2 s; `make fuzz` fuzzes each for
@@ -50,16 +50,21 @@ KT_FUZZ_FLAGS = -DCMAKE_BUILD_TYPE=RelWithDebInfo "-DCMAKE_C_FLAGS_RELWITHDEBINF
 FUZZ_SECONDS ?= 600
 
 check-fuzz: deps
-	@CC=clang scripts/check-stage fuzz build-fuzz $(JOBS) $(TEST_JOBS) $(KT_FUZZ_FLAGS) $(CMAKE_FLAGS)
+	@KT_CHECK_PREBUILD='$(PREBUILD_AFTER_FUZZ)' scripts/check-stage fuzz build-fuzz $(JOBS) $(TEST_JOBS) -DCMAKE_C_COMPILER=clang $(KT_FUZZ_FLAGS) $(CMAKE_FLAGS)
 
 fuzz: deps
-	@CC=clang cmake -S . -B build-fuzz $(KT_FUZZ_FLAGS) $(CMAKE_FLAGS) >/dev/null
+	@cmake -S . -B build-fuzz -DCMAKE_C_COMPILER=clang $(KT_FUZZ_FLAGS) $(CMAKE_FLAGS) >/dev/null
 	@cmake --build build-fuzz -j$(JOBS)
 	@scripts/fuzz -s $(FUZZ_SECONDS) build-fuzz
 
-# The sanitizer builds come first so that the closing summary is the normal build's.
+# The sanitizer builds come first so that the closing summary is the normal build's. Under make
+# check each stage builds the next stage's tree beside its own tests (scripts/check-stage,
+# KT_CHECK_PREBUILD), so the next stage's "building" figure is what was left of that build.
 check: check-asan check-tsan check-fuzz check-normal
 	@scripts/check-summary build-asan build-tsan build-fuzz build
+check: PREBUILD_AFTER_ASAN = cmake -S . -B build-tsan $(KT_SANITIZER_FLAGS) -DKT_SANITIZE=thread $(CMAKE_FLAGS) >/dev/null && cmake --build build-tsan -j$(JOBS)
+check: PREBUILD_AFTER_TSAN = cmake -S . -B build-fuzz -DCMAKE_C_COMPILER=clang $(KT_FUZZ_FLAGS) $(CMAKE_FLAGS) >/dev/null && cmake --build build-fuzz -j$(JOBS)
+check: PREBUILD_AFTER_FUZZ = cmake -S . -B build -DCMAKE_BUILD_TYPE=Release $(CMAKE_FLAGS) >/dev/null && cmake --build build -j$(JOBS)
 
 # Kernel Tuner's OpenCL example scripts through kerntune.tune_kernel on PoCL, all of them: make
 # check runs four; this adds convolution.py (convolution_correct.py's kernel and tuning without
