@@ -199,8 +199,10 @@ def tune_in_child(tool, lang, name, budget, strategy, seed, build):
     return j["valid"], j["evaluated"], j["elapsed"]
 
 
-def kerntune_run(cli, problem, settings, budget, t4, flush="auto"):
+def kerntune_run(cli, problem, settings, budget, t4, flush="auto", search_seed=None):
     cmd = [str(cli), "tune", str(problem), "--budget", "%ds" % budget, "--json", "--cache", "off", "--t4", t4, "--flush", flush]
+    if search_seed is not None:
+        cmd += ["--seed", str(search_seed)]
     if settings.get("ps"):
         cmd += ["--problem-size", ",".join(str(x) for x in settings["ps"])]
     for k, v in settings.get("defines", {}).items():
@@ -269,6 +271,9 @@ def main():
                          "package, PYTHONPATH=build/python)")
     ap.add_argument("--kerntune-timer", action="store_true",
                     help="also re-time both picks with kerntune's timer (which flushes the cache before each run)")
+    ap.add_argument("--kerntune-seed", type=int, help="kerntune's search seed (the CLI's --seed; default its own)")
+    ap.add_argument("--kerntune-only", action="store_true",
+                    help="tune with kerntune alone and log where its time went (no Kernel Tuner, no ratio)")
     ap.add_argument("--child", choices=["kernel_tuner", "kerntune"], help=argparse.SUPPRESS)
     a = ap.parse_args()
     build = Path(a.build)
@@ -302,13 +307,21 @@ def main():
                                                                                                   k_best["time"]))
         else:
             with tempfile.TemporaryDirectory() as tmp:
-                kj, k_elapsed = kerntune_run(cli, problem, settings, a.budget, os.path.join(tmp, "t4.json"), a.kerntune_flush)
+                kj, k_elapsed = kerntune_run(cli, problem, settings, a.budget, os.path.join(tmp, "t4.json"), a.kerntune_flush,
+                                             a.kerntune_seed)
             k_pick = kj["best"]["configuration"]
             # built and run (or failed trying): not the space's size, nor those refused before any work
             # for breaking a device limit (Kernel Tuner skips those uncounted too)
             k_evaluated = kj["measured"] + kj["failed"] - kj["failures"].get("rejected", 0)
             log("kerntune: %d of %d configurations evaluated in %.1f s, pick %s (%.4f ms)" % (k_evaluated, kj["configurations"],
                                                                                              k_elapsed, k_pick, kj["best"]["time_ms"]))
+            sp = kj.get("time_split") or {}
+            log("kerntune's time (s; builds run in parallel): builds %s (%s built, %s threads, %.0f%% busy), validation %s, "
+                "framework %s, runs %s" % (sp.get("build_s"), kj.get("builds"), sp.get("build_threads"), 100 * (sp.get("build_busy") or 0),
+                                           sp.get("validation_s"), sp.get("framework_s"), sp.get("runs_s")))
+        if a.kerntune_only:
+            print("RESULT %s kerntune_evaluated_per_min %.1f" % (name, 60 * k_evaluated / k_elapsed))
+            continue
         if a.via == "python":  # both in processes of their own, each with a cold PoCL cache
             valid, n_kt, kt_elapsed = tune_in_child("kernel_tuner", a.lang, name, a.budget, a.kt_strategy, a.seed, build)
         else:
