@@ -399,6 +399,53 @@ static void test_plugin_budget_leaves_slow_build(void **state) {
     dlclose(h);
 }
 
+/* Under a budget of wall seconds the search goes on proposing while a build of the median time
+ * still fits in what is left, though the slowest builds would not: a build that cannot finish
+ * is not waited for, so a late proposal costs a build thread and nothing else. Configurations
+ * 0-19 build at once, 20-23 take 1.2 s (as large tiles do in Kernel Tuner's CUDA convolution),
+ * the rest at once again; four build threads, so the eight submitted at a time are 20-27 while
+ * the slow four build, and nothing else is proposed until they end, at 1.2 s or later of a
+ * 2.4 s budget: their 90th percentile (1.2 s) no longer fits in what is left, their median
+ * (0 s) does. Stopping at the 90th percentile instead ended this tuning at 2.18 s with 29
+ * evaluated (here, 2026-12-03; 161 with the median, to the deadline). */
+static void test_plugin_budget_proposes_while_median_fits(void **state) {
+    (void)state;
+    void *h = plugin_open(KT_PLUGIN);
+    log_reset();
+    kt_context *ctx = NULL;
+    kt_arg args[3];
+    size_t dev;
+    kt_op *op = plug_op(h, "kt_test_plug_pipe", "late-proposals", 4, args, &dev, NULL, &ctx, KT_WRITE_ONLY);
+    kt_space *sp = NULL;
+    ok(kt_space_create(&sp));
+    ok(kt_space_add_param(sp, "ID", "list(range(200))"));
+    ok(kt_space_add_param(sp, "SLOW", "[0, 1200]"));
+    ok(kt_space_add_param(sp, "REPS", "[1]"));
+    ok(kt_space_add_constraint(sp, "(ID >= 20 and ID < 24) == (SLOW == 1200)"));
+    ok(kt_op_add_variants(op, "twice", sp, "plug source", "twice", NULL, 0));
+    kt_space_destroy(sp);
+    ok(kt_op_set_search(op, "exhaustive", 1)); /* in order: the slow four come 21st to 24th */
+    ok(kt_op_set_budget(op, 0, 2.4));
+    double t0 = now_s();
+    ok(kt_op_call(op, args, 3));
+    assert_true(now_s() - t0 < 24.0); /* ten times the budget: it did not run to the space's end */
+    const kt_decision *d = NULL;
+    ok(kt_op_decision(op, args, 3, &d));
+    size_t measured = 0, slow_measured = 0;
+    for (size_t u = 0; u < kt_decision_unit_count(d); u++) {
+        if (kt_decision_unit_outcome(d, u) != KT_OUTCOME_MEASURED) continue;
+        measured++;
+        slow_measured += strstr(kt_decision_unit_config(d, u), "SLOW=1200") != NULL;
+    }
+    assert_int_equal(slow_measured, 4);
+    if (measured <= 36) fail_msg("%zu configurations measured: proposals stopped when the slow builds ended", measured);
+    assert_true(measured < 200); /* and the budget ended it */
+    kt_device_free(ctx, dev, args[0].ptr);
+    kt_device_free(ctx, dev, args[1].ptr);
+    kt_context_destroy(ctx);
+    dlclose(h);
+}
+
 /* The line of the plugin's log where word first comes (-1: never). */
 static int first_line(const char *word) {
     FILE *f = fopen(plugin_log, "r");
@@ -551,6 +598,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_plugin_builds_while_measuring),
         cmocka_unit_test(test_plugin_budget_leaves_slow_build),
         cmocka_unit_test(test_plugin_budget_takes_units_as_built),
+        cmocka_unit_test(test_plugin_budget_proposes_while_median_fits),
         cmocka_unit_test(test_plugin_rejects_what_does_not_fit),
         cmocka_unit_test(test_plugin_natives),
     };
