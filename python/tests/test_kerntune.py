@@ -138,12 +138,17 @@ def test_context_starts_the_backends_named():
         kerntune.Context(cache="off", backends="vulkan")
 
 
-# out = 2 * x, by work-items of a block of BS, REPS times over
+# out = 2 * x, by work-items of a block of BS, after REPS loads of x each: 200 of them cost far
+# more than one by design (the sum of x times 0.0f is a zero the compiler cannot fold without
+# fast math, where the store of the same value REPS times was folded to one, and the two
+# configurations tied)
 SCALE_CL = r"""
 __kernel void scale(__global float *out, __global const float *x, int n) {
     int i = get_global_id(0);
-    for (int r = 0; r < REPS; r++)
-        if (i < n) out[i] = 2.0f * x[i] + (float)(r - r);
+    if (i >= n) return;
+    float zero = 0.0f;
+    for (int r = 0; r < REPS; r++) zero += x[(i + 64 * r) % n] * 0.0f;
+    out[i] = 2.0f * x[i] + zero;
 }
 """
 
