@@ -41,6 +41,7 @@ On the GPU machine: --lang cuda (Kernel Tuner's CuPy backend, kerntune's CUDA ba
 """
 
 import argparse
+import atexit
 import json
 import os
 import statistics
@@ -271,6 +272,8 @@ def main():
                          "package, PYTHONPATH=build/python)")
     ap.add_argument("--kerntune-timer", action="store_true",
                     help="also re-time both picks with kerntune's timer (which flushes the cache before each run)")
+    ap.add_argument("--kerntune-options", help="compiler options added to the problem's CompilerOptions for kerntune's "
+                    "tuning and its timer, space-separated (e.g. -ftz=true, which CuPy adds to every compile)")
     ap.add_argument("--kerntune-seed", type=int, help="kerntune's search seed (the CLI's --seed; default its own)")
     ap.add_argument("--kerntune-only", action="store_true",
                     help="tune with kerntune alone and log where its time went (no Kernel Tuner, no ratio)")
@@ -295,6 +298,14 @@ def main():
         settings = SETTINGS[a.lang][name]
         problem = problem_path(a.lang, name, build)
         t1 = json.load(open(problem))
+        kproblem = problem  # what kerntune tunes and times: the problem, or a copy with more compiler options
+        if a.kerntune_options:
+            k1 = json.loads(json.dumps(t1))
+            ks = k1["KernelSpecification"]
+            ks["CompilerOptions"] = list(ks.get("CompilerOptions", [])) + a.kerntune_options.split()
+            kproblem = problem.parent / (".sbs-options-%d.json" % os.getpid())  # beside it: its KernelFile is relative
+            kproblem.write_text(json.dumps(k1))
+            atexit.register(kproblem.unlink, missing_ok=True)
         log("== %s (%s): %d s each, kerntune with --flush %s" % (name, problem, a.budget, a.kerntune_flush))
         if a.via == "python":
             k_valid, k_evaluated, k_elapsed = tune_in_child("kerntune", a.lang, name, a.budget, a.kt_strategy, a.seed, build)
@@ -307,7 +318,7 @@ def main():
                                                                                                   k_best["time"]))
         else:
             with tempfile.TemporaryDirectory() as tmp:
-                kj, k_elapsed = kerntune_run(cli, problem, settings, a.budget, os.path.join(tmp, "t4.json"), a.kerntune_flush,
+                kj, k_elapsed = kerntune_run(cli, kproblem, settings, a.budget, os.path.join(tmp, "t4.json"), a.kerntune_flush,
                                              a.kerntune_seed)
             k_pick = kj["best"]["configuration"]
             # built and run (or failed trying): not the space's size, nor those refused before any work
@@ -350,9 +361,9 @@ def main():
             kratios = []
             for r in range(a.rounds if not same else 0):
                 if r % 2 == 0:
-                    tk, tt = kerntune_time(cli, problem, settings, [k_pick, kt_pick])
+                    tk, tt = kerntune_time(cli, kproblem, settings, [k_pick, kt_pick])
                 else:
-                    tt, tk = kerntune_time(cli, problem, settings, [kt_pick, k_pick])
+                    tt, tk = kerntune_time(cli, kproblem, settings, [kt_pick, k_pick])
                 kratios.append(tk / tt)
             log("re-timed (kerntune's timer, cache flushed before each run, both picks in one process): ratios %s"
                 % " ".join("%.3f" % r for r in kratios))
