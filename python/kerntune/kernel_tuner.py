@@ -36,6 +36,8 @@ Where kerntune does otherwise than Kernel Tuner (each also said in env["kerntune
     (strategy_options {"kerntune_strategy": "genetic"} names one of kerntune's instead); their
     tuning knobs (popsize, maxiter, T, ...) do not exist there and are reported as ignored;
     max_fevals, time_limit and fraction are budgets and are honoured;
+  - lang="CuPy" compiles with -ftz=true, as CuPy does (unless compiler_options names an -ftz);
+    kerntune compiles with NVRTC itself for every CUDA lang, never through CuPy or PyCUDA;
   - KERNTUNE_BUDGET in the environment ("30s", "10" configurations, "5%") bounds every
     tune_kernel call that sets no budget of its own: for running scripts written for Kernel
     Tuner under a time limit, unedited (make check does). It is said on stderr.
@@ -116,6 +118,17 @@ def _read_source(kernel_source):
         else:
             texts.append(s)
     return texts[0], sorted(set(folders))
+
+
+def _compile_options(lang, compiler_options, folders):
+    """The options kerntune compiles with: the caller's, -ftz=true for lang="CuPy" (CuPy adds it
+    to every compile, so Kernel Tuner on CuPy measures kernels built that way: on the H200
+    pnpoly's best configuration differs with and without it) unless the caller names an -ftz of
+    its own, and an include path for each folder the kernel's files are in."""
+    options = list(compiler_options or [])
+    if str(lang).upper() == "CUPY" and not any(str(o).startswith(("-ftz", "--ftz")) for o in options):
+        options.append("-ftz=true")
+    return options + ["-I" + d for d in folders]
 
 
 def _language(lang, source):
@@ -584,7 +597,7 @@ def tune_kernel(
     used = [n for n in names if n in params]
     if max_threads > 0 and used:
         constraints.append("%s <= %d" % (" * ".join(used), max_threads))
-    options = list(compiler_options or []) + ["-I" + d for d in folders]
+    options = _compile_options(lang, compiler_options, folders)
     op.add_variants(
         "kernel", params, source, kernel_name, constraints=constraints, options=options, grid=grid, block=block,
         derived=_defines(defines) or None, kernel_tuner=True, block_size_names=names,
@@ -760,7 +773,7 @@ def run_kernel(
         op.set_constant(i)
     one = OrderedDict((k, [_plain(v)]) for k, v in params.items())
     grid, block = _geometry(problem_size, (grid_div_x, grid_div_y, grid_div_z), one, names)
-    op.add_variants("kernel", one, source, kernel_name, options=list(compiler_options or []) + ["-I" + d for d in folders],
+    op.add_variants("kernel", one, source, kernel_name, options=_compile_options(lang, compiler_options, folders),
                     grid=grid, block=block, derived=_defines(defines) or None, kernel_tuner=True, block_size_names=names)
     op.set_effort("off")  # no tuning: the one configuration, launched once
     outputs = [numpy.array(a, copy=True) if isinstance(a, numpy.ndarray) else a for a in values]

@@ -319,3 +319,17 @@ def test_a_configuration_that_hangs_is_disqualified(monkeypatch):
     by = {r["HANG"]: r for r in results}
     assert isinstance(by[1]["__error__"], util.TimeoutConfig) and "3 s" in by[1]["__error__"].message
     assert "__error__" not in by[0] and env["best_config"]["HANG"] == 0
+
+
+def test_cupy_compiles_as_cupy_does():
+    # Kernel Tuner on CuPy measures kernels CuPy built, and CuPy adds -ftz=true to every compile
+    # (on the H200 it changes pnpoly's best configuration), so lang="CuPy" builds with it too,
+    # unless the caller names an -ftz of its own; the other languages get the caller's options
+    from kerntune.kernel_tuner import _compile_options
+
+    assert _compile_options("CuPy", ["-O3"], ["/k"]) == ["-O3", "-ftz=true", "-I/k"]
+    assert _compile_options("cupy", None, []) == ["-ftz=true"]
+    assert _compile_options("CuPy", ["-ftz=false"], []) == ["-ftz=false"]
+    assert _compile_options("CuPy", ["--ftz=false"], []) == ["--ftz=false"]
+    for lang in ("CUDA", "NVCUDA", "OpenCL", "C", None):
+        assert _compile_options(lang, ["-O3"], ["/k"]) == ["-O3", "-I/k"]
