@@ -102,16 +102,16 @@ static size_t keep_runnable(tuning *tu, size_t *units, size_t k) {
 }
 
 /* Whether one more unit may go to the builder under a budget of seconds: what the builds and
- * screenings so far say it would finish by fits in what is left (after the inflight ones,
- * threads at a time, at the median build time; then its own build and its screening); always
- * before the tuning can decide. Its own build counts at the median on the wall clock: a build
- * still running at the deadline is not waited for (the backends that can stop one, a CUDA
- * compile in its NVRTC process or the C compiler, are told to), so a unit proposed late costs
- * a build thread's time and nothing else. At the 90th percentile, as before, the tuning of
- * Kernel Tuner's CUDA convolution on the H200 (1.4 s a build where its tiles are small, 7.8 s
- * where they are large) stopped proposing with 13 of its 40 s left and ended at 26.7 s. A budget clock of the context's own
- * (a replay's) counts each build in full, one after another, and would count one cut short as
- * spent: there it is the 90th percentile. Times are on the budget clock (kt__budget_now). */
+ * screenings so far say it would finish by fits in what is left (after the inflight ones, threads
+ * at a time, at the median build time; then its own build and its screening); always before the
+ * tuning can decide. Its own build counts at the median on the wall clock: a build still running
+ * at the deadline is not waited for (the backends that can stop one, a CUDA compile in its NVRTC
+ * process or the C compiler, are told to), so a unit proposed late costs a build thread's time and
+ * nothing else. At the 90th percentile, as before, the tuning of Kernel Tuner's CUDA convolution
+ * on the H200 (1.4 s a build where its tiles are small, 7.8 s where they are large) stopped
+ * proposing with 13 of its 40 s left and ended at 26.7 s. A budget clock of the context's own (a
+ * replay's) counts each build in full, one after another, and would count one cut short as spent:
+ * there it is the 90th percentile. Times are on the budget clock (kt__budget_now). */
 static bool fits_in_budget(const tuning *tu, size_t inflight) {
     const kt_op *op = tu->op;
     if (op->budget.seconds <= 0 || !tu->any_valid) return true;
