@@ -152,8 +152,8 @@ static void test_budget_stops_hung_compiler(void **state) {
 
 /* kt_op_build under a budget of wall seconds (5 s: the eight others build on the threads the
  * hung one leaves, and at 1.5 s the ASan stage of a make check on the 2-core VM once had 7 of
- * them built, 2026-12-03): the compiler hung on its FIFO is stopped at
- * the deadline, the hung build counts as failed and is told with no file, the others are built. */
+ * them built, 2026-12-03): the compiler hung on its FIFO is stopped at the deadline, the hung
+ * build counts as failed and is told with no file, the others are built. */
 static void test_build_ahead_gives_up(void **state) {
     (void)state;
     fill();
