@@ -26,13 +26,18 @@ behaves as Triton's autotuner does, with these differences:
     with its error as the reason;
   - the configs are compiled before the race, where Triton's autotuner compiles each at its
     first benchmark run, one after another: first in forked processes (compile_processes=False
-    or KERNTUNE_TRITON_PROCESSES=0 turns this off), which leave the kernels and their launchers
-    in Triton's on-disk cache (Triton's compiler holds the GIL for most of its work, so threads
-    of one process compile little faster than one); then, on compile_threads threads (default:
-    one per config, up to the processors) through Triton's AsyncCompileMode, each kernel is
-    compiled (now found in that cache) and loaded in this process. A child touches no CUDA: the
-    parent's device, stream and target answer its Triton driver's questions. Children still
-    running after COMPILE_PROCESS_TIMEOUT_S are killed and their configs compiled here;
+    or KERNTUNE_TRITON_PROCESSES=0 turns this off), one per config up to the processors and one
+    that builds their launcher, which leave the kernels and the launcher in Triton's on-disk
+    cache (Triton's compiler holds the GIL for most of its work, so threads of one process
+    compile little faster than one); then, on compile_threads threads (default: one per config,
+    up to the processors) through Triton's AsyncCompileMode, each kernel is compiled (now found
+    in that cache) and loaded in this process. A child touches no CUDA: a stand-in driver gives
+    it this process's device and target. Configs already in the cache get no child. Children still running after
+    COMPILE_PROCESS_TIMEOUT_S are killed and their configs compiled here. These compiles are
+    keyed in Triton's cache by a stamp of Triton's installation (its files' sizes, times and
+    inodes: _installation_stamp) rather than by triton_key(), the hash of their contents that
+    costs Triton's first compile in every process 0.4 s (KERNTUNE_TRITON_KEY=triton keeps
+    Triton's own key);
   - decisions go to kerntune's persistent cache (a second process measures nothing: a decision
     is final, never re-raced, as Triton's are), and from
     there to its wisdom and its fleet cache; the first call of a key waits for the work already on
@@ -43,6 +48,7 @@ behaves as Triton's autotuner does, with these differences:
     many runs each config gets).
 """
 
+import contextlib
 import hashlib
 import os
 import signal
@@ -136,20 +142,172 @@ def _dtype(t):
     return ("uint8" if name == "bool" else name), _TYPESTR[name]
 
 
-def _prepare_compiler():
-    """Triton's per-process compiler set-up, done once before forking: the hash of its own
-    installation that keys its cache (0.4 s on the H200 machine) and the modules its compiler
-    imports at its first compile."""
-    for mod, name in (("triton.runtime.cache", "triton_key"), ("triton.compiler.compiler", "triton_key")):
-        try:
-            getattr(__import__(mod, fromlist=[name]), name)()
-            break
-        except Exception:  # noqa: BLE001 - another Triton: its children compute it themselves
-            continue
+_stamp = None
+
+
+def _installation_stamp():
+    """What kerntune keys Triton's compiles by in place of Triton's triton_key(): the version and
+    the size, modification time and inode of each file triton_key() reads (its cache module, the
+    Python modules of its compiler and backends, libtriton), where triton_key() hashes their
+    contents (0.39 s on the H200 machine, paid by the first compile of every process). A
+    reinstalled or upgraded Triton rewrites those files, and so changes the stamp."""
+    global _stamp
+    if _stamp is None:
+        base = os.path.dirname(os.path.abspath(triton.__file__))
+        paths = [os.path.join(base, "runtime", "cache.py")]
+        for sub in ("compiler", "backends"):
+            for root, dirs, files in os.walk(os.path.join(base, sub)):
+                dirs.sort()
+                paths += [os.path.join(root, f) for f in sorted(files) if f.endswith(".py")]
+        lib = os.path.join(base, "_C")
+        paths += [os.path.join(lib, f) for f in sorted(os.listdir(lib)) if f.startswith("libtriton")] if os.path.isdir(lib) else []
+        h = hashlib.sha256(triton.__version__.encode())
+        for path in paths:
+            st = os.stat(path)
+            h.update(("%s %d %d %d\n" % (path, st.st_size, st.st_mtime_ns, st.st_ino)).encode())
+        _stamp = "%s-kerntune-stat-%s" % (triton.__version__, h.hexdigest())
+    return _stamp
+
+
+@contextlib.contextmanager
+def _stamped_compiles():
+    """Triton's compiles inside (this autotuner's, in this process and in the children it forks)
+    keyed by _installation_stamp() instead of triton_key(). The key names a compiled kernel's
+    place in Triton's on-disk cache and nothing else: the kernel is compiled from the same source
+    and options either way, so a compile of another thread of the program meanwhile is as correct
+    as ever, only cached under the stamp's name. KERNTUNE_TRITON_KEY=triton keeps Triton's own."""
     try:
-        import triton.experimental.gluon  # noqa: F401
+        import triton.runtime.cache as cache
+    except ImportError:
+        cache = None
+    real = getattr(cache, "triton_key", None)
+    if real is None or os.environ.get("KERNTUNE_TRITON_KEY") == "triton":
+        yield
+        return
+    stamp = _installation_stamp()
+    cache.triton_key = lambda: stamp
+    try:
+        yield
+    finally:
+        cache.triton_key = real
+
+
+def _binder(fn, device, target):
+    """fn's JIT entry for device as Triton's JIT makes it at a first launch (create_binder), made
+    with target where Triton's driver has not been started: its first use in a process builds a
+    C module with the system's compiler (0.4 s on the H200 machine with an empty cache)."""
+    if device not in fn.device_caches:
+        from triton.compiler import ASTSource, CompiledKernel, compile, make_backend
+        from triton.runtime.jit import create_function_from_signature
+
+        backend = make_backend(target)
+        fn.CompiledKernel, fn.compile, fn.ASTSource = CompiledKernel, compile, ASTSource
+        fn.device_caches[device] = ({}, {}, target, backend, create_function_from_signature(fn.signature, fn.params, backend))
+    return fn.device_caches[device]
+
+
+def _config_source(fn, args, kwargs, config, driver=None):
+    """What Triton's JIT (3.6) makes of a launch of fn with config before it compiles: whether
+    this process holds the kernel already, the kernel's ASTSource, and where Triton's on-disk
+    cache keeps it compiled (the hash and the metadata file's name); None where this Triton does
+    it otherwise. Nothing is compiled. With driver (a _ChildDriver), Triton's own is not asked."""
+    try:
+        from triton.compiler.compiler import get_cache_invalidating_env_vars, make_backend
+        from triton.runtime.cache import get_cache_key
+        from triton.runtime.jit import compute_cache_key
+
+        kw = dict(kwargs, **config.all_kwargs())
+        kw["debug"] = kw.get("debug", fn.debug) or triton.knobs.runtime.debug
+        kw["instrumentation_mode"] = triton.knobs.compilation.instrumentation_mode
+        if driver is None:
+            drv = triton.runtime.driver.active
+            entry = fn.device_caches[drv.get_current_device()]
+        else:
+            entry = _binder(fn, driver.get_current_device(), driver.get_current_target())
+        kernel_cache, kernel_key_cache, target, backend, binder = entry
+        bound_args, specialization, options = binder(*args, **kw)
+        loaded = compute_cache_key(kernel_key_cache, specialization, options) in kernel_cache
+        options, signature, constexprs, attrs = fn._pack_args(backend, kw, bound_args, specialization, options)
+        src = fn.ASTSource(fn, signature, constexprs, attrs)
+        backend = make_backend(target)
+        options = backend.parse_options(dict(options.__dict__, **src.parse_options()))
+        key = get_cache_key(src, backend, options, get_cache_invalidating_env_vars())
+        return loaded, src, hashlib.sha256(key.encode("utf-8")).hexdigest(), "%s.json" % src.name[:150]
+    except Exception:  # noqa: BLE001 - another Triton: compiled as it compiles
+        return None
+
+
+def _cached(fn, args, kwargs, config, driver=None):
+    """Whether config's kernel is compiled: held by this process, or in Triton's on-disk cache
+    (False when that cannot be told)."""
+    made = _config_source(fn, args, kwargs, config, driver)
+    if made is None:
+        return False
+    if made[0]:
+        return True
+    try:
+        from triton.runtime.cache import get_cache_manager
+
+        group = get_cache_manager(made[2]).get_group(made[3])
+        return bool(group) and made[3] in group
     except Exception:  # noqa: BLE001
+        return False
+
+
+def _build_launcher(fn, args, kwargs, config):
+    """Builds (into Triton's cache) the C launcher Triton makes for fn's signature, before any
+    config is compiled: its source depends on the arguments' types and the constexprs, not on the
+    compiled kernel, so every config's compile finds it built. A kernel whose launcher needs its
+    compile's results (tensor descriptors) gets another launcher at its load, as it would have."""
+    made = _config_source(fn, args, kwargs, config)
+    if made is None:
+        return
+    src = made[1]
+
+    class Metadata:  # what the launcher's constructor reads of a compiled kernel; the rest is read after the build
+        tensordesc_meta = None
+
+    try:
+        triton.runtime.driver.active.launcher_cls(src, Metadata())
+    except Exception:  # noqa: BLE001 - built (or not) by then; a compiled kernel's metadata answers the rest
         pass
+
+
+class _ChildDriver:
+    """Triton's driver as a compiling child needs it: the parent's device and target, no stream,
+    and the launcher class; anything else fails that child's compile, which the parent then
+    does itself."""
+
+    def __init__(self, device, target, launcher_cls):
+        self.device, self.target, self.launcher_cls = device, target, launcher_cls
+
+    def get_current_device(self):
+        return self.device
+
+    def get_current_stream(self, device=None):
+        return 0
+
+    def get_current_target(self):
+        return self.target
+
+
+def _child_driver():
+    """The stand-in driver for children compiling for this process's current CUDA device, made
+    without Triton's driver (as Triton's CUDA driver makes the target: the compute capability as
+    one number, warps of 32); None on other GPUs or where this Triton names things otherwise."""
+    try:
+        import torch
+
+        if getattr(torch.version, "hip", None) or not torch.version.cuda:
+            return None
+        from triton.backends.compiler import GPUTarget
+        from triton.backends.nvidia.driver import CudaLauncher
+
+        device = torch.cuda.current_device()
+        major, minor = torch.cuda.get_device_capability(device)
+        return _ChildDriver(device, GPUTarget("cuda", major * 10 + minor, 32), CudaLauncher)
+    except Exception:  # noqa: BLE001
+        return None
 
 
 class Autotuner(KernelInterface):
@@ -345,10 +503,16 @@ class Autotuner(KernelInterface):
         threads = self.compile_threads or min(len(configs), os.cpu_count() or 1)
         if threads <= 1 or len(configs) <= 1:
             return
-        import torch
-
         started = time.perf_counter()
         self.process_compile_time = 0.0
+        with _stamped_compiles():
+            self._compile_and_load(configs, args, kwargs, grid, threads, started)
+        self.compile_time = time.perf_counter() - started
+
+    def _compile_and_load(self, configs, args, kwargs, grid, threads, started):
+        import torch
+        from triton.runtime._async_compile import AsyncCompileMode
+
         if self.compile_processes:
             self._compile_in_processes(configs, args, kwargs, grid, threads)
             self.process_compile_time = time.perf_counter() - started
@@ -383,24 +547,37 @@ class Autotuner(KernelInterface):
 
         with ThreadPoolExecutor(threads) as pool:
             list(pool.map(load, kernels))
-        self.compile_time = time.perf_counter() - started
 
     def _compile_in_processes(self, configs, args, kwargs, grid, processes):
         """Compiles the configs in forked processes, which leave the compiled kernels in Triton's
         on-disk cache: Triton's compiler holds the GIL for most of its work, so threads of one
-        process compile little faster than one. A child touches no CUDA (the parent's device,
-        stream and target answer its driver's questions); the parent then loads each kernel from
-        the cache. A child that fails leaves its configs to be compiled again here."""
+        process compile little faster than one. Each child is answered by a stand-in driver that
+        knows the device and its target, so that it touches no CUDA and none waits for Triton's
+        driver, whose first use in a process builds a C module with the system's compiler; each
+        compiles its configs that Triton's cache lacks, and one more child builds their launcher.
+        First this process looks into the cache (through the stand-in too): when it holds the first
+        config, only the configs it lacks get children (none, when it holds them all); when it
+        does not, every config's child is forked at once. A child that fails leaves its configs
+        to be compiled again here; the parent then loads each kernel from the cache."""
         if not hasattr(os, "fork"):
             return
-        drv = triton.runtime.driver.active
-        try:
-            device = drv.get_current_device()
-            target = drv.get_current_target()
-        except Exception:  # noqa: BLE001 - compiled here, as without processes
-            return
-        _prepare_compiler()  # inherited by every child, so none computes it again
-        groups = [configs[i::processes] for i in range(min(processes, len(configs)))]
+        stand_in = _child_driver()
+        if stand_in is None:  # another GPU or Triton: Triton's own driver answers the children
+            drv = triton.runtime.driver.active
+            try:
+                stand_in = _ChildDriver(drv.get_current_device(), drv.get_current_target(), drv.launcher_cls)
+            except Exception:  # noqa: BLE001 - compiled here, as without processes
+                return
+        # a first look at the cache (Triton's driver not started): when it holds the first config,
+        # only the configs it lacks are compiled, if any; otherwise every config's child is forked
+        # at once and asks the cache itself
+        todo = configs
+        if _cached(self.fn, args, kwargs, configs[0], stand_in):
+            todo = [c for c in configs if not _cached(self.fn, args, kwargs, c, stand_in)]
+            if not todo:
+                return
+        # one child builds the kernels' launcher, so that no compile waits for it
+        groups = [None] + [todo[i::processes] for i in range(min(processes, len(todo)))]
         pids = []
         for group in groups:
             try:
@@ -412,21 +589,26 @@ class Autotuner(KernelInterface):
             if pid == 0:  # the child: compile its configs into the cache, launch nothing, touch no CUDA
                 code = 0
                 try:
-                    drv.get_current_device = lambda: device
-                    drv.get_current_stream = lambda *a: 0
-                    drv.get_current_target = lambda: target
-                    for config in group:
+                    triton.runtime.driver.set_active(stand_in)
+                    if group is None:
+                        _build_launcher(self.fn, args, kwargs, todo[0])
+                    for config in group or ():
                         try:
+                            if _cached(self.fn, args, kwargs, config):
+                                continue
                             kernel = self.fn.run(*args, grid=grid, warmup=True, **kwargs, **config.all_kwargs())
-                            # its launcher too (a C module Triton builds with the system's compiler
-                            # and caches on disk), which the parent would otherwise build at its
-                            # first load
-                            drv.launcher_cls(kernel.src, kernel.metadata)
+                            # its launcher too, should the launcher child's differ (a kernel whose
+                            # launcher needs its compile's results)
+                            stand_in.launcher_cls(kernel.src, kernel.metadata)
                         except Exception:  # noqa: BLE001 - compiled again in the parent, which reports it
                             code = 1
                 finally:
                     os._exit(code)
             pids.append(pid)
+        try:  # Triton's driver started here while the children compile (the loads after them need it)
+            triton.runtime.driver.active.get_current_device()
+        except Exception:  # noqa: BLE001 - its error comes again at the first load
+            pass
         deadline = time.monotonic() + COMPILE_PROCESS_TIMEOUT_S
         while pids:
             for pid in list(pids):
@@ -437,14 +619,19 @@ class Autotuner(KernelInterface):
                 if done:
                     pids.remove(pid)
             if pids and time.monotonic() > deadline:  # stuck (a lock another thread held at the fork): compiled here instead
-                for pid in pids:
-                    try:
-                        os.kill(pid, signal.SIGKILL)
-                        os.waitpid(pid, 0)
-                    except (ProcessLookupError, ChildProcessError):
-                        pass
+                _stop(pids)
                 break
             time.sleep(0.005)
+
+
+def _stop(pids):
+    """Kills and reaps the children pids."""
+    for pid in pids:
+        try:
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+        except (ProcessLookupError, ChildProcessError):
+            pass
 
 
 def autotune(configs, key, prune_configs_by=None, reset_to_zero=None, restore_value=None, pre_hook=None, post_hook=None,

@@ -93,9 +93,9 @@ def test_a_config_that_cannot_compile_is_disqualified():
 
 
 @pytest.mark.parametrize("processes", [True, False])
-def test_configs_compiled_in_processes_or_threads(monkeypatch, processes):
+def test_configs_compiled_in_processes_or_threads(monkeypatch, tmp_path, processes):
     # by default each config is compiled in a forked child first (one per config up to the
-    # processors), and the answer is the same either way; the second autotuner of the same kernel
+    # processors, and one that builds their launcher meanwhile), and the answer is the same either way; the second autotuner of the same kernel
     # and configs shares the first's op (one op per name in a context) and tunes its own key
     import triton.language as tl
 
@@ -109,6 +109,7 @@ def test_configs_compiled_in_processes_or_threads(monkeypatch, processes):
         return pid
 
     monkeypatch.setattr(os, "fork", counting_fork)
+    monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path))  # nothing compiled yet
 
     @ktt.autotune(configs=[triton.Config({"BLOCK": b}) for b in (128, 256, 512)], key=["n"], compile_processes=processes)
     @triton.jit
@@ -121,7 +122,7 @@ def test_configs_compiled_in_processes_or_threads(monkeypatch, processes):
     fill5[lambda m: (triton.cdiv(n, m["BLOCK"]),)](x, n)
     torch.cuda.synchronize()
     assert torch.all(x == 5.0)
-    assert len(forks) == (min(3, os.cpu_count()) if processes else 0)
+    assert len(forks) == (1 + min(3, os.cpu_count()) if processes else 0)
     assert (fill5.process_compile_time > 0) == processes
     assert sum(u.outcome == "measured" for u in fill5.decision.units) == 3
 
@@ -146,6 +147,67 @@ print(d.source, float(x.sum()), d.reraced, d.below_confidence, d.confidence)
     source, total, reraced, below, confidence = out.stdout.split()
     assert (source, reraced) == ("cache", "False"), out.stdout  # not measured, not re-raced
     assert float(total) == float(1 << 16)
+
+
+_STAMP_SCRIPT = r"""
+import os, sys, torch, triton, triton.language as tl
+import triton.runtime.cache as cache
+real, calls = cache.triton_key, []
+def counting():
+    calls.append(1)
+    return real()
+cache.triton_key = counting  # Triton's own key: counted in this process (a forked child exits unseen)
+real_fork, forks = os.fork, []
+def counting_fork():
+    pid = real_fork()
+    if pid:
+        forks.append(pid)
+    return pid
+os.fork = counting_fork
+import kerntune.triton as ktt
+
+@ktt.autotune(configs=[triton.Config({"BLOCK": b}) for b in (128, 256, 512)], key=["n"])
+@triton.jit
+def fill7(x_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(x_ptr + offs, tl.full([BLOCK], 7.0, tl.float32), mask=offs < n)
+
+n = 5000
+x = torch.zeros(n, device="cuda")
+fill7[lambda m: (triton.cdiv(n, m["BLOCK"]),)](x, n)
+torch.cuda.synchronize()
+print(len(calls), len(forks), bool(torch.all(x == 7.0)), sum(u.outcome == "measured" for u in fill7.decision.units),
+      cache.triton_key is counting)
+"""
+
+
+def test_compiles_keyed_by_the_installation_stamp(tmp_path):
+    # the configs' compiles are cached under kerntune's stamp of Triton's installation, not
+    # triton_key(): neither a first process (compiling, in children: one per config and one for
+    # the launcher) nor a second (loading what the first compiled) computes Triton's key, and the
+    # second compiles nothing and forks no child; with
+    # KERNTUNE_TRITON_KEY=triton the key is Triton's again, so that process computes it and
+    # compiles its kernels under other names
+    env = dict(os.environ, TRITON_CACHE_DIR=str(tmp_path / "triton"), KERNTUNE_CACHE="off")
+    env.pop("KERNTUNE_TRITON_KEY", None)
+    script = tmp_path / "fill7.py"  # Triton takes a @jit function's source from its file
+    script.write_text(_STAMP_SCRIPT)
+
+    def run(extra=None):
+        out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, env=dict(env, **(extra or {})),
+                             timeout=600)
+        assert out.returncode == 0, out.stderr
+        calls, forks, filled, measured, restored = out.stdout.split()
+        assert (filled, measured, restored) == ("True", "3", "True"), out.stdout
+        return int(calls), int(forks), sorted(os.listdir(tmp_path / "triton"))
+
+    children = 1 + min(3, os.cpu_count())
+    calls, forks, entries = run()
+    assert (calls, forks) == (0, children) and entries  # compiled in children, the key never computed
+    calls, forks, again = run()
+    assert (calls, forks) == (0, 0) and again == entries  # loaded: nothing compiled, nothing added
+    calls, forks, own = run({"KERNTUNE_TRITON_KEY": "triton"})
+    assert calls > 0 and forks == children and set(own) > set(entries)  # Triton's key: other names, compiled again
 
 
 def test_do_bench_is_refused():
