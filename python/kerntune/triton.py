@@ -54,6 +54,7 @@ import os
 import signal
 import time
 import warnings
+from collections import namedtuple
 from concurrent.futures import ThreadPoolExecutor
 
 import triton
@@ -206,6 +207,11 @@ def _binder(fn, device, target):
     return fn.device_caches[device]
 
 
+# what _config_source finds of a config: whether this process holds its kernel, its ASTSource,
+# and the hash and metadata file naming its place in Triton's on-disk cache
+_Source = namedtuple("_Source", "loaded src hash metadata")
+
+
 def _config_source(fn, args, kwargs, config, driver=None):
     """What Triton's JIT (3.6) makes of a launch of fn with config before it compiles: whether
     this process holds the kernel already, the kernel's ASTSource, and where Triton's on-disk
@@ -232,7 +238,7 @@ def _config_source(fn, args, kwargs, config, driver=None):
         backend = make_backend(target)
         options = backend.parse_options(dict(options.__dict__, **src.parse_options()))
         key = get_cache_key(src, backend, options, get_cache_invalidating_env_vars())
-        return loaded, src, hashlib.sha256(key.encode("utf-8")).hexdigest(), "%s.json" % src.name[:150]
+        return _Source(loaded, src, hashlib.sha256(key.encode("utf-8")).hexdigest(), "%s.json" % src.name[:150])
     except Exception:  # noqa: BLE001 - another Triton: compiled as it compiles
         return None
 
@@ -243,13 +249,13 @@ def _cached(fn, args, kwargs, config, driver=None):
     made = _config_source(fn, args, kwargs, config, driver)
     if made is None:
         return False
-    if made[0]:
+    if made.loaded:
         return True
     try:
         from triton.runtime.cache import get_cache_manager
 
-        group = get_cache_manager(made[2]).get_group(made[3])
-        return bool(group) and made[3] in group
+        group = get_cache_manager(made.hash).get_group(made.metadata)
+        return bool(group) and made.metadata in group
     except Exception:  # noqa: BLE001
         return False
 
@@ -262,7 +268,7 @@ def _build_launcher(fn, args, kwargs, config):
     made = _config_source(fn, args, kwargs, config)
     if made is None:
         return
-    src = made[1]
+    src = made.src
 
     class Metadata:  # what the launcher's constructor reads of a compiled kernel; the rest is read after the build
         tensordesc_meta = None
