@@ -3,11 +3,14 @@
  * backend: each configuration's defines (grid in blocks, block, parameters, kernel_tuner), its
  * misuse, compiler messages on the kernel's own lines, a compiled-in grid keyed exactly, unroll
  * factors never sharing an artifact, and the CUDA backend's text (constexpr unroll factors,
- * pragmas removed for 0) as a pure function. The contract on PoCL is in test-opencl, on the GPU in
+ * pragmas removed for 0) as a pure function, and a function's returned time taken as its run's.
+ * The contract on PoCL is in test-opencl, on the GPU in
  * cuda-check.
  */
 #define _GNU_SOURCE /* mkdtemp */
 #include "helpers.h"
+
+#include <math.h>
 
 #include <kerntune/decision.h>
 #include <kerntune/validation.h>
@@ -278,6 +281,64 @@ static void test_kernel_tuner_contract_cuda_text(void **state) {
     free(out);
 }
 
+/* A function that returns float returns its run's time in ms under the contract (Kernel Tuner's
+ * C backend records that value): W = 1 spins 20 ms and says 0.25 ms, W = 0 returns at once and
+ * says 2.5 ms. Under the contract W = 1 wins with exactly the times it returned; without it the
+ * calls are timed, and W = 0 wins. A negative time fails its configuration. */
+static const char *kt_timed_src =
+    "#include <stdint.h>\n"
+    "#include <time.h>\n"
+    "float put(int32_t *out, long n) {\n"
+    "    out[0] = (int32_t)n;\n"
+    "    struct timespec t0, t;\n"
+    "    clock_gettime(CLOCK_MONOTONIC, &t0);\n"
+    "    if (W == 1)\n"
+    "        do clock_gettime(CLOCK_MONOTONIC, &t);\n"
+    "        while ((t.tv_sec - t0.tv_sec) * 1e3 + (t.tv_nsec - t0.tv_nsec) / 1e6 < 20.0);\n"
+    "    return W == 1 ? 0.25f : W == 0 ? 2.5f : -1.0f;\n"
+    "}\n";
+
+static void test_kernel_tuner_contract_returned_time(void **state) {
+    (void)state;
+    for (int contract = 1; contract >= 0; contract--) {
+        kt_context *ctx = variant_context();
+        kt_op *op = NULL;
+        ok(kt_op_create(ctx, contract ? "ktt" : "ktt-plain", &op));
+        ok(kt_op_set_validation(op, 0));
+        ok(kt_op_add_buffer(op, "out", KT_TYPE_I32, KT_WRITE_ONLY));
+        ok(kt_op_add_scalar(op, "n", KT_TYPE_I64));
+        kt_space *sp = NULL;
+        ok(kt_space_create(&sp));
+        ok(kt_space_add_param(sp, "W", contract ? "[0, 1, 2]" : "[0, 1]"));
+        ok(kt_op_add_variants(op, "v", sp, kt_timed_src, "put", NULL, 0));
+        kt_space_destroy(sp);
+        if (contract) ok(kt_op_set_kernel_tuner_contract(op, "v", NULL));
+        int32_t out[1] = {0};
+        kt_arg args[] = {kt_arg_buf(out, sizeof out), kt_arg_i64(7)};
+        ok(kt_op_call(op, args, 2));
+        assert_int_equal(out[0], 7);
+        const kt_decision *d = NULL;
+        ok(kt_op_decision(op, args, 2, &d));
+        const char *win = kt_decision_unit_config(d, kt_decision_winner_unit(d));
+        assert_non_null(strstr(win, contract ? "W=1" : "W=0"));
+        for (size_t u = 0; contract && u < kt_decision_unit_count(d); u++) {
+            const char *cfg = kt_decision_unit_config(d, u);
+            if (strstr(cfg, "W=2")) {
+                assert_int_equal(kt_decision_unit_outcome(d, u), KT_OUTCOME_FAILED);
+                continue;
+            }
+            const double want = strstr(cfg, "W=1") ? 0.25e6 : 2.5e6;
+            const double *times = NULL;
+            size_t n = 0;
+            ok(kt_decision_unit_runtimes(d, u, &times, &n));
+            assert_true(n > 0);
+            for (size_t r = 0; r < n; r++) assert_true(times[r] == want); /* each run's, exactly */
+            assert_true(fabs(kt_decision_unit_time_ns(d, u) - want) < 1e-3); /* their median, as arithmetic gives it */
+        }
+        kt_context_destroy(ctx);
+    }
+}
+
 int main(int argc, char **argv) {
     snprintf(artifacts, sizeof artifacts, "/tmp/kt-contract-XXXXXX");
     if (mkdtemp(artifacts) == NULL) return 1;
@@ -285,6 +346,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_kernel_tuner_contract_defines),    cmocka_unit_test(test_kernel_tuner_contract_misuse),
         cmocka_unit_test(test_kernel_tuner_contract_line_numbers), cmocka_unit_test(test_kernel_tuner_contract_grid_keyed),
         cmocka_unit_test(test_kernel_tuner_contract_unroll_not_shared), cmocka_unit_test(test_kernel_tuner_contract_cuda_text),
+        cmocka_unit_test(test_kernel_tuner_contract_returned_time),
     };
     int rc = kt_run_cases(argc, argv, tests, NULL, NULL);
     char rm[300];

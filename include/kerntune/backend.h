@@ -33,7 +33,9 @@
  * text; version 16 appends flushing the buffers of one run from a device's caches by address (a
  * CPU device, whose whole cache is the host's last-level cache, hundreds of MiB on a server
  * part); version 17 appends a directory where the backend may keep builds of its own between
- * processes (the context's artifact directory). A backend
+ * processes (the context's artifact directory); version 18 appends the time a host variant's
+ * run reported itself (Kernel Tuner's C contract: the function returns its run's time in
+ * milliseconds), which the core takes instead of the time it measured around the call. A backend
  * written against an older version has no capabilities: device memory, variants run in the
  * caller's process. A backend declares the version it was written against in
  * abi_version and the core never reads a field beyond it. Comparing outputs is the core's
@@ -53,7 +55,7 @@
 extern "C" {
 #endif
 
-#define KT_BACKEND_ABI_VERSION 17
+#define KT_BACKEND_ABI_VERSION 18
 
 /** Longest device name and fingerprint, terminating NUL included. */
 #define KT_DEVICE_NAME_MAX 256
@@ -318,6 +320,13 @@ struct kt_backend {
      *  whenever kt_context_set_artifact_dir changes it. The backend copies the string; it need
      *  not exist yet. Optional. */
     void (*set_cache_dir)(void *state, const char *dir);
+    /* ---- version 18: a run's own account of its time. */
+    /** For host backends (entry): stores in *ns the time, in nanoseconds, that the last run of
+     *  the module's entry on the calling thread reported itself, or -1 when it reported none
+     *  (a function that returns no time); the core calls it right after each run, on the thread
+     *  that ran it, and takes that time instead of the one it measured around the call.
+     *  Optional. */
+    void (*reported_ns)(void *state, void *module, double *ns);
 };
 
 /** Registers a backend with the context and enumerates its devices. The table must outlive the

@@ -38,6 +38,13 @@ Where kerntune does otherwise than Kernel Tuner (each also said in env["kerntune
     max_fevals, time_limit and fraction are budgets and are honoured;
   - lang="CuPy" compiles with -ftz=true, as CuPy does (unless compiler_options names an -ftz);
     kerntune compiles with NVRTC itself for every CUDA lang, never through CuPy or PyCUDA;
+  - lang="C", as Kernel Tuner's C backend: a function returning float or double returns its
+    run's time in ms, which is the time recorded (a negative one fails the configuration:
+    "returned 1"); one returning anything else is timed around the call. Code with device code in
+    it (or CUDA's runtime) is CUDA host code, compiled by nvcc (KERNTUNE_NVCC) with the
+    caller's compiler_options, each buffer registered as device-mapped host memory for each call,
+    and kerntune's runners of this process then run without their address-space cap (a CUDA
+    context reserves more than it allows);
   - KERNTUNE_BUDGET in the environment ("30s", "10" configurations, "5%") bounds every
     tune_kernel call that sets no budget of its own: for running scripts written for Kernel
     Tuner under a time limit, unedited (make check does). It is said on stderr.
@@ -118,6 +125,12 @@ def _read_source(kernel_source):
         else:
             texts.append(s)
     return texts[0], sorted(set(folders))
+
+
+def _cuda_host_code(source):
+    """Kernel Tuner's rule for its C backend, which kerntune's follows: code with device code in it
+    (or CUDA's runtime) is CUDA host code, compiled by nvcc."""
+    return any(s in source for s in ("__global", "__syncthreads()", "threadIdx", "#include <cuda", "cudaMemcpy"))
 
 
 def _compile_options(lang, compiler_options, folders):
@@ -540,8 +553,11 @@ def tune_kernel(
         raise ValueError("kerntune.tune_kernel: tune_params must be a dict of parameter names to lists of values")
     source, folders = _read_source(kernel_source)
     backend = _language(lang, source)
-    if backend == "c" and re.search(r"\.cu\b", str(kernel_source)):
-        _refuse("lang='C' with CUDA sources", "kerntune's C backend compiles C with the system's compiler, not host code with nvcc")
+    if backend == "c" and _cuda_host_code(source) and "KERNTUNE_RUNNER_MEMORY_MB" not in os.environ:
+        # CUDA host code (compiled by nvcc) starts a CUDA context in kerntune's runner, which
+        # reserves more address space than the runner's cap on host code allows: no cap, from
+        # here on in this process
+        os.environ["KERNTUNE_RUNNER_MEMORY_MB"] = "0"
     names = list(block_size_names or []) + ["block_size_x", "block_size_y", "block_size_z"][len(block_size_names or []) :]
     decls, values, constants, validated = _arguments(arguments, answer, verify, cmem_args)
     kt_strategy, budget, env_budget, notes, ks_name = _search(strategy, strategy_options, seed)
@@ -660,7 +676,9 @@ def tune_kernel(
     env = OrderedDict(
         device_name=dev.name,
         iterations=iterations,
-        problem_size=problem_size,
+        # numpy scalars as Python's (pnpoly.py's size is a numpy.int32), so that env stays JSON
+        problem_size=type(problem_size)(_plain(v) for v in problem_size) if isinstance(problem_size, (list, tuple))
+        else _plain(problem_size),
         compiler_options=list(compiler_options or []),
         kerntune_version=_version(),
     )

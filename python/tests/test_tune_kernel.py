@@ -227,6 +227,37 @@ def test_c_kernel_with_defines():
     assert env["device_name"] == kerntune.Context(cache="off").devices()[0].name
 
 
+# Kernel Tuner's C contract: a function returning float returns its run's time in ms, which is
+# the time recorded. Here the time claimed and the time taken disagree by design: WAIT = 1 spins
+# (tens of times the others' work) and claims 0.5 ms; WAIT = 0 claims 5 ms; WAIT = 2 claims -1
+# (a failed run, as pnpoly_host.cu says "too many resources")
+TIMED_C = r"""
+#include <time.h>
+extern "C" float timed(float *out, const float *x, int n);
+float timed(float *out, const float *x, int n) {
+    for (int i = 0; i < n; i++) out[i] = 2.0f * x[i];
+    if (WAIT == 1) {
+        struct timespec t0, t;
+        clock_gettime(CLOCK_MONOTONIC, &t0);
+        do clock_gettime(CLOCK_MONOTONIC, &t); while ((t.tv_sec - t0.tv_sec) * 1e3 + (t.tv_nsec - t0.tv_nsec) / 1e6 < 20.0);
+    }
+    return WAIT == 1 ? 0.5f : WAIT == 0 ? 5.0f : -1.0f;
+}
+""".replace('extern "C" ', "")  # (a declaration before the definition: the first one names the type)
+
+
+def test_c_function_returning_its_time():
+    out, x, n = inputs()
+    results, env = kerntune.tune_kernel("timed", TIMED_C, (np.int32(N), 1), [out, x, n], {"WAIT": [0, 1, 2]}, lang="C",
+                                        answer=[2 * x, None, None], quiet=True)
+    assert env["problem_size"] == (N, 1) and json.loads(json.dumps([results, env]))  # as pnpoly.py stores them
+    by = {r["WAIT"]: r for r in results}
+    assert by[1]["time"] == 0.5 and by[0]["time"] == 5.0  # the times the function returned, exactly
+    assert all(t == 0.5 for t in by[1]["times"]) and all(t == 5.0 for t in by[0]["times"])
+    assert env["best_config"]["WAIT"] == 1
+    assert isinstance(by[2]["__error__"], util.RuntimeFailedConfig)
+
+
 # a block per element of a partial sum: Kernel Tuner's reduction pattern, the problem size a parameter
 PARTIAL_CL = r"""
 __kernel void partial(__global float *sums, __global const float *x, int n) {

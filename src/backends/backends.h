@@ -37,6 +37,7 @@ typedef enum kt__backend_feature {
     KT__BACKEND_RESOURCES,   /* resources (ABI 13) */
     KT__BACKEND_CONTRACT,    /* builds under Kernel Tuner's contract (KT_BUILD_KERNEL_TUNER, ABI 15) */
     KT__BACKEND_CACHE_DIR,   /* set_cache_dir (ABI 17) */
+    KT__BACKEND_REPORTED,    /* reported_ns: a host run's own account of its time (ABI 18) */
 } kt__backend_feature;
 
 /* Whether b's table offers f (NULL b: nothing). */
@@ -55,6 +56,10 @@ bool kt__backend_queued(const kt_backend *b);
 
 /* Whether b checks buffers on the device: both ABI 9 methods, digest and all_close. */
 bool kt__backend_checks(const kt_backend *b);
+
+/* The time the last run of module's entry on this thread reported itself, in ns: -1 when it
+ * reported none or b cannot say (below ABI 18). */
+double kt__backend_reported_ns(const kt_backend *b, void *state, void *module);
 
 /* Whether b flushes its devices' caches (ABI 4's flush, or ABI 16's flush_buffers). */
 bool kt__backend_flushes(const kt_backend *b);

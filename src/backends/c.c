@@ -162,10 +162,12 @@ static kt_status c_buffer_fill(void *state, size_t device, void *buffer, size_t 
 /* ---- building and loading variants --------------------------------------------------------- */
 
 /* The compiler and its default flags, read from the environment once when the backend starts:
- * KERNTUNE_CC (default cc) and KERNTUNE_CFLAGS (default -O3 -march=native -fPIC -shared). */
+ * KERNTUNE_CC (default cc) and KERNTUNE_CFLAGS (default -O3 -march=native -fPIC -shared); and
+ * CUDA host code's compiler, KERNTUNE_NVCC (default nvcc). */
 typedef struct c_state {
     char *cc;     /* as given, however long */
     char *cflags;
+    char *nvcc;   /* CUDA host code's compiler (KERNTUNE_NVCC, default nvcc) */
     pthread_mutex_t lock;
     char id[512]; /* "cc (Debian 12.2.0-14) 12.2.0 | -O3 ...", computed on first use */
 } c_state;
@@ -180,8 +182,10 @@ static kt_status c_init(const kt_backend *self, void **state, char *err, size_t 
     const char *cc = getenv("KERNTUNE_CC"), *flags = getenv("KERNTUNE_CFLAGS");
     st->cc = strdup(cc && *cc ? cc : "cc");
     st->cflags = strdup(flags && *flags ? flags : "-O3 -march=native -fPIC -shared");
-    if (st->cc == NULL || st->cflags == NULL) {
-        free(st->cc), free(st->cflags), free(st);
+    const char *nvcc = getenv("KERNTUNE_NVCC");
+    st->nvcc = strdup(nvcc && *nvcc ? nvcc : "nvcc");
+    if (st->cc == NULL || st->cflags == NULL || st->nvcc == NULL) {
+        free(st->cc), free(st->cflags), free(st->nvcc), free(st);
         snprintf(err, errlen, "out of memory");
         return KT_ERR_NO_MEMORY;
     }
@@ -196,6 +200,7 @@ static void c_fini(void *state) {
     pthread_mutex_destroy(&st->lock);
     free(st->cc);
     free(st->cflags);
+    free(st->nvcc);
     free(st);
 }
 
@@ -289,7 +294,6 @@ static kt_status c_compiler_id(void *state, size_t device, char *out, size_t len
             char first[256];
             int rc = run_logged(argv, log, err, errlen, NULL);
             read_head(log, first, sizeof first);
-            unlink(log);
             first[strcspn(first, "\n")] = '\0';
             if (rc != 0) {
                 if (rc > 0) snprintf(err, errlen, "'%s --version' failed (exit %d): %s", st->cc, rc, first);
@@ -299,8 +303,15 @@ static kt_status c_compiler_id(void *state, size_t device, char *out, size_t len
                  * compiler command and all its flags, so two long flag sets never share an id */
                 uint64_t h = kt__fnv1a(st->cc, strlen(st->cc) + 1, 0);
                 h = kt__fnv1a(st->cflags, strlen(st->cflags), h);
+                /* and CUDA host code's compiler, by its whole version text ("none" without one) */
+                char nv[1024] = "none", why[64];
+                char *nargv[] = {st->nvcc, "--version", NULL};
+                if (run_logged(nargv, log, why, sizeof why, NULL) == 0) read_head(log, nv, sizeof nv);
+                h = kt__fnv1a(st->nvcc, strlen(st->nvcc) + 1, h);
+                h = kt__fnv1a(nv, strlen(nv), h);
                 snprintf(st->id, sizeof st->id, "%.200s | %.200s | %016llx", first, st->cflags, (unsigned long long)h);
             }
+            unlink(log);
         }
     }
     if (status == KT_OK) snprintf(out, len, "%s", st->id);
@@ -326,6 +337,39 @@ static const char *c_type(kt_type t) {
     return "void";
 }
 
+static bool ident_char(char c) { return c == '_' || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9'); }
+
+/* Whether the source declares kernel_name as a function returning float or double: under Kernel
+ * Tuner's C contract such a function returns its run's time in milliseconds, which is the time
+ * Kernel Tuner records for the run. The declaration is the first mention of the name followed
+ * by '(' whose last word before it is a type's (not a call's: after '=', '(', ',', "return"). */
+static bool returns_time(const char *source, const char *name) {
+    size_t n = strlen(name);
+    for (const char *p = strstr(source, name); p != NULL; p = strstr(p + 1, name)) {
+        if ((p > source && ident_char(p[-1])) || ident_char(p[n])) continue;
+        const char *q = p + n;
+        while (*q == ' ' || *q == '\t' || *q == '\n' || *q == '\r') q++;
+        if (*q != '(') continue;
+        const char *e = p; /* the word before the name */
+        while (e > source && (e[-1] == ' ' || e[-1] == '\t' || e[-1] == '\n' || e[-1] == '\r')) e--;
+        const char *b = e;
+        while (b > source && ident_char(b[-1])) b--;
+        if (b == e) continue; /* '*', '=', '(', ',', or the start: no type's word */
+        size_t len = (size_t)(e - b);
+        if (len == 6 && strncmp(b, "return", 6) == 0) continue;
+        return (len == 5 && strncmp(b, "float", 5) == 0) || (len == 6 && strncmp(b, "double", 6) == 0);
+    }
+    return false;
+}
+
+/* Whether the variant is CUDA host code, compiled by nvcc as C++: under Kernel Tuner's contract,
+ * by Kernel Tuner's rule for its C backend (device code in it, or CUDA's runtime). */
+static bool cuda_host_code(const kt_build_request *req) {
+    const char *s = req->source;
+    return (req->flags & KT_BUILD_KERNEL_TUNER) && (strstr(s, "__global") || strstr(s, "__syncthreads()") ||
+                                                    strstr(s, "threadIdx") || strstr(s, "#include <cuda") || strstr(s, "cudaMemcpy"));
+}
+
 /* Writes the variant's source: its defines, the kernel, and an entry point with kerntune's
  * candidate signature that unpacks the arguments and calls the kernel (the convention: a
  * Vector as a pointer to its element type, a Scalar by value, in order). The defines are undone
@@ -344,21 +388,58 @@ static bool write_source(FILE *f, const kt_build_request *req) {
         const char *eq = strchr(req->defines[i], '=');
         fprintf(f, "#undef %.*s\n", eq ? (int)(eq - req->defines[i]) : (int)strlen(req->defines[i]), req->defines[i]);
     }
+    /* Kernel Tuner's C contract: a function that returns float or double returns its run's
+     * time in ms, kept for kt__reported (per thread); a negative one is a failed run */
+    const bool timed = (req->flags & KT_BUILD_KERNEL_TUNER) && returns_time(req->source, req->kernel_name);
+    /* CUDA host code (C++): the entry has C linkage, a buffer converts to whatever pointer the
+     * function takes, and each buffer is registered with CUDA as mapped memory for the call, so
+     * that device code may use its host address (as Kernel Tuner's callers pass device-mapped
+     * host memory) */
+    const bool cuda = cuda_host_code(req);
+    const char *linkage = cuda ? "extern \"C\" " : "";
     fprintf(f, "typedef struct { int kt__type; union { void *kt__ptr; long long kt__i; unsigned long long kt__u;"
-               " float kt__f32; double kt__f64; } kt__v; __SIZE_TYPE__ kt__bytes; } kt__arg_t;\n"
-               "__attribute__((visibility(\"default\"))) int kt__entry(const kt__arg_t *kt__a, __SIZE_TYPE__ kt__n,"
+               " float kt__f32; double kt__f64; } kt__v; __SIZE_TYPE__ kt__bytes; } kt__arg_t;\n");
+    if (cuda)
+        fprintf(f, "struct kt__ptr { void *kt__p; template <class T> operator T *() const { return (T *)kt__p; } };\n");
+    if (timed)
+        fprintf(f, "static __thread double kt__ms = -1;\n"
+                   "%s__attribute__((visibility(\"default\"))) double kt__reported(void) {\n"
+                   "    double kt__t = kt__ms;\n    kt__ms = -1;\n    return kt__t;\n}\n", linkage);
+    fprintf(f, "%s__attribute__((visibility(\"default\"))) int kt__entry(const kt__arg_t *kt__a, __SIZE_TYPE__ kt__n,"
                " void *kt__user) {\n"
-               "    (void)kt__n; (void)kt__user;\n    %s(", req->kernel_name);
+               "    (void)kt__n; (void)kt__user;\n", linkage);
+    if (cuda) {
+        fprintf(f, "    bool kt__reg[%zu] = {false};\n", req->nargs ? req->nargs : 1);
+        for (size_t i = 0; i < req->nargs; i++)
+            if (req->arg_types[i] == KT_TYPE_BUFFER)
+                fprintf(f, "    if (kt__a[%zu].kt__bytes) {\n"
+                           "        cudaError_t kt__e = cudaHostRegister(kt__a[%zu].kt__v.kt__ptr, kt__a[%zu].kt__bytes,"
+                           " cudaHostRegisterMapped | cudaHostRegisterPortable);\n"
+                           "        if (kt__e == cudaSuccess) kt__reg[%zu] = true;\n"
+                           "        else if (kt__e == cudaErrorHostMemoryAlreadyRegistered) (void)cudaGetLastError();\n"
+                           "        else {\n"
+                           "            for (int kt__j = 0; kt__j < %zu; kt__j++) if (kt__reg[kt__j]) cudaHostUnregister(kt__a[kt__j].kt__v.kt__ptr);\n"
+                           "            return 2;\n"
+                           "        }\n"
+                           "    }\n", i, i, i, i, i);
+    }
+    fprintf(f, "    %s%s(", timed ? "double kt__t = (double)" : "", req->kernel_name);
     for (size_t i = 0; i < req->nargs; i++) {
         kt_type t = req->arg_types[i];
         const char *sep = i ? ", " : "";
-        if (t == KT_TYPE_BUFFER) fprintf(f, "%s(%s *)kt__a[%zu].kt__v.kt__ptr", sep, c_type(req->arg_elems[i]), i);
+        if (t == KT_TYPE_BUFFER && cuda) fprintf(f, "%skt__ptr{kt__a[%zu].kt__v.kt__ptr}", sep, i);
+        else if (t == KT_TYPE_BUFFER) fprintf(f, "%s(%s *)kt__a[%zu].kt__v.kt__ptr", sep, c_type(req->arg_elems[i]), i);
         else if (t == KT_TYPE_F32) fprintf(f, "%skt__a[%zu].kt__v.kt__f32", sep, i);
         else if (t == KT_TYPE_F64) fprintf(f, "%skt__a[%zu].kt__v.kt__f64", sep, i);
         else if (t >= KT_TYPE_U8 && t <= KT_TYPE_U64) fprintf(f, "%s(%s)kt__a[%zu].kt__v.kt__u", sep, c_type(t), i);
         else fprintf(f, "%s(%s)kt__a[%zu].kt__v.kt__i", sep, c_type(t), i);
     }
-    fprintf(f, ");\n    return 0;\n}\n");
+    fprintf(f, ");\n");
+    if (cuda)
+        fprintf(f, "    for (int kt__j = 0; kt__j < %zu; kt__j++) if (kt__reg[kt__j]) cudaHostUnregister(kt__a[kt__j].kt__v.kt__ptr);\n",
+                req->nargs);
+    if (timed) fprintf(f, "    kt__ms = kt__t >= 0 ? kt__t : -1;\n    return kt__t >= 0 ? 0 : 1;\n}\n");
+    else fprintf(f, "    return 0;\n}\n");
     return !ferror(f);
 }
 
@@ -372,7 +453,8 @@ static kt_status c_build(void *state, size_t device, const kt_build_request *req
         snprintf(log, loglen, "out of memory");
         return KT_ERR_NO_MEMORY;
     }
-    snprintf(src, plen, "%s.c", req->out_path);
+    const bool cuda = cuda_host_code(req);
+    snprintf(src, plen, "%s.%s", req->out_path, cuda ? "cu" : "c");
     snprintf(logp, plen, "%s.log", req->out_path);
     kt_status status = KT_OK;
     FILE *f = fopen(src, "w");
@@ -395,11 +477,18 @@ static kt_status c_build(void *state, size_t device, const kt_build_request *req
     }
     if (status == KT_OK) {
         size_t n = 0;
-        argv[n++] = st->cc;
-        n += split_args(flags, argv + n, strlen(st->cflags) / 2 + 1);
-        /* the kernel's own symbols stay inside the variant: a call from the entry can never bind
-         * to a function of the same name in the host program */
-        argv[n++] = "-fvisibility=hidden";
+        if (cuda) { /* nvcc: a shared object of position-independent host code, as Kernel Tuner builds it */
+            argv[n++] = st->nvcc;
+            argv[n++] = "-O3";
+            argv[n++] = "-shared";
+            argv[n++] = "-Xcompiler=-fPIC,-fvisibility=hidden";
+        } else {
+            argv[n++] = st->cc;
+            n += split_args(flags, argv + n, strlen(st->cflags) / 2 + 1);
+            /* the kernel's own symbols stay inside the variant: a call from the entry can never
+             * bind to a function of the same name in the host program */
+            argv[n++] = "-fvisibility=hidden";
+        }
         for (size_t i = 0; i < req->noptions; i++) argv[n++] = (char *)req->options[i];
         argv[n++] = "-o";
         argv[n++] = (char *)req->out_path;
@@ -410,7 +499,7 @@ static kt_status c_build(void *state, size_t device, const kt_build_request *req
             if (rc > 0) {
                 char head[2048];
                 read_head(logp, head, sizeof head);
-                snprintf(log, loglen, "%s exited with %d: %s", st->cc, rc, head);
+                snprintf(log, loglen, "%s exited with %d: %s", argv[0], rc, head);
             }
             /* could not run, cancelled, or killed (the OOM killer, a signal): the environment's failure */
             status = rc < 0 || rc >= 128 ? KT_ERR_SYSTEM : KT_ERR_BACKEND;
@@ -428,6 +517,7 @@ static kt_status c_build(void *state, size_t device, const kt_build_request *req
 typedef struct c_module {
     void *handle;
     kt_native_fn fn;
+    double (*reported)(void); /* the run's own time in ms (Kernel Tuner's C contract), or NULL */
 } c_module;
 
 static kt_status c_load(void *state, size_t device, const char *path, const char *kernel_name, void **module, char *err,
@@ -449,6 +539,8 @@ static kt_status c_load(void *state, size_t device, const char *path, const char
     }
     m->handle = h;
     memcpy(&m->fn, &sym, sizeof m->fn); /* POSIX guarantees function pointers from dlsym */
+    void *rep = dlsym(h, "kt__reported");
+    if (rep != NULL) memcpy(&m->reported, &rep, sizeof m->reported);
     *module = m;
     return KT_OK;
 }
@@ -464,6 +556,13 @@ static void c_unload(void *state, size_t device, void *module) {
 static kt_native_fn c_entry(void *state, void *module) {
     (void)state;
     return ((c_module *)module)->fn;
+}
+
+static void c_reported_ns(void *state, void *module, double *ns) {
+    (void)state;
+    const c_module *m = module;
+    double ms = m->reported ? m->reported() : -1;
+    *ns = ms >= 0 ? ms * 1e6 : -1;
 }
 
 static const kt_backend kt__backend_c = {
@@ -489,6 +588,7 @@ static const kt_backend kt__backend_c = {
     .caps = KT_BACKEND_CAP_HOST_MEMORY | KT_BACKEND_CAP_RUNNER |
             KT_BACKEND_CAP_PREPROCESSED,
     .language = "C",
+    .reported_ns = c_reported_ns,
 };
 
 const kt_backend *kt_backend_c(void) { return &kt__backend_c; }

@@ -32,6 +32,7 @@ bool kt__backend_has(const kt_backend *b, kt__backend_feature f) {
     case KT__BACKEND_RESOURCES: return v >= 13 && b->resources;
     case KT__BACKEND_CONTRACT: return v >= 15;
     case KT__BACKEND_CACHE_DIR: return v >= 17 && b->set_cache_dir;
+    case KT__BACKEND_REPORTED: return v >= 18 && b->reported_ns;
     }
     return false;
 }
@@ -62,4 +63,10 @@ kt_status kt__backend_flush(const kt_backend *b, void *state, size_t device, con
         if (st != KT_ERR_NOT_FOUND) return st;
     }
     return b != NULL && b->abi_version >= 4 && b->flush != NULL ? b->flush(state, device, err, errlen) : KT_OK;
+}
+
+double kt__backend_reported_ns(const kt_backend *b, void *state, void *module) {
+    double ns = -1;
+    if (module != NULL && kt__backend_has(b, KT__BACKEND_REPORTED)) b->reported_ns(state, module, &ns);
+    return ns >= 0 ? ns : -1;
 }
