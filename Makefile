@@ -67,9 +67,9 @@ check: PREBUILD_AFTER_TSAN = cmake -S . -B build-fuzz -DCMAKE_C_COMPILER=clang $
 check: PREBUILD_AFTER_FUZZ = cmake -S . -B build -DCMAKE_BUILD_TYPE=Release $(CMAKE_FLAGS) >/dev/null && cmake --build build -j$(JOBS)
 
 # Kernel Tuner's OpenCL example scripts through kerntune.tune_kernel on PoCL, all of them: make
-# check runs four; this adds convolution.py (convolution_correct.py's kernel and tuning without
-# its answer, 20-50 s on PoCL), matmul.py (a 4096^3 numpy.dot for its answer, 13 s a run on PoCL)
-# and reduction.py (a 3.2 GB input, 13 GB of memory at its peak), a few minutes in all.
+# check runs five; this adds matmul.py (a 4096^3 numpy.dot for its answer, then about a minute a
+# run on one PoCL thread) and reduction.py (a 3.2 GB input, 16 GB of memory at its peak), about
+# 17 minutes in all on a 2-core machine, and convolution.py with two configurations.
 check-examples: build
 	KT_EXAMPLES_ALL=1 ctest --test-dir build -R '^python-kt-example' --output-on-failure
 	KT_EXAMPLES_ALL=1 PYTHONPATH=build/python KERNTUNE_CACHE=off POCL_CACHE_DIR=build/test-env/pocl \
