@@ -17,7 +17,8 @@ validation_ms, framework_ms.
 
 Prints a table, then RESULT lines:
   triton_tune_speedup_<kernel>_<cold|warm|compiled>   triton.autotune's first call over kerntune's
-  triton_pick_ratio_<kernel>                 kerntune's pick over Triton's, by do_bench (<= 1.01 is the target)
+  triton_pick_ratio_<kernel>                 kerntune's pick over Triton's, by do_bench (<= 1.01 is the target;
+                                             1 when both picked the same config)
   triton_hit_us_<tuner>                      host time per call of a tuned key
   triton_hit_ratio                           kerntune's over Triton's
   triton_inplace_<tuner>                     1 when the in-place kernel's first call left x + 1 exactly
@@ -97,6 +98,8 @@ def child(tuner, kernel, quick, mode):
         out["validation_ms"] = sum(u.validation_ms for u in d.units)
         out["framework_ms"] = sum(u.framework_ms for u in d.units)
         out["build_ms"] = sum(u.build_ms for u in d.units)
+        worst = max(d.units, key=lambda u: u.framework_ms)  # an outlier's config (a first launch that compiled?)
+        out["framework_worst"] = [worst.candidate, round(worst.framework_ms, 1)]
         out["outcomes"] = sorted(set(u.outcome for u in d.units))
     print(json.dumps(out))
 
@@ -206,7 +209,11 @@ def main():
             ratio = res["triton", phase]["tune_s"] / res["kerntune", phase]["tune_s"]
             rows.append((kernel, phase, res["triton", phase]["tune_s"], res["kerntune", phase]["tune_s"], ratio))
             print("RESULT triton_tune_speedup_%s_%s %.2f x" % (kernel, phase, ratio))
-        print("RESULT triton_pick_ratio_%s %.4f" % (kernel, picks["kerntune"] / picks["triton"]))
+        same = res["triton", "warm"]["config"] == res["kerntune", "warm"]["config"]
+        # one config picked by both: its two timings differ by do_bench's noise alone, so the
+        # ratio of the picks is 1 (the timings are printed below all the same)
+        ratio = 1.0 if same else picks["kerntune"] / picks["triton"]
+        print("RESULT triton_pick_ratio_%s %.4f%s" % (kernel, ratio, " (the same config)" if same else ""))
         print("picks %s: triton %s %.4f ms, kerntune %s %.4f ms" % (kernel, res["triton", "warm"]["config"], picks["triton"],
                                                                res["kerntune", "warm"]["config"], picks["kerntune"]))
         for t in ("triton", "kerntune"):
