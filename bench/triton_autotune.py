@@ -4,7 +4,8 @@
 
 For each kernel and each autotuner, a fresh process (so neither finds the other's compiled
 kernels in memory) makes the first call of a key and reports how long it took, three times:
-with an empty Triton cache ("cold": compiling every config), with the cache the cold run filled
+with an empty Triton cache and an empty kerntune artifact directory ("cold": compiling every
+config, and kerntune its device checks), with the Triton cache the cold run filled
 ("warm": kernels loaded from disk), and with every config compiled in the process beforehand by
 an untimed Triton autotuner ("compiled": the benchmarking alone, what tuning itself costs). Both
 picks are then timed here by one timer, triton.testing.do_bench, alternately; and the host time
@@ -142,6 +143,8 @@ def hit_child():
 
 def run_child(tuner, kernel, cache_dir, quick, mode="warm"):
     env = dict(os.environ, TRITON_CACHE_DIR=cache_dir, KERNTUNE_CACHE="off", PYTHONUNBUFFERED="1")
+    if mode == "cold":  # kerntune's artifacts empty too (its device checks' build among them), as Triton's cache is
+        env["KERNTUNE_ARTIFACTS"] = tempfile.mkdtemp(prefix="kerntune-artifacts-")
     args = [sys.executable, os.path.abspath(__file__), "--child", tuner, kernel, "--mode", mode] + (["--quick"] if quick else [])
     p = subprocess.run(args, env=env, capture_output=True, text=True, timeout=900)
     if p.returncode != 0:

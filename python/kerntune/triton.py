@@ -567,6 +567,8 @@ class Autotuner(KernelInterface):
         to be compiled again here; the parent then loads each kernel from the cache."""
         if not hasattr(os, "fork"):
             return
+        import torch
+
         stand_in = _child_driver()
         if stand_in is None:  # another GPU or Triton: Triton's own driver answers the children
             drv = triton.runtime.driver.active
@@ -614,6 +616,10 @@ class Autotuner(KernelInterface):
         try:  # Triton's driver started here while the children compile (the loads after them need it)
             triton.runtime.driver.active.get_current_device()
         except Exception:  # noqa: BLE001 - its error comes again at the first load
+            pass
+        try:  # and kerntune's CUDA backend, which begins building its device checks where none are kept
+            _cuda_device(context(), torch.cuda.current_device())
+        except Exception:  # noqa: BLE001 - its error comes again when the op is made
             pass
         deadline = time.monotonic() + COMPILE_PROCESS_TIMEOUT_S
         while pids:

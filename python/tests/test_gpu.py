@@ -4,6 +4,8 @@ DLPack), numpy arrays staged to the device, Python candidates enqueuing their wo
 kerntune gives them, call_async on torch's current stream, and the in-place contract on device
 memory. Candidates differ by design (40 times the work), never by luck."""
 
+import os
+
 import numpy as np
 import pytest
 
@@ -132,3 +134,30 @@ def test_in_place_on_the_device(ctx):
     op(x, N)  # tuning ran both many times over: none of it shows
     torch.cuda.synchronize()
     assert torch.equal(x, torch.arange(N, device="cuda", dtype=torch.float32) + 1)
+
+
+def test_device_checks_built_ahead(tmp_path):
+    # a context whose artifact directory lacks the CUDA backend's device checks begins building
+    # them there when it starts, before any op exists: the first validation then loads them
+    import glob
+    import time
+
+    c = kerntune.Context(cache="off", artifact_dir=str(tmp_path / "artifacts"))
+    if not [d for d in c.devices() if d.backend == "cuda"]:
+        pytest.skip("no CUDA device")
+    deadline = time.monotonic() + 60
+    while not glob.glob(str(tmp_path / "artifacts" / "cuda-checks-*.cubin")) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    kept = glob.glob(str(tmp_path / "artifacts" / "cuda-checks-*.cubin"))
+    assert len(kept) == 1 and not glob.glob(str(tmp_path / "artifacts" / "kerntune-check-*"))  # built, renamed into place
+    # a second context on the same directory builds nothing: the file is the first one's
+    before = os.stat(kept[0]).st_mtime_ns
+    c2 = kerntune.Context(cache="off", artifact_dir=str(tmp_path / "artifacts"))
+    c2.devices()
+    time.sleep(0.5)
+    assert os.stat(kept[0]).st_mtime_ns == before
+    op = cuda_op(c2, "checks-ahead")
+    x = np.arange(1024, dtype=np.float32)
+    out = np.zeros(1024, dtype=np.float32)
+    op(out, x, 1024)
+    assert np.array_equal(out, 2 * x)

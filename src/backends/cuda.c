@@ -231,6 +231,7 @@ static void cu_fini(void *state) {
     if (s == NULL) return;
     for (size_t i = 0; i < s->ndevs; i++) {
         cu_dev *d = &s->devs[i];
+        kt__cu_check_join(s, i);
         if (d->target_only) { /* nothing of the driver's */
             pthread_mutex_destroy(&d->flush_lock);
             pthread_mutex_destroy(&d->check_lock);
@@ -470,6 +471,7 @@ static void cu_set_cache_dir(void *state, const char *dir) {
     for (size_t i = 0; i < s->ndevs; i++) {
         pthread_mutex_lock(&s->devs[i].check_lock);
         snprintf(s->devs[i].check_dir, sizeof s->devs[i].check_dir, "%s", dir ? dir : "");
+        if (!s->devs[i].target_only) kt__cu_check_prebuild(s, i); /* ahead of the first check */
         pthread_mutex_unlock(&s->devs[i].check_lock);
     }
 }

@@ -7,7 +7,9 @@
  * The kernels are compiled at the first check on a device, by the backend's own build (an
  * NVRTC child process unless KERNTUNE_NVRTC_PROCESSES=0), into a temporary file that is loaded
  * and removed; a device that cannot build them answers with an error, and the core then
- * checks on the host.
+ * checks on the host. Where the context gives a directory that lacks their build, a thread
+ * begins it there at once (kt__cu_check_prebuild), so that a process's first check, often a
+ * second or so later, loads it instead of waiting for NVRTC.
  */
 #include "backends/cuda_int.h"
 
@@ -88,21 +90,25 @@ static const char *const check_options[] = {"--fmad=false"};
 /* Where the check kernels' build is kept for d: <check_dir>/cuda-checks-<hash>.cubin, the hash of
  * their source, options and compiler (NVRTC's version, the driver's and the device's
  * architecture), so another toolkit or device never loads it; false when there is no directory. */
-static bool check_cache_path(cu_state *s, size_t device, char *out, size_t len) {
-    cu_dev *d = &s->devs[device];
+static bool cache_path_in(cu_state *s, size_t device, const char *dir, char *out, size_t len) {
     char compiler[256], err[64];
-    if (d->check_dir[0] == '\0' || kt__cu_compiler_id(s, device, compiler, sizeof compiler, err, sizeof err) != KT_OK) return false;
+    if (dir[0] == '\0' || kt__cu_compiler_id(s, device, compiler, sizeof compiler, err, sizeof err) != KT_OK) return false;
     uint64_t h = kt__fnv1a(check_source, sizeof check_source - 1, 0x6b74636865636b31ull);
     h = kt__fnv1a(compiler, strlen(compiler), h);
     for (size_t i = 0; i < sizeof check_options / sizeof *check_options; i++)
         h = kt__fnv1a(check_options[i], strlen(check_options[i]) + 1, h);
-    int n = snprintf(out, len, "%s/cuda-checks-%016llx.cubin", d->check_dir, (unsigned long long)h);
+    int n = snprintf(out, len, "%s/cuda-checks-%016llx.cubin", dir, (unsigned long long)h);
     return n > 0 && (size_t)n < len;
 }
 
+static bool check_cache_path(cu_state *s, size_t device, char *out, size_t len) {
+    return cache_path_in(s, device, s->devs[device].check_dir, out, len);
+}
+
 /* Builds the check kernels into a new file in dir (a temporary name, /tmp when dir is NULL):
- * its path in path. */
-static kt_status check_build(cu_state *s, size_t device, const char *dir, char *path, size_t len, char *log, size_t loglen) {
+ * its path in path; here: NVRTC in this process, whatever KERNTUNE_NVRTC_PROCESSES says. */
+static kt_status check_build(cu_state *s, size_t device, const char *dir, bool here, char *path, size_t len, char *log,
+                             size_t loglen) {
     const char *tmp = getenv("TMPDIR");
     snprintf(path, len, "%s/kerntune-check-XXXXXX", dir ? dir : tmp && *tmp ? tmp : "/tmp");
     int fd = mkstemp(path);
@@ -116,9 +122,49 @@ static kt_status check_build(cu_state *s, size_t device, const char *dir, char *
                             .options = check_options,
                             .noptions = sizeof check_options / sizeof *check_options,
                             .out_path = path};
-    kt_status st = kt__cu_build(s, device, &req, log, loglen);
+    kt_status st = here ? kt__cu_build_here(s, device, &req, log, loglen) : kt__cu_build(s, device, &req, log, loglen);
     if (st != KT_OK) unlink(path);
     return st;
+}
+
+typedef struct prebuild {
+    cu_state *s;
+    size_t device;
+    char dir[4096];
+} prebuild;
+
+/* The thread of kt__cu_check_prebuild: builds into its directory, under the name check_load
+ * looks for (a rename, so that no process loads half a file). Touches nothing of the device's. */
+static void *prebuild_main(void *p) {
+    prebuild *a = p;
+    char kept[4200], path[4200], log[256], failed[256];
+    if (cache_path_in(a->s, a->device, a->dir, kept, sizeof kept) && access(kept, R_OK) != 0 &&
+        kt__make_dirs(a->dir, true, failed, sizeof failed) == 0 &&
+        check_build(a->s, a->device, a->dir, true, path, sizeof path, log, sizeof log) == KT_OK && rename(path, kept) != 0)
+        unlink(path);
+    free(a);
+    return NULL;
+}
+
+void kt__cu_check_join(cu_state *s, size_t device) {
+    cu_dev *d = &s->devs[device];
+    if (d->check_prebuilding) pthread_join(d->check_prebuild, NULL);
+    d->check_prebuilding = false;
+}
+
+void kt__cu_check_prebuild(cu_state *s, size_t device) {
+    cu_dev *d = &s->devs[device];
+    char kept[4200];
+    kt__cu_check_join(s, device);
+    if (d->check_mod != NULL || d->check_failed || s->nvrtc == NULL || !check_cache_path(s, device, kept, sizeof kept) ||
+        access(kept, R_OK) == 0)
+        return;
+    prebuild *a = malloc(sizeof *a);
+    if (a == NULL) return; /* built at the first check instead */
+    a->s = s, a->device = device;
+    snprintf(a->dir, sizeof a->dir, "%s", d->check_dir);
+    if (pthread_create(&d->check_prebuild, NULL, prebuild_main, a) == 0) d->check_prebuilding = true;
+    else free(a);
 }
 
 /* Builds and loads the check kernels for d (under d->check_lock): loaded from the directory the
@@ -127,6 +173,7 @@ static kt_status check_build(cu_state *s, size_t device, const char *dir, char *
 static kt_status check_load(cu_state *s, size_t device, char *err, size_t errlen) {
     cu_dev *d = &s->devs[device];
     if (d->check_mod != NULL) return KT_OK;
+    kt__cu_check_join(s, device); /* a build begun ahead: then it is there to load */
     if (d->check_failed) {
         snprintf(err, errlen, "%s", d->check_err);
         return KT_ERR_BACKEND;
@@ -140,7 +187,7 @@ static kt_status check_load(cu_state *s, size_t device, char *err, size_t errlen
     if (st != KT_OK) {
         char failed[4096];
         bool in_dir = cached && kt__make_dirs(d->check_dir, true, failed, sizeof failed) == 0;
-        st = check_build(s, device, in_dir ? d->check_dir : NULL, path, sizeof path, log, sizeof log);
+        st = check_build(s, device, in_dir ? d->check_dir : NULL, false, path, sizeof path, log, sizeof log);
         if (st != KT_OK) {
             snprintf(d->check_err, sizeof d->check_err, "building the device checks: %.200s", log);
         } else if ((st = kt__cu_load(s, device, path, "kt_digest", &mod, log, sizeof log)) != KT_OK) {

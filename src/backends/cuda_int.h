@@ -115,6 +115,8 @@ typedef struct cu_dev {
     int check_failed;           /* they could not be built: check_err says why */
     char check_err[256];
     char check_dir[4096];       /* where their build is kept between processes ("": nowhere) */
+    pthread_t check_prebuild;   /* their build into check_dir, begun when it was given and they */
+    bool check_prebuilding;     /* were not there: joined at the first check (cuda_check.c) */
 } cu_dev;
 
 typedef struct cu_state {
@@ -164,6 +166,9 @@ kt_status kt__cu_timed(cu_state *s, size_t device, CUstream *stream, char *err, 
 /* The variant methods of the backend table (cuda_variants.c). */
 kt_status kt__cu_compiler_id(void *state, size_t device, char *out, size_t len, char *err, size_t errlen);
 kt_status kt__cu_build(void *state, size_t device, const kt_build_request *req, char *log, size_t loglen);
+/* The same with NVRTC in this process, whatever KERNTUNE_NVRTC_PROCESSES says: no fork (for a
+ * thread of its own, which must not fork while another thread may hold the loader's lock). */
+kt_status kt__cu_build_here(cu_state *s, size_t device, const kt_build_request *req, char *log, size_t loglen);
 /* Kernel Tuner's CUDA part of its compile contract (KT_BUILD_KERNEL_TUNER), a pure function:
  * returns the source NVRTC compiles (allocated; NULL when out of memory): a `constexpr int NAME
  * = VALUE;` line for each define whose name contains loop_unroll_factor and whose value is not
@@ -191,6 +196,11 @@ kt_status kt__cu_digest(void *state, size_t device, const void *buffer, size_t b
 kt_status kt__cu_all_close(void *state, size_t device, kt_type elem, const void *actual, const void *expected, size_t count,
                            double atol, double rtol, int *close, char *err, size_t errlen);
 void kt__cu_check_free(cu_state *s, size_t device);
+/* Begins building the checks into d's check_dir on a thread of its own when that directory lacks
+ * them, so that the first check finds them built (NVRTC: a few hundred milliseconds); the first
+ * check, a new directory and fini wait for it (kt__cu_check_join). Under d->check_lock. */
+void kt__cu_check_prebuild(cu_state *s, size_t device);
+void kt__cu_check_join(cu_state *s, size_t device);
 
 /* Reads bytes of device memory at buffer with the digest kernel, on the own stream, and waits
  * for it: cu_flush's way of evicting the L2 cache while leaving it clean. */

@@ -90,6 +90,10 @@ char *kt__cu_contract_source(const char *source, const char *const *defines, siz
 
 /* Compiles one variant with NVRTC in this process. */
 static kt_status build_here(cu_state *s, size_t device, const kt_build_request *req, char *log, size_t loglen) {
+    return kt__cu_build_here(s, device, req, log, loglen);
+}
+
+kt_status kt__cu_build_here(cu_state *s, size_t device, const kt_build_request *req, char *log, size_t loglen) {
     size_t nopt = req->ndefines + req->noptions + 1;
     char **opts = calloc(nopt, sizeof *opts);
     char arch[32];
