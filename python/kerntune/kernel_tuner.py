@@ -129,7 +129,8 @@ def _read_source(kernel_source):
 
 def _cuda_host_code(source):
     """Kernel Tuner's rule for its C backend, which kerntune's follows: code with device code in it
-    (or CUDA's runtime) is CUDA host code, compiled by nvcc."""
+    (or CUDA's runtime) is CUDA host code, compiled by nvcc (the C backend's cuda_host_code in
+    src/backends/c.c decides the build; this, only the runners' address-space cap)."""
     return any(s in source for s in ("__global", "__syncthreads()", "threadIdx", "#include <cuda", "cudaMemcpy"))
 
 

@@ -408,21 +408,21 @@ static bool write_source(FILE *f, const kt_build_request *req) {
     fprintf(f, "%s__attribute__((visibility(\"default\"))) int kt__entry(const kt__arg_t *kt__a, __SIZE_TYPE__ kt__n,"
                " void *kt__user) {\n"
                "    (void)kt__n; (void)kt__user;\n", linkage);
-    if (cuda) {
-        fprintf(f, "    bool kt__reg[%zu] = {false};\n", req->nargs ? req->nargs : 1);
-        for (size_t i = 0; i < req->nargs; i++)
-            if (req->arg_types[i] == KT_TYPE_BUFFER)
-                fprintf(f, "    if (kt__a[%zu].kt__bytes) {\n"
-                           "        cudaError_t kt__e = cudaHostRegister(kt__a[%zu].kt__v.kt__ptr, kt__a[%zu].kt__bytes,"
-                           " cudaHostRegisterMapped | cudaHostRegisterPortable);\n"
-                           "        if (kt__e == cudaSuccess) kt__reg[%zu] = true;\n"
-                           "        else if (kt__e == cudaErrorHostMemoryAlreadyRegistered) (void)cudaGetLastError();\n"
-                           "        else {\n"
-                           "            for (int kt__j = 0; kt__j < %zu; kt__j++) if (kt__reg[kt__j]) cudaHostUnregister(kt__a[kt__j].kt__v.kt__ptr);\n"
-                           "            return 2;\n"
-                           "        }\n"
-                           "    }\n", i, i, i, i, i);
-    }
+    /* what unregisters the buffers registered, after the call or when one cannot be */
+    const char *unreg = "for (__SIZE_TYPE__ kt__j = 0; kt__j < kt__nreg; kt__j++) if (kt__reg[kt__j]) "
+                        "cudaHostUnregister(kt__a[kt__j].kt__v.kt__ptr)";
+    if (cuda)
+        fprintf(f, "    const __SIZE_TYPE__ kt__nreg = kt__n < %zu ? kt__n : %zu;\n"
+                   "    bool kt__reg[%zu] = {false};\n"
+                   "    for (__SIZE_TYPE__ kt__i = 0; kt__i < kt__nreg; kt__i++) {\n"
+                   "        if (kt__a[kt__i].kt__type != %d || kt__a[kt__i].kt__bytes == 0) continue;\n"
+                   "        cudaError_t kt__e = cudaHostRegister(kt__a[kt__i].kt__v.kt__ptr, kt__a[kt__i].kt__bytes,"
+                   " cudaHostRegisterMapped | cudaHostRegisterPortable);\n"
+                   "        if (kt__e == cudaSuccess) kt__reg[kt__i] = true;\n"
+                   "        else if (kt__e == cudaErrorHostMemoryAlreadyRegistered) (void)cudaGetLastError();\n"
+                   "        else {\n            %s;\n            return 2;\n        }\n"
+                   "    }\n",
+                req->nargs, req->nargs, req->nargs ? req->nargs : 1, (int)KT_TYPE_BUFFER, unreg);
     fprintf(f, "    %s%s(", timed ? "double kt__t = (double)" : "", req->kernel_name);
     for (size_t i = 0; i < req->nargs; i++) {
         kt_type t = req->arg_types[i];
@@ -435,9 +435,7 @@ static bool write_source(FILE *f, const kt_build_request *req) {
         else fprintf(f, "%s(%s)kt__a[%zu].kt__v.kt__i", sep, c_type(t), i);
     }
     fprintf(f, ");\n");
-    if (cuda)
-        fprintf(f, "    for (int kt__j = 0; kt__j < %zu; kt__j++) if (kt__reg[kt__j]) cudaHostUnregister(kt__a[kt__j].kt__v.kt__ptr);\n",
-                req->nargs);
+    if (cuda) fprintf(f, "    %s;\n", unreg);
     if (timed) fprintf(f, "    kt__ms = kt__t >= 0 ? kt__t : -1;\n    return kt__t >= 0 ? 0 : 1;\n}\n");
     else fprintf(f, "    return 0;\n}\n");
     return !ferror(f);

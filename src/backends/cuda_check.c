@@ -90,19 +90,16 @@ static const char *const check_options[] = {"--fmad=false"};
 /* Where the check kernels' build is kept for d: <check_dir>/cuda-checks-<hash>.cubin, the hash of
  * their source, options and compiler (NVRTC's version, the driver's and the device's
  * architecture), so another toolkit or device never loads it; false when there is no directory. */
-static bool cache_path_in(cu_state *s, size_t device, const char *dir, char *out, size_t len) {
+static bool check_cache_path(cu_state *s, size_t device, char *out, size_t len) {
+    cu_dev *d = &s->devs[device];
     char compiler[256], err[64];
-    if (dir[0] == '\0' || kt__cu_compiler_id(s, device, compiler, sizeof compiler, err, sizeof err) != KT_OK) return false;
+    if (d->check_dir[0] == '\0' || kt__cu_compiler_id(s, device, compiler, sizeof compiler, err, sizeof err) != KT_OK) return false;
     uint64_t h = kt__fnv1a(check_source, sizeof check_source - 1, 0x6b74636865636b31ull);
     h = kt__fnv1a(compiler, strlen(compiler), h);
     for (size_t i = 0; i < sizeof check_options / sizeof *check_options; i++)
         h = kt__fnv1a(check_options[i], strlen(check_options[i]) + 1, h);
-    int n = snprintf(out, len, "%s/cuda-checks-%016llx.cubin", dir, (unsigned long long)h);
+    int n = snprintf(out, len, "%s/cuda-checks-%016llx.cubin", d->check_dir, (unsigned long long)h);
     return n > 0 && (size_t)n < len;
-}
-
-static bool check_cache_path(cu_state *s, size_t device, char *out, size_t len) {
-    return cache_path_in(s, device, s->devs[device].check_dir, out, len);
 }
 
 /* Builds the check kernels into a new file in dir (a temporary name, /tmp when dir is NULL):
@@ -130,17 +127,17 @@ static kt_status check_build(cu_state *s, size_t device, const char *dir, bool h
 typedef struct prebuild {
     cu_state *s;
     size_t device;
-    char dir[4096];
+    char dir[4096], kept[4200]; /* the directory, and the name check_load looks for there */
 } prebuild;
 
-/* The thread of kt__cu_check_prebuild: builds into its directory, under the name check_load
- * looks for (a rename, so that no process loads half a file). Touches nothing of the device's. */
+/* The thread of kt__cu_check_prebuild: builds into its directory, then renames the build to the
+ * name check_load looks for, so that no process loads half a file. Touches nothing of the
+ * device's. */
 static void *prebuild_main(void *p) {
     prebuild *a = p;
-    char kept[4200], path[4200], log[256], failed[256];
-    if (cache_path_in(a->s, a->device, a->dir, kept, sizeof kept) && access(kept, R_OK) != 0 &&
-        kt__make_dirs(a->dir, true, failed, sizeof failed) == 0 &&
-        check_build(a->s, a->device, a->dir, true, path, sizeof path, log, sizeof log) == KT_OK && rename(path, kept) != 0)
+    char path[4200], log[256], failed[256];
+    if (kt__make_dirs(a->dir, true, failed, sizeof failed) == 0 &&
+        check_build(a->s, a->device, a->dir, true, path, sizeof path, log, sizeof log) == KT_OK && rename(path, a->kept) != 0)
         unlink(path);
     free(a);
     return NULL;
@@ -154,13 +151,14 @@ void kt__cu_check_join(cu_state *s, size_t device) {
 
 void kt__cu_check_prebuild(cu_state *s, size_t device) {
     cu_dev *d = &s->devs[device];
-    char kept[4200];
     kt__cu_check_join(s, device);
-    if (d->check_mod != NULL || d->check_failed || s->nvrtc == NULL || !check_cache_path(s, device, kept, sizeof kept) ||
-        access(kept, R_OK) == 0)
-        return;
+    if (d->check_mod != NULL || d->check_failed || s->nvrtc == NULL) return;
     prebuild *a = malloc(sizeof *a);
     if (a == NULL) return; /* built at the first check instead */
+    if (!check_cache_path(s, device, a->kept, sizeof a->kept) || access(a->kept, R_OK) == 0) {
+        free(a);
+        return;
+    }
     a->s = s, a->device = device;
     snprintf(a->dir, sizeof a->dir, "%s", d->check_dir);
     if (pthread_create(&d->check_prebuild, NULL, prebuild_main, a) == 0) d->check_prebuilding = true;

@@ -89,10 +89,6 @@ char *kt__cu_contract_source(const char *source, const char *const *defines, siz
 }
 
 /* Compiles one variant with NVRTC in this process. */
-static kt_status build_here(cu_state *s, size_t device, const kt_build_request *req, char *log, size_t loglen) {
-    return kt__cu_build_here(s, device, req, log, loglen);
-}
-
 kt_status kt__cu_build_here(cu_state *s, size_t device, const kt_build_request *req, char *log, size_t loglen) {
     size_t nopt = req->ndefines + req->noptions + 1;
     char **opts = calloc(nopt, sizeof *opts);
@@ -223,12 +219,12 @@ kt_status kt__cu_build(void *state, size_t device, const kt_build_request *req, 
     cu_state *s = state;
     if (s->nvrtc == NULL) return no_nvrtc(log, loglen);
     const char *env = getenv("KERNTUNE_NVRTC_PROCESSES");
-    if (env && strcmp(env, "0") == 0) return build_here(s, device, req, log, loglen); /* never forks then */
+    if (env && strcmp(env, "0") == 0) return kt__cu_build_here(s, device, req, log, loglen); /* never forks then */
     /* A compile target (KERNTUNE_CUDA_TARGET) compiles in this process: its process exists to
      * compile (a fleet's compile worker, whose jobs the fleet takes over if it dies), and a child
      * forked without exec that loads NVRTC's builtins can wait for ever on the dynamic loader's
      * lock when another thread held it at the fork (seen once, under ASan, in test-cuda-target). */
-    if (s->devs[device].target_only) return build_here(s, device, req, log, loglen);
+    if (s->devs[device].target_only) return kt__cu_build_here(s, device, req, log, loglen);
     int fds[2];
     pid_t pid = -1;
     if (pipe(fds) == 0 && (pid = fork()) < 0) close(fds[0]), close(fds[1]);
@@ -239,7 +235,7 @@ kt_status kt__cu_build(void *state, size_t device, const kt_build_request *req, 
     if (pid == 0) { /* the child: compile, report, exit without running the parent's atexit handlers */
         close(fds[0]);
         char buf[4096] = "";
-        int32_t head[2] = {(int32_t)build_here(s, device, req, buf, sizeof buf), 0};
+        int32_t head[2] = {(int32_t)kt__cu_build_here(s, device, req, buf, sizeof buf), 0};
         head[1] = (int32_t)strlen(buf);
         bool ok = write(fds[1], head, sizeof head) == (ssize_t)sizeof head;
         for (size_t off = 0; ok && off < (size_t)head[1];) {
