@@ -138,6 +138,73 @@ static void test_warm_cache_and_new_candidates(void **state) {
     kt_context_destroy(ctx);
 }
 
+/* kt_op_recall runs nothing: a key nothing records is KT_ERR_NOT_FOUND and stays undecided
+ * (the next call tunes it, as if the recall had not been); in the next process the recorded key
+ * is decided from the cache without a run, and its calls dispatch to the recorded winner. */
+static void test_recall_runs_nothing(void **state) {
+    (void)state;
+    remove_db();
+    cand fast = {.id = 1, .work = 1}, slow = {.id = 2, .work = 10, .sleep_ms = 20};
+    kt_context *ctx = ctx_on(db);
+    kt_op *op = test_op(ctx, "recalled");
+    ok(kt_op_add_native(op, "fast", cand_fn, &fast));
+    ok(kt_op_add_native(op, "slow", cand_fn, &slow));
+    buf[0] = 0;
+    assert_int_equal(kt_op_recall(op, ARGS(5), 2), KT_ERR_NOT_FOUND);
+    assert_non_null(strstr(kt_last_error(), "kt_op_recall(op 'recalled'): no recorded decision"));
+    assert_int_equal(kt_op_recall(op, ARGS(5), 2), KT_ERR_NOT_FOUND); /* again: still nothing ran */
+    assert_int_equal(calls(&fast) + calls(&slow), 0);
+    assert_int_equal(buf[0], 0);
+    assert_int_equal(kt_op_tune_count(op), 0);
+    const kt_decision *d = NULL;
+    assert_int_equal(kt_op_decision(op, ARGS(5), 2, &d), KT_ERR_NOT_FOUND);
+    assert_int_equal(kt_op_decision_count(op), 0);
+    ok(kt_op_call(op, ARGS(5), 2)); /* tunes the key the recall left */
+    assert_int_equal(kt_op_tune_count(op), 1);
+    assert_int_equal(buf[0], 1);
+    assert_int_equal(kt_decision_source_of(decision(op, 5)), KT_SOURCE_MEASURED);
+    assert_true(calls(&slow) >= 1);
+    ok(kt_op_recall(op, ARGS(5), 2)); /* decided: nothing more */
+    kt_context_destroy(ctx);
+
+    atomic_store(&fast.calls, 0), atomic_store(&slow.calls, 0);
+    ctx = ctx_on(db);
+    op = test_op(ctx, "recalled");
+    ok(kt_op_add_native(op, "fast", cand_fn, &fast));
+    ok(kt_op_add_native(op, "slow", cand_fn, &slow));
+    buf[0] = 0;
+    assert_int_equal(kt_op_recall(op, ARGS(6), 2), KT_ERR_NOT_FOUND); /* another key */
+    ok(kt_op_recall(op, ARGS(5), 2));
+    assert_int_equal(calls(&fast) + calls(&slow), 0);
+    assert_int_equal(buf[0], 0);
+    d = decision(op, 5);
+    assert_int_equal(kt_decision_source_of(d), KT_SOURCE_CACHE);
+    assert_int_equal(kt_decision_winner(d), 0);
+    assert_int_equal(kt_context_cache_hits(ctx), 1);
+    ok(kt_op_call(op, ARGS(5), 2));
+    assert_int_equal(buf[0], 1);
+    assert_int_equal(calls(&fast), 1); /* the call alone */
+    assert_int_equal(calls(&slow), 0);
+    assert_int_equal(kt_op_tune_count(op), 0);
+    kt_context_destroy(ctx);
+
+    /* an op that may not measure decides as it would on a call, without a run: CACHE_ONLY's
+     * answer for a key nobody tuned is the nearest tuned key's winner */
+    ctx = ctx_on(db);
+    op = test_op(ctx, "recalled");
+    ok(kt_op_add_native(op, "fast", cand_fn, &fast));
+    ok(kt_op_add_native(op, "slow", cand_fn, &slow));
+    ok(kt_op_set_default(op, "slow"));
+    ok(kt_op_set_effort(op, KT_EFFORT_CACHE_ONLY));
+    atomic_store(&fast.calls, 0), atomic_store(&slow.calls, 0);
+    ok(kt_op_recall(op, ARGS(1 << 20), 2));
+    assert_int_equal(calls(&fast) + calls(&slow), 0);
+    d = decision(op, 1 << 20);
+    assert_int_equal(kt_decision_source_of(d), KT_SOURCE_NEAREST);
+    assert_int_equal(kt_decision_winner(d), 0);
+    kt_context_destroy(ctx);
+}
+
 static const char *bad_c =
     "#if BAD\n"
     "#error this configuration does not compile\n"
@@ -871,6 +938,7 @@ static void test_recorded_decisions_round_trip(void **state) {
 int main(int argc, char **argv) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_warm_cache_and_new_candidates),
+        cmocka_unit_test(test_recall_runs_nothing),
         cmocka_unit_test(test_recorded_failure_not_retried),
         cmocka_unit_test(test_invalid_records),
         cmocka_unit_test(test_config_out_of_space),

@@ -148,24 +148,31 @@ static void Op_dealloc(PyObject *self) {
 
 /* ---- calls ------------------------------------------------------------------------------------- */
 
-typedef enum { CALL, TUNE, ASYNC } call_kind;
+typedef enum { CALL, TUNE, ASYNC, RECALL } call_kind;
 
-/* op(*args), op.tune(*args), op.call_async(queue, *args): the arguments converted (host arrays
- * staged to the op's device), kerntune called without the interpreter's lock, staged outputs
- * copied back into their arrays (not after tune, which writes none). */
+/* op(*args), op.tune(*args), op.call_async(queue, *args), op.recall(*args): the arguments
+ * converted (host arrays staged to the op's device), kerntune called without the interpreter's
+ * lock, staged outputs copied back into their arrays (not after tune or recall, which write
+ * none). A recall returns True or False (KT_ERR_NOT_FOUND: nothing records the key). */
 static PyObject *invoke(OpObject *o, PyObject *args, call_kind kind, kt_queue queue) {
     ktpy_args a = {0};
     if (ktpy_args_make(o, args, &a) != 0) return NULL;
     kt_status st;
     Py_BEGIN_ALLOW_THREADS /* the arguments' objects are held by args meanwhile */
-    st = kind == TUNE ? kt_op_tune(o->op, a.a, o->nargs) : kind == ASYNC ? kt_op_call_async(o->op, queue, a.a, o->nargs)
-                                                           : kt_op_call(o->op, a.a, o->nargs);
+    st = kind == TUNE     ? kt_op_tune(o->op, a.a, o->nargs)
+         : kind == RECALL ? kt_op_recall(o->op, a.a, o->nargs)
+         : kind == ASYNC  ? kt_op_call_async(o->op, queue, a.a, o->nargs)
+                          : kt_op_call(o->op, a.a, o->nargs);
     kt_status back = ktpy_args_unstage(o, &a, st == KT_OK && kind == CALL);
     if (st == KT_OK) st = back;
     Py_END_ALLOW_THREADS
     ktpy_args_free(&a);
-    if (st != KT_OK) return ktpy_op_fail(o, st);
-    return ok_or_pending(o);
+    bool absent = kind == RECALL && st == KT_ERR_NOT_FOUND;
+    if (st != KT_OK && !absent) return ktpy_op_fail(o, st);
+    PyObject *r = ok_or_pending(o);
+    if (r == NULL || kind != RECALL) return r;
+    Py_DECREF(r);
+    return PyBool_FromLong(!absent);
 }
 
 static PyObject *Op_call(PyObject *self, PyObject *args, PyObject *kwds) {
@@ -177,6 +184,7 @@ static PyObject *Op_call(PyObject *self, PyObject *args, PyObject *kwds) {
 }
 
 static PyObject *Op_tune(PyObject *self, PyObject *args) { return invoke((OpObject *)self, args, TUNE, NULL); }
+static PyObject *Op_recall(PyObject *self, PyObject *args) { return invoke((OpObject *)self, args, RECALL, NULL); }
 
 static PyObject *Op_call_async(PyObject *self, PyObject *args) {
     Py_ssize_t n = PyTuple_Size(args);
@@ -413,6 +421,9 @@ static PyMethodDef Op_methods[] = {
     {"set_verify", ktpy_op_set_verify, METH_VARARGS, "set_verify(fn): fn(expected, actual) -> bool decides validation"},
     {"_decision", Op_decision, METH_VARARGS, "_decision(*args): (winner index or None, units as tuples, source); see Op.decision"},
     METHOD(tune, METH_VARARGS, "tune(*args): decides the key of these arguments without writing them (kt_op_tune)"),
+    METHOD(recall, METH_VARARGS,
+           "recall(*args) -> bool: decides the key of these arguments only if that needs no measuring (a decision held, "
+           "or recorded in the persistent or the fleet's cache: kt_op_recall); False leaves the key for a call to tune"),
     METHOD(call_async, METH_VARARGS, "call_async(queue, *args): the call queued on a device's queue (kt_op_call_async)"),
     METHOD(candidates, METH_NOARGS, "candidates() -> the candidates' names"),
     METHOD(tune_count, METH_NOARGS, "tune_count() -> how many times the op has tuned a key"),

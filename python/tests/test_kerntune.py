@@ -5,6 +5,7 @@ package built in the build tree; every test has its own artifact directory and c
 import os
 import sqlite3
 import subprocess
+import time
 
 import numpy as np
 import pytest
@@ -196,6 +197,55 @@ def test_the_cache_file_holds_the_decision(tmp_path):
         for row in con.execute(f'SELECT * FROM "{table}"'):
             found = found or any(isinstance(v, str) and "cached-scale" in v for v in row)
     assert found
+
+
+def test_recall_runs_nothing(tmp_path):
+    """Op.recall: False (nothing ran, the key left for a call) where nothing records the key; in
+    the next context on the same cache file True, with the recorded winner and no run."""
+    path = str(tmp_path / "decisions.sqlite")
+    ran = []
+
+    def make():
+        ctx = kerntune.Context(cache=path, artifact_dir=str(tmp_path / "artifacts"), backends="c")
+        op = kerntune.Op(ctx, "recalled", [("out", "int32", "w"), ("n", "int64")])
+        op.key_arg(1)
+        op.set_validation(False)  # the two write their own marks
+        op.set_rerace(False)  # a decision below its race's confidence is served, not measured again
+
+        def fast(out, n):
+            ran.append("fast")
+            out[0] = 1
+
+        def slow(out, n):  # 20 ms of sleep: slower by construction
+            ran.append("slow")
+            time.sleep(0.02)
+            out[0] = 2
+
+        op.add_candidate("fast", fast, version="1")
+        op.add_candidate("slow", slow, version="1")
+        return ctx, op
+
+    out = np.zeros(4, dtype=np.int32)
+    ctx, op = make()
+    assert op.recall(out, 5) is False
+    assert ran == [] and out[0] == 0
+    with pytest.raises(kerntune.Error, match="no finished decision"):
+        op.decision(out, 5)
+    op(out, 5)  # tunes the key
+    assert out[0] == 1 and "slow" in ran
+    assert op.decision(out, 5).source == "measured"
+    assert op.recall(out, 5) is True
+    del op, ctx
+    ran.clear()
+    ctx, op = make()
+    assert op.recall(out, 6) is False
+    out[0] = 0
+    assert op.recall(out, 5) is True
+    assert ran == [] and out[0] == 0
+    d = op.decision(out, 5)
+    assert d.source == "cache" and d.winner.candidate == "fast"
+    op(out, 5)
+    assert ran == ["fast"] and out[0] == 1
 
 
 def test_argument_errors(ctx):

@@ -128,6 +128,18 @@ kt_status kt_op_tune(kt_op *op, const kt_arg *args, size_t nargs) {
     return kt__tune_miss(op, args, nargs, key, len, hash, KT__FINISH_DECIDE, "kt_op_tune", NULL, NULL);
 }
 
+kt_status kt_op_recall(kt_op *op, const kt_arg *args, size_t nargs) {
+    if (op == NULL) return kt__err(KT_ERR_NULL, "kt_op_recall: op is NULL");
+    kt_status st = freeze(op, "kt_op_recall");
+    if (st == KT_OK) st = kt__check_args(op, args, nargs, "kt_op_recall");
+    if (st != KT_OK) return st;
+    int64_t key[KT__KEY_WORDS_MAX];
+    size_t len;
+    uint64_t hash;
+    if (finished(lookup(op, args, key, &len, &hash))) return KT_OK;
+    return kt__tune_miss(op, args, nargs, key, len, hash, KT__FINISH_RECALL, "kt_op_recall", NULL, NULL);
+}
+
 kt_status kt_op_call_result(kt_op *op, const kt_arg *args, size_t nargs, kt_result *result) {
     if (result == NULL) return kt__err(KT_ERR_NULL, "kt_op_call_result: result is NULL");
     memset(result, 0, sizeof *result);

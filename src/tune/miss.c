@@ -31,6 +31,8 @@ static kt_status decide(kt_op *op, kt_decision *d, const kt_arg *args, kt__finis
         if (st == KT_OK && !found && !d->rerace) st = kt__shared_recall(op, d, args, &found); /* the fleet's */
         if (st != KT_OK || found) return st;
     }
+    if (op->effective == KT_EFFORT_MEASURE && how == KT__FINISH_RECALL) /* left for a call to tune (tune() abandons it) */
+        return kt__err(KT_ERR_NOT_FOUND, "%s(op '%s'): no recorded decision for the key of these arguments", d->where, op->name);
     if (op->effective == KT_EFFORT_MEASURE) {
         bool found = false, held = false; /* one process of the fleet measures a key at a time */
         kt_status st = d->rerace ? KT_OK : kt__shared_claim(op, d, args, &found, &held);

@@ -8,9 +8,11 @@
 #include "op/op.h"
 
 /* How a miss ends: with the final launch on the caller's arguments (kt_op_call and
- * kt_op_call_result), with the decision alone (kt_op_tune), or with the decision alone made on
- * generated inputs whatever the op's inputs mode (a deferred key: its buffers are NULL). */
-typedef enum kt__finish { KT__FINISH_LAUNCH, KT__FINISH_DECIDE, KT__FINISH_GENERATED } kt__finish;
+ * kt_op_call_result), with the decision alone (kt_op_tune), with the decision alone made on
+ * generated inputs whatever the op's inputs mode (a deferred key: its buffers are NULL), or with
+ * a decision only if one is recorded (kt_op_recall: nothing is measured; an op that would measure
+ * the key leaves it undecided, KT_ERR_NOT_FOUND, for the next call to tune). */
+typedef enum kt__finish { KT__FINISH_LAUNCH, KT__FINISH_DECIDE, KT__FINISH_GENERATED, KT__FINISH_RECALL } kt__finish;
 
 /* Decides the key of args (key[0..len), hash) for a call named where: finds it being decided by
  * another thread (then waits, or hands back the fallback candidate), or inserts it and decides
