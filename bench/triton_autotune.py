@@ -7,17 +7,20 @@ kernels in memory) makes the first call of a key and reports how long it took, t
 with an empty Triton cache and an empty kerntune artifact directory ("cold": compiling every
 config, and kerntune its device checks), with the Triton cache the cold run filled
 ("warm": kernels loaded from disk), and with every config compiled in the process beforehand by
-an untimed Triton autotuner ("compiled": the benchmarking alone, what tuning itself costs). Both
+an untimed Triton autotuner ("compiled": the benchmarking alone, what tuning itself costs), and,
+after a process that recorded its decision (Triton's autotuner with cache_results=True, kerntune's
+in a persistent cache file), in a process that finds it ("recorded": each compiles, or loads from
+the warm Triton cache, the recorded winner alone). Both
 picks are then timed here by one timer, triton.testing.do_bench, alternately; and the host time
 per call of a tuned key is measured on a small in-place kernel (add_one, 4096 elements:
-launch-bound), both autotuners in one process, timed alternately. Every process runs with
-KERNTUNE_CACHE=off, so kerntune measures each time. Each child's line (printed as it ends) says
+launch-bound), both autotuners in one process, timed alternately. The other phases' processes run
+with KERNTUNE_CACHE=off, so kerntune measures each time. Each child's line (printed as it ends) says
 where kerntune's time went: compile_s (the compile before the race: forked processes, then the
 threads that load each kernel), process_compile_s (the processes' part), runs, kernel_ms (runs x times),
 validation_ms, framework_ms.
 
 Prints a table, then RESULT lines:
-  triton_tune_speedup_<kernel>_<cold|warm|compiled>   triton.autotune's first call over kerntune's
+  triton_tune_speedup_<kernel>_<cold|warm|compiled|recorded>   triton.autotune's first call over kerntune's
   triton_pick_ratio_<kernel>                 kerntune's pick over Triton's, by do_bench (<= 1.01 is the target;
                                              1 when both picked the same config)
   triton_hit_us_<tuner>                      host time per call of a tuned key
@@ -41,7 +44,8 @@ sys.path.insert(0, os.path.join(HERE, "..", "python", "tests"))
 # cold: an empty Triton cache (compiling every config); warm: the cache the cold run filled (on-disk
 # kernels loaded); compiled: every config compiled in the process by an untimed Triton autotuner
 # before the timed first call (the benchmarking alone: what tuning itself costs)
-PHASES = ("cold", "warm", "compiled")
+# recorded: a process after one that recorded its decision (Triton's cache_results, kerntune's cache file)
+PHASES = ("cold", "warm", "compiled", "recorded")
 SHAPES = {"matmul": (4096, 4096, 4096), "layer_norm": (4096, 8192)}
 
 
@@ -54,7 +58,7 @@ def child(tuner, kernel, quick, mode):
     import triton_kernels as K
 
     if tuner == "triton":
-        ks = K.make(triton.autotune)
+        ks = K.make(triton.autotune, **({"cache_results": True} if mode in ("record", "recorded") else {}))
     else:
         import kerntune.triton as ktt
 
@@ -89,7 +93,7 @@ def child(tuner, kernel, quick, mode):
     out["max_error"] = check()
     best = ks[kernel].best_config
     out["config"] = {"kwargs": best.kwargs, "num_warps": best.num_warps, "num_stages": best.num_stages}
-    out["bench_s"] = ks[kernel].bench_time  # each autotuner's own account of its benchmarking
+    out["bench_s"] = getattr(ks[kernel], "bench_time", 0.0)  # each autotuner's own account of its benchmarking
     if tuner == "kerntune":  # where kerntune's time went
         d = ks[kernel].decision
         out["compile_s"] = ks[kernel].compile_time
@@ -102,6 +106,7 @@ def child(tuner, kernel, quick, mode):
         worst = max(d.units, key=lambda u: u.framework_ms)  # an outlier's config (a first launch that compiled?)
         out["framework_worst"] = [worst.candidate, round(worst.framework_ms, 1)]
         out["outcomes"] = sorted(set(u.outcome for u in d.units))
+        out["source"] = d.source
     print(json.dumps(out))
 
 
@@ -143,6 +148,8 @@ def hit_child():
 
 def run_child(tuner, kernel, cache_dir, quick, mode="warm"):
     env = dict(os.environ, TRITON_CACHE_DIR=cache_dir, KERNTUNE_CACHE="off", PYTHONUNBUFFERED="1")
+    if mode in ("record", "recorded"):  # kerntune's decision kept beside Triton's cache, as Triton's is in it
+        env["KERNTUNE_CACHE"] = os.path.join(cache_dir, "kerntune-decisions.sqlite")
     if mode == "cold":  # kerntune's artifacts empty too (its device checks' build among them), as Triton's cache is
         env["KERNTUNE_ARTIFACTS"] = tempfile.mkdtemp(prefix="kerntune-artifacts-")
     args = [sys.executable, os.path.abspath(__file__), "--child", tuner, kernel, "--mode", mode] + (["--quick"] if quick else [])
@@ -205,6 +212,8 @@ def main():
         for tuner in ("triton", "kerntune"):
             d = tempfile.mkdtemp(prefix="triton-cache-")
             for phase in PHASES:
+                if phase == "recorded":  # the decision recorded first, by a tuning process
+                    run_child(tuner, kernel, d, a.quick, "record")
                 res[tuner, phase] = run_child(tuner, kernel, d, a.quick, phase)
                 print("  %s %s %s: %s" % (kernel, tuner, phase, json.dumps(res[tuner, phase])), flush=True)
         picks = time_picks(kernel, {t: res[t, "warm"]["config"] for t in ("triton", "kerntune")}, a.quick)

@@ -42,6 +42,10 @@ behaves as Triton's autotuner does, with these differences:
     is final, never re-raced, as Triton's are), and from
     there to its wisdom and its fleet cache; the first call of a key waits for the work already on
     the caller's stream, tunes on kerntune's own, then launches the winner on the caller's stream;
+  - a key those caches hold is looked up (Op.recall) before anything is loaded, beside the
+    compiling children when Triton's cache lacks configs: a recorded decision stops them, and the
+    winner alone is compiled (or loaded from Triton's cache) and launched, on zeroed reset_to_zero
+    tensors as the race's winner is;
   - every later call is a dictionary look-up and the launch, as in Triton's autotuner;
   - do_bench (a timer of one's own) cannot replace kerntune's race: refused; warmup, rep and
     use_cuda_graph, deprecated in Triton, are ignored with a warning (kerntune's race decides how
@@ -419,12 +423,15 @@ class Autotuner(KernelInterface):
             key = self._key({**self.nargs, **kwargs})
             config = self.cache.get(key)
             if config is None:
-                config = self._tune(key, args, kwargs, grid)
+                config, launched = self._tune(key, args, kwargs, grid)
                 self.cache[key] = config
                 self._hits[key] = (config, config.all_kwargs())
-                self.best_config = config
-                self.nargs = None
-                return None  # tuning launched the winner on the caller's stream
+                if launched:  # the race launched the winner on the caller's stream
+                    self.best_config = config
+                    self.nargs = None
+                    return None
+                for n in self.reset_to_zero:  # recalled: launched below on zeroes, as the race's winner is
+                    self.nargs[n].zero_()
         self.best_config = config
         if config.pre_hook is not None:
             config.pre_hook({**self.nargs, **kwargs, **config.all_kwargs()})
@@ -433,15 +440,17 @@ class Autotuner(KernelInterface):
         return ret
 
     def _tune(self, key, args, kwargs, grid):
+        """Decides key: (config, False) when kerntune's caches record the decision (the persistent
+        cache, wisdom, the fleet's: only the winner is compiled, from Triton's cache where it is
+        there, and the caller launches it), else (config, True): every config compiled, then
+        kerntune's race, which launches the winner on the caller's stream."""
         import torch
 
         configs = self.prune_configs(kwargs)
-        self._precompile(configs, args, kwargs, grid)
         tensors = [(i, a) for i, a in enumerate(args) if hasattr(a, "data_ptr") and hasattr(a, "dtype")]
         if not tensors:
             raise TypeError("kerntune.triton.autotune: the kernel has no tensor argument to run on")
         device = tensors[0][1].device.index if tensors[0][1].device.index is not None else torch.cuda.current_device()
-        ctx = context()
         spans, decls = [], []
         for i, t in tensors:
             name = self.arg_names[i] if i < len(self.arg_names) else "arg%d" % i
@@ -451,6 +460,49 @@ class Autotuner(KernelInterface):
             decls.append((name, dtype, access))
         keyvals = [_key_int(v) for v in key]
         decls += [("key%d" % k, "int64") for k in range(len(keyvals))]
+        made = []
+
+        def recall():
+            """The op (its context started), and whether kerntune's caches decide the key; asked
+            once, while the configs' compiling children run or before compiling."""
+            if not made:
+                op = self._op(decls, kwargs, configs, [i for i, _ in tensors], len(keyvals), device)
+                made.append((op, op.recall(*spans, *keyvals)))
+            return made[0][1]
+
+        self._tuned_configs = configs
+        self.bench_time = 0.0
+        recalled = self._precompile(configs, args, kwargs, grid, recall) or recall()
+        op = made[0][0]
+        if not recalled:
+            stream = torch.cuda.current_stream(device).cuda_stream
+            self._call = (args, kwargs, grid, stream)
+            started = time.perf_counter()
+            try:
+                op.call_async(stream, *spans, *keyvals)
+                self.bench_time = time.perf_counter() - started
+            finally:
+                self._call = None
+        decision = op.decision(*spans, *keyvals)
+        if decision.winner is None:
+            raise RuntimeError("kerntune.triton.autotune: every config failed: " +
+                               "; ".join("%s: %s" % (u.candidate, u.message) for u in decision.units))
+        index = {"config%d" % i: c for i, c in enumerate(configs)}
+        winner = index[decision.winner.candidate]
+        self.configs_timings = {index[u.candidate]: [u.time_ns / 1e6] if u.time_ns > 0 else [float("inf")] for u in decision.units}
+        self.decision = decision
+        if triton.knobs.autotuning.print if hasattr(triton, "knobs") else False:
+            print("kerntune autotuning for function %s,\nwith key as %s,\nfinished after %.2fs,\nbest config selected: %s;"
+                  % (getattr(self.base_fn, "__name__", "kernel"), key, self.bench_time, winner))
+        if recalled:  # recalled: the winner alone, compiled (or found in Triton's cache) under kerntune's key
+            with _stamped_compiles():
+                self.fn.run(*args, grid=grid, warmup=True, **kwargs, **winner.all_kwargs())
+        return winner, not recalled
+
+    def _op(self, decls, kwargs, configs, positions, nkeys, device):
+        """The op of this kernel, signature and configs in kerntune's context (made at its first
+        use in the context; autotuners of the same kernel share it), tuning this autotuner's call."""
+        ctx = context()
         constants = repr(sorted((k, v) for k, v in kwargs.items() if not hasattr(v, "data_ptr")))
         sig = hashlib.sha256(repr((decls, constants, [str(c) for c in configs])).encode()).hexdigest()[:12]
         name = "triton %s %s" % (getattr(self.base_fn, "__name__", "kernel")[:80], sig)
@@ -460,11 +512,10 @@ class Autotuner(KernelInterface):
         if entry is None:
             holder = [self]
             op = Op(ctx, name, decls, device=_cuda_device(ctx, device))
-            for k in range(len(keyvals)):
-                if k < 8:
-                    op.key_arg(len(tensors) + k)
+            for k in range(min(nkeys, 8)):
+                op.key_arg(len(positions) + k)
             for c_index, config in enumerate(configs):
-                op.add_candidate("config%d" % c_index, _candidate(holder, c_index, [i for i, _ in tensors]), queued=True,
+                op.add_candidate("config%d" % c_index, _candidate(holder, c_index, positions), queued=True,
                                  version="%s|%s" % (self._source, config))
             names = [d[0] for d in decls]
             for n in self.reset_to_zero:  # zeroed before every benchmark run and the final launch, as Triton does
@@ -475,53 +526,41 @@ class Autotuner(KernelInterface):
                 op.set_validation(False)
             op.set_rerace(False)  # a decision is final, as Triton's: a later process measures nothing
             entry = _ops[name] = (ctx, op, holder)
-        _, op, holder = entry
-        holder[0] = self  # its candidates launch this autotuner's call, with its configs
-        self._tuned_configs = configs
-        stream = torch.cuda.current_stream(device).cuda_stream
-        self._call = (args, kwargs, grid, stream)
-        started = time.perf_counter()
-        try:
-            op.call_async(stream, *spans, *keyvals)
-            decision = op.decision(*spans, *keyvals)
-        finally:
-            self._call = None
-        self.bench_time = time.perf_counter() - started
-        if decision.winner is None:
-            raise RuntimeError("kerntune.triton.autotune: every config failed: " +
-                               "; ".join("%s: %s" % (u.candidate, u.message) for u in decision.units))
-        index = {"config%d" % i: c for i, c in enumerate(configs)}
-        self.configs_timings = {index[u.candidate]: [u.time_ns / 1e6] if u.time_ns > 0 else [float("inf")] for u in decision.units}
-        self.decision = decision
-        if triton.knobs.autotuning.print if hasattr(triton, "knobs") else False:
-            print("kerntune autotuning for function %s,\nwith key as %s,\nfinished after %.2fs,\nbest config selected: %s;"
-                  % (getattr(self.base_fn, "__name__", "kernel"), key, self.bench_time, index[decision.winner.candidate]))
-        return index[decision.winner.candidate]
+        entry[2][0] = self  # its candidates launch this autotuner's call, with its configs
+        return entry[1]
 
-    def _precompile(self, configs, args, kwargs, grid):
+    def _precompile(self, configs, args, kwargs, grid, recall):
         """Compiles the configs on compile_threads threads (default: one per config, up to the
         processors) before the race, with Triton's AsyncCompileMode (Triton 3.4 and later); a
-        config that fails here fails again at its first launch, where it is disqualified."""
+        config that fails here fails again at its first launch, where it is disqualified. Asks
+        recall() first (beside the compiling children, when there are some): when it says
+        kerntune's caches decide the key, the children are stopped, nothing is loaded, and this
+        returns True."""
         try:
-            from triton.runtime._async_compile import AsyncCompileMode
+            from triton.runtime._async_compile import AsyncCompileMode  # noqa: F401
         except ImportError:
-            return
+            return False
         threads = self.compile_threads or min(len(configs), os.cpu_count() or 1)
         if threads <= 1 or len(configs) <= 1:
-            return
+            return False
         started = time.perf_counter()
         self.process_compile_time = 0.0
         with _stamped_compiles():
-            self._compile_and_load(configs, args, kwargs, grid, threads, started)
+            recalled = self._compile_and_load(configs, args, kwargs, grid, threads, started, recall)
         self.compile_time = time.perf_counter() - started
+        return recalled
 
-    def _compile_and_load(self, configs, args, kwargs, grid, threads, started):
+    def _compile_and_load(self, configs, args, kwargs, grid, threads, started, recall):
         import torch
         from triton.runtime._async_compile import AsyncCompileMode
 
         if self.compile_processes:
-            self._compile_in_processes(configs, args, kwargs, grid, threads)
+            recalled = self._compile_in_processes(configs, args, kwargs, grid, threads, recall)
             self.process_compile_time = time.perf_counter() - started
+        else:
+            recalled = recall()
+        if recalled:
+            return True
         futures = []
         try:
             with ThreadPoolExecutor(threads) as pool, AsyncCompileMode(pool, ignore_errors=True):
@@ -531,7 +570,7 @@ class Autotuner(KernelInterface):
                     except Exception:  # noqa: BLE001 - reported at the config's launch
                         pass
         except RuntimeError:  # the caller is in an AsyncCompileMode of its own: compile as launched
-            return
+            return False
         # then each kernel's module and launcher, loaded as its first launch would (on the
         # tensors' device), so that the race's first runs time the kernels, not their loading
         kernels = []
@@ -553,8 +592,9 @@ class Autotuner(KernelInterface):
 
         with ThreadPoolExecutor(threads) as pool:
             list(pool.map(load, kernels))
+        return False
 
-    def _compile_in_processes(self, configs, args, kwargs, grid, processes):
+    def _compile_in_processes(self, configs, args, kwargs, grid, processes, recall):
         """Compiles the configs in forked processes, which leave the compiled kernels in Triton's
         on-disk cache: Triton's compiler holds the GIL for most of its work, so threads of one
         process compile little faster than one. Each child is answered by a stand-in driver that
@@ -564,18 +604,18 @@ class Autotuner(KernelInterface):
         First this process looks into the cache (through the stand-in too): when it holds the first
         config, only the configs it lacks get children (none, when it holds them all); when it
         does not, every config's child is forked at once. A child that fails leaves its configs
-        to be compiled again here; the parent then loads each kernel from the cache."""
+        to be compiled again here; the parent then loads each kernel from the cache. recall() is
+        asked while the children run (its answer returned): when kerntune's caches decide the key,
+        the children are stopped."""
         if not hasattr(os, "fork"):
-            return
-        import torch
-
+            return recall()
         stand_in = _child_driver()
         if stand_in is None:  # another GPU or Triton: Triton's own driver answers the children
             drv = triton.runtime.driver.active
             try:
                 stand_in = _ChildDriver(drv.get_current_device(), drv.get_current_target(), drv.launcher_cls)
             except Exception:  # noqa: BLE001 - compiled here, as without processes
-                return
+                return recall()
         # a first look at the cache (Triton's driver not started): when it holds the first config,
         # only the configs it lacks are compiled, if any; otherwise every config's child is forked
         # at once and asks the cache itself
@@ -583,7 +623,7 @@ class Autotuner(KernelInterface):
         if _cached(self.fn, args, kwargs, configs[0], stand_in):
             todo = [c for c in configs if not _cached(self.fn, args, kwargs, c, stand_in)]
             if not todo:
-                return
+                return recall()
         # one child builds the kernels' launcher, so that no compile waits for it
         groups = [None] + [todo[i::processes] for i in range(min(processes, len(todo)))]
         pids = []
@@ -617,10 +657,15 @@ class Autotuner(KernelInterface):
             triton.runtime.driver.active.get_current_device()
         except Exception:  # noqa: BLE001 - its error comes again at the first load
             pass
-        try:  # and kerntune's CUDA backend, which begins building its device checks where none are kept
-            _cuda_device(context(), torch.cuda.current_device())
-        except Exception:  # noqa: BLE001 - its error comes again when the op is made
-            pass
+        try:  # and kerntune's op (its CUDA backend begins building its device checks where none are
+            # kept), which looks the key up in kerntune's caches: a decision there needs no children
+            recalled = recall()
+        except BaseException:
+            _stop(pids)
+            raise
+        if recalled:
+            _stop(pids)
+            return True
         deadline = time.monotonic() + COMPILE_PROCESS_TIMEOUT_S
         while pids:
             for pid in list(pids):
@@ -634,6 +679,7 @@ class Autotuner(KernelInterface):
                 _stop(pids)
                 break
             time.sleep(0.005)
+        return False
 
 
 def _stop(pids):

@@ -210,6 +210,55 @@ def test_compiles_keyed_by_the_installation_stamp(tmp_path):
     assert calls > 0 and forks == children and set(own) > set(entries)  # Triton's key: other names, compiled again
 
 
+_RECALL_SCRIPT = r"""
+import os, torch, triton, triton.language as tl
+real_fork, forks = os.fork, []
+def counting_fork():
+    pid = real_fork()
+    if pid:
+        forks.append(pid)
+    return pid
+os.fork = counting_fork
+import kerntune.triton as ktt
+
+@ktt.autotune(configs=[triton.Config({"BLOCK": b}) for b in (128, 256, 512)], key=["n"], reset_to_zero=["x_ptr"])
+@triton.jit
+def add9(x_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.atomic_add(x_ptr + offs, tl.full([BLOCK], 9.0, tl.float32), mask=offs < n)
+
+n = 7000
+x = torch.full((n,), 5.0, device="cuda")  # zeroed before the chosen config's launch: 9 after it
+add9[lambda m: (triton.cdiv(n, m["BLOCK"]),)](x, n)
+torch.cuda.synchronize()
+compiled = len(add9.fn.device_caches[torch.cuda.current_device()][0])
+print(add9.decision.source, len(forks), compiled, bool(torch.all(x == 9.0)), add9.best_config.kwargs["BLOCK"])
+"""
+
+
+def test_a_recorded_decision_compiles_the_winner_alone(tmp_path):
+    # a second process finds the key in kerntune's persistent cache before anything is loaded:
+    # with Triton's on-disk cache empty its compiling children are forked as before (the look-up
+    # runs beside them) and stopped once it answers, and the process compiles one config, the
+    # recorded winner, launched on zeroes as the first process's was
+    script = tmp_path / "add9.py"
+    script.write_text(_RECALL_SCRIPT)
+    cache = str(tmp_path / "decisions.sqlite")
+
+    def run(triton_dir):
+        env = dict(os.environ, TRITON_CACHE_DIR=str(tmp_path / triton_dir), KERNTUNE_CACHE=cache)
+        out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, env=env, timeout=600)
+        assert out.returncode == 0, out.stderr
+        return out.stdout.split()
+
+    source, forks, compiled, nines, block = run("first")
+    assert (source, int(forks), compiled, nines) == ("measured", 1 + min(3, os.cpu_count()), "3", "True"), block
+    again = run("second")
+    assert again == ["cache", forks, "1", "True", block]  # the recorded winner alone, compiled here
+    warm = run("first")  # Triton's cache holds every config: no child at all, and one config loaded
+    assert warm == ["cache", "0", "1", "True", block]
+
+
 def test_do_bench_is_refused():
     with pytest.raises(NotImplementedError, match="do_bench"):
         ktt.autotune(configs=K.add_one_configs(), key=["n"], do_bench=lambda fn, quantiles: [1.0])(K._add_one)
