@@ -49,7 +49,7 @@
  *
  * usage: search [--hub DIR] [--seeds N] [--strategies a,b,...] [--sets c-A4000,...]
  *               [--budgets 1,2,5,10] [--kerneltuner | --kt FILE] [--set-file KERNEL:GPU:T4] [--trace FILE]
- *               [--batch N] [--cost race|recorded] [--per-seed]
+ *               [--batch N] [--walkers N] [--threads T] [--at-seconds S] [--cost race|recorded] [--per-seed]
  */
 #define _GNU_SOURCE
 #include <kerntune.h>
@@ -67,6 +67,16 @@
 enum { RUNS = 8, MAX_STRATEGIES = 32, MAX_BUDGETS = 8, MAX_SEEDS = 64, MAX_SETS = 8, GRID = 1000, MAX_BATCH = 64 };
 
 static size_t batch = 1; /* --batch: configurations proposed at once, as a tuning that builds in parallel asks */
+static size_t walkers = 1; /* --walkers: walks a local search may keep at once (a tuning on N build threads under a
+                            * budget of wall seconds allows N / 2) */
+void kt__search_set_walkers(kt_search *s, size_t n); /* src/search/search.h (internal; the static library has it) */
+/* --threads T: time as a tuning that builds on T threads beside one device spends it: proposals
+ * in rounds of T, a round's time the longest of its builds plus all its screenings, one after
+ * another (0: every evaluation's build and screening one after another, as before). */
+static size_t threads = 0;
+/* --at-seconds S: besides the budgets of evaluations, each seed's chosen / best once S seconds of
+ * that time have passed, seed by seed. */
+static double at_seconds = 0;
 /* --cost: how kerntune's evaluations are charged and told. "race" (the default): as kerntune's
  * engine measures during a search, a configuration costs its build (compile, framework,
  * validation) and two recorded runs (a warm-up or validation run, then the one run it is
@@ -281,17 +291,21 @@ static void run_one(const space_data *d, const char *strategy, uint64_t seed, si
                     FILE *tf, const char *label) {
     kt_search *s = NULL;
     if (kt_search_create(d->sp, strategy, seed, budget, &s) != KT_OK) die(strategy, kt_last_error());
+    kt__search_set_walkers(s, walkers);
     *t = (trace){0};
     size_t cap = 0;
     double best = INFINITY, now = 0;
     unsigned warm_checks = 0;
     race_state rs = {0};
     if (tf) fprintf(tf, "{\"set\": \"%s\", \"strategy\": \"%s\", \"seed\": %llu, \"evaluations\": [", label, strategy, (unsigned long long)seed);
+    const size_t per_round = threads ? threads : batch;
     while (t->n < max && (until_ms <= 0 || now < until_ms)) {
-        size_t cs[MAX_BATCH], want = batch < max - t->n ? batch : max - t->n;
+        size_t cs[MAX_BATCH], want = per_round < max - t->n ? per_round : max - t->n;
         size_t got = kt_search_propose(s, cs, want);
         if (got == 0) break;
-        double told[MAX_BATCH];
+        double told[MAX_BATCH], longest = 0;
+        for (size_t k = 0; k < got; k++) longest = fmax(longest, d->build[cs[k]]);
+        if (threads) now += longest; /* the round's builds at once; each screening after them */
         for (size_t k = 0; k < got; k++) { /* evaluated one after another, told together */
             size_t c = cs[k];
             double cost;
@@ -299,7 +313,7 @@ static void run_one(const space_data *d, const char *strategy, uint64_t seed, si
                 cost = d->cost[c], told[k] = d->value[c];
                 best = fmin(best, d->value[c]);
             } else {
-                cost = d->build[c], told[k] = INFINITY;
+                cost = threads ? 0 : d->build[c], told[k] = INFINITY;
                 if (isfinite(d->value[c])) {
                     cost += race_screen(&d->runs[c * RUNS], &warm_checks, &told[k]);
                     best = race_pick(d, &rs, c, told[k]);
@@ -541,7 +555,8 @@ int main(int argc, char **argv) {
         if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
             printf("usage: search [--hub DIR] [--seeds N] [--strategies a,b,...] [--sets c-A4000,c-W6600,d-A4000,d-W6600]\n"
                    "              [--budgets 1,2,5,10] [--kerneltuner | --kt FILE] [--set-file KERNEL:GPU:T4] [--trace FILE]\n"
-                   "              [--batch N (proposals at once, told together; default 1)] [--cost race|recorded] [--per-seed]\n"
+                   "              [--batch N (proposals at once, told together; default 1)] [--walkers N (default 1)]\n"
+                   "              [--threads T (rounds of T parallel builds, then their screenings)] [--at-seconds S (each seed's pick then)] [--cost race|recorded] [--per-seed]\n"
                    "Runs kerntune's search strategies on the recorded spaces of benchmark_hub (and --set-file's: a T4 file of\n"
                    "the hub's KERNEL recorded on GPU; its set is c-GPU or d-GPU): chosen/best at each budget (percent of the\n"
                    "space) over seeds, and the autotuning methodology's performance score; with --kt, Kernel Tuner's\n"
@@ -561,6 +576,9 @@ int main(int argc, char **argv) {
         else if (strcmp(argv[i], "--trace") == 0) trace_path = argv[++i];
         else if (strcmp(argv[i], "--kt") == 0) kt_path = argv[++i];
         else if (strcmp(argv[i], "--batch") == 0) batch = (size_t)atoi(argv[++i]);
+        else if (strcmp(argv[i], "--walkers") == 0) walkers = (size_t)atoi(argv[++i]);
+        else if (strcmp(argv[i], "--threads") == 0) threads = (size_t)atoi(argv[++i]);
+        else if (strcmp(argv[i], "--at-seconds") == 0) at_seconds = atof(argv[++i]);
         else if (strcmp(argv[i], "--cost") == 0) {
             const char *v = argv[++i];
             if (strcmp(v, "recorded") == 0) recorded_cost = true;
@@ -572,6 +590,10 @@ int main(int argc, char **argv) {
     }
     if (nseeds < 1 || nseeds > MAX_SEEDS) die("--seeds", "must be 1 to 64");
     if (batch < 1 || batch > MAX_BATCH) die("--batch", "must be 1 to 64");
+    if (walkers < 1 || walkers > 16) die("--walkers", "must be 1 to 16");
+    if (threads > MAX_BATCH) die("--threads", "must be 0 to 64");
+    if (threads && recorded_cost) die("--threads", "models kerntune's race: not with --cost recorded");
+    if (at_seconds < 0) die("--at-seconds", "must be positive");
     for (size_t k = 0; k < 4; k++) {
         set *s = &sets[nsets_all++];
         snprintf(s->kernel, sizeof s->kernel, "%s", hub_sets[k][0]);
@@ -646,6 +668,26 @@ int main(int argc, char **argv) {
                 for (size_t seed = 0; seed < nseeds; seed++) run_one(&d, strategies[sj], seed + 1, budget, budget, 0, &per[b][seed], NULL, st->label);
             }
             for (size_t seed = 0; seed < nseeds; seed++) run_one(&d, strategies[sj], seed + 1, window, d.n, t1, &runs[seed], tf, st->label);
+            if (at_seconds > 0) { /* each seed's pick once the seconds have passed */
+                double ratio[MAX_SEEDS], evals = 0;
+                size_t over = 0;
+                printf("  %s at %.0f s, seed by seed:", strategies[sj], at_seconds);
+                for (size_t seed = 0; seed < nseeds; seed++) {
+                    trace tr;
+                    run_one(&d, strategies[sj], seed + 1, d.n, d.n, at_seconds * 1e3, &tr, NULL, st->label);
+                    size_t last = tr.n; /* the last evaluation that ended by then */
+                    while (last > 0 && tr.time[last - 1] > at_seconds * 1e3) last--;
+                    ratio[seed] = last ? tr.best[last - 1] / d.opt : INFINITY;
+                    over += ratio[seed] > 1.10, evals += (double)last;
+                    printf(" %.3f", ratio[seed]);
+                    free(tr.best), free(tr.time);
+                }
+                double sorted[MAX_SEEDS];
+                memcpy(sorted, ratio, nseeds * sizeof *ratio);
+                qsort(sorted, nseeds, sizeof *sorted, cmp_asc);
+                printf("\n  %s at %.0f s: median %.4f, worst %.4f, %zu of %zu seeds over 1.10, %.0f evaluations on average\n",
+                       strategies[sj], at_seconds, sorted[nseeds / 2], sorted[nseeds - 1], over, nseeds, evals / (double)nseeds);
+            }
             double a5 = 0, a5max = 0, sc = row(&d, strategies[sj], per_budget, runs, nseeds, budgets, nbudgets, t0, t1, &a5, &a5max);
             printf("RESULT search_score_%s_%s_%s %.3f\n", st->kernel, st->gpu, strategies[sj], sc);
             if (strcmp(strategies[sj], "auto") == 0) {
