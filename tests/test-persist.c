@@ -61,6 +61,14 @@ static const kt_decision *decision(kt_op *op, int64_t n) {
     return d;
 }
 
+/* Op `name` on ctx with the natives "fast" and "slow" (in that order). */
+static kt_op *fast_slow_op(kt_context *ctx, const char *name, cand *fast, cand *slow) {
+    kt_op *op = test_op(ctx, name);
+    ok(kt_op_add_native(op, "fast", cand_fn, fast));
+    ok(kt_op_add_native(op, "slow", cand_fn, slow));
+    return op;
+}
+
 static void remove_db(void) {
     char cmd[512];
     snprintf(cmd, sizeof cmd, "rm -f '%s' '%s-wal' '%s-shm'", db, db, db);
@@ -76,9 +84,7 @@ static void test_warm_cache_and_new_candidates(void **state) {
      * preempted run on a loaded machine can outweigh (a CI run once picked slow) */
     cand fast = {.id = 1, .work = 1}, slow = {.id = 2, .work = 10, .sleep_ms = 20}, newer = {.id = 3, .work = 20, .sleep_ms = 20};
     kt_context *ctx = ctx_on(db);
-    kt_op *op = test_op(ctx, "persisted");
-    ok(kt_op_add_native(op, "fast", cand_fn, &fast));
-    ok(kt_op_add_native(op, "slow", cand_fn, &slow));
+    kt_op *op = fast_slow_op(ctx, "persisted", &fast, &slow);
     time_t before = time(NULL);
     ok(kt_op_call(op, ARGS(7), 2));
     time_t after = time(NULL);
@@ -102,9 +108,7 @@ static void test_warm_cache_and_new_candidates(void **state) {
 
     atomic_store(&fast.calls, 0), atomic_store(&slow.calls, 0);
     ctx = ctx_on(db);
-    op = test_op(ctx, "persisted");
-    ok(kt_op_add_native(op, "fast", cand_fn, &fast));
-    ok(kt_op_add_native(op, "slow", cand_fn, &slow));
+    op = fast_slow_op(ctx, "persisted", &fast, &slow);
     buf[0] = 0;
     ok(kt_op_call(op, ARGS(7), 2));
     assert_int_equal(buf[0], 1);
@@ -121,9 +125,7 @@ static void test_warm_cache_and_new_candidates(void **state) {
      * their recorded times and only the new one runs */
     atomic_store(&fast.calls, 0), atomic_store(&slow.calls, 0);
     ctx = ctx_on(db);
-    op = test_op(ctx, "persisted");
-    ok(kt_op_add_native(op, "fast", cand_fn, &fast));
-    ok(kt_op_add_native(op, "slow", cand_fn, &slow));
+    op = fast_slow_op(ctx, "persisted", &fast, &slow);
     ok(kt_op_add_native(op, "newer", cand_fn, &newer));
     ok(kt_op_call(op, ARGS(7), 2));
     d = decision(op, 7);
@@ -146,9 +148,7 @@ static void test_recall_runs_nothing(void **state) {
     remove_db();
     cand fast = {.id = 1, .work = 1}, slow = {.id = 2, .work = 10, .sleep_ms = 20};
     kt_context *ctx = ctx_on(db);
-    kt_op *op = test_op(ctx, "recalled");
-    ok(kt_op_add_native(op, "fast", cand_fn, &fast));
-    ok(kt_op_add_native(op, "slow", cand_fn, &slow));
+    kt_op *op = fast_slow_op(ctx, "recalled", &fast, &slow);
     buf[0] = 0;
     assert_int_equal(kt_op_recall(op, ARGS(5), 2), KT_ERR_NOT_FOUND);
     assert_non_null(strstr(kt_last_error(), "kt_op_recall(op 'recalled'): no recorded decision"));
@@ -169,9 +169,7 @@ static void test_recall_runs_nothing(void **state) {
 
     atomic_store(&fast.calls, 0), atomic_store(&slow.calls, 0);
     ctx = ctx_on(db);
-    op = test_op(ctx, "recalled");
-    ok(kt_op_add_native(op, "fast", cand_fn, &fast));
-    ok(kt_op_add_native(op, "slow", cand_fn, &slow));
+    op = fast_slow_op(ctx, "recalled", &fast, &slow);
     buf[0] = 0;
     assert_int_equal(kt_op_recall(op, ARGS(6), 2), KT_ERR_NOT_FOUND); /* another key */
     ok(kt_op_recall(op, ARGS(5), 2));
@@ -191,9 +189,7 @@ static void test_recall_runs_nothing(void **state) {
     /* an op that may not measure decides as it would on a call, without a run: CACHE_ONLY's
      * answer for a key nobody tuned is the nearest tuned key's winner */
     ctx = ctx_on(db);
-    op = test_op(ctx, "recalled");
-    ok(kt_op_add_native(op, "fast", cand_fn, &fast));
-    ok(kt_op_add_native(op, "slow", cand_fn, &slow));
+    op = fast_slow_op(ctx, "recalled", &fast, &slow);
     ok(kt_op_set_default(op, "slow"));
     ok(kt_op_set_effort(op, KT_EFFORT_CACHE_ONLY));
     atomic_store(&fast.calls, 0), atomic_store(&slow.calls, 0);

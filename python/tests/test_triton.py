@@ -149,14 +149,8 @@ print(d.source, float(x.sum()), d.reraced, d.below_confidence, d.confidence)
     assert float(total) == float(1 << 16)
 
 
-_STAMP_SCRIPT = r"""
-import os, sys, torch, triton, triton.language as tl
-import triton.runtime.cache as cache
-real, calls = cache.triton_key, []
-def counting():
-    calls.append(1)
-    return real()
-cache.triton_key = counting  # Triton's own key: counted in this process (a forked child exits unseen)
+# a script's forks counted (the children that compile configs), then kerntune.triton imported
+_COUNTING_FORKS = r"""
 real_fork, forks = os.fork, []
 def counting_fork():
     pid = real_fork()
@@ -165,7 +159,17 @@ def counting_fork():
     return pid
 os.fork = counting_fork
 import kerntune.triton as ktt
+"""
 
+_STAMP_SCRIPT = r"""
+import os, sys, torch, triton, triton.language as tl
+import triton.runtime.cache as cache
+real, calls = cache.triton_key, []
+def counting():
+    calls.append(1)
+    return real()
+cache.triton_key = counting  # Triton's own key: counted in this process (a forked child exits unseen)
+""" + _COUNTING_FORKS + r"""
 @ktt.autotune(configs=[triton.Config({"BLOCK": b}) for b in (128, 256, 512)], key=["n"])
 @triton.jit
 def fill7(x_ptr, n, BLOCK: tl.constexpr):
@@ -212,15 +216,7 @@ def test_compiles_keyed_by_the_installation_stamp(tmp_path):
 
 _RECALL_SCRIPT = r"""
 import os, torch, triton, triton.language as tl
-real_fork, forks = os.fork, []
-def counting_fork():
-    pid = real_fork()
-    if pid:
-        forks.append(pid)
-    return pid
-os.fork = counting_fork
-import kerntune.triton as ktt
-
+""" + _COUNTING_FORKS + r"""
 @ktt.autotune(configs=[triton.Config({"BLOCK": b}) for b in (128, 256, 512)], key=["n"], reset_to_zero=["x_ptr"])
 @triton.jit
 def add9(x_ptr, n, BLOCK: tl.constexpr):

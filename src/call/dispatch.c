@@ -116,28 +116,25 @@ KT__HOT kt_status kt_op_call_async(kt_op *op, kt_queue queue, const kt_arg *args
     return call(op, args, nargs, NULL, &queue, "kt_op_call_async");
 }
 
-kt_status kt_op_tune(kt_op *op, const kt_arg *args, size_t nargs) {
-    if (op == NULL) return kt__err(KT_ERR_NULL, "kt_op_tune: op is NULL");
-    kt_status st = freeze(op, "kt_op_tune");
-    if (st == KT_OK) st = kt__check_args(op, args, nargs, "kt_op_tune");
+/* kt_op_tune and kt_op_recall: the key's decision made (by how) unless it is made already. */
+static kt_status decide_key(kt_op *op, const kt_arg *args, size_t nargs, kt__finish how, const char *where) {
+    if (op == NULL) return kt__err(KT_ERR_NULL, "%s: op is NULL", where);
+    kt_status st = freeze(op, where);
+    if (st == KT_OK) st = kt__check_args(op, args, nargs, where);
     if (st != KT_OK) return st;
     int64_t key[KT__KEY_WORDS_MAX];
     size_t len;
     uint64_t hash;
     if (finished(lookup(op, args, key, &len, &hash))) return KT_OK;
-    return kt__tune_miss(op, args, nargs, key, len, hash, KT__FINISH_DECIDE, "kt_op_tune", NULL, NULL);
+    return kt__tune_miss(op, args, nargs, key, len, hash, how, where, NULL, NULL);
+}
+
+kt_status kt_op_tune(kt_op *op, const kt_arg *args, size_t nargs) {
+    return decide_key(op, args, nargs, KT__FINISH_DECIDE, "kt_op_tune");
 }
 
 kt_status kt_op_recall(kt_op *op, const kt_arg *args, size_t nargs) {
-    if (op == NULL) return kt__err(KT_ERR_NULL, "kt_op_recall: op is NULL");
-    kt_status st = freeze(op, "kt_op_recall");
-    if (st == KT_OK) st = kt__check_args(op, args, nargs, "kt_op_recall");
-    if (st != KT_OK) return st;
-    int64_t key[KT__KEY_WORDS_MAX];
-    size_t len;
-    uint64_t hash;
-    if (finished(lookup(op, args, key, &len, &hash))) return KT_OK;
-    return kt__tune_miss(op, args, nargs, key, len, hash, KT__FINISH_RECALL, "kt_op_recall", NULL, NULL);
+    return decide_key(op, args, nargs, KT__FINISH_RECALL, "kt_op_recall");
 }
 
 kt_status kt_op_call_result(kt_op *op, const kt_arg *args, size_t nargs, kt_result *result) {
