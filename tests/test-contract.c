@@ -323,8 +323,12 @@ static void test_kernel_tuner_contract_returned_time(void **state) {
         assert_non_null(strstr(win, contract ? "W=1" : "W=0"));
         for (size_t u = 0; contract && u < kt_decision_unit_count(d); u++) {
             const char *cfg = kt_decision_unit_config(d, u);
-            if (strstr(cfg, "W=2")) {
+            if (strstr(cfg, "W=2")) { /* returned -1 ms, and says so */
                 assert_int_equal(kt_decision_unit_outcome(d, u), KT_OUTCOME_FAILED);
+                const char *msg = kt_decision_unit_message(d, u);
+                assert_non_null(msg);
+                if (strstr(msg, "the function returned -1 ms: under Kernel Tuner's C contract a negative time is a failed run") == NULL)
+                    fail_msg("W=2's message: %s", msg);
                 continue;
             }
             const double want = strstr(cfg, "W=1") ? 0.25e6 : 2.5e6;

@@ -55,7 +55,7 @@
 extern "C" {
 #endif
 
-#define KT_BACKEND_ABI_VERSION 18
+#define KT_BACKEND_ABI_VERSION 19
 
 /** Longest device name and fingerprint, terminating NUL included. */
 #define KT_DEVICE_NAME_MAX 256
@@ -327,6 +327,12 @@ struct kt_backend {
      *  that ran it, and takes that time instead of the one it measured around the call.
      *  Optional. */
     void (*reported_ns)(void *state, void *module, double *ns);
+    /* ---- version 19: why a run failed. */
+    /** For host backends (entry): when the last run of the module's entry on the calling thread
+     *  returned the nonzero code rc, writes why into msg (len bytes, NUL-terminated) and returns
+     *  nonzero, or returns 0 when it can say no more than the code; the core calls it right
+     *  after such a run, on the thread that ran it, and the unit's message is the text. Optional. */
+    int (*run_failure)(void *state, void *module, int rc, char *msg, size_t len);
 };
 
 /** Registers a backend with the context and enumerates its devices. The table must outlive the

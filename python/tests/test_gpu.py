@@ -161,3 +161,38 @@ def test_device_checks_built_ahead(tmp_path):
     out = np.zeros(1024, dtype=np.float32)
     op(out, x, 1024)
     assert np.array_equal(out, 2 * x)
+
+
+# CUDA host code under Kernel Tuner's C contract (lang="C"): compiled by nvcc, the buffers mapped
+# for the device around each call; the function returns its run's time in ms, a negative one for
+# a failed run
+HOST_CU = r"""
+#include <cuda_runtime.h>
+__global__ void twice(float *out, const float *x, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) out[i] = 2.0f * x[i];
+}
+extern "C" float run_twice(float *out, float *x, int n) {
+    twice<<<(n + 255) / 256, 256>>>(out, x, n);
+    if (cudaDeviceSynchronize() != cudaSuccess) return -2.0f;
+    return BAD ? -1.0f : 0.25f;
+}
+"""
+
+
+def test_cuda_host_code_under_the_c_contract(ctx, tmp_path, monkeypatch):  # ctx: skipped without a CUDA device
+    import shutil
+
+    nvcc = os.environ.get("KERNTUNE_NVCC") or shutil.which("nvcc") or "/usr/local/cuda/bin/nvcc"
+    if not os.path.exists(nvcc) and not shutil.which(nvcc):
+        pytest.skip("no nvcc")
+    monkeypatch.setenv("KERNTUNE_NVCC", nvcc)
+    monkeypatch.setenv("KERNTUNE_ARTIFACTS", str(tmp_path / "artifacts"))
+    n = 4096
+    x = np.arange(n, dtype=np.float32)
+    out = np.zeros(n, dtype=np.float32)
+    results, env = kerntune.tune_kernel("run_twice", HOST_CU, n, [out, x, np.int32(n)], {"BAD": [0, 1]}, lang="C",
+                                        answer=[2 * x, None, None], quiet=True)
+    by = {r["BAD"]: r for r in results}
+    assert by[0]["time"] == 0.25 and env["best_config"]["BAD"] == 0  # the time it returned, exactly
+    assert "negative time is a failed run" in by[1]["__error__"].message, by[1]["__error__"].message

@@ -6,6 +6,7 @@ work), never by luck. Every test has its own artifact directory; the persistent 
 unless a test names its own file."""
 
 import json
+import os
 
 import numpy as np
 import pytest
@@ -256,6 +257,39 @@ def test_c_function_returning_its_time():
     assert all(t == 0.5 for t in by[1]["times"]) and all(t == 5.0 for t in by[0]["times"])
     assert env["best_config"]["WAIT"] == 1
     assert isinstance(by[2]["__error__"], util.RuntimeFailedConfig)
+    assert "the function returned -1 ms: under Kernel Tuner's C contract a negative time is a failed run" in \
+        by[2]["__error__"].message  # the wrapper says why
+
+
+# CUDA host code (Kernel Tuner's rule: it launches a kernel) on a machine whose CUDA cannot run:
+# nvcc builds it, and each configuration fails saying what the CUDA runtime said when its buffers
+# were to be mapped for the device (the GPU machine runs it: python/tests/test_gpu.py)
+HOST_CU = r"""
+__global__ void twice(float *out, const float *x, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) out[i] = 2.0f * x[i];
+}
+extern "C" float run_twice(float *out, float *x, int n) {
+    twice<<<(n + 255) / 256, 256>>>(out, x, n);
+    return cudaDeviceSynchronize() == cudaSuccess ? 0.25f : -1.0f;
+}
+"""
+
+
+def test_cuda_host_code_without_a_gpu(tmp_path, monkeypatch):
+    import shutil
+
+    nvcc = shutil.which("nvcc") or "/usr/local/cuda/bin/nvcc"
+    if not os.path.exists(nvcc):
+        pytest.skip("no nvcc")
+    if any(d.backend == "cuda" for d in kerntune.Context(cache="off").devices()):
+        pytest.skip("a CUDA device is here: python/tests/test_gpu.py runs this code on it")
+    monkeypatch.setenv("KERNTUNE_NVCC", nvcc)
+    out, x = np.zeros(256, dtype=np.float32), np.arange(256, dtype=np.float32)
+    with pytest.raises(kerntune.Error) as e:
+        kerntune.tune_kernel("run_twice", HOST_CU, 256, [out, x, np.int32(256)], {"BS": [1, 2]}, lang="C",
+                             answer=[2 * x, None, None], quiet=True)
+    assert str(e.value).count("cudaHostRegister of argument 0 (1024 bytes) failed: ") == 2, str(e.value)
 
 
 # a block per element of a partial sum: Kernel Tuner's reduction pattern, the problem size a parameter

@@ -38,6 +38,7 @@ typedef enum kt__backend_feature {
     KT__BACKEND_CONTRACT,    /* builds under Kernel Tuner's contract (KT_BUILD_KERNEL_TUNER, ABI 15) */
     KT__BACKEND_CACHE_DIR,   /* set_cache_dir (ABI 17) */
     KT__BACKEND_REPORTED,    /* reported_ns: a host run's own account of its time (ABI 18) */
+    KT__BACKEND_RUN_FAILURE, /* run_failure: why a host run failed (ABI 19) */
 } kt__backend_feature;
 
 /* Whether b's table offers f (NULL b: nothing). */
@@ -60,6 +61,11 @@ bool kt__backend_checks(const kt_backend *b);
 /* The time the last run of module's entry on this thread reported itself, in ns: -1 when it
  * reported none or b cannot say (below ABI 18). */
 double kt__backend_reported_ns(const kt_backend *b, void *state, void *module);
+
+/* Why the last run of module's entry on this thread returned rc (nonzero): written into msg
+ * (len bytes) when b can say (ABI 19's run_failure), and then true; msg is left as it was
+ * otherwise. */
+bool kt__backend_run_failure(const kt_backend *b, void *state, void *module, int rc, char *msg, size_t len);
 
 /* Whether b flushes its devices' caches (ABI 4's flush, or ABI 16's flush_buffers). */
 bool kt__backend_flushes(const kt_backend *b);

@@ -405,6 +405,10 @@ static bool write_source(FILE *f, const kt_build_request *req) {
         fprintf(f, "static __thread double kt__ms = -1;\n"
                    "%s__attribute__((visibility(\"default\"))) double kt__reported(void) {\n"
                    "    double kt__t = kt__ms;\n    kt__ms = -1;\n    return kt__t;\n}\n", linkage);
+    /* why the wrapper failed a run (per thread), for the backend's run_failure */
+    if (timed || cuda)
+        fprintf(f, "static __thread char kt__why[200];\n"
+                   "%s__attribute__((visibility(\"default\"))) const char *kt__failure(void) { return kt__why; }\n", linkage);
     fprintf(f, "%s__attribute__((visibility(\"default\"))) int kt__entry(const kt__arg_t *kt__a, __SIZE_TYPE__ kt__n,"
                " void *kt__user) {\n"
                "    (void)kt__n; (void)kt__user;\n", linkage);
@@ -420,7 +424,10 @@ static bool write_source(FILE *f, const kt_build_request *req) {
                    " cudaHostRegisterMapped | cudaHostRegisterPortable);\n"
                    "        if (kt__e == cudaSuccess) kt__reg[kt__i] = true;\n"
                    "        else if (kt__e == cudaErrorHostMemoryAlreadyRegistered) (void)cudaGetLastError();\n"
-                   "        else {\n            %s;\n            return 2;\n        }\n"
+                   "        else {\n            %s;\n"
+                   "            __builtin_snprintf(kt__why, sizeof kt__why, \"cudaHostRegister of argument %%zu (%%zu bytes) failed: %%s\",\n"
+                   "                               (__SIZE_TYPE__)kt__i, (__SIZE_TYPE__)kt__a[kt__i].kt__bytes, cudaGetErrorString(kt__e));\n"
+                   "            return 2;\n        }\n"
                    "    }\n",
                 req->nargs, req->nargs, req->nargs ? req->nargs : 1, (int)KT_TYPE_BUFFER, unreg);
     fprintf(f, "    %s%s(", timed ? "double kt__t = (double)" : "", req->kernel_name);
@@ -436,7 +443,12 @@ static bool write_source(FILE *f, const kt_build_request *req) {
     }
     fprintf(f, ");\n");
     if (cuda) fprintf(f, "    %s;\n", unreg);
-    if (timed) fprintf(f, "    kt__ms = kt__t >= 0 ? kt__t : -1;\n    return kt__t >= 0 ? 0 : 1;\n}\n");
+    if (timed)
+        fprintf(f, "    kt__ms = kt__t >= 0 ? kt__t : -1;\n"
+                   "    if (kt__t >= 0) return 0;\n"
+                   "    __builtin_snprintf(kt__why, sizeof kt__why, \"the function returned %%g ms: under Kernel Tuner's C contract a\"\n"
+                   "                       \" negative time is a failed run\", kt__t);\n"
+                   "    return 1;\n}\n");
     else fprintf(f, "    return 0;\n}\n");
     return !ferror(f);
 }
@@ -516,6 +528,7 @@ typedef struct c_module {
     void *handle;
     kt_native_fn fn;
     double (*reported)(void); /* the run's own time in ms (Kernel Tuner's C contract), or NULL */
+    const char *(*failure)(void); /* why the wrapper failed its last run on this thread, or NULL */
 } c_module;
 
 static kt_status c_load(void *state, size_t device, const char *path, const char *kernel_name, void **module, char *err,
@@ -539,6 +552,8 @@ static kt_status c_load(void *state, size_t device, const char *path, const char
     memcpy(&m->fn, &sym, sizeof m->fn); /* POSIX guarantees function pointers from dlsym */
     void *rep = dlsym(h, "kt__reported");
     if (rep != NULL) memcpy(&m->reported, &rep, sizeof m->reported);
+    void *why = dlsym(h, "kt__failure");
+    if (why != NULL) memcpy(&m->failure, &why, sizeof m->failure);
     *module = m;
     return KT_OK;
 }
@@ -561,6 +576,15 @@ static void c_reported_ns(void *state, void *module, double *ns) {
     const c_module *m = module;
     double ms = m->reported ? m->reported() : -1;
     *ns = ms >= 0 ? ms * 1e6 : -1;
+}
+
+static int c_run_failure(void *state, void *module, int rc, char *msg, size_t len) {
+    (void)state, (void)rc;
+    const c_module *m = module;
+    const char *why = m->failure ? m->failure() : NULL;
+    if (why == NULL || why[0] == '\0') return 0;
+    snprintf(msg, len, "%s", why);
+    return 1;
 }
 
 static const kt_backend kt__backend_c = {
@@ -587,6 +611,7 @@ static const kt_backend kt__backend_c = {
             KT_BACKEND_CAP_PREPROCESSED,
     .language = "C",
     .reported_ns = c_reported_ns,
+    .run_failure = c_run_failure,
 };
 
 const kt_backend *kt_backend_c(void) { return &kt__backend_c; }

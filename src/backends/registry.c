@@ -3,6 +3,8 @@
  */
 #include "backends/backends.h"
 
+#include <stdio.h>
+
 size_t kt__backends_builtin(const kt_backend *out[KT__BUILTIN_BACKENDS]) {
     out[0] = kt_backend_c();
     out[1] = kt_backend_opencl();
@@ -33,6 +35,7 @@ bool kt__backend_has(const kt_backend *b, kt__backend_feature f) {
     case KT__BACKEND_CONTRACT: return v >= 15;
     case KT__BACKEND_CACHE_DIR: return v >= 17 && b->set_cache_dir;
     case KT__BACKEND_REPORTED: return v >= 18 && b->reported_ns;
+    case KT__BACKEND_RUN_FAILURE: return v >= 19 && b->run_failure;
     }
     return false;
 }
@@ -69,4 +72,13 @@ double kt__backend_reported_ns(const kt_backend *b, void *state, void *module) {
     double ns = -1;
     if (module != NULL && kt__backend_has(b, KT__BACKEND_REPORTED)) b->reported_ns(state, module, &ns);
     return ns >= 0 ? ns : -1;
+}
+
+bool kt__backend_run_failure(const kt_backend *b, void *state, void *module, int rc, char *msg, size_t len) {
+    if (module == NULL || rc == 0 || len == 0 || !kt__backend_has(b, KT__BACKEND_RUN_FAILURE)) return false;
+    char why[256] = "";
+    if (!b->run_failure(state, module, rc, why, sizeof why) || why[0] == '\0') return false;
+    why[sizeof why - 1] = '\0';
+    snprintf(msg, len, "%s", why);
+    return true;
 }

@@ -71,7 +71,7 @@ static void hash_str(kt__hasher *h, const char *s) { kt__hash_bytes(h, s ? s : "
 
 /* Bumped whenever what kerntune writes into an artifact changes (the C entry wrapper, the CUDA
  * header): artifacts of another format never match. */
-#define KT__ARTIFACT_FORMAT "4"
+#define KT__ARTIFACT_FORMAT "5"
 
 /* Whether define i of r is one Kernel Tuner's contract may write otherwise than as a define: a
  * name containing loop_unroll_factor (KT_BUILD_KERNEL_TUNER). */

@@ -368,7 +368,8 @@ static void run(const kt__msg_run *m, kt__reply *r) {
         if (rc != 0) {
             r->kind = KT_FAIL_RETURNED;
             r->code = rc;
-            snprintf(r->msg, sizeof r->msg, "returned %d", rc);
+            if (!kt__backend_run_failure(S.backend, S.state, mod->handle, rc, r->msg, sizeof r->msg))
+                snprintf(r->msg, sizeof r->msg, "returned %d", rc);
         }
         return;
     }

@@ -125,6 +125,8 @@ int kt__trial_run(void *p, const kt_arg *args) {
     int rc = u->fn(args, t->op->nargs, u->user);
     if (rc == 0 && u->launch.backend != NULL) /* a host variant's own account of its time (Kernel Tuner's C contract) */
         t->device_ns = kt__backend_reported_ns(u->launch.backend, u->launch.bstate, u->launch.module);
+    else if (rc != 0 && u->launch.backend != NULL && !kt__rc_reported(u->fn, rc)) /* and why it failed, if it says */
+        kt__backend_run_failure(u->launch.backend, u->launch.bstate, u->launch.module, rc, t->launch_msg, sizeof t->launch_msg);
     return rc;
 }
 
