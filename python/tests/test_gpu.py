@@ -165,21 +165,7 @@ def test_device_checks_built_ahead(tmp_path):
 
 # CUDA host code under Kernel Tuner's C contract (lang="C"): compiled by nvcc, the buffers mapped
 # for the device around each call; the function returns its run's time in ms, a negative one for
-# a failed run
-HOST_CU = r"""
-#include <cuda_runtime.h>
-__global__ void twice(float *out, const float *x, int n) {
-    int i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i < n) out[i] = 2.0f * x[i];
-}
-extern "C" float run_twice(float *out, float *x, int n) {
-    twice<<<(n + 255) / 256, 256>>>(out, x, n);
-    if (cudaDeviceSynchronize() != cudaSuccess) return -2.0f;
-    return BAD ? -1.0f : 0.25f;
-}
-"""
-
-
+# a failed run (test_tune_kernel.HOST_CU)
 def test_cuda_host_code_under_the_c_contract(ctx, tmp_path, monkeypatch):  # ctx: skipped without a CUDA device
     import shutil
 
@@ -191,6 +177,11 @@ def test_cuda_host_code_under_the_c_contract(ctx, tmp_path, monkeypatch):  # ctx
     n = 4096
     x = np.arange(n, dtype=np.float32)
     out = np.zeros(n, dtype=np.float32)
+    import sys
+
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    from test_tune_kernel import HOST_CU
+
     results, env = kerntune.tune_kernel("run_twice", HOST_CU, n, [out, x, np.int32(n)], {"BAD": [0, 1]}, lang="C",
                                         answer=[2 * x, None, None], quiet=True)
     by = {r["BAD"]: r for r in results}

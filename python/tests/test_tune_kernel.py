@@ -264,6 +264,7 @@ def test_c_function_returning_its_time():
 # CUDA host code (Kernel Tuner's rule: it launches a kernel) on a machine whose CUDA cannot run:
 # nvcc builds it, and each configuration fails saying what the CUDA runtime said when its buffers
 # were to be mapped for the device (the GPU machine runs it: python/tests/test_gpu.py)
+# (BAD = 1 returns a negative time: a failed run, python/tests/test_gpu.py checks what it says)
 HOST_CU = r"""
 __global__ void twice(float *out, const float *x, int n) {
     int i = blockIdx.x * blockDim.x + threadIdx.x;
@@ -271,7 +272,8 @@ __global__ void twice(float *out, const float *x, int n) {
 }
 extern "C" float run_twice(float *out, float *x, int n) {
     twice<<<(n + 255) / 256, 256>>>(out, x, n);
-    return cudaDeviceSynchronize() == cudaSuccess ? 0.25f : -1.0f;
+    if (cudaDeviceSynchronize() != cudaSuccess) return -2.0f;
+    return BAD ? -1.0f : 0.25f;
 }
 """
 
@@ -287,7 +289,7 @@ def test_cuda_host_code_without_a_gpu(tmp_path, monkeypatch):
     monkeypatch.setenv("KERNTUNE_NVCC", nvcc)
     out, x = np.zeros(256, dtype=np.float32), np.arange(256, dtype=np.float32)
     with pytest.raises(kerntune.Error) as e:
-        kerntune.tune_kernel("run_twice", HOST_CU, 256, [out, x, np.int32(256)], {"BS": [1, 2]}, lang="C",
+        kerntune.tune_kernel("run_twice", HOST_CU, 256, [out, x, np.int32(256)], {"BAD": [0, 1]}, lang="C",
                              answer=[2 * x, None, None], quiet=True)
     assert str(e.value).count("cudaHostRegister of argument 0 (1024 bytes) failed: ") == 2, str(e.value)
 
