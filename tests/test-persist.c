@@ -248,6 +248,57 @@ static void test_recorded_failure_not_retried(void **state) {
     }
 }
 
+static const char *reps_c =
+    "void fill(int *out, long n) {\n"
+    "    volatile long s = 0;\n"
+    "    for (long r = 0; r < REPS * 100000L; r++) s += r;\n"
+    "    out[0] = (int)(n + REPS);\n"
+    "}\n";
+
+/* A recalled decision of a variant group builds its winner alone: the next process, with an
+ * empty artifact directory, compiles one configuration of the two and runs none while recalling. */
+static void test_recall_builds_the_winner_alone(void **state) {
+    (void)state;
+    remove_db();
+    for (int round = 0; round < 2; round++) {
+        kt_context *ctx = ctx_on(db);
+        if (round == 1) { /* nothing built there */
+            char art[128];
+            snprintf(art, sizeof art, "%s/artifacts-recall", dir);
+            ok(kt_context_set_artifact_dir(ctx, art));
+        }
+        kt_op *op = NULL;
+        ok(kt_op_create(ctx, "recalled-variants", &op));
+        ok(kt_op_set_validation(op, 0));
+        ok(kt_op_add_buffer(op, "out", KT_TYPE_I32, KT_WRITE_ONLY));
+        ok(kt_op_add_scalar(op, "n", KT_TYPE_I64));
+        ok(kt_op_key_arg(op, 1, KT_BUCKET_EXACT));
+        kt_space *sp = NULL;
+        ok(kt_space_create(&sp));
+        ok(kt_space_add_param(sp, "REPS", "[40, 1]")); /* 40 times the work: REPS=1 wins by design */
+        ok(kt_op_add_variants(op, "v", sp, reps_c, "fill", NULL, 0));
+        kt_space_destroy(sp);
+        buf[0] = 0;
+        if (round == 0) {
+            assert_int_equal(kt_op_recall(op, ARGS(5), 2), KT_ERR_NOT_FOUND);
+            assert_int_equal(kt_context_compile_count(ctx), 0); /* nothing built for a miss */
+            ok(kt_op_call(op, ARGS(5), 2));
+            assert_int_equal(kt_context_compile_count(ctx), 2);
+        } else {
+            ok(kt_op_recall(op, ARGS(5), 2));
+            assert_int_equal(kt_context_compile_count(ctx), 1);
+            assert_int_equal(buf[0], 0); /* nothing ran */
+            assert_int_equal(kt_op_measured_runs(op), 0);
+            assert_int_equal(kt_decision_source_of(decision(op, 5)), KT_SOURCE_CACHE);
+            ok(kt_op_call(op, ARGS(5), 2));
+        }
+        assert_int_equal(buf[0], 6);
+        const kt_decision *d = decision(op, 5);
+        assert_string_equal(kt_decision_unit_config(d, kt_decision_winner_unit(d)), "REPS=1");
+        kt_context_destroy(ctx);
+    }
+}
+
 /* Exports the cache, lets edit() change the document, imports it in place of what was there. */
 static void rewrite(void (*edit)(json_t *entry)) {
     kt_cache *c = NULL;
@@ -936,6 +987,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_warm_cache_and_new_candidates),
         cmocka_unit_test(test_recall_runs_nothing),
         cmocka_unit_test(test_recorded_failure_not_retried),
+        cmocka_unit_test(test_recall_builds_the_winner_alone),
         cmocka_unit_test(test_invalid_records),
         cmocka_unit_test(test_config_out_of_space),
         cmocka_unit_test(test_lying_wisdom),
