@@ -430,8 +430,9 @@ class Autotuner(KernelInterface):
                     self.best_config = config
                     self.nargs = None
                     return None
+                given = {**self.nargs, **kwargs}
                 for n in self.reset_to_zero:  # recalled: launched below on zeroes, as the race's winner is
-                    self.nargs[n].zero_()
+                    given[n].zero_()
         self.best_config = config
         if config.pre_hook is not None:
             config.pre_hook({**self.nargs, **kwargs, **config.all_kwargs()})
