@@ -603,9 +603,9 @@ KT_API kt_status kt_op_tune(kt_op *op, const kt_arg *args, size_t nargs);
  *  REMOTE; later calls dispatch to it); of a variant group only the recalled configuration is
  *  built. Under effort MEASURE a key nothing records returns KT_ERR_NOT_FOUND and stays
  *  undecided: the next kt_op_call or kt_op_tune tunes it; so does a recorded decision that the
- *  op would re-race (below its race's confidence; kt_op_set_rerace). Lets a caller skip the set-up that
- *  only tuning needs (a program that compiles every candidate before its first call compiles
- *  the recalled one alone). Waits when another thread is tuning the key. */
+ *  op would re-race (below its race's confidence; kt_op_set_rerace). Lets a caller skip the
+ *  set-up that only tuning needs (a program that compiles every candidate before its first call
+ *  compiles the recalled one alone). Waits when another thread is tuning the key. */
 KT_API kt_status kt_op_recall(kt_op *op, const kt_arg *args, size_t nargs);
 
 /** Returns how many times the op has tuned a key (measured its candidates). */

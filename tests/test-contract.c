@@ -290,6 +290,7 @@ static const char *kt_timed_src =
     "#include <time.h>\n"
     "float put(int32_t *out, long n) {\n"
     "    out[0] = (int32_t)n;\n"
+    "    if (n == 99) return -1.0f; /* a call that fails after the tuning */\n"
     "    struct timespec t0, t;\n"
     "    clock_gettime(CLOCK_MONOTONIC, &t0);\n"
     "    if (W == 1)\n"
@@ -338,6 +339,12 @@ static void test_kernel_tuner_contract_returned_time(void **state) {
             assert_true(n > 0);
             for (size_t r = 0; r < n; r++) assert_true(times[r] == want); /* each run's, exactly */
             assert_true(fabs(kt_decision_unit_time_ns(d, u) - want) < 1e-3); /* their median, as arithmetic gives it */
+        }
+        if (contract) { /* a hit that fails says why, as the tuning's runs do */
+            kt_arg again[] = {kt_arg_buf(out, sizeof out), kt_arg_i64(99)};
+            assert_int_equal(kt_op_call(op, again, 2), KT_ERR_CANDIDATE_FAILED);
+            assert_string_equal(kt_last_error(), "kt_op_call(op 'ktt'): candidate 'v' W=1 failed: the function returned -1 ms: "
+                                                 "under Kernel Tuner's C contract a negative time is a failed run");
         }
         kt_context_destroy(ctx);
     }

@@ -7,6 +7,7 @@
  * and takes no lock. After a tuning the caller's buffers are as they were, and the winner runs
  * once on them: the caller sees exactly one launch of the winner.
  */
+#include "backends/backends.h"
 #include "op/launch.h"
 #include "op/op.h"
 #include "tune/tune.h"
@@ -31,6 +32,10 @@
 KT__COLD static kt_status unit_failed(const kt_op *op, const kt__unit *u, int rc, kt_result *result, const char *where) {
     if (result) kt_result_release(result);
     if (kt__rc_reported(u->fn, rc)) return KT_ERR_CANDIDATE_FAILED; /* the detail message says how */
+    char why[256]; /* a host variant's own account of its failure (backend ABI 19) */
+    if (kt__backend_run_failure(u->launch.backend, u->launch.bstate, u->launch.module, rc, why, sizeof why))
+        return kt__err(KT_ERR_CANDIDATE_FAILED, "%s(op '%s'): candidate '%s'%s%s failed: %s", where, op->name,
+                       op->cands[u->cand].name, u->text ? " " : "", u->text ? u->text : "", why);
     return kt__err(KT_ERR_CANDIDATE_FAILED, "%s(op '%s'): candidate '%s'%s%s returned %d", where, op->name,
                    op->cands[u->cand].name, u->text ? " " : "", u->text ? u->text : "", rc);
 }
@@ -97,10 +102,7 @@ static KT__ALWAYS_INLINE kt_status call(kt_op *op, const kt_arg *args, size_t na
         if (q != NULL) return launch(op, d->hit, args, nargs, NULL, where, q);
         int rc = result ? d->rfn(args, nargs, d->user, result) : d->fn(args, nargs, d->user);
         if (KT__LIKELY(rc == 0)) return KT_OK;
-        if (result) kt_result_release(result);
-        if (kt__rc_reported(d->fn, rc)) return KT_ERR_CANDIDATE_FAILED; /* the detail message says how */
-        return kt__err(KT_ERR_CANDIDATE_FAILED, "%s(op '%s'): candidate '%s' returned %d", where, op->name,
-                       op->cands[d->winner].name, rc);
+        return unit_failed(op, d->hit, rc, result, where);
     }
     /* miss: tune -> launch */
     return miss(op, args, nargs, key, len, hash, result, where, q);
