@@ -5,6 +5,7 @@ package built in the build tree; every test has its own artifact directory and c
 import os
 import sqlite3
 import subprocess
+import sys
 import time
 
 import numpy as np
@@ -246,6 +247,76 @@ def test_recall_runs_nothing(tmp_path):
     assert d.source == "cache" and d.winner.candidate == "fast"
     op(out, 5)
     assert ran == ["fast"] and out[0] == 1
+
+
+_FLEET_SCRIPT = r"""
+import sys, time
+import numpy as np
+import kerntune
+ran = []
+ctx = kerntune.Context(backends="c")
+op = kerntune.Op(ctx, "fleet-shared", [("out", "int32", "w"), ("n", "int64")])
+op.key_arg(1)
+op.set_validation(False)
+op.set_rerace(False)
+def fast(out, n):
+    ran.append("fast")
+    out[0] = 1
+def slow(out, n):  # 20 ms of sleep: slower by construction
+    ran.append("slow")
+    time.sleep(0.02)
+    out[0] = 2
+op.add_candidate("fast", fast, version="1")
+op.add_candidate("slow", slow, version="1")
+out = np.zeros(4, dtype=np.int32)
+if sys.argv[1] == "recall":
+    print(op.recall(out, 5), ran)
+else:
+    op(out, 5)
+d = op.decision(out, 5)
+print(d.source, d.winner.candidate, "slow" in ran)
+"""
+
+
+def test_the_fleet_cache_serves_another_process(tmp_path):
+    """A decision made through the package reaches the fleet's shared cache (a real redis-server on
+    a loopback port): another process with a cache file of its own recalls it from there, runs
+    nothing, and keeps it in its own file."""
+    import shutil
+    import socket
+
+    server = shutil.which("redis-server")
+    if server is None:
+        pytest.fail("no redis-server: scripts/install-deps.sh installs it")
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    redis = subprocess.Popen([server, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+                              "--dir", str(tmp_path)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        for _ in range(500):  # until it answers
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=0.1).close()
+                break
+            except OSError:
+                time.sleep(0.01)
+        env = dict(os.environ, KERNTUNE_REMOTE="redis://127.0.0.1:%d" % port, KERNTUNE_REMOTE_KEY="a shared secret",
+                   KERNTUNE_REMOTE_TIMEOUT="5", KERNTUNE_ARTIFACTS=str(tmp_path / "artifacts"))
+
+        def run(mode, cache):
+            p = subprocess.run([sys.executable, "-c", _FLEET_SCRIPT, mode], capture_output=True, text=True, timeout=120,
+                               env=dict(env, KERNTUNE_CACHE=str(tmp_path / cache)))
+            assert p.returncode == 0, p.stderr
+            return p.stdout.split("\n")
+
+        assert run("call", "first.sqlite")[0] == "measured fast True"
+        recalled, source = run("recall", "second.sqlite")[:2]
+        assert recalled == "True []"  # decided without a run
+        assert source == "remote fast False"
+        assert run("recall", "second.sqlite")[1] == "cache fast False"  # kept in its own file since
+    finally:
+        redis.terminate()
+        redis.wait(timeout=30)
 
 
 def test_argument_errors(ctx):
