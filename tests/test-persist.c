@@ -214,12 +214,7 @@ static void test_recorded_failure_not_retried(void **state) {
     remove_db();
     for (int round = 0; round < 2; round++) {
         kt_context *ctx = ctx_on(db);
-        kt_op *op = NULL;
-        ok(kt_op_create(ctx, "failing", &op));
-        ok(kt_op_set_validation(op, 0));
-        ok(kt_op_add_buffer(op, "out", KT_TYPE_I32, KT_WRITE_ONLY));
-        ok(kt_op_add_scalar(op, "n", KT_TYPE_I64));
-        ok(kt_op_key_arg(op, 1, KT_BUCKET_EXACT));
+        kt_op *op = test_op(ctx, "failing");
         kt_space *sp = NULL;
         ok(kt_space_create(&sp));
         ok(kt_space_add_param(sp, "K", "[1, 2]"));
@@ -267,12 +262,7 @@ static void test_recall_builds_the_winner_alone(void **state) {
             snprintf(art, sizeof art, "%s/artifacts-recall", dir);
             ok(kt_context_set_artifact_dir(ctx, art));
         }
-        kt_op *op = NULL;
-        ok(kt_op_create(ctx, "recalled-variants", &op));
-        ok(kt_op_set_validation(op, 0));
-        ok(kt_op_add_buffer(op, "out", KT_TYPE_I32, KT_WRITE_ONLY));
-        ok(kt_op_add_scalar(op, "n", KT_TYPE_I64));
-        ok(kt_op_key_arg(op, 1, KT_BUCKET_EXACT));
+        kt_op *op = test_op(ctx, "recalled-variants");
         kt_space *sp = NULL;
         ok(kt_space_create(&sp));
         ok(kt_space_add_param(sp, "REPS", "[40, 1]")); /* 40 times the work: REPS=1 wins by design */

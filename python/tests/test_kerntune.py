@@ -200,6 +200,30 @@ def test_the_cache_file_holds_the_decision(tmp_path):
     assert found
 
 
+def fast_slow_op(ctx, name, ran):
+    """An op of (out: int32 buffer, n: int64), keyed by n, with Python candidates "fast" and "slow"
+    (20 ms of sleep: slower by construction) that append their names to ran and write 1 or 2 into
+    out[0]; unvalidated (they write their own marks), never re-raced (a decision below its race's
+    confidence is served, not measured again)."""
+    op = kerntune.Op(ctx, name, [("out", "int32", "w"), ("n", "int64")])
+    op.key_arg(1)
+    op.set_validation(False)
+    op.set_rerace(False)
+
+    def fast(out, n):
+        ran.append("fast")
+        out[0] = 1
+
+    def slow(out, n):
+        ran.append("slow")
+        time.sleep(0.02)
+        out[0] = 2
+
+    op.add_candidate("fast", fast, version="1")
+    op.add_candidate("slow", slow, version="1")
+    return op
+
+
 def test_recall_runs_nothing(tmp_path):
     """Op.recall: False (nothing ran, the key left for a call) where nothing records the key; in
     the next context on the same cache file True, with the recorded winner and no run."""
@@ -208,23 +232,7 @@ def test_recall_runs_nothing(tmp_path):
 
     def make():
         ctx = kerntune.Context(cache=path, artifact_dir=str(tmp_path / "artifacts"), backends="c")
-        op = kerntune.Op(ctx, "recalled", [("out", "int32", "w"), ("n", "int64")])
-        op.key_arg(1)
-        op.set_validation(False)  # the two write their own marks
-        op.set_rerace(False)  # a decision below its race's confidence is served, not measured again
-
-        def fast(out, n):
-            ran.append("fast")
-            out[0] = 1
-
-        def slow(out, n):  # 20 ms of sleep: slower by construction
-            ran.append("slow")
-            time.sleep(0.02)
-            out[0] = 2
-
-        op.add_candidate("fast", fast, version="1")
-        op.add_candidate("slow", slow, version="1")
-        return ctx, op
+        return ctx, fast_slow_op(ctx, "recalled", ran)
 
     out = np.zeros(4, dtype=np.int32)
     ctx, op = make()
@@ -250,24 +258,13 @@ def test_recall_runs_nothing(tmp_path):
 
 
 _FLEET_SCRIPT = r"""
-import sys, time
+import sys
 import numpy as np
 import kerntune
+sys.path.insert(0, %r)
+from test_kerntune import fast_slow_op
 ran = []
-ctx = kerntune.Context(backends="c")
-op = kerntune.Op(ctx, "fleet-shared", [("out", "int32", "w"), ("n", "int64")])
-op.key_arg(1)
-op.set_validation(False)
-op.set_rerace(False)
-def fast(out, n):
-    ran.append("fast")
-    out[0] = 1
-def slow(out, n):  # 20 ms of sleep: slower by construction
-    ran.append("slow")
-    time.sleep(0.02)
-    out[0] = 2
-op.add_candidate("fast", fast, version="1")
-op.add_candidate("slow", slow, version="1")
+op = fast_slow_op(kerntune.Context(backends="c"), "fleet-shared", ran)
 out = np.zeros(4, dtype=np.int32)
 if sys.argv[1] == "recall":
     print(op.recall(out, 5), ran)
@@ -275,7 +272,7 @@ else:
     op(out, 5)
 d = op.decision(out, 5)
 print(d.source, d.winner.candidate, "slow" in ran)
-"""
+""" % os.path.dirname(os.path.abspath(__file__))
 
 
 def test_the_fleet_cache_serves_another_process(tmp_path):
