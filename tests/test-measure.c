@@ -149,6 +149,50 @@ static void test_few_runs_spread_by_their_range(void **state) {
     kt_context_destroy(ctx);
 }
 
+/* A native whose k-th run sleeps us[k] microseconds (the last entry from then on), writing its
+ * id: a run's place in the race decides its time. */
+typedef struct scheduled {
+    int32_t id;
+    long us[6];
+    size_t n;
+    atomic_int calls;
+} scheduled;
+
+static int scheduled_fn(const kt_arg *args, size_t nargs, void *user) {
+    scheduled *p = user;
+    size_t k = (size_t)atomic_fetch_add(&p->calls, 1);
+    struct timespec ts = {0, p->us[k < p->n ? k : p->n - 1] * 1000};
+    while (nanosleep(&ts, &ts) != 0) {}
+    if (nargs > 0 && args[0].type == KT_TYPE_BUFFER) memcpy(args[0].ptr, &p->id, sizeof p->id);
+    return 0;
+}
+
+/* An arm dropped at screening that the figures of the end no longer beat races again. The
+ * winner's warm-up and two screening runs take 1 ms, its third (the pilot's) 40 ms, as a
+ * preempted run on a loaded machine does; the loser takes 40 ms a run. Screening drops the loser
+ * (40x, beyond the prior's doubt); the winner's third run then widens its spread (the range of
+ * three runs), and through the pooled prior the loser's, so far that the decision would end
+ * at confidence 0.73 of the 0.99 asked for, and the next process would race it again. Instead
+ * the loser runs again, its own three runs say it is steady, and it is dropped once more: the
+ * decision is settled. */
+static void test_dropped_arm_races_again_when_the_end_doubts(void **state) {
+    (void)state;
+    kt_context *ctx = race_context();
+    ok(kt_context_set_race(ctx, 0.99, 0.01, 20));
+    kt_op *op = test_op(ctx, "doubted");
+    scheduled fast = {.id = 1, .us = {1000, 1000, 1000, 40000, 1000}, .n = 5}, slow = {.id = 2, .us = {40000}, .n = 1};
+    ok(kt_op_add_native(op, "fast", scheduled_fn, &fast));
+    ok(kt_op_add_native(op, "slow", scheduled_fn, &slow));
+    ok(kt_op_call(op, ARGS(1), 2));
+    const kt_decision *d = decision(op, 1);
+    assert_int_equal(kt_decision_winner(d), 0);
+    assert_int_equal(buf[0], 1);
+    if (kt_decision_unit_runs(d, 1) < 3) fail_msg("the loser ran %u times: not raced again", kt_decision_unit_runs(d, 1));
+    if (kt_decision_below_confidence(d) || kt_decision_confidence(d) < 0.99)
+        fail_msg("decided at confidence %.4f, below the 0.99 asked for", kt_decision_confidence(d));
+    kt_context_destroy(ctx);
+}
+
 /* A run budget caps every run of the tuning, and the key is still decided. */
 static void test_run_budget(void **state) {
     (void)state;
@@ -382,6 +426,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_race_picks_fastest_and_drops_clear_losers_first),
         cmocka_unit_test(test_race_stops_on_equal_candidates),
         cmocka_unit_test(test_few_runs_spread_by_their_range),
+        cmocka_unit_test(test_dropped_arm_races_again_when_the_end_doubts),
         cmocka_unit_test(test_run_budget),
         cmocka_unit_test(test_time_budget),
         cmocka_unit_test(test_budget_clock),
