@@ -42,8 +42,10 @@ behaves as Triton's autotuner does, with these differences:
     is final, never re-raced, as Triton's are), and from
     there to its wisdom and its fleet cache; the first call of a key waits for the work already on
     the caller's stream, tunes on kerntune's own, then launches the winner on the caller's stream;
-  - a key those caches hold is looked up (Op.recall) before anything is loaded, beside the
-    compiling children when Triton's cache lacks configs: a recorded decision stops them, and the
+  - a key those caches hold is looked up (Op.recall) before anything is loaded: beside the
+    compiling children when Triton's cache lacks configs and kerntune's context is yet to start
+    (its start overlaps theirs), before forking any once it runs (a later key or kernel of the
+    process): a recorded decision stops them or spares them, and the
     winner alone is compiled (or loaded from Triton's cache) and launched, on zeroed reset_to_zero
     tensors as the race's winner is;
   - every later call is a dictionary look-up and the launch, as in Triton's autotuner;
@@ -607,9 +609,15 @@ class Autotuner(KernelInterface):
         does not, every config's child is forked at once. A child that fails leaves its configs
         to be compiled again here; the parent then loads each kernel from the cache. recall() is
         asked while the children run (its answer returned): when kerntune's caches decide the key,
-        the children are stopped."""
-        if not hasattr(os, "fork"):
-            return recall()
+        the children are stopped; when kerntune's context is started already, it is asked first,
+        and a recorded decision forks none."""
+        if not hasattr(os, "fork") or _context is not None:
+            # without fork, or with kerntune's context started already (another key or kernel of
+            # this process): the look-up costs no start-up, so it comes before any child
+            if recall():
+                return True
+            if not hasattr(os, "fork"):
+                return False
         stand_in = _child_driver()
         if stand_in is None:  # another GPU or Triton: Triton's own driver answers the children
             drv = triton.runtime.driver.active
