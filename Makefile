@@ -32,14 +32,19 @@ test: build
 KT_SANITIZER_FLAGS = -DCMAKE_BUILD_TYPE=RelWithDebInfo "-DCMAKE_C_FLAGS_RELWITHDEBINFO=-O1 -g1 -DNDEBUG" \
 	-DKT_TEST_INSTALL=OFF -DKT_BUILD_EXAMPLES=OFF
 
+# PoCL's kernel cache for the tests (CMakeLists.txt, KT_TEST_POCL_CACHE): a stage run alone keeps
+# its own in its tree's test-env, emptied before its tests; `make check` gives all its stages one
+# (build-pocl-cache, emptied before its first stage), since they compile the same OpenCL programs.
+KT_POCL_FLAG = -DKT_TEST_POCL_CACHE=$(KT_TEST_POCL)
+
 check-normal: deps
-	@scripts/check-stage normal build $(JOBS) $(TEST_JOBS) -DCMAKE_BUILD_TYPE=Release $(CMAKE_FLAGS)
+	@scripts/check-stage normal build $(JOBS) $(TEST_JOBS) -DCMAKE_BUILD_TYPE=Release $(KT_POCL_FLAG) $(CMAKE_FLAGS)
 
 check-asan: deps
-	@KT_CHECK_PREBUILD='$(PREBUILD_AFTER_ASAN)' scripts/check-stage asan build-asan $(JOBS) $(TEST_JOBS) $(KT_SANITIZER_FLAGS) -DKT_SANITIZE=address $(CMAKE_FLAGS)
+	@$(if $(KT_TEST_POCL),rm -rf '$(KT_TEST_POCL)';) KT_CHECK_PREBUILD='$(PREBUILD_AFTER_ASAN)' scripts/check-stage asan build-asan $(JOBS) $(TEST_JOBS) $(KT_SANITIZER_FLAGS) -DKT_SANITIZE=address $(KT_POCL_FLAG) $(CMAKE_FLAGS)
 
 check-tsan: deps
-	@KT_CHECK_PREBUILD='$(PREBUILD_AFTER_TSAN)' scripts/check-stage tsan build-tsan $(JOBS) $(TEST_JOBS) $(KT_SANITIZER_FLAGS) -DKT_SANITIZE=thread $(CMAKE_FLAGS)
+	@KT_CHECK_PREBUILD='$(PREBUILD_AFTER_TSAN)' scripts/check-stage tsan build-tsan $(JOBS) $(TEST_JOBS) $(KT_SANITIZER_FLAGS) -DKT_SANITIZE=thread $(KT_POCL_FLAG) $(CMAKE_FLAGS)
 
 # The parsers' libFuzzer harnesses (tests/fuzz/), built by clang with ASan and UBSan: make check
 # runs each on its regressions and seeds and fuzzes it 2 s; `make fuzz` fuzzes each for
@@ -50,7 +55,7 @@ KT_FUZZ_FLAGS = -DCMAKE_BUILD_TYPE=RelWithDebInfo "-DCMAKE_C_FLAGS_RELWITHDEBINF
 FUZZ_SECONDS ?= 600
 
 check-fuzz: deps
-	@KT_CHECK_PREBUILD='$(PREBUILD_AFTER_FUZZ)' scripts/check-stage fuzz build-fuzz $(JOBS) $(TEST_JOBS) -DCMAKE_C_COMPILER=clang $(KT_FUZZ_FLAGS) $(CMAKE_FLAGS)
+	@KT_CHECK_PREBUILD='$(PREBUILD_AFTER_FUZZ)' scripts/check-stage fuzz build-fuzz $(JOBS) $(TEST_JOBS) -DCMAKE_C_COMPILER=clang $(KT_FUZZ_FLAGS) $(KT_POCL_FLAG) $(CMAKE_FLAGS)
 
 fuzz: deps
 	@cmake -S . -B build-fuzz -DCMAKE_C_COMPILER=clang $(KT_FUZZ_FLAGS) $(CMAKE_FLAGS) >/dev/null
@@ -62,9 +67,10 @@ fuzz: deps
 # KT_CHECK_PREBUILD), so the next stage's "building" figure is what was left of that build.
 check: check-asan check-tsan check-fuzz check-normal
 	@scripts/check-summary build-asan build-tsan build-fuzz build
-check: PREBUILD_AFTER_ASAN = cmake -S . -B build-tsan $(KT_SANITIZER_FLAGS) -DKT_SANITIZE=thread $(CMAKE_FLAGS) >/dev/null && cmake --build build-tsan -j$(JOBS)
-check: PREBUILD_AFTER_TSAN = cmake -S . -B build-fuzz -DCMAKE_C_COMPILER=clang $(KT_FUZZ_FLAGS) $(CMAKE_FLAGS) >/dev/null && cmake --build build-fuzz -j$(JOBS)
-check: PREBUILD_AFTER_FUZZ = cmake -S . -B build -DCMAKE_BUILD_TYPE=Release $(CMAKE_FLAGS) >/dev/null && cmake --build build -j$(JOBS)
+check: KT_TEST_POCL = $(CURDIR)/build-pocl-cache
+check: PREBUILD_AFTER_ASAN = cmake -S . -B build-tsan $(KT_SANITIZER_FLAGS) -DKT_SANITIZE=thread $(KT_POCL_FLAG) $(CMAKE_FLAGS) >/dev/null && cmake --build build-tsan -j$(JOBS)
+check: PREBUILD_AFTER_TSAN = cmake -S . -B build-fuzz -DCMAKE_C_COMPILER=clang $(KT_FUZZ_FLAGS) $(KT_POCL_FLAG) $(CMAKE_FLAGS) >/dev/null && cmake --build build-fuzz -j$(JOBS)
+check: PREBUILD_AFTER_FUZZ = cmake -S . -B build -DCMAKE_BUILD_TYPE=Release $(KT_POCL_FLAG) $(CMAKE_FLAGS) >/dev/null && cmake --build build -j$(JOBS)
 
 # Kernel Tuner's OpenCL example scripts through kerntune.tune_kernel on PoCL, all of them: make
 # check runs five; this adds matmul.py (a 4096^3 numpy.dot for its answer, then about a minute a
@@ -89,4 +95,4 @@ install: build
 	cmake --install build
 
 clean:
-	rm -rf build build-asan build-tsan build-fuzz
+	rm -rf build build-asan build-tsan build-fuzz build-pocl-cache
