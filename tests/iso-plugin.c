@@ -20,6 +20,7 @@
 #include <kerntune/backend.h>
 
 #include <errno.h>
+#include <stdbool.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
 #include <stdio.h>
@@ -143,16 +144,24 @@ static kt_status plug_build(void *state, size_t device, const kt_build_request *
     int prio = getpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid));
     snprintf(nice_now, sizeof nice_now, "nice-%d", errno == 0 ? prio : -99);
     note(nice_now);
-    /* LAG >= 1: the build lasts until a launch happens (at most 5 s), so that it shows whether
-     * configurations run while others build: "build-waited" if one did, else "build-timeout" */
+    /* LAG >= 1: the build lasts until a launch happens (at most 5 s on the clock: counted in
+     * 1 ms sleeps, the log's reads between them stretched the 5 s to 20 s under TSan), so that
+     * it shows whether configurations run while others build: "build-waited" if one did, else
+     * "build-timeout" */
     for (size_t i = 0; i < req->ndefines; i++) {
         if (strncmp(req->defines[i], "LAG=", 4) != 0 || atoi(req->defines[i] + 4) < 1) continue;
-        int before = log_lines("launch"), waited = 0;
-        for (; waited < 5000 && log_lines("launch") == before; waited++) {
+        int before = log_lines("launch");
+        struct timespec t0, t;
+        clock_gettime(CLOCK_MONOTONIC, &t0);
+        bool launched = false;
+        for (;;) {
+            if ((launched = log_lines("launch") != before)) break;
+            clock_gettime(CLOCK_MONOTONIC, &t);
+            if ((double)(t.tv_sec - t0.tv_sec) + (t.tv_nsec - t0.tv_nsec) * 1e-9 >= 5.0) break;
             struct timespec ms = {0, 1000000};
             nanosleep(&ms, NULL);
         }
-        note(waited < 5000 ? "build-waited" : "build-timeout");
+        note(launched ? "build-waited" : "build-timeout");
     }
     /* SLOW = ms: the build takes that long, then says so ("build-slow-done"); unless the core
      * cancels it meanwhile (asked every 10 ms, unless DEAF = 1): then it says "build-cancelled"

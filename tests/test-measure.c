@@ -193,6 +193,22 @@ static void test_dropped_arm_races_again_when_the_end_doubts(void **state) {
     kt_context_destroy(ctx);
 }
 
+/* A lone candidate is screened (a warm-up, two runs) and decided: no pilot's third run, which
+ * would judge nothing. */
+static void test_lone_candidate_no_pilot(void **state) {
+    (void)state;
+    kt_context *ctx = race_context();
+    kt_op *op = test_op(ctx, "lone");
+    scheduled only = {.id = 7, .us = {2000}, .n = 1};
+    ok(kt_op_add_native(op, "only", scheduled_fn, &only));
+    ok(kt_op_call(op, ARGS(1), 2));
+    const kt_decision *d = decision(op, 1);
+    assert_int_equal(kt_decision_winner(d), 0);
+    assert_int_equal(buf[0], 7);
+    assert_int_equal(kt_decision_unit_runs(d, 0), 2);
+    kt_context_destroy(ctx);
+}
+
 /* A run budget caps every run of the tuning, and the key is still decided. */
 static void test_run_budget(void **state) {
     (void)state;
@@ -427,6 +443,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_race_stops_on_equal_candidates),
         cmocka_unit_test(test_few_runs_spread_by_their_range),
         cmocka_unit_test(test_dropped_arm_races_again_when_the_end_doubts),
+        cmocka_unit_test(test_lone_candidate_no_pilot),
         cmocka_unit_test(test_run_budget),
         cmocka_unit_test(test_time_budget),
         cmocka_unit_test(test_budget_clock),
