@@ -56,7 +56,9 @@ static void replay_matches_local(void **state) {
     (void)state;
     char problem[512], rec[512];
     conv_paths(problem, sizeof problem, rec, sizeof rec);
-    const char *opts = "--seed 7 --budget 3% --jobs 6 --cache off --quiet";
+    /* the sanitizer builds replay 1% (44 configurations: 22 and 29 s for 3% under ASan and
+     * TSan), enough for three workers to race on the coordinator's streams */
+    const char *opts = KT_TEST_LARGE ? "--seed 7 --budget 3% --jobs 6 --cache off --quiet" : "--seed 7 --budget 1% --jobs 6 --cache off --quiet";
     assert_int_equal(sh("'%s' tune '%s' --simulate '%s' %s --t4 %s/local.json", KT_CLI, problem, rec, opts, dir), 0);
     pid_t w[3];
     for (int i = 0; i < 3; i++) {
@@ -73,7 +75,7 @@ static void replay_matches_local(void **state) {
     snprintf(a, sizeof a, "%s/local.json", dir);
     snprintf(b, sizeof b, "%s/fleet.json", dir);
     size_t n = assert_same_t4(a, b);
-    assert_true(n >= 100); /* 3% of 4,362, and their failures */
+    assert_true(n >= (KT_TEST_LARGE ? 100u : 40u)); /* 3% (1%) of 4,362, and their failures */
     snprintf(a, sizeof a, "%s/fleet.out", dir);
     json_t *out = load_json(a), *fl = json_object_get(out, "fleet");
     assert_int_equal(json_integer_value(json_object_get(fl, "workers")), 3);
