@@ -10,6 +10,7 @@
 #include <kerntune/validation.h>
 
 #include <math.h>
+#include <stdbool.h>
 #include <time.h>
 
 static int32_t buf[64];
@@ -112,18 +113,20 @@ static void test_race_stops_on_equal_candidates(void **state) {
     kt_context_destroy(ctx);
 }
 
-/* A native whose runs sleep in a repeating pattern of microseconds (any three runs in a row
- * hold two alike and one apart), writing its id. */
-typedef struct patterned {
+/* A native whose k-th run sleeps us[k] microseconds, writing its id: after its n entries it
+ * repeats them (repeat) or holds the last. A run's place in the race decides its time. */
+typedef struct scheduled {
     int32_t id;
-    long us[3];
+    long us[6];
+    size_t n;
+    bool repeat;
     atomic_int calls;
-} patterned;
+} scheduled;
 
-static int patterned_fn(const kt_arg *args, size_t nargs, void *user) {
-    patterned *p = user;
-    long us = p->us[atomic_fetch_add(&p->calls, 1) % 3];
-    struct timespec ts = {0, us * 1000};
+static int scheduled_fn(const kt_arg *args, size_t nargs, void *user) {
+    scheduled *p = user;
+    size_t k = (size_t)atomic_fetch_add(&p->calls, 1);
+    struct timespec ts = {0, p->us[p->repeat ? k % p->n : k < p->n ? k : p->n - 1] * 1000};
     while (nanosleep(&ts, &ts) != 0) {}
     if (nargs > 0 && args[0].type == KT_TYPE_BUFFER) memcpy(args[0].ptr, &p->id, sizeof p->id);
     return 0;
@@ -137,9 +140,10 @@ static void test_few_runs_spread_by_their_range(void **state) {
     kt_context *ctx = race_context();
     ok(kt_context_set_race(ctx, 0.999999, 0, 3));
     kt_op *op = test_op(ctx, "patterned");
-    patterned a = {.id = 1, .us = {1000, 2000, 1000}}, b = {.id = 2, .us = {1350, 1700, 1350}};
-    ok(kt_op_add_native(op, "a", patterned_fn, &a));
-    ok(kt_op_add_native(op, "b", patterned_fn, &b));
+    /* any three runs in a row hold two alike and one apart */
+    scheduled a = {.id = 1, .us = {1000, 2000, 1000}, .n = 3, .repeat = true}, b = {.id = 2, .us = {1350, 1700, 1350}, .n = 3, .repeat = true};
+    ok(kt_op_add_native(op, "a", scheduled_fn, &a));
+    ok(kt_op_add_native(op, "b", scheduled_fn, &b));
     ok(kt_op_call(op, ARGS(1), 2));
     const kt_decision *d = decision(op, 1);
     for (size_t u = 0; u < 2; u++) assert_int_equal(kt_decision_unit_runs(d, u), 3);
@@ -147,24 +151,6 @@ static void test_few_runs_spread_by_their_range(void **state) {
     if (!(c < 0.999999)) fail_msg("confidence %.9f from three runs each: the spread of two alike and one apart was taken as none", c);
     assert_true(kt_decision_below_confidence(d));
     kt_context_destroy(ctx);
-}
-
-/* A native whose k-th run sleeps us[k] microseconds (the last entry from then on), writing its
- * id: a run's place in the race decides its time. */
-typedef struct scheduled {
-    int32_t id;
-    long us[6];
-    size_t n;
-    atomic_int calls;
-} scheduled;
-
-static int scheduled_fn(const kt_arg *args, size_t nargs, void *user) {
-    scheduled *p = user;
-    size_t k = (size_t)atomic_fetch_add(&p->calls, 1);
-    struct timespec ts = {0, p->us[k < p->n ? k : p->n - 1] * 1000};
-    while (nanosleep(&ts, &ts) != 0) {}
-    if (nargs > 0 && args[0].type == KT_TYPE_BUFFER) memcpy(args[0].ptr, &p->id, sizeof p->id);
-    return 0;
 }
 
 /* An arm dropped at screening that the figures of the end no longer beat races again. The
